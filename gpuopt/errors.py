@@ -1,0 +1,43 @@
+"""Typed errors shared by every part of gpuopt.
+
+The CLI turns any :class:`GpuoptError` into a one-line message on stderr and exit code 1
+(see ``gpuopt.cli``); nothing below the CLI prints or exits.
+"""
+
+from __future__ import annotations
+
+
+class GpuoptError(Exception):
+    """Base class of every error gpuopt raises on purpose."""
+
+
+class InputError(GpuoptError, ValueError):
+    """Bad user input: the message names the field and the accepted values."""
+
+    def __init__(self, field: str, message: str, accepted: str | None = None):
+        self.field = field
+        self.accepted = accepted
+        text = f"{field}: {message}"
+        if accepted:
+            text += f" (accepted: {accepted})"
+        super().__init__(text)
+
+
+class ProviderError(GpuoptError):
+    """A price source answered something that cannot be used."""
+
+
+class PriceDataError(ProviderError):
+    """A price row or file breaks an invariant (duplicates, unknown term, mixed currency...)."""
+
+
+class SnapshotError(GpuoptError):
+    """The price snapshot is missing, corrupted or of an unknown schema version."""
+
+
+class SolverError(GpuoptError):
+    """The MILP solver did not return a proven optimal solution."""
+
+    def __init__(self, status: str, message: str):
+        self.status = status
+        super().__init__(message)

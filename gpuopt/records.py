@@ -1,0 +1,130 @@
+"""The records every part of gpuopt shares: the normalized offer row and the sizing of a workload.
+
+The offer columns are pinned here, in one list (as gpuhunt and SkyPilot pin theirs); the snapshot file,
+the ``--catalog`` offers CSV and every importer produce exactly these columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Version of the on-disk offer schema; bump it when OFFER_COLUMNS change.
+SCHEMA_VERSION = 1
+
+#: Hours in the billing month used everywhere (AWS, Azure and GCP all bill 730 h/month = 8760 / 12).
+HOURS_PER_MONTH = 730.0
+
+#: Term lengths in hours of a 1-year and a 3-year commitment (365 d x 24 h, x 3).
+TERM_HOURS = {"reserved_1y": 8760.0, "reserved_3y": 26280.0}
+
+PROVIDERS = ("aws", "azure", "gcp", "lambda")
+PRICING_MODELS = ("on_demand", "spot", "reserved_1y", "reserved_3y")
+PAYMENT_OPTIONS = ("no_upfront", "partial_upfront", "all_upfront")
+INTERCONNECTS = ("nvlink", "pcie")
+
+#: The normalized offer: one row per instance type x region (x zone for spot) x pricing option.
+#: Units are in the names. ``gpu_count`` is a float (fractional GPUs exist: AWS g6f, Azure NVads A10 v5);
+#: ``gpu_memory_gib`` is the memory of ONE whole GPU, never the instance total.
+#: ``usd_per_hour`` is the effective (amortized) hourly rate = recurring + upfront / term_hours.
+#: ``source`` starting with ``rule:`` marks an estimated (derived) price.
+OFFER_COLUMNS: tuple[str, ...] = (
+    "provider",
+    "region",
+    "zone",
+    "instance_type",
+    "gpu_model",
+    "gpu_count",
+    "gpu_memory_gib",
+    "vcpus",
+    "memory_gib",
+    "interconnect",
+    "pricing",
+    "payment",
+    "upfront_usd",
+    "recurring_usd_per_hour",
+    "usd_per_hour",
+    "term_hours",
+    "currency",
+    "source",
+    "as_of",
+)
+
+OFFER_DTYPES: dict[str, str] = {
+    "provider": "string",
+    "region": "string",
+    "zone": "string",
+    "instance_type": "string",
+    "gpu_model": "string",
+    "gpu_count": "float64",
+    "gpu_memory_gib": "float64",
+    "vcpus": "float64",
+    "memory_gib": "float64",
+    "interconnect": "string",
+    "pricing": "string",
+    "payment": "string",
+    "upfront_usd": "float64",
+    "recurring_usd_per_hour": "float64",
+    "usd_per_hour": "float64",
+    "term_hours": "float64",
+    "currency": "string",
+    "source": "string",
+    "as_of": "string",
+}
+
+
+def is_estimated(source: str) -> bool:
+    """True when a price row was derived by a documented rule rather than quoted (``source`` starts with ``rule:``)."""
+    return str(source).startswith("rule:")
+
+
+@dataclass(frozen=True)
+class SkippedRow:
+    """A price row an importer did not turn into an offer, with why (reported, never silently dropped).
+
+    Attributes:
+        source: the file or API the row came from.
+        line: 1-based line number in that file (header = line 1), or 0 when not a line-oriented source.
+        instance_type, region: what the row was about, when known.
+        reason: one of ``unknown_price`` (empty), ``zero_price``, ``placeholder_spot``, ``unknown_gpu``,
+            ``no_gpu``, ``duplicate``, ``not_a_gpu_row`` ... followed by detail.
+    """
+
+    source: str
+    line: int
+    instance_type: str
+    region: str
+    reason: str
+
+
+#: Canonical GPU model names (the ``gpu_model`` column) and the row of ``optimizer/data/gpu_specs.csv``
+#: (column ``name``) that sizing uses for each. ``None``: the GPU is priced and listed, but the spec table has
+#: no datasheet row for it, so it cannot be sized or planned (it is reported as such, never guessed).
+#: Where a canonical name covers SXM and PCIe boards, the row named is the one the clouds' instances use
+#: most (AWS p3/p4/p5, GCP a2/a3 and Azure ND are SXM boards); see docs/architecture.md.
+CANONICAL_GPUS: dict[str, str | None] = {
+    "V100-16GB": "V100 SXM2 16GB",
+    "V100-32GB": "V100 SXM2 32GB",
+    "T4": "T4",
+    "A10": "A10",
+    "A10G": "A10G",
+    "L4": "L4",
+    "L40S": "L40S",
+    "A100-40GB": "A100 40GB SXM4",
+    "A100-80GB": "A100 80GB SXM4",
+    "H100-80GB": "H100 SXM5 80GB",
+    "H100-NVL-94GB": "H100 NVL 94GB",
+    "H200-141GB": "H200 SXM 141GB",
+    "B200": "B200 (HGX/DGX, 1000 W)",
+    "RTX-4090": "GeForce RTX 4090",
+    "RTX-3090": "GeForce RTX 3090",
+    "MI300X": "Instinct MI300X",
+    "Gaudi2": "Gaudi 2",
+    # priced by some clouds, no row in the spec table:
+    "K80": None,
+    "M60": None,
+    "P100": None,
+    "P4": None,
+    "A6000": None,
+    "A10-share": None,
+    "GH200": None,
+}

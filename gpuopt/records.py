@@ -125,6 +125,5 @@ CANONICAL_GPUS: dict[str, str | None] = {
     "P100": None,
     "P4": None,
     "A6000": None,
-    "A10-share": None,
     "GH200": None,
 }

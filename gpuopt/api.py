@@ -1,0 +1,310 @@
+"""The public Python API: ``recommend``, ``estimate``, ``prices_list``, ``prices_status``.
+
+The CLI is a thin layer over these functions: it parses options, calls one of them and renders the
+result object it gets back, so notebooks and FinOps pipelines get exactly what the CLI shows
+(``result.to_dict()`` is the ``--format json`` output).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from gpuopt.errors import InputError
+from gpuopt.records import PRICING_MODELS
+
+
+# ----------------------------------------------------------------------------------------------- prices
+def _price_age_days(as_of: str | None, today: _dt.date | None = None) -> float | None:
+    if not as_of:
+        return None
+    try:
+        d = _dt.date.fromisoformat(str(as_of)[:10])
+    except ValueError:
+        return None
+    return float(((today or _dt.date.today()) - d).days)
+
+
+def _load(catalog: str | Path | None):
+    from pricing_cache.store import load_offers
+
+    return load_offers(catalog)
+
+
+def _price_provenance(offers, info, catalog) -> dict[str, Any]:
+    """Where the prices came from and how old they are, per provider (from the rows' own as_of)."""
+    per = {}
+    for prov, grp in offers.groupby("provider"):
+        dates = sorted({str(x)[:10] for x in grp["as_of"].dropna()})
+        oldest = dates[0] if dates else None
+        per[str(prov)] = {
+            "rows": int(len(grp)),
+            "as_of": dates[-1] if dates else None,
+            "oldest_as_of": oldest,
+            "age_days": _price_age_days(dates[-1] if dates else None),
+            "estimated_rows": int(grp["source"].astype(str).str.startswith("rule:").sum()),
+        }
+    return {
+        "catalog": str(catalog) if catalog else "shipped snapshot",
+        "snapshot": getattr(info, "path", None) and str(info.path),
+        "built_at": getattr(info, "built_at", None),
+        "providers": per,
+    }
+
+
+def _check_names(field_name: str, given: Iterable[str], known: Iterable[str], case_insensitive=True) -> list[str]:
+    known = sorted(set(str(k) for k in known))
+    lut = {k.lower(): k for k in known} if case_insensitive else {k: k for k in known}
+    out = []
+    for g in given:
+        key = g.lower() if case_insensitive else g
+        if key not in lut:
+            shown = ", ".join(known[:40]) + (f" ... ({len(known)} in all)" if len(known) > 40 else "")
+            raise InputError(field_name, f"unknown value '{g}'", accepted=shown)
+        out.append(lut[key])
+    return out
+
+
+def _canonical_gpu_filter(gpus: Iterable[str], offers) -> list[str]:
+    """Map user GPU names ("H100", "a100-80gb") to canonical gpu_model values present in the offers.
+
+    A bare family name (H100, A100, V100) selects every canonical model of that family."""
+    known = sorted(set(offers["gpu_model"].dropna().astype(str)))
+    out: list[str] = []
+    for g in gpus:
+        gl = g.strip().lower().replace(" ", "-")
+        exact = [k for k in known if k.lower() == gl]
+        family = [k for k in known if k.lower().split("-")[0] == gl]
+        match = exact or family
+        if not match:
+            raise InputError("gpu", f"unknown GPU '{g}'", accepted=", ".join(known))
+        out.extend(match)
+    return sorted(set(out))
+
+
+def filter_offers(offers, *, providers=(), regions=(), gpus=(), pricing=()):
+    """Filter offers by provider, region, GPU model and pricing model; names are validated against the data.
+
+    Raises InputError naming the field and listing the accepted values."""
+    df = offers
+    if providers:
+        ps = _check_names("provider", providers, df["provider"].unique())
+        df = df[df["provider"].isin(ps)]
+    if regions:
+        rs = _check_names("region", regions, df["region"].unique())
+        df = df[df["region"].isin(rs)]
+    if gpus:
+        gs = _canonical_gpu_filter(gpus, df)
+        df = df[df["gpu_model"].isin(gs)]
+    if pricing:
+        bad = [p for p in pricing if p not in PRICING_MODELS]
+        if bad:
+            raise InputError("pricing", f"unknown pricing model '{bad[0]}'", accepted=", ".join(PRICING_MODELS))
+        df = df[df["pricing"].isin(list(pricing))]
+    return df
+
+
+@dataclass
+class PricesResult:
+    """Rows of `gpuopt prices list` (offer columns) plus price provenance."""
+
+    rows: list[dict[str, Any]]
+    prices: dict[str, Any]
+    total_matching: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def prices_list(*, gpu: Iterable[str] = (), provider: Iterable[str] = (), region: Iterable[str] = (),
+                pricing: Iterable[str] = (), catalog: str | Path | None = None, limit: int | None = None) -> PricesResult:
+    """Offers matching the filters, cheapest effective USD/h first.
+
+    Args: gpu (canonical names or families, e.g. "H100"), provider, region, pricing: filters (validated);
+        catalog: a user offers CSV instead of the shipped snapshot; limit: at most this many rows (None: all).
+    Raises: InputError for unknown filter values; SnapshotError for a corrupt snapshot.
+    """
+    offers, info = _load(catalog)
+    df = filter_offers(offers, providers=list(provider), regions=list(region), gpus=list(gpu), pricing=list(pricing))
+    df = df.assign(usd_per_gpu_hour=df["usd_per_hour"] / df["gpu_count"])
+    df = df.sort_values(["usd_per_hour", "provider", "region", "instance_type", "pricing", "payment"])
+    total = len(df)
+    if limit is not None:
+        df = df.head(limit)
+    rows = [{k: (None if (isinstance(v, float) and math.isnan(v)) else v) for k, v in r.items()}
+            for r in df.astype(object).where(df.notna(), None).to_dict("records")]
+    return PricesResult(rows=rows, prices=_price_provenance(offers, info, catalog), total_matching=total)
+
+
+def prices_status(catalog: str | Path | None = None) -> dict[str, Any]:
+    """Where the prices come from, how old they are and row counts per provider and pricing model."""
+    from pricing_cache.store import snapshot_status
+
+    offers, info = _load(catalog)
+    status = snapshot_status() if catalog is None else {"catalog": str(catalog)}
+    prov = _price_provenance(offers, info, catalog)
+    counts = offers.groupby(["provider", "pricing"]).size()
+    for (p, pr), n in counts.items():
+        prov["providers"].setdefault(str(p), {}).setdefault("rows_by_pricing", {})[str(pr)] = int(n)
+    status["prices"] = prov
+    return status
+
+
+# ------------------------------------------------------------------------------------------- estimate
+def _model_spec(model: str | None, params: float | None):
+    from optimizer.specs import load_model, model_from_params
+
+    if model and params:
+        raise InputError("model", "give either --model or --params, not both")
+    if model:
+        return load_model(model)
+    if params:
+        if params <= 0:
+            raise InputError("params", f"must be greater than 0, got {params:g}")
+        return model_from_params(params)
+    raise InputError("model", "no model given: use --model NAME (see `gpuopt estimate --list-models`) or --params COUNT")
+
+
+def _workload(spec_like: dict[str, Any]):
+    """Build and validate an optimizer.sizing.Workload from plain options."""
+    from optimizer.sizing import Workload, validate_workload
+
+    kw = {k: v for k, v in spec_like.items() if v is not None and k != "model_name" and k != "params"}
+    kw["model"] = _model_spec(spec_like.get("model_name"), spec_like.get("params"))
+    w = Workload(**kw)
+    validate_workload(w)
+    return w
+
+
+@dataclass
+class EstimateResult:
+    """What `gpuopt estimate` prints: sizing of one replica of the workload on one GPU model.
+
+    Keys of ``numbers``: memory_gib_per_replica, memory_gib_per_gpu, gpus_per_replica, breakdown_gib,
+    tokens_per_second_per_replica and, for train/finetune, train_flops, gpu_hours, wall_hours_one_replica;
+    plus replicas_needed / gpus_needed when a demand (tokens/s) or a deadline is given.
+    """
+
+    model: str
+    task: str
+    gpu: str
+    numbers: dict[str, Any]
+    assumptions: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"model": self.model, "task": self.task, "gpu": self.gpu}
+        d.update(self.numbers)
+        d["assumptions"] = list(self.assumptions)
+        return d
+
+
+def estimate(*, model: str | None = None, params: float | None = None, task: str = "serve", gpu: str = "A100-80GB",
+             precision: str | None = None, context_tokens: int | None = None, concurrency: int | None = None,
+             tokens_per_second: float | None = None, tokens: float | None = None, deadline_hours: float | None = None,
+             zero_stage: int | None = None) -> EstimateResult:
+    """Size one replica of a workload on ``gpu`` (no prices involved).
+
+    Args: as ``gpuopt estimate``: model (known name or HF repo) or params (count), task serve|train|finetune,
+        gpu (canonical name, e.g. A100-80GB), precision fp32|bf16|fp16|int8|int4, context_tokens, concurrency,
+        tokens_per_second (serve demand), tokens (train), deadline_hours, zero_stage 0..3.
+    Returns: EstimateResult. Raises: InputError naming the field for bad input or when nothing fits.
+    """
+    from optimizer import sizing
+    from optimizer.specs import load_gpu
+
+    w = _workload(dict(task=task, model_name=model, params=params, precision=precision, context_tokens=context_tokens,
+                       concurrency=concurrency, tokens_per_second=tokens_per_second, tokens=tokens,
+                       deadline_hours=deadline_hours, zero_stage=zero_stage))
+    g = load_gpu(gpu)
+    nums = dict(sizing.estimate(w, g))
+    assumptions = list(nums.pop("assumptions", []) or [])
+    if task == "serve" and tokens_per_second:
+        per = nums["tokens_per_second_per_replica"]
+        reps = math.ceil(tokens_per_second / per) if per > 0 else None
+        nums["replicas_needed"] = reps
+        nums["gpus_needed"] = None if reps is None else reps * nums["gpus_per_replica"]
+    if task != "serve" and deadline_hours and nums.get("gpu_hours"):
+        gpus_needed = nums["gpu_hours"] / deadline_hours
+        reps = math.ceil(gpus_needed / nums["gpus_per_replica"])
+        nums["replicas_needed"] = reps
+        nums["gpus_needed"] = reps * nums["gpus_per_replica"]
+    return EstimateResult(model=w.model.name, task=task, gpu=g.name, numbers=nums, assumptions=assumptions)
+
+
+# ------------------------------------------------------------------------------------------ recommend
+@dataclass
+class RecommendResult:
+    """What `gpuopt recommend` prints: the workload it planned (and where it came from), the prices it used,
+    and the plan with its explanation (optimizer.explain.PlanResult)."""
+
+    workload: dict[str, Any]
+    workload_origin: str
+    headline: str
+    prices: dict[str, Any]
+    plan: Any
+
+    @property
+    def feasible(self) -> bool:
+        return self.plan.feasible
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"headline": self.headline, "workload_origin": self.workload_origin, "workload": self.workload,
+                "prices": self.prices, **self.plan.to_dict()}
+
+
+def recommend(*, budget: float | None = None, model: str | None = None, params: float | None = None,
+              task: str | None = None, tokens_per_second: float | None = None, tokens: float | None = None,
+              deadline_hours: float | None = None, precision: str | None = None, context_tokens: int | None = None,
+              concurrency: int | None = None, zero_stage: int | None = None, gpus: Iterable[str] = (),
+              providers: Iterable[str] = (), regions: Iterable[str] = (), pricing: Iterable[str] = (),
+              allow_spot: bool | None = None, catalog: str | Path | None = None, workload_file: str | Path | None = None,
+              cwd: str | Path | None = None, solver: str = "cbc", time_limit_s: float = 60.0,
+              max_instances_per_offer: int | None = None) -> RecommendResult:
+    """Recommend the cheapest mix of GPU instances for one workload, within a monthly budget.
+
+    The workload comes from the options, over ``workload_file`` / ``./gpuopt.yaml`` / the bundled example
+    (see gpuopt.workload). Offers come from the shipped snapshot or ``catalog`` (an offers CSV).
+
+    Args (units): budget USD/month; tokens_per_second generated tokens/s for the fleet (serve); tokens to
+        train on (train/finetune); deadline_hours; context_tokens per sequence; concurrency sequences per replica;
+        gpus/providers/regions/pricing: filters; allow_spot: spot allowed (interruptible work).
+    Returns: RecommendResult (``feasible`` False with ``plan.reason`` when nothing fits or the budget is short).
+    Raises: InputError naming the field for bad input; SnapshotError for a corrupt snapshot.
+    """
+    from gpuopt.workload import resolve_workload
+    from optimizer.plan import plan
+
+    if budget is not None and budget <= 0:
+        raise InputError("budget", f"must be greater than 0 USD per month, got {budget:g}")
+    if max_instances_per_offer is not None and max_instances_per_offer < 1:
+        raise InputError("max_instances", f"must be at least 1, got {max_instances_per_offer}")
+    spec = resolve_workload(
+        dict(task=task, model=model, params=params, tokens_per_second=tokens_per_second, tokens=tokens,
+             deadline_hours=deadline_hours, precision=precision, context_tokens=context_tokens, concurrency=concurrency,
+             zero_stage=zero_stage, gpus=list(gpus), providers=list(providers), regions=list(regions),
+             pricing=list(pricing), allow_spot=allow_spot, budget=budget),
+        workload_file, cwd)
+    if spec.task == "serve" and not spec.tokens_per_second:
+        raise InputError("tokens_per_second", "a serve workload needs a demand: --tokens-per-second N (generated tokens/s)")
+    if spec.task in ("train", "finetune") and not spec.tokens:
+        raise InputError("tokens", f"a {spec.task} workload needs --tokens N (tokens to process)")
+    w = _workload(dict(task=spec.task, model_name=spec.model, params=spec.params, precision=spec.precision,
+                       context_tokens=spec.context_tokens, concurrency=spec.concurrency,
+                       tokens_per_second=spec.tokens_per_second if spec.task == "serve" else None,
+                       tokens=spec.tokens if spec.task != "serve" else None,
+                       deadline_hours=spec.deadline_hours, zero_stage=spec.zero_stage))
+    offers, info = _load(catalog)
+    filtered = filter_offers(offers, providers=spec.providers, regions=spec.regions, gpus=spec.gpus)
+    result = plan(w, filtered, budget_usd=spec.budget, allow_spot=bool(spec.allow_spot),
+                  pricing=tuple(spec.pricing) or None, max_instances_per_offer=max_instances_per_offer,
+                  solver=solver, time_limit_s=time_limit_s)
+    wl = {k: getattr(spec, k) for k in ("name", "task", "model", "params", "precision", "context_tokens", "concurrency",
+                                         "tokens_per_second", "tokens", "deadline_hours", "zero_stage", "allow_spot",
+                                         "providers", "regions", "gpus", "pricing", "budget")}
+    wl["model_resolved"] = w.model.name
+    wl["context_tokens_resolved"] = w.context_tokens
+    return RecommendResult(workload=wl, workload_origin=spec.origin, headline=spec.describe(),
+                           prices=_price_provenance(filtered if len(filtered) else offers, info, catalog), plan=result)

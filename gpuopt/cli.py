@@ -1,0 +1,179 @@
+"""The `gpuopt` command line: thin commands over gpuopt.api, rendered by gpuopt.render.
+
+Every command parses its options, makes one call into the API and renders the result. Domain errors become
+one line on stderr and exit code 1 (never a traceback); so do usage errors (see :func:`main`).
+Heavy libraries (pandas, pulp, boto3) are imported inside the commands, so `gpuopt --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(
+    name="gpuopt",
+    help="Which cloud GPU instances to run, where, how many, for how long and on which pricing model "
+         "(on-demand, reserved 1y/3y, spot) for your ML workloads, from real cloud prices.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+prices_app = typer.Typer(help="Inspect the GPU prices gpuopt plans with.", no_args_is_help=True)
+app.add_typer(prices_app, name="prices")
+
+FORMATS = ("table", "json")
+
+
+@contextlib.contextmanager
+def _boundary():
+    """Turn gpuopt's own errors into one line on stderr and exit code 1."""
+    from gpuopt.errors import GpuoptError
+
+    try:
+        yield
+    except GpuoptError as exc:
+        typer.echo(f"gpuopt: error: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
+def _check_format(fmt: str) -> str:
+    from gpuopt.errors import InputError
+
+    if fmt not in FORMATS:
+        raise InputError("format", f"unknown format '{fmt}'", accepted=", ".join(FORMATS))
+    return fmt
+
+
+FormatOpt = Annotated[str, typer.Option("--format", "-f", help="Output: 'table' (for people) or 'json' (for programs).")]
+CatalogOpt = Annotated[Optional[Path], typer.Option("--catalog", help="Plan over your own offers CSV (the columns of docs/architecture.md) instead of the shipped snapshot.")]
+
+
+@app.command()
+def recommend(
+    budget: Annotated[Optional[float], typer.Option(help="Monthly budget in USD.")] = None,
+    model: Annotated[Optional[str], typer.Option(help="Model name or Hugging Face repo, e.g. meta-llama/Llama-2-70b-hf.")] = None,
+    params: Annotated[Optional[float], typer.Option(help="Parameter count, for a model not in the table (e.g. 13e9).")] = None,
+    task: Annotated[Optional[str], typer.Option(help="serve, train or finetune (full fine-tune).")] = None,
+    tokens_per_second: Annotated[Optional[float], typer.Option("--tokens-per-second", help="Serving demand: generated tokens/s the fleet must sustain.")] = None,
+    tokens: Annotated[Optional[float], typer.Option(help="Training: tokens to process (e.g. 2e10).")] = None,
+    deadline_hours: Annotated[Optional[float], typer.Option("--deadline-hours", help="Training: finish within this many hours (default: one month, 730 h).")] = None,
+    precision: Annotated[Optional[str], typer.Option(help="Weights precision for serving: fp32, bf16, fp16, int8, int4.")] = None,
+    context: Annotated[Optional[int], typer.Option("--context", help="Tokens per sequence (KV cache for serving, sequence length for training).")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(help="Serving: sequences decoded together per replica.")] = None,
+    zero_stage: Annotated[Optional[int], typer.Option("--zero-stage", help="Training: ZeRO stage 0-3 over a replica's GPUs.")] = None,
+    gpu: Annotated[Optional[list[str]], typer.Option("--gpu", help="Allowed GPU models (repeat): A100-80GB, H100, L4 ...")] = None,
+    provider: Annotated[Optional[list[str]], typer.Option("--provider", help="Allowed providers (repeat): aws, azure, gcp, lambda.")] = None,
+    region: Annotated[Optional[list[str]], typer.Option("--region", help="Allowed regions (repeat), e.g. us-east-1.")] = None,
+    pricing: Annotated[Optional[list[str]], typer.Option("--pricing", help="Allowed pricing models (repeat): on_demand, reserved_1y, reserved_3y, spot.")] = None,
+    allow_spot: Annotated[Optional[bool], typer.Option("--allow-spot/--no-spot", help="May the workload run on interruptible spot capacity?")] = None,
+    workload: Annotated[Optional[Path], typer.Option("--workload", help="Workload YAML file (default: ./gpuopt.yaml, else the bundled example).")] = None,
+    catalog: CatalogOpt = None,
+    max_instances: Annotated[Optional[int], typer.Option("--max-instances", help="At most this many instances of any one offer (quota).")] = None,
+    solver: Annotated[str, typer.Option(help="MILP solver: cbc (bundled) or highs.")] = "cbc",
+    time_limit: Annotated[float, typer.Option("--time-limit", help="Solver time limit in seconds.")] = 60.0,
+    fmt: FormatOpt = "table",
+):
+    """Recommend the cheapest mix of GPU instances (and pricing models) for a workload within a budget."""
+    with _boundary():
+        _check_format(fmt)
+        from gpuopt import api, render
+
+        result = api.recommend(
+            budget=budget, model=model, params=params, task=task, tokens_per_second=tokens_per_second, tokens=tokens,
+            deadline_hours=deadline_hours, precision=precision, context_tokens=context, concurrency=concurrency,
+            zero_stage=zero_stage, gpus=gpu or (), providers=provider or (), regions=region or (), pricing=pricing or (),
+            allow_spot=allow_spot, catalog=catalog, workload_file=workload, solver=solver, time_limit_s=time_limit,
+            max_instances_per_offer=max_instances,
+        )
+        render.recommend(result, fmt)
+        if not result.feasible:
+            raise typer.Exit(1)
+
+
+@app.command()
+def estimate(
+    model: Annotated[Optional[str], typer.Option(help="Model name or Hugging Face repo, e.g. meta-llama/Llama-2-7b-hf.")] = None,
+    params: Annotated[Optional[float], typer.Option(help="Parameter count, for a model not in the table.")] = None,
+    task: Annotated[str, typer.Option(help="serve, train or finetune.")] = "serve",
+    gpu: Annotated[str, typer.Option(help="GPU model, e.g. A100-80GB, H100-80GB, L4.")] = "A100-80GB",
+    tokens: Annotated[Optional[float], typer.Option(help="Training: tokens to process (e.g. 2e12).")] = None,
+    tokens_per_second: Annotated[Optional[float], typer.Option("--tokens-per-second", help="Serving demand, to count replicas.")] = None,
+    deadline_hours: Annotated[Optional[float], typer.Option("--deadline-hours", help="Training deadline, to count GPUs.")] = None,
+    precision: Annotated[Optional[str], typer.Option(help="fp32, bf16, fp16, int8, int4.")] = None,
+    context: Annotated[Optional[int], typer.Option("--context", help="Tokens per sequence.")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(help="Serving: sequences per replica.")] = None,
+    zero_stage: Annotated[Optional[int], typer.Option("--zero-stage", help="Training: ZeRO stage 0-3.")] = None,
+    list_models: Annotated[bool, typer.Option("--list-models", help="List the known models and GPUs and exit.")] = False,
+    fmt: FormatOpt = "table",
+):
+    """Size a workload on one GPU model: memory per replica, GPUs per replica, FLOPs, GPU-hours, tokens/s."""
+    with _boundary():
+        _check_format(fmt)
+        from gpuopt import render
+
+        if list_models:
+            from optimizer.specs import known_gpus, known_models
+
+            render.known(known_models(), known_gpus(), fmt)
+            return
+        from gpuopt import api
+
+        result = api.estimate(model=model, params=params, task=task, gpu=gpu, tokens=tokens,
+                              tokens_per_second=tokens_per_second, deadline_hours=deadline_hours, precision=precision,
+                              context_tokens=context, concurrency=concurrency, zero_stage=zero_stage)
+        render.estimate(result, fmt)
+
+
+@prices_app.command("list")
+def prices_list(
+    gpu: Annotated[Optional[list[str]], typer.Option("--gpu", help="GPU model or family (repeat): H100, A100-80GB, L4 ...")] = None,
+    provider: Annotated[Optional[list[str]], typer.Option("--provider", help="aws, azure, gcp, lambda (repeat).")] = None,
+    region: Annotated[Optional[list[str]], typer.Option("--region", help="Region code (repeat).")] = None,
+    pricing: Annotated[Optional[list[str]], typer.Option("--pricing", help="on_demand, spot, reserved_1y, reserved_3y (repeat).")] = None,
+    limit: Annotated[int, typer.Option(help="Show at most this many rows (0: all).", min=0)] = 50,
+    catalog: CatalogOpt = None,
+    fmt: FormatOpt = "table",
+):
+    """List GPU offers, cheapest first, with where each price comes from."""
+    with _boundary():
+        _check_format(fmt)
+        from gpuopt import api, render
+
+        result = api.prices_list(gpu=gpu or (), provider=provider or (), region=region or (), pricing=pricing or (),
+                                 catalog=catalog, limit=limit or None)
+        render.prices_list(result, fmt)
+
+
+@prices_app.command("status")
+def prices_status(catalog: CatalogOpt = None, fmt: FormatOpt = "table"):
+    """Where the prices come from, how old they are, and row counts per provider."""
+    with _boundary():
+        _check_format(fmt)
+        from gpuopt import api, render
+
+        render.prices_status(api.prices_status(catalog), fmt)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: usage errors are one line on stderr with exit code 1, like domain errors."""
+    import click
+
+    try:
+        app(args=argv, standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        typer.echo("gpuopt: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        typer.echo(f"gpuopt: error: {exc.format_message()}", err=True)
+        sys.exit(1)
+    sys.exit(0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,228 @@
+"""Plan one workload over a set of offers: candidates -> prune -> build -> solve -> explain.
+
+:func:`plan` is what ``gpuopt.recommend`` calls. It never prints; it returns a
+:class:`optimizer.explain.PlanResult`, infeasible plans included (infeasibility is a result with a reason,
+not a crash).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from gpuopt.records import HOURS_PER_MONTH
+from optimizer.explain import (
+    PlanResult,
+    binding_constraints,
+    capacity_summary,
+    on_demand_rates,
+    plan_lines,
+)
+from optimizer.model import (
+    PlanProblem,
+    build_model,
+    candidates_for,
+    prune_dominated,
+    prune_training,
+)
+from optimizer.solve import solve
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from optimizer.sizing import Workload
+
+#: Strategies compared side by side: name -> pricing models allowed.
+STRATEGIES = {
+    "all_on_demand": ("on_demand",),
+    "all_reserved_1y": ("reserved_1y",),
+    "all_reserved_3y": ("reserved_3y",),
+    "spot_where_allowed": ("spot",),
+}
+
+
+def _problem(workload: "Workload", cands, budget, max_instances, rejected) -> PlanProblem:
+    from optimizer.sizing import train_flops
+
+    if workload.task == "serve":
+        demand, work = float(workload.tokens_per_second), None
+        run_hours = horizon = HOURS_PER_MONTH
+    else:
+        demand, work = None, float(train_flops(workload))
+        run_hours = float(workload.deadline_hours or HOURS_PER_MONTH)
+        horizon = max(HOURS_PER_MONTH, run_hours)
+    return PlanProblem(
+        workload=workload, candidates=list(cands), demand_tokens_per_second=demand, work_flops=work,
+        run_hours=run_hours, horizon_hours=horizon,
+        budget_usd=None if budget is None else float(budget) * horizon / HOURS_PER_MONTH,
+        max_instances_per_offer=max_instances, rejected=dict(rejected),
+    )
+
+
+def _prune(problem: PlanProblem) -> PlanProblem:
+    if problem.max_instances_per_offer is not None:
+        return problem  # capped offers: dominance pruning is not safe (DESIGN.md), keep all
+    fn = prune_training if problem.is_training else prune_dominated
+    kept, dropped = fn(problem.candidates, problem.committed_billed_hours, problem.run_hours)
+    problem.candidates = kept
+    problem.pruned = dropped
+    return problem
+
+
+def _solve(problem: PlanProblem, solver: str, time_limit_s: float):
+    model, U, Y = build_model(problem)
+    return solve(model, U, Y, solver=solver, time_limit_s=time_limit_s)
+
+
+def _no_fit_reason(workload: "Workload", offers: "pd.DataFrame", rejected: dict) -> dict:
+    """Why no offer can host one replica: the memory one replica needs vs the largest instance offered."""
+    from optimizer.model import MAX_GPUS_PER_REPLICA
+    from optimizer.sizing import size_replica
+    from optimizer.specs import load_gpu
+
+    if offers.empty:
+        return {"kind": "no_offers", "message": "no offers match the filters (provider, region, GPU, pricing)"}
+    mem = offers.assign(total=offers["gpu_count"] * offers["gpu_memory_gib"]).sort_values("total", ascending=False)
+    top = mem.iloc[0]
+    need = None
+    try:
+        s = size_replica(workload, load_gpu(top["gpu_model"]), float(top["gpu_count"]))
+        need = s.memory_gib_per_replica
+    except Exception:  # the largest instance may carry a GPU without a datasheet row
+        pass
+    msg = "no offered GPU can hold one replica"
+    if need is not None:
+        msg += (f": one replica needs about {need:,.1f} GiB of GPU memory; the largest offered instance, "
+                f"{top['provider']} {top['instance_type']} ({top['gpu_count']:g} x {top['gpu_model']}), has {top['total']:,.0f} GiB "
+                f"and multi-instance replicas of up to {MAX_GPUS_PER_REPLICA} GPUs over NVLink-class instances did not fit either")
+    if rejected.get("no_spec"):
+        msg += f"; {rejected['no_spec']} offers were skipped because their GPU has no datasheet row"
+    return {"kind": "no_gpu_fits", "message": msg, "memory_gib_per_replica": need}
+
+
+def plan(
+    workload: "Workload",
+    offers: "pd.DataFrame",
+    *,
+    budget_usd: float | None = None,
+    allow_spot: bool = False,
+    pricing: tuple[str, ...] | None = None,
+    max_instances_per_offer: int | None = None,
+    solver: str = "cbc",
+    time_limit_s: float = 60.0,
+    compare_strategies: bool = True,
+) -> PlanResult:
+    """Plan ``workload`` over ``offers`` at minimum cost.
+
+    Args:
+        workload: a validated optimizer.sizing.Workload (serve: tokens_per_second set; train/finetune: tokens).
+        offers: normalized offers (gpuopt.records.OFFER_COLUMNS) already filtered by the user's limits.
+        budget_usd: monthly budget in USD (for a training horizon longer than a month, budget x months).
+        allow_spot: spot offers allowed (interruptible work); pricing: pricing models allowed (default all but spot).
+        max_instances_per_offer: cap on instances of any one offer (None: uncapped).
+        solver: "cbc" or "highs"; time_limit_s: solver time limit.
+        compare_strategies: also price the same demand all on-demand / all reserved / spot.
+
+    Returns: PlanResult (status "optimal", "time_limit" or "infeasible" with ``reason``).
+    Raises: InputError for an unknown solver; SolverError never (statuses are results).
+    """
+    all_cands, rejected, sizing = candidates_for(workload, offers, allow_spot=True, pricing=None)
+    allowed = set(pricing) if pricing else {"on_demand", "reserved_1y", "reserved_3y", "spot"}
+    if not allow_spot:
+        allowed.discard("spot")
+    cands = [c for c in all_cands if c.offer["pricing"] in allowed]
+    for c in all_cands:
+        if c.offer["pricing"] not in allowed:
+            why = "spot_not_allowed" if c.offer["pricing"] == "spot" else "pricing_not_allowed"
+            rejected[why] = rejected.get(why, 0) + 1
+    full = _problem(workload, cands, budget_usd, max_instances_per_offer, rejected)
+    result = PlanResult(status="infeasible", horizon_hours=full.horizon_hours)
+    result.sizing = [
+        {"gpu_shape": k, "gpu_model": s.gpu_model, "gpus_per_replica": s.gpus_per_replica,
+         "memory_gib_per_replica": round(s.memory_gib_per_replica, 2), "memory_gib_per_gpu": round(s.memory_gib_per_gpu, 2),
+         "tokens_per_second_per_replica": round(s.tokens_per_second_per_replica, 2),
+         "flops_per_second_per_replica": s.flops_per_second_per_replica}
+        for k, s in sorted(sizing.items())
+    ]
+    result.solver = {"name": solver, "candidates": len(cands), "rejected": dict(rejected)}
+    if not cands:
+        result.reason = _no_fit_reason(workload, offers, rejected)
+        return result
+
+    problem = _prune(_problem(workload, cands, budget_usd, max_instances_per_offer, rejected))
+    sol = _solve(problem, solver, time_limit_s)
+    result.solver.update({"status": sol.status, "seconds": round(sol.seconds, 3), "pruned": problem.pruned,
+                          "variables_units": len(problem.candidates)})
+    if sol.status == "infeasible" and problem.budget_usd is not None:
+        free = _prune(_problem(workload, cands, None, max_instances_per_offer, rejected))
+        sol_free = _solve(free, solver, time_limit_s)
+        if sol_free.status in ("optimal", "time_limit"):
+            months = free.horizon_hours / HOURS_PER_MONTH
+            need = sol_free.objective / months
+            result.reason = {
+                "kind": "budget",
+                "message": (f"the budget is too small: the cheapest plan that meets the demand costs ${need:,.2f} per month; "
+                            f"--budget {budget_usd:,.2f} falls short by ${need - budget_usd:,.2f}. Raise --budget to at least "
+                            f"{math.ceil(need * 100) / 100:,.2f}"),
+                "budget_needed_usd": round(need, 2),
+                "budget_usd": budget_usd,
+            }
+            return result
+    if sol.status not in ("optimal", "time_limit"):
+        result.status = sol.status if sol.status != "infeasible" else "infeasible"
+        result.reason = {"kind": "solver", "message": f"the solver ended with status '{sol.status}'"}
+        return result
+
+    od = on_demand_rates(offers)
+    lines = plan_lines(problem, sol, od)
+    months = problem.horizon_hours / HOURS_PER_MONTH
+    result.status = sol.status
+    result.lines = lines
+    result.total_usd = round(sum(ln.monthly_usd for ln in lines) * months, 2)
+    result.total_monthly_usd = round(sum(ln.monthly_usd for ln in lines), 2)
+    result.capacity = capacity_summary(problem, lines, sol)
+    result.binding = binding_constraints(problem, lines, result.capacity, result.total_usd)
+    if sol.status == "time_limit":
+        result.notes.append("the solver stopped at its time limit: this plan is feasible but not proven optimal")
+    if any(ln.estimated for ln in lines):
+        result.notes.append("some prices in this plan are estimated (source rule:...): reserved rates derived from a "
+                            "documented discount rule, not quoted")
+    if problem.is_training and any(ln.pricing.startswith("reserved") for ln in lines):
+        result.notes.append("a reservation commits you for its whole term (see commitment_usd), beyond this job")
+
+    if compare_strategies:
+        result.strategies = _strategies(workload, all_cands, max_instances_per_offer, rejected, solver,
+                                        time_limit_s, allow_spot, allowed, sol.status, result.total_monthly_usd)
+        base = result.strategies.get("all_on_demand", {})
+        if base.get("monthly_usd"):
+            result.savings_vs_on_demand_usd = round(base["monthly_usd"] - result.total_monthly_usd, 2)
+            result.savings_vs_on_demand_pct = round(100.0 * result.savings_vs_on_demand_usd / base["monthly_usd"], 2)
+    return result
+
+
+def _strategies(workload, cands, max_inst, rejected, solver, time_limit_s, allow_spot, allowed, status, optimal_monthly):
+    """Price the same demand with one pricing model at a time (over every candidate, whatever --pricing allows;
+    ``allowed_in_this_plan`` says whether the user's limits admit it)."""
+    out = {}
+    for name, models in STRATEGIES.items():
+        if name == "spot_where_allowed" and not allow_spot:
+            continue
+        sub = [c for c in cands if c.offer["pricing"] in models]
+        if not sub:
+            out[name] = {"status": "no_offers", "monthly_usd": None}
+            continue
+        p = _prune(_problem(workload, sub, None, max_inst, rejected))
+        s = _solve(p, solver, time_limit_s)
+        if s.status in ("optimal", "time_limit"):
+            monthly = s.objective / (p.horizon_hours / HOURS_PER_MONTH)
+            out[name] = {"status": s.status, "monthly_usd": round(monthly, 2),
+                         "allowed_in_this_plan": set(models) <= allowed}
+        else:
+            out[name] = {"status": s.status, "monthly_usd": None}
+    out["optimal_mix"] = {"status": status, "monthly_usd": optimal_monthly, "allowed_in_this_plan": True}
+    base = out.get("all_on_demand", {}).get("monthly_usd")
+    for v in out.values():
+        if base and v.get("monthly_usd") is not None:
+            v["savings_usd"] = round(base - v["monthly_usd"], 2)
+            v["savings_pct"] = round(100.0 * (base - v["monthly_usd"]) / base, 2)
+    return out

@@ -311,10 +311,13 @@ def build_model(problem: PlanProblem) -> tuple["pulp.LpProblem", dict[str, "pulp
             m += pulp.LpAffineExpression({u: float(c.instances_per_unit)}) <= problem.max_instances_per_offer, f"cap_{i}"
     cost = pulp.LpAffineExpression(cost_terms)
     m += cost
-    if problem.is_training:
-        m += pulp.LpAffineExpression(cap_terms) >= float(problem.work_flops), "work"
-    else:
-        m += pulp.LpAffineExpression(cap_terms) >= float(problem.demand_tokens_per_second), "demand"
+    # The work/demand row is scaled to a right-hand side of 1: FLOP counts (~1e21) would otherwise meet the
+    # solver's absolute tolerances and make CBC call a feasible model infeasible.
+    need = float(problem.work_flops if problem.is_training else problem.demand_tokens_per_second)
+    if need <= 0:
+        raise InputError("workload", "the demand or work to plan for must be greater than 0")
+    scaled = pulp.LpAffineExpression({v: a / need for v, a in cap_terms.items()})
+    m += scaled >= 1.0, ("work" if problem.is_training else "demand")
     if problem.budget_usd is not None:
         m += pulp.LpAffineExpression(cost_terms) <= float(problem.budget_usd), "budget"
     return m, U, Y

@@ -1,0 +1,107 @@
+"""Helpers every importer shares: the result record, building the offer frame, the uniqueness invariant.
+
+pandas is imported inside the functions, so importing a provider module stays cheap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+from gpuopt.errors import PriceDataError
+from gpuopt.records import OFFER_COLUMNS, OFFER_DTYPES, SkippedRow
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+#: The columns that identify one offer; after normalization each key appears exactly once.
+OFFER_KEY: tuple[str, ...] = ("provider", "region", "zone", "instance_type", "pricing", "payment")
+
+
+@dataclass
+class ParseResult:
+    """What an importer returns.
+
+    Attributes:
+        offers: DataFrame with exactly ``OFFER_COLUMNS`` and ``OFFER_DTYPES``.
+        skipped: rows not turned into offers, with their 1-based line (header = line 1) and reason.
+        notes: corrections applied to rows that were kept (e.g. a GPU count fixed from a documented size table).
+    """
+
+    offers: "pd.DataFrame"
+    skipped: list[SkippedRow] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def reason_code(reason: str) -> str:
+    """The reason's code (``unknown_price`` in ``"unknown_price: empty Price"``)."""
+    return str(reason).split(":", 1)[0].strip()
+
+
+def read_text(text_or_path: "str | Path") -> tuple[str, str]:
+    """(text, name): a ``Path`` or an existing file path is read as UTF-8; any other string is the content itself."""
+    if isinstance(text_or_path, Path):
+        return text_or_path.read_text(encoding="utf-8"), text_or_path.name
+    s = str(text_or_path)
+    if "\n" not in s and len(s) < 4096:
+        p = Path(s)
+        if p.is_file():
+            return p.read_text(encoding="utf-8"), p.name
+    return s, "<text>"
+
+
+def empty_offers() -> "pd.DataFrame":
+    import pandas as pd
+
+    return pd.DataFrame({c: pd.Series([], dtype=OFFER_DTYPES[c]) for c in OFFER_COLUMNS})
+
+
+def offers_frame(rows: Iterable[dict[str, Any]]) -> "pd.DataFrame":
+    """A DataFrame with exactly OFFER_COLUMNS in order and OFFER_DTYPES; missing float fields become NaN."""
+    import pandas as pd
+
+    rows = list(rows)
+    if not rows:
+        return empty_offers()
+    df = pd.DataFrame.from_records(rows)
+    missing = [c for c in OFFER_COLUMNS if c not in df.columns]
+    extra = [c for c in df.columns if c not in OFFER_COLUMNS]
+    if missing or extra:
+        raise PriceDataError(f"offer rows have missing columns {missing} or unknown columns {extra}")
+    df = df[list(OFFER_COLUMNS)]
+    return df.astype(OFFER_DTYPES)
+
+
+def hourly_row(pricing: str, usd_per_hour: float, **kw: Any) -> dict[str, Any]:
+    """An on-demand or spot offer dict: payment empty, no upfront, recurring = usd_per_hour, term 0."""
+    price = float(usd_per_hour)
+    return {**kw, "pricing": pricing, "payment": "", "upfront_usd": 0.0, "recurring_usd_per_hour": price,
+            "usd_per_hour": price, "term_hours": 0.0}
+
+
+def check_unique(df: "pd.DataFrame", what: str = "offers") -> None:
+    """Raise PriceDataError unless ``groupby(OFFER_KEY).size() == 1`` for every key."""
+    if df.empty:
+        return
+    sizes = df.groupby(list(OFFER_KEY), dropna=False).size()
+    dup = sizes[sizes > 1]
+    if len(dup):
+        shown = "; ".join("/".join(str(x) for x in k) for k in dup.index[:5])
+        raise PriceDataError(f"{what}: {len(dup)} offer key(s) appear more than once, e.g. {shown}")
+
+
+def parse_float(value: Any) -> float | None:
+    """A float, or None for an empty/NaN/unparseable field (never 0 for a missing price)."""
+    if value is None:
+        return None
+    s = str(value).strip()
+    if not s or s.lower() in ("nan", "none", "null", "n/a", "na"):
+        return None
+    try:
+        f = float(s)
+    except ValueError:
+        return None
+    if f != f:  # NaN
+        return None
+    return f

@@ -1,0 +1,494 @@
+"""GPU datasheet specs and model architectures: the two reference tables sizing reads.
+
+Tables (shipped in ``optimizer/data``, copied unchanged from ``shared/data/reference``):
+
+* ``gpu_specs.csv`` -- one row per GPU board, from vendor datasheets (each row cites its source).
+* ``model_configs.csv`` -- one row per model, from the model's HF ``config.json`` (via litgpt 0.5.13) with the
+  parameter counts and KV-cache bytes per token derived from the config (FORMULAS.md section 10 and 6).
+
+Both are read with the ``csv`` module on first use and cached (no pandas, no work at import time: this module is
+imported by every ``gpuopt`` command). A malformed row is skipped and logged with its line number, never guessed.
+
+Units: memory in GiB (2**30 bytes), bandwidth in GB/s (10**9 bytes/s), compute in TFLOP/s (10**12 FLOP/s) dense.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import math
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+
+from gpuopt.errors import GpuoptError, InputError
+from gpuopt.records import CANONICAL_GPUS
+
+log = logging.getLogger(__name__)
+
+#: Columns of ``gpu_specs.csv`` this module reads (the file has more: notes, corpus checks...).
+GPU_SPEC_COLUMNS: tuple[str, ...] = (
+    "name",
+    "form_factor",
+    "memory_gb",
+    "memory_bandwidth_gbps",
+    "fp32_tflops",
+    "fp16_bf16_tensor_tflops_dense",
+    "fp8_tensor_tflops_dense",
+    "int8_tensor_tops_dense",
+    "interconnect",
+    "interconnect_gbps_per_gpu",
+    "source",
+)
+
+#: Columns of ``model_configs.csv`` this module reads.
+MODEL_CONFIG_COLUMNS: tuple[str, ...] = (
+    "model",
+    "hf_repo",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "intermediate_size",
+    "vocab_size",
+    "max_position_embeddings",
+    "num_local_experts",
+    "derived_params_total",
+    "derived_params_active",
+    "derived_kv_cache_bytes_per_token_fp16",
+    "config_source",
+)
+
+GPU_CLASSES = ("datacenter_nvlink", "datacenter_pcie", "consumer")
+
+#: Short names people type, mapped to the canonical name (normalized key -> canonical). Normalization drops
+#: case, spaces, ``-`` and ``_`` and a leading ``NVIDIA``/``GEFORCE``, so "a100-80gb", "A100 80GB" and
+#: "A100_80GB" already match ``A100-80GB`` without an alias.
+_ALIASES: dict[str, str] = {
+    "H100": "H100-80GB",
+    "H100SXM": "H100-80GB",
+    "H100SXM5": "H100-80GB",
+    "H100NVL": "H100-NVL-94GB",
+    "H200": "H200-141GB",
+    "H200SXM": "H200-141GB",
+    "RTX4090": "RTX-4090",
+    "4090": "RTX-4090",
+    "RTX3090": "RTX-3090",
+    "3090": "RTX-3090",
+    "GAUDI": "Gaudi2",
+    "MI300": "MI300X",
+}
+
+#: Short names that cover more than one canonical GPU: the user must say which.
+_AMBIGUOUS: dict[str, tuple[str, ...]] = {
+    "A100": ("A100-40GB", "A100-80GB"),
+    "V100": ("V100-16GB", "V100-32GB"),
+}
+
+#: Rows whose ``interconnect_gbps_per_gpu`` is already per direction (the table's own note on the Gaudi 2 row:
+#: "2400 Gb/s / 8 per direction"). Every other row gives the bidirectional total per GPU.
+_PER_DIRECTION_ROWS = frozenset({"Gaudi 2"})
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """Datasheet facts about one GPU model, as sizing uses them.
+
+    Attributes:
+        name: canonical GPU name (the offers' ``gpu_model``), e.g. ``"A100-80GB"``.
+        spec_row: the ``name`` of the ``gpu_specs.csv`` row, e.g. ``"A100 80GB SXM4"``.
+        memory_gib: memory of one GPU in GiB. Taken from the table's ``memory_gb``: the vendors' "GB" on these
+            cards is binary in practice (an A100 80GB reports 81920 MiB = 80 GiB in ``nvidia-smi``; an RTX 4090
+            24 GB reports ~24564 MiB). Some of it is reserved (ECC, driver); sizing's usable fraction covers that.
+        memory_bandwidth_gbps: peak memory bandwidth, GB/s (10**9 B/s).
+        fp16_tflops_dense: peak dense FP16/BF16 tensor throughput, TFLOP/s (FP32 accumulate on GeForce cards).
+        fp32_tflops: peak FP32 TFLOP/s (non-tensor), or None if the datasheet gives no single number (Gaudi 2).
+        fp8_tflops_dense: peak dense FP8 TFLOP/s, or None when the GPU has no FP8.
+        int8_tops_dense: peak dense INT8 TOP/s, or None when not listed.
+        interconnect: ``"nvlink"`` for a GPU-to-GPU fabric on the board (SXM/OAM modules: NVLink, Infinity Fabric,
+            Gaudi's on-chip RoCE), ``"pcie"`` when GPUs talk over PCIe or only through an optional 2-/4-GPU
+            NVLink bridge (A100/H100 PCIe, H100 NVL, RTX 3090).
+        interconnect_gbps_per_gpu: GPU-to-GPU bandwidth per GPU as the table gives it, GB/s (bidirectional
+            total, except Gaudi 2: per direction).
+        gpu_class: ``"datacenter_nvlink"``, ``"datacenter_pcie"`` or ``"consumer"`` (GeForce cards).
+        source: the datasheet the row cites.
+        link_gbps_one_way: GPU-to-GPU bandwidth per GPU in ONE direction, GB/s, that sizing uses for multi-GPU
+            replicas. Default: ``interconnect_gbps_per_gpu / 2`` (NVIDIA figures are bidirectional totals,
+            FORMULAS.md section 9: A100 NVLink 600 GB/s = 300 each way; PCIe Gen4 x16 64 GB/s = 32 each way).
+            From the table, two exceptions: Gaudi 2's figure is already per direction (the row's own note), and a
+            ``pcie`` GPU whose table figure is an NVLink bridge (RTX 3090, H100 NVL) gets its PCIe figure, since
+            a bridge joins only 2 (or 4) GPUs.
+    """
+
+    name: str
+    spec_row: str
+    memory_gib: float
+    memory_bandwidth_gbps: float
+    fp16_tflops_dense: float
+    fp32_tflops: float | None
+    fp8_tflops_dense: float | None
+    int8_tops_dense: float | None
+    interconnect: str
+    interconnect_gbps_per_gpu: float
+    gpu_class: str
+    source: str
+    link_gbps_one_way: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.link_gbps_one_way is None:
+            object.__setattr__(self, "link_gbps_one_way", self.interconnect_gbps_per_gpu / 2.0)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Architecture of one decoder-only transformer, as sizing uses it.
+
+    Attributes:
+        name: display name (the table's ``model`` column, e.g. ``"Llama-2-70B"``).
+        hf_repo: Hugging Face repository id, or ``""`` for an estimated model.
+        params_total: all parameters (every MoE expert), count. Drives weights and optimizer-state memory.
+        params_active: parameters used per token (top-k experts for MoE; = total for dense). Drives FLOPs.
+        layers, hidden_size, heads, kv_heads, head_dim, intermediate_size, vocab_size: config.json fields
+            (``num_hidden_layers``, ``hidden_size``, ``num_attention_heads``, ``num_key_value_heads``, ...).
+        max_context: ``max_position_embeddings``, tokens.
+        is_moe: mixture-of-experts model.
+        estimated: True when the shape was estimated from a parameter count (:func:`model_from_params`).
+        source: where the architecture came from.
+        kv_bytes_per_token_fp16: computed, not passed: ``2 * layers * kv_heads * head_dim * 2`` bytes
+            (K and V, 16-bit; FORMULAS.md section 6, vLLM paper section 3).
+    """
+
+    name: str
+    hf_repo: str
+    params_total: float
+    params_active: float
+    layers: int
+    hidden_size: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    max_context: int
+    is_moe: bool = False
+    estimated: bool = False
+    source: str = ""
+    kv_bytes_per_token_fp16: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kv_bytes_per_token_fp16", kv_bytes_per_token(self.layers, self.kv_heads, self.head_dim, 2))
+
+
+def kv_bytes_per_token(layers: int, kv_heads: int, head_dim: int, bytes_per_elem: float) -> int | float:
+    """KV-cache bytes for one token of one sequence: ``2 * L * kv_heads * d_head * bytes_per_elem``.
+
+    The 2 counts K and V. Source: vLLM paper (Kwon et al. 2023, arXiv 2309.06180, section 3: OPT-13B
+    2 x 5120 x 40 x 2 B = 800 KB/token); FORMULAS.md section 6.
+    """
+    return 2 * layers * kv_heads * head_dim * bytes_per_elem
+
+
+# ----------------------------------------------------------------------------------------------- loading
+
+
+def _read_table(filename: str) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    """Read ``optimizer/data/<filename>``: (header, [(line number, row), ...]); line 1 is the header."""
+    text = resources.files("optimizer").joinpath("data", filename).read_text(encoding="utf-8")
+    reader = csv.DictReader(io.StringIO(text))
+    rows = [(reader.line_num, row) for row in reader]
+    return list(reader.fieldnames or []), rows
+
+
+def _check_columns(filename: str, header: list[str], needed: tuple[str, ...]) -> None:
+    missing = [c for c in needed if c not in header]
+    if missing:
+        raise GpuoptError(f"optimizer/data/{filename} lacks column(s) {', '.join(missing)}")
+
+
+def _num(row: dict[str, str], col: str, *, required: bool = True) -> float | None:
+    raw = (row.get(col) or "").strip()
+    if not raw:
+        if required:
+            raise ValueError(f"empty {col}")
+        return None
+    value = float(raw)
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"bad {col} {raw!r}")
+    return value
+
+
+def _classify_interconnect(form_factor: str, interconnect: str) -> str:
+    """``"nvlink"`` for SXM/OAM modules or a named NVLink/Infinity Fabric link that is not a bridge, else ``"pcie"``.
+
+    PCIe cards whose NVLink is a 2-/4-GPU bridge (A100/H100 PCIe, H100/H200 NVL, RTX 3090) count as ``pcie``: a
+    bridge joins pairs, not the whole instance. Gaudi 2 (OAM, 24x100 GbE RoCE all-to-all on chip) counts as a fabric.
+    """
+    ff, ic = form_factor.lower(), interconnect.lower()
+    if ff.startswith(("sxm", "oam")) or "infinity fabric" in ic:
+        return "nvlink"
+    if "no nvlink" in ic or "bridge" in ic:
+        return "pcie"
+    return "nvlink" if re.search(r"nvlink \d", ic) else "pcie"
+
+
+def _link_one_way(row: dict[str, str], interconnect: str, table_gbps: float) -> float:
+    """See ``GpuSpec.link_gbps_one_way``."""
+    if row["name"] in _PER_DIRECTION_ROWS:
+        return table_gbps
+    text = row["interconnect"].lower()
+    if interconnect == "pcie" and "bridge" in text:
+        m = re.search(r"pcie gen\d[^;]*?(\d+(?:\.\d+)?) gb/s", text)
+        if m:
+            return float(m.group(1)) / 2.0
+    return table_gbps / 2.0
+
+
+def _gpu_from_row(canonical: str, row: dict[str, str]) -> GpuSpec:
+    interconnect = _classify_interconnect(row["form_factor"], row["interconnect"])
+    table_gbps = float(_num(row, "interconnect_gbps_per_gpu"))
+    if "consumer" in row["form_factor"].lower():
+        gpu_class = "consumer"
+    else:
+        gpu_class = "datacenter_nvlink" if interconnect == "nvlink" else "datacenter_pcie"
+    fp16 = _num(row, "fp16_bf16_tensor_tflops_dense")
+    if not fp16:
+        raise ValueError("fp16_bf16_tensor_tflops_dense is 0")
+    return GpuSpec(
+        name=canonical,
+        spec_row=row["name"],
+        memory_gib=float(_num(row, "memory_gb")),
+        memory_bandwidth_gbps=float(_num(row, "memory_bandwidth_gbps")),
+        fp16_tflops_dense=float(fp16),
+        fp32_tflops=_num(row, "fp32_tflops", required=False),
+        fp8_tflops_dense=_num(row, "fp8_tensor_tflops_dense", required=False),
+        int8_tops_dense=_num(row, "int8_tensor_tops_dense", required=False),
+        interconnect=interconnect,
+        interconnect_gbps_per_gpu=table_gbps,
+        gpu_class=gpu_class,
+        source=row["source"],
+        link_gbps_one_way=_link_one_way(row, interconnect, table_gbps),
+    )
+
+
+@lru_cache(maxsize=1)
+def _gpu_table() -> dict[str, GpuSpec]:
+    """Canonical name -> GpuSpec for every canonical GPU whose spec row exists and parses (cached)."""
+    header, rows = _read_table("gpu_specs.csv")
+    _check_columns("gpu_specs.csv", header, GPU_SPEC_COLUMNS)
+    by_row = {row["name"]: (line, row) for line, row in rows}
+    out: dict[str, GpuSpec] = {}
+    for canonical, spec_row in CANONICAL_GPUS.items():
+        if spec_row is None:
+            continue
+        if spec_row not in by_row:
+            log.warning("gpu_specs.csv has no row %r for canonical GPU %s; skipped", spec_row, canonical)
+            continue
+        line, row = by_row[spec_row]
+        try:
+            out[canonical] = _gpu_from_row(canonical, row)
+        except (ValueError, KeyError) as exc:
+            log.warning("gpu_specs.csv line %d (%s): %s; skipped", line, spec_row, exc)
+    return out
+
+
+def _model_from_row(row: dict[str, str]) -> ModelSpec:
+    def i(col: str) -> int:
+        return int(_num(row, col))
+
+    hidden = i("hidden_size")
+    # Falcon-40B has no intermediate_size: its GELU MLP is 4h (table note).
+    inter = _num(row, "intermediate_size", required=False)
+    spec = ModelSpec(
+        name=row["model"],
+        hf_repo=row["hf_repo"],
+        params_total=float(i("derived_params_total")),
+        params_active=float(i("derived_params_active")),
+        layers=i("num_hidden_layers"),
+        hidden_size=hidden,
+        heads=i("num_attention_heads"),
+        kv_heads=i("num_key_value_heads"),
+        head_dim=i("head_dim"),
+        intermediate_size=int(inter) if inter else 4 * hidden,
+        vocab_size=i("vocab_size"),
+        max_context=i("max_position_embeddings"),
+        is_moe=bool((row.get("num_local_experts") or "").strip()),
+        estimated=False,
+        source=row["config_source"],
+    )
+    table_kv = _num(row, "derived_kv_cache_bytes_per_token_fp16", required=False)
+    if table_kv is not None and int(table_kv) != spec.kv_bytes_per_token_fp16:
+        raise ValueError(f"KV bytes/token {spec.kv_bytes_per_token_fp16} != table's {int(table_kv)}")
+    return spec
+
+
+@lru_cache(maxsize=1)
+def _model_table() -> dict[str, ModelSpec]:
+    """Model name -> ModelSpec for every row of model_configs.csv that parses (cached)."""
+    header, rows = _read_table("model_configs.csv")
+    _check_columns("model_configs.csv", header, MODEL_CONFIG_COLUMNS)
+    out: dict[str, ModelSpec] = {}
+    for line, row in rows:
+        try:
+            spec = _model_from_row(row)
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("model_configs.csv line %d (%s): %s; skipped", line, row.get("model"), exc)
+            continue
+        out[spec.name] = spec
+    return out
+
+
+def _norm(text: str) -> str:
+    key = re.sub(r"[\s_\-]+", "", str(text).upper())
+    for prefix in ("NVIDIA", "GEFORCE", "AMD", "INTEL"):
+        if key.startswith(prefix) and len(key) > len(prefix):
+            key = key[len(prefix):]
+    return key
+
+
+# ----------------------------------------------------------------------------------------------- public API
+
+
+def known_gpus() -> list[str]:
+    """Canonical names of the GPUs that have a datasheet row (so can be sized), in ``CANONICAL_GPUS`` order."""
+    return list(_gpu_table())
+
+
+def load_gpu(name: str) -> GpuSpec:
+    """The GpuSpec of a GPU given by canonical name, spec-table row name or a common alias.
+
+    Matching ignores case, spaces, ``-`` and ``_`` (``"a100-80gb"``, ``"A100 80GB"``, ``"A100 80GB SXM4"`` all give
+    ``A100-80GB``); aliases: ``H100`` -> H100-80GB, ``H200`` -> H200-141GB, ``H100 NVL``, ``RTX4090``/``4090``,
+    ``RTX3090``, ``MI300``, ``Gaudi``; a trailing ``G`` is read as ``GB`` (``A100-80G``).
+
+    Raises:
+        InputError("gpu"): the name is unknown; ambiguous (``A100``, ``V100``: say which memory size); or a
+            canonical GPU that clouds price but the spec table has no datasheet row for (K80, A6000, GH200...).
+            ``accepted`` lists :func:`known_gpus`.
+    """
+    table = _gpu_table()
+    accepted = ", ".join(table)
+    key = _norm(name)
+    if key in _AMBIGUOUS:
+        raise InputError("gpu", f"ambiguous GPU {name!r}: say which memory size", accepted=", ".join(_AMBIGUOUS[key]))
+    candidates = {_norm(c): c for c in CANONICAL_GPUS}
+    candidates.update({_norm(row): c for c, row in CANONICAL_GPUS.items() if row})
+    candidates.update(_ALIASES)
+    canonical = candidates.get(key)
+    if canonical is None and key.endswith("G"):
+        canonical = candidates.get(key + "B")
+    if canonical is None:
+        raise InputError("gpu", f"unknown GPU {name!r}", accepted=accepted)
+    if canonical not in table:
+        raise InputError(
+            "gpu",
+            f"GPU {canonical!r} has no datasheet row in optimizer/data/gpu_specs.csv, so it can be priced but not sized",
+            accepted=accepted,
+        )
+    return table[canonical]
+
+
+def known_models() -> list[str]:
+    """Names (the ``model`` column) of the models in ``model_configs.csv``, in table order."""
+    return list(_model_table())
+
+
+def load_model(name: str) -> ModelSpec:
+    """The ModelSpec of a model given by table name (``"Llama-2-70B"``) or HF repo (``"meta-llama/Llama-2-70b-hf"``,
+    or its part after the ``/``), case-insensitive.
+
+    Raises:
+        InputError("model"): unknown model; ``accepted`` lists :func:`known_models`, and the message points to
+            ``--params`` (:func:`model_from_params`) for a model not in the table.
+    """
+    key = str(name).strip().lower()
+    for spec in _model_table().values():
+        repo = spec.hf_repo.lower()
+        if key in (spec.name.lower(), repo, repo.rsplit("/", 1)[-1]):
+            return spec
+    raise InputError(
+        "model",
+        f"unknown model {name!r}; for a model not in the table give its parameter count with --params",
+        accepted=", ".join(known_models()),
+    )
+
+
+#: Shape rules for :func:`model_from_params` (Llama-2-7B/13B and GPT-3 175B all have d_head 128 and h = 128 * L).
+ESTIMATE_HEAD_DIM = 128
+ESTIMATE_ASPECT = 128  # hidden_size / layers
+ESTIMATE_VOCAB = 32000  # Llama 2 / Mistral tokenizer
+ESTIMATE_MAX_CONTEXT = 131072  # largest in model_configs.csv (Llama 3.1, Qwen2): the real limit is unknown
+
+
+def _short_count(p: float) -> str:
+    for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if p >= scale:
+            return f"{p / scale:.3g}{unit}"
+    return f"{p:.3g}"
+
+
+def model_from_params(params: float, name: str | None = None) -> ModelSpec:
+    """A Llama-style shape for a model known only by its parameter count (the ``--params`` path).
+
+    ``params_total = params_active = params`` exactly (the user's count; dense model). The shape, used for
+    activation and KV-cache memory only, follows standard depth/width rules:
+
+    * non-embedding parameters ``12 * L * h**2`` (Kaplan et al. 2020, arXiv 2001.08361, section 2.1: 4h^2
+      attention + 8h^2 MLP; a SwiGLU MLP with I = 8h/3 has the same 3*h*I = 8h^2) plus input and output
+      embeddings ``2 * V * h`` with V = 32000;
+    * aspect ratio ``h = 128 * L`` and head_dim 128 (the shape of Llama-2-7B: 4096/32, Llama-2-13B: 5120/40,
+      GPT-3 175B: 12288/96), so heads = L;
+    * L = the integer nearest the real root of ``12 * 128**2 * L**3 + 2 * V * 128 * L = params`` (>= 1);
+      ``intermediate_size`` = 8h/3 rounded up to a multiple of 256;
+    * multi-head attention, ``kv_heads = heads``: the largest KV cache a model of that shape can have. GQA
+      models (Llama 3, Mistral, Llama-2-70B) need up to 8x less, so serving memory is an upper bound;
+    * ``max_context`` = 131072 (the largest in the table) since the real limit is unknown.
+
+    Examples: 6.74e9 -> L 32, h 4096 (Llama-2-7B's shape); 175e9 -> L 96, h 12288 (GPT-3's shape).
+
+    Args:
+        params: parameter count (> 0), e.g. ``7e9``.
+        name: display name; default ``"~7B (estimated)"``.
+
+    Raises:
+        InputError("params"): params is not a finite number > 0.
+    """
+    try:
+        p = float(params)
+    except (TypeError, ValueError):
+        raise InputError("params", f"not a number: {params!r}", accepted="a parameter count > 0, e.g. 7e9") from None
+    if not math.isfinite(p) or p <= 0:
+        raise InputError("params", f"must be > 0, got {params!r}", accepted="a parameter count > 0, e.g. 7e9")
+    a, v = ESTIMATE_ASPECT, ESTIMATE_VOCAB
+
+    def count(layers: float) -> float:
+        return 12 * a * a * layers**3 + 2 * v * a * layers
+
+    lo, hi = 0.0, 1.0
+    while count(hi) < p:
+        hi *= 2
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if count(mid) < p else (lo, mid)
+    layers = max(1, round(hi))
+    hidden = a * layers
+    inter = 256 * math.ceil(8 * hidden / 3 / 256)
+    return ModelSpec(
+        name=name or f"~{_short_count(p)} (estimated)",
+        hf_repo="",
+        params_total=p,
+        params_active=p,
+        layers=layers,
+        hidden_size=hidden,
+        heads=hidden // ESTIMATE_HEAD_DIM,
+        kv_heads=hidden // ESTIMATE_HEAD_DIM,
+        head_dim=ESTIMATE_HEAD_DIM,
+        intermediate_size=inter,
+        vocab_size=v,
+        max_context=ESTIMATE_MAX_CONTEXT,
+        is_moe=False,
+        estimated=True,
+        source="estimated from the parameter count (optimizer.specs.model_from_params: h = 128 L, d_head 128, MHA)",
+    )

@@ -1,0 +1,263 @@
+"""Tests of optimizer.specs: the GPU spec table, the model table and the --params shape estimate."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import math
+from pathlib import Path
+
+import pytest
+
+from gpuopt.errors import InputError
+from gpuopt.records import CANONICAL_GPUS
+from optimizer import specs
+from optimizer.specs import (
+    ModelSpec,
+    known_gpus,
+    known_models,
+    load_gpu,
+    load_model,
+    model_from_params,
+)
+
+DATA = Path(specs.__file__).parent / "data"
+GIB = 2**30
+
+
+def _rows(name: str) -> list[dict[str, str]]:
+    with open(DATA / name, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+# ------------------------------------------------------------------------------------------------ GPUs
+
+
+def test_every_canonical_gpu_with_a_row_is_known():
+    """CANONICAL_GPUS names a spec row for every sizable GPU; each such row must exist and parse."""
+    rows = {r["name"] for r in _rows("gpu_specs.csv")}
+    expected = [c for c, row in CANONICAL_GPUS.items() if row is not None]
+    assert all(CANONICAL_GPUS[c] in rows for c in expected)
+    assert known_gpus() == expected
+
+
+def test_a100_80gb_datasheet_values():
+    # NVIDIA A100 datasheet (nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf): 80 GB HBM2e, 2039 GB/s,
+    # BF16 312 TFLOPS dense, INT8 624 TOPS dense, no FP8, NVLink 600 GB/s (bidirectional).
+    g = load_gpu("A100-80GB")
+    assert (g.name, g.spec_row) == ("A100-80GB", "A100 80GB SXM4")
+    assert g.memory_gib == 80.0
+    assert g.memory_bandwidth_gbps == 2039.0
+    assert g.fp16_tflops_dense == 312.0
+    assert g.fp32_tflops == 19.5
+    assert g.fp8_tflops_dense is None
+    assert g.int8_tops_dense == 624.0
+    assert (g.interconnect, g.gpu_class) == ("nvlink", "datacenter_nvlink")
+    assert g.interconnect_gbps_per_gpu == 600.0
+    assert g.link_gbps_one_way == 300.0  # FORMULAS.md §9: A100 600 GB/s = 300 each way
+    assert "datasheet" in g.source
+
+
+def test_h100_alias_and_dense_numbers():
+    # H100 SXM datasheet lists sparse numbers; the table stores dense = sparse / 2 (BF16 989.5, FP8 1979).
+    g = load_gpu("H100")
+    assert g.name == "H100-80GB"
+    assert g.fp16_tflops_dense == 989.5
+    assert g.fp8_tflops_dense == 1979.0
+    assert g.memory_bandwidth_gbps == 3350.0
+
+
+@pytest.mark.parametrize(
+    "text, canonical",
+    [
+        ("a100-80gb", "A100-80GB"),
+        ("A100 80GB", "A100-80GB"),
+        ("A100_80GB", "A100-80GB"),
+        ("A100-80G", "A100-80GB"),
+        ("A100 80GB SXM4", "A100-80GB"),  # the spec row's own name
+        ("h100-80gb", "H100-80GB"),
+        ("H200", "H200-141GB"),
+        ("H100 NVL", "H100-NVL-94GB"),
+        ("NVIDIA L4", "L4"),
+        ("rtx 4090", "RTX-4090"),
+        ("GeForce RTX 4090", "RTX-4090"),
+        ("t4", "T4"),
+        ("Gaudi 2", "Gaudi2"),
+        ("mi300x", "MI300X"),
+    ],
+)
+def test_load_gpu_accepts_spellings(text, canonical):
+    assert load_gpu(text).name == canonical
+
+
+@pytest.mark.parametrize(
+    "name, interconnect, gpu_class",
+    [
+        ("V100-16GB", "nvlink", "datacenter_nvlink"),  # SXM2, NVLink 2.0
+        ("T4", "pcie", "datacenter_pcie"),
+        ("A10G", "pcie", "datacenter_pcie"),  # "PCIe Gen4 x16 (AWS G5; no NVLink)"
+        ("L40S", "pcie", "datacenter_pcie"),  # "(no NVLink)"
+        ("H100-NVL-94GB", "pcie", "datacenter_pcie"),  # NVLink only as a 2-GPU bridge
+        ("B200", "nvlink", "datacenter_nvlink"),
+        ("MI300X", "nvlink", "datacenter_nvlink"),  # Infinity Fabric
+        ("Gaudi2", "nvlink", "datacenter_nvlink"),  # OAM, on-chip RoCE all-to-all
+        ("RTX-4090", "pcie", "consumer"),
+        ("RTX-3090", "pcie", "consumer"),  # NVLink bridge (2 GPUs) only
+    ],
+)
+def test_interconnect_and_class(name, interconnect, gpu_class):
+    g = load_gpu(name)
+    assert (g.interconnect, g.gpu_class) == (interconnect, gpu_class)
+
+
+def test_link_bandwidth_exceptions():
+    # Gaudi 2's table figure is already per direction (the row's note: 2400 Gb/s / 8 per direction).
+    assert load_gpu("Gaudi2").link_gbps_one_way == 300.0
+    # Bridged PCIe cards use their PCIe figure: RTX 3090 PCIe Gen4 64 GB/s, H100 NVL PCIe Gen5 128 GB/s.
+    assert load_gpu("RTX-3090").link_gbps_one_way == 32.0
+    assert load_gpu("H100-NVL-94GB").link_gbps_one_way == 64.0
+    assert load_gpu("L4").link_gbps_one_way == 32.0
+
+
+def test_ambiguous_gpu_lists_the_choices():
+    with pytest.raises(InputError) as e:
+        load_gpu("A100")
+    assert e.value.field == "gpu"
+    assert e.value.accepted == "A100-40GB, A100-80GB"
+    with pytest.raises(InputError) as e:
+        load_gpu("v100")
+    assert "V100-16GB" in e.value.accepted and "V100-32GB" in e.value.accepted
+
+
+def test_unknown_gpu_lists_known_gpus():
+    with pytest.raises(InputError) as e:
+        load_gpu("Z9000")
+    assert e.value.field == "gpu"
+    assert "unknown GPU 'Z9000'" in str(e.value)
+    assert e.value.accepted.split(", ") == known_gpus()
+
+
+@pytest.mark.parametrize("name", ["K80", "A6000", "GH200", "p100"])
+def test_priced_gpu_without_datasheet_row_is_an_input_error(name):
+    with pytest.raises(InputError) as e:
+        load_gpu(name)
+    assert e.value.field == "gpu"
+    assert "no datasheet row" in str(e.value)
+
+
+def test_gpu_spec_is_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        load_gpu("T4").memory_gib = 99
+
+
+# ------------------------------------------------------------------------------------------------ models
+
+
+def test_known_models_follow_the_table():
+    assert known_models() == [r["model"] for r in _rows("model_configs.csv")]
+
+
+@pytest.mark.parametrize(
+    "text", ["Llama-2-70B", "llama-2-70b", "meta-llama/Llama-2-70b-hf", "META-LLAMA/LLAMA-2-70B-HF", "Llama-2-70b-hf"]
+)
+def test_load_model_by_name_or_repo(text):
+    assert load_model(text).name == "Llama-2-70B"
+
+
+def test_llama2_70b_config():
+    # HF config.json via litgpt 0.5.13: h 8192, L 80, 64 heads, 8 KV heads (GQA), I 28672, V 32000, ctx 4096.
+    m = load_model("Llama-2-70B")
+    assert (m.hidden_size, m.layers, m.heads, m.kv_heads, m.head_dim) == (8192, 80, 64, 8, 128)
+    assert (m.intermediate_size, m.vocab_size, m.max_context) == (28672, 32000, 4096)
+    assert m.params_total == m.params_active == 68_976_648_192
+    assert not m.is_moe and not m.estimated
+
+
+def test_param_counts_match_published():
+    # FORMULAS.md §10: Llama-2-7B 6,738,415,616; Mixtral 46,702,792,704 total / 12,879,925,248 active
+    # (HF card: 46.7B total / 12.9B active).
+    assert load_model("Llama-2-7B").params_total == 6_738_415_616
+    mix = load_model("mistralai/Mixtral-8x7B-v0.1")
+    assert mix.is_moe
+    assert mix.params_total == 46_702_792_704
+    assert mix.params_active == 12_879_925_248
+
+
+def test_falcon_without_intermediate_size_uses_4h():
+    # model_configs.csv note: Falcon-40B has no intermediate_size; its GELU MLP is 4h = 32768.
+    assert load_model("Falcon-40B").intermediate_size == 4 * 8192
+
+
+def test_kv_bytes_per_token_matches_the_tables_derived_column():
+    for row in _rows("model_configs.csv"):
+        m = load_model(row["model"])
+        assert m.kv_bytes_per_token_fp16 == int(row["derived_kv_cache_bytes_per_token_fp16"]), m.name
+    # FORMULAS.md §6 examples: Llama-2-70B 327,680 B; Llama-2-13B 819,200 B; Falcon-40B 122,880 B.
+    assert load_model("Llama-2-70B").kv_bytes_per_token_fp16 == 327_680
+    assert load_model("Llama-2-13B").kv_bytes_per_token_fp16 == 819_200
+    assert load_model("Falcon-40B").kv_bytes_per_token_fp16 == 122_880
+
+
+def test_kv_cache_matches_hf_llama31_blog():
+    # HF "Llama 3.1" blog, KV cache in FP16 (its "GB" are GiB; "1k" = 1024, "16k" = 16,000, "128k" = 128,000
+    # tokens -- checked against its own numbers): 8B 0.125 / 1.95 / 15.62 and 70B 0.313 / 4.88 / 39.06.
+    # Llama 3.1 8B/70B have the Llama 3 shapes (same L, kv heads, head_dim).
+    for name, expected in (("Llama-3-8B", (0.125, 1.95, 15.62)), ("Llama-3-70B", (0.313, 4.88, 39.06))):
+        per_token = load_model(name).kv_bytes_per_token_fp16
+        got = [per_token * t / GIB for t in (1024, 16_000, 128_000)]
+        assert got == pytest.approx(expected, abs=0.006), name
+
+
+def test_vllm_paper_opt13b_kv_via_custom_model_spec():
+    # vLLM paper (Kwon et al. 2023, arXiv 2309.06180, §3): OPT-13B 2 x 5120 x 40 x 2 B = 800 KB per token,
+    # "up to 1.6 GB" for a 2048-token request (both binary units).
+    opt13b = ModelSpec(
+        name="OPT-13B", hf_repo="facebook/opt-13b", params_total=13e9, params_active=13e9, layers=40,
+        hidden_size=5120, heads=40, kv_heads=40, head_dim=128, intermediate_size=20480, vocab_size=50272,
+        max_context=2048,
+    )
+    assert opt13b.kv_bytes_per_token_fp16 == 800 * 1024
+    assert opt13b.kv_bytes_per_token_fp16 * 2048 / GIB == pytest.approx(1.5625)
+
+
+def test_unknown_model_points_to_params():
+    with pytest.raises(InputError) as e:
+        load_model("gpt-5")
+    assert e.value.field == "model"
+    assert "--params" in str(e.value)
+    assert e.value.accepted.split(", ") == known_models()
+
+
+# ------------------------------------------------------------------------------------------------ --params
+
+
+def test_model_from_params_reproduces_known_shapes():
+    # h = 128 L and 12 L h^2 + 2 V h: Llama-2-7B's 6.74e9 -> L 32, h 4096; GPT-3's 175e9 -> L 96, h 12288
+    # (Brown et al. 2020, Table 2.1: 96 layers, d_model 12288, 96 heads of 128).
+    m7 = model_from_params(6.738e9)
+    assert (m7.layers, m7.hidden_size, m7.heads, m7.head_dim) == (32, 4096, 32, 128)
+    m175 = model_from_params(175e9)
+    assert (m175.layers, m175.hidden_size, m175.heads) == (96, 12288, 96)
+
+
+def test_model_from_params_is_marked_and_keeps_the_count():
+    m = model_from_params(7.5e9)
+    assert m.estimated and not m.is_moe
+    assert m.params_total == m.params_active == 7.5e9
+    assert m.kv_heads == m.heads  # multi-head attention: the conservative KV cache
+    assert m.intermediate_size % 256 == 0 and m.intermediate_size >= 8 * m.hidden_size / 3
+    assert m.max_context == 131072
+    assert m.name == "~7.5B (estimated)"
+    assert model_from_params(3e9, name="my-3b").name == "my-3b"
+
+
+def test_model_from_params_tiny_model_has_one_layer():
+    m = model_from_params(1e6)
+    assert m.layers == 1 and m.hidden_size == 128
+
+
+@pytest.mark.parametrize("bad", [0, -7e9, math.nan, math.inf, "seven"])
+def test_model_from_params_rejects_bad_counts(bad):
+    with pytest.raises(InputError) as e:
+        model_from_params(bad)
+    assert e.value.field == "params"

@@ -159,20 +159,23 @@ def prices_status(catalog: CatalogOpt = None, fmt: FormatOpt = "table"):
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point: usage errors are one line on stderr with exit code 1, like domain errors."""
-    import click
+    """Console-script entry point: usage errors are one line on stderr with exit code 1, like domain errors.
 
+    Typer >= 0.29 vendors click (typer._click) and older releases use click itself, so the click exception
+    base class is found from typer's own BadParameter rather than imported by name."""
+    click_exception = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     try:
-        app(args=argv, standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
+        rv = app(args=argv, standalone_mode=False)
+    except typer.Exit as exc:
+        sys.exit(getattr(exc, "exit_code", 0))
+    except typer.Abort:
         typer.echo("gpuopt: aborted", err=True)
         sys.exit(130)
-    except click.ClickException as exc:
+    except click_exception as exc:
         typer.echo(f"gpuopt: error: {exc.format_message()}", err=True)
         sys.exit(1)
-    sys.exit(0)
+    # with standalone_mode=False, click returns the exit code of a typer.Exit raised in a command
+    sys.exit(rv if isinstance(rv, int) else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

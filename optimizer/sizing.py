@@ -1,0 +1,551 @@
+"""Sizing: how much GPU memory one replica of a workload needs on a GPU model, and how fast it runs there.
+
+A *replica* is one copy of the model spread over ``gpus`` GPUs of one model: tensor parallel for serving, ZeRO
+data parallel (stage 0-3) for training. The planner (``optimizer/model.py``) turns replicas into instances; this
+module only answers "does a replica fit on g GPUs of type X, and what is its throughput?".
+
+Formulas and constants come from ``shared/FORMULAS.md`` (section numbers cited as "F§n") and the papers it cites.
+Units: bytes and GiB (2**30 B) for memory, GB/s (1e9 B/s) for bandwidth, FLOP/s, tokens/s, hours.
+Every result carries ``assumptions``: the constants used, each with its source.
+
+No pandas here (this module is imported by every ``gpuopt`` command): plain floats only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpuopt.errors import InputError
+from optimizer.specs import GpuSpec, ModelSpec, known_gpus, kv_bytes_per_token, load_gpu
+
+GIB = 2**30
+
+TASKS = ("serve", "train", "finetune")
+TRAINING_TASKS = ("train", "finetune")
+
+#: Bytes per parameter of the served weights (F§4, Transformer Math 101). int8/int4 are weight-only
+#: quantization (GPTQ/AWQ/bitsandbytes style): matmuls and the KV cache stay in 16-bit.
+PRECISION_BYTES: dict[str, float] = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "int8": 1.0, "int4": 0.5}
+
+#: Training is mixed precision: 16-bit weights and gradients, fp32 Adam states (ZeRO paper's K = 12).
+TRAINING_PRECISIONS = ("bf16", "fp16")
+ZERO_K = 12  # fp32 master weights + momentum + variance, bytes/param (Rajbhandari et al. 2020, arXiv 1910.02054)
+ZERO_STAGES = (0, 1, 2, 3)
+
+#: Default tokens per sequence when ``context_tokens`` is not given: min(model max_context, 4096).
+DEFAULT_CONTEXT = 4096
+
+#: Fraction of a GPU's memory a replica may fill. vLLM's ``--gpu-memory-utilization`` default is 0.9 (vLLM engine
+#: arguments docs); the rest is left for the CUDA context, NCCL buffers and allocator fragmentation. The same 0.9
+#: is used for training (chosen to match; PyTorch reserves comparable amounts, not a published constant).
+USABLE_FRACTION = 0.90
+
+#: Serving runtime overhead (activations, buffers) as a fraction of the weights: "total inference memory ~= 1.2 x
+#: model memory" (EleutherAI Transformer Math 101; repeated in the HF accelerate estimate-memory docs), F§8.
+#: The KV cache is added separately (F§6), as the 1.2 rule does not cover it.
+SERVE_OVERHEAD_FRACTION = 0.20
+
+#: Achieved fraction of peak memory bandwidth in decode. Calibrated on the published check in F§7:
+#: TensorRT-LLM docs/source/blogs/H100vsA100.md, GPT-J 6B batch 1 on A100-80GB FP16: 111 tok/s vs the
+#: bandwidth bound 2039 GB/s / 12.1 GB = 168 tok/s -> 0.66. (The same page's H100 FP8 run reaches only 33%.)
+BW_EFFICIENCY = 0.66
+
+#: Default MFU (model FLOPs / peak dense BF16 FLOPs) per GPU class, used for training and for the compute bound of
+#: decode. Published training MFU: Megatron-LM on A100-80GB 41.5-56.3% (README table), PaLM 46.2% (Chowdhery et
+#: al. 2022), end-to-end range ~35-64% (F§3). Chosen conservatively below those tuned, large-scale runs: 0.40 on
+#: NVLink/fabric datacenter GPUs; 0.35 on PCIe datacenter cards; 0.30 on GeForce cards (no published MFU table;
+#: lower clocks under sustained load and less tuned stacks -- an assumption, not a measurement).
+DEFAULT_MFU: dict[str, float] = {"datacenter_nvlink": 0.40, "datacenter_pcie": 0.35, "consumer": 0.30}
+
+#: Serving tensor-parallel efficiency: throughput is multiplied by this factor per doubling of the TP degree
+#: (eff = f ** log2(g)). Chosen, not measured: TP adds two all-reduces per layer per decode step (Megatron-LM,
+#: Shoeybi et al. 2019), small messages bound by link latency, which is far higher over PCIe than NVLink
+#: (F§7 "adds 2 all-reduces per layer"). TP=8: 0.73 on NVLink, 0.42 on PCIe.
+#: Known gap: at batch 1 and TP=8, Splitwise (Patel et al. 2024, arXiv 2311.18677) measured Llama-2-70B at
+#: 40-52 ms/token on 8xA100 and 28-31 ms on 8xH100, where this model gives ~18 and ~11 ms: small-batch,
+#: high-TP decode is latency-bound and these estimates are optimistic there.
+TP_EFFICIENCY_PER_DOUBLING: dict[str, float] = {"nvlink": 0.90, "pcie": 0.75}
+
+#: GPUs per node; a replica of more GPUs spans nodes and its gradient traffic crosses the node network.
+GPUS_PER_NODE = 8
+#: Node-to-node bandwidth per GPU, one direction, GB/s: one 200 Gb/s InfiniBand HDR NIC per GPU (DGX A100 and
+#: Azure ND A100 v4: 8 x 200 Gb/s per 8-GPU node). Chosen as typical; AWS p4d has less (4 x 100 Gb/s per node),
+#: p5 more (3200 Gb/s). NCCL runs one ring per NIC, so across nodes the collectives' bus bandwidth is about the
+#: node's total, 8 x 25 = 200 GB/s (DERIVED from the busbw definition, F§9).
+INTER_NODE_GBPS_PER_GPU = 25.0
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One ML workload to size.
+
+    Attributes:
+        task: ``"serve"``, ``"train"`` (pre-training) or ``"finetune"`` (full fine-tune; sized like train).
+        model: the architecture (``optimizer.specs.load_model`` / ``model_from_params``).
+        precision: serving weight precision, one of ``PRECISION_BYTES``; training must be ``bf16``/``fp16``
+            (mixed precision with fp32 Adam states).
+        context_tokens: serving: tokens per sequence (prompt + output) kept in the KV cache; training: sequence
+            length. None: ``min(model.max_context, 4096)``. Must not exceed ``model.max_context``.
+        concurrency: serving: sequences decoded together per replica (the decode batch), >= 1.
+        tokens_per_second: serving demand, generated tokens/s for the whole fleet (used by the planner; >= 0).
+        tokens: train/finetune: tokens to process (required, > 0).
+        deadline_hours: wall-clock limit (used by the planner; > 0).
+        zero_stage: ZeRO stage 0..3 over the GPUs of one replica.
+        micro_batch_size: training sequences per GPU per step, >= 1.
+        activation_recompute: full activation checkpointing (store only each layer's input).
+        mfu: override of ``DEFAULT_MFU`` (0 < mfu <= 1).
+    """
+
+    task: str
+    model: ModelSpec
+    precision: str = "bf16"
+    context_tokens: int | None = None
+    concurrency: int = 16
+    tokens_per_second: float | None = None
+    tokens: float | None = None
+    deadline_hours: float | None = None
+    zero_stage: int = 3
+    micro_batch_size: int = 1
+    activation_recompute: bool = True
+    mfu: float | None = None
+
+
+@dataclass(frozen=True)
+class ReplicaSizing:
+    """Memory and throughput of one replica of a workload on ``gpus_per_replica`` GPUs of ``gpu_model``.
+
+    Attributes:
+        task: the workload's task.
+        gpu_model: canonical GPU name.
+        gpus_per_replica: GPUs the replica spans; a float: 0 < g <= 1 is a share of one GPU (fractional-GPU
+            instances), otherwise a whole number.
+        memory_gib_per_replica: everything the replica needs, summed over its GPUs, GiB.
+        memory_gib_per_gpu: what the most loaded GPU needs, GiB (for g <= 1: the whole replica).
+        usable_gib_per_gpu: memory the replica may fill on each GPU: ``memory_gib x min(g, 1) x USABLE_FRACTION``.
+        fits: ``memory_gib_per_gpu <= usable_gib_per_gpu``.
+        breakdown_gib: per replica, GiB: weights, kv_cache, gradients, optimizer_states, activations, overhead.
+        tokens_per_second_per_replica: serve: generated tokens/s of the whole decode batch; train: tokens/s.
+        flops_per_second_per_replica: train/finetune: effective FLOP/s after MFU and scaling; serve: None.
+        assumptions: the constants used, each with its source.
+    """
+
+    task: str
+    gpu_model: str
+    gpus_per_replica: float
+    memory_gib_per_replica: float
+    memory_gib_per_gpu: float
+    usable_gib_per_gpu: float
+    fits: bool
+    breakdown_gib: dict[str, float]
+    tokens_per_second_per_replica: float
+    flops_per_second_per_replica: float | None
+    assumptions: tuple[str, ...]
+
+
+# ----------------------------------------------------------------------------------------------- validation
+
+
+def _is_int(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def effective_context(w: Workload) -> int:
+    """Tokens per sequence the workload uses: ``w.context_tokens`` or ``min(model.max_context, 4096)``."""
+    if w.context_tokens is None:
+        return min(w.model.max_context, DEFAULT_CONTEXT)
+    return w.context_tokens
+
+
+def validate_workload(w: Workload) -> None:
+    """Check a workload's fields; raise on the first bad one.
+
+    Context longer than the model's ``max_context`` is rejected (not clamped): the model was not trained on
+    longer sequences, and silently sizing a shorter context would under-size the replica. Estimated models
+    (``--params``) have max_context 131072.
+
+    Raises:
+        InputError(field): field is one of task, model, precision, context_tokens, concurrency,
+            tokens_per_second, tokens, deadline_hours, zero_stage, micro_batch_size, activation_recompute, mfu;
+            the error lists the accepted values.
+    """
+    if w.task not in TASKS:
+        raise InputError("task", f"unknown task {w.task!r}", accepted=", ".join(TASKS))
+    if not isinstance(w.model, ModelSpec):
+        raise InputError("model", "not a ModelSpec", accepted="optimizer.specs.load_model(...) or model_from_params(...)")
+    if w.precision not in PRECISION_BYTES:
+        raise InputError("precision", f"unknown precision {w.precision!r}", accepted=", ".join(PRECISION_BYTES))
+    training = w.task in TRAINING_TASKS
+    if training and w.precision not in TRAINING_PRECISIONS:
+        raise InputError(
+            "precision",
+            f"{w.task} is sized as mixed-precision training (16-bit weights, fp32 Adam states), not {w.precision!r}",
+            accepted=", ".join(TRAINING_PRECISIONS),
+        )
+    if w.context_tokens is not None:
+        if not _is_int(w.context_tokens) or w.context_tokens <= 0:
+            raise InputError("context_tokens", f"must be a whole number > 0, got {w.context_tokens!r}",
+                             accepted=f"1..{w.model.max_context}")
+        if w.context_tokens > w.model.max_context:
+            raise InputError("context_tokens",
+                             f"{w.context_tokens} exceeds {w.model.name}'s max_context {w.model.max_context}",
+                             accepted=f"1..{w.model.max_context}")
+    if not _is_int(w.concurrency) or w.concurrency < 1:
+        raise InputError("concurrency", f"must be a whole number >= 1, got {w.concurrency!r}", accepted=">= 1")
+    if w.tokens_per_second is not None and (not _is_number(w.tokens_per_second) or w.tokens_per_second < 0):
+        raise InputError("tokens_per_second", f"must be a number >= 0, got {w.tokens_per_second!r}", accepted=">= 0")
+    if training:
+        if w.tokens is None:
+            raise InputError("tokens", f"{w.task} needs the number of tokens to process", accepted="> 0, e.g. 2e12")
+        if not _is_number(w.tokens) or w.tokens <= 0:
+            raise InputError("tokens", f"must be a number > 0, got {w.tokens!r}", accepted="> 0, e.g. 2e12")
+    elif w.tokens is not None and (not _is_number(w.tokens) or w.tokens < 0):
+        raise InputError("tokens", f"must be a number >= 0, got {w.tokens!r}", accepted=">= 0")
+    if w.deadline_hours is not None and (not _is_number(w.deadline_hours) or w.deadline_hours <= 0):
+        raise InputError("deadline_hours", f"must be a number > 0, got {w.deadline_hours!r}", accepted="> 0")
+    if not _is_int(w.zero_stage) or w.zero_stage not in ZERO_STAGES:
+        raise InputError("zero_stage", f"unknown ZeRO stage {w.zero_stage!r}", accepted="0, 1, 2, 3")
+    if not _is_int(w.micro_batch_size) or w.micro_batch_size < 1:
+        raise InputError("micro_batch_size", f"must be a whole number >= 1, got {w.micro_batch_size!r}",
+                         accepted=">= 1")
+    if not isinstance(w.activation_recompute, bool):
+        raise InputError("activation_recompute", f"must be true or false, got {w.activation_recompute!r}",
+                         accepted="true, false")
+    if w.mfu is not None and (not _is_number(w.mfu) or not 0 < w.mfu <= 1):
+        raise InputError("mfu", f"must be in (0, 1], got {w.mfu!r}", accepted="0 < mfu <= 1, e.g. 0.4")
+
+
+def _check_gpus(gpus: float) -> float:
+    if not _is_number(gpus) or gpus <= 0 or (gpus > 1 and not float(gpus).is_integer()):
+        raise InputError("gpus", f"GPUs per replica must be a share 0 < g <= 1 or a whole number, got {gpus!r}",
+                         accepted="0 < g <= 1, or 1, 2, 3, ...")
+    return float(gpus)
+
+
+# ----------------------------------------------------------------------------------------------- formulas
+
+
+def model_state_bytes_per_gpu(params: float, zero_stage: int, n_gpus: int) -> float:
+    """Bytes of model states (16-bit weights + 16-bit gradients + fp32 Adam states) per GPU under ZeRO.
+
+    ZeRO paper (Rajbhandari et al. 2020, arXiv 1910.02054, section 5 / Fig. 1), K = 12, Psi = params,
+    N = n_gpus: stage 0 (plain data parallel) ``16 Psi``; stage 1 (P_os) ``4 Psi + 12 Psi / N``;
+    stage 2 (P_os+g) ``2 Psi + 14 Psi / N``; stage 3 (P_os+g+p) ``16 Psi / N``.
+    Paper's example: Psi = 7.5e9, N = 64 -> 120 / 31.4 / 16.6 / 1.9 GB (decimal).
+
+    Raises:
+        InputError("params" | "zero_stage" | "gpus") for params <= 0, a stage outside 0..3, n_gpus < 1.
+    """
+    return sum(_model_state_parts(params, zero_stage, n_gpus))
+
+
+def _model_state_parts(params: float, zero_stage: int, n_gpus: int) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer states) bytes per GPU; see :func:`model_state_bytes_per_gpu`."""
+    if not _is_number(params) or params <= 0:
+        raise InputError("params", f"must be > 0, got {params!r}", accepted="> 0")
+    if not _is_int(zero_stage) or zero_stage not in ZERO_STAGES:
+        raise InputError("zero_stage", f"unknown ZeRO stage {zero_stage!r}", accepted="0, 1, 2, 3")
+    if not _is_int(n_gpus) or n_gpus < 1:
+        raise InputError("gpus", f"must be a whole number >= 1, got {n_gpus!r}", accepted=">= 1")
+    p, n = float(params), n_gpus
+    weights = 2 * p / n if zero_stage >= 3 else 2 * p
+    grads = 2 * p / n if zero_stage >= 2 else 2 * p
+    optim = ZERO_K * p / n if zero_stage >= 1 else ZERO_K * p
+    return weights, grads, optim
+
+
+def train_flops(w: Workload) -> float:
+    """Training FLOPs ``6 * N * D``: N = active parameters (all parameters for dense models; top-k experts for MoE),
+    D = ``w.tokens``. Forward 2ND + backward 4ND (EleutherAI Transformer Math 101; Kaplan et al. 2020, arXiv
+    2001.08361). Check: GPT-3 6 x 175e9 x 300e9 = 3.15e23 vs published 3.14e23 (F§1).
+
+    Raises:
+        InputError: as :func:`validate_workload`, or ("task") for a serving workload.
+    """
+    validate_workload(w)
+    if w.task not in TRAINING_TASKS:
+        raise InputError("task", "training FLOPs are for train/finetune workloads", accepted=", ".join(TRAINING_TASKS))
+    return 6.0 * w.model.params_active * float(w.tokens)
+
+
+def _peak_flops(gpu: GpuSpec, precision: str) -> tuple[float, str]:
+    """Peak dense FLOP/s for the matmuls of a precision, and a note on which datasheet number it is."""
+    if precision == "fp32":
+        if gpu.fp32_tflops:
+            return gpu.fp32_tflops * 1e12, f"FP32 {gpu.fp32_tflops:g} TFLOP/s"
+        return gpu.fp16_tflops_dense * 1e12, f"no FP32 figure; BF16 {gpu.fp16_tflops_dense:g} TFLOP/s used"
+    return gpu.fp16_tflops_dense * 1e12, f"dense FP16/BF16 tensor {gpu.fp16_tflops_dense:g} TFLOP/s"
+
+
+def _mfu(w: Workload, gpu: GpuSpec) -> float:
+    return w.mfu if w.mfu is not None else DEFAULT_MFU[gpu.gpu_class]
+
+
+def tensor_parallel_efficiency(gpu: GpuSpec, gpus: float) -> float:
+    """Serving throughput factor for tensor parallelism over ``gpus`` GPUs: ``f ** log2(g)`` with
+    f = ``TP_EFFICIENCY_PER_DOUBLING`` (0.90 NVLink, 0.75 PCIe; a stated assumption). 1.0 for g <= 1."""
+    if gpus <= 1:
+        return 1.0
+    return TP_EFFICIENCY_PER_DOUBLING[gpu.interconnect] ** math.log2(gpus)
+
+
+def data_parallel_efficiency(w: Workload, gpu: GpuSpec, gpus: float) -> float:
+    """Training scaling efficiency of a ZeRO replica over ``gpus`` GPUs: ``t_compute / (t_compute + t_comm)``.
+
+    Per optimizer step and GPU (no overlap of communication with compute assumed -- conservative):
+    ``t_compute = 6 * N_active * b * s / (peak_bf16 * MFU)`` (F§1, F§3) and
+    ``t_comm = c * 2 Psi bytes * (n - 1) / n / link`` where the ring collectives move ``2 (n-1)/n`` x the data
+    per GPU (F§9, NCCL busbw) and ZeRO's volume is 2 Psi elements for stages 0-2 and 3 Psi for stage 3 (ZeRO
+    paper section 7), i.e. c = 2 or 3 with 16-bit elements. ``link`` = the GPU's one-way GPU-to-GPU bandwidth
+    (``GpuSpec.link_gbps_one_way``), capped at the node network's ``8 x INTER_NODE_GBPS_PER_GPU`` = 200 GB/s when
+    the replica spans more than 8 GPUs. 1.0 for g <= 1. Worse on PCIe (32 GB/s) than NVLink (300-900 GB/s).
+    Check: Llama-2-7B on 2T tokens, A100-80GB, defaults -> ~189k GPU-hours vs 184,320 published (Llama 2 paper,
+    Touvron et al. 2023, Table 2); Llama-2-70B -> ~2.1M vs 1,720,320 (+22%: Meta's MFU was above our 0.40).
+    """
+    if gpus <= 1:
+        return 1.0
+    n = gpus
+    s = effective_context(w)
+    peak, _ = _peak_flops(gpu, w.precision)
+    t_compute = 6.0 * w.model.params_active * w.micro_batch_size * s / (peak * _mfu(w, gpu))
+    link = gpu.link_gbps_one_way
+    if n > GPUS_PER_NODE:
+        link = min(link, GPUS_PER_NODE * INTER_NODE_GBPS_PER_GPU)
+    volume = 3.0 if w.zero_stage == 3 else 2.0
+    t_comm = volume * 2.0 * w.model.params_total * (n - 1) / n / (link * 1e9)
+    return t_compute / (t_compute + t_comm)
+
+
+def _activation_bytes_per_gpu(w: Workload) -> tuple[float, str]:
+    """Training activation bytes on one GPU (its micro-batch), and the formula used (F§5, Korthikanti et al. 2022)."""
+    m = w.model
+    s, b, h, L = effective_context(w), w.micro_batch_size, m.hidden_size, m.layers
+    logits = 4.0 * s * b * m.vocab_size  # fp32 logits for the loss (DERIVED; large when V is large)
+    if w.activation_recompute:
+        stored = 2.0 * s * b * h * L  # full recompute: each layer's 16-bit input (Korthikanti et al. 2022)
+        working = 34.0 * s * b * h  # one layer recomputed at a time in backward (flash-attention form)
+        note = ("activations (full recompute): 2*s*b*h*L stored layer inputs + 34*s*b*h for the one layer being "
+                "recomputed + 4*s*b*V fp32 logits (Korthikanti et al. 2022, arXiv 2205.05198; F§5)")
+        return stored + working + logits, note
+    note = ("activations (no recompute): 34*s*b*h*L, the Korthikanti et al. 2022 per-layer s*b*h*(34 + 5*a*s/h) "
+            "without the 5*a*s/h attention-score term, which FlashAttention does not store; + 4*s*b*V fp32 logits (F§5)")
+    return 34.0 * s * b * h * L + logits, note
+
+
+def _largest_layer_params(m: ModelSpec) -> float:
+    """Parameters of the largest single layer: a transformer block or the embedding (V x h)."""
+    embed = float(m.vocab_size * m.hidden_size)
+    block = max(0.0, (m.params_total - 2 * embed) / m.layers)
+    return max(block, embed)
+
+
+# ----------------------------------------------------------------------------------------------- sizing
+
+
+def size_replica(w: Workload, gpu: GpuSpec, gpus: float) -> ReplicaSizing:
+    """Memory and throughput of one replica of ``w`` spread over ``gpus`` GPUs of type ``gpu``.
+
+    Serving (tensor parallel over g GPUs; g <= 1 is a share of one GPU with that share of its memory and
+    bandwidth), per GPU:
+
+    * weights ``N_total x PRECISION_BYTES / g`` (F§4);
+    * KV cache ``2 L kv d_head x bytes x context x concurrency`` (F§6; bytes = 2, or 4 for fp32), split by KV
+      head: each GPU holds ``ceil(kv / g)`` of the kv heads (replicated when g > kv, as vLLM does);
+      no sliding-window cap (conservative for Mistral);
+    * overhead ``SERVE_OVERHEAD_FRACTION`` (0.2) x weights (Transformer Math 101 1.2x rule, F§8);
+    * decode roofline (F§7): ``t_step = max(bytes_read_per_gpu / (BW x min(g,1) x 0.66),
+      B x (2 N_active + 2 L ctx a d_head) / (g x peak x MFU))``, tokens/s = ``B / t_step x tp_eff(g)``.
+      bytes read per step = all weights (every MoE expert: at B = 16 Mixtral's top-2 of 8 touches ~7.9 experts
+      per layer, so all-experts is right for batches and conservative at B = 1) + the KV cache held.
+      FLOPs per token include Kaplan et al.'s attention term 2 L n_ctx d_attn.
+
+    Training / fine-tuning (ZeRO stage over the replica's n = max(1, g) GPUs; each GPU runs its own micro-batch):
+
+    * weights, gradients, optimizer states per :func:`model_state_bytes_per_gpu` (ZeRO paper, K = 12);
+    * activations per F§5 (see :func:`_activation_bytes_per_gpu`);
+    * overhead: ZeRO-3 gathers the largest layer: ``4 x largest_layer_params`` bytes (DeepSpeed memory
+      estimator, ``largest_layer_mem``, docs/code-docs/source/memory.rst, F§4); 0 for stages 0-2;
+    * FLOP/s = ``g x peak_bf16 x MFU x data_parallel_efficiency``; tokens/s = FLOP/s / (6 N_active).
+
+    ``usable_gib_per_gpu = memory_gib x min(g, 1) x 0.9`` (vLLM gpu_memory_utilization default).
+
+    Args:
+        w: a valid workload. gpu: the GPU model. gpus: 0 < g <= 1, or a whole number >= 1.
+
+    Returns:
+        ReplicaSizing (breakdown in GiB, summed over the replica's GPUs).
+
+    Raises:
+        InputError: as :func:`validate_workload`; ("gpus") for a bad GPU count.
+    """
+    validate_workload(w)
+    g = _check_gpus(gpus)
+    m = w.model
+    ctx = effective_context(w)
+    share = min(g, 1.0)  # share of one GPU's memory and bandwidth each GPU slot gives the replica
+    n = max(1, int(g))  # GPUs the model is split over
+    peak, peak_note = _peak_flops(gpu, w.precision)
+    mfu = _mfu(w, gpu)
+    usable = gpu.memory_gib * share * USABLE_FRACTION
+    assumptions = [
+        f"usable memory = {USABLE_FRACTION:.0%} of the GPU's {gpu.memory_gib:g} GiB (x share {share:g}) "
+        "(vLLM --gpu-memory-utilization default 0.9)",
+        f"{gpu.name}: {gpu.memory_bandwidth_gbps:g} GB/s, {peak_note}, interconnect {gpu.interconnect} "
+        f"({gpu.link_gbps_one_way:g} GB/s one way) ({gpu.source})",
+    ]
+    parts = dict.fromkeys(("weights", "kv_cache", "gradients", "optimizer_states", "activations", "overhead"), 0.0)
+
+    if w.task == "serve":
+        wbytes = PRECISION_BYTES[w.precision]
+        kv_elem = 4.0 if w.precision == "fp32" else 2.0
+        weights_total = m.params_total * wbytes
+        kv_total = kv_bytes_per_token(m.layers, m.kv_heads, m.head_dim, kv_elem) * ctx * w.concurrency
+        kv_share = math.ceil(m.kv_heads / n) / m.kv_heads  # fraction of the KV heads one GPU holds
+        parts["weights"] = weights_total / n
+        parts["kv_cache"] = kv_total * kv_share
+        parts["overhead"] = SERVE_OVERHEAD_FRACTION * parts["weights"]
+        # decode roofline (F§7), per GPU
+        bytes_read = parts["weights"] + parts["kv_cache"]
+        t_mem = bytes_read / (gpu.memory_bandwidth_gbps * 1e9 * share * BW_EFFICIENCY)
+        flops_per_token = 2.0 * m.params_active + 2.0 * m.layers * ctx * m.heads * m.head_dim
+        t_compute = w.concurrency * flops_per_token / (g * peak * mfu)
+        tp_eff = tensor_parallel_efficiency(gpu, g)
+        tokens_per_s = w.concurrency / max(t_mem, t_compute) * tp_eff
+        flops_per_s = None
+        assumptions += [
+            f"weights {wbytes:g} B/param ({w.precision}) x {m.params_total:.4g} params (F§4; int8/int4 = weight-only "
+            "quantization, matmuls and KV in 16-bit)",
+            f"KV cache 2*L*kv*d_head*{kv_elem:g} B = {kv_bytes_per_token(m.layers, m.kv_heads, m.head_dim, kv_elem):,.0f} "
+            f"B/token x {ctx} tokens x {w.concurrency} sequences (vLLM paper arXiv 2309.06180 s.3; F§6); no "
+            "sliding-window cap",
+            f"serving overhead {SERVE_OVERHEAD_FRACTION:.0%} of weights (Transformer Math 101 '1.2x'; F§8)",
+            f"decode roofline t_step = max(bytes/(BW*{BW_EFFICIENCY}), FLOPs/(peak*MFU {mfu:g})) (F§7); bandwidth "
+            "efficiency 0.66 from TensorRT-LLM H100vsA100.md GPT-J 6B A100 111 tok/s vs bound 168",
+            "MoE: every expert's weights read per step (exact for batches >= ~16), FLOPs from active params",
+            f"tensor-parallel efficiency {tp_eff:.3f} = {TP_EFFICIENCY_PER_DOUBLING[gpu.interconnect]} per doubling "
+            f"on {gpu.interconnect} (assumption: 2 all-reduces per layer, Megatron-LM)",
+        ]
+    else:
+        w_b, g_b, o_b = _model_state_parts(m.params_total, w.zero_stage, n)
+        act, act_note = _activation_bytes_per_gpu(w)
+        parts["weights"], parts["gradients"], parts["optimizer_states"] = w_b, g_b, o_b
+        parts["activations"] = act
+        if w.zero_stage == 3:
+            parts["overhead"] = 4.0 * _largest_layer_params(m)
+        dp_eff = data_parallel_efficiency(w, gpu, g)
+        flops_per_s = g * peak * mfu * dp_eff
+        tokens_per_s = flops_per_s / (6.0 * m.params_active)
+        assumptions += [
+            f"ZeRO stage {w.zero_stage} over {n} GPU(s): 2+2+K bytes/param, K={ZERO_K} (fp32 Adam: master, "
+            "momentum, variance) (Rajbhandari et al. 2020, arXiv 1910.02054; F§4)",
+            act_note,
+            "ZeRO-3 overhead 4 x largest-layer params (DeepSpeed memory estimator largest_layer_mem; F§4)"
+            if w.zero_stage == 3 else "no gathered-layer overhead (ZeRO stage < 3)",
+            f"MFU {mfu:g} ({'given' if w.mfu is not None else f'default for {gpu.gpu_class}'}; Megatron-LM A100 "
+            "41.5-56%, PaLM 46.2%, end-to-end 35-64% (F§3))",
+            f"data-parallel efficiency {dp_eff:.3f}: t_compute/(t_compute+t_comm), ring collectives of "
+            f"{'3' if w.zero_stage == 3 else '2'} x 2 B/param over {gpu.link_gbps_one_way:g} GB/s one way (node network "
+            f"{GPUS_PER_NODE * INTER_NODE_GBPS_PER_GPU:g} GB/s beyond {GPUS_PER_NODE} GPUs), no overlap (ZeRO paper s.7; F§9)",
+            "training FLOPs 6*N*D with N = active params (Transformer Math 101; Kaplan et al. 2020; F§1)",
+        ]
+
+    per_gpu_bytes = sum(parts.values())
+    replica_mult = float(n) if g >= 1 else 1.0
+    breakdown = {k: v * replica_mult / GIB for k, v in parts.items()}
+    mem_per_gpu = per_gpu_bytes / GIB
+    return ReplicaSizing(
+        task=w.task,
+        gpu_model=gpu.name,
+        gpus_per_replica=g,
+        memory_gib_per_replica=mem_per_gpu * replica_mult,
+        memory_gib_per_gpu=mem_per_gpu,
+        usable_gib_per_gpu=usable,
+        fits=mem_per_gpu <= usable,
+        breakdown_gib=breakdown,
+        tokens_per_second_per_replica=tokens_per_s,
+        flops_per_second_per_replica=flops_per_s,
+        assumptions=tuple(assumptions),
+    )
+
+
+def replica_sizes(max_gpus: int) -> list[int]:
+    """GPU counts tried for a replica: 1, 2, 4, 8, then multiples of 8 up to ``max_gpus``."""
+    return [g for g in (1, 2, 4) if g <= max_gpus] + list(range(8, max_gpus + 1, 8))
+
+
+def min_gpus_per_replica(w: Workload, gpu: GpuSpec, max_gpus: int = 64) -> ReplicaSizing | None:
+    """The sizing of the smallest replica of ``w`` that fits on ``gpu``, trying :func:`replica_sizes`
+    (1, 2, 4, 8, 16, 24, ... <= max_gpus); None when none fits. Fractional GPUs are not tried here (call
+    :func:`size_replica` with the offer's share).
+
+    Raises:
+        InputError: as :func:`validate_workload`; ("max_gpus") when max_gpus < 1.
+    """
+    if not _is_int(max_gpus) or max_gpus < 1:
+        raise InputError("max_gpus", f"must be a whole number >= 1, got {max_gpus!r}", accepted=">= 1")
+    validate_workload(w)
+    for g in replica_sizes(max_gpus):
+        sizing = size_replica(w, gpu, g)
+        if sizing.fits:
+            return sizing
+    return None
+
+
+def gpu_hours(w: Workload, sizing: ReplicaSizing) -> float:
+    """GPU-hours to process ``w.tokens``: ``train_flops / (FLOP/s per replica / GPUs per replica) / 3600``
+    (F§1 "Time and cost": GPU_hours = C / (peak x MFU x 3600), here with the replica's scaling efficiency too).
+
+    Raises:
+        InputError("task") for a serving workload or sizing (a serving replica runs as long as it serves).
+    """
+    if w.task not in TRAINING_TASKS or sizing.flops_per_second_per_replica is None:
+        raise InputError("task", "GPU-hours are computed for train/finetune workloads",
+                         accepted=", ".join(TRAINING_TASKS))
+    per_gpu = sizing.flops_per_second_per_replica / sizing.gpus_per_replica
+    return train_flops(w) / per_gpu / 3600.0
+
+
+def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64) -> dict:
+    """The smallest replica of ``w`` on ``gpu`` and what it does, for ``gpuopt estimate``.
+
+    Returns:
+        dict with keys memory_gib_per_replica, memory_gib_per_gpu, gpus_per_replica, breakdown_gib (GiB),
+        tokens_per_second_per_replica; for train/finetune also train_flops (FLOP), gpu_hours and
+        wall_hours_one_replica (hours on one replica); and assumptions (tuple of str).
+
+    Raises:
+        InputError: as :func:`validate_workload`; ("gpu") for an unknown GPU name, or when the GPU cannot hold one
+            replica even with ``max_gpus`` GPUs -- the error says how much a GPU would need and lists the GPUs
+            that can hold it.
+    """
+    validate_workload(w)
+    spec = load_gpu(gpu) if isinstance(gpu, str) else gpu
+    sizing = min_gpus_per_replica(w, spec, max_gpus)
+    if sizing is None:
+        largest = size_replica(w, spec, replica_sizes(max_gpus)[-1])
+        others = [name for name in known_gpus() if min_gpus_per_replica(w, load_gpu(name), max_gpus) is not None]
+        raise InputError(
+            "gpu",
+            f"{spec.name} cannot hold one replica even with {largest.gpus_per_replica:g} GPUs: each needs "
+            f"{largest.memory_gib_per_gpu:.1f} GiB, {largest.usable_gib_per_gpu:.1f} GiB usable"
+            + ("" if others else "; no known GPU can: lower the precision, context, concurrency or micro-batch"),
+            accepted=", ".join(others) or None,
+        )
+    out: dict = {
+        "memory_gib_per_replica": sizing.memory_gib_per_replica,
+        "memory_gib_per_gpu": sizing.memory_gib_per_gpu,
+        "gpus_per_replica": sizing.gpus_per_replica,
+        "breakdown_gib": dict(sizing.breakdown_gib),
+        "tokens_per_second_per_replica": sizing.tokens_per_second_per_replica,
+    }
+    if w.task in TRAINING_TASKS:
+        flops = train_flops(w)
+        out["train_flops"] = flops
+        out["gpu_hours"] = gpu_hours(w, sizing)
+        out["wall_hours_one_replica"] = flops / sizing.flops_per_second_per_replica / 3600.0
+    out["assumptions"] = sizing.assumptions
+    return out

@@ -1,0 +1,60 @@
+"""Price sources: one module per source; ``parse_*`` functions are pure, file/network reading is kept apart.
+
+:data:`IMPORTERS` is the registry of file importers: name -> where its parse function lives and which
+``gpuopt prices import --format`` values it accepts. Entries are resolved lazily (:meth:`Importer.load`), so importing
+this package stays cheap (no pandas). ``tests/test_providers_registry.py`` fails when a module here defines a
+``parse_*`` function that is not registered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class Importer:
+    """One registered importer.
+
+    Attributes:
+        name: registry key.
+        module, function: where the pure parse function lives.
+        formats: the ``--format`` values it accepts.
+        description: what files it reads.
+    """
+
+    name: str
+    module: str
+    function: str
+    formats: tuple[str, ...]
+    description: str
+
+    def load(self) -> Callable[..., Any]:
+        """The parse function (imports its module on first use)."""
+        return getattr(import_module(self.module), self.function)
+
+
+IMPORTERS: dict[str, Importer] = {
+    "skypilot": Importer("skypilot", "providers.skypilot", "parse_skypilot_csv", ("skypilot",),
+                         "SkyPilot catalog vms.csv (AWS, Azure, GCP, Lambda): on-demand and spot"),
+    "ec2instances": Importer("ec2instances", "providers.ec2instances", "parse_instances_json", ("ec2instances",),
+                             "ec2instances.info instances.json: Linux on-demand and Standard reserved rates"),
+    "offers": Importer("offers", "providers.offers_csv", "parse_offers_csv", ("offers",),
+                       "a plain offers CSV with the OFFER_COLUMNS (other clouds, on-prem, negotiated prices)"),
+}
+
+
+def importer_for_format(fmt: str) -> Importer:
+    """The importer that accepts ``fmt``.
+
+    Raises:
+        gpuopt.errors.InputError: unknown format (the message lists the accepted ones).
+    """
+    for imp in IMPORTERS.values():
+        if fmt in imp.formats:
+            return imp
+    from gpuopt.errors import InputError
+
+    accepted = sorted(f for imp in IMPORTERS.values() for f in imp.formats)
+    raise InputError("format", f"no importer for '{fmt}'", accepted=", ".join(accepted))

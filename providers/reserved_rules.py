@@ -1,0 +1,169 @@
+"""Reserved 1y/3y offers for on-demand offers that lack a real reservation quote, from documented discount ratios.
+
+No file in the SkyPilot catalogs holds a reserved or committed-use price, so the snapshot derives them:
+``usd_per_hour = on-demand x ratio`` per (provider, term, payment), marked ``source = rule:<provider>-<term>-<payment>:
+<short cite>`` (``gpuopt.records.is_estimated`` is then true) and ``as_of`` = the on-demand row's ``as_of``.
+
+Ratios (reserved effective rate / on-demand rate):
+
+* **AWS** - measured, not assumed: the median over p2/p3/g3 x regions of the real Linux Standard reserved rates in
+  ec2instances.info ``instances.json`` of 2017-11-12 (:func:`aws_ratios_from_quotes`): 0.6974 / 0.6642 / 0.6509
+  for 1y no / partial / all upfront and 0.5100 / 0.4733 / 0.4448 for 3y. (p3 alone gives the 0.682 / 0.650 / 0.637
+  and 0.435 / 0.403 / 0.379 of PROVENANCE.md; p2 and g3 have smaller discounts, which raises the median.) Partial upfront rows are split
+  into upfront + recurring with the share measured on the real Pricing API payload (``providers.ec2instances``).
+  Where a real quote exists (ec2instances p2/p3/g3 in their regions) it is used instead of the rule, but only when
+  the quote's on-demand rate equals the snapshot's on-demand rate for that (type, region); quoted rows keep
+  ``source = ec2instances.info:2017-11-12`` and ``as_of = 2017-11-12``.
+* **GCP** - committed use discounts are paid monthly, no upfront (Google: "Committed use discounts are simple and
+  flexible, and require no upfront costs", https://cloud.google.com/compute/docs/instances/signing-up-committed-use-discounts).
+  Ratios 0.63 (1y) and 0.35 (3y), i.e. 37 % and 65 % off, measured on the accelerator-optimized A2 machine types
+  in the Cloud Billing Catalog-derived price list of Cyclenerd/google-cloud-pricing-cost-calculator
+  (``pricing.yml``, generated 2025-03-06, https://github.com/Cyclenerd/google-cloud-pricing-cost-calculator):
+  a2-highgpu-1g in us-central1 costs 2,681.57 USD/month on demand, 1,689.37 with a 1-year and 938.57 with a 3-year
+  commitment (1689.37 / 2681.57 = 0.6300, 938.57 / 2681.57 = 0.3500; the same ratios hold in every region listed).
+  The same ratios are applied to A3, A4 and G2 machine types: that is an assumption (their CUD rates were not
+  checked). Google's own overview only says "up to 57% for most resources like machine types or GPUs" (older
+  page) - the measured A2 figure is the most specific number found.
+* **Azure** - reservations are paid all upfront or monthly, and "monthly payment option at no extra cost"
+  (https://azure.microsoft.com/en-us/pricing/reserved-vm-instances/), so ``all_upfront`` and ``no_upfront``
+  (monthly) get the same effective rate. No GPU-specific reservation percentage was found in the sources searched:
+  the page's "up to 72 percent" is a 3-year M32ts (SUSE) example, not a GPU figure. We therefore ASSUME 0.65 (1y)
+  and 0.45 (3y): no deeper than the measured GPU commitment ratios of AWS (median, all upfront: 0.651 / 0.445) and
+  GCP (0.63 / 0.35), so that an estimated Azure commitment is never made to look better than the evidence allows.
+  The rows say ``assumed`` in their source.
+* **Lambda** - the data holds no reservation prices and Lambda sells reserved clusters only by quote: no reserved
+  rows are derived.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gpuopt.errors import PriceDataError
+from gpuopt.records import TERM_HOURS
+from providers._common import check_unique, empty_offers, offers_frame
+from providers.ec2instances import PARTIAL_SPLIT_CITE, PARTIAL_UPFRONT_SHARE, split_reserved
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """Reserved effective hourly rate / on-demand rate, and where the number comes from (short, goes in ``source``)."""
+
+    ratio: float
+    cite: str
+
+
+#: provider -> (pricing, payment) -> Ratio
+Ratios = dict[str, dict[tuple[str, str], Ratio]]
+
+GCP_CUD_CITE_URL = "https://github.com/Cyclenerd/google-cloud-pricing-cost-calculator"
+GCP_RATIOS: dict[tuple[str, str], Ratio] = {
+    ("reserved_1y", "no_upfront"): Ratio(0.63, "GCP 1y CUD a2 0.63 (Cyclenerd pricing.yml 2025-03-06)"),
+    ("reserved_3y", "no_upfront"): Ratio(0.35, "GCP 3y CUD a2 0.35 (Cyclenerd pricing.yml 2025-03-06)"),
+}
+
+AZURE_RI_CITE_URL = "https://azure.microsoft.com/en-us/pricing/reserved-vm-instances/"
+AZURE_RATIOS: dict[tuple[str, str], Ratio] = {
+    ("reserved_1y", "no_upfront"): Ratio(0.65, "assumed 0.65; no GPU RI % published; monthly = upfront price"),
+    ("reserved_1y", "all_upfront"): Ratio(0.65, "assumed 0.65; no GPU RI % published"),
+    ("reserved_3y", "no_upfront"): Ratio(0.45, "assumed 0.45; no GPU RI % published; monthly = upfront price"),
+    ("reserved_3y", "all_upfront"): Ratio(0.45, "assumed 0.45; no GPU RI % published"),
+}
+
+_TERM = {"reserved_1y": "1y", "reserved_3y": "3y"}
+
+
+def aws_ratios_from_quotes(quotes: "pd.DataFrame", as_of: str = "2017-11-12") -> dict[tuple[str, str], Ratio]:
+    """Median reserved/on-demand ratio per (term, payment) over the real quotes (ec2instances Standard class rows).
+
+    Args:
+        quotes: ``parse_instances_json(...).offers`` (on_demand + reserved rows of p2/p3/g3 in their regions).
+    """
+    import pandas as pd
+
+    od = quotes[quotes["pricing"] == "on_demand"].set_index(["instance_type", "region"])["usd_per_hour"]
+    res = quotes[quotes["pricing"].isin(list(TERM_HOURS))]
+    if res.empty or od.empty:
+        raise PriceDataError("no reserved quotes to compute AWS ratios from")
+    joined = res.join(od.rename("od"), on=["instance_type", "region"], how="inner")
+    joined = joined[joined["od"] > 0]
+    ratio = joined["usd_per_hour"] / joined["od"]
+    med = pd.Series(ratio.values, index=pd.MultiIndex.from_frame(joined[["pricing", "payment"]])).groupby(
+        level=[0, 1]).median()
+    out = {}
+    for (pricing, payment), r in med.items():
+        out[(str(pricing), str(payment))] = Ratio(round(float(r), 4), f"median ec2instances.info {as_of} "
+                                                                       f"p2/p3/g3 Standard={float(r):.4f}")
+    return out
+
+
+def default_ratios(aws_quotes: "pd.DataFrame") -> Ratios:
+    """The snapshot's rules: AWS measured from ``aws_quotes``; GCP and Azure from the documented constants."""
+    return {"aws": aws_ratios_from_quotes(aws_quotes), "gcp": dict(GCP_RATIOS), "azure": dict(AZURE_RATIOS)}
+
+
+def rule_source(provider: str, pricing: str, payment: str, cite: str) -> str:
+    """``rule:<provider>-<term>-<payment>:<short cite>``."""
+    return f"rule:{provider}-{_TERM[pricing]}-{payment}:{cite}"
+
+
+def derive_reserved(offers_on_demand: "pd.DataFrame", ratios: Ratios,
+                    quotes: "pd.DataFrame | None" = None) -> "pd.DataFrame":
+    """Reserved rows for every on-demand offer of a provider that has ratios.
+
+    Args:
+        offers_on_demand: offers (only ``pricing == on_demand`` rows are used).
+        ratios: provider -> (pricing, payment) -> Ratio (see :func:`default_ratios`).
+        quotes: real reserved quotes (ec2instances offers). For an AWS (type, region) whose quoted on-demand rate
+            equals the offer's on-demand rate, the quoted reserved rows are used (their source/as_of kept) instead
+            of the rule; otherwise the rule applies.
+
+    Returns:
+        DataFrame with OFFER_COLUMNS: reserved_1y / reserved_3y rows, zone "", currency of the on-demand row.
+    """
+    od = offers_on_demand[offers_on_demand["pricing"] == "on_demand"]
+    if od.empty:
+        return empty_offers()
+    quote_od: dict[tuple[str, str], float] = {}
+    quote_res: dict[tuple[str, str], list[dict]] = {}
+    if quotes is not None and not quotes.empty:
+        for r in quotes.to_dict("records"):
+            key = (r["instance_type"], r["region"])
+            if r["pricing"] == "on_demand":
+                quote_od[key] = float(r["usd_per_hour"])
+            elif r["pricing"] in TERM_HOURS:
+                quote_res.setdefault(key, []).append(r)
+    meta_cols = ("provider", "region", "instance_type", "gpu_model", "gpu_count", "gpu_memory_gib", "vcpus",
+                 "memory_gib", "interconnect", "currency")
+    rows: list[dict] = []
+    for o in od.to_dict("records"):
+        prov = str(o["provider"])
+        rules = ratios.get(prov)
+        if not rules:
+            continue
+        meta = {c: o[c] for c in meta_cols}
+        meta["zone"] = ""
+        key = (o["instance_type"], o["region"])
+        qod = quote_od.get(key) if prov == "aws" else None
+        if qod is not None and abs(qod - float(o["usd_per_hour"])) < 1e-9 and quote_res.get(key):
+            for q in quote_res[key]:
+                rows.append({**meta, **{c: q[c] for c in ("pricing", "payment", "upfront_usd",
+                                                          "recurring_usd_per_hour", "usd_per_hour", "term_hours",
+                                                          "source", "as_of")}})
+            continue
+        for (pricing, payment), rule in sorted(rules.items()):
+            hours = TERM_HOURS[pricing]
+            usd = round(float(o["usd_per_hour"]) * rule.ratio, 6)
+            years = 1 if pricing == "reserved_1y" else 3
+            upfront, recurring = split_reserved(usd, payment, hours, PARTIAL_UPFRONT_SHARE[(years, "standard")])
+            cite = rule.cite + (f"; {PARTIAL_SPLIT_CITE}" if payment == "partial_upfront" else "")
+            rows.append({**meta, "pricing": pricing, "payment": payment, "upfront_usd": upfront,
+                         "recurring_usd_per_hour": recurring, "usd_per_hour": usd, "term_hours": hours,
+                         "source": rule_source(prov, pricing, payment, cite), "as_of": o["as_of"]})
+    df = offers_frame(rows)
+    check_unique(df, "derived reserved offers")
+    return df

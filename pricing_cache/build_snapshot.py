@@ -1,0 +1,234 @@
+"""Build the shipped price snapshot from the input files in ``pricing_cache/data/inputs/`` (and nothing else).
+
+Run: ``python -m pricing_cache.build_snapshot`` (writes ``pricing_cache/data/{offers.csv,skipped.csv,snapshot.json}``),
+or ``python -m pricing_cache.build_snapshot --check`` (builds into a temporary folder and fails if the committed
+files differ). The build is reproducible: no clock, no network; sorted rows; fixed float formatting, so a rebuild
+is byte-identical.
+
+What goes in (see ``data/inputs/PROVENANCE.md``):
+
+* AWS: the all-regions SkyPilot file, plus from the two-region file only the instance types the all-regions file
+  lacks (g4dn.8xlarge, g5.4xlarge, g6f.*, p5.4xlarge); where both files have a type, their on-demand prices are
+  checked to agree. Reserved: real ec2instances.info quotes (2017-11-12) where their on-demand rate equals the
+  snapshot's, else the AWS rule (medians of the real quotes).
+* Azure, GCP (the "more" file, 32 regions), Lambda (both files): on-demand (+ spot for Azure/GCP), reserved by rule
+  for Azure and GCP (``providers.reserved_rules``), none for Lambda.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuopt.errors import PriceDataError
+from gpuopt.records import OFFER_COLUMNS, SCHEMA_VERSION
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+INPUTS_DIR = DATA_DIR / "inputs"
+
+#: The date this snapshot is stamped with (``built_at``): the date the input files were copied from the project's
+#: shared data (their PROVENANCE.md), not the time the script runs, so rebuilds are byte-identical.
+BUILT_AT = "2026-11-30"
+
+#: ``as_of`` of the SkyPilot rows. The dates of the stored skypilot-catalog commits (00148f2a, 006059e0, 0f407038,
+#: 098741e7) could not be looked up (see PROVENANCE.md); the rows are stamped with the date the files were copied,
+#: which is an UPPER bound: the prices were valid at their commit, on or before this date.
+SKYPILOT_AS_OF = "2026-11-30"
+EC2INSTANCES_AS_OF = "2017-11-12"
+
+
+@dataclass(frozen=True)
+class Input:
+    provider: str
+    file: str
+    upstream: str
+    commit: str | None
+    license: str
+    role: str
+
+
+SKYPILOT_REPO = "skypilot-org/skypilot-catalog"
+INPUTS: tuple[Input, ...] = (
+    Input("aws", "aws_vms_v8_gpu_all_regions.csv", f"{SKYPILOT_REPO} catalogs/v8/aws/vms.csv", "00148f2a",
+          "no license file (prices published by AWS)", "on-demand + spot, 23 regions"),
+    Input("aws", "aws_vms_v8_gpu_us-east-1_us-west-2.csv", f"{SKYPILOT_REPO} catalogs/v8/aws/vms.csv", "00148f2a",
+          "no license file (prices published by AWS)", "only the instance types the all-regions file lacks"),
+    Input("aws", "ec2instances_2017-11-12_gpu_subset.json", "vantage-sh/ec2instances.info www/instances.json "
+          "(2017-11-12)", None, "MIT", "real reserved quotes; AWS reserved ratios"),
+    Input("aws", "GetProducts_m5_large.json", "aws/amazon-ec2-instance-selector test/static (Pricing API, "
+          "publication 2021-02-05)", None, "Apache-2.0", "partial-upfront upfront/recurring split"),
+    Input("azure", "azure_vms_v6_gpu_NC_ND_NV_us.csv", f"{SKYPILOT_REPO} catalogs/v6/azure/vms.csv", "098741e7",
+          "no license file (prices published by Microsoft)", "on-demand + spot, 9 US regions"),
+    Input("gcp", "gcp_vms_v8_gpu_more.csv", f"{SKYPILOT_REPO} catalogs/v8/gcp/vms.csv", "006059e0",
+          "no license file (prices published by Google)", "host + accelerator rows, 32 regions"),
+    Input("lambda", "lambda_vms_v8_gpu_us-east-1.csv", f"{SKYPILOT_REPO} catalogs/v8/lambda/vms.csv", "0f407038",
+          "no license file (prices published by Lambda)", "on-demand, us-east-1"),
+    Input("lambda", "lambda_vms_v8_gpu_rest.csv", f"{SKYPILOT_REPO} catalogs/v8/lambda/vms.csv", "0f407038",
+          "no license file (prices published by Lambda)", "the last two Lambda types"),
+)
+
+
+def _skypilot_source(inp: Input) -> str:
+    path = inp.upstream.split(" ", 1)[1]
+    return f"skypilot-catalog:{path}@{inp.commit}"
+
+
+def _input(file: str) -> Input:
+    return next(i for i in INPUTS if i.file == file)
+
+
+def _format_frame_csv(df, path: Path) -> None:
+    df.to_csv(path, index=False, float_format="%.10g", na_rep="", lineterminator="\n")
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def build_offers(inputs_dir: Path = INPUTS_DIR) -> tuple[Any, list, dict]:
+    """(offers DataFrame sorted by the offer key, skipped rows as dicts with ``provider``, rules used)."""
+    import pandas as pd
+
+    from providers._common import OFFER_KEY, check_unique
+    from providers.ec2instances import PARTIAL_UPFRONT_SHARE, parse_instances_json, partial_upfront_shares
+    from providers.reserved_rules import default_ratios, derive_reserved
+    from providers.skypilot import parse_skypilot_csv
+
+    frames = []
+    skipped: list[dict] = []
+
+    def add(provider: str, result) -> None:
+        frames.append(result.offers)
+        skipped.extend({"provider": provider, **s.__dict__} for s in result.skipped)
+
+    # AWS: all regions, then the types only the two-region file has
+    all_inp, two_inp = _input("aws_vms_v8_gpu_all_regions.csv"), _input("aws_vms_v8_gpu_us-east-1_us-west-2.csv")
+    aws_all = parse_skypilot_csv(inputs_dir / all_inp.file, "aws", SKYPILOT_AS_OF, _skypilot_source(all_inp))
+    import csv
+
+    with open(inputs_dir / all_inp.file, newline="", encoding="utf-8") as fh:
+        all_types = {r["InstanceType"] for r in csv.DictReader(fh)}
+    aws_two_full = parse_skypilot_csv(inputs_dir / two_inp.file, "aws", SKYPILOT_AS_OF, _skypilot_source(two_inp))
+    _check_overlap(aws_all.offers, aws_two_full.offers)
+    aws_two = parse_skypilot_csv(inputs_dir / two_inp.file, "aws", SKYPILOT_AS_OF, _skypilot_source(two_inp),
+                                 exclude_instance_types=all_types)
+    add("aws", aws_all)
+    add("aws", aws_two)
+    for file, prov in (("azure_vms_v6_gpu_NC_ND_NV_us.csv", "azure"), ("gcp_vms_v8_gpu_more.csv", "gcp"),
+                       ("lambda_vms_v8_gpu_us-east-1.csv", "lambda"), ("lambda_vms_v8_gpu_rest.csv", "lambda")):
+        inp = _input(file)
+        add(prov, parse_skypilot_csv(inputs_dir / file, prov, SKYPILOT_AS_OF, _skypilot_source(inp)))
+
+    # the partial-upfront split constants must be the ones the real payload gives
+    payload = json.loads((inputs_dir / "GetProducts_m5_large.json").read_text(encoding="utf-8"))
+    measured = partial_upfront_shares(payload)
+    for k, v in PARTIAL_UPFRONT_SHARE.items():
+        if abs(measured[k] - v) > 1e-12:
+            raise PriceDataError(f"PARTIAL_UPFRONT_SHARE{k} = {v} but GetProducts_m5_large.json gives {measured[k]}")
+    quotes = parse_instances_json(inputs_dir / "ec2instances_2017-11-12_gpu_subset.json", EC2INSTANCES_AS_OF,
+                                  f"ec2instances.info:{EC2INSTANCES_AS_OF}")
+    skipped.extend({"provider": "aws", **s.__dict__} for s in quotes.skipped)
+    ratios = default_ratios(quotes.offers)
+    base = pd.concat(frames, ignore_index=True)
+    reserved = derive_reserved(base, ratios, quotes=quotes.offers)
+    offers = pd.concat([base, reserved], ignore_index=True)
+    check_unique(offers, "snapshot")
+    offers = offers.sort_values(list(OFFER_KEY), kind="mergesort").reset_index(drop=True)
+    skipped.sort(key=lambda s: (s["provider"], s["source"], s["line"], s["instance_type"], s["region"], s["reason"]))
+    rules = {prov: {f"{p}/{pay}": {"ratio": r.ratio, "cite": r.cite} for (p, pay), r in sorted(rs.items())}
+             for prov, rs in sorted(ratios.items())}
+    return offers, skipped, rules
+
+
+def _check_overlap(all_regions, two_regions) -> None:
+    """Where both AWS files price the same (type, region) on demand, the prices must agree."""
+    a = all_regions[all_regions["pricing"] == "on_demand"].set_index(["instance_type", "region"])["usd_per_hour"]
+    b = two_regions[two_regions["pricing"] == "on_demand"].set_index(["instance_type", "region"])["usd_per_hour"]
+    common = a.index.intersection(b.index)
+    bad = [k for k in common if abs(float(a[k]) - float(b[k])) > 1e-9]
+    if bad:
+        raise PriceDataError(f"the two AWS files disagree on on-demand prices for {bad[:5]}")
+
+
+def build(out_dir: Path = DATA_DIR, inputs_dir: Path = INPUTS_DIR) -> dict:
+    """Write offers.csv, skipped.csv and snapshot.json into ``out_dir``; return the snapshot.json content."""
+    import pandas as pd
+
+    from providers._common import reason_code
+
+    offers, skipped, rules = build_offers(inputs_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    offers_path, skipped_path = out_dir / "offers.csv", out_dir / "skipped.csv"
+    _format_frame_csv(offers[list(OFFER_COLUMNS)], offers_path)
+    sk = pd.DataFrame(skipped, columns=["provider", "source", "line", "instance_type", "region", "reason"])
+    _format_frame_csv(sk, skipped_path)
+    providers: dict[str, Any] = {}
+    for prov in sorted(offers["provider"].unique()):
+        grp = offers[offers["provider"] == prov]
+        dates = sorted({str(x) for x in grp["as_of"]})
+        reasons: dict[str, int] = {}
+        for s in skipped:
+            if s["provider"] == prov:
+                code = reason_code(s["reason"])
+                reasons[code] = reasons.get(code, 0) + 1
+        providers[str(prov)] = {
+            "as_of": dates[-1] if dates else None,
+            "as_of_dates": dates,
+            "rows": int(len(grp)),
+            "rows_by_pricing": {str(k): int(v) for k, v in sorted(grp["pricing"].value_counts().items())},
+            "estimated_rows": int(grp["source"].str.startswith("rule:").sum()),
+            "skipped": dict(sorted(reasons.items())),
+            "skipped_total": int(sum(reasons.values())),
+            "sources": [
+                {"file": f"inputs/{i.file}", "upstream": i.upstream, "commit": i.commit, "license": i.license,
+                 "role": i.role} for i in INPUTS if i.provider == prov],
+        }
+    snapshot = {
+        "schema_version": SCHEMA_VERSION,
+        "built_at": BUILT_AT,
+        "built_at_note": "fixed date of the input files' provenance (not the build time), so rebuilds are identical",
+        "skypilot_as_of_note": "the skypilot-catalog commit dates could not be looked up; SkyPilot rows carry the "
+                               "date the files were copied (an upper bound), see inputs/PROVENANCE.md",
+        "offers_file": offers_path.name,
+        "offers_sha256": _sha256(offers_path),
+        "skipped_file": skipped_path.name,
+        "skipped_sha256": _sha256(skipped_path),
+        "rows": int(len(offers)),
+        "estimated_rows": int(offers["source"].str.startswith("rule:").sum()),
+        "providers": providers,
+        "reserved_rules": rules,
+    }
+    (out_dir / "snapshot.json").write_text(json.dumps(snapshot, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return snapshot
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m pricing_cache.build_snapshot", description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="build into a temporary folder and compare with the "
+                                                         "committed files (exit 1 when they differ)")
+    ap.add_argument("--out", type=Path, default=DATA_DIR, help="output folder (default: pricing_cache/data)")
+    args = ap.parse_args(argv)
+    if args.check:
+        with tempfile.TemporaryDirectory() as tmp:
+            build(Path(tmp))
+            diff = [n for n in ("offers.csv", "skipped.csv", "snapshot.json")
+                    if (Path(tmp) / n).read_bytes() != (DATA_DIR / n).read_bytes()]
+        if diff:
+            print(f"snapshot out of date: {', '.join(diff)} differ from a fresh build", file=sys.stderr)
+            return 1
+        print("snapshot matches a fresh build")
+        return 0
+    snap = build(args.out)
+    counts = {p: v["rows_by_pricing"] for p, v in snap["providers"].items()}
+    print(f"wrote {snap['rows']} offers ({snap['estimated_rows']} estimated) to {args.out}: {counts}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

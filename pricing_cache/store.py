@@ -1,0 +1,197 @@
+"""Load offers: the shipped snapshot (verified) or a user's offers CSV.
+
+The shipped snapshot is ``pricing_cache/data/offers.csv`` described by ``snapshot.json`` (schema version, built_at,
+per-provider sources / as_of / row counts / skipped counts, sha256 of offers.csv), built by
+``python -m pricing_cache.build_snapshot``. Loading it checks the schema version and the sha256 and raises
+``SnapshotError`` with a clear message on any mismatch (a hand-edited or truncated file is never used silently).
+
+pandas is imported inside the functions: importing this module is cheap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpuopt.errors import GpuoptError, SnapshotError
+from gpuopt.records import OFFER_COLUMNS, OFFER_DTYPES, SCHEMA_VERSION
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+SNAPSHOT_DIR = Path(__file__).resolve().parent / "data"
+REBUILD_HINT = "rebuild it with `python -m pricing_cache.build_snapshot` or reinstall gpuopt"
+
+
+@dataclass(frozen=True)
+class ProviderInfo:
+    """Per-provider facts of a loaded catalog."""
+
+    as_of: str | None
+    as_of_dates: tuple[str, ...]
+    rows: int
+    rows_by_pricing: dict[str, int]
+    estimated_rows: int
+    skipped: dict[str, int] = field(default_factory=dict)
+    sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    """What was loaded.
+
+    Attributes:
+        path: offers.csv of the snapshot, or the user's CSV.
+        kind: ``snapshot`` or ``offers_csv``.
+        schema_version, built_at: from snapshot.json (built_at None for a user CSV).
+        providers: per provider: as_of, row counts by pricing, skipped counts by reason, sources.
+        rows: total offers; estimated_rows: rows whose source starts with ``rule:`` (derived, not quoted).
+        sha256: of offers.csv (verified for the snapshot).
+    """
+
+    path: Path
+    kind: str
+    schema_version: int
+    built_at: str | None
+    providers: dict[str, ProviderInfo]
+    rows: int
+    estimated_rows: int
+    sha256: str | None = None
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def read_snapshot_meta(snapshot_dir: Path | None = None) -> dict[str, Any]:
+    """snapshot.json of ``snapshot_dir`` after checking schema version and the sha256 of offers.csv.
+
+    Raises:
+        SnapshotError: missing file, unreadable JSON, unknown schema version, or offers.csv changed.
+    """
+    d = Path(snapshot_dir) if snapshot_dir is not None else SNAPSHOT_DIR
+    meta_path = d / "snapshot.json"
+    if not meta_path.is_file():
+        raise SnapshotError(f"price snapshot missing: {meta_path} not found; {REBUILD_HINT}")
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise SnapshotError(f"price snapshot unreadable: {meta_path}: {e}; {REBUILD_HINT}") from None
+    version = meta.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise SnapshotError(f"price snapshot {meta_path} has schema version {version}, this gpuopt reads version "
+                            f"{SCHEMA_VERSION}; {REBUILD_HINT}")
+    offers_path = d / str(meta.get("offers_file", "offers.csv"))
+    if not offers_path.is_file():
+        raise SnapshotError(f"price snapshot incomplete: {offers_path} not found; {REBUILD_HINT}")
+    actual = _sha256(offers_path)
+    if actual != meta.get("offers_sha256"):
+        raise SnapshotError(f"price snapshot corrupted: sha256 of {offers_path} is {actual}, snapshot.json says "
+                            f"{meta.get('offers_sha256')} (the file was edited or truncated); {REBUILD_HINT}")
+    return meta
+
+
+def read_offers_file(path: Path) -> "pd.DataFrame":
+    """Read an offers.csv written by the snapshot build: exactly OFFER_COLUMNS, OFFER_DTYPES."""
+    import pandas as pd
+
+    float_cols = [c for c in OFFER_COLUMNS if OFFER_DTYPES[c] == "float64"]
+    try:
+        df = pd.read_csv(path, dtype={c: ("string" if OFFER_DTYPES[c] == "string" else "float64") for c in
+                                      OFFER_COLUMNS}, keep_default_na=False, na_values={c: [""] for c in float_cols})
+    except (ValueError, pd.errors.ParserError) as e:
+        raise SnapshotError(f"price snapshot {path} cannot be parsed: {e}; {REBUILD_HINT}") from None
+    if tuple(df.columns) != OFFER_COLUMNS:
+        raise SnapshotError(f"price snapshot {path} has columns {list(df.columns)}, expected {list(OFFER_COLUMNS)}; "
+                            f"{REBUILD_HINT}")
+    return df.astype(OFFER_DTYPES)
+
+
+def _providers_from_frame(df: "pd.DataFrame") -> dict[str, ProviderInfo]:
+    out = {}
+    for prov, grp in df.groupby("provider", sort=True):
+        dates = tuple(sorted({str(x) for x in grp["as_of"]}))
+        out[str(prov)] = ProviderInfo(
+            as_of=dates[-1] if dates else None, as_of_dates=dates, rows=int(len(grp)),
+            rows_by_pricing={str(k): int(v) for k, v in sorted(grp["pricing"].value_counts().items())},
+            estimated_rows=int(grp["source"].astype(str).str.startswith("rule:").sum()),
+            sources=tuple(sorted({str(s) for s in grp["source"] if not str(s).startswith("rule:")})))
+    return out
+
+
+def load_offers(catalog: "str | Path | None" = None,
+                snapshot_dir: Path | None = None) -> "tuple[pd.DataFrame, SnapshotInfo]":
+    """The offers to plan over and what they are.
+
+    Args:
+        catalog: None for the shipped snapshot, else the path of a user offers CSV (``providers.offers_csv``).
+        snapshot_dir: another snapshot folder (tests); default ``pricing_cache/data``.
+
+    Returns:
+        (offers DataFrame with OFFER_COLUMNS / OFFER_DTYPES, SnapshotInfo).
+
+    Raises:
+        SnapshotError: the snapshot is missing, of another schema version, or fails its sha256 check.
+        InputError: the user CSV is invalid (field ``catalog``, with the line number).
+    """
+    if catalog is not None:
+        from providers.offers_csv import read_offers_csv
+
+        path = Path(catalog)
+        df = read_offers_csv(path)
+        return df, SnapshotInfo(path=path, kind="offers_csv", schema_version=SCHEMA_VERSION, built_at=None,
+                                providers=_providers_from_frame(df), rows=int(len(df)),
+                                estimated_rows=int(df["source"].astype(str).str.startswith("rule:").sum()),
+                                sha256=_sha256(path))
+    d = Path(snapshot_dir) if snapshot_dir is not None else SNAPSHOT_DIR
+    meta = read_snapshot_meta(d)
+    path = d / str(meta.get("offers_file", "offers.csv"))
+    df = read_offers_file(path)
+    if len(df) != meta.get("rows"):
+        raise SnapshotError(f"price snapshot {path} has {len(df)} rows, snapshot.json says {meta.get('rows')}; "
+                            f"{REBUILD_HINT}")
+    per = _providers_from_frame(df)
+    providers = {}
+    for prov, info in per.items():
+        m = meta.get("providers", {}).get(prov, {})
+        srcs = tuple(f"{s.get('file')} ({s.get('upstream')}" + (f"@{s['commit']}" if s.get("commit") else "") + ")"
+                     for s in m.get("sources", []))
+        providers[prov] = ProviderInfo(as_of=info.as_of, as_of_dates=info.as_of_dates, rows=info.rows,
+                                       rows_by_pricing=info.rows_by_pricing, estimated_rows=info.estimated_rows,
+                                       skipped=dict(m.get("skipped", {})), sources=srcs or info.sources)
+    return df, SnapshotInfo(path=path, kind="snapshot", schema_version=int(meta["schema_version"]),
+                            built_at=meta.get("built_at"), providers=providers, rows=int(len(df)),
+                            estimated_rows=int(df["source"].str.startswith("rule:").sum()),
+                            sha256=meta.get("offers_sha256"))
+
+
+def snapshot_status(snapshot_dir: Path | None = None) -> dict[str, Any]:
+    """For ``gpuopt prices status``: the shipped snapshot's facts, verified (never raises for a bad snapshot).
+
+    Returns a JSON-able dict: ``ok`` (bool), ``error`` (message when not ok), ``path``, ``schema_version``,
+    ``built_at``, ``rows``, ``estimated_rows``, ``offers_sha256``, ``reserved_rules`` and ``providers`` (per provider:
+    ``as_of``, ``as_of_dates``, ``rows_by_pricing``, ``estimated_rows``, ``skipped`` by reason, ``skipped_total``,
+    ``sources``).
+    """
+    d = Path(snapshot_dir) if snapshot_dir is not None else SNAPSHOT_DIR
+    try:
+        meta = read_snapshot_meta(d)
+    except GpuoptError as e:
+        return {"ok": False, "error": str(e), "path": str(d / "offers.csv")}
+    providers = {}
+    for prov, m in sorted(meta.get("providers", {}).items()):
+        providers[prov] = {
+            "as_of": m.get("as_of"), "as_of_dates": m.get("as_of_dates", []), "rows": m.get("rows"),
+            "rows_by_pricing": m.get("rows_by_pricing", {}), "estimated_rows": m.get("estimated_rows"),
+            "skipped": m.get("skipped", {}), "skipped_total": m.get("skipped_total"),
+            "sources": [f"{s.get('file')} ({s.get('upstream')}" + (f"@{s['commit']}" if s.get("commit") else "")
+                        + ")" for s in m.get("sources", [])],
+        }
+    return {"ok": True, "path": str(d / str(meta.get("offers_file", "offers.csv"))),
+            "schema_version": meta.get("schema_version"), "built_at": meta.get("built_at"),
+            "rows": meta.get("rows"), "estimated_rows": meta.get("estimated_rows"),
+            "offers_sha256": meta.get("offers_sha256"), "reserved_rules": meta.get("reserved_rules", {}),
+            "providers": providers}

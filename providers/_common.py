@@ -91,7 +91,7 @@ def check_unique(df: "pd.DataFrame", what: str = "offers") -> None:
         raise PriceDataError(f"{what}: {len(dup)} offer key(s) appear more than once, e.g. {shown}")
 
 
-def parse_float(value: Any) -> float | None:
+def float_or_none(value: Any) -> float | None:
     """A float, or None for an empty/NaN/unparseable field (never 0 for a missing price)."""
     if value is None:
         return None

@@ -34,7 +34,7 @@ from typing import Any, Iterable
 
 from gpuopt.errors import InputError, PriceDataError
 from gpuopt.records import SkippedRow, TERM_HOURS
-from providers._common import ParseResult, check_unique, hourly_row, offers_frame, parse_float
+from providers._common import ParseResult, check_unique, hourly_row, offers_frame, float_or_none
 from providers.gpu_names import GPU_MEMORY_MIB
 from providers.skypilot import interconnect_for
 
@@ -136,7 +136,7 @@ def parse_instances_json(data: "list[dict] | str | Path", as_of: str, source: st
 
     for inst in data:
         itype = str(inst.get("instance_type", ""))
-        gpus = parse_float(inst.get("GPU"))
+        gpus = float_or_none(inst.get("GPU"))
         if not gpus or gpus <= 0:
             skip(itype, "", "no_gpu: GPU count is 0 or missing")
             continue
@@ -152,7 +152,7 @@ def parse_instances_json(data: "list[dict] | str | Path", as_of: str, source: st
             linux = inst["pricing"][region].get("linux")
             if not isinstance(linux, dict):
                 continue
-            od = parse_float(linux.get("ondemand"))
+            od = float_or_none(linux.get("ondemand"))
             if od is None:
                 skip(itype, region, "unknown_price: empty Linux on-demand rate")
             elif od <= 0:
@@ -167,7 +167,7 @@ def parse_instances_json(data: "list[dict] | str | Path", as_of: str, source: st
                 years, klass, pay = int(m.group(1)), m.group(2).lower(), _PAYMENT[m.group(3)]
                 if klass != cls:
                     continue
-                rate = parse_float(value)
+                rate = float_or_none(value)
                 if rate is None:
                     skip(itype, region, f"unknown_price: empty reserved rate {key}")
                     continue

@@ -145,8 +145,9 @@ def parse_offers_csv(text: str, name: str = "<text>") -> "pd.DataFrame":
                     upfront = (price - recurring) * term
                 if recurring is None:
                     recurring = price - upfront / term
-                if upfront < 0 or recurring < 0:
+                if upfront < -0.01 or recurring < -1e-6:
                     raise _err(line, "upfront_usd and recurring_usd_per_hour do not fit usd_per_hour")
+                upfront, recurring = max(upfront, 0.0), max(recurring, 0.0)  # cents rounding of the fee
             if abs(recurring + upfront / term - price) > max(1e-6, 1e-6 * price):
                 raise _err(line, f"usd_per_hour {price:g} != recurring_usd_per_hour {recurring:g} + upfront_usd "
                                  f"{upfront:g} / term_hours {term:g}")

@@ -62,16 +62,19 @@ Ratios = dict[str, dict[tuple[str, str], Ratio]]
 
 GCP_CUD_CITE_URL = "https://github.com/Cyclenerd/google-cloud-pricing-cost-calculator"
 GCP_RATIOS: dict[tuple[str, str], Ratio] = {
-    ("reserved_1y", "no_upfront"): Ratio(0.63, "GCP 1y CUD a2 0.63 (Cyclenerd pricing.yml 2025-03-06)"),
-    ("reserved_3y", "no_upfront"): Ratio(0.35, "GCP 3y CUD a2 0.35 (Cyclenerd pricing.yml 2025-03-06)"),
+    ("reserved_1y", "no_upfront"): Ratio(0.63, "1y CUD of a2 = 0.63 x on-demand, pricing.yml 2025-03-06 of "
+                                               "github.com/Cyclenerd/google-cloud-pricing-cost-calculator"),
+    ("reserved_3y", "no_upfront"): Ratio(0.35, "3y CUD of a2 = 0.35 x on-demand, pricing.yml 2025-03-06 of "
+                                               "github.com/Cyclenerd/google-cloud-pricing-cost-calculator"),
 }
 
 AZURE_RI_CITE_URL = "https://azure.microsoft.com/en-us/pricing/reserved-vm-instances/"
+_AZ = "no GPU reservation % published (azure.microsoft.com/en-us/pricing/reserved-vm-instances)"
 AZURE_RATIOS: dict[tuple[str, str], Ratio] = {
-    ("reserved_1y", "no_upfront"): Ratio(0.65, "assumed 0.65; no GPU RI % published; monthly = upfront price"),
-    ("reserved_1y", "all_upfront"): Ratio(0.65, "assumed 0.65; no GPU RI % published"),
-    ("reserved_3y", "no_upfront"): Ratio(0.45, "assumed 0.45; no GPU RI % published; monthly = upfront price"),
-    ("reserved_3y", "all_upfront"): Ratio(0.45, "assumed 0.45; no GPU RI % published"),
+    ("reserved_1y", "no_upfront"): Ratio(0.65, f"ASSUMED 0.65, {_AZ}; monthly payment = upfront price"),
+    ("reserved_1y", "all_upfront"): Ratio(0.65, f"ASSUMED 0.65, {_AZ}"),
+    ("reserved_3y", "no_upfront"): Ratio(0.45, f"ASSUMED 0.45, {_AZ}; monthly payment = upfront price"),
+    ("reserved_3y", "all_upfront"): Ratio(0.45, f"ASSUMED 0.45, {_AZ}"),
 }
 
 _TERM = {"reserved_1y": "1y", "reserved_3y": "3y"}
@@ -96,8 +99,9 @@ def aws_ratios_from_quotes(quotes: "pd.DataFrame", as_of: str = "2017-11-12") ->
         level=[0, 1]).median()
     out = {}
     for (pricing, payment), r in med.items():
-        out[(str(pricing), str(payment))] = Ratio(round(float(r), 4), f"median ec2instances.info {as_of} "
-                                                                       f"p2/p3/g3 Standard={float(r):.4f}")
+        out[(str(pricing), str(payment))] = Ratio(round(float(r), 4), f"{float(r):.4f} = median of the Linux Standard "
+                                                  f"quotes of p2/p3/g3 in ec2instances.info {as_of} "
+                                                  "(github.com/vantage-sh/ec2instances.info)")
     return out
 
 
@@ -149,13 +153,16 @@ def derive_reserved(offers_on_demand: "pd.DataFrame", ratios: Ratios,
         meta["zone"] = ""
         key = (o["instance_type"], o["region"])
         qod = quote_od.get(key) if prov == "aws" else None
-        if qod is not None and abs(qod - float(o["usd_per_hour"])) < 1e-9 and quote_res.get(key):
-            for q in quote_res[key]:
+        quoted: set[tuple[str, str]] = set()
+        if qod is not None and abs(qod - float(o["usd_per_hour"])) < 1e-9:
+            for q in quote_res.get(key, []):
+                quoted.add((q["pricing"], q["payment"]))
                 rows.append({**meta, **{c: q[c] for c in ("pricing", "payment", "upfront_usd",
                                                           "recurring_usd_per_hour", "usd_per_hour", "term_hours",
                                                           "source", "as_of")}})
-            continue
         for (pricing, payment), rule in sorted(rules.items()):
+            if (pricing, payment) in quoted:
+                continue
             hours = TERM_HOURS[pricing]
             usd = round(float(o["usd_per_hour"]) * rule.ratio, 6)
             years = 1 if pricing == "reserved_1y" else 3

@@ -55,7 +55,7 @@ from typing import Any, Collection
 
 from gpuopt.errors import InputError, PriceDataError
 from gpuopt.records import SkippedRow
-from providers._common import ParseResult, check_unique, offers_frame, hourly_row, parse_float, read_text
+from providers._common import ParseResult, check_unique, offers_frame, hourly_row, float_or_none, read_text
 from providers.gpu_names import GPU_MEMORY_MIB, canonical_gpu
 
 FORMATS = ("skypilot",)
@@ -204,9 +204,9 @@ def _read_rows(text: str) -> tuple[list[str], list[_Raw]]:
         if not any(x.strip() for x in rec):
             continue
         rows.append(_Raw(line=line, instance_type=get(rec, "InstanceType"), acc_name=get(rec, "AcceleratorName"),
-                         acc_count=parse_float(get(rec, "AcceleratorCount")), vcpus=parse_float(get(rec, "vCPUs")),
-                         memory_gib=parse_float(get(rec, "MemoryGiB")), gpu_info=get(rec, "GpuInfo"),
-                         price=parse_float(get(rec, "Price")), spot=parse_float(get(rec, "SpotPrice")),
+                         acc_count=float_or_none(get(rec, "AcceleratorCount")), vcpus=float_or_none(get(rec, "vCPUs")),
+                         memory_gib=float_or_none(get(rec, "MemoryGiB")), gpu_info=get(rec, "GpuInfo"),
+                         price=float_or_none(get(rec, "Price")), spot=float_or_none(get(rec, "SpotPrice")),
                          region=get(rec, "Region"), zone=get(rec, "AvailabilityZone")))
     return header, rows
 

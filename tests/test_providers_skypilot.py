@@ -374,3 +374,23 @@ def test_azure_fractional_a10_partitions_kept_as_float():
     row = res.offers.iloc[0]
     assert row["gpu_count"] == pytest.approx(1 / 6) and row["gpu_model"] == "A10"
     assert row["gpu_count"] * row["gpu_memory_gib"] == pytest.approx(4.0)  # "1/6th of a GPU with 4-GiB"
+
+
+def test_gcp_h100_price_spread_across_regions_kept(gcp):
+    # PROVENANCE: the H100 per-GPU price varies ~3x across regions (H100 x1 rows from 4.20076 to 12.73552);
+    # each region keeps its own composed price, nothing is averaged or capped
+    acc = {}
+    with open(GCP, newline="", encoding="utf-8") as fh:
+        for rec in csv.DictReader(fh):
+            if rec["AcceleratorName"] == "H100" and rec["AcceleratorCount"] == "1":
+                acc[rec["Region"]] = float(rec["Price"])
+    assert max(acc.values()) / min(acc.values()) > 3
+    hosts = {}
+    with open(GCP, newline="", encoding="utf-8") as fh:
+        for rec in csv.DictReader(fh):
+            if rec["InstanceType"] == "a3-highgpu-1g":
+                hosts[rec["Region"]] = float(rec["Price"])
+    od = _rows(gcp.offers, instance_type="a3-highgpu-1g", pricing="on_demand").set_index("region")["usd_per_hour"]
+    for region, price in od.items():
+        assert price == pytest.approx(hosts[region] + acc[region])
+    assert od.max() / od.min() > 2.5

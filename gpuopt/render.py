@@ -40,13 +40,22 @@ def _usd(x: float | None) -> str:
     return "—" if x is None else f"${x:,.2f}"
 
 
+def _short_source(source) -> str:
+    """The source up to its first space: 'rule:aws-1y-all_upfront' or 'skypilot-catalog:catalogs/v8/aws/vms.csv@00148f2a'."""
+    text = str(source or "")
+    return text.split(" ", 1)[0]
+
+
 def _prices_line(prices: dict) -> str:
     parts = []
     for prov, p in sorted(prices.get("providers", {}).items()):
         age = p.get("age_days")
         age_s = f", {age:.0f} days old" if age is not None else ""
         parts.append(f"{prov} as of {p.get('as_of') or 'unknown'}{age_s}")
-    return f"Prices: {prices.get('catalog')} — " + "; ".join(parts)
+    line = f"Prices: {prices.get('catalog')} — " + "; ".join(parts)
+    if prices.get("catalog") == "shipped snapshot":
+        line += " (catalog dates are upper bounds: see `gpuopt prices status`)"
+    return line
 
 
 def recommend(result, fmt: str) -> None:
@@ -76,14 +85,15 @@ def recommend(result, fmt: str) -> None:
         return
     t = Table(title=f"Plan ({plan.status}; horizon {plan.horizon_hours:g} h)", title_justify="left")
     for col in ("provider", "region", "instance_type", "pricing", "payment", "count", "hours", "$/h each",
-                "$/month", "GPUs", "replicas", "break-even util."):
-        t.add_column(col, justify="right" if col in ("count", "hours", "$/h each", "$/month", "replicas", "break-even util.") else "left")
+                "$/month", "GPUs each", "replicas", "break-even"):
+        t.add_column(col, justify="right" if col in ("count", "hours", "$/h each", "$/month", "replicas", "break-even") else "left",
+                     no_wrap=col in ("instance_type", "region", "pricing", "GPUs each"))
     for ln in plan.lines:
         be = "—" if ln.break_even_utilization is None else f"{100 * ln.break_even_utilization:.0f} %"
         rate = f"{ln.usd_per_hour:,.4f}" + ("*" if ln.estimated else "")
         t.add_row(ln.provider, ln.region + (f"/{ln.zone}" if ln.zone else ""), ln.instance_type, ln.pricing, ln.payment or "—",
                   str(ln.count), f"{ln.hours:g}", rate, _usd(ln.monthly_usd),
-                  f"{ln.gpu_count:g} x {ln.gpu_model} ({ln.gpu_memory_gib:g} GiB)", str(ln.replicas), be)
+                  f"{ln.gpu_count:g} x {ln.gpu_model}", str(ln.replicas), be)
     con.print(t)
     con.print(f"[bold]Total: {_usd(plan.total_monthly_usd)} per month[/]"
               + (f" ({_usd(plan.total_usd)} over {plan.horizon_hours:g} h)" if plan.horizon_hours > 730 else ""))
@@ -158,13 +168,14 @@ def prices_list(result, fmt: str) -> None:
     con.print(_prices_line(result.prices))
     t = Table(title=f"{len(result.rows)} of {result.total_matching} offers, cheapest first", title_justify="left")
     for col in ("provider", "region", "zone", "instance_type", "GPUs", "pricing", "payment", "$/h", "$/GPU-h", "upfront $", "source", "as_of"):
-        t.add_column(col, justify="right" if col in ("$/h", "$/GPU-h", "upfront $") else "left")
+        t.add_column(col, justify="right" if col in ("$/h", "$/GPU-h", "upfront $") else "left",
+                     no_wrap=col not in ("source",))
     for r in result.rows:
         est = str(r.get("source") or "").startswith("rule:")
         t.add_row(r["provider"], r["region"], r.get("zone") or "", r["instance_type"],
                   f"{r['gpu_count']:g} x {r['gpu_model']} ({r['gpu_memory_gib']:g} GiB)", r["pricing"], r.get("payment") or "",
                   f"{r['usd_per_hour']:,.4f}" + ("*" if est else ""), f"{r['usd_per_gpu_hour']:,.4f}",
-                  f"{(r.get('upfront_usd') or 0):,.0f}", str(r.get("source") or "")[:48], str(r.get("as_of") or ""))
+                  f"{(r.get('upfront_usd') or 0):,.0f}", _short_source(r.get("source")), str(r.get("as_of") or ""))
     con.print(t)
     if any(str(r.get("source") or "").startswith("rule:") for r in result.rows):
         con.print("* estimated: a reserved rate derived by a documented discount rule, not a quote")
@@ -182,6 +193,8 @@ def prices_status(status: dict, fmt: str) -> None:
     con.print(f"Prices from: {prices.get('catalog')}" + (f" ({prices.get('snapshot')})" if prices.get("snapshot") else ""))
     if status.get("built_at"):
         con.print(f"Snapshot built: {status.get('built_at')} (schema version {status.get('schema_version')})")
+    if status.get("as_of_note"):
+        con.print(f"[yellow]Note on dates:[/] {status['as_of_note']}")
     t = Table(title="Rows per provider", title_justify="left")
     for col in ("provider", "rows", "on_demand", "spot", "reserved_1y", "reserved_3y", "estimated", "as of", "age (days)", "skipped"):
         t.add_column(col, justify="left" if col in ("provider", "as of") else "right")

@@ -193,8 +193,11 @@ def build(out_dir: Path = DATA_DIR, inputs_dir: Path = INPUTS_DIR) -> dict:
         "schema_version": SCHEMA_VERSION,
         "built_at": BUILT_AT,
         "built_at_note": "fixed date of the input files' provenance (not the build time), so rebuilds are identical",
-        "skypilot_as_of_note": "the skypilot-catalog commit dates could not be looked up; SkyPilot rows carry the "
-                               "date the files were copied (an upper bound), see inputs/PROVENANCE.md",
+        "skypilot_as_of_note": "SkyPilot rows carry the date their files were copied (2026-11-30), an UPPER bound: the "
+                               "catalog commit dates could not be looked up. The content is from mid-2025 or later "
+                               "(AWS p5.48xlarge at 55.04 USD/h in us-east-1 is after AWS's June 2025 P5 price cut; "
+                               "p6-b200 is listed), so these prices may be up to ~18 months old. "
+                               "See pricing_cache/data/inputs/PROVENANCE.md.",
         "offers_file": offers_path.name,
         "offers_sha256": _sha256(offers_path),
         "skipped_file": skipped_path.name,

@@ -194,4 +194,5 @@ def snapshot_status(snapshot_dir: Path | None = None) -> dict[str, Any]:
             "schema_version": meta.get("schema_version"), "built_at": meta.get("built_at"),
             "rows": meta.get("rows"), "estimated_rows": meta.get("estimated_rows"),
             "offers_sha256": meta.get("offers_sha256"), "reserved_rules": meta.get("reserved_rules", {}),
+            "as_of_note": meta.get("skypilot_as_of_note"),
             "providers": providers}

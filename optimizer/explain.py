@@ -182,7 +182,7 @@ def binding_constraints(problem: PlanProblem, lines: list[PlanLine], capacity: d
             out.append(f"deadline: the plan finishes in {capacity['finish_hours']:g} h of {problem.run_hours:g} h (not binding)")
     else:
         out.append(f"demand: {capacity['tokens_per_second_planned']:g} tokens/s planned for {capacity['tokens_per_second_needed']:g} needed "
-                   f"({capacity['headroom_pct']:g} % headroom from whole replicas; binding)")
+                   f"(binding: it sets the size of the plan; the {capacity['headroom_pct']:g} % headroom comes from buying whole replicas)")
     if problem.budget_usd is not None:
         head = problem.budget_usd - total_usd
         if head < 0.005 * problem.budget_usd:

@@ -19,6 +19,7 @@ from optimizer.explain import (
     plan_lines,
 )
 from optimizer.model import (
+    SPOT_INTERRUPTION_OVERHEAD,
     PlanProblem,
     build_model,
     candidates_for,
@@ -187,6 +188,12 @@ def plan(
     if any(ln.estimated for ln in lines):
         result.notes.append("some prices in this plan are estimated (source rule:...): reserved rates derived from a "
                             "documented discount rule, not quoted")
+    if any(ln.pricing == "spot" for ln in lines):
+        result.notes.append(f"spot lines count {100 * (1 - SPOT_INTERRUPTION_OVERHEAD):.0f} % of their throughput "
+                            "(interruptions and rework); spot capacity is not guaranteed")
+    if getattr(workload.model, "estimated", False):
+        result.notes.append("the model's shape was estimated from its parameter count (--params): memory and "
+                            "throughput are approximate")
     if problem.is_training and any(ln.pricing.startswith("reserved") for ln in lines):
         result.notes.append("a reservation commits you for its whole term (see commitment_usd), beyond this job")
 

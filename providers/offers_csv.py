@@ -183,7 +183,24 @@ def parse_offers_csv(text: str, name: str = "<text>") -> "pd.DataFrame":
         rows.append(row)
     if not rows:
         raise _err(2, "no offer rows after the header")
+    _check_reserved_below_on_demand(rows, seen)
     return offers_frame(rows)
+
+
+def _check_reserved_below_on_demand(rows: list[dict[str, Any]], lines: dict) -> None:
+    """A reserved effective rate above the on-demand rate of the same instance type and region is a price read
+    in the wrong unit (PRICE_FAULTS BUG-01: a reservation quoted as a total for the term, read as hourly), never a
+    real offer: refuse it, naming the line."""
+    od = {(r["provider"], r["region"], r["instance_type"]): r["usd_per_hour"] for r in rows if r["pricing"] == "on_demand"}
+    for r in rows:
+        if r["pricing"] not in TERM_HOURS:
+            continue
+        base = od.get((r["provider"], r["region"], r["instance_type"]))
+        if base is not None and r["usd_per_hour"] > base * (1 + 1e-9):
+            line = lines[tuple(r[c] for c in OFFER_KEY)]
+            raise _err(line, f"{r['pricing']} usd_per_hour {r['usd_per_hour']:g} is above the on-demand rate {base:g} of "
+                             f"{r['instance_type']} in {r['region']}: is it the total for the term? usd_per_hour is the "
+                             "effective hourly rate (term total / term_hours)")
 
 
 def read_offers_csv(path: "str | Path") -> "pd.DataFrame":

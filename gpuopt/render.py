@@ -85,7 +85,7 @@ def recommend(result, fmt: str) -> None:
         return
     t = Table(title=f"Plan ({plan.status}; horizon {plan.horizon_hours:g} h)", title_justify="left")
     for col in ("provider", "region", "instance_type", "pricing", "payment", "count", "hours", "$/h each",
-                "$/month", "GPUs each", "replicas", "break-even"):
+                "$/month" if "work_flops_needed" not in plan.capacity else "$ for the job", "GPUs each", "replicas", "break-even"):
         t.add_column(col, justify="right" if col in ("count", "hours", "$/h each", "$/month", "replicas", "break-even") else "left",
                      no_wrap=col in ("instance_type", "region", "pricing", "GPUs each"))
     for ln in plan.lines:
@@ -95,8 +95,8 @@ def recommend(result, fmt: str) -> None:
                   str(ln.count), f"{ln.hours:g}", rate, _usd(ln.monthly_usd),
                   f"{ln.gpu_count:g} x {ln.gpu_model}", str(ln.replicas), be)
     con.print(t)
-    con.print(f"[bold]Total: {_usd(plan.total_monthly_usd)} per month[/]"
-              + (f" ({_usd(plan.total_usd)} over {plan.horizon_hours:g} h)" if plan.horizon_hours > 730 else ""))
+    training = "work_flops_needed" in plan.capacity
+    con.print(f"[bold]Total: {_usd(plan.total_usd)} {'for the whole job' if training else 'per month'}[/]")
     cap = plan.capacity
     if "tokens_per_second_needed" in cap:
         con.print(f"Capacity: {cap['tokens_per_second_planned']:,.1f} tokens/s planned for {cap['tokens_per_second_needed']:,.1f} needed")
@@ -105,7 +105,7 @@ def recommend(result, fmt: str) -> None:
                   f"finishes in {cap['finish_hours']:g} h (deadline {cap['deadline_hours']:g} h)")
     if plan.strategies:
         st = Table(title="Same demand, priced by strategy", title_justify="left")
-        for col in ("strategy", "$/month", "savings vs on-demand"):
+        for col in ("strategy", "$ for the job" if training else "$/month", "savings vs on-demand"):
             st.add_column(col, justify="left" if col == "strategy" else "right")
         for name, s in plan.strategies.items():
             sav = "—" if s.get("savings_usd") is None else f"{_usd(s['savings_usd'])} ({s['savings_pct']:.1f} %)"

@@ -55,8 +55,9 @@ class PlanResult:
     Attributes:
         status: "optimal", "time_limit" (feasible, not proven optimal) or "infeasible".
         lines: the plan lines (empty when infeasible).
-        total_usd: cost over the plan horizon; total_monthly_usd: that per 730-hour month.
-        horizon_hours: 730 for serving; max(730, deadline) for training.
+        total_usd: cost of the plan (serving: one month; training: the whole job); total_monthly_usd: the same
+            number under its historical name (serving: USD per month; training: USD for the job).
+        horizon_hours: 730 for serving; the deadline for training.
         sizing: what one replica needs on each GPU shape used (memory_gib_per_replica, gpus_per_replica, ...).
         capacity: serving: tokens/s planned vs demanded; training: FLOPs planned vs needed, finish hours.
         strategies: strategy name -> {"monthly_usd", "savings_usd", "savings_pct", "status"} for the same demand
@@ -105,7 +106,6 @@ def on_demand_rates(offers) -> dict[tuple[str, str, str], float]:
 def plan_lines(problem: PlanProblem, sol: Solution, od_rates: dict) -> list[PlanLine]:
     """The plan's lines, cheapest first. Training hourly lines: count = ceil(unit-hours / H), hours spread evenly."""
     by_key = {c.key: c for c in problem.candidates}
-    months = problem.horizon_hours / HOURS_PER_MONTH
     lines = []
     keys = set(sol.units) | set(sol.unit_hours)
     for key in keys:
@@ -113,7 +113,7 @@ def plan_lines(problem: PlanProblem, sol: Solution, od_rates: dict) -> list[Plan
         o = c.offer
         if c.committed:
             units = sol.units.get(key, 0)
-            hours = problem.committed_billed_hours
+            hours = problem.committed_hours(c)
             cost = c.usd_per_unit_hour * hours * units
         elif problem.is_training:
             uh = sol.unit_hours.get(key, 0.0)
@@ -139,7 +139,7 @@ def plan_lines(problem: PlanProblem, sol: Solution, od_rates: dict) -> list[Plan
                 provider=o["provider"], region=o["region"], zone=str(o.get("zone") or ""),
                 instance_type=o["instance_type"], pricing=o["pricing"], payment=str(o.get("payment") or ""),
                 count=int(count), hours=round(hours, 2), usd_per_hour=float(o["usd_per_hour"]),
-                monthly_usd=round(cost / months, 2), gpu_model=o["gpu_model"], gpu_count=float(o["gpu_count"]),
+                monthly_usd=round(cost, 2), gpu_model=o["gpu_model"], gpu_count=float(o["gpu_count"]),
                 gpu_memory_gib=float(o["gpu_memory_gib"]), replicas=int(units * c.replicas_per_unit),
                 gpus_per_replica=float(c.sizing.gpus_per_replica), upfront_usd=round(upfront, 2),
                 commitment_usd=round(commitment, 2), break_even_utilization=None if be is None else round(be, 4),

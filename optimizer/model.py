@@ -18,7 +18,8 @@ Parameters
     th_c  throughput of one unit = r x throughput per replica (serving: tokens/s; training: FLOP/s,
           spot already reduced by the interruption overhead)
     H     hours the work may run in: 730 for serving (a whole month); min(deadline, horizon) for training
-    M     billed hours of a commitment in the plan horizon: 730 per month (reserved is billed whatever the use)
+    M_c   billed hours of a commitment: serving 730 (a month of the term; reserved is billed whatever the use);
+          training (a one-off job) the WHOLE term, 8,760 or 26,280 h, since nothing else uses it afterwards
     d     serving demand in tokens/s;  W  training work in FLOPs
     B     budget in USD for the plan horizon
 
@@ -34,8 +35,9 @@ Constraints
     limits:    k U_c <= max_instances_per_offer               (when given)
 
 Objective (minimize cost over the plan horizon)
-    serving:   sum_{commit} p_c M U_c + sum_{hourly} p_c H U_c
-    training:  sum_{commit} p_c M U_c + sum_{hourly} p_c Y_c
+    serving:   sum_{commit} p_c M_c U_c + sum_{hourly} p_c H U_c          (USD per month)
+    training:  sum_{commit} p_c M_c U_c + sum_{hourly} p_c Y_c            (USD for the whole job)
+    plus sum_c U_c >= 1 (any positive demand needs a unit; keeps tiny demands away from solver tolerances)
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gpuopt.errors import InputError
-from gpuopt.records import HOURS_PER_MONTH
+from gpuopt.records import HOURS_PER_MONTH, TERM_HOURS
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -95,8 +97,8 @@ class PlanProblem:
         demand_tokens_per_second: serving demand (tokens/s), None for training.
         work_flops: training work (FLOPs), None for serving.
         run_hours: H, hours hourly units may run (730 for serving; the deadline for training).
-        horizon_hours: the plan horizon (730 for serving; max(730, deadline) for training).
-        budget_usd: budget over the horizon, or None.
+        horizon_hours: the plan horizon (730 for serving; the deadline for training).
+        budget_usd: serving: USD per month; training: USD for the whole job; or None.
         max_instances_per_offer: cap on instances of one offer, or None.
         rejected: why offers were not candidates: reason -> count.
         pruned: number of dominated candidates dropped before building the model.
@@ -117,10 +119,16 @@ class PlanProblem:
     def is_training(self) -> bool:
         return self.work_flops is not None
 
-    @property
-    def committed_billed_hours(self) -> float:
-        """M: hours a commitment is billed within the plan horizon (730 per month)."""
-        return HOURS_PER_MONTH * max(1.0, self.horizon_hours / HOURS_PER_MONTH)
+    def committed_hours(self, c: "Candidate") -> float:
+        """M_c: hours of candidate c's commitment the plan pays for: 730 a month for serving, the whole term
+        (8,760 h for 1 year, 26,280 h for 3 years) for a one-off training job."""
+        if self.is_training:
+            return TERM_HOURS[c.offer["pricing"]]
+        return HOURS_PER_MONTH
+
+    def horizon_cost_per_unit(self, c: "Candidate") -> float:
+        """Fixed USD cost of one unit over the plan (committed: M_c hours; serving hourly: H hours)."""
+        return c.usd_per_unit_hour * (self.committed_hours(c) if c.committed else self.run_hours)
 
 
 def _unit_shape(sizing_fn, workload, gpu, offer_gpus: float, interconnect: str):
@@ -234,39 +242,36 @@ def candidates_for(
     return cands, rejected, sizing_by_gpu
 
 
-def prune_dominated(cands: list[Candidate], billed_hours: float, run_hours: float) -> tuple[list[Candidate], int]:
+def prune_dominated(cands: list[Candidate], problem: "PlanProblem") -> tuple[list[Candidate], int]:
     """Drop candidates another candidate dominates: no more costly per unit and at least as capable.
 
     Safe here because no candidate is capped (no spot capacity or quota limits in this model): a dominated
     candidate can always be replaced unit for unit by its dominator without raising cost or losing capacity.
     (DESIGN.md warns that with capped offers this rule is wrong: callers skip pruning when a cap is set.)
-    Costs are compared over the horizon: committed units p x M, hourly units p x H (serving: both are fixed
-    costs per unit, so one Pareto front over all candidates is exact).
+    Costs are the fixed cost of a unit over the plan (PlanProblem.horizon_cost_per_unit); for serving every
+    unit's cost is fixed, so one Pareto front over all candidates is exact.
 
     Returns: (kept candidates, number dropped). Ties (same cost, same throughput) keep the first by key.
     """
-    def cost(c: Candidate) -> float:
-        return c.usd_per_unit_hour * (billed_hours if c.committed else run_hours)
-
     kept: list[Candidate] = []
     best_theta = -1.0
-    for c in sorted(cands, key=lambda c: (cost(c), -c.throughput_per_unit, c.key)):
+    for c in sorted(cands, key=lambda c: (problem.horizon_cost_per_unit(c), -c.throughput_per_unit, c.key)):
         if c.throughput_per_unit > best_theta * (1 + 1e-12):
             kept.append(c)
             best_theta = c.throughput_per_unit
     return kept, len(cands) - len(kept)
 
 
-def prune_training(cands: list[Candidate], billed_hours: float, run_hours: float) -> tuple[list[Candidate], int]:
+def prune_training(cands: list[Candidate], problem: "PlanProblem") -> tuple[list[Candidate], int]:
     """Pruning for training problems (uncapped).
 
     Hourly units cost p per unit-hour, do th per unit-hour and have no fixed cost (U is free, Y <= H U):
     the hourly part is a linear choice where only the lowest USD per FLOP matters, so one hourly candidate
-    is kept. Committed units are pruned by dominance (fixed cost over the horizon vs throughput).
+    is kept. Committed units are pruned by dominance (fixed cost of the commitment vs throughput).
     Returns: (kept, number dropped).
     """
     hourly = [c for c in cands if not c.committed]
-    committed, dropped = prune_dominated([c for c in cands if c.committed], billed_hours, run_hours)
+    committed, dropped = prune_dominated([c for c in cands if c.committed], problem)
     if hourly:
         best = min(hourly, key=lambda c: (c.usd_per_unit_hour / c.throughput_per_unit, c.key))
         committed.append(best)
@@ -288,7 +293,6 @@ def build_model(problem: PlanProblem) -> tuple["pulp.LpProblem", dict[str, "pulp
     m = pulp.LpProblem("gpuopt_plan", pulp.LpMinimize)
     U: dict[str, pulp.LpVariable] = {}
     Y: dict[str, pulp.LpVariable] = {}
-    M = problem.committed_billed_hours
     H = problem.run_hours
     cost_terms: dict[pulp.LpVariable, float] = {}
     cap_terms: dict[pulp.LpVariable, float] = {}
@@ -296,7 +300,7 @@ def build_model(problem: PlanProblem) -> tuple["pulp.LpProblem", dict[str, "pulp
         u = pulp.LpVariable(f"U_{i}", lowBound=0, cat=pulp.LpInteger)
         U[c.key] = u
         if c.committed:
-            cost_terms[u] = c.usd_per_unit_hour * M
+            cost_terms[u] = c.usd_per_unit_hour * problem.committed_hours(c)
             cap_terms[u] = c.throughput_per_unit * (3600.0 * H if problem.is_training else 1.0)
         elif problem.is_training:
             y = pulp.LpVariable(f"Y_{i}", lowBound=0)
@@ -318,24 +322,8 @@ def build_model(problem: PlanProblem) -> tuple["pulp.LpProblem", dict[str, "pulp
         raise InputError("workload", "the demand or work to plan for must be greater than 0")
     scaled = pulp.LpAffineExpression({v: a / need for v, a in cap_terms.items()})
     m += scaled >= 1.0, ("work" if problem.is_training else "demand")
+    m += pulp.LpAffineExpression({u: 1.0 for u in U.values()}) >= 1.0, "at_least_one_unit"
     if problem.budget_usd is not None:
-        m += pulp.LpAffineExpression(cost_terms) <= float(problem.budget_usd), "budget"
+        # half a cent of slack: a budget equal to the displayed (rounded) cost must be accepted
+        m += pulp.LpAffineExpression(cost_terms) <= float(problem.budget_usd) + 0.005, "budget"
     return m, U, Y
-
-
-def units_needed_lower_bound(problem: PlanProblem) -> float:
-    """A cheap lower bound on the plan's cost (LP bound on the best cost per unit of capacity), in USD.
-
-    Used to say how far a budget falls short without solving when no candidate exists."""
-    if not problem.candidates:
-        return math.inf
-    need = problem.work_flops if problem.is_training else problem.demand_tokens_per_second
-    best = math.inf
-    for c in problem.candidates:
-        if problem.is_training:
-            per = c.usd_per_unit_hour * (problem.committed_billed_hours if c.committed else 1.0) / (
-                c.throughput_per_unit * 3600.0 * (problem.run_hours if c.committed else 1.0))
-        else:
-            per = c.usd_per_unit_hour * (problem.committed_billed_hours if c.committed else problem.run_hours) / c.throughput_per_unit
-        best = min(best, per)
-    return best * float(need)

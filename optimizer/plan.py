@@ -51,11 +51,11 @@ def _problem(workload: "Workload", cands, budget, max_instances, rejected) -> Pl
     else:
         demand, work = None, float(train_flops(workload))
         run_hours = float(workload.deadline_hours or HOURS_PER_MONTH)
-        horizon = max(HOURS_PER_MONTH, run_hours)
+        horizon = run_hours
     return PlanProblem(
         workload=workload, candidates=list(cands), demand_tokens_per_second=demand, work_flops=work,
         run_hours=run_hours, horizon_hours=horizon,
-        budget_usd=None if budget is None else float(budget) * horizon / HOURS_PER_MONTH,
+        budget_usd=None if budget is None else float(budget),
         max_instances_per_offer=max_instances, rejected=dict(rejected),
     )
 
@@ -64,7 +64,7 @@ def _prune(problem: PlanProblem) -> PlanProblem:
     if problem.max_instances_per_offer is not None:
         return problem  # capped offers: dominance pruning is not safe (DESIGN.md), keep all
     fn = prune_training if problem.is_training else prune_dominated
-    kept, dropped = fn(problem.candidates, problem.committed_billed_hours, problem.run_hours)
+    kept, dropped = fn(problem.candidates, problem)
     problem.candidates = kept
     problem.pruned = dropped
     return problem
@@ -73,6 +73,20 @@ def _prune(problem: PlanProblem) -> PlanProblem:
 def _solve(problem: PlanProblem, solver: str, time_limit_s: float):
     model, U, Y = build_model(problem)
     return solve(model, U, Y, solver=solver, time_limit_s=time_limit_s)
+
+
+def _shortfall(problem: PlanProblem, capacity: dict) -> str | None:
+    """Check the solved plan really meets the demand (never trust the solver's word alone)."""
+    if problem.is_training:
+        need, got = capacity["work_flops_needed"], capacity["work_flops_planned"]
+        what = "FLOPs"
+    else:
+        need, got = capacity["tokens_per_second_needed"], capacity["tokens_per_second_planned"]
+        what = "tokens/s"
+    if need and got < need * (1 - 1e-6):
+        return (f"the solver's plan gives {got:.6g} {what} for {need:.6g} needed (numerical trouble): "
+                "no plan is shown rather than a wrong one; try other limits or --solver highs")
+    return None
 
 
 def _no_fit_reason(workload: "Workload", offers: "pd.DataFrame", rejected: dict) -> dict:
@@ -118,7 +132,7 @@ def plan(
     Args:
         workload: a validated optimizer.sizing.Workload (serve: tokens_per_second set; train/finetune: tokens).
         offers: normalized offers (gpuopt.records.OFFER_COLUMNS) already filtered by the user's limits.
-        budget_usd: monthly budget in USD (for a training horizon longer than a month, budget x months).
+        budget_usd: serving: USD per month; training/finetune: USD for the whole job.
         allow_spot: spot offers allowed (interruptible work); pricing: pricing models allowed (default all but spot).
         max_instances_per_offer: cap on instances of any one offer (None: uncapped).
         solver: "cbc" or "highs"; time_limit_s: solver time limit.
@@ -157,9 +171,8 @@ def plan(
     if sol.status == "infeasible" and problem.budget_usd is not None:
         free = _prune(_problem(workload, cands, None, max_instances_per_offer, rejected))
         sol_free = _solve(free, solver, time_limit_s)
-        if sol_free.status in ("optimal", "time_limit"):
-            months = free.horizon_hours / HOURS_PER_MONTH
-            need = sol_free.objective / months
+        if sol_free.status in ("optimal", "time_limit") and sol_free.objective > problem.budget_usd:
+            need = sol_free.objective
             result.reason = {
                 "kind": "budget",
                 "message": (f"the budget is too small: the cheapest plan that meets the demand costs ${need:,.2f} per month; "
@@ -176,12 +189,21 @@ def plan(
 
     od = on_demand_rates(offers)
     lines = plan_lines(problem, sol, od)
-    months = problem.horizon_hours / HOURS_PER_MONTH
     result.status = sol.status
     result.lines = lines
-    result.total_usd = round(sum(ln.monthly_usd for ln in lines) * months, 2)
-    result.total_monthly_usd = round(sum(ln.monthly_usd for ln in lines), 2)
+    result.total_usd = round(sum(ln.monthly_usd for ln in lines), 2)
+    result.total_monthly_usd = result.total_usd
     result.capacity = capacity_summary(problem, lines, sol)
+    short = _shortfall(problem, result.capacity)
+    if short:
+        result.status = "not_solved"
+        result.lines = []
+        result.reason = {"kind": "solver", "message": short}
+        return result
+    big = [ln for ln in lines if ln.count > 64]
+    if big:
+        result.notes.append(f"{big[0].count} instances of {big[0].instance_type} in {big[0].region}: check your quota "
+                            "(--max-instances caps it); the plan assumes near-linear data-parallel scaling")
     result.binding = binding_constraints(problem, lines, result.capacity, result.total_usd)
     if sol.status == "time_limit":
         result.notes.append("the solver stopped at its time limit: this plan is feasible but not proven optimal")
@@ -221,7 +243,7 @@ def _strategies(workload, cands, max_inst, rejected, solver, time_limit_s, allow
         p = _prune(_problem(workload, sub, None, max_inst, rejected))
         s = _solve(p, solver, time_limit_s)
         if s.status in ("optimal", "time_limit"):
-            monthly = s.objective / (p.horizon_hours / HOURS_PER_MONTH)
+            monthly = s.objective
             out[name] = {"status": s.status, "monthly_usd": round(monthly, 2),
                          "allowed_in_this_plan": set(models) <= allowed}
         else:

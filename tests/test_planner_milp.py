@@ -75,7 +75,7 @@ def test_serving_milp_equals_brute_force(specs, demand):
 def test_dominance_pruning_keeps_the_optimum(specs, demand):
     cands = [_cand(i, p, th, "reserved_3y" if r else "on_demand") for i, (p, th, r) in enumerate(specs)]
     full = _serve_problem(cands, demand)
-    kept, dropped = prune_dominated(cands, full.committed_billed_hours, full.run_hours)
+    kept, dropped = prune_dominated(cands, full)
     assert len(kept) + dropped == len(cands)
     s_full = require_optimal(solve(*build_model(full)))
     s_pruned = require_optimal(solve(*build_model(_serve_problem(kept, demand))))
@@ -108,15 +108,18 @@ def test_training_on_demand_pays_for_hours_used():
     assert sol.units["k0|on_demand"] >= 10
 
 
-def test_training_reserved_wins_only_above_break_even():
-    # reserved: 1.2 $/h effective billed 730 h, on-demand 2 $/h, same throughput 1e15 FLOP/s.
-    # Work of 700 unit-hours in a 730 h deadline: reserved 876 USD < on-demand 1400 USD -> reserve.
-    # Work of 300 unit-hours: reserved 876 USD > on-demand 600 USD -> on-demand.
+def test_training_reservation_is_charged_its_whole_term():
+    # A one-off training job pays the whole commitment of a reservation: 1.2 $/h x 8,760 h = 10,512 USD.
+    # 700 unit-hours: on-demand 2 $/h x 700 = 1,400 USD wins (the reservation would sit idle 92 % of its term).
     cands = [_cand(0, 2.0, 1e15), _cand(1, 1.2, 1e15, "reserved_1y")]
     sol = require_optimal(solve(*build_model(_train_problem(cands, 700 * 3600e15, 730.0))))
-    assert sol.objective == pytest.approx(876.0)
-    sol = require_optimal(solve(*build_model(_train_problem(cands, 300 * 3600e15, 730.0))))
-    assert sol.objective == pytest.approx(600.0)
+    assert sol.objective == pytest.approx(1400.0)
+    assert "k1|reserved_1y" not in sol.units
+    # 10,000 unit-hours within 8,760 h: one reservation covers 8,760 (10,512 USD) and 1,240 on-demand
+    # unit-hours cost 2,480: 12,992 USD < 20,000 all on-demand.
+    sol = require_optimal(solve(*build_model(_train_problem(cands, 10000 * 3600e15, 8760.0))))
+    assert sol.objective == pytest.approx(12992.0)
+    assert sol.units["k1|reserved_1y"] == 1
 
 
 @settings(max_examples=40, deadline=None)
@@ -129,7 +132,7 @@ def test_training_pruning_keeps_the_optimum(specs, unit_hours, deadline):
     cands = [_cand(i, p, th, "reserved_1y" if r else "on_demand") for i, (p, th, r) in enumerate(specs)]
     work = unit_hours * 3600.0 * 1e15
     full = _train_problem(cands, work, deadline)
-    kept, _ = prune_training(cands, full.committed_billed_hours, full.run_hours)
+    kept, _ = prune_training(cands, full)
     s_full = solve(*build_model(full))
     s_pruned = solve(*build_model(_train_problem(kept, work, deadline)))
     assert s_full.status == s_pruned.status

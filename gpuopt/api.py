@@ -55,20 +55,24 @@ def _price_provenance(offers, info, catalog) -> dict[str, Any]:
     }
 
 
-def _check_names(field_name: str, given: Iterable[str], known: Iterable[str], case_insensitive=True) -> list[str]:
+def _check_names(field_name: str, given: Iterable[str], known: Iterable[str], case_insensitive=True,
+                 everywhere: Iterable[str] = ()) -> list[str]:
     known = sorted(set(str(k) for k in known))
+    everywhere_l = {str(k).lower() for k in everywhere}
     lut = {k.lower(): k for k in known} if case_insensitive else {k: k for k in known}
     out = []
     for g in given:
         key = g.lower() if case_insensitive else g
         if key not in lut:
             shown = ", ".join(known[:40]) + (f" ... ({len(known)} in all)" if len(known) > 40 else "")
-            raise InputError(field_name, f"unknown value '{g}'", accepted=shown)
+            what = ("is not offered by the providers selected" if g.lower() in everywhere_l
+                    else "unknown value")
+            raise InputError(field_name, f"'{g}' {what}" if what != "unknown value" else f"unknown value '{g}'", accepted=shown)
         out.append(lut[key])
     return out
 
 
-def _canonical_gpu_filter(gpus: Iterable[str], offers) -> list[str]:
+def _canonical_gpu_filter(gpus: Iterable[str], offers, all_offers=None) -> list[str]:
     """Map user GPU names ("H100", "a100-80gb") to canonical gpu_model values present in the offers.
 
     A bare family name (H100, A100, V100) selects every canonical model of that family."""
@@ -80,6 +84,9 @@ def _canonical_gpu_filter(gpus: Iterable[str], offers) -> list[str]:
         family = [k for k in known if k.lower().split("-")[0] == gl]
         match = exact or family
         if not match:
+            every = [] if all_offers is None else sorted(set(all_offers["gpu_model"].dropna().astype(str)))
+            if any(k.lower() == gl or k.lower().split("-")[0] == gl for k in every):
+                raise InputError("gpu", f"'{g}' is not offered by the providers/regions selected", accepted=", ".join(known))
             raise InputError("gpu", f"unknown GPU '{g}'", accepted=", ".join(known))
         out.extend(match)
     return sorted(set(out))
@@ -94,10 +101,10 @@ def filter_offers(offers, *, providers=(), regions=(), gpus=(), pricing=()):
         ps = _check_names("provider", providers, df["provider"].unique())
         df = df[df["provider"].isin(ps)]
     if regions:
-        rs = _check_names("region", regions, df["region"].unique())
+        rs = _check_names("region", regions, df["region"].unique(), everywhere=offers["region"].unique())
         df = df[df["region"].isin(rs)]
     if gpus:
-        gs = _canonical_gpu_filter(gpus, df)
+        gs = _canonical_gpu_filter(gpus, df, offers)
         df = df[df["gpu_model"].isin(gs)]
     if pricing:
         bad = [p for p in pricing if p not in PRICING_MODELS]
@@ -128,7 +135,7 @@ def prices_list(*, gpu: Iterable[str] = (), provider: Iterable[str] = (), region
     Raises: InputError for unknown filter values; SnapshotError for a corrupt snapshot.
     """
     offers, info = _load(catalog)
-    df = filter_offers(offers, providers=list(provider), regions=list(region), gpus=list(gpu), pricing=list(pricing))
+    df = filter_offers(offers, providers=_names(provider), regions=_names(region), gpus=_names(gpu), pricing=_names(pricing))
     df = df.assign(usd_per_gpu_hour=df["usd_per_hour"] / df["gpu_count"])
     df = df.sort_values(["usd_per_hour", "provider", "region", "instance_type", "pricing", "payment"])
     total = len(df)
@@ -235,6 +242,33 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
 
 
 # ------------------------------------------------------------------------------------------ recommend
+#: Smallest training job gpuopt plans (tokens): below it the work is a fraction of one step and the MILP's
+#: coefficients span more than the solver's tolerances.
+MIN_TRAIN_TOKENS = 1e6
+
+
+def _positive(field_name: str, value, unit: str):
+    """None, or a finite number > 0 (strings such as "1000" from notebooks are accepted)."""
+    if value is None:
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InputError(field_name, f"must be a number of {unit}, got {value!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise InputError(field_name, f"must be a finite number greater than 0 {unit}, got {value!r}")
+    return v
+
+
+def _names(value) -> list[str]:
+    """A filter given as one name or a list of names."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value]
+
+
 @dataclass
 class RecommendResult:
     """What `gpuopt recommend` prints: the workload it planned (and where it came from), the prices it used,
@@ -277,10 +311,15 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
     from gpuopt.workload import resolve_workload
     from optimizer.plan import plan
 
-    if budget is not None and budget <= 0:
-        raise InputError("budget", f"must be greater than 0 USD per month, got {budget:g}")
+    budget = _positive("budget", budget, "USD")
+    tokens_per_second = _positive("tokens_per_second", tokens_per_second, "tokens/s")
+    tokens = _positive("tokens", tokens, "tokens")
+    deadline_hours = _positive("deadline_hours", deadline_hours, "hours")
+    params = _positive("params", params, "parameters")
+    time_limit_s = _positive("time_limit", time_limit_s, "seconds")
     if max_instances_per_offer is not None and max_instances_per_offer < 1:
         raise InputError("max_instances", f"must be at least 1, got {max_instances_per_offer}")
+    gpus, providers, regions, pricing = (_names(x) for x in (gpus, providers, regions, pricing))
     spec = resolve_workload(
         dict(task=task, model=model, params=params, tokens_per_second=tokens_per_second, tokens=tokens,
              deadline_hours=deadline_hours, precision=precision, context_tokens=context_tokens, concurrency=concurrency,
@@ -291,6 +330,11 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
         raise InputError("tokens_per_second", "a serve workload needs a demand: --tokens-per-second N (generated tokens/s)")
     if spec.task in ("train", "finetune") and not spec.tokens:
         raise InputError("tokens", f"a {spec.task} workload needs --tokens N (tokens to process)")
+    if spec.task in ("train", "finetune") and spec.tokens < MIN_TRAIN_TOKENS:
+        raise InputError("tokens", f"{spec.tokens:g} tokens is too little to plan (at least {MIN_TRAIN_TOKENS:g})")
+    if "spot" in spec.pricing and not spec.allow_spot:
+        raise InputError("pricing", "spot needs --allow-spot (the workload must tolerate interruptions)",
+                         accepted="on_demand, reserved_1y, reserved_3y; or add --allow-spot")
     w = _workload(dict(task=spec.task, model_name=spec.model, params=spec.params, precision=spec.precision,
                        context_tokens=spec.context_tokens, concurrency=spec.concurrency,
                        tokens_per_second=spec.tokens_per_second if spec.task == "serve" else None,

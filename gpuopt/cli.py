@@ -28,6 +28,21 @@ app.add_typer(prices_app, name="prices")
 FORMATS = ("table", "json")
 
 
+def _version(value: bool):
+    if value:
+        from gpuopt import __version__
+
+        typer.echo(f"gpuopt {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                 help="Print the version and exit.")] = False):
+    """Which cloud GPU instances to run, where, how many, for how long and on which pricing model
+    (on-demand, reserved 1y/3y, spot) for your ML workloads, from real cloud prices."""
+
+
 @contextlib.contextmanager
 def _boundary():
     """Turn gpuopt's own errors into one line on stderr and exit code 1."""
@@ -91,6 +106,8 @@ def recommend(
         )
         render.recommend(result, fmt)
         if not result.feasible:
+            reason = (result.plan.reason or {}).get("message", result.plan.status)
+            typer.echo(f"gpuopt: no plan: {reason}", err=True)
             raise typer.Exit(1)
 
 
@@ -172,7 +189,10 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo("gpuopt: aborted", err=True)
         sys.exit(130)
     except click_exception as exc:
-        typer.echo(f"gpuopt: error: {exc.format_message()}", err=True)
+        msg = exc.format_message()
+        if not msg:  # `gpuopt` or `gpuopt prices` alone: the help was printed, nothing went wrong
+            sys.exit(0)
+        typer.echo(f"gpuopt: error: {msg}", err=True)
         sys.exit(1)
     # with standalone_mode=False, click returns the exit code of a typer.Exit raised in a command
     sys.exit(rv if isinstance(rv, int) else 0)

@@ -48,13 +48,16 @@ def _short_source(source) -> str:
 
 def _prices_line(prices: dict) -> str:
     parts = []
+    snapshot = prices.get("catalog") == "shipped snapshot"
     for prov, p in sorted(prices.get("providers", {}).items()):
         age = p.get("age_days")
-        age_s = f", {age:.0f} days old" if age is not None else ""
-        parts.append(f"{prov} as of {p.get('as_of') or 'unknown'}{age_s}")
+        if snapshot:  # the catalog dates are upper bounds: an age of "0 days" would mislead
+            parts.append(f"{prov} as of {p.get('as_of') or 'unknown'} or earlier")
+        else:
+            parts.append(f"{prov} as of {p.get('as_of') or 'unknown'}" + (f", {age:.0f} days old" if age is not None else ""))
     line = f"Prices: {prices.get('catalog')} — " + "; ".join(parts)
-    if prices.get("catalog") == "shipped snapshot":
-        line += " (catalog dates are upper bounds: see `gpuopt prices status`)"
+    if snapshot:
+        line += " (see `gpuopt prices status`)"
     return line
 
 

@@ -1,13 +1,14 @@
 """The workload file (``gpuopt.yaml``) and where a workload comes from.
 
 Precedence, resolved here in one place: options given to ``recommend`` (CLI or Python) override the file;
-the file is ``--workload FILE`` when given; else, when neither ``--model`` nor ``--params`` is given,
-``./gpuopt.yaml`` when the current directory has one; else the bundled example
-(``gpuopt/data/example_workload.yaml``, documented key by key).
+the file is ``--workload FILE`` when given; else ``./gpuopt.yaml`` when the current directory has one; else,
+when neither ``--model`` nor ``--params`` is given, the bundled example (``gpuopt/data/example_workload.yaml``,
+documented key by key); else no file (the options alone).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,8 @@ def _num(key: str, value: Any, kind=float, positive: bool = True):
         raise InputError(key, f"must be a number, got {value!r}") from None
     if kind is int and float(value) != int(float(value)):
         raise InputError(key, f"must be a whole number, got {value!r}")
+    if isinstance(v, float) and not math.isfinite(v):
+        raise InputError(key, f"must be a finite number, got {value!r}")
     if positive and v <= 0:
         raise InputError(key, f"must be greater than 0, got {value!r}")
     return v
@@ -149,16 +152,24 @@ def load_workload_file(path: str | Path, origin: str | None = None) -> WorkloadS
 
 def resolve_workload(options: dict[str, Any], workload_file: str | Path | None, cwd: str | Path | None = None) -> WorkloadSpec:
     """Resolve where the workload comes from (module docstring) and apply the options over it."""
+    local = Path(cwd or Path.cwd()) / LOCAL_WORKLOAD_NAME
     if workload_file is not None:
+        if Path(workload_file).is_dir():
+            raise InputError("workload", f"{workload_file} is a directory, not a YAML file")
         base = load_workload_file(workload_file)
+    elif local.is_file():
+        base = load_workload_file(local, origin=f"./{LOCAL_WORKLOAD_NAME}")
     elif options.get("model") is None and options.get("params") is None:
-        local = Path(cwd or Path.cwd()) / LOCAL_WORKLOAD_NAME
-        if local.is_file():
-            base = load_workload_file(local, origin=f"./{LOCAL_WORKLOAD_NAME}")
-        else:
-            base = load_workload_file(EXAMPLE_WORKLOAD, origin="the bundled example workload (gpuopt/data/example_workload.yaml)")
+        base = load_workload_file(EXAMPLE_WORKLOAD, origin="the bundled example workload (gpuopt/data/example_workload.yaml)")
     else:
         base = WorkloadSpec(origin="command-line options")
+    if base.origin != "command-line options" and any(
+            v not in (None, [], ()) for k, v in options.items() if k not in ("budget",)):
+        base.origin += " with command-line options over it"
+    if options.get("model") is not None and base.params is not None:
+        base.params = None  # --model replaces the file's parameter count
+    if options.get("params") is not None and base.model is not None:
+        base.model = None  # and --params replaces the file's model
     spec = base.merged(options)
     if spec.task is None:
         spec.task = "serve"

@@ -42,6 +42,7 @@ Objective (minimize cost over the plan horizon)
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -210,9 +211,13 @@ def candidates_for(
         if gpu is None:
             rejected["no_spec"] = rejected.get("no_spec", 0) + 1
             continue
-        shape_key = (gm, float(off["gpu_count"]), str(off["interconnect"]))
+        # Size against the offer's own per-GPU memory (AWS reports an L4 as 22.35 GiB, not the datasheet's 24 GB;
+        # a user catalog may say less): the datasheet row gives bandwidth and FLOPs only.
+        mem = float(off["gpu_memory_gib"]) if off.get("gpu_memory_gib") == off.get("gpu_memory_gib") else gpu.memory_gib
+        shape_key = (gm, float(off["gpu_count"]), str(off["interconnect"]), round(mem, 4))
         if shape_key not in shapes:
-            shapes[shape_key] = _unit_shape(size_replica, workload, gpu, float(off["gpu_count"]), str(off["interconnect"]))
+            g = dataclasses.replace(gpu, memory_gib=mem) if abs(mem - gpu.memory_gib) > 1e-9 else gpu
+            shapes[shape_key] = _unit_shape(size_replica, workload, g, float(off["gpu_count"]), str(off["interconnect"]))
         k, r, s = shapes[shape_key]
         if k is None:
             rejected["does_not_fit"] = rejected.get("does_not_fit", 0) + 1

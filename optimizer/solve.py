@@ -7,6 +7,9 @@ integer solution (DESIGN.md, "Beware"); the solution status ``LpProblem.sol_stat
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -52,6 +55,26 @@ def _solver(name: str, time_limit_s: float):
     raise InputError("solver", f"unknown solver '{name}'", accepted=", ".join(SOLVERS))
 
 
+@contextlib.contextmanager
+def _quiet_stdout():
+    """Silence what a solver library prints on file descriptor 1 (HiGHS prints a banner even with msg=False),
+    so that `--format json` output stays valid JSON."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # captured streams (pytest, CliRunner) have no descriptor
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(fd)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), fd)
+            yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
+
+
 def solve(model: "pulp.LpProblem", U: dict, Y: dict, *, solver: str = "cbc", time_limit_s: float = 60.0) -> Solution:
     """Solve ``model`` (from optimizer.model.build_model) and read the solver's real termination status.
 
@@ -66,7 +89,8 @@ def solve(model: "pulp.LpProblem", U: dict, Y: dict, *, solver: str = "cbc", tim
     import pulp
 
     t0 = time.perf_counter()
-    model.solve(_solver(solver, time_limit_s))
+    with _quiet_stdout():
+        model.solve(_solver(solver, time_limit_s))
     secs = time.perf_counter() - t0
     sol_status = getattr(model, "sol_status", None)
     if model.status == pulp.LpStatusInfeasible or sol_status == pulp.LpSolutionInfeasible:

@@ -404,8 +404,10 @@ def load_model(name: str) -> ModelSpec:
             ``--params`` (:func:`model_from_params`) for a model not in the table.
     """
     key = str(name).strip().lower()
+    # Hugging Face renamed meta-llama/Meta-Llama-3.1-405B to meta-llama/Llama-3.1-405B: accept both spellings
+    key = key.replace("/meta-llama-", "/llama-") if key.startswith("meta-llama/meta-llama-") else key
     for spec in _model_table().values():
-        repo = spec.hf_repo.lower()
+        repo = spec.hf_repo.lower().replace("meta-llama/meta-llama-", "meta-llama/llama-")
         if key in (spec.name.lower(), repo, repo.rsplit("/", 1)[-1]):
             return spec
     raise InputError(

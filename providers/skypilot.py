@@ -327,7 +327,8 @@ def _spot_check(raw: _Raw, spot: float | None, od: float | None, provider: str, 
     if spot >= od - 1e-12:
         col.skip(raw, f"placeholder_spot: {detail} {spot} >= on-demand {od}", instance_type=itype)
         return False
-    if provider == "aws" and abs(spot - 0.1 * od) <= 1e-9 * max(1.0, od):
+    # 10 % to within half a cent of the quoted rounding (p5en eu-south-2: 6.836 vs 68.35968 = 10.00005 %)
+    if provider == "aws" and abs(spot - 0.1 * od) <= max(0.005, 1e-4 * od):
         col.skip(raw, f"placeholder_spot: {detail} {spot} is exactly 10% of on-demand {od}", instance_type=itype)
         return False
     return True

@@ -25,11 +25,25 @@ def test_local_gpuopt_yaml_wins_over_the_example(tmp_path):
     assert (spec.name, spec.task, spec.tokens, spec.deadline_hours) == ("mine", "train", 2.0e10, 240.0)
 
 
-def test_command_line_model_ignores_local_file_and_options_override(tmp_path):
-    (tmp_path / "gpuopt.yaml").write_text("task: train\nmodel: x\ntokens: 1e9\n")
+def test_local_file_stays_the_base_when_options_are_given(tmp_path):
+    # README: "options override the file" -- ./gpuopt.yaml keeps its other keys (providers) under --model
+    (tmp_path / "gpuopt.yaml").write_text("task: serve\nmodel: x\ntokens_per_second: 300\nproviders: [aws]\n")
+    spec = resolve_workload({"model": "meta-llama/Llama-2-13b-hf"}, None, cwd=tmp_path)
+    assert spec.origin == "./gpuopt.yaml with command-line options over it"
+    assert (spec.task, spec.model, spec.tokens_per_second, spec.providers) == ("serve", "meta-llama/Llama-2-13b-hf", 300.0, ["aws"])
+
+
+def test_command_line_model_without_local_file(tmp_path):
     spec = resolve_workload({"model": "meta-llama/Llama-2-70b-hf", "tokens_per_second": 2000}, None, cwd=tmp_path)
     assert spec.origin == "command-line options"
     assert spec.task == "serve" and spec.model == "meta-llama/Llama-2-70b-hf"
+
+
+def test_non_finite_numbers_are_refused(tmp_path):
+    f = tmp_path / "w.yaml"
+    f.write_text("budget: .inf\n")
+    with pytest.raises(InputError, match="budget: must be a finite number"):
+        load_workload_file(f)
 
 
 def test_explicit_file_with_overrides(tmp_path):

@@ -43,7 +43,6 @@ Objective (minimize cost over the plan horizon)
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 

@@ -260,6 +260,15 @@ def _positive(field_name: str, value, unit: str):
     return v
 
 
+def _ignored_options(spec) -> list[str]:
+    """Workload fields that were given but do not apply to the task (reported in the plan's notes)."""
+    if spec.task == "serve":
+        unused = ("tokens", "deadline_hours", "zero_stage")
+    else:
+        unused = ("tokens_per_second", "concurrency")
+    return [k for k in unused if getattr(spec, k) is not None]
+
+
 def _names(value) -> list[str]:
     """A filter given as one name or a list of names."""
     if value is None:
@@ -340,11 +349,14 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
                        tokens_per_second=spec.tokens_per_second if spec.task == "serve" else None,
                        tokens=spec.tokens if spec.task != "serve" else None,
                        deadline_hours=spec.deadline_hours, zero_stage=spec.zero_stage))
+    ignored = _ignored_options(spec)
     offers, info = _load(catalog)
     filtered = filter_offers(offers, providers=spec.providers, regions=spec.regions, gpus=spec.gpus)
     result = plan(w, filtered, budget_usd=spec.budget, allow_spot=bool(spec.allow_spot),
                   pricing=tuple(spec.pricing) or None, max_instances_per_offer=max_instances_per_offer,
                   solver=solver, time_limit_s=time_limit_s)
+    if ignored:
+        result.notes.append(f"ignored for a {spec.task} workload: " + ", ".join(ignored))
     wl = {k: getattr(spec, k) for k in ("name", "task", "model", "params", "precision", "context_tokens", "concurrency",
                                          "tokens_per_second", "tokens", "deadline_hours", "zero_stage", "allow_spot",
                                          "providers", "regions", "gpus", "pricing", "budget")}

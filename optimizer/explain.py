@@ -176,7 +176,7 @@ def binding_constraints(problem: PlanProblem, lines: list[PlanLine], capacity: d
     out = []
     if problem.is_training:
         out.append(f"work: {capacity['work_flops_planned']:.3g} FLOPs planned for {capacity['work_flops_needed']:.3g} needed (binding)")
-        if any(ln.pricing not in TERM_HOURS and ln.hours >= problem.run_hours - 1e-6 for ln in lines):
+        if capacity["finish_hours"] >= problem.run_hours - 1e-6:
             out.append(f"deadline: hourly instances run the full {problem.run_hours:g} h before the deadline (binding: a later deadline would need fewer instances, not less money)")
         else:
             out.append(f"deadline: the plan finishes in {capacity['finish_hours']:g} h of {problem.run_hours:g} h (not binding)")

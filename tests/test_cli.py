@@ -170,3 +170,14 @@ def test_installed_console_script_runs():
     assert d["memory_gib_per_replica"] > 12.55
     bad = subprocess.run([exe, "estimate", "--model", "nope"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 1 and bad.stderr.startswith("gpuopt: error: model")
+
+
+def test_options_that_do_not_apply_are_reported():
+    d = _json(_run("recommend", "--budget", "50000", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "100",
+                   "--deadline-hours", "10", "--zero-stage", "2", "--format", "json"))
+    assert "ignored for a serve workload: deadline_hours, zero_stage" in d["notes"]
+
+
+def test_version_and_bare_command():
+    r = _run("--version")
+    assert r.exit_code == 0 and r.stdout.startswith("gpuopt ")

@@ -184,7 +184,7 @@ def candidates_for(
         ``spot_not_allowed``); sizing_by_gpu holds the replica sizing used per (gpu_model, gpu_count).
     """
     from optimizer.sizing import size_replica
-    from optimizer.specs import load_gpu
+    from optimizer.specs import load_gpu_board
 
     allowed = set(pricing) if pricing else {"on_demand", "reserved_1y", "reserved_3y", "spot"}
     if not allow_spot:
@@ -201,12 +201,13 @@ def candidates_for(
             rejected[reason] = rejected.get(reason, 0) + 1
             continue
         gm = off["gpu_model"]
-        if gm not in gpu_cache:
+        board = (gm, str(off["interconnect"]))
+        if board not in gpu_cache:
             try:
-                gpu_cache[gm] = load_gpu(gm)
+                gpu_cache[board] = load_gpu_board(gm, str(off["interconnect"]))
             except InputError:
-                gpu_cache[gm] = None
-        gpu = gpu_cache[gm]
+                gpu_cache[board] = None
+        gpu = gpu_cache[board]
         if gpu is None:
             rejected["no_spec"] = rejected.get("no_spec", 0) + 1
             continue

@@ -19,7 +19,7 @@ import io
 import logging
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace, field
 from functools import lru_cache
 from importlib import resources
 
@@ -271,6 +271,39 @@ def _gpu_from_row(canonical: str, row: dict[str, str]) -> GpuSpec:
         source=row["source"],
         link_gbps_one_way=_link_one_way(row, interconnect, table_gbps),
     )
+
+
+#: Canonical GPUs sold both as SXM (NVLink) and PCIe boards: the datasheet row of the PCIe board. A cloud instance
+#: whose offer says ``interconnect = pcie`` (Azure NC A100 v4, NCv3) has PCIe boards: lower bandwidth, PCIe links.
+PCIE_BOARD_ROWS = {
+    "A100-80GB": "A100 80GB PCIe",
+    "A100-40GB": "A100 40GB PCIe",
+    "H100-80GB": "H100 PCIe 80GB",
+    "V100-16GB": "V100 PCIe 16GB",
+    "V100-32GB": "V100 PCIe 32GB",
+}
+
+
+@lru_cache(maxsize=64)
+def load_gpu_board(name: str, interconnect: str) -> GpuSpec:
+    """The GpuSpec of ``name`` as mounted in an instance with ``interconnect`` ("nvlink" or "pcie").
+
+    For a GPU sold as SXM and PCIe boards (:data:`PCIE_BOARD_ROWS`) an instance with PCIe GPUs gets the PCIe
+    board's datasheet row (memory bandwidth, TDP-limited FLOPs, PCIe links), keeping the canonical name. Any other
+    NVLink-class GPU in a PCIe instance keeps its datasheet figures but is treated as PCIe-linked (interconnect
+    "pcie", PCIe Gen4 x16 = 32 GB/s one way, FORMULAS.md section 9). Raises InputError as :func:`load_gpu`.
+    """
+    gpu = load_gpu(name)
+    if interconnect != "pcie" or gpu.interconnect == "pcie":
+        return gpu
+    row_name = PCIE_BOARD_ROWS.get(gpu.name)
+    if row_name:
+        header, rows = _read_table("gpu_specs.csv")
+        for _line, row in rows:
+            if row["name"] == row_name:
+                return _gpu_from_row(gpu.name, row)
+    return replace(gpu, interconnect="pcie", gpu_class="datacenter_pcie", interconnect_gbps_per_gpu=64.0,
+                   link_gbps_one_way=32.0)
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,86 @@
+"""The whole planner (sizing + MILP + explanation) on small catalogs of real offers from the shipped snapshot."""
+
+from __future__ import annotations
+
+import pytest
+
+from optimizer.model import candidates_for
+from optimizer.plan import plan
+from optimizer.sizing import Workload
+from optimizer.specs import load_gpu_board, load_model
+from pricing_cache.store import load_offers
+
+
+@pytest.fixture(scope="module")
+def offers():
+    df, _ = load_offers()
+    return df
+
+
+def _pick(offers, provider, region, itypes, pricing=("on_demand",)):
+    df = offers[(offers["provider"] == provider) & (offers["region"] == region)
+                & offers["instance_type"].isin(itypes) & offers["pricing"].isin(pricing)]
+    assert len(df), (provider, region, itypes)
+    return df
+
+
+def test_pcie_boards_use_their_own_datasheet_row():
+    # NVIDIA A100 datasheet: 80GB SXM4 2,039 GB/s with NVLink; 80GB PCIe 1,935 GB/s, PCIe Gen4 (32 GB/s each way)
+    sxm, pcie = load_gpu_board("A100-80GB", "nvlink"), load_gpu_board("A100-80GB", "pcie")
+    assert (sxm.memory_bandwidth_gbps, sxm.interconnect) == (2039.0, "nvlink")
+    assert (pcie.memory_bandwidth_gbps, pcie.interconnect, pcie.link_gbps_one_way) == (1935.0, "pcie", 32.0)
+    assert pcie.name == "A100-80GB"
+
+
+def test_azure_nc_a100_v4_is_sized_as_pcie(offers):
+    df = _pick(offers, "azure", "eastus", ["Standard_NC96ads_A100_v4", "Standard_ND96amsr_A100_v4"])
+    w = Workload(task="serve", model=load_model("meta-llama/Llama-2-70b-hf"), tokens_per_second=100.0)
+    cands, rejected, _ = candidates_for(w, df)
+    by_type = {c.offer["instance_type"]: c for c in cands}
+    nc, nd = by_type["Standard_NC96ads_A100_v4"], by_type["Standard_ND96amsr_A100_v4"]
+    # same GPUs per replica, but the PCIe box decodes slower per replica (lower bandwidth, worse TP scaling)
+    assert nc.sizing.gpus_per_replica == nd.sizing.gpus_per_replica
+    assert nc.throughput_per_unit / nc.replicas_per_unit < nd.throughput_per_unit / nd.replicas_per_unit
+
+
+def test_multi_instance_replica_only_over_nvlink(offers):
+    # Llama-2-70B full training needs ~1.1 TB of model states (16 B/param, ZeRO paper): more than one 8 x A100-40GB
+    # p4d.24xlarge (320 GB) holds, so a replica spans p4d instances (NVLink + EFA class); never PCIe g5 boxes.
+    df = offers[(offers["provider"] == "aws") & (offers["region"] == "us-east-1") & (offers["pricing"] == "on_demand")
+                & offers["instance_type"].isin(["p4d.24xlarge", "g5.48xlarge"])]
+    w = Workload(task="train", model=load_model("meta-llama/Llama-2-70b-hf"), tokens=1e9, deadline_hours=730.0)
+    cands, rejected, _ = candidates_for(w, df)
+    assert {c.offer["instance_type"] for c in cands} == {"p4d.24xlarge"}
+    (p4d,) = cands
+    assert p4d.instances_per_unit >= 2 and p4d.sizing.gpus_per_replica == 8 * p4d.instances_per_unit
+    assert rejected.get("does_not_fit") == 1  # g5.48xlarge: 8 x A10G over PCIe
+
+
+def test_plan_meets_demand_and_prices_by_the_offers(offers):
+    df = _pick(offers, "aws", "us-east-1", ["g6.xlarge", "g5.xlarge", "p4d.24xlarge"],
+               pricing=("on_demand", "reserved_1y", "reserved_3y"))
+    w = Workload(task="serve", model=load_model("meta-llama/Llama-2-7b-hf"), tokens_per_second=800.0)
+    r = plan(w, df, budget_usd=50000.0)
+    assert r.status == "optimal"
+    assert r.capacity["tokens_per_second_planned"] >= 800.0
+    for ln in r.lines:
+        row = df[(df["instance_type"] == ln.instance_type) & (df["pricing"] == ln.pricing) & (df["payment"].fillna("") == ln.payment)]
+        assert ln.usd_per_hour == pytest.approx(float(row["usd_per_hour"].iloc[0]))
+        assert ln.monthly_usd == pytest.approx(ln.usd_per_hour * 730 * ln.count, abs=0.01)
+        if ln.break_even_utilization is not None:
+            assert 0 < ln.break_even_utilization < 1
+    # the optimal mix is never dearer than any single strategy that was priced
+    for s in r.strategies.values():
+        if s.get("monthly_usd") is not None:
+            assert r.total_monthly_usd <= s["monthly_usd"] + 0.01
+
+
+def test_spot_only_when_allowed(offers):
+    df = _pick(offers, "aws", "us-east-1", ["g6.xlarge"], pricing=("on_demand", "spot"))
+    # 4 sequences of 1,024 tokens: 12.6 GiB of bf16 weights + 2 GiB of KV cache fit one L4 (22.35 GiB as AWS reports it)
+    w = Workload(task="serve", model=load_model("meta-llama/Llama-2-7b-hf"), tokens_per_second=200.0,
+                 concurrency=4, context_tokens=1024)
+    assert {ln.pricing for ln in plan(w, df).lines} == {"on_demand"}
+    r = plan(w, df, allow_spot=True)
+    assert {ln.pricing for ln in r.lines} == {"spot"}
+    assert any("spot lines count 90 %" in n for n in r.notes)

@@ -20,8 +20,10 @@ class Importer:
     Attributes:
         name: registry key.
         module, function: where the pure parse function lives.
-        formats: the ``--format`` values it accepts.
+        formats: the ``--format`` values it accepts (``gpuopt prices import FILE --format ...``).
         description: what files it reads.
+        kind: "file" (an importer users call with --format) or "api" (a pure parse step of a live adapter, fed with
+            API payloads by the refresh; it may accept no file format).
     """
 
     name: str
@@ -29,6 +31,7 @@ class Importer:
     function: str
     formats: tuple[str, ...]
     description: str
+    kind: str = "file"
 
     def load(self) -> Callable[..., Any]:
         """The parse function (imports its module on first use)."""
@@ -43,6 +46,13 @@ IMPORTERS: dict[str, Importer] = {
     "offers": Importer("offers", "providers.offers_csv", "parse_offers_csv", ("offers",),
                        "a plain offers CSV with the OFFER_COLUMNS (other clouds, on-prem, negotiated prices)"),
 }
+
+
+# --- live adapters' parse functions: aws (providers/aws.py) ---
+
+# --- live adapters' parse functions: azure (providers/azure.py) ---
+
+# --- live adapters' parse functions: gcp (providers/gcp.py) ---
 
 
 def importer_for_format(fmt: str) -> Importer:

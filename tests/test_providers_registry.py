@@ -32,7 +32,9 @@ def test_every_parse_function_is_registered():
     missing = _parse_functions() - registered
     assert not missing, f"parse_* functions not in providers.IMPORTERS: {sorted(missing)}"
     for imp in providers.IMPORTERS.values():
-        assert callable(imp.load()) and imp.formats
+        assert callable(imp.load())
+        assert imp.kind in ("file", "api")
+        assert imp.formats or imp.kind == "api", f"file importer {imp.name} accepts no --format"
 
 
 def test_importer_for_format():

@@ -1,0 +1,107 @@
+"""The contract every live price adapter (providers/aws.py, azure.py, gcp.py) follows, and its errors.
+
+An adapter module exposes, at module level:
+
+    NAME: str                                           "aws" | "azure" | "gcp"
+    def list_regions(options: FetchOptions) -> list[str]
+        The provider's regions to refresh: ``options.regions`` when given (validated), else every region the
+        adapter knows (for AWS: the regions the account has enabled). I/O allowed.
+    def fetch_region(region: str, options: FetchOptions) -> dict[str, Any]
+        I/O ONLY: the raw payloads of one region exactly as the APIs returned them (pages of items, JSON strings
+        kept as strings), under keys the adapter chooses. Pagination is followed to the end; a page list that
+        cannot be completed raises TruncatedPriceList — never a shorter list. A region the account cannot use
+        raises RegionSkipped (a note, not a failure). Anything else raises ProviderError (or lets the SDK's
+        own exception through: the refresh records it as a failed region).
+    def parse_region(raw: dict[str, Any], region: str, as_of: str) -> ParseResult
+        PURE: raw payloads -> normalized offers (gpuopt.records.OFFER_COLUMNS) + skipped rows + notes.
+
+The refresh (pricing_cache/refresh.py) runs list_regions, then fetch_region + parse_region per region in a
+bounded thread pool, and keeps the previous data of any region that fails.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from gpuopt.errors import ProviderError
+from providers._common import ParseResult  # noqa: F401  (re-exported: what parse_region returns)
+
+#: The live adapters, by provider name -> module path (imported lazily by the refresh).
+LIVE_ADAPTERS: dict[str, str] = {
+    "aws": "providers.aws",
+    "azure": "providers.azure",
+    "gcp": "providers.gcp",
+}
+
+
+class RegionSkipped(ProviderError):
+    """The region cannot be used by these credentials (not enabled, not offered): skipped with a note."""
+
+
+class TruncatedPriceList(ProviderError):
+    """A page list stopped before its end (page cap reached, a next link pointing at itself, a page that failed
+    after retries). ``next`` is the link or token that was left (PRICE_FAULTS BUG-08)."""
+
+    def __init__(self, message: str, next: str | None = None):  # noqa: A002 - the API's own word
+        self.next = next
+        super().__init__(message if next is None else f"{message} (next={next})")
+
+
+class MissingCredentials(ProviderError):
+    """No credentials for a provider that needs them: the message says which ones and how to provide them."""
+
+
+@dataclass
+class FetchOptions:
+    """Options of one refresh, shared by every adapter.
+
+    Attributes:
+        regions: regions to refresh (provider codes); None for every region the adapter knows.
+        profile: AWS named profile (standard boto3 credential chain when None).
+        gcp_api_key: API key for the Cloud Billing Catalog API (env GPUOPT_GCP_API_KEY when None).
+        currency: currency to request (USD: every price in gpuopt is compared in USD).
+        timeout_s: connect/read timeout of one HTTP call, seconds.
+        max_attempts: attempts per call, retries included (throttling 429/Throttling and 5xx, with backoff).
+        max_pages: safety cap on pages per listing; reaching it raises TruncatedPriceList, never a short list.
+        endpoints: base URLs overriding the real endpoints (tests point them at 127.0.0.1), e.g.
+            {"azure": "http://127.0.0.1:8080/api/retail/prices", "gcp": "http://127.0.0.1:8081/v1"}.
+        clients: pre-built SDK clients for tests (e.g. {"pricing": botocore client with a Stubber}).
+        progress: called as progress(provider, region, message) from worker threads.
+    """
+
+    regions: list[str] | None = None
+    profile: str | None = None
+    gcp_api_key: str | None = None
+    currency: str = "USD"
+    timeout_s: float = 30.0
+    max_attempts: int = 5
+    max_pages: int | None = 10_000
+    endpoints: dict[str, str] = field(default_factory=dict)
+    clients: dict[str, Any] = field(default_factory=dict)
+    progress: Callable[[str, str, str], None] | None = None
+
+    def say(self, provider: str, region: str, message: str) -> None:
+        if self.progress is not None:
+            self.progress(provider, region, message)
+
+
+def http_session(options: FetchOptions):
+    """A requests Session that retries throttling (429, honouring Retry-After) and 5xx answers with exponential
+    backoff (urllib3 ``Retry``), for the REST adapters. Timeouts are passed per call (options.timeout_s)."""
+    import requests
+    from requests.adapters import HTTPAdapter
+    from urllib3.util.retry import Retry
+
+    retry = Retry(
+        total=max(0, options.max_attempts - 1),
+        backoff_factor=0.5,
+        status_forcelist=(429, 500, 502, 503, 504),
+        allowed_methods=frozenset({"GET"}),
+        respect_retry_after_header=True,
+        raise_on_status=False,
+    )
+    s = requests.Session()
+    s.mount("http://", HTTPAdapter(max_retries=retry))
+    s.mount("https://", HTTPAdapter(max_retries=retry))
+    return s

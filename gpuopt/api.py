@@ -28,30 +28,50 @@ def _price_age_days(as_of: str | None, today: _dt.date | None = None) -> float |
     return float(((today or _dt.date.today()) - d).days)
 
 
-def _load(catalog: str | Path | None):
+def _load(catalog: str | Path | None, on_date=None):
     from pricing_cache.store import load_offers
 
-    return load_offers(catalog)
+    return load_offers(catalog, on_date=on_date)
 
 
 def _price_provenance(offers, info, catalog) -> dict[str, Any]:
-    """Where the prices came from and how old they are, per provider (from the rows' own as_of)."""
+    """Where the prices came from and how old they are, per provider (from the rows' own as_of), with warnings:
+    prices older than the limit (GPUOPT_MAX_PRICE_AGE_DAYS, default 7), corrupted cache snapshots skipped, and
+    providers still on the shipped snapshot (whose dates are upper bounds)."""
+    from pricing_cache.cache import max_age_days
+
+    limit = max_age_days()
+    origins = dict(getattr(info, "origins", {}) or {})
+    warnings = list(getattr(info, "warnings", ()) or ())
     per = {}
     for prov, grp in offers.groupby("provider"):
-        dates = sorted({str(x)[:10] for x in grp["as_of"].dropna()})
-        oldest = dates[0] if dates else None
+        dates = sorted({str(x)[:10] for x in grp["as_of"].dropna() if str(x)[:4].isdigit()})
+        newest = dates[-1] if dates else None
+        age = _price_age_days(newest)
+        origin = origins.get(str(prov), "user catalog" if catalog else "shipped snapshot")
         per[str(prov)] = {
             "rows": int(len(grp)),
-            "as_of": dates[-1] if dates else None,
-            "oldest_as_of": oldest,
-            "age_days": _price_age_days(dates[-1] if dates else None),
+            "origin": origin,
+            "as_of": newest,
+            "oldest_as_of": dates[0] if dates else None,
+            "age_days": age,
+            "stale": bool(age is not None and age > limit),
             "estimated_rows": int(grp["source"].astype(str).str.startswith("rule:").sum()),
         }
+        if age is not None and age > limit:
+            warnings.append(f"{prov} prices are {age:.0f} days old (limit {limit:g} days): run `gpuopt prices refresh"
+                            f" --provider {prov}`")
+    if not catalog and any(v["origin"] == "shipped snapshot" for v in per.values()):
+        shipped = sorted(p for p, v in per.items() if v["origin"] == "shipped snapshot")
+        warnings.append(f"{', '.join(shipped)}: prices from the shipped snapshot (catalog dates are upper bounds, "
+                        "see `gpuopt prices status`); `gpuopt prices refresh` fetches current ones")
     return {
         "catalog": str(catalog) if catalog else "shipped snapshot",
         "snapshot": getattr(info, "path", None) and str(info.path),
         "built_at": getattr(info, "built_at", None),
+        "max_age_days": limit,
         "providers": per,
+        "warnings": warnings,
     }
 
 
@@ -127,14 +147,15 @@ class PricesResult:
 
 
 def prices_list(*, gpu: Iterable[str] = (), provider: Iterable[str] = (), region: Iterable[str] = (),
-                pricing: Iterable[str] = (), catalog: str | Path | None = None, limit: int | None = None) -> PricesResult:
+                pricing: Iterable[str] = (), catalog: str | Path | None = None, limit: int | None = None,
+                prices_on: str | None = None) -> PricesResult:
     """Offers matching the filters, cheapest effective USD/h first.
 
     Args: gpu (canonical names or families, e.g. "H100"), provider, region, pricing: filters (validated);
         catalog: a user offers CSV instead of the shipped snapshot; limit: at most this many rows (None: all).
     Raises: InputError for unknown filter values; SnapshotError for a corrupt snapshot.
     """
-    offers, info = _load(catalog)
+    offers, info = _load(catalog, _date_or_none(prices_on))
     df = filter_offers(offers, providers=_names(provider), regions=_names(region), gpus=_names(gpu), pricing=_names(pricing))
     df = df.assign(usd_per_gpu_hour=df["usd_per_hour"] / df["gpu_count"])
     df = df.sort_values(["usd_per_hour", "provider", "region", "instance_type", "pricing", "payment"])
@@ -157,7 +178,52 @@ def prices_status(catalog: str | Path | None = None) -> dict[str, Any]:
     for (p, pr), n in counts.items():
         prov["providers"].setdefault(str(p), {}).setdefault("rows_by_pricing", {})[str(pr)] = int(n)
     status["prices"] = prov
+    from pricing_cache import cache
+
+    status["cache"] = {
+        "dir": str(cache.cache_dir()),
+        "retention_days": cache.retention_days(),
+        "snapshots": [{"provider": s.provider, "created_at": s.created_at, "as_of": s.as_of, "rows": s.meta.get("rows"),
+                       "file": str(s.csv_path), "ok": s.ok, "error": s.error,
+                       "regions": s.meta.get("regions")} for s in cache.list_snapshots()],
+    }
     return status
+
+
+# ---------------------------------------------------------------------------------- refresh / import / diff
+def prices_refresh(*, providers: Iterable[str] = (), regions: Iterable[str] = (), profile: str | None = None,
+                   gcp_api_key: str | None = None, workers: int = 4, timeout_s: float = 30.0, max_attempts: int = 5,
+                   on_event=None, adapters: dict[str, Any] | None = None, endpoints: dict[str, str] | None = None):
+    """Fetch current prices from the clouds' APIs into the user cache (pricing_cache.refresh.refresh).
+
+    Returns a RefreshSummary (``.to_dict()``: per provider status, rows, regions done/failed/skipped, kept
+    previous, time). Raises InputError for bad options; SnapshotError if another refresh holds the lock.
+    """
+    from pricing_cache.refresh import refresh
+    from providers.base import FetchOptions
+
+    if workers < 1:
+        raise InputError("workers", f"must be at least 1, got {workers}")
+    _positive("timeout", timeout_s, "seconds")
+    if max_attempts < 1:
+        raise InputError("max_attempts", f"must be at least 1, got {max_attempts}")
+    opts = FetchOptions(regions=_names(regions) or None, profile=profile, gcp_api_key=gcp_api_key,
+                        timeout_s=float(timeout_s), max_attempts=int(max_attempts), endpoints=dict(endpoints or {}))
+    return refresh(_names(providers) or None, opts, max_workers=workers, adapters=adapters, on_event=on_event)
+
+
+def prices_import(*, file: str | Path, fmt: str, provider: str | None = None, as_of: str | None = None) -> dict[str, Any]:
+    """Import a price file into the user cache (pricing_cache.importing.import_file)."""
+    from pricing_cache.importing import import_file
+
+    return import_file(file, fmt, provider=provider, as_of=as_of)
+
+
+def prices_diff(*, since: str, providers: Iterable[str] = ()):
+    """What changed in the prices since a date (pricing_cache.history.diff_since)."""
+    from pricing_cache.history import diff_since
+
+    return diff_since(since, _names(providers) or None)
 
 
 # ------------------------------------------------------------------------------------------- estimate
@@ -269,6 +335,14 @@ def _ignored_options(spec) -> list[str]:
     return [k for k in unused if getattr(spec, k) is not None]
 
 
+def _date_or_none(value):
+    if value is None or value == "":
+        return None
+    from pricing_cache.history import parse_date
+
+    return parse_date(value, "prices_on")
+
+
 def _names(value) -> list[str]:
     """A filter given as one name or a list of names."""
     if value is None:
@@ -305,7 +379,7 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
               providers: Iterable[str] = (), regions: Iterable[str] = (), pricing: Iterable[str] = (),
               allow_spot: bool | None = None, catalog: str | Path | None = None, workload_file: str | Path | None = None,
               cwd: str | Path | None = None, solver: str = "cbc", time_limit_s: float = 60.0,
-              max_instances_per_offer: int | None = None) -> RecommendResult:
+              max_instances_per_offer: int | None = None, prices_on: str | None = None) -> RecommendResult:
     """Recommend the cheapest mix of GPU instances for one workload, within a monthly budget.
 
     The workload comes from the options, over ``workload_file`` / ``./gpuopt.yaml`` / the bundled example
@@ -313,7 +387,9 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
 
     Args (units): budget USD/month; tokens_per_second generated tokens/s for the fleet (serve); tokens to
         train on (train/finetune); deadline_hours; context_tokens per sequence; concurrency sequences per replica;
-        gpus/providers/regions/pricing: filters; allow_spot: spot allowed (interruptible work).
+        gpus/providers/regions/pricing: filters; allow_spot: spot allowed (interruptible work);
+        prices_on: an ISO date: plan with the prices in effect that day (the newest cached snapshot created on or
+        before it), e.g. to price last month.
     Returns: RecommendResult (``feasible`` False with ``plan.reason`` when nothing fits or the budget is short).
     Raises: InputError naming the field for bad input; SnapshotError for a corrupt snapshot.
     """
@@ -350,7 +426,7 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
                        tokens=spec.tokens if spec.task != "serve" else None,
                        deadline_hours=spec.deadline_hours, zero_stage=spec.zero_stage))
     ignored = _ignored_options(spec)
-    offers, info = _load(catalog)
+    offers, info = _load(catalog, _date_or_none(prices_on))
     filtered = filter_offers(offers, providers=spec.providers, regions=spec.regions, gpus=spec.gpus)
     result = plan(w, filtered, budget_usd=spec.budget, allow_spot=bool(spec.allow_spot),
                   pricing=tuple(spec.pricing) or None, max_instances_per_offer=max_instances_per_offer,

@@ -88,6 +88,7 @@ def recommend(
     workload: Annotated[Optional[Path], typer.Option("--workload", help="Workload YAML file (default: ./gpuopt.yaml, else the bundled example).")] = None,
     catalog: CatalogOpt = None,
     max_instances: Annotated[Optional[int], typer.Option("--max-instances", help="At most this many instances of any one offer (quota).")] = None,
+    prices_on: Annotated[Optional[str], typer.Option("--prices-on", help="Plan with the prices in effect on this date (YYYY-MM-DD), from the cache's history.")] = None,
     solver: Annotated[str, typer.Option(help="MILP solver: cbc (bundled) or highs.")] = "cbc",
     time_limit: Annotated[float, typer.Option("--time-limit", help="Solver time limit in seconds.")] = 60.0,
     fmt: FormatOpt = "table",
@@ -102,8 +103,9 @@ def recommend(
             deadline_hours=deadline_hours, precision=precision, context_tokens=context, concurrency=concurrency,
             zero_stage=zero_stage, gpus=gpu or (), providers=provider or (), regions=region or (), pricing=pricing or (),
             allow_spot=allow_spot, catalog=catalog, workload_file=workload, solver=solver, time_limit_s=time_limit,
-            max_instances_per_offer=max_instances,
+            max_instances_per_offer=max_instances, prices_on=prices_on,
         )
+        render.warnings(result.prices)
         render.recommend(result, fmt)
         if not result.feasible:
             reason = (result.plan.reason or {}).get("message", result.plan.status)
@@ -153,6 +155,7 @@ def prices_list(
     pricing: Annotated[Optional[list[str]], typer.Option("--pricing", help="on_demand, spot, reserved_1y, reserved_3y (repeat).")] = None,
     limit: Annotated[int, typer.Option(help="Show at most this many rows (0: all).", min=0)] = 50,
     catalog: CatalogOpt = None,
+    prices_on: Annotated[Optional[str], typer.Option("--prices-on", help="The prices in effect on this date (YYYY-MM-DD).")] = None,
     fmt: FormatOpt = "table",
 ):
     """List GPU offers, cheapest first, with where each price comes from."""
@@ -161,7 +164,8 @@ def prices_list(
         from gpuopt import api, render
 
         result = api.prices_list(gpu=gpu or (), provider=provider or (), region=region or (), pricing=pricing or (),
-                                 catalog=catalog, limit=limit or None)
+                                 catalog=catalog, limit=limit or None, prices_on=prices_on)
+        render.warnings(result.prices)
         render.prices_list(result, fmt)
 
 
@@ -172,7 +176,64 @@ def prices_status(catalog: CatalogOpt = None, fmt: FormatOpt = "table"):
         _check_format(fmt)
         from gpuopt import api, render
 
-        render.prices_status(api.prices_status(catalog), fmt)
+        status = api.prices_status(catalog)
+        render.warnings(status.get("prices", {}))
+        render.prices_status(status, fmt)
+
+
+@prices_app.command("refresh")
+def prices_refresh(
+    provider: Annotated[Optional[list[str]], typer.Option("--provider", help="aws, azure, gcp (repeat; default: all).")] = None,
+    region: Annotated[Optional[list[str]], typer.Option("--region", help="Region code (repeat; default: every region).")] = None,
+    profile: Annotated[Optional[str], typer.Option("--profile", help="AWS named profile (default: the standard boto3 credential chain).")] = None,
+    gcp_api_key: Annotated[Optional[str], typer.Option("--gcp-api-key", envvar="GPUOPT_GCP_API_KEY", help="API key for the Cloud Billing Catalog API.")] = None,
+    workers: Annotated[int, typer.Option("--workers", help="Regions fetched at once per provider.")] = 4,
+    timeout: Annotated[float, typer.Option("--timeout", help="Timeout of one API call, seconds.")] = 30.0,
+    fmt: FormatOpt = "table",
+):
+    """Fetch current prices from the AWS, Azure and GCP APIs into your price cache (keeps good data on failure)."""
+    with _boundary():
+        _check_format(fmt)
+        from gpuopt import api, render
+
+        with render.RefreshProgress(enabled=fmt == "table") as progress:
+            summary = api.prices_refresh(providers=provider or (), regions=region or (), profile=profile,
+                                         gcp_api_key=gcp_api_key, workers=workers, timeout_s=timeout,
+                                         on_event=progress.event)
+        render.refresh_summary(summary, fmt)
+        if not summary.ok:
+            raise typer.Exit(1)
+
+
+@prices_app.command("import")
+def prices_import(
+    file: Annotated[Path, typer.Argument(help="The price file to import.")],
+    import_format: Annotated[str, typer.Option("--format", help="skypilot, ec2instances, offers, aws-price-list, aws-bulk-csv, azure-retail, gcp-skus.")],
+    provider: Annotated[Optional[str], typer.Option("--provider", help="Provider of the file (skypilot: aws, azure, gcp, lambda).")] = None,
+    as_of: Annotated[Optional[str], typer.Option("--as-of", help="Date the prices were valid (YYYY-MM-DD; default today).")] = None,
+    output: Annotated[str, typer.Option("--output", help="How to print the summary: table or json.")] = "table",
+):
+    """Import a price file (for air-gapped machines) into your price cache as a new snapshot."""
+    with _boundary():
+        _check_format(output)
+        from gpuopt import api, render
+
+        render.import_summary(api.prices_import(file=file, fmt=import_format, provider=provider, as_of=as_of), output)
+
+
+@prices_app.command("diff")
+def prices_diff(
+    since: Annotated[str, typer.Option("--since", help="Compare the prices in effect on this date (YYYY-MM-DD) with today's.")],
+    provider: Annotated[Optional[list[str]], typer.Option("--provider", help="Limit to these providers (repeat).")] = None,
+    limit: Annotated[int, typer.Option(help="Show at most this many changed rows (0: all).", min=0)] = 30,
+    fmt: FormatOpt = "table",
+):
+    """What changed in the prices since a date: added, removed and changed offers."""
+    with _boundary():
+        _check_format(fmt)
+        from gpuopt import api, render
+
+        render.price_diff(api.prices_diff(since=since, providers=provider or ()), fmt, limit or None)
 
 
 def main(argv: list[str] | None = None) -> None:

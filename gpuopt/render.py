@@ -47,18 +47,18 @@ def _short_source(source) -> str:
 
 
 def _prices_line(prices: dict) -> str:
+    """One line: per provider, the date of its prices and where they came from (cache, shipped snapshot, catalog)."""
     parts = []
-    snapshot = prices.get("catalog") == "shipped snapshot"
     for prov, p in sorted(prices.get("providers", {}).items()):
+        origin = str(p.get("origin") or prices.get("catalog"))
         age = p.get("age_days")
-        if snapshot:  # the catalog dates are upper bounds: an age of "0 days" would mislead
-            parts.append(f"{prov} as of {p.get('as_of') or 'unknown'} or earlier")
+        if origin == "shipped snapshot":  # its catalog dates are upper bounds: "0 days old" would mislead
+            parts.append(f"{prov} as of {p.get('as_of') or 'unknown'} or earlier (shipped snapshot)")
         else:
-            parts.append(f"{prov} as of {p.get('as_of') or 'unknown'}" + (f", {age:.0f} days old" if age is not None else ""))
-    line = f"Prices: {prices.get('catalog')} — " + "; ".join(parts)
-    if snapshot:
-        line += " (see `gpuopt prices status`)"
-    return line
+            where = "cache" if origin.startswith("cache") else origin
+            parts.append(f"{prov} as of {p.get('as_of') or 'unknown'}"
+                         + (f" ({where}, {age:.0f} days old)" if age is not None else f" ({where})"))
+    return "Prices: " + "; ".join(parts)
 
 
 def recommend(result, fmt: str) -> None:
@@ -193,13 +193,16 @@ def prices_status(status: dict, fmt: str) -> None:
 
     con = _console()
     prices = status.get("prices", {})
-    con.print(f"Prices from: {prices.get('catalog')}" + (f" ({prices.get('snapshot')})" if prices.get("snapshot") else ""))
+    if prices.get("catalog") != "shipped snapshot":
+        con.print(f"Prices from: {prices.get('catalog')}")
+    else:
+        con.print(f"Shipped snapshot: {prices.get('snapshot')} (used for every provider without a cached snapshot)")
     if status.get("built_at"):
         con.print(f"Snapshot built: {status.get('built_at')} (schema version {status.get('schema_version')})")
     if status.get("as_of_note"):
         con.print(f"[yellow]Note on dates:[/] {status['as_of_note']}")
     t = Table(title="Rows per provider", title_justify="left")
-    for col in ("provider", "rows", "on_demand", "spot", "reserved_1y", "reserved_3y", "estimated", "as of", "age (days)", "skipped"):
+    for col in ("provider", "in use", "rows", "on_demand", "spot", "reserved_1y", "reserved_3y", "estimated", "as of", "age (days)", "skipped"):
         t.add_column(col, justify="left" if col in ("provider", "as of") else "right")
     prov_meta = status.get("providers", {}) if isinstance(status.get("providers"), dict) else {}
     for prov, p in sorted(prices.get("providers", {}).items()):
@@ -208,11 +211,134 @@ def prices_status(status: dict, fmt: str) -> None:
         skipped = meta.get("skipped_total")
         if skipped is None and isinstance(meta.get("skipped"), dict):
             skipped = sum(meta["skipped"].values())
-        t.add_row(prov, str(p.get("rows")), *(str(rbp.get(k, 0)) for k in ("on_demand", "spot", "reserved_1y", "reserved_3y")),
+        t.add_row(prov, str(p.get("origin", "")).split(" ")[0], str(p.get("rows")), *(str(rbp.get(k, 0)) for k in ("on_demand", "spot", "reserved_1y", "reserved_3y")),
                   str(p.get("estimated_rows")), str(p.get("as_of")), "—" if p.get("age_days") is None else f"{p['age_days']:.0f}",
                   "—" if skipped is None else str(skipped))
     con.print(t)
+    snaps = (status.get("cache") or {}).get("snapshots") or []
+    con.print(f"Price cache: {(status.get('cache') or {}).get('dir')} — {len(snaps)} snapshot(s), "
+              f"history kept {(status.get('cache') or {}).get('retention_days', 0):g} days")
+    if snaps:
+        ct = Table(title="Cached snapshots (from `gpuopt prices refresh` / `import`)", title_justify="left")
+        for col in ("provider", "prices as of", "written", "rows", "regions", "state"):
+            ct.add_column(col, justify="right" if col in ("rows", "regions") else "left")
+        for sn in snaps:
+            regions = sn.get("regions") or {}
+            ct.add_row(sn["provider"], str(sn.get("as_of")), str(sn.get("created_at"))[:19], str(sn.get("rows")),
+                       str(len(regions.get("done", []))), "ok" if sn.get("ok") else f"[red]unusable: {sn.get('error')}[/]")
+        con.print(ct)
     for prov, meta in sorted(prov_meta.items()):
         srcs = meta.get("sources") or meta.get("source_files")
         if srcs:
             con.print(f"{prov}: " + "; ".join(str(s) for s in (srcs if isinstance(srcs, list) else [srcs])))
+
+
+def warnings(prices: dict) -> None:
+    """Price warnings (stale prices, corrupted cache snapshots skipped, shipped snapshot in use) on stderr, so that
+    `--format json` on stdout stays clean (the JSON carries them too, under prices.warnings)."""
+    import sys
+
+    for w in prices.get("warnings", []) or []:
+        print(f"gpuopt: warning: {w}", file=sys.stderr)
+
+
+class RefreshProgress:
+    """A rich progress bar per provider for `gpuopt prices refresh` (regions done / regions), on stderr."""
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+        self._progress = None
+        self._tasks: dict[str, Any] = {}
+        self._failed: dict[str, int] = {}
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                      TextColumn("{task.fields[note]}"), TimeElapsedColumn(),
+                                      console=Console(stderr=True), transient=False)
+            self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self._progress is not None:
+            self._progress.__exit__(*exc)
+        return False
+
+    def event(self, kind: str, provider: str, **kw) -> None:
+        if self._progress is None:
+            return
+        if kind == "start":
+            self._tasks[provider] = self._progress.add_task(provider, total=kw.get("total") or 0, note="")
+        elif kind == "region" and provider in self._tasks:
+            if kw.get("status") != "done":
+                self._failed[provider] = self._failed.get(provider, 0) + 1
+            note = f"{self._failed.get(provider, 0)} failed/skipped" if self._failed.get(provider) else ""
+            self._progress.update(self._tasks[provider], advance=1, note=note)
+        elif kind == "provider_failed":
+            tid = self._progress.add_task(provider, total=1, note=f"failed: {kw.get('error', '')[:80]}")
+            self._tasks[provider] = tid
+
+
+def refresh_summary(summary, fmt: str) -> None:
+    """Render a pricing_cache.refresh.RefreshSummary."""
+    if fmt == "json":
+        _json(summary.to_dict())
+        return
+    from rich.table import Table
+
+    con = _console()
+    t = Table(title=f"Refresh summary ({summary.seconds:.1f} s)", title_justify="left")
+    for col in ("provider", "status", "rows", "regions done", "failed", "skipped", "kept previous", "time s"):
+        t.add_column(col, justify="left" if col in ("provider", "status") else "right")
+    for p in summary.providers:
+        t.add_row(p.provider, p.status, str(p.rows), str(len(p.regions_done)), str(len(p.regions_failed)),
+                  str(len(p.regions_skipped)), str(len(p.kept_previous)), f"{p.seconds:.1f}")
+    con.print(t)
+    for p in summary.providers:
+        if p.error:
+            con.print(f"[red]{p.provider}:[/] {p.error}")
+        for r, e in sorted(p.regions_failed.items()):
+            con.print(f"{p.provider} {r}: failed ({e}); its previous prices are kept")
+        for r, e in sorted(p.regions_skipped.items()):
+            con.print(f"{p.provider} {r}: skipped ({e})")
+        if p.snapshot:
+            con.print(f"{p.provider}: wrote {p.snapshot}")
+
+
+def import_summary(result: dict, fmt: str) -> None:
+    if fmt == "json":
+        _json(result)
+        return
+    con = _console()
+    for w in result.get("snapshots", []):
+        con.print(f"{w['provider']}: {w['rows']} offers written to {w['file']} (as of {w['as_of']})")
+    if result.get("skipped"):
+        con.print(f"{result['skipped']} rows skipped (reasons: {result.get('skipped_by_reason')})")
+
+
+def price_diff(diff, fmt: str, limit: int | None) -> None:
+    """Render a pricing_cache.history.PriceDiff."""
+    if fmt == "json":
+        _json(diff.to_dict())
+        return
+    import sys
+
+    from rich.table import Table
+
+    for w in diff.warnings:
+        print(f"gpuopt: warning: {w}", file=sys.stderr)
+    con = _console()
+    con.print(f"Prices on {diff.since} vs now: {len(diff.changed)} changed, {len(diff.added)} added, "
+              f"{len(diff.removed)} removed, {diff.unchanged} unchanged")
+    if diff.changed:
+        t = Table(title="Changed (largest change first)", title_justify="left")
+        for col in ("provider", "region", "zone", "instance_type", "pricing", "payment", "then $/h", "now $/h", "change"):
+            t.add_column(col, justify="right" if col in ("then $/h", "now $/h", "change") else "left")
+        for c in diff.changed[: limit or None]:
+            t.add_row(c["provider"], c["region"], c["zone"] or "", c["instance_type"], c["pricing"], c["payment"] or "",
+                      f"{c['usd_per_hour_then']:,.4f}", f"{c['usd_per_hour_now']:,.4f}",
+                      "—" if c["change_pct"] is None else f"{c['change_pct']:+.1f} %")
+        con.print(t)

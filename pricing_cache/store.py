@@ -10,6 +10,7 @@ pandas is imported inside the functions: importing this module is cheap.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -50,6 +51,8 @@ class SnapshotInfo:
         providers: per provider: as_of, row counts by pricing, skipped counts by reason, sources.
         rows: total offers; estimated_rows: rows whose source starts with ``rule:`` (derived, not quoted).
         sha256: of offers.csv (verified for the snapshot).
+        origins: per provider, where its rows came from: "shipped snapshot" or "cache <created_at> (<file>)".
+        warnings: corrupted cache snapshots skipped, dates with no cached prices, ...
     """
 
     path: Path
@@ -60,6 +63,8 @@ class SnapshotInfo:
     rows: int
     estimated_rows: int
     sha256: str | None = None
+    origins: dict[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
 
 def _sha256(path: Path) -> str:
@@ -122,8 +127,51 @@ def _providers_from_frame(df: "pd.DataFrame") -> dict[str, ProviderInfo]:
     return out
 
 
-def load_offers(catalog: "str | Path | None" = None,
-                snapshot_dir: Path | None = None) -> "tuple[pd.DataFrame, SnapshotInfo]":
+def load_offers(catalog: "str | Path | None" = None, snapshot_dir: Path | None = None, *,
+                on_date: "dt.date | None" = None, use_cache: bool = True) -> "tuple[pd.DataFrame, SnapshotInfo]":
+    """The offers to plan over: per provider, the newest good snapshot of the user cache (``gpuopt prices
+    refresh``; created on or before ``on_date`` when given, so a past month is priced with that month's prices),
+    else the shipped snapshot's rows; or a user offers CSV (``catalog``).
+
+    Raises: SnapshotError (shipped snapshot missing/corrupted), InputError (bad user CSV).
+    """
+    df, info = _load_base(catalog, snapshot_dir)
+    if catalog is not None or not use_cache:
+        return df, info
+    import pandas as pd
+
+    from pricing_cache import cache
+
+    cached_providers = {s.provider for s in cache.list_snapshots()}
+    frames, origins, warnings = [], {}, []
+    for prov in sorted(set(df["provider"].astype(str)) | cached_providers):
+        snap, warns = cache.newest_good(prov, on_date)
+        warnings.extend(warns)
+        if snap is not None:
+            try:
+                frames.append(cache.read_snapshot(snap))
+                origins[prov] = f"cache {snap.created_at} ({snap.csv_path.name})"
+                continue
+            except SnapshotError as e:
+                warnings.append(f"{prov}: {e}; using the shipped snapshot")
+        elif on_date is not None and prov in cached_providers:
+            warnings.append(f"{prov}: no cached prices from on or before {on_date}; using the shipped snapshot")
+        frames.append(df[df["provider"] == prov])
+        origins[prov] = "shipped snapshot"
+    merged = pd.concat(frames, ignore_index=True) if frames else df
+    if not any(o.startswith("cache") for o in origins.values()) and not warnings:
+        return df, SnapshotInfo(**{**info.__dict__, "origins": origins})
+    per = _providers_from_frame(merged)
+    providers = {p: (info.providers[p] if origins.get(p) == "shipped snapshot" and p in info.providers else per[p])
+                 for p in per}
+    return merged, SnapshotInfo(path=info.path, kind="snapshot+cache", schema_version=info.schema_version,
+                                built_at=info.built_at, providers=providers, rows=int(len(merged)),
+                                estimated_rows=int(merged["source"].astype(str).str.startswith("rule:").sum()),
+                                sha256=info.sha256, origins=origins, warnings=tuple(warnings))
+
+
+def _load_base(catalog: "str | Path | None" = None,
+               snapshot_dir: Path | None = None) -> "tuple[pd.DataFrame, SnapshotInfo]":
     """The offers to plan over and what they are.
 
     Args:

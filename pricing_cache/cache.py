@@ -1,0 +1,285 @@
+"""The user price cache: dated per-provider snapshots written by `gpuopt prices refresh`, with history.
+
+Layout (``cache_dir()``, the platformdirs user cache folder, or ``$GPUOPT_CACHE_DIR``)::
+
+    snapshots/<provider>/<stamp>.csv    offers (gpuopt.records.OFFER_COLUMNS), stamp = UTC YYYYmmddTHHMMSSffffffZ
+    snapshots/<provider>/<stamp>.json   its metadata: schema_version, provider, created_at, as_of, rows,
+                                        regions (done / failed / skipped / kept_previous), sha256 of the .csv
+    .lock                               the write lock (filelock)
+
+Rules (DESIGN.md "pricing_cache"):
+- A write is atomic: each file is written to a temporary name in the same folder, flushed and fsync'ed, then
+  renamed over its final name (os.replace), and the folder is fsync'ed. The .json is renamed last: a snapshot
+  without its .json, or whose sha256 does not match, is not a snapshot (an interrupted write leaves the previous
+  one as the newest good one). "Newest" orders by the date the prices were valid (``as_of``), then by write time,
+  so importing an old file never replaces newer prices as the current ones.
+- Writers hold a file lock, so two refreshes cannot interleave; readers need no lock.
+- Reading verifies the schema version and the sha256; a corrupted or hand-edited snapshot is reported and skipped,
+  and the previous good one of that provider is used.
+- History: snapshots older than the retention are deleted after a successful write, but the newest snapshot of
+  each provider is always kept. ``offers_at(date)`` gives the prices in effect on a date (the newest snapshot
+  created on or before it), so a past month is priced with that month's prices.
+
+Settings (environment, documented in the README): GPUOPT_CACHE_DIR, GPUOPT_MAX_PRICE_AGE_DAYS (warning limit,
+default 7), GPUOPT_RETENTION_DAYS (history kept, default 400 — a year of monthly reviews plus a month).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpuopt.errors import InputError, SnapshotError
+from gpuopt.records import OFFER_COLUMNS, SCHEMA_VERSION
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+DEFAULT_MAX_AGE_DAYS = 7.0
+DEFAULT_RETENTION_DAYS = 400.0
+LOCK_TIMEOUT_S = 600.0
+
+
+def cache_dir() -> Path:
+    """The cache folder: $GPUOPT_CACHE_DIR, else platformdirs' user cache dir for "gpuopt" (not created here)."""
+    env = os.environ.get("GPUOPT_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("gpuopt", appauthor=False))
+
+
+def _float_env(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        v = float(raw)
+    except ValueError:
+        raise InputError(name, f"must be a number of days, got {raw!r}") from None
+    if not v > 0:
+        raise InputError(name, f"must be greater than 0, got {raw!r}")
+    return v
+
+
+def max_age_days() -> float:
+    """Prices older than this many days get a warning (GPUOPT_MAX_PRICE_AGE_DAYS, default 7)."""
+    return _float_env("GPUOPT_MAX_PRICE_AGE_DAYS", DEFAULT_MAX_AGE_DAYS)
+
+
+def retention_days() -> float:
+    """Snapshots older than this many days are deleted after a refresh (GPUOPT_RETENTION_DAYS, default 400)."""
+    return _float_env("GPUOPT_RETENTION_DAYS", DEFAULT_RETENTION_DAYS)
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def _stamp(t: dt.datetime) -> str:
+    return t.astimezone(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+
+
+@dataclass(frozen=True)
+class CachedSnapshot:
+    """One snapshot in the cache (valid or not).
+
+    Attributes: provider; created_at (UTC ISO time of the refresh); as_of (date the prices were valid);
+        csv_path, meta_path; meta (the .json content, {} when unreadable); error (why it is not usable, or None).
+    """
+
+    provider: str
+    created_at: str
+    as_of: str
+    csv_path: Path
+    meta_path: Path
+    meta: dict
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def _fsync_dir(d: Path) -> None:
+    try:
+        fd = os.open(d, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, rename, fsync the folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+
+
+def lock(timeout_s: float = LOCK_TIMEOUT_S):
+    """The cache's write lock (a filelock.FileLock on <cache>/.lock); use as a context manager.
+
+    Raises filelock.Timeout after ``timeout_s`` seconds if another refresh holds it."""
+    from filelock import FileLock
+
+    d = cache_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(d / ".lock"), timeout=timeout_s)
+
+
+def offers_csv_bytes(df: "pd.DataFrame") -> bytes:
+    """The offers as CSV bytes, formatted like the shipped snapshot (stable floats, sorted rows)."""
+    key = ["provider", "region", "zone", "instance_type", "pricing", "payment"]
+    df = df[list(OFFER_COLUMNS)].sort_values(key, kind="mergesort").reset_index(drop=True)
+    return df.to_csv(index=False, float_format="%.10g", na_rep="", lineterminator="\n").encode("utf-8")
+
+
+def write_snapshot(provider: str, offers: "pd.DataFrame", *, regions: dict[str, Any], as_of: str | None = None,
+                   created_at: dt.datetime | None = None, extra: dict[str, Any] | None = None) -> CachedSnapshot:
+    """Write one provider's snapshot atomically (caller holds :func:`lock`) and apply the retention.
+
+    Args:
+        provider: provider name; every row of ``offers`` must carry it.
+        offers: normalized offers (OFFER_COLUMNS).
+        regions: {"done": [...], "failed": {region: error}, "skipped": {region: note}, "kept_previous": [...]}.
+        as_of: date the prices were valid (default: the UTC date of created_at).
+    Returns: the written CachedSnapshot. Raises SnapshotError if rows of another provider are present.
+    """
+    other = set(offers["provider"].astype(str)) - {provider}
+    if other:
+        raise SnapshotError(f"snapshot of {provider} holds rows of {sorted(other)}")
+    t = created_at or _now()
+    stamp = _stamp(t)
+    d = cache_dir() / "snapshots" / provider
+    data = offers_csv_bytes(offers)
+    meta = {
+        "schema_version": SCHEMA_VERSION,
+        "provider": provider,
+        "created_at": t.astimezone(dt.timezone.utc).isoformat(),
+        "as_of": as_of or t.astimezone(dt.timezone.utc).date().isoformat(),
+        "rows": int(len(offers)),
+        "rows_by_pricing": {str(k): int(v) for k, v in sorted(offers["pricing"].value_counts().items())},
+        "regions": regions,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        **(extra or {}),
+    }
+    csv_path, meta_path = d / f"{stamp}.csv", d / f"{stamp}.json"
+    atomic_write_bytes(csv_path, data)
+    atomic_write_bytes(meta_path, (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    apply_retention(provider)
+    return CachedSnapshot(provider, meta["created_at"], meta["as_of"], csv_path, meta_path, meta)
+
+
+def _read_meta(meta_path: Path) -> CachedSnapshot:
+    provider = meta_path.parent.name
+    csv_path = meta_path.with_suffix(".csv")
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        return CachedSnapshot(provider, "", "", csv_path, meta_path, {}, f"unreadable metadata: {e}")
+    created, as_of = str(meta.get("created_at", "")), str(meta.get("as_of", ""))
+    err = None
+    if meta.get("schema_version") != SCHEMA_VERSION:
+        err = f"schema version {meta.get('schema_version')}, this gpuopt reads {SCHEMA_VERSION}"
+    elif meta.get("provider") != provider:
+        err = f"metadata says provider {meta.get('provider')!r}"
+    elif not csv_path.is_file():
+        err = "offers file missing"
+    else:
+        actual = hashlib.sha256(csv_path.read_bytes()).hexdigest()
+        if actual != meta.get("sha256"):
+            err = "checksum mismatch (the file was edited or truncated)"
+    return CachedSnapshot(provider, created, as_of, csv_path, meta_path, meta, err)
+
+
+def list_snapshots(provider: str | None = None) -> list[CachedSnapshot]:
+    """Every snapshot in the cache (valid or not), oldest first, for one provider or all."""
+    root = cache_dir() / "snapshots"
+    if not root.is_dir():
+        return []
+    dirs = [root / provider] if provider else sorted(p for p in root.iterdir() if p.is_dir())
+    out = []
+    for d in dirs:
+        if d.is_dir():
+            out.extend(_read_meta(m) for m in sorted(d.glob("*.json")))
+    return sorted(out, key=lambda s: (s.provider, s.as_of, s.meta_path.name))
+
+
+def read_snapshot(snap: CachedSnapshot) -> "pd.DataFrame":
+    """The offers of a valid snapshot. Raises SnapshotError for an invalid one or an unparseable file."""
+    from pricing_cache.store import read_offers_file
+
+    if not snap.ok:
+        raise SnapshotError(f"cached {snap.provider} snapshot {snap.meta_path.name} is not usable: {snap.error}")
+    df = read_offers_file(snap.csv_path)
+    if len(df) != snap.meta.get("rows"):
+        raise SnapshotError(f"cached snapshot {snap.csv_path} has {len(df)} rows, its metadata says {snap.meta.get('rows')}")
+    return df
+
+
+def newest_good(provider: str, on_or_before: dt.date | None = None) -> tuple[CachedSnapshot | None, list[str]]:
+    """The newest valid snapshot of ``provider`` — newest by the date its prices were valid (``as_of``), then by
+    when it was written — whose prices were valid on or before the date when given; and warnings about newer
+    snapshots skipped because they are corrupted."""
+    warnings = []
+    for snap in reversed(list_snapshots(provider)):
+        if on_or_before is not None:
+            try:
+                valid = dt.date.fromisoformat(snap.as_of[:10])
+            except ValueError:
+                valid = None
+            if valid is None or valid > on_or_before:
+                continue
+        if snap.ok:
+            return snap, warnings
+        warnings.append(f"{provider}: cached snapshot {snap.meta_path.name} skipped: {snap.error}; "
+                        "using the previous good one")
+    return None, warnings
+
+
+def apply_retention(provider: str, now: dt.datetime | None = None) -> list[Path]:
+    """Delete snapshots of ``provider`` older than retention_days(), always keeping the newest valid one.
+    Returns the deleted files."""
+    keep_from = (now or _now()) - dt.timedelta(days=retention_days())
+    snaps = list_snapshots(provider)
+    newest, _ = newest_good(provider)
+    deleted = []
+    for s in snaps:
+        if newest is not None and s.meta_path == newest.meta_path:
+            continue
+        try:
+            created = dt.datetime.fromisoformat(s.created_at)
+        except ValueError:
+            continue
+        if created < keep_from:
+            for p in (s.meta_path, s.csv_path):  # metadata first: a half-deleted snapshot is not a snapshot
+                try:
+                    p.unlink()
+                    deleted.append(p)
+                except FileNotFoundError:
+                    pass
+    return deleted

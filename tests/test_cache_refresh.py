@@ -1,0 +1,286 @@
+"""The price cache lifecycle: atomic snapshots, the lock, corrupted snapshots, partial refreshes keeping good data,
+history (--prices-on, prices diff), retention and age warnings. The adapters here are test doubles that follow
+providers/base.py (the real adapters are tested against recorded payloads in tests/test_providers_*.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from gpuopt.errors import ProviderError
+from pricing_cache import cache
+from pricing_cache.refresh import refresh
+from pricing_cache.store import load_offers
+from providers._common import ParseResult
+from providers.base import FetchOptions, RegionSkipped
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    df, _ = load_offers(use_cache=False)
+    return df
+
+
+class FakeAdapter:
+    """A live adapter double: serves the shipped lambda rows of each region with prices times ``factor``."""
+
+    def __init__(self, shipped, provider="lambda", factor=1.1, fail=(), skip=(), delay=0.0, shared=None):
+        self.shared = shared if shared is not None else {"active": 0, "max": 0}
+        self.rows = shipped[shipped["provider"] == provider]
+        self.NAME = provider
+        self.factor, self.fail, self.skip, self.delay = factor, set(fail), set(skip), delay
+        self.active = 0
+        self.max_active = 0
+        self._lock = threading.Lock()
+
+    def list_regions(self, options):
+        return options.regions or sorted(set(self.rows["region"]))
+
+    def fetch_region(self, region, options):
+        with self._lock:
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+            self.shared["active"] += 1
+            self.shared["max"] = max(self.shared["max"], self.shared["active"])
+        try:
+            time.sleep(self.delay)
+            if region in self.skip:
+                raise RegionSkipped(f"{region} is not enabled for this account")
+            if region in self.fail:
+                raise ProviderError(f"HTTP 500 on page 2 of {region} after 5 attempts")
+            return {"rows": self.rows[self.rows["region"] == region]}
+        finally:
+            with self._lock:
+                self.active -= 1
+                self.shared["active"] -= 1
+
+    def parse_region(self, raw, region, as_of):
+        df = raw["rows"].copy()
+        df["usd_per_hour"] = (df["usd_per_hour"] * self.factor).round(6)
+        df["recurring_usd_per_hour"] = df["usd_per_hour"]
+        df["source"] = "fake-api"
+        df["as_of"] = as_of
+        return ParseResult(offers=df)
+
+
+def test_refresh_writes_a_snapshot_that_becomes_current(shipped):
+    fake = FakeAdapter(shipped)
+    s = refresh(["lambda"], FetchOptions(), adapters={"lambda": fake})
+    (p,) = s.providers
+    assert s.ok and p.status == "refreshed" and p.rows == len(fake.rows)
+    df, info = load_offers()
+    lam = df[df["provider"] == "lambda"]
+    assert set(lam["source"]) == {"fake-api"}
+    assert info.origins["lambda"].startswith("cache ")
+    assert info.origins["aws"] == "shipped snapshot"
+    old = fake.rows.set_index("instance_type")["usd_per_hour"]
+    new = lam.set_index("instance_type")["usd_per_hour"]
+    assert (new / old.loc[new.index]).round(3).eq(1.1).all()
+    meta = json.loads(cache.list_snapshots("lambda")[0].meta_path.read_text())
+    assert meta["regions"]["done"] == ["us-east-1"] and meta["schema_version"] == 1
+
+
+def test_a_failed_region_keeps_its_previous_prices_and_others_refresh(shipped):
+    aws = FakeAdapter(shipped, provider="aws", factor=0.5, fail={"us-west-2"}, skip={"af-south-1"})
+    s = refresh(["aws"], FetchOptions(regions=["us-east-1", "us-west-2", "af-south-1"]), adapters={"aws": aws})
+    (p,) = s.providers
+    assert p.status == "partial"
+    assert p.regions_done == ["us-east-1"]
+    assert "us-west-2" in p.regions_failed and "af-south-1" in p.regions_skipped
+    df, _ = load_offers()
+    a = df[df["provider"] == "aws"]
+    ship = shipped[shipped["provider"] == "aws"]
+    # us-east-1 refreshed at half price; us-west-2 (failed) and every region not asked for keep the shipped rows
+    e1 = a[a["region"] == "us-east-1"]
+    assert set(e1["source"]) == {"fake-api"}
+    w2 = a[a["region"] == "us-west-2"].sort_values(["instance_type", "pricing", "payment", "zone"])
+    w2_ship = ship[ship["region"] == "us-west-2"].sort_values(["instance_type", "pricing", "payment", "zone"])
+    assert list(w2["usd_per_hour"]) == list(w2_ship["usd_per_hour"])
+    assert set(a["region"]) == set(ship["region"])
+    assert "us-west-2" in p.kept_previous
+
+
+def test_a_provider_that_fails_entirely_is_not_written_and_the_others_still_refresh(shipped):
+    broken = SimpleNamespace(NAME="azure", list_regions=lambda o: (_ for _ in ()).throw(ProviderError("no credentials")))
+    lam = FakeAdapter(shipped)
+    s = refresh(["azure", "lambda"], FetchOptions(), adapters={"azure": broken, "lambda": lam})
+    statuses = {p.provider: p.status for p in s.providers}
+    assert statuses == {"azure": "failed", "lambda": "refreshed"}
+    assert not s.ok
+    assert cache.list_snapshots("azure") == []
+    df, info = load_offers()
+    assert info.origins["azure"] == "shipped snapshot"
+
+
+def test_every_region_failing_writes_nothing(shipped):
+    lam = FakeAdapter(shipped, fail={"us-east-1"})
+    s = refresh(["lambda"], FetchOptions(), adapters={"lambda": lam})
+    assert s.providers[0].status == "failed" and cache.list_snapshots("lambda") == []
+
+
+def test_regions_run_concurrently_with_a_bounded_pool(shipped):
+    aws = FakeAdapter(shipped, provider="aws", delay=0.05)
+    regions = sorted(set(aws.rows["region"]))[:8]
+    refresh(["aws"], FetchOptions(regions=regions), adapters={"aws": aws}, max_workers=3)
+    assert aws.max_active == 3
+
+
+def test_interrupted_write_leaves_the_previous_snapshot(shipped, monkeypatch):
+    lam = FakeAdapter(shipped, factor=1.1)
+    refresh(["lambda"], FetchOptions(), adapters={"lambda": lam})
+    before, _ = load_offers()
+    real_replace = os.replace
+
+    def crash_on_metadata(src, dst):
+        if str(dst).endswith(".json"):
+            raise OSError("disk full")  # the .csv was renamed in place, its .json (the commit marker) never is
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", crash_on_metadata)
+    with pytest.raises(OSError):
+        refresh(["lambda"], FetchOptions(), adapters={"lambda": FakeAdapter(shipped, factor=3.0)})
+    monkeypatch.setattr(os, "replace", real_replace)
+    after, _ = load_offers()
+    lam_before = before[before["provider"] == "lambda"]["usd_per_hour"].sort_values().tolist()
+    lam_after = after[after["provider"] == "lambda"]["usd_per_hour"].sort_values().tolist()
+    assert lam_after == lam_before
+    assert not list((cache.cache_dir() / "snapshots" / "lambda").glob(".*.tmp"))
+
+
+def test_corrupted_snapshot_is_reported_and_the_last_good_one_used(shipped):
+    refresh(["lambda"], FetchOptions(), adapters={"lambda": FakeAdapter(shipped, factor=1.1)})
+    refresh(["lambda"], FetchOptions(), adapters={"lambda": FakeAdapter(shipped, factor=1.2)})
+    newest = cache.list_snapshots("lambda")[-1]
+    newest.csv_path.write_text(newest.csv_path.read_text().replace("fake-api", "hand-edited", 1))
+    df, info = load_offers()
+    assert any("checksum mismatch" in w for w in info.warnings)
+    lam = df[df["provider"] == "lambda"].set_index("instance_type")["usd_per_hour"]
+    ship = shipped[shipped["provider"] == "lambda"].set_index("instance_type")["usd_per_hour"]
+    assert (lam / ship.loc[lam.index]).round(3).eq(1.1).all()  # the 1.1 snapshot, not the edited 1.2 one
+
+
+def test_two_refreshes_at_once_do_not_interleave(shipped):
+    shared = {"active": 0, "max": 0}
+    a = FakeAdapter(shipped, factor=1.1, delay=0.2, shared=shared)
+    b = FakeAdapter(shipped, factor=1.3, delay=0.2, shared=shared)
+    inside = []
+    real_write = cache.write_snapshot
+
+    def tracking_write(*args, **kw):
+        inside.append(("start", time.perf_counter()))
+        out = real_write(*args, **kw)
+        inside.append(("end", time.perf_counter()))
+        return out
+
+    cache.write_snapshot = tracking_write
+    try:
+        threads = [threading.Thread(target=refresh, args=(["lambda"], FetchOptions()), kwargs={"adapters": {"lambda": x}})
+                   for x in (a, b)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        cache.write_snapshot = real_write
+    snaps = cache.list_snapshots("lambda")
+    assert len(snaps) == 2 and all(s.ok for s in snaps)
+    # the second refresh fetches only after the first has written: never both adapters at once
+    assert shared["max"] == 1
+    assert [k for k, _ in inside] == ["start", "end", "start", "end"]
+
+
+def test_a_held_lock_gives_a_clear_error(shipped):
+    from gpuopt.errors import SnapshotError
+
+    with cache.lock():
+        with pytest.raises(SnapshotError, match="another `gpuopt prices refresh` holds the cache lock"):
+            refresh(["lambda"], FetchOptions(), adapters={"lambda": FakeAdapter(shipped)}, lock_timeout_s=0.1)
+
+
+def test_history_prices_a_past_date_and_diff_shows_changes(shipped):
+    from pricing_cache.history import diff_since
+
+    lam = shipped[shipped["provider"] == "lambda"].copy()
+    old = lam.assign(as_of="2026-09-15")
+    with cache.lock():
+        cache.write_snapshot("lambda", old, regions={"done": ["us-east-1"]}, as_of="2026-09-15")
+    refresh(["lambda"], FetchOptions(), adapters={"lambda": FakeAdapter(shipped, factor=1.25)})
+    past, info = load_offers(on_date=dt.date(2026, 9, 30))
+    assert info.origins["lambda"].startswith("cache")
+    p = past[past["provider"] == "lambda"].set_index("instance_type")["usd_per_hour"]
+    assert (p == lam.set_index("instance_type")["usd_per_hour"].loc[p.index]).all()
+    d = diff_since("2026-09-30", ["lambda"])
+    assert len(d.changed) == len(lam) and not d.added and not d.removed
+    assert all(c["change_pct"] == pytest.approx(25.0, abs=0.01) for c in d.changed)
+
+
+def test_retention_deletes_old_snapshots_but_keeps_the_newest(shipped, monkeypatch):
+    lam = shipped[shipped["provider"] == "lambda"]
+    long_ago = dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)
+    with cache.lock():
+        cache.write_snapshot("lambda", lam, regions={}, as_of="2020-01-01", created_at=long_ago)
+    assert len(cache.list_snapshots("lambda")) == 1  # the only (newest) one is kept however old
+    monkeypatch.setenv("GPUOPT_RETENTION_DAYS", "30")
+    refresh(["lambda"], FetchOptions(), adapters={"lambda": FakeAdapter(shipped)})
+    snaps = cache.list_snapshots("lambda")
+    assert len(snaps) == 1 and snaps[0].as_of != "2020-01-01"
+
+
+def test_stale_prices_warn_on_every_command(shipped, monkeypatch):
+    from typer.testing import CliRunner
+
+    from gpuopt.cli import app
+
+    lam = shipped[shipped["provider"] == "lambda"].assign(as_of="2026-01-01")
+    with cache.lock():
+        cache.write_snapshot("lambda", lam, regions={"done": ["us-east-1"]}, as_of="2026-01-01")
+    monkeypatch.setenv("GPUOPT_MAX_PRICE_AGE_DAYS", "30")
+    runner = CliRunner()
+    for args in (["prices", "list", "--provider", "lambda"], ["prices", "status"],
+                 ["recommend", "--budget", "5000", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "50",
+                  "--provider", "lambda"]):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 0, r.output
+        assert "gpuopt: warning: lambda prices are" in r.stderr and "(limit 30 days)" in r.stderr
+    r = runner.invoke(app, ["prices", "list", "--provider", "lambda", "--format", "json"])
+    d = json.loads(r.stdout)
+    assert d["prices"]["providers"]["lambda"]["stale"] is True
+
+
+def test_bad_settings_are_named():
+    from typer.testing import CliRunner
+
+    from gpuopt.cli import app
+
+    os.environ["GPUOPT_MAX_PRICE_AGE_DAYS"] = "soon"
+    try:
+        r = CliRunner().invoke(app, ["prices", "list"])
+    finally:
+        del os.environ["GPUOPT_MAX_PRICE_AGE_DAYS"]
+    assert r.exit_code == 1 and r.stderr.startswith("gpuopt: error: GPUOPT_MAX_PRICE_AGE_DAYS")
+
+
+def test_import_a_skypilot_file_into_the_cache():
+    from typer.testing import CliRunner
+
+    from gpuopt.cli import app
+    from pricing_cache.build_snapshot import INPUTS_DIR
+
+    f = INPUTS_DIR / "lambda_vms_v8_gpu_us-east-1.csv"
+    r = CliRunner().invoke(app, ["prices", "import", str(f), "--format", "skypilot", "--provider", "lambda",
+                                 "--as-of", "2026-11-01", "--output", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    (snap,) = d["snapshots"]
+    assert snap["provider"] == "lambda" and snap["rows"] == 18 and snap["as_of"] == "2026-11-01"
+    assert d["skipped_by_reason"] == {"unknown_gpu": 1}
+    r = CliRunner().invoke(app, ["prices", "import", str(f), "--format", "skypilot"])
+    assert r.exit_code == 1 and "provider: a SkyPilot catalog needs --provider" in r.stderr
+    r = CliRunner().invoke(app, ["prices", "import", str(f), "--format", "xlsx", "--provider", "lambda"])
+    assert r.exit_code == 1 and r.stderr.startswith("gpuopt: error: format: unknown import format 'xlsx'")

@@ -51,6 +51,17 @@ IMPORTERS: dict[str, Importer] = {
 # --- live adapters' parse functions: aws (providers/aws.py) ---
 
 # --- live adapters' parse functions: azure (providers/azure.py) ---
+IMPORTERS.update({
+    "azure-retail": Importer("azure-retail", "providers.azure", "parse_retail_items", ("azure-retail",),
+                             "Azure Retail Prices API JSON (a response, a list of responses or a list of items): "
+                             "Linux on-demand, spot and reserved GPU VM prices"),
+    "azure-resource-skus": Importer("azure-resource-skus", "providers.azure", "parse_resource_skus", (),
+                                    "Azure Compute resource SKUs (sku.as_dict()): vCPUs, memory, restricted sizes",
+                                    kind="api"),
+    "azure-region": Importer("azure-region", "providers.azure", "parse_region", (),
+                             "Azure live adapter: one region's Retail Prices pages + resource SKUs -> offers",
+                             kind="api"),
+})
 
 # --- live adapters' parse functions: gcp (providers/gcp.py) ---
 

@@ -723,12 +723,27 @@ def parse_region(raw: Mapping[str, Any], region: str, as_of: str) -> ParseResult
     rep = _Report(SOURCE)
     full = _parse(pages, region=region, as_of=as_of, source=SOURCE, default_currency="USD", allow_free=(),
                   gpu_only=True, resource_skus=skus, rep=rep)
-    windows = full["operating_system"] == "windows"
-    if windows.any():
-        rep.notes.append(f"{int(windows.sum())} Windows price row(s) not offered (offers are Linux)")
     if skus is None:
         rep.notes.append("resource SKUs not fetched (no AZURE_SUBSCRIPTION_ID): GPUs from the documented size table, "
                          "vCPUs and memory unknown, sizes restricted for a subscription not checked")
+    return _linux_offers(full, rep, f"{SOURCE} ({region})")
+
+
+def _linux_offers(full: "pd.DataFrame", rep: _Report, what: str) -> ParseResult:
+    """The offers of a full frame: Linux rows, OFFER_COLUMNS exactly (Windows rows counted in a note)."""
+    windows = full["operating_system"] == "windows"
+    if windows.any():
+        rep.notes.append(f"{int(windows.sum())} Windows price row(s) not offered (offers are Linux)")
     offers = full.loc[~windows, list(OFFER_COLUMNS)].reset_index(drop=True)
-    check_unique(offers, f"{SOURCE} ({region})")
+    check_unique(offers, what)
     return ParseResult(offers=offers, skipped=rep.skipped, notes=rep.notes)
+
+
+def import_file(path: "str | Path", as_of: str) -> ParseResult:
+    """``gpuopt prices import FILE --format azure-retail``: a saved Retail Prices response (or a list of responses
+    or of items) -> Linux GPU offers, source ``import:<file name>``. Items must carry ``armRegionName``."""
+    name = Path(path).name
+    rep = _Report(f"import:{name}")
+    full = _parse(Path(path), region=None, as_of=as_of, source=f"import:{name}", default_currency="USD",
+                  allow_free=(), gpu_only=True, resource_skus=None, rep=rep)
+    return _linux_offers(full, rep, f"import:{name}")

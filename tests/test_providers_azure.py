@@ -542,3 +542,13 @@ def test_file_importer_accepts_a_response_a_list_of_responses_or_items(tmp_path,
         azure.parse_retail_items({"value": []})
     api = {n: i for n, i in providers.IMPORTERS.items() if i.module == "providers.azure" and i.kind == "api"}
     assert {i.function for i in api.values()} == {"parse_resource_skus", "parse_region"}
+
+
+def test_import_file_gives_linux_offers_of_a_saved_listing(tmp_path, eastus_pages):
+    path = tmp_path / "eastus.json"
+    path.write_text(json.dumps(list(eastus_pages.values())), encoding="utf-8")
+    res = azure.import_file(path, AS_OF)
+    assert list(res.offers.columns) == list(OFFER_COLUMNS)
+    assert set(res.offers["source"]) == {"import:eastus.json"}
+    assert len(res.offers) == 14 and "windows" not in res.offers.to_string().lower()
+    assert any("Windows" in n for n in res.notes)

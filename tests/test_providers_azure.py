@@ -48,6 +48,12 @@ def _one(df: pd.DataFrame, **where) -> pd.Series:
 # ---------------------------------------------------------------------------------------------------- local server
 
 
+@pytest.fixture(autouse=True)
+def _no_subscription(monkeypatch):
+    """No test may reach Azure: without a client and AZURE_SUBSCRIPTION_ID, resource SKUs are not fetched."""
+    monkeypatch.delenv("AZURE_SUBSCRIPTION_ID", raising=False)
+
+
 @pytest.fixture(scope="module")
 def server():
     srv = HTTPServer(host="127.0.0.1", port=0, threaded=True)
@@ -362,7 +368,7 @@ def test_three_pages_through_the_local_server(azure_server, eastus_pages):
     assert (first["currencyCode"], first["api-version"], first["meterRegion"]) == ("'USD'", "2023-01-01-preview",
                                                                                      "'primary'")
     assert raw["retail_pages"] == [eastus_pages[k] for k in (None, "1000", "2000")]  # unchanged payloads
-    assert raw["resource_skus"] is None or isinstance(raw["resource_skus"], list)
+    assert raw["resource_skus"] is None
 
     res = azure.parse_region({**raw, "resource_skus": None}, "eastus", AS_OF)
     o = res.offers
@@ -510,8 +516,7 @@ def test_fetch_uses_a_given_compute_client(azure_server, eastus_pages):
     assert raw["resource_skus"] == _load("resource_skus_eastus.json")
 
 
-def test_without_subscription_no_resource_skus(azure_server, eastus_pages, monkeypatch):
-    monkeypatch.delenv("AZURE_SUBSCRIPTION_ID", raising=False)
+def test_without_subscription_no_resource_skus(azure_server, eastus_pages):
     _serve(azure_server, eastus_pages)
     assert azure.fetch_region("eastus", _options(azure_server))["resource_skus"] is None
 

@@ -64,6 +64,14 @@ IMPORTERS.update({
 })
 
 # --- live adapters' parse functions: gcp (providers/gcp.py) ---
+IMPORTERS.update({
+    "gcp-skus": Importer("gcp-skus", "providers.gcp", "parse_skus", ("gcp-skus",),
+                         "Cloud Billing Catalog Compute Engine SKUs (JSON: a services.skus.list answer, a list of "
+                         "them, or a list of SKUs): GPU, core and RAM prices per region and usage type"),
+    "gcp-region": Importer("gcp-region", "providers.gcp", "parse_region", (),
+                           "GCP live adapter: one region's SKU pages -> machine type offers (core + RAM + GPUs)",
+                           kind="api"),
+})
 
 
 def importer_for_format(fmt: str) -> Importer:

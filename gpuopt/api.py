@@ -104,7 +104,12 @@ def _canonical_gpu_filter(gpus: Iterable[str], offers, all_offers=None) -> list[
         family = [k for k in known if k.lower().split("-")[0] == gl]
         match = exact or family
         if not match:
+            from gpuopt.records import CANONICAL_GPUS
+
             every = [] if all_offers is None else sorted(set(all_offers["gpu_model"].dropna().astype(str)))
+            if any(k.lower() == gl or k.lower().split("-")[0] == gl for k in CANONICAL_GPUS) and not any(
+                    k.lower() == gl or k.lower().split("-")[0] == gl for k in every):
+                raise InputError("gpu", f"'{g}' is a known GPU but no provider in the prices offers it", accepted=", ".join(known))
             if any(k.lower() == gl or k.lower().split("-")[0] == gl for k in every):
                 raise InputError("gpu", f"'{g}' is not offered by the providers/regions selected", accepted=", ".join(known))
             raise InputError("gpu", f"unknown GPU '{g}'", accepted=", ".join(known))
@@ -291,7 +296,12 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
     w = _workload(dict(task=task, model_name=model, params=params, precision=precision, context_tokens=context_tokens,
                        concurrency=concurrency, tokens_per_second=tokens_per_second, tokens=tokens,
                        deadline_hours=deadline_hours, zero_stage=zero_stage))
+    import dataclasses
+
+    from optimizer.model import usable_gpu_memory_gib
+
     g = load_gpu(gpu)
+    g = dataclasses.replace(g, memory_gib=usable_gpu_memory_gib(g.name, None, g.memory_gib))
     nums = dict(sizing.estimate(w, g))
     assumptions = list(nums.pop("assumptions", []) or [])
     if task == "serve" and tokens_per_second:
@@ -312,11 +322,18 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
 #: coefficients span more than the solver's tolerances.
 MIN_TRAIN_TOKENS = 1e6
 
+#: Deadlines gpuopt plans for: at least one hour (clouds bill by the second but a plan of minutes is not a plan
+#: of instances), at most ten years.
+MIN_DEADLINE_HOURS = 1.0
+MAX_DEADLINE_HOURS = 87_600.0
+
 
 def _positive(field_name: str, value, unit: str):
     """None, or a finite number > 0 (strings such as "1000" from notebooks are accepted)."""
     if value is None:
         return None
+    if isinstance(value, bool):
+        raise InputError(field_name, f"must be a number of {unit}, got {value!r}")
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -402,8 +419,21 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
     deadline_hours = _positive("deadline_hours", deadline_hours, "hours")
     params = _positive("params", params, "parameters")
     time_limit_s = _positive("time_limit", time_limit_s, "seconds")
-    if max_instances_per_offer is not None and max_instances_per_offer < 1:
-        raise InputError("max_instances", f"must be at least 1, got {max_instances_per_offer}")
+    if max_instances_per_offer is not None and (isinstance(max_instances_per_offer, bool)
+                                                or not isinstance(max_instances_per_offer, int)
+                                                or max_instances_per_offer < 1):
+        raise InputError("max_instances", f"must be a whole number of at least 1, got {max_instances_per_offer!r}")
+    if allow_spot is not None and not isinstance(allow_spot, bool):
+        raise InputError("allow_spot", f"must be True or False, got {allow_spot!r}", accepted="True, False")
+    if catalog is not None and not isinstance(catalog, (str, Path)):
+        raise InputError("catalog", f"must be a file path, got {catalog!r}")
+    if deadline_hours is not None and not (MIN_DEADLINE_HOURS <= deadline_hours <= MAX_DEADLINE_HOURS):
+        raise InputError("deadline_hours", f"must be between {MIN_DEADLINE_HOURS:g} and {MAX_DEADLINE_HOURS:g} hours "
+                         f"(10 years), got {deadline_hours:g}")
+    if task is not None:
+        task = str(task).lower()
+    if precision is not None:
+        precision = str(precision).lower()
     gpus, providers, regions, pricing = (_names(x) for x in (gpus, providers, regions, pricing))
     spec = resolve_workload(
         dict(task=task, model=model, params=params, tokens_per_second=tokens_per_second, tokens=tokens,

@@ -21,8 +21,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
-prices_app = typer.Typer(help="Inspect the GPU prices gpuopt plans with.", no_args_is_help=True)
+prices_app = typer.Typer(help="Inspect, refresh, import and compare the GPU prices gpuopt plans with.",
+                         no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]})
 app.add_typer(prices_app, name="prices")
 
 FORMATS = ("table", "json")
@@ -69,7 +71,7 @@ CatalogOpt = Annotated[Optional[Path], typer.Option("--catalog", help="Plan over
 
 @app.command()
 def recommend(
-    budget: Annotated[Optional[float], typer.Option(help="Monthly budget in USD.")] = None,
+    budget: Annotated[Optional[float], typer.Option(help="Budget in USD: per month for serve; for the whole job for train/finetune.")] = None,
     model: Annotated[Optional[str], typer.Option(help="Model name or Hugging Face repo, e.g. meta-llama/Llama-2-70b-hf.")] = None,
     params: Annotated[Optional[float], typer.Option(help="Parameter count, for a model not in the table (e.g. 13e9).")] = None,
     task: Annotated[Optional[str], typer.Option(help="serve, train or finetune (full fine-tune).")] = None,

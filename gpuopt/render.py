@@ -76,7 +76,7 @@ def recommend(result, fmt: str) -> None:
         t = Table(title="Sizing: one replica", title_justify="left")
         for col in ("GPU shape", "GPUs/replica", "memory GiB/replica", "memory GiB/GPU", "tokens/s/replica"):
             t.add_column(col, justify="right" if col != "GPU shape" else "left")
-        used = {f"{ln.gpu_model} x{ln.gpu_count:g}" for ln in plan.lines}
+        used = {ln.gpu_shape for ln in plan.lines}
         rows = [s for s in plan.sizing if s["gpu_shape"] in used] or plan.sizing[:8]
         for s in rows:
             t.add_row(s["gpu_shape"], f"{s['gpus_per_replica']:g}", f"{s['memory_gib_per_replica']:,.1f}",

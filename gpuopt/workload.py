@@ -164,7 +164,7 @@ def resolve_workload(options: dict[str, Any], workload_file: str | Path | None, 
     else:
         base = WorkloadSpec(origin="command-line options")
     if base.origin != "command-line options" and any(
-            v not in (None, [], ()) for k, v in options.items() if k not in ("budget",)):
+            v not in (None, [], ()) for k, v in options.items() if k != "budget" or base.budget is not None):
         base.origin += " with command-line options over it"
     if options.get("model") is not None and base.params is not None:
         base.params = None  # --model replaces the file's parameter count
@@ -173,6 +173,9 @@ def resolve_workload(options: dict[str, Any], workload_file: str | Path | None, 
     spec = base.merged(options)
     if spec.task is None:
         spec.task = "serve"
+    spec.task = spec.task.lower()
+    if spec.precision:
+        spec.precision = spec.precision.lower()
     if spec.task not in TASKS:
         raise InputError("task", f"unknown task '{spec.task}'", accepted=", ".join(TASKS))
     bad = [p for p in spec.pricing if p not in PRICING_MODELS]

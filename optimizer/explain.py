@@ -40,6 +40,7 @@ class PlanLine:
     gpu_memory_gib: float
     replicas: int
     gpus_per_replica: float
+    gpu_shape: str
     upfront_usd: float
     commitment_usd: float
     break_even_utilization: float | None
@@ -103,8 +104,10 @@ def on_demand_rates(offers) -> dict[tuple[str, str, str], float]:
     }
 
 
-def plan_lines(problem: PlanProblem, sol: Solution, od_rates: dict) -> list[PlanLine]:
-    """The plan's lines, cheapest first. Training hourly lines: count = ceil(unit-hours / H), hours spread evenly."""
+def plan_lines(problem: PlanProblem, sol: Solution, od_rates: dict) -> tuple[list[PlanLine], float]:
+    """The plan's lines, dearest first, and their total cost unrounded (lines carry money rounded to cents).
+    Training hourly lines: count = ceil(unit-hours / H), hours spread evenly over the count."""
+    raw_total = 0.0
     by_key = {c.key: c for c in problem.candidates}
     lines = []
     keys = set(sol.units) | set(sol.unit_hours)
@@ -128,6 +131,7 @@ def plan_lines(problem: PlanProblem, sol: Solution, od_rates: dict) -> list[Plan
             cost = c.usd_per_unit_hour * hours * units
         if units <= 0:
             continue
+        raw_total += cost
         count = units * c.instances_per_unit
         term = TERM_HOURS.get(o["pricing"], 0.0)
         upfront = float(o.get("upfront_usd") or 0.0) * count
@@ -138,16 +142,18 @@ def plan_lines(problem: PlanProblem, sol: Solution, od_rates: dict) -> list[Plan
             PlanLine(
                 provider=o["provider"], region=o["region"], zone=str(o.get("zone") or ""),
                 instance_type=o["instance_type"], pricing=o["pricing"], payment=str(o.get("payment") or ""),
-                count=int(count), hours=round(hours, 2), usd_per_hour=float(o["usd_per_hour"]),
+                count=int(count), hours=round(hours, 4), usd_per_hour=float(o["usd_per_hour"]),
                 monthly_usd=round(cost, 2), gpu_model=o["gpu_model"], gpu_count=float(o["gpu_count"]),
                 gpu_memory_gib=float(o["gpu_memory_gib"]), replicas=int(units * c.replicas_per_unit),
-                gpus_per_replica=float(c.sizing.gpus_per_replica), upfront_usd=round(upfront, 2),
+                gpus_per_replica=float(c.sizing.gpus_per_replica),
+                gpu_shape=c.shape,
+                upfront_usd=round(upfront, 2),
                 commitment_usd=round(commitment, 2), break_even_utilization=None if be is None else round(be, 4),
                 source=str(o.get("source") or ""), as_of=str(o.get("as_of") or ""), estimated=is_estimated(o.get("source") or ""),
             )
         )
     lines.sort(key=lambda ln: (-ln.monthly_usd, ln.provider, ln.region, ln.instance_type))
-    return lines
+    return lines, raw_total
 
 
 def capacity_summary(problem: PlanProblem, lines: list[PlanLine], sol: Solution) -> dict[str, Any]:
@@ -158,17 +164,23 @@ def capacity_summary(problem: PlanProblem, lines: list[PlanLine], sol: Solution)
         for key, units in sol.units.items():
             c = by_key[key]
             if c.committed:
-                done += c.throughput_per_unit * 3600.0 * problem.run_hours * units
+                done += c.throughput_per_unit * 3600.0 * problem.committed_work_hours(c) * units
         for key, uh in sol.unit_hours.items():
             done += by_key[key].throughput_per_unit * 3600.0 * uh
-        finish = max((ln.hours if ln.pricing not in TERM_HOURS else problem.run_hours for ln in lines), default=0.0)
+        finish = 0.0
+        for key in set(sol.units) | set(sol.unit_hours):
+            c = by_key[key]
+            if c.committed and sol.units.get(key):
+                finish = max(finish, problem.committed_work_hours(c))
+        finish = max([finish] + [ln.hours for ln in lines if ln.pricing not in TERM_HOURS])
         return {"work_flops_needed": problem.work_flops, "work_flops_planned": done,
                 "deadline_hours": problem.run_hours, "finish_hours": round(finish, 2)}
     cap = 0.0
     for key, units in sol.units.items():
         cap += by_key[key].throughput_per_unit * units
-    return {"tokens_per_second_needed": problem.demand_tokens_per_second, "tokens_per_second_planned": round(cap, 2),
-            "headroom_pct": round(100.0 * (cap / problem.demand_tokens_per_second - 1.0), 2) if problem.demand_tokens_per_second else None}
+    need = problem.demand_tokens_per_second
+    return {"tokens_per_second_needed": need, "tokens_per_second_planned": cap,
+            "headroom_pct": round(100.0 * (cap / need - 1.0), 2) if need else None}
 
 
 def binding_constraints(problem: PlanProblem, lines: list[PlanLine], capacity: dict, total_usd: float) -> list[str]:
@@ -177,7 +189,7 @@ def binding_constraints(problem: PlanProblem, lines: list[PlanLine], capacity: d
     if problem.is_training:
         out.append(f"work: {capacity['work_flops_planned']:.3g} FLOPs planned for {capacity['work_flops_needed']:.3g} needed (binding)")
         if capacity["finish_hours"] >= problem.run_hours - 1e-6:
-            out.append(f"deadline: hourly instances run the full {problem.run_hours:g} h before the deadline (binding: a later deadline would need fewer instances, not less money)")
+            out.append(f"deadline: the plan uses the full {problem.run_hours:g} h before the deadline (binding: a later deadline would need fewer instances)")
         else:
             out.append(f"deadline: the plan finishes in {capacity['finish_hours']:g} h of {problem.run_hours:g} h (not binding)")
     else:

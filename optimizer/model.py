@@ -29,10 +29,16 @@ Variables
 
 Constraints
     serving:   sum_c th_c U_c >= d
-    training:  sum_{c in commit} th_c 3600 H U_c + sum_{c in hourly} th_c 3600 Y_c >= W
+    (the demand/work row is scaled to a right-hand side of ROW_SCALE = 1000, which makes the solvers' absolute
+    feasibility tolerance (1e-7) negligible; coefficients of integer variables are capped at ROW_SCALE, which
+    keeps every integer solution (one unit that covers the whole demand covers it either way) and keeps tiny
+    demands from giving huge coefficients; the plan is checked again after solving)
+    training:  sum_{c in commit} th_c 3600 min(H, T_c) U_c + sum_{c in hourly} th_c 3600 Y_c >= W
+               (a reservation works at most its term T_c = 8,760 or 26,280 h)
                Y_c <= H U_c                                   (a unit runs at most H hours before the deadline)
     budget:    cost <= B                                      (only when a budget is given)
-    limits:    k U_c <= max_instances_per_offer               (when given)
+    limits:    sum over the offers of one instance type in one region (all pricing models, payments
+               and zones) of k U_c <= max_instances (a quota is per instance type and region)
 
 Objective (minimize cost over the plan horizon)
     serving:   sum_{commit} p_c M_c U_c + sum_{hourly} p_c H U_c          (USD per month)
@@ -61,6 +67,9 @@ SPOT_INTERRUPTION_OVERHEAD = 0.10
 
 COMMITTED = frozenset({"reserved_1y", "reserved_3y"})
 
+#: Right-hand side the demand/work row is scaled to (see the module docstring).
+ROW_SCALE = 1000.0
+
 #: Largest tensor/pipeline replica gpuopt will build (GPUs); beyond it the planner reports "does not fit".
 MAX_GPUS_PER_REPLICA = 64
 
@@ -81,6 +90,7 @@ class Candidate:
     sizing: "ReplicaSizing"
     usd_per_unit_hour: float
     throughput_per_unit: float
+    shape: str = ""
 
     @property
     def committed(self) -> bool:
@@ -99,7 +109,8 @@ class PlanProblem:
         run_hours: H, hours hourly units may run (730 for serving; the deadline for training).
         horizon_hours: the plan horizon (730 for serving; the deadline for training).
         budget_usd: serving: USD per month; training: USD for the whole job; or None.
-        max_instances_per_offer: cap on instances of one offer, or None.
+        max_instances_per_offer: cap on instances of one instance type in one region (over its pricing models,
+            payments and zones), or None.
         rejected: why offers were not candidates: reason -> count.
         pruned: number of dominated candidates dropped before building the model.
     """
@@ -125,6 +136,10 @@ class PlanProblem:
         if self.is_training:
             return TERM_HOURS[c.offer["pricing"]]
         return HOURS_PER_MONTH
+
+    def committed_work_hours(self, c: "Candidate") -> float:
+        """Hours a committed unit works for a training job: min(deadline, its term)."""
+        return min(self.run_hours, TERM_HOURS[c.offer["pricing"]])
 
     def horizon_cost_per_unit(self, c: "Candidate") -> float:
         """Fixed USD cost of one unit over the plan (committed: M_c hours; serving hourly: H hours)."""
@@ -213,7 +228,7 @@ def candidates_for(
             continue
         # Size against the offer's own per-GPU memory (AWS reports an L4 as 22.35 GiB, not the datasheet's 24 GB;
         # a user catalog may say less): the datasheet row gives bandwidth and FLOPs only.
-        mem = float(off["gpu_memory_gib"]) if off.get("gpu_memory_gib") == off.get("gpu_memory_gib") else gpu.memory_gib
+        mem = usable_gpu_memory_gib(gm, off.get("gpu_memory_gib"), gpu.memory_gib)
         shape_key = (gm, float(off["gpu_count"]), str(off["interconnect"]), round(mem, 4))
         if shape_key not in shapes:
             g = dataclasses.replace(gpu, memory_gib=mem) if abs(mem - gpu.memory_gib) > 1e-9 else gpu
@@ -222,7 +237,8 @@ def candidates_for(
         if k is None:
             rejected["does_not_fit"] = rejected.get("does_not_fit", 0) + 1
             continue
-        sizing_by_gpu[f"{gm} x{off['gpu_count']:g}"] = s
+        label = shape_label(gm, float(off["gpu_count"]), mem, str(off["interconnect"]))
+        sizing_by_gpu[label] = s
         if workload.task == "serve":
             theta = s.tokens_per_second_per_replica
         else:
@@ -242,9 +258,36 @@ def candidates_for(
                 sizing=s,
                 usd_per_unit_hour=k * float(off["usd_per_hour"]),
                 throughput_per_unit=r * theta,
+                shape=label,
             )
         )
     return cands, rejected, sizing_by_gpu
+
+
+def usable_gpu_memory_gib(gpu_model: str, offered: float | None, datasheet_gib: float) -> float:
+    """Memory of one GPU to size with, GiB: the smaller of the offer's figure and the memory the clouds report
+    for that GPU (providers.gpu_names.GPU_MEMORY_MIB: AWS reports an L4 as 22,888 MiB = 22.35 GiB, although
+    catalogs that copy the datasheet say "24"), so the same GPU is sized the same on every provider. A user
+    catalog that says less (a partitioned GPU) is honoured."""
+    from providers.gpu_names import GPU_MEMORY_MIB
+
+    vals = [datasheet_gib]
+    if offered is not None and offered == offered and offered > 0:
+        vals = [float(offered)]
+    reported = GPU_MEMORY_MIB.get(gpu_model)
+    if reported:
+        vals.append(reported / 1024.0)
+    return min(vals)
+
+
+def shape_label(gpu_model: str, gpu_count: float, memory_gib: float, interconnect: str) -> str:
+    """How a GPU shape is named in the sizing table, e.g. "L4 x4 (22.35 GiB, pcie)"."""
+    return f"{gpu_model} x{gpu_count:g} ({memory_gib:.4g} GiB, {interconnect})"
+
+
+def instance_group(c: "Candidate") -> tuple[str, str, str]:
+    """(provider, region, instance_type): the level at which clouds set quotas (--max-instances)."""
+    return (str(c.offer["provider"]), str(c.offer["region"]), str(c.offer["instance_type"]))
 
 
 def prune_dominated(cands: list[Candidate], problem: "PlanProblem") -> tuple[list[Candidate], int]:
@@ -306,7 +349,7 @@ def build_model(problem: PlanProblem) -> tuple["pulp.LpProblem", dict[str, "pulp
         U[c.key] = u
         if c.committed:
             cost_terms[u] = c.usd_per_unit_hour * problem.committed_hours(c)
-            cap_terms[u] = c.throughput_per_unit * (3600.0 * H if problem.is_training else 1.0)
+            cap_terms[u] = c.throughput_per_unit * (3600.0 * problem.committed_work_hours(c) if problem.is_training else 1.0)
         elif problem.is_training:
             y = pulp.LpVariable(f"Y_{i}", lowBound=0)
             Y[c.key] = y
@@ -316,8 +359,6 @@ def build_model(problem: PlanProblem) -> tuple["pulp.LpProblem", dict[str, "pulp
         else:
             cost_terms[u] = c.usd_per_unit_hour * H
             cap_terms[u] = c.throughput_per_unit
-        if problem.max_instances_per_offer is not None:
-            m += pulp.LpAffineExpression({u: float(c.instances_per_unit)}) <= problem.max_instances_per_offer, f"cap_{i}"
     cost = pulp.LpAffineExpression(cost_terms)
     m += cost
     # The work/demand row is scaled to a right-hand side of 1: FLOP counts (~1e21) would otherwise meet the
@@ -325,8 +366,18 @@ def build_model(problem: PlanProblem) -> tuple["pulp.LpProblem", dict[str, "pulp
     need = float(problem.work_flops if problem.is_training else problem.demand_tokens_per_second)
     if need <= 0:
         raise InputError("workload", "the demand or work to plan for must be greater than 0")
-    scaled = pulp.LpAffineExpression({v: a / need for v, a in cap_terms.items()})
-    m += scaled >= 1.0, ("work" if problem.is_training else "demand")
+    integer = {id(u) for u in U.values()}
+    scaled = pulp.LpAffineExpression({
+        v: (min(a / need * ROW_SCALE, ROW_SCALE) if id(v) in integer else a / need * ROW_SCALE)
+        for v, a in cap_terms.items()})
+    m += scaled >= ROW_SCALE, ("work" if problem.is_training else "demand")
+    if problem.max_instances_per_offer is not None:
+        groups: dict[tuple, dict] = {}
+        for c in problem.candidates:
+            g = groups.setdefault(instance_group(c), {})
+            g[U[c.key]] = g.get(U[c.key], 0.0) + float(c.instances_per_unit)
+        for j, (grp, terms) in enumerate(sorted(groups.items())):
+            m += pulp.LpAffineExpression(terms) <= problem.max_instances_per_offer, f"cap_{j}"
     m += pulp.LpAffineExpression({u: 1.0 for u in U.values()}) >= 1.0, "at_least_one_unit"
     if problem.budget_usd is not None:
         # half a cent of slack: a budget equal to the displayed (rounded) cost must be accepted

@@ -75,6 +75,62 @@ def _solve(problem: PlanProblem, solver: str, time_limit_s: float):
     return solve(model, U, Y, solver=solver, time_limit_s=time_limit_s)
 
 
+def _plan_cost(problem: PlanProblem, sol) -> float:
+    """The plan's cost computed from its units (not the solver's objective value, which carries its tolerance)."""
+    by = {c.key: c for c in problem.candidates}
+    total = 0.0
+    for k, u in sol.units.items():
+        c = by[k]
+        if c.committed or not problem.is_training:
+            total += problem.horizon_cost_per_unit(c) * u
+    for k, uh in sol.unit_hours.items():
+        total += by[k].usd_per_unit_hour * uh
+    return total
+
+
+def _top_up_training(problem: PlanProblem, sol):
+    """Training: raise the hourly unit-hours (continuous) so the work is met exactly, when the solver left it short
+    by no more than its tolerance (never more than 1e-6 of the work)."""
+    import dataclasses
+
+    if not problem.is_training or not sol.unit_hours:
+        return sol
+    by = {c.key: c for c in problem.candidates}
+    committed = sum(by[k].throughput_per_unit * 3600.0 * problem.committed_work_hours(by[k]) * u
+                    for k, u in sol.units.items() if by[k].committed)
+    hourly = sum(by[k].throughput_per_unit * 3600.0 * uh for k, uh in sol.unit_hours.items())
+    short = problem.work_flops - committed - hourly
+    if short <= 0 or hourly <= 0 or short > 1e-6 * problem.work_flops:
+        return sol
+    f = (hourly + short) / hourly * (1 + 1e-12)
+    return dataclasses.replace(sol, unit_hours={k: uh * f for k, uh in sol.unit_hours.items()})
+
+
+def _solver_reason(workload, cands, problem: PlanProblem, sol, rejected, solver, time_limit_s) -> dict:
+    """Why the solver found no plan, in the user's terms."""
+    if sol.status == "not_solved":
+        return {"kind": "solver", "message": (f"the {solver} solver found no plan within --time-limit {time_limit_s:g} s"
+                                              f"{': ' + sol.message if getattr(sol, 'message', '') else ''}; "
+                                              "raise --time-limit or narrow the choice (--provider, --region, --gpu)")}
+    if sol.status == "infeasible" and problem.max_instances_per_offer is not None:
+        free = _prune(_problem(workload, cands, None, None, rejected))
+        s2 = _solve(free, solver, time_limit_s)
+        if s2.status in ("optimal", "time_limit"):
+            by = {c.key: c for c in free.candidates}
+            counts = {}
+            for k, u in list(s2.units.items()):
+                c = by[k]
+                from optimizer.model import instance_group
+                g = instance_group(c)
+                counts[g] = counts.get(g, 0) + u * c.instances_per_unit
+            most = max(counts.values()) if counts else 0
+            return {"kind": "max_instances", "message": (
+                f"the demand cannot be met with at most {problem.max_instances_per_offer} instances of any one instance "
+                f"type per region (--max-instances); the cheapest plan without that cap uses {most} of one type: raise "
+                "--max-instances or allow more providers, regions or GPUs")}
+    return {"kind": "solver", "message": f"the solver ended with status '{sol.status}'"}
+
+
 def _shortfall(problem: PlanProblem, capacity: dict) -> str | None:
     """Check the solved plan really meets the demand (never trust the solver's word alone)."""
     if problem.is_training:
@@ -83,7 +139,7 @@ def _shortfall(problem: PlanProblem, capacity: dict) -> str | None:
     else:
         need, got = capacity["tokens_per_second_needed"], capacity["tokens_per_second_planned"]
         what = "tokens/s"
-    if need and got < need * (1 - 1e-6):
+    if need and got < need * (1 - 1e-9):
         return (f"the solver's plan gives {got:.6g} {what} for {need:.6g} needed (numerical trouble): "
                 "no plan is shown rather than a wrong one; try other limits or --solver highs")
     return None
@@ -162,6 +218,16 @@ def plan(
     result.solver = {"name": solver, "candidates": len(cands), "rejected": dict(rejected)}
     if not cands:
         result.reason = _no_fit_reason(workload, offers, rejected)
+        if all_cands:
+            offered = sorted({c.offer["pricing"] for c in all_cands})
+            result.reason = {"kind": "pricing", "message": (
+                f"none of the offers that can hold a replica is sold as {', '.join(sorted(allowed)) or 'the pricing asked'}"
+                f"; they are offered as: {', '.join(offered)} (change --pricing"
+                + (" or add --allow-spot" if "spot" in offered and not allow_spot else "") + ")")}
+        elif rejected and set(rejected) <= {"no_spec", "pricing_not_allowed", "spot_not_allowed"}:
+            result.reason = {"kind": "no_spec", "message": (
+                "the GPUs offered here have no datasheet row in gpuopt's spec table, so a replica cannot be sized "
+                f"on them ({rejected.get('no_spec', 0)} offers); choose another --gpu (see `gpuopt estimate --list-models`)")}
         return result
 
     problem = _prune(_problem(workload, cands, budget_usd, max_instances_per_offer, rejected))
@@ -171,27 +237,29 @@ def plan(
     if sol.status == "infeasible" and problem.budget_usd is not None:
         free = _prune(_problem(workload, cands, None, max_instances_per_offer, rejected))
         sol_free = _solve(free, solver, time_limit_s)
-        if sol_free.status in ("optimal", "time_limit") and sol_free.objective > problem.budget_usd:
-            need = sol_free.objective
+        if sol_free.status in ("optimal", "time_limit") and _plan_cost(free, sol_free) > problem.budget_usd:
+            need = _plan_cost(free, sol_free)
+            per = "for the whole job" if free.is_training else "per month"
             result.reason = {
                 "kind": "budget",
-                "message": (f"the budget is too small: the cheapest plan that meets the demand costs ${need:,.2f} per month; "
+                "message": (f"the budget is too small: the cheapest plan that meets the demand costs ${need:,.2f} {per}; "
                             f"--budget {budget_usd:,.2f} falls short by ${need - budget_usd:,.2f}. Raise --budget to at least "
-                            f"{math.ceil(need * 100) / 100:,.2f}"),
+                            f"{need:,.2f}"),
                 "budget_needed_usd": round(need, 2),
                 "budget_usd": budget_usd,
             }
             return result
     if sol.status not in ("optimal", "time_limit"):
         result.status = sol.status if sol.status != "infeasible" else "infeasible"
-        result.reason = {"kind": "solver", "message": f"the solver ended with status '{sol.status}'"}
+        result.reason = _solver_reason(workload, cands, problem, sol, rejected, solver, time_limit_s)
         return result
 
+    sol = _top_up_training(problem, sol)
     od = on_demand_rates(offers)
-    lines = plan_lines(problem, sol, od)
+    lines, raw_total = plan_lines(problem, sol, od)
     result.status = sol.status
     result.lines = lines
-    result.total_usd = round(sum(ln.monthly_usd for ln in lines), 2)
+    result.total_usd = round(raw_total, 2)
     result.total_monthly_usd = result.total_usd
     result.capacity = capacity_summary(problem, lines, sol)
     short = _shortfall(problem, result.capacity)
@@ -241,9 +309,9 @@ def _strategies(workload, cands, max_inst, rejected, solver, time_limit_s, allow
             out[name] = {"status": "no_offers", "monthly_usd": None}
             continue
         p = _prune(_problem(workload, sub, None, max_inst, rejected))
-        s = _solve(p, solver, time_limit_s)
+        s = _top_up_training(p, _solve(p, solver, time_limit_s))
         if s.status in ("optimal", "time_limit"):
-            monthly = s.objective
+            monthly = _plan_cost(p, s)
             out[name] = {"status": s.status, "monthly_usd": round(monthly, 2),
                          "allowed_in_this_plan": set(models) <= allowed}
         else:

@@ -41,6 +41,7 @@ class Solution:
     unit_hours: dict[str, float]
     solver: str
     seconds: float
+    message: str = ""
 
 
 def _solver(name: str, time_limit_s: float):
@@ -89,8 +90,16 @@ def solve(model: "pulp.LpProblem", U: dict, Y: dict, *, solver: str = "cbc", tim
     import pulp
 
     t0 = time.perf_counter()
-    with _quiet_stdout():
-        model.solve(_solver(solver, time_limit_s))
+    backend = _solver(solver, time_limit_s)
+    try:
+        with _quiet_stdout():
+            model.solve(backend)
+    except Exception as exc:  # a solver that crashes on a degenerate model is a result, not a traceback
+        import pulp
+
+        if isinstance(exc, (pulp.PulpError, IndexError, ValueError, ArithmeticError)):
+            return Solution("not_solved", None, {}, {}, solver, time.perf_counter() - t0, f"{type(exc).__name__}: {exc}")
+        raise
     secs = time.perf_counter() - t0
     sol_status = getattr(model, "sol_status", None)
     if model.status == pulp.LpStatusInfeasible or sol_status == pulp.LpSolutionInfeasible:

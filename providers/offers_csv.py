@@ -190,9 +190,17 @@ def parse_offers_csv(text: str, name: str = "<text>") -> "pd.DataFrame":
 def _check_reserved_below_on_demand(rows: list[dict[str, Any]], lines: dict) -> None:
     """A reserved effective rate above the on-demand rate of the same instance type and region is a price read
     in the wrong unit (PRICE_FAULTS BUG-01: a reservation quoted as a total for the term, read as hourly), never a
-    real offer: refuse it, naming the line."""
+    real offer; a spot rate not below on-demand is a placeholder (as in the SkyPilot catalogs): refuse both,
+    naming the line."""
     od = {(r["provider"], r["region"], r["instance_type"]): r["usd_per_hour"] for r in rows if r["pricing"] == "on_demand"}
     for r in rows:
+        if r["pricing"] == "spot":
+            base = od.get((r["provider"], r["region"], r["instance_type"]))
+            if base is not None and r["usd_per_hour"] >= base:
+                line = lines[tuple(r[c] for c in OFFER_KEY)]
+                raise _err(line, f"spot usd_per_hour {r['usd_per_hour']:g} is not below the on-demand rate {base:g} of "
+                                 f"{r['instance_type']} in {r['region']} (a placeholder, not a spot price)")
+            continue
         if r["pricing"] not in TERM_HOURS:
             continue
         base = od.get((r["provider"], r["region"], r["instance_type"]))

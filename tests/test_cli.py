@@ -35,7 +35,7 @@ def test_recommend_serve_70b_json_meets_demand_and_memory():
     assert d["total_monthly_usd"] == pytest.approx(sum(ln["monthly_usd"] for ln in d["lines"]), abs=0.05)
     for ln in d["lines"]:
         # each replica's GPUs hold the replica: GPUs per replica x per-GPU memory >= the sizing's memory per replica
-        shape = next(s for s in d["sizing"] if s["gpu_shape"] == f"{ln['gpu_model']} x{ln['gpu_count']:g}")
+        shape = next(s for s in d["sizing"] if s["gpu_shape"] == ln["gpu_shape"])
         assert shape["gpus_per_replica"] * ln["gpu_memory_gib"] >= shape["memory_gib_per_replica"]
         assert shape["memory_gib_per_replica"] > 128  # 69e9 params x 2 bytes = 128.5 GiB of bf16 weights alone
     assert d["strategies"]["all_on_demand"]["monthly_usd"] >= d["total_monthly_usd"]

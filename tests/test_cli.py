@@ -181,3 +181,37 @@ def test_options_that_do_not_apply_are_reported():
 def test_version_and_bare_command():
     r = _run("--version")
     assert r.exit_code == 0 and r.stdout.startswith("gpuopt ")
+
+
+def test_no_plan_reasons_name_the_cause():
+    r = _run("recommend", "--budget", "50000", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "100",
+             "--provider", "lambda", "--pricing", "reserved_3y")
+    assert r.exit_code == 1 and "is sold as reserved_3y; they are offered as: on_demand" in r.stderr
+    r = _run("recommend", "--budget", "50000", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "100",
+             "--gpu", "A6000")
+    assert r.exit_code == 1 and "no datasheet row" in r.stderr
+    r = _run("recommend", "--budget", "1e9", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "1e6",
+             "--provider", "lambda", "--max-instances", "1")
+    assert r.exit_code == 1 and "--max-instances" in r.stderr and "cheapest plan without that cap uses" in r.stderr
+    r = _run("recommend", "--budget", "50000", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "100",
+             "--gpu", "MI300X")
+    assert r.exit_code == 1 and "no provider in the prices offers it" in r.stderr
+
+
+def test_training_budget_is_for_the_job():
+    r = _run("recommend", "--budget", "10", "--model", "meta-llama/Llama-2-7b-hf", "--task", "train", "--tokens", "2e10")
+    assert r.exit_code == 1 and "for the whole job" in r.stderr
+
+
+def test_same_gpu_same_memory_on_every_provider():
+    # L4: AWS reports 22,888 MiB = 22.35 GiB; GCP's catalog says 24 (the datasheet's GB): both are sized at 22.35
+    d = _json(_run("recommend", "--budget", "50000", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "50",
+                   "--gpu", "L4", "--concurrency", "1", "--context", "1024", "--format", "json"))
+    assert all("22.35 GiB" in s["gpu_shape"] for s in d["sizing"])
+    e = _json(_run("estimate", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "L4", "--format", "json"))
+    assert any("22.35" in a for a in e["assumptions"])
+
+
+def test_help_short_option():
+    assert _run("-h").exit_code == 0
+    assert "refresh" in _run("prices", "-h").stdout

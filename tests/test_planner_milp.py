@@ -138,3 +138,41 @@ def test_training_pruning_keeps_the_optimum(specs, unit_hours, deadline):
     assert s_full.status == s_pruned.status
     if s_full.status == "optimal":
         assert s_pruned.objective == pytest.approx(s_full.objective, rel=1e-6)
+
+
+def test_training_reservation_works_at_most_its_term():
+    # A 1-year reservation (8,760 h) cannot work 20,000 h: with a 20,000 h deadline and 15,000 unit-hours of work,
+    # two reservations (17,520 unit-hours, 2 x 10,512 = 21,024 USD) beat one plus 6,240 on-demand unit-hours
+    # (10,512 + 12,480 = 22,992) and all on-demand (30,000). Counting one reservation for all 20,000 h would
+    # wrongly give 10,512.
+    cands = [_cand(0, 2.0, 1e15), _cand(1, 1.2, 1e15, "reserved_1y")]
+    sol = require_optimal(solve(*build_model(_train_problem(cands, 15000 * 3600e15, 20000.0))))
+    assert sol.objective == pytest.approx(21024.0, rel=1e-6)
+    assert sol.units["k1|reserved_1y"] == 2
+
+
+def test_demand_exactly_equal_to_capacity_needs_no_extra_unit():
+    # 2 units of 225.05627159352165 tok/s give exactly 450.1125431870433: no third unit for a solver tolerance
+    cands = [_cand(0, 1.0, 225.05627159352165)]
+    sol = require_optimal(solve(*build_model(_serve_problem(cands, 450.1125431870433))))
+    assert sol.units == {"k0|on_demand": 2}
+
+
+def test_huge_demand_is_met_in_full():
+    # 1e10 tok/s with 8,477.32 tok/s units: ceil(1e10 / 8477.32) = 1,179,622 units; a tolerance of 1e-7 on an
+    # unscaled row would accept 1,179,621 (short by ~2,000 tok/s)
+    cands = [_cand(0, 1.0, 8477.32)]
+    sol = require_optimal(solve(*build_model(_serve_problem(cands, 1e10))))
+    assert sol.units["k0|on_demand"] == math.ceil(1e10 / 8477.32)
+
+
+def test_max_instances_caps_an_instance_type_across_pricing_models():
+    # quota of 2 instances of t0 in r1, whatever the pricing model: 2 on-demand + 2 reserved would break it
+    cands = [_cand(0, 1.0, 100.0), _cand(0, 0.6, 100.0, "reserved_1y")]
+    p = _serve_problem(cands, 350.0)
+    p.max_instances_per_offer = 3
+    sol = solve(*build_model(p))
+    assert sol.status == "infeasible"  # 4 instances of t0 are needed
+    p.max_instances_per_offer = 4
+    sol = require_optimal(solve(*build_model(p)))
+    assert sum(sol.units.values()) == 4

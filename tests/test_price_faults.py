@@ -95,3 +95,27 @@ def test_snapshot_has_no_zero_or_missing_prices_and_one_row_per_key():
     assert df.groupby(key, dropna=False).size().max() == 1
     # GPU counts stay floats (fractional GPUs exist: AWS g6f, Azure NVads A10 v5)
     assert df["gpu_count"].dtype == "float64"
+
+
+def test_catalog_spot_not_below_on_demand_is_a_placeholder():
+    text = HEADER + ("aws,us-east-1,g6.xlarge,L4,1,24,on_demand,,0.805\n"
+                     "aws,us-east-1,g6.xlarge,L4,1,24,spot,,0.805\n")
+    with pytest.raises(InputError, match="line 3: spot usd_per_hour 0.805 is not below the on-demand rate"):
+        parse_offers_csv(text, "t.csv")
+
+
+@pytest.mark.parametrize("kw, field", [
+    ({"max_instances_per_offer": 1.5}, "max_instances"),
+    ({"max_instances_per_offer": float("inf")}, "max_instances"),
+    ({"allow_spot": "no"}, "allow_spot"),
+    ({"budget": True}, "budget"),
+    ({"catalog": 123}, "catalog"),
+    ({"deadline_hours": 1e9, "task": "train", "tokens": 1e9}, "deadline_hours"),
+])
+def test_python_api_input_checks(kw, field):
+    import gpuopt
+
+    args = {"budget": 1000, "model": "meta-llama/Llama-2-7b-hf", "tokens_per_second": 10, **kw}
+    with pytest.raises(InputError) as exc:
+        gpuopt.recommend(**args)
+    assert exc.value.field == field

@@ -1,0 +1,1207 @@
+"""AWS live price adapter: the Pricing API (on-demand + reserved), EC2 ``describe_instance_types`` (GPU facts) and
+EC2 ``describe_spot_price_history`` (spot), following the contract of :mod:`providers.base`.
+
+Functions
+=========
+
+* :func:`list_regions`, :func:`fetch_region` (I/O only) and :func:`parse_region` (pure) — the live adapter.
+* :func:`parse_price_list` — Pricing API ``PriceList`` entries -> one row per (instance type, region, term).
+* :func:`parse_bulk_csv` — the AWS bulk offer file ``AmazonEC2/.../index.csv`` -> the same rows.
+* :func:`parse_instance_types` — ``describe_instance_types`` pages -> GPU facts per instance type.
+* :func:`parse_spot_history` — ``describe_spot_price_history`` pages -> newest Linux price per (type, zone).
+* :func:`import_file` — ``gpuopt prices import FILE --format aws-price-list|aws-bulk-csv`` (offers + skipped).
+
+Price list rows (PRICE_FAULTS BUG-03, BUG-04, BUG-07)
+=====================================================
+
+An EC2 product is one (instance type, location, operating system, tenancy, pre-installed software, license model,
+capacity status [, market option]) combination. Only the product variant gpuopt prices is kept:
+``operatingSystem`` Linux (other systems on request, see ``operating_systems``), ``tenancy`` Shared,
+``preInstalledSw`` NA, ``licenseModel`` "No License required", ``capacitystatus`` Used and, when the attribute
+is present, ``marketoption`` OnDemand. Capacity-reservation products (``AllocatedCapacityReservation`` priced 0,
+``UnusedCapacityReservation``), SQL Server / BYOL / Dedicated / Host variants are counted in the notes, never
+priced. An attribute missing from an (old) entry does not exclude it. After filtering, every
+(instance type, region, pricing, payment, offering class, operating system) appears exactly once, else
+``PriceDataError`` (the same SKU and term repeated verbatim collapses to one row, with a note).
+
+Terms: ``terms.OnDemand`` -> ``on_demand``; ``terms.Reserved`` -> every term: ``LeaseContractLength`` 1yr/3yr ->
+``reserved_1y``/``reserved_3y`` (8,760 / 26,280 h), ``PurchaseOption`` No/Partial/All Upfront -> ``payment``,
+``OfferingClass`` standard/convertible -> ``offering_class``. A term's ``priceDimensions`` are ``unit: "Hrs"``
+(the recurring hourly rate) and, for Partial/All Upfront, ``unit: "Quantity"`` (the upfront fee, a TOTAL for the
+whole term). They are kept apart: ``upfront_usd`` = fee, ``recurring_usd_per_hour`` = Hrs rate, ``usd_per_hour`` =
+recurring + upfront / term_hours. A zero or missing price is never a price: the row is excluded and reported
+(``zero_price``/``unknown_price``; an All Upfront term's recurring 0 is its real shape, its fee must be > 0).
+The currency is the ``pricePerUnit`` key (USD; the China regions' lists say CNY) and is carried, never assumed.
+
+Region: ``regionCode`` when the entry has it, else ``location`` mapped through botocore's region descriptions
+(entries published before regionCode existed, like the real m5.large payload of 2021, and PRICE_FAULTS BUG-03).
+Only ``locationType`` "AWS Region" rows are kept (Local Zone / Wavelength products are counted in the notes).
+
+GPU facts (PRICE_FAULTS BUG-10)
+===============================
+
+``GpuInfo.Gpus[i]``: ``Name`` -> :func:`providers.gpu_names.canonical_gpu` with the per-GPU memory (A100 40/80 GB,
+V100 16/32 GB); ``gpu_count`` is a float: ``Count``, or for a GPU partition (``GpuPartitionSize`` < 1, AWS g6f)
+``LogicalGpuCount x GpuPartitionSize`` (g6f.large: 1 x 0.125 — never 0, never rounded up to 1). ``gpu_memory_gib``
+is the memory of ONE WHOLE GPU (the offer schema's meaning). For g6f, AWS reports the PARTITION's memory in
+``MemoryInfo.SizeInMiB`` (g6f.large: 2,861 MiB = 22,888 / 8, with ``TotalGpuMemoryInMiB`` 2,861), so the whole
+GPU is ``SizeInMiB / GpuPartitionSize`` = 22,888 MiB (22.35 GiB, the L4 that g6/g6e report). Checked on every
+type: ``gpu_count x whole-GPU memory`` must equal ``TotalGpuMemoryInMiB`` (the instance total); when instead
+``SizeInMiB`` itself is the whole GPU (total = fraction x SizeInMiB), it is used as is; a type matching neither is
+kept with a note. ``vcpus`` = ``VCpuInfo.DefaultVCpus``, ``memory_gib`` = ``MemoryInfo.SizeInMiB / 1024``,
+``interconnect`` from :func:`providers.skypilot.interconnect_for`. Types without ``GpuInfo`` are not GPU
+instances; a GPU name :func:`canonical_gpu` does not know (``T4g``, ``K520``, ``RTX PRO 4500``...) is reported.
+
+Spot
+====
+
+Newest price per (instance type, zone) among ``Linux/UNIX`` entries (moto labels them ``Linux/UNIX (Amazon VPC)``,
+the EC2-Classic era name; both are Linux). ``zone`` is the AZ id (``use1-az1``, the same in every account and the
+id SkyPilot's catalog uses) when the answer carries ``AvailabilityZoneId``, else the AZ name. Placeholders are
+excluded and reported in :func:`parse_region`, where the on-demand price is known (``placeholder_spot``): spot
+below 1 % of on-demand (moto serves 0.00001 for everything), spot >= on-demand, or spot 10 % of on-demand to within
+rounding (max(0.005, 1e-4 x on-demand), the rule of :mod:`providers.skypilot`). Spot without a known on-demand
+price cannot be checked: reported (``unverifiable_spot``).
+
+Offers (:func:`parse_region`)
+=============================
+
+Exactly ``OFFER_COLUMNS``: on-demand and **Standard** reserved rows per region (``zone`` ""), spot rows per zone.
+The offer record has no offering-class column, so Convertible reserved rows (the same key, a different product)
+are left out and counted in the notes, as in :mod:`providers.ec2instances`. ``source`` is ``aws-pricing-api`` or
+``aws-ec2-spot-history``. A priced type without GPU facts, a GPU type without a Linux on-demand price, a price row
+of another region: skipped with a reason. ``check_unique`` at the end.
+
+Fetching (:func:`fetch_region`)
+===============================
+
+Clients: ``options.clients`` may hold pre-built clients (tests inject botocore ``Stubber``-wrapped or moto
+clients); missing ones are built from ``boto3.Session(profile_name=options.profile)`` (the standard credential
+chain) with :func:`client_config`. Keys (see :data:`CLIENT_KEYS`):
+
+* ``"pricing"`` — the Pricing API client (region us-east-1). One is built on first use and stored back under this
+  key, so every region's worker thread shares it (one connection pool and one retry quota for the Pricing API).
+* ``"ec2:<region>"`` — the EC2 client of that region (``describe_instance_types``, ``describe_spot_price_history``).
+* ``"ec2"`` — the EC2 client :func:`list_regions` calls ``describe_regions`` on (else ``"ec2:us-east-1"``, else one
+  built for us-east-1).
+
+Retries are botocore's own (:func:`client_config`): ``retries={"mode": "standard", "total_max_attempts":
+options.max_attempts}`` (the Pricing client's mode is PRICING_RETRY_MODE; ``total_max_attempts`` counts the first
+attempt, as ``FetchOptions.max_attempts`` does, while botocore's ``max_attempts`` key counts retries only),
+``connect_timeout``/``read_timeout`` = ``options.timeout_s``. Throttling (ThrottlingException,
+RequestLimitExceeded...) and 5xx are retried with botocore's exponential backoff and jitter. Paging uses botocore's
+paginators; :func:`_all_pages` stops with ``TruncatedPriceList(next=NextToken)`` when ``options.max_pages`` pages
+were read and a NextToken is still pending, or when a NextToken comes back a second time (a cycle; botocore alone
+only catches the same token twice in a row) — never a shorter list (PRICE_FAULTS BUG-08).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import re
+import threading
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
+
+from gpuopt.errors import InputError, PriceDataError
+from gpuopt.records import OFFER_COLUMNS, OFFER_DTYPES, TERM_HOURS, SkippedRow
+from providers._common import ParseResult, check_unique, float_or_none, hourly_row, offers_frame
+from providers.base import FetchOptions, MissingCredentials, RegionSkipped, TruncatedPriceList
+from providers.gpu_names import canonical_gpu
+from providers.skypilot import interconnect_for
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+NAME = "aws"
+
+SOURCE_PRICING = "aws-pricing-api"
+SOURCE_SPOT = "aws-ec2-spot-history"
+SOURCE_TYPES = "aws-ec2-describe-instance-types"
+SOURCE_BULK = "aws-bulk-csv"
+
+#: The Pricing API's endpoint region (it also answers in eu-central-1 and ap-south-1).
+PRICING_REGION = "us-east-1"
+
+#: botocore retry mode of the Pricing client. "standard": backoff with jitter on throttling and 5xx. ("adaptive"
+#: would add a client-side rate limiter, which after one throttle drops the shared client to ~0.5 requests/s.)
+PRICING_RETRY_MODE = "standard"
+
+#: The keys of FetchOptions.clients this adapter reads (see the module docstring).
+CLIENT_KEYS = ("pricing", "ec2:<region>", "ec2")
+
+#: The product variant that is priced: attribute -> required value (operatingSystem: see ``operating_systems``).
+VARIANT: dict[str, str] = {
+    "tenancy": "Shared",
+    "preInstalledSw": "NA",
+    "licenseModel": "No License required",
+    "capacitystatus": "Used",
+}
+
+#: Pricing API filters of :func:`fetch_region` (regionCode and the instance family/type are added per call).
+PRICING_FILTERS: tuple[tuple[str, str], ...] = (
+    ("operatingSystem", "Linux"),
+    ("tenancy", "Shared"),
+    ("preInstalledSw", "NA"),
+    ("capacitystatus", "Used"),
+    ("licenseModel", "No License required"),
+)
+GPU_INSTANCE_FAMILY = "GPU instance"
+
+#: Spot product descriptions that are Linux (moto answers with the EC2-Classic era "(Amazon VPC)" name).
+LINUX_SPOT = ("Linux/UNIX", "Linux/UNIX (Amazon VPC)")
+
+#: EC2 error codes meaning "these credentials cannot use this region" (not enabled / not opted in).
+REGION_NOT_ENABLED = ("AuthFailure", "OptInRequired", "UnrecognizedClientException")
+
+CREDENTIALS_HOWTO = ("AWS credentials not found: run `aws configure` (or `aws sso login --profile NAME` and pass "
+                     "--profile NAME), or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; the Pricing API and EC2 "
+                     "need pricing:GetProducts, ec2:DescribeRegions, ec2:DescribeInstanceTypes, "
+                     "ec2:DescribeSpotPriceHistory")
+
+_PAYMENT = {"No Upfront": "no_upfront", "Partial Upfront": "partial_upfront", "All Upfront": "all_upfront"}
+_LEASE = {"1yr": "reserved_1y", "3yr": "reserved_3y", "1 yr": "reserved_1y", "3 yr": "reserved_3y"}
+_REGION_RE = re.compile(r"^[a-z]{2,4}(-[a-z]+)+-\d+$")
+_PRICE_EXTRA = ("offering_class", "operating_system")
+
+#: Placeholder spot thresholds (see the module docstring).
+SPOT_MIN_SHARE = 0.01
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# price list: Pricing API entries and the bulk CSV
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Product:
+    """One EC2 product (a SKU) with its terms, whatever file or API it came from."""
+
+    sku: str
+    family: str
+    attrs: dict[str, str]
+    terms: dict[str, dict[str, Any]]  # {"OnDemand": {code: term}, "Reserved": {code: term}}
+    published: str = ""
+    line: int = 0  # first line in a line-oriented file, else 0
+
+
+@dataclass
+class _Collect:
+    source: str
+    skipped: list[SkippedRow] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    filtered: Counter = field(default_factory=Counter)
+
+    def skip(self, line: int, itype: str, region: str, reason: str, source: str | None = None) -> None:
+        self.skipped.append(SkippedRow(source=source or self.source, line=line, instance_type=itype, region=region,
+                                       reason=reason))
+
+    def filtered_note(self, what: str) -> None:
+        if self.filtered:
+            shown = ", ".join(f"{k} ({n})" for k, n in sorted(self.filtered.items()))
+            self.notes.append(f"{what} not priced: {shown}")
+
+
+_LOCATIONS: dict[str, str] | None = None
+
+
+def region_for_location(location: str | None) -> str | None:
+    """Region code for a Pricing API ``location`` ("US East (N. Virginia)" -> us-east-1), from botocore's own region
+    descriptions; the price list writes "EU (Ireland)" where botocore writes "Europe (Ireland)". None if unknown."""
+    global _LOCATIONS
+    if not location:
+        return None
+    if _LOCATIONS is None:
+        import botocore.session
+
+        table: dict[str, str] = {}
+        for part in botocore.session.get_session().get_data("endpoints")["partitions"]:
+            for code, info in part.get("regions", {}).items():
+                desc = str(info.get("description", "")).strip()
+                if desc:
+                    table[desc] = code
+                    if desc.startswith("Europe ("):
+                        table["EU (" + desc[len("Europe ("):]] = code
+        table.setdefault("Asia Pacific (Osaka-Local)", "ap-northeast-3")
+        _LOCATIONS = table
+    return _LOCATIONS.get(str(location).strip())
+
+
+def _variant_reason(attrs: dict[str, str], operating_systems: tuple[str, ...]) -> str | None:
+    """Why a product is not the priced variant ("capacitystatus=AllocatedCapacityReservation"), or None."""
+    os_ = attrs.get("operatingSystem")
+    if os_ is not None and os_ not in operating_systems:
+        return f"operatingSystem={os_}"
+    for key, want in VARIANT.items():
+        val = attrs.get(key)
+        if val is not None and val != want:
+            return f"{key}={val}"
+    mo = attrs.get("marketoption")
+    if mo is not None and mo != "OnDemand":
+        return f"marketoption={mo}"
+    lt = attrs.get("locationType")
+    if lt is not None and lt != "AWS Region":
+        return f"locationType={lt}"
+    return None
+
+
+def _memory_gib(text: str | None) -> float:
+    """'8 GiB' / '1,152 GiB' -> 8.0 / 1152.0; NaN when absent."""
+    if not text:
+        return float("nan")
+    m = re.match(r"^\s*([\d,.]+)\s*GiB\s*$", str(text))
+    return float(m.group(1).replace(",", "")) if m else float("nan")
+
+
+def _dims(term: dict[str, Any]) -> tuple[dict[str, list[tuple[float | None, str]]], list[str]]:
+    """{unit: [(price, currency), ...]} of a term's priceDimensions, and the currencies seen."""
+    out: dict[str, list[tuple[float | None, str]]] = {}
+    currencies = []
+    for dim in (term.get("priceDimensions") or {}).values():
+        ppu = dim.get("pricePerUnit") or {}
+        if not ppu:
+            out.setdefault(str(dim.get("unit", "")), []).append((None, ""))
+            continue
+        cur = "USD" if "USD" in ppu else sorted(ppu)[0]
+        currencies.append(cur)
+        out.setdefault(str(dim.get("unit", "")), []).append((float_or_none(ppu[cur]), cur))
+    return out, currencies
+
+
+def _price_rows(products: Iterable[_Product], col: _Collect, *, as_of: str | None,
+                operating_systems: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Rows (OFFER_COLUMNS + offering_class + operating_system) of the priced variant of every product."""
+    rows: list[dict[str, Any]] = []
+    seen_terms: set[tuple[str, str]] = set()
+    repeated = 0
+    for p in products:
+        a = p.attrs
+        itype = a.get("instanceType") or ""
+        if not itype or (p.family and not p.family.startswith("Compute Instance")):
+            col.filtered[f"productFamily={p.family or '?'}"] += 1
+            continue
+        why = _variant_reason(a, operating_systems)
+        if why:
+            col.filtered[why] += 1
+            continue
+        region = a.get("regionCode") or region_for_location(a.get("location"))
+        if not region:
+            col.skip(p.line, itype, "", f"unknown_region: no regionCode and location '{a.get('location')}' is not a "
+                                        "known AWS region")
+            continue
+        gpus = float_or_none(a.get("gpu"))
+        base = {"provider": NAME, "region": region, "zone": "", "instance_type": itype, "gpu_model": "",
+                "gpu_count": gpus if gpus is not None else float("nan"), "gpu_memory_gib": float("nan"),
+                "vcpus": float_or_none(a.get("vcpu")) or float("nan"), "memory_gib": _memory_gib(a.get("memory")),
+                "interconnect": interconnect_for(NAME, itype), "source": col.source,
+                "as_of": as_of if as_of is not None else (p.published or "")[:10],
+                "operating_system": a.get("operatingSystem") or ""}
+        for kind in ("OnDemand", "Reserved"):
+            for code, term in sorted((p.terms.get(kind) or {}).items()):
+                key = (p.sku, str(term.get("offerTermCode") or code))
+                if key in seen_terms:
+                    repeated += 1
+                    continue
+                seen_terms.add(key)
+                row = _term_row(p, kind, term, base, col)
+                if row is not None:
+                    rows.append(row)
+    if repeated:
+        col.notes.append(f"{repeated} term(s) repeated verbatim (same SKU and offer term code) collapsed to one row")
+    _check_price_keys(rows, col.source)
+    return rows
+
+
+def _term_row(p: _Product, kind: str, term: dict[str, Any], base: dict[str, Any], col: _Collect
+              ) -> dict[str, Any] | None:
+    itype, region = base["instance_type"], base["region"]
+    dims, currencies = _dims(term)
+    where = f"SKU {p.sku} term {term.get('offerTermCode', '?')}"
+    if len(set(currencies)) > 1:
+        raise PriceDataError(f"{col.source}: {where} mixes currencies {sorted(set(currencies))}")
+    currency = currencies[0] if currencies else "USD"
+    unknown_units = sorted(set(dims) - {"Hrs", "Quantity"})
+    if unknown_units or any(len(v) > 1 for v in dims.values()):
+        col.skip(p.line, itype, region, f"unknown_term: {where} has price dimensions {sorted(dims)} "
+                                        "(expected one 'Hrs' and at most one 'Quantity')")
+        return None
+    hourly = dims.get("Hrs", [(None, "")])[0][0]
+    fee = dims.get("Quantity", [(None, "")])[0][0]
+    if kind == "OnDemand":
+        if fee is not None:
+            col.skip(p.line, itype, region, f"unknown_term: on-demand {where} has an upfront fee")
+            return None
+        if hourly is None:
+            col.skip(p.line, itype, region, f"unknown_price: on-demand {where} has no hourly price; a missing price "
+                                            "is unknown, never 0")
+            return None
+        if hourly <= 0:
+            col.skip(p.line, itype, region, f"zero_price: on-demand {where} is {hourly} per hour (not a real price)")
+            return None
+        return {**hourly_row("on_demand", hourly, **base), "currency": currency, "offering_class": ""}
+    ta = term.get("termAttributes") or {}
+    pricing = _LEASE.get(str(ta.get("LeaseContractLength", "")).strip())
+    payment = _PAYMENT.get(str(ta.get("PurchaseOption", "")).strip())
+    klass = str(ta.get("OfferingClass", "")).strip().lower()
+    if pricing is None or payment is None or klass not in ("standard", "convertible"):
+        col.skip(p.line, itype, region, f"unknown_term: reserved {where} with LeaseContractLength "
+                                        f"'{ta.get('LeaseContractLength')}', PurchaseOption "
+                                        f"'{ta.get('PurchaseOption')}', OfferingClass '{ta.get('OfferingClass')}'")
+        return None
+    hours = TERM_HOURS[pricing]
+    label = f"{klass} {ta.get('LeaseContractLength')} {ta.get('PurchaseOption')} {where}"
+    if payment == "no_upfront":
+        if fee not in (None, 0.0):
+            col.skip(p.line, itype, region, f"unknown_term: {label} has an upfront fee {fee}")
+            return None
+        if hourly is None or hourly <= 0:
+            col.skip(p.line, itype, region, f"{'unknown_price' if hourly is None else 'zero_price'}: {label} hourly "
+                                            f"rate is {hourly}")
+            return None
+        upfront, recurring = 0.0, hourly
+    else:
+        if fee is None or fee <= 0:
+            col.skip(p.line, itype, region, f"{'unknown_price' if fee is None else 'zero_price'}: {label} upfront "
+                                            f"fee is {fee}")
+            return None
+        recurring = 0.0 if hourly is None else hourly
+        if recurring < 0 or (payment == "partial_upfront" and recurring <= 0):
+            col.skip(p.line, itype, region, f"zero_price: {label} hourly rate is {hourly}")
+            return None
+        if payment == "all_upfront" and recurring > 0:
+            col.skip(p.line, itype, region, f"unknown_term: {label} has a recurring rate {recurring}")
+            return None
+        upfront = fee
+    return {**base, "pricing": pricing, "payment": payment, "upfront_usd": float(upfront),
+            "recurring_usd_per_hour": float(recurring), "usd_per_hour": float(recurring) + float(upfront) / hours,
+            "term_hours": hours, "currency": currency, "offering_class": klass}
+
+
+def _check_price_keys(rows: list[dict[str, Any]], source: str) -> None:
+    """BUG-03: after filtering, each (type, region, pricing, payment, class, OS) must have exactly one row."""
+    seen: dict[tuple, int] = Counter()
+    for r in rows:
+        seen[(r["instance_type"], r["region"], r["pricing"], r["payment"], r["offering_class"],
+              r["operating_system"])] += 1
+    dup = [k for k, n in seen.items() if n > 1]
+    if dup:
+        shown = "; ".join("/".join(x for x in k if x) for k in dup[:5])
+        raise PriceDataError(f"{source}: {len(dup)} price key(s) have more than one product after filtering "
+                             f"(operatingSystem, tenancy, preInstalledSw, licenseModel, capacitystatus), e.g. {shown}")
+
+
+def _price_frame(rows: list[dict[str, Any]], col: _Collect) -> "pd.DataFrame":
+    import pandas as pd
+
+    cols = list(OFFER_COLUMNS) + list(_PRICE_EXTRA)
+    dtypes = {**OFFER_DTYPES, "offering_class": "string", "operating_system": "string"}
+    if rows:
+        df = pd.DataFrame.from_records(rows)[cols].astype(dtypes)
+    else:
+        df = pd.DataFrame({c: pd.Series([], dtype=dtypes[c]) for c in cols})
+    df.attrs["skipped"] = list(col.skipped)
+    df.attrs["notes"] = list(col.notes)
+    return df
+
+
+def _load_json(value: Any) -> Any:
+    if isinstance(value, Path):
+        return json.loads(value.read_text(encoding="utf-8"))
+    if isinstance(value, str):
+        s = value.lstrip()
+        if s.startswith("{") or s.startswith("["):
+            return json.loads(value)
+        p = Path(value)
+        if p.is_file():
+            return json.loads(p.read_text(encoding="utf-8"))
+        raise InputError("file", f"not JSON and not a file: {value[:60]!r}")
+    return value
+
+
+def _price_entries(items: Any) -> list[Any]:
+    """Flatten what parse_price_list accepts into a list of PriceList entries (strings or dicts)."""
+    data = _load_json(items)
+    if isinstance(data, dict):
+        if "PriceList" in data:
+            return list(data["PriceList"])
+        if "product" in data:
+            return [data]
+        raise InputError("price_list", "a JSON object without 'PriceList' or 'product'",
+                         accepted="a get_products response, a list of its pages, or a list of PriceList entries")
+    if isinstance(data, list):
+        out: list[Any] = []
+        for x in data:
+            if isinstance(x, dict) and "PriceList" in x:
+                out.extend(x["PriceList"])
+            else:
+                out.append(x)
+        return out
+    raise InputError("price_list", f"unexpected {type(data).__name__}",
+                     accepted="a get_products response, a list of its pages, or a list of PriceList entries")
+
+
+def _products_from_entries(entries: list[Any]) -> Iterator[_Product]:
+    for i, e in enumerate(entries, 1):
+        d = json.loads(e) if isinstance(e, (str, bytes)) else e
+        if not isinstance(d, dict) or "product" not in d:
+            raise InputError("price_list", f"entry {i} is not a Pricing API product (no 'product' key)")
+        prod = d["product"]
+        attrs = {str(k): str(v) for k, v in (prod.get("attributes") or {}).items()}
+        yield _Product(sku=str(prod.get("sku", "")), family=str(prod.get("productFamily", "")), attrs=attrs,
+                       terms=d.get("terms") or {}, published=str(d.get("publicationDate", "")))
+
+
+def parse_price_list(items: Any, *, as_of: str | None = None, source: str = SOURCE_PRICING,
+                     operating_systems: Iterable[str] = ("Linux",)) -> "pd.DataFrame":
+    """Pricing API ``PriceList`` entries -> one row per (instance type, region, term); see the module docstring.
+
+    Args:
+        items: PriceList entries (JSON strings or dicts); or a get_products response (``{"PriceList": [...]}``), a
+            list of such pages, one entry dict; or the text / path of a JSON file holding any of these.
+        as_of: date written to every row (default: each entry's ``publicationDate``, YYYY-MM-DD).
+        source: ``source`` of every row.
+        operating_systems: ``operatingSystem`` values to keep (default Linux only; ``("Linux", "Windows")`` gives
+            both, told apart by the ``operating_system`` column).
+
+    Returns:
+        DataFrame with OFFER_COLUMNS (GPU model unknown here: ``gpu_model`` "", ``gpu_memory_gib`` NaN;
+        ``gpu_count`` from the ``gpu`` attribute when present) plus ``offering_class`` (standard / convertible / ""
+        for on-demand) and ``operating_system``. ``df.attrs["skipped"]`` lists the excluded rows (SkippedRow, e.g.
+        ``zero_price``), ``df.attrs["notes"]`` the product variants filtered out, counted.
+
+    Raises:
+        PriceDataError: two products for one key after filtering (PRICE_FAULTS BUG-03), mixed currencies in a term.
+        InputError: not Pricing API entries.
+    """
+    col = _Collect(source)
+    rows = _price_rows(_products_from_entries(_price_entries(items)), col, as_of=as_of,
+                       operating_systems=tuple(operating_systems))
+    col.filtered_note("product variants")
+    return _price_frame(rows, col)
+
+
+#: Bulk CSV column -> Pricing API attribute name.
+BULK_ATTRIBUTES: dict[str, str] = {
+    "Instance Type": "instanceType", "Region Code": "regionCode", "Location": "location",
+    "Location Type": "locationType", "Operating System": "operatingSystem", "Tenancy": "tenancy",
+    "Pre Installed S/W": "preInstalledSw", "License Model": "licenseModel", "CapacityStatus": "capacitystatus",
+    "MarketOption": "marketoption", "vCPU": "vcpu", "Memory": "memory", "GPU": "gpu", "GPU Memory": "gpuMemory",
+    "Instance Family": "instanceFamily", "usageType": "usagetype", "operation": "operation",
+}
+BULK_REQUIRED = ("SKU", "OfferTermCode", "RateCode", "TermType", "Unit", "PricePerUnit", "Currency",
+                 "LeaseContractLength", "PurchaseOption", "OfferingClass", "Product Family", "Instance Type",
+                 "Operating System", "Tenancy")
+
+
+def _open_text(text_or_path: "str | Path") -> tuple[io.TextIOBase, str]:
+    if isinstance(text_or_path, Path):
+        return open(text_or_path, encoding="utf-8-sig", newline=""), text_or_path.name
+    s = str(text_or_path)
+    if "\n" not in s and len(s) < 4096 and Path(s).is_file():
+        return open(s, encoding="utf-8-sig", newline=""), Path(s).name
+    return io.StringIO(s.lstrip("\ufeff"), newline=""), "<text>"
+
+
+def _bulk_products(fh, col: _Collect, operating_systems: tuple[str, ...]) -> tuple[list[_Product], dict[str, str]]:
+    reader = csv.reader(fh)
+    meta: dict[str, str] = {}
+    for _ in range(5):
+        rec = next(reader, None)
+        if rec is None:
+            raise InputError("file", "not an AWS bulk offer CSV: fewer than 5 metadata lines",
+                             accepted="AmazonEC2 index.csv (5 metadata lines, then the header)")
+        if rec:
+            meta[rec[0].strip()] = rec[1].strip() if len(rec) > 1 else ""
+    if "FormatVersion" not in meta:
+        raise InputError("file", "not an AWS bulk offer CSV: line 1 is not \"FormatVersion\",...",
+                         accepted="AmazonEC2 index.csv (5 metadata lines, then the header)")
+    header = [h.strip() for h in (next(reader, None) or [])]
+    missing = [c for c in BULK_REQUIRED if c not in header]
+    if missing or not ({"Region Code", "Location"} & set(header)):
+        raise InputError("file", f"line 6: the bulk CSV header lacks {missing or ['Region Code or Location']}",
+                         accepted="AmazonEC2 index.csv header (SKU, OfferTermCode, RateCode, TermType, ...)")
+    idx = {h: i for i, h in enumerate(header)}
+    attr_cols = [(idx[c], a) for c, a in BULK_ATTRIBUTES.items() if c in idx]
+
+    def get(rec: list[str], name: str) -> str:
+        i = idx.get(name)
+        return rec[i].strip() if i is not None and i < len(rec) else ""
+
+    products: dict[str, _Product] = {}
+    filtered_skus: dict[str, str] = {}
+    published = meta.get("Publication Date", "")
+    for rec in reader:
+        if not any(x.strip() for x in rec):
+            continue
+        sku = get(rec, "SKU")
+        if sku in filtered_skus:
+            continue
+        p = products.get(sku)
+        if p is None:
+            attrs = {a: rec[i].strip() for i, a in attr_cols if i < len(rec) and rec[i].strip()}
+            family = get(rec, "Product Family")
+            why = None
+            if not attrs.get("instanceType") or (family and not family.startswith("Compute Instance")):
+                why = f"productFamily={family or '?'}"
+            else:
+                why = _variant_reason(attrs, operating_systems)
+            if why:
+                filtered_skus[sku] = why
+                col.filtered[why] += 1
+                continue
+            p = products[sku] = _Product(sku=sku, family=family, attrs=attrs, terms={}, published=published,
+                                         line=reader.line_num)
+        kind = get(rec, "TermType")
+        code = get(rec, "OfferTermCode")
+        term = p.terms.setdefault(kind, {}).setdefault(code, {
+            "offerTermCode": code, "priceDimensions": {},
+            "termAttributes": {"LeaseContractLength": get(rec, "LeaseContractLength"),
+                               "PurchaseOption": get(rec, "PurchaseOption"),
+                               "OfferingClass": get(rec, "OfferingClass")} if kind == "Reserved" else {}})
+        price, cur = get(rec, "PricePerUnit"), get(rec, "Currency")
+        term["priceDimensions"][get(rec, "RateCode") or f"line{reader.line_num}"] = {
+            "unit": get(rec, "Unit"), "pricePerUnit": {cur or "USD": price} if price else {}}
+    return list(products.values()), meta
+
+
+def parse_bulk_csv(text_or_path: "str | Path", *, as_of: str | None = None, source: str = SOURCE_BULK,
+                   operating_systems: Iterable[str] = ("Linux",)) -> "pd.DataFrame":
+    """The AWS bulk offer file for AmazonEC2 (``/offers/v1.0/aws/AmazonEC2/<version>/index.csv`` or a region's
+    ``.../<region>/index.csv``) -> the same rows as :func:`parse_price_list`, with the same filters.
+
+    The file: 5 metadata lines (``"FormatVersion","v1.0"``, Disclaimer, ``"Publication Date"``, Version,
+    OfferCode), the header on line 6, then one line per price dimension (a Partial Upfront term is two lines of one
+    SKU and OfferTermCode: ``Unit`` ``Quantity`` = the upfront fee, ``Hrs`` = the hourly rate). Columns are read by
+    name: SKU, OfferTermCode, RateCode, TermType, Unit, PricePerUnit, Currency, LeaseContractLength, PurchaseOption,
+    OfferingClass, Product Family, Instance Type, Operating System, Tenancy, and when present Region Code, Location,
+    Location Type, Pre Installed S/W, License Model, CapacityStatus, MarketOption, vCPU, Memory, GPU. The file is
+    streamed and filtered line by line (the full AmazonEC2 file is several GB). Skipped rows carry the file line
+    of their product's first line (header = line 6). ``as_of`` defaults to the file's Publication Date.
+    """
+    fh, _name = _open_text(text_or_path)
+    col = _Collect(source)
+    oss = tuple(operating_systems)
+    with fh:
+        products, meta = _bulk_products(fh, col, oss)
+    day = as_of if as_of is not None else meta.get("Publication Date", "")[:10]
+    rows = _price_rows(products, col, as_of=day, operating_systems=oss)
+    col.filtered_note("products (SKUs)")
+    return _price_frame(rows, col)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# describe_instance_types -> GPU facts
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _type_entries(payload: Any) -> list[dict[str, Any]]:
+    data = _load_json(payload)
+    if isinstance(data, dict):
+        if "InstanceTypes" in data:
+            return list(data["InstanceTypes"] or [])
+        if "InstanceType" in data:
+            return [data]
+        # moto-style {type: entry}
+        if all(isinstance(v, dict) and "InstanceType" in v for v in data.values()):
+            return list(data.values())
+    if isinstance(data, list):
+        out: list[dict[str, Any]] = []
+        for x in data:
+            if isinstance(x, dict) and "InstanceTypes" in x:
+                out.extend(x["InstanceTypes"] or [])
+            elif isinstance(x, dict) and "InstanceType" in x:
+                out.append(x)
+            else:
+                raise InputError("instance_types", "a list element is neither a describe_instance_types page nor "
+                                 "an instance type")
+        return out
+    raise InputError("instance_types", "not describe_instance_types output",
+                     accepted="pages ({'InstanceTypes': [...]}), one page, or a list of instance types")
+
+
+def _gpu_facts(t: dict[str, Any], col: _Collect) -> dict[str, Any] | None:
+    itype = str(t.get("InstanceType", ""))
+    info = t.get("GpuInfo") or {}
+    gpus = info.get("Gpus") or []
+    if not gpus:
+        return None
+    names = {str(g.get("Name", "")) for g in gpus}
+    if len(names) != 1:
+        col.skip(0, itype, "", f"unknown_gpu: mixed GPUs {sorted(names)} in one instance type", SOURCE_TYPES)
+        return None
+    count = 0.0
+    size_mib = None
+    partition = 1.0
+    for g in gpus:
+        part = float_or_none(g.get("GpuPartitionSize"))
+        logical = float_or_none(g.get("LogicalGpuCount"))
+        c = float_or_none(g.get("Count")) or 0.0
+        if part is not None and 0 < part < 1 and logical:
+            count += logical * part  # BUG-10: g6f.large = 1 x 0.125, never Count (0), never rounded up
+            partition = part
+        else:
+            count += c
+        size_mib = float_or_none((g.get("MemoryInfo") or {}).get("SizeInMiB"))
+    name = names.pop()
+    if count <= 0:
+        col.skip(0, itype, "", f"no_gpu: GpuInfo lists {name} with Count 0 and no GPU partition", SOURCE_TYPES)
+        return None
+    total = float_or_none(info.get("TotalGpuMemoryInMiB"))
+    whole = None
+    if size_mib:
+        # the whole GPU: SizeInMiB is the partition's memory on AWS g6f (total = count x SizeInMiB / partition)
+        candidates = [size_mib / partition, size_mib] if partition < 1 else [size_mib]
+        whole = candidates[0]
+        if total:
+            fits = [w for w in candidates if abs(count * w - total) <= max(2.0, 0.005 * total)]
+            if fits:
+                whole = fits[0]
+            else:
+                col.notes.append(f"{itype}: gpu_count {count:g} x per-GPU memory {whole:g} MiB != "
+                                 f"TotalGpuMemoryInMiB {total:g}; per-GPU memory kept from GpuInfo")
+    gpu = canonical_gpu(name, memory_mib=whole, provider=NAME, instance_type=itype)
+    if gpu is None:
+        col.skip(0, itype, "", f"unknown_gpu: GpuInfo name '{name}' is not a canonical GPU name", SOURCE_TYPES)
+        return None
+    if not whole:
+        col.skip(0, itype, "", f"unknown_gpu_memory: GpuInfo gives no memory for {name}", SOURCE_TYPES)
+        return None
+    vcpus = float_or_none((t.get("VCpuInfo") or {}).get("DefaultVCpus"))
+    mem = float_or_none((t.get("MemoryInfo") or {}).get("SizeInMiB"))
+    return {"instance_type": itype, "gpu_name": name, "gpu_model": gpu, "gpu_count": float(count),
+            "gpu_memory_gib": whole / 1024.0, "total_gpu_memory_gib": (total / 1024.0) if total else float("nan"),
+            "vcpus": vcpus if vcpus is not None else float("nan"),
+            "memory_gib": mem / 1024.0 if mem is not None else float("nan"),
+            "interconnect": interconnect_for(NAME, itype)}
+
+
+def _instance_facts(payload: Any, col: _Collect) -> tuple[dict[str, dict[str, Any]], set[str]]:
+    """(facts by GPU instance type, every instance type seen)."""
+    facts: dict[str, dict[str, Any]] = {}
+    seen: set[str] = set()
+    no_gpu = 0
+    for t in _type_entries(payload):
+        itype = str(t.get("InstanceType", ""))
+        if not itype or itype in seen:
+            continue
+        seen.add(itype)
+        if not (t.get("GpuInfo") or {}).get("Gpus"):
+            no_gpu += 1
+            continue
+        f = _gpu_facts(t, col)
+        if f is not None:
+            facts[itype] = f
+    if no_gpu:
+        col.notes.append(f"{no_gpu} instance type(s) without GpuInfo (not GPU instances)")
+    return facts, seen
+
+
+FACT_COLUMNS = ("instance_type", "gpu_name", "gpu_model", "gpu_count", "gpu_memory_gib", "total_gpu_memory_gib",
+                "vcpus", "memory_gib", "interconnect")
+
+
+def parse_instance_types(payload: Any) -> "pd.DataFrame":
+    """``describe_instance_types`` output -> GPU facts, one row per GPU instance type (see the module docstring).
+
+    Args:
+        payload: a list of pages (``{"InstanceTypes": [...]}``), one page, a list of instance type dicts, moto's
+            ``{type: entry}`` table, or the text / path of a JSON file holding one of these.
+
+    Returns:
+        DataFrame with FACT_COLUMNS: instance_type, gpu_name (AWS's name), gpu_model (canonical), gpu_count (float;
+        fractional GPUs: LogicalGpuCount x GpuPartitionSize), gpu_memory_gib (ONE WHOLE GPU), total_gpu_memory_gib
+        (TotalGpuMemoryInMiB / 1024: the instance's, for a partition the share's), vcpus, memory_gib, interconnect.
+        ``df.attrs["skipped"]``: GPU types that could not be used (``unknown_gpu``...); ``df.attrs["notes"]``.
+    """
+    import pandas as pd
+
+    col = _Collect(SOURCE_TYPES)
+    facts, _ = _instance_facts(payload, col)
+    if facts:
+        df = pd.DataFrame.from_records(sorted(facts.values(), key=lambda f: f["instance_type"]))[list(FACT_COLUMNS)]
+    else:
+        df = pd.DataFrame({c: pd.Series([], dtype="object") for c in FACT_COLUMNS})
+    df.attrs["skipped"] = list(col.skipped)
+    df.attrs["notes"] = list(col.notes)
+    return df
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# describe_spot_price_history -> newest price per (type, zone)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _timestamp(value: Any) -> dt.datetime | None:
+    if isinstance(value, dt.datetime):
+        ts = value
+    elif value is None:
+        return None
+    else:
+        try:
+            ts = dt.datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=dt.timezone.utc)
+    return ts.astimezone(dt.timezone.utc)
+
+
+def _spot_entries(payload: Any) -> list[dict[str, Any]]:
+    data = _load_json(payload)
+    if isinstance(data, dict):
+        return list(data.get("SpotPriceHistory") or [])
+    if isinstance(data, list):
+        out: list[dict[str, Any]] = []
+        for x in data:
+            if isinstance(x, dict) and "SpotPriceHistory" in x:
+                out.extend(x["SpotPriceHistory"] or [])
+            elif isinstance(x, dict) and "SpotPrice" in x:
+                out.append(x)
+            else:
+                raise InputError("spot", "a list element is neither a describe_spot_price_history page nor an entry")
+        return out
+    raise InputError("spot", "not describe_spot_price_history output",
+                     accepted="pages ({'SpotPriceHistory': [...]}), one page, or a list of entries")
+
+
+def _spot_newest(payload: Any, col: _Collect) -> dict[tuple[str, str], dict[str, Any]]:
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    other = Counter()
+    for e in _spot_entries(payload):
+        desc = str(e.get("ProductDescription", ""))
+        if desc not in LINUX_SPOT:
+            other[desc] += 1
+            continue
+        itype = str(e.get("InstanceType", ""))
+        zone = str(e.get("AvailabilityZoneId") or e.get("AvailabilityZone") or "")
+        ts = _timestamp(e.get("Timestamp"))
+        if not itype or not zone or ts is None:
+            col.skip(0, itype, "", f"unknown_spot: entry without instance type, zone or timestamp: {e}", SOURCE_SPOT)
+            continue
+        groups.setdefault((itype, zone), []).append({**e, "_ts": ts, "_zone": zone,
+                                                     "_price": float_or_none(e.get("SpotPrice"))})
+    if other:
+        col.notes.append("spot entries of other products not used: " +
+                         ", ".join(f"{k} ({n})" for k, n in sorted(other.items())))
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for (itype, zone), grp in sorted(groups.items()):
+        newest_ts = max(g["_ts"] for g in grp)
+        newest = [g for g in grp if g["_ts"] == newest_ts]
+        if len(newest) > 1:  # the same instant twice: prefer the exact "Linux/UNIX" label, prices must agree
+            exact = [g for g in newest if g.get("ProductDescription") == "Linux/UNIX"]
+            newest = exact or newest
+        prices = {g["_price"] for g in newest}
+        if len(prices) > 1:
+            col.skip(0, itype, "", f"conflicting_price: zone {zone} has spot prices {sorted(map(str, prices))} at "
+                                   f"the same time {newest_ts.isoformat()}; none kept", SOURCE_SPOT)
+            continue
+        g = newest[0]
+        price = g["_price"]
+        if price is None or price <= 0:
+            code = "unknown_price" if price is None else "zero_price"
+            col.skip(0, itype, "", f"{code}: newest spot price in {zone} is {g.get('SpotPrice')!r} (older prices are "
+                                   "not current)", SOURCE_SPOT)
+            continue
+        out[(itype, zone)] = {"instance_type": itype, "zone": zone,
+                              "availability_zone": str(g.get("AvailabilityZone") or ""),
+                              "availability_zone_id": str(g.get("AvailabilityZoneId") or ""),
+                              "spot_usd_per_hour": price, "timestamp": newest_ts.isoformat(),
+                              "product_description": str(g.get("ProductDescription", "")), "entries": len(grp)}
+    return out
+
+
+SPOT_COLUMNS = ("instance_type", "zone", "availability_zone", "availability_zone_id", "spot_usd_per_hour",
+                "timestamp", "product_description", "entries")
+
+
+def parse_spot_history(payload: Any) -> "pd.DataFrame":
+    """``describe_spot_price_history`` output -> the newest Linux/UNIX price per (instance type, zone).
+
+    Args:
+        payload: pages (``{"SpotPriceHistory": [...]}``), one page, a list of entries, or a JSON file's text / path.
+            ``Timestamp`` may be a datetime (boto3) or an ISO string (saved JSON).
+
+    Returns:
+        DataFrame with SPOT_COLUMNS (``zone`` = AZ id when given, else AZ name; ``entries`` = how many history
+        entries the zone had). Placeholders are NOT judged here (that needs the on-demand price: parse_region).
+        ``df.attrs["skipped"]``: zero/unknown newest prices, conflicting prices at one instant.
+    """
+    import pandas as pd
+
+    col = _Collect(SOURCE_SPOT)
+    newest = _spot_newest(payload, col)
+    if newest:
+        df = pd.DataFrame.from_records(list(newest.values()))[list(SPOT_COLUMNS)]
+    else:
+        df = pd.DataFrame({c: pd.Series([], dtype="object") for c in SPOT_COLUMNS})
+    df.attrs["skipped"] = list(col.skipped)
+    df.attrs["notes"] = list(col.notes)
+    return df
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# joining: offers
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _spot_placeholder(spot: float, od: float) -> str | None:
+    if spot >= od - 1e-12:
+        return f"spot {spot} >= on-demand {od}"
+    if spot < SPOT_MIN_SHARE * od:
+        return f"spot {spot} is below {SPOT_MIN_SHARE:.0%} of on-demand {od}"
+    if abs(spot - 0.1 * od) <= max(0.005, 1e-4 * od):
+        return f"spot {spot} is 10% of on-demand {od} (within rounding)"
+    return None
+
+
+_GPU_FIELDS = ("gpu_model", "gpu_count", "gpu_memory_gib", "vcpus", "memory_gib", "interconnect")
+
+
+def _offers(price_rows: list[dict[str, Any]], facts: dict[str, dict[str, Any]], spot: dict[tuple[str, str], dict],
+            col: _Collect, *, region: str | None, as_of: str | None, no_facts_reason: dict[str, str],
+            facts_from: str = "no GpuInfo in describe_instance_types") -> list[dict[str, Any]]:
+    """Join price rows, GPU facts and spot prices into offer dicts (OFFER_COLUMNS)."""
+    out: list[dict[str, Any]] = []
+    convertible: Counter = Counter()
+    reported: set[str] = set()
+    od: dict[tuple[str, str], float] = {}
+    for r in price_rows:
+        itype = r["instance_type"]
+        if region is not None and r["region"] != region:
+            col.skip(0, itype, r["region"], f"other_region: a price row of {r['region']} in the answer for {region}")
+            continue
+        f = facts.get(itype)
+        if f is None:
+            if itype not in reported and itype not in no_facts_reason:  # (those are reported already)
+                reported.add(itype)
+                col.skip(0, itype, r["region"], f"no_gpu: no GPU facts for {itype} ({facts_from}); its price rows "
+                                                "are not GPU offers")
+            continue
+        if r["offering_class"] == "convertible":
+            convertible[itype] += 1
+            continue
+        row = {c: r[c] for c in OFFER_COLUMNS}
+        row.update({k: f[k] for k in _GPU_FIELDS})
+        if as_of is not None:
+            row["as_of"] = as_of
+        out.append(row)
+        if r["pricing"] == "on_demand":
+            od[(itype, r["region"])] = float(r["usd_per_hour"])
+    if convertible:
+        col.notes.append(f"{sum(convertible.values())} Convertible reserved row(s) of {len(convertible)} instance "
+                         "type(s) left out: the offer record has no offering-class column; Standard kept")
+    priced_types = {(r["instance_type"], r["region"]) for r in price_rows}
+    if region is not None:
+        for itype in sorted(facts):
+            if (itype, region) not in priced_types:
+                col.skip(0, itype, region, "unknown_price: no Linux on-demand price for this GPU instance type in the "
+                                           "Pricing API answer; a missing price is unknown, never 0")
+    for (itype, zone), s in sorted(spot.items()):
+        f = facts.get(itype)
+        reg = region if region is not None else ""
+        if f is None:
+            col.skip(0, itype, reg, f"no_gpu: spot price in {zone} for an instance type without GPU facts",
+                     SOURCE_SPOT)
+            continue
+        price = float(s["spot_usd_per_hour"])
+        o = od.get((itype, reg))
+        if o is None:
+            col.skip(0, itype, reg, f"unverifiable_spot: spot {price} in {zone} but the on-demand price is unknown, "
+                                    "so it cannot be checked for placeholders", SOURCE_SPOT)
+            continue
+        why = _spot_placeholder(price, o)
+        if why:
+            col.skip(0, itype, reg, f"placeholder_spot: {why} in {zone}", SOURCE_SPOT)
+            continue
+        base = {"provider": NAME, "region": reg, "zone": zone, "instance_type": itype,
+                **{k: f[k] for k in _GPU_FIELDS}, "currency": "USD", "source": SOURCE_SPOT,
+                "as_of": as_of if as_of is not None else s["timestamp"][:10]}
+        out.append(hourly_row("spot", price, **base))
+    return out
+
+
+def _facts_reasons(col: _Collect) -> dict[str, str]:
+    return {s.instance_type: s.reason for s in col.skipped if s.source == SOURCE_TYPES}
+
+
+def parse_region(raw: dict[str, Any], region: str, as_of: str) -> ParseResult:
+    """PURE: the payloads of :func:`fetch_region` -> normalized offers of ``region`` (see the module docstring).
+
+    Args:
+        raw: ``{"price_list": [PriceList JSON strings], "instance_types": [pages], "spot": [pages]}``.
+        region: the region fetched (rows of other regions are reported, not kept).
+        as_of: ISO date written to every row.
+
+    Returns:
+        ParseResult: offers with exactly OFFER_COLUMNS (on-demand, Standard reserved 1y/3y x 3 payments, spot per
+        zone), skipped rows with reasons, notes (filtered variants, Convertible rows left out...).
+
+    Raises:
+        PriceDataError: duplicate products after filtering (BUG-03) or duplicate offer keys.
+        InputError: ``raw`` lacks one of the three keys.
+    """
+    missing = [k for k in ("price_list", "instance_types", "spot") if k not in raw]
+    if missing:
+        raise InputError("raw", f"AWS payloads lack {missing}", accepted="price_list, instance_types, spot")
+    col = _Collect(SOURCE_PRICING)
+    facts, _seen = _instance_facts(raw["instance_types"], col)
+    reasons = _facts_reasons(col)
+    rows = _price_rows(_products_from_entries(_price_entries(raw["price_list"])), col, as_of=as_of,
+                       operating_systems=("Linux",))
+    col.filtered_note("product variants")
+    spot = _spot_newest(raw["spot"], col)
+    out = _offers(rows, facts, spot, col, region=region, as_of=as_of, no_facts_reason=reasons)
+    df = offers_frame(out)
+    check_unique(df, f"aws {region}")
+    skipped = [s if s.region else replace(s, region=region) for s in col.skipped]
+    return ParseResult(offers=df, skipped=skipped, notes=col.notes)
+
+
+def import_file(path: "str | Path", as_of: str, *, gpu_facts: Any = None) -> ParseResult:
+    """``gpuopt prices import FILE --format aws-price-list|aws-bulk-csv``: a get_products JSON file or a bulk offer
+    CSV (told apart by content) -> offers (on-demand and Standard reserved; no spot in these files).
+
+    GPU facts come from ``gpu_facts`` (describe_instance_types output, or a :func:`parse_instance_types` frame),
+    else from the current AWS offers (the newest refreshed cache snapshot, else the shipped snapshot): the price
+    files carry no GPU model. Types with no GPU facts are reported (``no_gpu``), never guessed.
+    """
+    p = Path(path)
+    with open(p, encoding="utf-8-sig") as fh:
+        head = fh.read(64).lstrip()
+    source = f"import:{p.name}"
+    if head.startswith("{") or head.startswith("["):
+        prices = parse_price_list(p, as_of=as_of, source=source)
+    elif head.startswith('"FormatVersion"') or head.startswith("FormatVersion"):
+        prices = parse_bulk_csv(p, as_of=as_of, source=source)
+    else:
+        raise InputError("file", f"{p.name} is neither a Pricing API JSON file nor an AWS bulk offer CSV",
+                         accepted="aws-price-list (JSON), aws-bulk-csv (CSV)")
+    col = _Collect(source, skipped=list(prices.attrs.get("skipped", [])), notes=list(prices.attrs.get("notes", [])))
+    facts = _facts_for_import(gpu_facts, col)
+    rows = prices.astype(object).where(prices.notna(), None).to_dict("records")
+    for r in rows:
+        for c in ("gpu_count", "gpu_memory_gib", "vcpus", "memory_gib"):
+            if r[c] is None:
+                r[c] = float("nan")
+    out = _offers(rows, facts, {}, col, region=None, as_of=as_of, no_facts_reason=_facts_reasons(col),
+                  facts_from="not among the GPU instance types of the GPU facts used")
+    df = offers_frame(out)
+    check_unique(df, source)
+    return ParseResult(offers=df, skipped=col.skipped, notes=col.notes)
+
+
+def _facts_for_import(gpu_facts: Any, col: _Collect) -> dict[str, dict[str, Any]]:
+    import pandas as pd
+
+    if gpu_facts is None:
+        from pricing_cache.store import load_offers
+
+        cur, _ = load_offers()
+        cur = cur[cur["provider"] == NAME]
+        col.notes.append("GPU facts taken from the current AWS offers (cache or shipped snapshot)")
+        frame = cur.drop_duplicates("instance_type")[["instance_type", *_GPU_FIELDS]]
+    elif isinstance(gpu_facts, pd.DataFrame):
+        frame = gpu_facts
+    else:
+        facts, _ = _instance_facts(gpu_facts, col)
+        return facts
+    return {str(r["instance_type"]): {k: r[k] for k in ("instance_type", *_GPU_FIELDS)}
+            for r in frame.to_dict("records")}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# I/O: clients, regions, fetch
+# ----------------------------------------------------------------------------------------------------------------
+
+_CLIENT_LOCK = threading.Lock()
+
+
+def client_config(options: FetchOptions, mode: str = "standard"):
+    """botocore Config: retry ``mode`` ("standard" | "adaptive") with ``total_max_attempts`` =
+    options.max_attempts (first attempt included), connect/read timeouts = options.timeout_s."""
+    from botocore.config import Config
+
+    return Config(retries={"mode": mode, "total_max_attempts": max(1, int(options.max_attempts))},
+                  connect_timeout=options.timeout_s, read_timeout=options.timeout_s)
+
+
+def _session(options: FetchOptions):
+    import boto3
+    from botocore.exceptions import ProfileNotFound
+
+    try:
+        return boto3.Session(profile_name=options.profile)
+    except ProfileNotFound as e:
+        raise MissingCredentials(f"AWS profile '{options.profile}' not found ({e}). {CREDENTIALS_HOWTO}") from None
+
+
+def make_client(service: str, region: str, options: FetchOptions, session: Any = None):
+    """A boto3 client with :func:`client_config` (retry mode PRICING_RETRY_MODE for ``pricing``, standard for the
+    others)."""
+    session = session if session is not None else _session(options)
+    mode = PRICING_RETRY_MODE if service == "pricing" else "standard"
+    return session.client(service, region_name=region, config=client_config(options, mode))
+
+
+def _client(options: FetchOptions, key: str, service: str, region: str, *, share: bool = False):
+    c = options.clients.get(key)
+    if c is not None:
+        return c
+    c = make_client(service, region, options)
+    if share:
+        with _CLIENT_LOCK:
+            c = options.clients.setdefault(key, c)
+    return c
+
+
+def _all_pages(client, operation: str, options: FetchOptions, what: str, **kwargs) -> list[dict[str, Any]]:
+    """Every page of ``operation`` through botocore's paginator (ResponseMetadata dropped). Raises
+    TruncatedPriceList(next=token) at the page cap with a token pending, or when a token comes back (BUG-08)."""
+    from botocore.exceptions import PaginationError
+
+    pages: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    cap = options.max_pages
+    try:
+        for page in client.get_paginator(operation).paginate(**kwargs):
+            page = {k: v for k, v in page.items() if k != "ResponseMetadata"}
+            pages.append(page)
+            token = page.get("NextToken")
+            if not token:
+                continue
+            if token in seen:
+                raise TruncatedPriceList(f"aws {what}: NextToken repeated after {len(pages)} pages (a page cycle)",
+                                         next=token)
+            seen.add(token)
+            if cap is not None and len(pages) >= cap:
+                raise TruncatedPriceList(f"aws {what}: page cap max_pages={cap} reached with more pages left",
+                                         next=token)
+    except PaginationError as e:  # botocore's own guard (the same token twice in a row)
+        raise TruncatedPriceList(f"aws {what}: {e}") from None
+    return pages
+
+
+def list_regions(options: FetchOptions) -> list[str]:
+    """``options.regions`` (validated: AWS region code syntax; codes botocore does not know are kept with a
+    progress note), else the account's enabled regions: EC2 ``describe_regions(AllRegions=True)`` keeping
+    OptInStatus ``opt-in-not-required`` / ``opted-in``; each ``not-opted-in`` region gets a progress note. An
+    explicitly asked region that is not enabled raises RegionSkipped in :func:`fetch_region`."""
+    if options.regions:
+        out: list[str] = []
+        bad = [r for r in options.regions if not _REGION_RE.match(str(r))]
+        if bad:
+            raise InputError("regions", f"not AWS region codes: {bad}", accepted="codes like us-east-1, eu-west-2")
+        known = set()
+        try:
+            import boto3
+
+            s = boto3.Session()
+            for part in ("aws", "aws-cn", "aws-us-gov"):
+                known.update(s.get_available_regions("ec2", partition_name=part))
+        except Exception:  # pragma: no cover - botocore data missing
+            known = set()
+        for r in options.regions:
+            if r in out:
+                continue
+            if known and r not in known:
+                options.say(NAME, r, f"{r} is not in botocore's region list (new region or typo?); trying it")
+            out.append(r)
+        return out
+    from botocore.exceptions import NoCredentialsError
+
+    ec2 = options.clients.get("ec2") or options.clients.get("ec2:us-east-1")
+    try:
+        if ec2 is None:
+            ec2 = make_client("ec2", "us-east-1", options)
+        resp = ec2.describe_regions(AllRegions=True)
+    except NoCredentialsError:
+        raise MissingCredentials(CREDENTIALS_HOWTO) from None
+    out = []
+    for r in sorted(resp.get("Regions", []), key=lambda r: r["RegionName"]):
+        name, status = r["RegionName"], r.get("OptInStatus", "opt-in-not-required")
+        if status in ("opt-in-not-required", "opted-in"):
+            out.append(name)
+        else:
+            options.say(NAME, name, f"skipped: region not enabled for this account (OptInStatus {status})")
+    return out
+
+
+def _spot_window() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+
+
+def fetch_region(region: str, options: FetchOptions) -> dict[str, Any]:
+    """I/O ONLY: the raw AWS payloads of one region.
+
+    1. EC2 ``describe_instance_types`` (paginated, all types of the region; there is no server-side GPU filter):
+       the GPU types are those with ``GpuInfo``.
+    2. Pricing ``get_products`` (paginated, client in us-east-1): ServiceCode AmazonEC2, TERM_MATCH on regionCode,
+       PRICING_FILTERS and instanceFamily "GPU instance"; then one query per GPU type (TERM_MATCH instanceType) that
+       the family answer lacks (types AWS files under another family).
+    3. EC2 ``describe_spot_price_history`` (paginated): ProductDescriptions ["Linux/UNIX"], the GPU types,
+       StartTime = EndTime = now (AWS then answers the price in effect at that instant per type and zone).
+
+    Returns: ``{"price_list": [PriceList JSON strings], "instance_types": [pages], "spot": [pages]}``.
+
+    Raises:
+        RegionSkipped: AuthFailure / OptInRequired / UnrecognizedClientException from this region's EC2.
+        MissingCredentials: no credentials in the standard chain (or an unknown profile).
+        TruncatedPriceList: page cap reached or a NextToken cycle (never a shorter list).
+        botocore ClientError etc.: anything else, after botocore's retries.
+    """
+    from botocore.exceptions import ClientError, NoCredentialsError
+
+    try:
+        ec2 = _client(options, f"ec2:{region}", "ec2", region)
+        options.say(NAME, region, "describe_instance_types")
+        try:
+            types = _all_pages(ec2, "describe_instance_types", options, f"{region} describe_instance_types",
+                               PaginationConfig={"PageSize": 100})
+        except ClientError as e:
+            code = e.response.get("Error", {}).get("Code", "")
+            if code in REGION_NOT_ENABLED:
+                raise RegionSkipped(f"aws {region}: region not enabled for these credentials ({code})") from None
+            raise
+        gpu_types = sorted({t["InstanceType"] for p in types for t in p.get("InstanceTypes", [])
+                            if (t.get("GpuInfo") or {}).get("Gpus")})
+        pricing = _client(options, "pricing", "pricing", PRICING_REGION, share=True)
+        filters = [{"Type": "TERM_MATCH", "Field": "regionCode", "Value": region}] + [
+            {"Type": "TERM_MATCH", "Field": f, "Value": v} for f, v in PRICING_FILTERS]
+        options.say(NAME, region, "get_products (GPU instance family)")
+        price_list: list[str] = []
+        for page in _all_pages(pricing, "get_products", options, f"{region} get_products", ServiceCode="AmazonEC2",
+                               FormatVersion="aws_v1", PaginationConfig={"PageSize": 100},
+                               Filters=filters + [{"Type": "TERM_MATCH", "Field": "instanceFamily",
+                                                   "Value": GPU_INSTANCE_FAMILY}]):
+            price_list.extend(page.get("PriceList") or [])
+        listed = set()
+        for e in price_list:
+            d = json.loads(e) if isinstance(e, (str, bytes)) else e
+            listed.add(((d.get("product") or {}).get("attributes") or {}).get("instanceType"))
+        for itype in (t for t in gpu_types if t not in listed):
+            for page in _all_pages(pricing, "get_products", options, f"{region} get_products {itype}",
+                                   ServiceCode="AmazonEC2", FormatVersion="aws_v1",
+                                   PaginationConfig={"PageSize": 100},
+                                   Filters=filters + [{"Type": "TERM_MATCH", "Field": "instanceType",
+                                                       "Value": itype}]):
+                price_list.extend(page.get("PriceList") or [])
+        spot: list[dict[str, Any]] = []
+        if gpu_types:
+            options.say(NAME, region, "describe_spot_price_history")
+            now = _spot_window()
+            spot = _all_pages(ec2, "describe_spot_price_history", options, f"{region} describe_spot_price_history",
+                              ProductDescriptions=["Linux/UNIX"], InstanceTypes=gpu_types, StartTime=now,
+                              EndTime=now, PaginationConfig={"PageSize": 1000})
+    except NoCredentialsError:
+        raise MissingCredentials(CREDENTIALS_HOWTO) from None
+    return {"price_list": price_list, "instance_types": types, "spot": spot}
+
+
+__all__ = ["NAME", "CLIENT_KEYS", "client_config", "make_client", "list_regions", "fetch_region", "parse_region",
+           "parse_price_list", "parse_bulk_csv", "parse_instance_types", "parse_spot_history", "import_file",
+           "region_for_location"]

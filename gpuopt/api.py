@@ -212,8 +212,15 @@ def prices_refresh(*, providers: Iterable[str] = (), regions: Iterable[str] = ()
     _positive("timeout", timeout_s, "seconds")
     if max_attempts < 1:
         raise InputError("max_attempts", f"must be at least 1, got {max_attempts}")
+    import os
+
+    # Endpoint overrides (a private mirror or proxy, and the test doubles): GPUOPT_AZURE_PRICES_URL,
+    # GPUOPT_GCP_BILLING_URL; for AWS, botocore's own AWS_ENDPOINT_URL_PRICING / AWS_ENDPOINT_URL_EC2.
+    env_endpoints = {k: os.environ[v] for k, v in (("azure", "GPUOPT_AZURE_PRICES_URL"), ("gcp", "GPUOPT_GCP_BILLING_URL"))
+                     if os.environ.get(v)}
     opts = FetchOptions(regions=_names(regions) or None, profile=profile, gcp_api_key=gcp_api_key,
-                        timeout_s=float(timeout_s), max_attempts=int(max_attempts), endpoints=dict(endpoints or {}))
+                        timeout_s=float(timeout_s), max_attempts=int(max_attempts),
+                        endpoints={**env_endpoints, **dict(endpoints or {})})
     return refresh(_names(providers) or None, opts, max_workers=workers, adapters=adapters, on_event=on_event)
 
 

@@ -191,6 +191,7 @@ def prices_refresh(
     gcp_api_key: Annotated[Optional[str], typer.Option("--gcp-api-key", envvar="GPUOPT_GCP_API_KEY", help="API key for the Cloud Billing Catalog API.")] = None,
     workers: Annotated[int, typer.Option("--workers", help="Regions fetched at once per provider.")] = 4,
     timeout: Annotated[float, typer.Option("--timeout", help="Timeout of one API call, seconds.")] = 30.0,
+    attempts: Annotated[int, typer.Option("--attempts", help="Attempts per API call, retries of throttling and 5xx included.")] = 5,
     fmt: FormatOpt = "table",
 ):
     """Fetch current prices from the AWS, Azure and GCP APIs into your price cache (keeps good data on failure)."""
@@ -201,7 +202,7 @@ def prices_refresh(
         with render.RefreshProgress(enabled=fmt == "table") as progress:
             summary = api.prices_refresh(providers=provider or (), regions=region or (), profile=profile,
                                          gcp_api_key=gcp_api_key, workers=workers, timeout_s=timeout,
-                                         on_event=progress.event)
+                                         max_attempts=attempts, on_event=progress.event)
         render.refresh_summary(summary, fmt)
         if not summary.ok:
             raise typer.Exit(1)

@@ -108,3 +108,44 @@ def test_refresh_gcp_from_the_billing_catalog(httpserver, monkeypatch):
     a2 = {row["instance_type"]: row["usd_per_hour"] for row in d["rows"]}
     # a2-highgpu-1g = 12 vCPU x core + 85 GiB x RAM + 1 x A100 (providers/gcp.py; tests/test_providers_gcp.py)
     assert a2["a2-highgpu-1g"] == pytest.approx(3.673385, abs=1e-5)
+
+
+def test_refresh_aws_through_the_real_adapter_with_stubber_and_moto(monkeypatch):
+    """The AWS adapter inside the refresh: Pricing API stubbed with botocore's Stubber (moto does not mock it),
+    EC2 from moto (real GpuInfo), as in tests/test_providers_aws.py."""
+    import test_providers_aws as t
+    from moto import mock_aws
+    from moto.ec2.models.instance_types import INSTANCE_TYPES
+
+    from pricing_cache.refresh import refresh
+    from pricing_cache.store import load_offers
+    from providers import aws
+
+    for var, val in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
+                     ("AWS_DEFAULT_REGION", "us-east-1")):
+        monkeypatch.setenv(var, val)
+    with mock_aws():
+        opts = t._opts(max_pages=50, regions=["us-east-1"])
+        ec2 = aws.make_client("ec2", "us-east-1", opts, session=t._fake_session())
+        pricing, ps = t._pricing_stubbed(opts)
+        listed = {json.loads(e)["product"]["attributes"]["instanceType"] for e in t._gpu_entries()}
+        ps.add_response("get_products", {"FormatVersion": "aws_v1", "PriceList": t._gpu_entries()},
+                        t._family_params("us-east-1"))
+        for itype in sorted(k for k, v in INSTANCE_TYPES.items() if (v.get("GpuInfo") or {}).get("Gpus")):
+            if itype not in listed:
+                params = t._family_params("us-east-1")
+                params["Filters"][-1] = {"Type": "TERM_MATCH", "Field": "instanceType", "Value": itype}
+                ps.add_response("get_products", {"FormatVersion": "aws_v1", "PriceList": []}, params)
+        opts.clients = {"pricing": pricing, "ec2:us-east-1": ec2, "ec2": ec2}
+        with ps:
+            summary = refresh(["aws"], opts, adapters={"aws": aws})
+    (p,) = summary.providers
+    assert p.status == "refreshed" and p.regions_done == ["us-east-1"]
+    df, info = load_offers()
+    east = df[(df["provider"] == "aws") & (df["region"] == "us-east-1")]
+    assert set(east["source"]) == {"aws-pricing-api"}
+    od = east[east["pricing"] == "on_demand"].set_index("instance_type")["usd_per_hour"]
+    assert od["p5.48xlarge"] == 55.04 and od["g4dn.xlarge"] == 0.526
+    # every other AWS region keeps the shipped prices
+    assert set(df[df["provider"] == "aws"]["region"]) >= {"us-west-2", "eu-west-1"}
+    assert "us-west-2" in p.kept_previous

@@ -104,7 +104,7 @@ PAGE_SIZE = 5000
 API_KEY_ENV = "GPUOPT_GCP_API_KEY"
 KEY_HOWTO = ("GCP: no API key for the Cloud Billing Catalog API; create an API key in a Google Cloud project with "
              "the Cloud Billing API enabled (console: APIs & Services > Credentials) and pass it as "
-             f"FetchOptions.gcp_api_key or set {API_KEY_ENV}")
+             f"`gpuopt prices refresh --gcp-api-key KEY` (FetchOptions.gcp_api_key) or set {API_KEY_ENV}")
 
 #: usageType -> gpuopt pricing.
 USAGE_TYPES = {"OnDemand": "on_demand", "Preemptible": "spot", "Commit1Yr": "reserved_1y", "Commit3Yr": "reserved_3y"}

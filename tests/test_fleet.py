@@ -1,0 +1,161 @@
+"""The fleet model (several workloads, demand over blocks, shared committed base, spot caps, ROI) on hand-made
+candidates, checked against hand solutions and brute-force enumeration (DESIGN.md: "a brute-force check agrees on
+small catalogs"); the planner on real offers is exercised in tests/test_fleet_plan.py."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from optimizer.fleet import (
+    FleetBlock,
+    FleetProblem,
+    FleetWorkload,
+    _verify,
+    prune_fleet,
+    solve_cost,
+    solve_roi,
+)
+from optimizer.model import Candidate
+
+
+def _cand(itype: str, pricing: str, usd_per_hour: float, theta: float, k: int = 1, r: int = 1) -> Candidate:
+    offer = {"provider": "test", "region": "r1", "zone": "", "instance_type": itype, "pricing": pricing,
+             "payment": "all_upfront" if pricing.startswith("reserved") else "", "usd_per_hour": usd_per_hour,
+             "upfront_usd": 0.0, "gpu_model": "L4", "gpu_count": 1.0, "gpu_memory_gib": 22.35, "interconnect": "pcie",
+             "source": "test", "as_of": "2026-01-01"}
+    return Candidate(key=f"{itype}|{pricing}", offer=offer, instances_per_unit=k, replicas_per_unit=r,
+                     sizing=SimpleNamespace(gpus_per_replica=1.0), usd_per_unit_hour=k * usd_per_hour,
+                     throughput_per_unit=theta, shape=f"L4 x1 ({itype})")
+
+
+def _wl(name: str, task: str = "serve", **kw) -> FleetWorkload:
+    return FleetWorkload(name=name, workload=SimpleNamespace(task=task, model=SimpleNamespace(name="m")), **kw)
+
+
+def _blocks(*demands: float, name: str = "chat") -> list[FleetBlock]:
+    h = 730.0 / len(demands)
+    return [FleetBlock(start_hour=i * h, hours=h, demand={name: d}, label=f"b{i}") for i, d in enumerate(demands)]
+
+
+def test_reserved_base_plus_on_demand_peak():
+    # day 1,000 tok/s, night 200; units of 250 tok/s; reserved 0.6 $/h billed 730 h, on-demand 1.0 $/h per block.
+    # N reserved: cost 438 N + 365 x max(0, 4 - N) (day) + 365 x max(0, 1 - N) (night):
+    # N=0 1,825; N=1 1,533; N=2 1,606  -> one reserved instance as the base, three on-demand in the day peak.
+    w = _wl("chat")
+    p = FleetProblem([w], _blocks(1000.0, 200.0), {"chat": [_cand("t", "reserved_1y", 0.6, 250.0),
+                                                            _cand("t", "on_demand", 1.0, 250.0)]}, {})
+    sol = solve_cost(p)
+    assert sol.report.status == "optimal"
+    assert sol.cost == pytest.approx(1533.0)
+    assert sol.N == {"test|r1||t|reserved_1y|all_upfront": 1}
+    assert _verify(p, sol) is None
+
+
+def test_committed_base_is_shared_with_training_at_night():
+    # Serving needs 4 units by day and 0 at night; a training job needs 4 x 365 unit-hours of work (time-sliced).
+    # With 4 reserved instances (0.6 $/h x 730 x 4 = 1,752) the night hours do the training for free;
+    # serving on-demand by day (4 x 365 = 1,460) plus training on-demand (1,460) would cost 2,920.
+    chat, train = _wl("chat", min_replicas=0), _wl("train", task="train", deadline_hours=730.0)
+    cands = {n: [_cand("t", "reserved_1y", 0.6, 250.0 if n == "chat" else 1e15),
+                 _cand("t", "on_demand", 1.0, 250.0 if n == "chat" else 1e15)] for n in ("chat", "train")}
+    p = FleetProblem([chat, train], _blocks(1000.0, 0.0), cands, {"train": 4 * 365 * 3600 * 1e15})
+    sol = solve_cost(p)
+    assert sol.cost == pytest.approx(1752.0)
+    assert sol.N == {"test|r1||t|reserved_1y|all_upfront": 4}
+    assert _verify(p, sol) is None
+
+
+def test_spot_cap_and_redundancy_without_spot():
+    # min 2 replicas that may not all be spot: the on-demand replica must exist in every block even though spot
+    # is cheaper; spot is capped at 3 instances: demand 500 = 5 units -> 3 spot + 2 on-demand.
+    w = _wl("chat", allow_spot=True, min_replicas=2)
+    cands = {"chat": [_cand("t", "spot", 0.3, 100.0), _cand("t", "on_demand", 1.0, 100.0)]}
+    p = FleetProblem([w], _blocks(500.0), cands, {}, spot_capacity=3)
+    sol = solve_cost(p)
+    xs = {k[1].split("|")[4]: v for k, v in sol.X.items()}
+    assert xs == {"spot": 3.0, "on_demand": 2.0}
+    assert sol.cost == pytest.approx(730 * (3 * 0.3 + 2 * 1.0))
+
+
+def _brute(p: FleetProblem, max_n: int = 7, max_x: int = 7) -> float:
+    (w,) = p.workloads
+    commit = [c for c in p.cands[w.name] if c.committed]
+    hourly = [c for c in p.cands[w.name] if not c.committed]
+    best = math.inf
+    for ns in itertools.product(range(max_n + 1), repeat=len(commit)):
+        base = sum(n * c.throughput_per_unit for n, c in zip(ns, commit))
+        cost = sum(n * c.usd_per_unit_hour * 730 for n, c in zip(ns, commit))
+        for b in p.blocks:
+            need = b.demand[w.name] - base
+            bc = math.inf
+            for xs in itertools.product(range(max_x + 1), repeat=len(hourly)):
+                if sum(x * c.throughput_per_unit for x, c in zip(xs, hourly)) + 1e-9 >= need:
+                    bc = min(bc, sum(x * c.usd_per_unit_hour * b.hours for x, c in zip(xs, hourly)))
+            cost += bc
+        best = min(best, cost)
+    return best
+
+
+@settings(max_examples=40, deadline=None)
+@given(prices=st.tuples(st.floats(0.2, 2.0), st.floats(0.2, 2.0), st.floats(0.2, 2.0)),
+       thetas=st.tuples(st.sampled_from([50.0, 100.0, 150.0]), st.sampled_from([50.0, 100.0, 150.0]),
+                        st.sampled_from([50.0, 100.0, 150.0])),
+       demand=st.lists(st.sampled_from([0.0, 80.0, 160.0, 240.0, 300.0]), min_size=2, max_size=3))
+def test_fleet_milp_equals_brute_force(prices, thetas, demand):
+    w = _wl("chat")
+    cands = {"chat": [_cand("a", "reserved_3y", prices[0], thetas[0]), _cand("b", "on_demand", prices[1], thetas[1]),
+                      _cand("c", "on_demand", prices[2], thetas[2])]}
+    p = FleetProblem([w], _blocks(*demand), cands, {})
+    sol = solve_cost(p)
+    assert sol.report.status == "optimal"
+    assert sol.cost == pytest.approx(_brute(p), rel=1e-6, abs=1e-6)
+    assert _verify(p, sol) is None
+
+
+@settings(max_examples=30, deadline=None)
+@given(prices=st.tuples(st.floats(0.2, 2.0), st.floats(0.2, 2.0), st.floats(0.2, 2.0), st.floats(0.2, 2.0)),
+       thetas=st.tuples(*[st.sampled_from([50.0, 100.0, 150.0])] * 4),
+       demand=st.lists(st.sampled_from([0.0, 80.0, 160.0, 300.0]), min_size=2, max_size=2))
+def test_fleet_pruning_keeps_the_optimum(prices, thetas, demand):
+    w = _wl("chat")
+    cands = {"chat": [_cand("a", "reserved_3y", prices[0], thetas[0]), _cand("b", "reserved_1y", prices[1], thetas[1]),
+                      _cand("c", "on_demand", prices[2], thetas[2]), _cand("d", "on_demand", prices[3], thetas[3])]}
+    p = FleetProblem([w], _blocks(*demand), cands, {})
+    kept, _ = prune_fleet(cands, [w], p.blocks, {}, 16)
+    q = FleetProblem([w], p.blocks, kept, {})
+    assert solve_cost(q).cost == pytest.approx(solve_cost(p).cost, rel=1e-7, abs=1e-7)
+
+
+def test_roi_by_dinkelbach_equals_the_best_ratio():
+    # One block of 730 h, demand 250 tok/s, value 2 $ per million tokens: a fully used 100 tok/s unit earns
+    # 2 x 3600 x 730 x 100 / 1e6 = 525.6 $/month. Offer A: 100 tok/s for 0.5 $/h (365 $/month); offer B: 250 tok/s
+    # for 1.5 $/h (1,095). Enumerating units (S = min(250, capacity)): best value/cost is 1 A (525.6 / 365 = 1.44;
+    # 2 A the same; B 1,314/1,095 = 1.2). ROI = 0.44.
+    w = _wl("chat", value_per_million_tokens=2.0)
+    cands = {"chat": [_cand("a", "on_demand", 0.5, 100.0), _cand("b", "on_demand", 1.5, 250.0)]}
+    p = FleetProblem([w], _blocks(250.0), cands, {}, objective="roi")
+    sol, its = solve_roi(p)
+    best = 0.0
+    for ua, ub in itertools.product(range(4), range(3)):
+        cost = 730 * (0.5 * ua + 1.5 * ub)
+        if cost:
+            served = min(250.0, 100 * ua + 250 * ub)
+            best = max(best, 2.0 * 3600 * 730 * served / 1e6 / cost)
+    assert sol.value / sol.cost == pytest.approx(best, rel=1e-6)
+    assert len(its) >= 2 and its[0]["lambda"] == 0.0
+    assert abs(its[-1]["F"]) <= 1e-6 * max(sol.cost, 1.0)
+
+
+def test_roi_drops_a_training_job_that_does_not_pay():
+    # the job's value (100 $) is below its cost (1,000 unit-hours x 1 $/h): the ROI plan leaves it out
+    w = _wl("train", task="train", deadline_hours=730.0, value_usd=100.0)
+    p = FleetProblem([w], _blocks(0.0, name="x"), {"train": [_cand("t", "on_demand", 1.0, 1e15)]},
+                     {"train": 1000 * 3600 * 1e15}, objective="roi")
+    sol, _ = solve_roi(p)
+    assert sol.cost == pytest.approx(0.0) and sol.Z.get("train", 0) == 0

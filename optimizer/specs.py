@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import logging
 import math
 import re
 from dataclasses import dataclass, replace, field
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 
 from gpuopt.errors import GpuoptError, InputError
 from gpuopt.records import CANONICAL_GPUS
@@ -56,6 +58,9 @@ MODEL_CONFIG_COLUMNS: tuple[str, ...] = (
     "vocab_size",
     "max_position_embeddings",
     "num_local_experts",
+    "num_experts_per_tok",
+    "model_type",
+    "tie_word_embeddings",
     "derived_params_total",
     "derived_params_active",
     "derived_kv_cache_bytes_per_token_fp16",
@@ -87,6 +92,10 @@ _AMBIGUOUS: dict[str, tuple[str, ...]] = {
     "A100": ("A100-40GB", "A100-80GB"),
     "V100": ("V100-16GB", "V100-32GB"),
 }
+
+#: HF ``model_type`` values whose MLP is 2-matrix GELU (``h -> I -> h``), not gated SwiGLU: Falcon
+#: (``falcon``; the pre-transformers ``RefinedWeb`` 40B and ``RefinedWebModel`` 7B configs) and GPT-NeoX.
+_UNGATED_MODEL_TYPES = frozenset({"falcon", "RefinedWeb", "RefinedWebModel", "gpt_neox"})
 
 #: Rows whose ``interconnect_gbps_per_gpu`` is already per direction (the table's own note on the Gaudi 2 row:
 #: "2400 Gb/s / 8 per direction"). Every other row gives the bidirectional total per GPU.
@@ -157,6 +166,14 @@ class ModelSpec:
         is_moe: mixture-of-experts model.
         estimated: True when the shape was estimated from a parameter count (:func:`model_from_params`).
         source: where the architecture came from.
+        sliding_window: ``sliding_window`` of config.json, tokens (Mistral-7B-v0.1: 4096), or None (full attention,
+            or a config that sets ``use_sliding_window: false`` as Qwen2 does). Recorded only: sizing does not cap
+            the KV cache at the window (conservative, see ``optimizer.sizing.size_replica``).
+        experts: MoE experts per layer (``num_local_experts``; 1 for a dense model).
+        experts_per_token: experts each token is routed to (``num_experts_per_tok``; 1 for a dense model).
+        gated_mlp: True for a gated (SwiGLU) MLP with gate/up/down matrices (Llama, Mistral, Qwen2); False for a
+            2-matrix GELU MLP, up ``h -> I`` and down ``I -> h`` (Falcon, GPT-NeoX). Used by LoRA adapter counts.
+        tied_embeddings: ``tie_word_embeddings``: the output head shares the input embedding (Falcon).
         kv_bytes_per_token_fp16: computed, not passed: ``2 * layers * kv_heads * head_dim * 2`` bytes
             (K and V, 16-bit; FORMULAS.md section 6, vLLM paper section 3).
     """
@@ -176,6 +193,11 @@ class ModelSpec:
     is_moe: bool = False
     estimated: bool = False
     source: str = ""
+    sliding_window: int | None = None
+    experts: int = 1
+    experts_per_token: int = 1
+    gated_mlp: bool = True
+    tied_embeddings: bool = False
     kv_bytes_per_token_fp16: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -332,6 +354,7 @@ def _model_from_row(row: dict[str, str]) -> ModelSpec:
         return int(_num(row, col))
 
     hidden = i("hidden_size")
+    experts = int(_num(row, "num_local_experts", required=False) or 1)
     # Falcon-40B has no intermediate_size: its GELU MLP is 4h (table note).
     inter = _num(row, "intermediate_size", required=False)
     spec = ModelSpec(
@@ -347,9 +370,13 @@ def _model_from_row(row: dict[str, str]) -> ModelSpec:
         intermediate_size=int(inter) if inter else 4 * hidden,
         vocab_size=i("vocab_size"),
         max_context=i("max_position_embeddings"),
-        is_moe=bool((row.get("num_local_experts") or "").strip()),
+        is_moe=experts > 1,
         estimated=False,
         source=row["config_source"],
+        experts=experts,
+        experts_per_token=int(_num(row, "num_experts_per_tok")) if experts > 1 else 1,
+        gated_mlp=row["model_type"].strip() not in _UNGATED_MODEL_TYPES,
+        tied_embeddings=row["tie_word_embeddings"].strip().lower() == "true",
     )
     table_kv = _num(row, "derived_kv_cache_bytes_per_token_fp16", required=False)
     if table_kv is not None and int(table_kv) != spec.kv_bytes_per_token_fp16:
@@ -428,14 +455,22 @@ def known_models() -> list[str]:
     return list(_model_table())
 
 
-def load_model(name: str) -> ModelSpec:
+def load_model(name: str | Path) -> ModelSpec:
     """The ModelSpec of a model given by table name (``"Llama-2-70B"``) or HF repo (``"meta-llama/Llama-2-70b-hf"``,
-    or its part after the ``/``), case-insensitive.
+    or its part after the ``/``), case-insensitive; or by a local Hugging Face ``config.json``.
+
+    A ``name`` that is an existing file, or an existing folder holding ``config.json`` (a local model download),
+    is read with :func:`model_from_hf_config`; that check comes first, so a local folder named like a table repo
+    (``meta-llama/Llama-2-70b-hf``) is read from its own config. Anything else is looked up in the table.
 
     Raises:
         InputError("model"): unknown model; ``accepted`` lists :func:`known_models`, and the message points to
-            ``--params`` (:func:`model_from_params`) for a model not in the table.
+            ``--params`` (:func:`model_from_params`) for a model not in the table. A config file that cannot be
+            read raises as :func:`model_from_hf_config`.
     """
+    path = _hf_config_path(name)
+    if path is not None:
+        return model_from_hf_config(path)
     key = str(name).strip().lower()
     # Hugging Face renamed meta-llama/Meta-Llama-3.1-405B to meta-llama/Llama-3.1-405B: accept both spellings
     key = key.replace("/meta-llama-", "/llama-") if key.startswith("meta-llama/meta-llama-") else key
@@ -526,4 +561,266 @@ def model_from_params(params: float, name: str | None = None) -> ModelSpec:
         is_moe=False,
         estimated=True,
         source="estimated from the parameter count (optimizer.specs.model_from_params: h = 128 L, d_head 128, MHA)",
+    )
+
+
+# ----------------------------------------------------------------------------------------------- HF config.json
+
+#: ``model_type`` families :func:`model_from_hf_config` counts with their own formula; any other model_type is
+#: counted with the Llama-style formula (FORMULAS.md section 10) and says so in ``ModelSpec.source``.
+HF_CONFIG_FAMILIES: dict[str, str] = {
+    "llama": "llama",
+    "mistral": "llama",
+    "mixtral": "llama",
+    "qwen2": "llama",
+    "falcon": "falcon",
+    "RefinedWeb": "falcon",
+    "RefinedWebModel": "falcon",
+    "gpt_neox": "gpt_neox",
+}
+
+#: ``tie_word_embeddings`` when config.json leaves it out: the default of the model_type's transformers config class
+#: (LlamaConfig, MistralConfig, MixtralConfig, Qwen2Config, GPTNeoXConfig set False; FalconConfig does not set it,
+#: so PretrainedConfig's True applies). Unknown model_types: False, the larger (untied) count.
+_TIE_DEFAULTS: dict[str, bool] = {
+    "llama": False, "mistral": False, "mixtral": False, "qwen2": False, "gpt_neox": False,
+    "falcon": True, "RefinedWeb": True, "RefinedWebModel": True,
+}
+
+#: Falcon configs carry no ``max_position_embeddings`` (tiiuae/falcon-40b): FalconConfig's default, 2048 tokens
+#: (transformers configuration_falcon.py), which is also Falcon's training context (model_configs.csv note).
+FALCON_DEFAULT_CONTEXT = 2048
+
+#: MoE layouts this module cannot count (shared experts, per-expert ``moe_intermediate_size``, dense first layers:
+#: Qwen2-MoE / Qwen3-MoE ``num_experts``, DeepSeek ``n_routed_experts``): refused, not guessed.
+_UNSUPPORTED_MOE_KEYS = ("num_experts", "n_routed_experts", "moe_intermediate_size", "n_shared_experts")
+
+_HF_ACCEPTED = ("a Hugging Face config.json with hidden_size, num_hidden_layers, num_attention_heads, vocab_size, "
+                "intermediate_size and max_position_embeddings (Llama, Mistral, Mixtral, Qwen2, Falcon, GPT-NeoX)")
+
+
+def _hf_config_path(name: object) -> Path | None:
+    """``name`` as a config.json path when it is an existing file or a folder holding config.json, else None."""
+    if isinstance(name, Path):
+        path = name
+    elif isinstance(name, str) and name.strip():
+        path = Path(name.strip()).expanduser()
+    else:
+        return None
+    try:
+        if path.is_file():
+            return path
+        if path.is_dir() and (path / "config.json").is_file():
+            return path / "config.json"
+    except OSError:  # a name too long or otherwise unusable as a path is a model name
+        return None
+    return None
+
+
+def _read_hf_config(config: str | Path | dict) -> tuple[dict, str, str]:
+    """(config dict, where it came from, default display name)."""
+    if isinstance(config, dict):
+        origin = "config dict"
+        data = config
+        default = ""
+    else:
+        path = _hf_config_path(config)
+        if path is None:
+            raise InputError("model", f"no config.json at {str(config)!r} (not a file, nor a folder holding config.json)",
+                             accepted=_HF_ACCEPTED)
+        origin = str(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError("model", f"cannot read {origin}: {exc}", accepted=_HF_ACCEPTED) from None
+        except json.JSONDecodeError as exc:
+            raise InputError("model", f"{origin} is not valid JSON: {exc}", accepted=_HF_ACCEPTED) from None
+        default = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+    if not isinstance(data, dict):
+        raise InputError("model", f"{origin}: a config.json holds a JSON object, got {type(data).__name__}",
+                         accepted=_HF_ACCEPTED)
+    repo = data.get("_name_or_path")
+    if isinstance(repo, str) and repo.strip():
+        default = repo.strip().rstrip("/").rsplit("/", 1)[-1]
+    return data, origin, default or str(data.get("model_type") or "hf-config")
+
+
+def _cfg_int(cfg: dict, origin: str, *keys: str, required: bool = True) -> int | None:
+    """The first of ``keys`` that config.json sets (not null) as a whole number > 0; None when none is set and
+    not ``required``. Raises InputError("model") naming the field that is missing or bad."""
+    for key in keys:
+        value = cfg.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or value <= 0 or not float(value).is_integer():
+            raise InputError("model", f"{origin}: field {key!r} must be a whole number > 0, got {value!r}",
+                             accepted=_HF_ACCEPTED)
+        return int(value)
+    if required:
+        also = f" (nor {', '.join(repr(k) for k in keys[1:])})" if len(keys) > 1 else ""
+        raise InputError("model", f"{origin}: config.json lacks the field {keys[0]!r}{also}", accepted=_HF_ACCEPTED)
+    return None
+
+
+def _cfg_bool(cfg: dict, origin: str, key: str, default: bool) -> bool:
+    value = cfg.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise InputError("model", f"{origin}: field {key!r} must be true or false, got {value!r}", accepted=_HF_ACCEPTED)
+    return value
+
+
+def model_from_hf_config(config: str | Path | dict, name: str | None = None) -> ModelSpec:
+    """The ModelSpec of a decoder-only transformer described by a local Hugging Face ``config.json``.
+
+    Reads (first key found; Falcon's pre-transformers ``RefinedWeb`` names second): ``hidden_size`` / ``n_embd``,
+    ``num_hidden_layers`` / ``n_layer``, ``num_attention_heads`` / ``n_head``, ``vocab_size``, ``head_dim`` (else
+    ``hidden_size / heads``), ``intermediate_size``, ``max_position_embeddings`` / ``n_positions``,
+    ``tie_word_embeddings`` (missing: the transformers class default, :data:`_TIE_DEFAULTS`), ``sliding_window``
+    (ignored when ``use_sliding_window`` is false), ``num_local_experts`` / ``num_experts_per_tok`` (MoE).
+
+    KV heads: ``num_key_value_heads`` (GQA; missing: = heads, LlamaConfig's rule). Falcon, as transformers'
+    FalconAttention: with ``new_decoder_architecture`` (or model_type ``RefinedWeb``) ``num_kv_heads`` /
+    ``n_head_kv``; else 1 when ``multi_query`` (FalconConfig default true) else ``num_kv_heads`` (default heads).
+
+    Parameter count, FORMULAS.md section 10 (DERIVED; checked exactly against model_configs.csv), d = head_dim,
+    E experts of which k active, per layer:
+
+    * Llama-style (llama, mistral, mixtral, qwen2, and any other model_type -- noted in ``source``):
+      attention ``h*a*d + 2*h*kv*d + a*d*h``; MLP ``3*h*I`` per expert; router ``h*E`` when E > 1; 2 RMSNorms
+      ``2h``; + final norm ``h`` and embeddings ``V*h`` (x2 when untied). Biases: Qwen2 q/k/v (``a*d + 2*kv*d``);
+      Llama ``attention_bias`` q/k/v/o (+ ``h``), ``mlp_bias`` (``2I + h`` per expert). Active: k experts.
+    * Falcon: fused QKV ``h*(a + 2*kv)*d``, dense ``a*d*h``, GELU MLP ``2*h*F`` with F = ``ffn_hidden_size`` or
+      4h; LayerNorms with bias, 2 per layer in the new decoder architecture (``num_ln_in_parallel_attn``) or
+      without ``parallel_attn``, else 1; final LayerNorm ``2h``; linear biases when ``bias``.
+    * GPT-NeoX: fused QKV ``3*h*a*d`` and dense ``a*d*h`` with biases (``attention_bias``, default true), MLP
+      ``2*h*I + I + h``, 2 LayerNorms ``4h``, final LayerNorm ``2h``, untied embeddings by default.
+
+    Checks: Llama-2-7B 6,738,415,616; Mixtral-8x7B 46,702,792,704 total / 12,879,925,248 active; Qwen2-72B
+    72,706,203,648; Falcon-40B 41,303,293,952 (tied); GPT-NeoX-20B 20,554,567,680 (HF model card).
+
+    Args:
+        config: path of a config.json, a folder holding one, or the parsed dict.
+        name: display name; default: the last part of ``_name_or_path``, else the folder name, else model_type.
+
+    Raises:
+        InputError("model"): no such file or folder, unreadable or invalid JSON, not an object; a required field
+            missing, null or not a whole number > 0 (the message names it); hidden_size not divisible by heads
+            without head_dim; heads not a multiple of KV heads; ``num_experts_per_tok`` missing or above
+            ``num_local_experts``; an MoE layout it cannot count (:data:`_UNSUPPORTED_MOE_KEYS`).
+    """
+    cfg, origin, default_name = _read_hf_config(config)
+    model_type = str(cfg.get("model_type") or "")
+    family = HF_CONFIG_FAMILIES.get(model_type, "generic")
+
+    h = _cfg_int(cfg, origin, "hidden_size", "n_embd")
+    layers = _cfg_int(cfg, origin, "num_hidden_layers", "n_layer")
+    heads = _cfg_int(cfg, origin, "num_attention_heads", "n_head")
+    vocab = _cfg_int(cfg, origin, "vocab_size")
+    head_dim = _cfg_int(cfg, origin, "head_dim", required=False)
+    if head_dim is None:
+        if h % heads:
+            raise InputError("model", f"{origin}: hidden_size {h} is not a multiple of num_attention_heads {heads} "
+                             "and there is no head_dim", accepted=_HF_ACCEPTED)
+        head_dim = h // heads
+
+    if family == "falcon":
+        new_arch = _cfg_bool(cfg, origin, "new_decoder_architecture", model_type == "RefinedWeb")
+        if new_arch:
+            kv = _cfg_int(cfg, origin, "num_kv_heads", "n_head_kv", required=False) or heads
+        elif _cfg_bool(cfg, origin, "multi_query", model_type == "falcon"):
+            kv = 1
+        else:
+            kv = _cfg_int(cfg, origin, "num_kv_heads", "n_head_kv", required=False) or heads
+        inter = _cfg_int(cfg, origin, "ffn_hidden_size", required=False) or 4 * h
+        max_ctx = _cfg_int(cfg, origin, "max_position_embeddings", required=False) or FALCON_DEFAULT_CONTEXT
+    elif family == "gpt_neox":
+        kv = heads
+        inter = _cfg_int(cfg, origin, "intermediate_size")
+        max_ctx = _cfg_int(cfg, origin, "max_position_embeddings", "n_positions")
+    else:
+        kv = _cfg_int(cfg, origin, "num_key_value_heads", required=False) or heads
+        inter = _cfg_int(cfg, origin, "intermediate_size")
+        max_ctx = _cfg_int(cfg, origin, "max_position_embeddings", "n_positions")
+    if heads % kv:
+        raise InputError("model", f"{origin}: num_attention_heads {heads} is not a multiple of the {kv} KV heads",
+                         accepted=_HF_ACCEPTED)
+
+    experts = _cfg_int(cfg, origin, "num_local_experts", required=False) or 1
+    unsupported = [k for k in _UNSUPPORTED_MOE_KEYS if cfg.get(k) not in (None, 0, 1)]
+    if unsupported and experts == 1:
+        raise InputError("model", f"{origin}: MoE layout with {', '.join(unsupported)} (shared or fine-grained "
+                         "experts) is not supported; only num_local_experts / num_experts_per_tok (Mixtral-style)",
+                         accepted=_HF_ACCEPTED)
+    top_k = 1
+    if experts > 1:
+        top_k = _cfg_int(cfg, origin, "num_experts_per_tok")
+        if top_k > experts:
+            raise InputError("model", f"{origin}: num_experts_per_tok {top_k} > num_local_experts {experts}",
+                             accepted=_HF_ACCEPTED)
+
+    tied = _cfg_bool(cfg, origin, "tie_word_embeddings", _TIE_DEFAULTS.get(model_type, False))
+    sliding = _cfg_int(cfg, origin, "sliding_window", required=False)
+    if sliding is not None and not _cfg_bool(cfg, origin, "use_sliding_window", True):
+        sliding = None
+
+    q_out = heads * head_dim  # a * d
+    kv_out = kv * head_dim
+    embed = vocab * h * (1 if tied else 2)
+    if family == "falcon":
+        n_ln = (_cfg_int(cfg, origin, "num_ln_in_parallel_attn", required=False) or 2) if new_arch else \
+            (1 if _cfg_bool(cfg, origin, "parallel_attn", True) else 2)
+        bias = _cfg_bool(cfg, origin, "bias", False)
+        attn = h * (q_out + 2 * kv_out) + q_out * h + (q_out + 2 * kv_out + h if bias else 0)
+        mlp = 2 * h * inter + (inter + h if bias else 0)
+        per_layer = attn + mlp + n_ln * 2 * h
+        total = active = layers * per_layer + 2 * h + embed
+        formula = (f"Falcon: fused QKV, GELU MLP {inter}, {n_ln} LayerNorm(s) per layer, "
+                   f"{'tied' if tied else 'untied'} embeddings")
+    elif family == "gpt_neox":
+        bias = _cfg_bool(cfg, origin, "attention_bias", True)
+        attn = h * 3 * q_out + q_out * h + (3 * q_out + h if bias else 0)
+        mlp = 2 * h * inter + inter + h
+        per_layer = attn + mlp + 2 * 2 * h
+        total = active = layers * per_layer + 2 * h + embed
+        formula = f"GPT-NeoX: fused QKV with biases, GELU MLP {inter}, {'tied' if tied else 'untied'} embeddings"
+    else:
+        attn = h * q_out + 2 * h * kv_out + q_out * h
+        if model_type == "qwen2":
+            attn += q_out + 2 * kv_out
+        elif _cfg_bool(cfg, origin, "attention_bias", False):
+            attn += q_out + 2 * kv_out + h
+        mlp = 3 * h * inter + (2 * inter + h if _cfg_bool(cfg, origin, "mlp_bias", False) else 0)
+        router = h * experts if experts > 1 else 0
+        total = layers * (attn + experts * mlp + router + 2 * h) + h + embed
+        active = layers * (attn + top_k * mlp + router + 2 * h) + h + embed
+        formula = (("Llama-style" if family == "llama" else f"model_type {model_type or '?'!r} counted as Llama-style")
+                   + f": SwiGLU MLP {inter}" + (f" x {experts} experts (top-{top_k})" if experts > 1 else "")
+                   + f", RMSNorm, {'tied' if tied else 'untied'} embeddings"
+                   + (", q/k/v biases" if model_type == "qwen2" else ""))
+    repo = cfg.get("_name_or_path")
+    hf_repo = repo.strip() if isinstance(repo, str) and repo.count("/") == 1 and not Path(repo).is_absolute() else ""
+    return ModelSpec(
+        name=name or default_name,
+        hf_repo=hf_repo,
+        params_total=float(total),
+        params_active=float(active),
+        layers=layers,
+        hidden_size=h,
+        heads=heads,
+        kv_heads=kv,
+        head_dim=head_dim,
+        intermediate_size=inter,
+        vocab_size=vocab,
+        max_context=max_ctx,
+        is_moe=experts > 1,
+        estimated=False,
+        source=f"HF config.json ({origin}); parameters counted from the config, {formula} (FORMULAS.md section 10)",
+        sliding_window=sliding,
+        experts=experts,
+        experts_per_token=top_k,
+        gated_mlp=family not in ("falcon", "gpt_neox"),
+        tied_embeddings=tied,
     )

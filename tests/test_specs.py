@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import dataclasses
 import math
 from pathlib import Path
@@ -261,3 +262,174 @@ def test_model_from_params_rejects_bad_counts(bad):
     with pytest.raises(InputError) as e:
         model_from_params(bad)
     assert e.value.field == "params"
+
+
+# ------------------------------------------------------------------------------------------------ HF config.json
+
+HF_FIXTURES = Path(__file__).parent / "fixtures" / "hf_configs"
+
+
+@pytest.mark.parametrize(
+    "folder, table_name",
+    [
+        ("Llama-2-7b-hf", "Llama-2-7B"),
+        ("Llama-2-70b-hf", "Llama-2-70B"),
+        ("Mistral-7B-v0.1", "Mistral-7B-v0.1"),
+        ("Mixtral-8x7B-v0.1", "Mixtral-8x7B-v0.1"),
+        ("Qwen2-72B", "Qwen2-72B"),
+        ("falcon-40b", "Falcon-40B"),
+    ],
+)
+def test_hf_config_matches_model_configs_csv(folder, table_name):
+    # fixtures: the csv's values under the HF key names (tests/fixtures/hf_configs/README.md); the counts must
+    # equal the csv's derived_params_total / derived_params_active and KV bytes/token exactly (FORMULAS.md §10, §6).
+    row = next(r for r in _rows("model_configs.csv") if r["model"] == table_name)
+    m = specs.model_from_hf_config(HF_FIXTURES / folder / "config.json")
+    assert m.params_total == int(row["derived_params_total"])
+    assert m.params_active == int(row["derived_params_active"])
+    assert m.kv_bytes_per_token_fp16 == int(row["derived_kv_cache_bytes_per_token_fp16"])
+    assert (m.hidden_size, m.layers, m.heads, m.kv_heads, m.head_dim, m.vocab_size, m.max_context) == tuple(
+        int(row[c]) for c in ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                              "head_dim", "vocab_size", "max_position_embeddings"))
+    assert m.hf_repo == row["hf_repo"] and m.name == folder and not m.estimated
+    # every architecture field agrees with the table's own ModelSpec
+    t = load_model(table_name)
+    for f in ("params_total", "params_active", "layers", "hidden_size", "heads", "kv_heads", "head_dim",
+              "intermediate_size", "vocab_size", "max_context", "is_moe", "experts", "experts_per_token",
+              "gated_mlp", "tied_embeddings"):
+        assert getattr(m, f) == getattr(t, f), f
+
+
+def test_hf_config_published_checks():
+    # FORMULAS.md §10 and the brief: Llama-2-7B 6,738,415,616; Mixtral 46,702,792,704 / 12,879,925,248;
+    # Qwen2-72B 72,706,203,648 (q/k/v biases); Falcon-40B 41,303,293,952 with tied embeddings.
+    load = lambda f: specs.model_from_hf_config(HF_FIXTURES / f)  # noqa: E731
+    assert load("Llama-2-7b-hf").params_total == 6_738_415_616
+    mix = load("Mixtral-8x7B-v0.1")
+    assert (mix.params_total, mix.params_active) == (46_702_792_704, 12_879_925_248)
+    assert mix.is_moe and (mix.experts, mix.experts_per_token) == (8, 2)
+    assert load("Qwen2-72B").params_total == 72_706_203_648
+    falcon = load("falcon-40b")
+    assert falcon.params_total == 41_303_293_952 and falcon.tied_embeddings and not falcon.gated_mlp
+    assert falcon.max_context == 2048  # FalconConfig default; the config has no max_position_embeddings
+    assert falcon.kv_bytes_per_token_fp16 == 122_880  # FORMULAS.md §6
+
+
+def test_hf_config_qwen2_biases_and_untied_falcon():
+    cfg = json.loads((HF_FIXTURES / "Qwen2-72B" / "config.json").read_text())
+    # the same shape as model_type llama has no biases: 80 x (8192 + 2 x 1024) fewer parameters
+    as_llama = specs.model_from_hf_config({**cfg, "model_type": "llama"})
+    assert 72_706_203_648 - as_llama.params_total == 80 * (8192 + 2 * 1024)
+    # model_configs.csv note: untied Falcon-40B would be 41,835,970,560
+    cfg = json.loads((HF_FIXTURES / "falcon-40b" / "config.json").read_text())
+    assert specs.model_from_hf_config({**cfg, "tie_word_embeddings": False}).params_total == 41_835_970_560
+
+
+def test_hf_config_falcon_refinedweb_names():
+    # the pre-transformers tiiuae/falcon-40b config (model_type RefinedWeb, n_head/n_head_kv/n_layer) counts the same
+    rw = {"model_type": "RefinedWeb", "hidden_size": 8192, "n_head": 128, "n_head_kv": 8, "n_layer": 60,
+          "parallel_attn": True, "bias": False, "vocab_size": 65024}
+    m = specs.model_from_hf_config(rw, name="falcon-40b-rw")
+    assert (m.params_total, m.kv_heads, m.head_dim, m.name) == (41_303_293_952, 8, 64, "falcon-40b-rw")
+    # Falcon-7B (RefinedWebModel / falcon without new_decoder_architecture): multi-query, one KV head
+    f7 = {"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71, "num_hidden_layers": 32,
+          "vocab_size": 65024, "parallel_attn": True, "bias": False}
+    m7 = specs.model_from_hf_config(f7)
+    assert m7.kv_heads == 1 and m7.kv_bytes_per_token_fp16 == 2 * 32 * 1 * 64 * 2
+    assert specs.model_from_hf_config({**f7, "multi_query": False}).kv_heads == 71
+    assert specs.model_from_hf_config({**f7, "model_type": "RefinedWebModel", "multi_query": True}).kv_heads == 1
+
+
+def test_hf_config_gpt_neox_20b():
+    # EleutherAI/gpt-neox-20b: 44 layers, h 6144, 64 heads, I 24576, V 50432, ctx 2048; HF model card
+    # 20,554,567,680 parameters.
+    cfg = {"model_type": "gpt_neox", "hidden_size": 6144, "num_hidden_layers": 44, "num_attention_heads": 64,
+           "intermediate_size": 24576, "vocab_size": 50432, "max_position_embeddings": 2048}
+    m = specs.model_from_hf_config(cfg)
+    assert m.params_total == 20_554_567_680
+    assert not m.gated_mlp and not m.tied_embeddings and m.kv_heads == 64
+
+
+def test_hf_config_explicit_head_dim_sliding_window_and_generic():
+    base = json.loads((HF_FIXTURES / "Mistral-7B-v0.1" / "config.json").read_text())
+    m = specs.model_from_hf_config(base)
+    assert m.sliding_window == 4096
+    assert specs.model_from_hf_config({**base, "use_sliding_window": False}).sliding_window is None
+    # explicit head_dim wins over hidden/heads (Gemma-style 256 with h 4096, 32 heads)
+    m = specs.model_from_hf_config({**base, "head_dim": 256})
+    assert m.head_dim == 256 and m.kv_bytes_per_token_fp16 == 2 * 32 * 8 * 256 * 2
+    # an unknown model_type is counted Llama-style and says so
+    m = specs.model_from_hf_config({**base, "model_type": "mystery"})
+    assert m.params_total == 7_241_732_096 and "counted as Llama-style" in m.source
+
+
+def test_load_model_reads_a_config_path_or_folder(tmp_path):
+    folder = HF_FIXTURES / "Llama-2-70b-hf"
+    for arg in (folder, str(folder), str(folder / "config.json")):
+        m = load_model(arg)
+        assert m.params_total == 68_976_648_192 and "HF config.json" in m.source
+    # a folder without config.json is a model name, not a path
+    with pytest.raises(InputError) as e:
+        load_model(str(tmp_path))
+    assert "--params" in str(e.value)
+
+
+@pytest.mark.parametrize("drop", ["hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size",
+                                  "intermediate_size", "max_position_embeddings"])
+def test_hf_config_missing_field_is_named(tmp_path, drop):
+    cfg = json.loads((HF_FIXTURES / "Llama-2-7b-hf" / "config.json").read_text())
+    del cfg[drop]
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps(cfg))
+    with pytest.raises(InputError) as e:
+        specs.model_from_hf_config(f)
+    assert e.value.field == "model"
+    assert repr(drop) in str(e.value) and str(f) in str(e.value)
+    with pytest.raises(InputError) as e:
+        load_model(str(tmp_path))  # the folder path goes through the same reader
+    assert repr(drop) in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "patch, text",
+    [
+        ({"hidden_size": 0}, "'hidden_size' must be a whole number > 0"),
+        ({"num_hidden_layers": 31.5}, "'num_hidden_layers' must be a whole number > 0"),
+        ({"vocab_size": "32000"}, "'vocab_size' must be a whole number > 0"),
+        ({"num_key_value_heads": 5}, "not a multiple of the 5 KV heads"),
+        ({"hidden_size": 4100}, "not a multiple of num_attention_heads"),
+        ({"tie_word_embeddings": "no"}, "'tie_word_embeddings' must be true or false"),
+        ({"num_local_experts": 8}, "lacks the field 'num_experts_per_tok'"),
+        ({"num_local_experts": 8, "num_experts_per_tok": 9}, "num_experts_per_tok 9 > num_local_experts 8"),
+        ({"num_experts": 64, "moe_intermediate_size": 1408}, "MoE layout with num_experts, moe_intermediate_size"),
+    ],
+)
+def test_hf_config_bad_values(patch, text):
+    cfg = json.loads((HF_FIXTURES / "Llama-2-7b-hf" / "config.json").read_text())
+    with pytest.raises(InputError) as e:
+        specs.model_from_hf_config({**cfg, **patch})
+    assert e.value.field == "model" and text in str(e.value), str(e.value)
+
+
+def test_hf_config_bad_files(tmp_path):
+    with pytest.raises(InputError) as e:
+        specs.model_from_hf_config(tmp_path / "nope.json")
+    assert e.value.field == "model" and "no config.json" in str(e.value)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(InputError) as e:
+        specs.model_from_hf_config(bad)
+    assert "not valid JSON" in str(e.value)
+    bad.write_text("[1, 2]")
+    with pytest.raises(InputError) as e:
+        specs.model_from_hf_config(bad)
+    assert "JSON object" in str(e.value)
+
+
+def test_table_models_carry_moe_and_mlp_facts():
+    mix = load_model("Mixtral-8x7B-v0.1")
+    assert (mix.experts, mix.experts_per_token, mix.gated_mlp) == (8, 2, True)
+    llama = load_model("Llama-2-7B")
+    assert (llama.experts, llama.experts_per_token, llama.gated_mlp, llama.tied_embeddings) == (1, 1, True, False)
+    falcon = load_model("Falcon-40B")
+    assert (falcon.gated_mlp, falcon.tied_embeddings) == (False, True)

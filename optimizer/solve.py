@@ -51,7 +51,7 @@ def _solver(name: str, time_limit_s: float):
         return pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit_s)
     if name == "highs":
         if "HiGHS" not in pulp.listSolvers(onlyAvailable=True):
-            raise InputError("solver", "HiGHS is not installed (pip install 'gpuopt[highs]')", accepted=", ".join(SOLVERS))
+            raise InputError("solver", "HiGHS is not installed (pip install highspy)", accepted=", ".join(SOLVERS))
         return pulp.HiGHS(msg=False, timeLimit=time_limit_s)
     raise InputError("solver", f"unknown solver '{name}'", accepted=", ".join(SOLVERS))
 

@@ -21,8 +21,11 @@ from optimizer.specs import GpuSpec, ModelSpec, known_gpus, kv_bytes_per_token, 
 
 GIB = 2**30
 
-TASKS = ("serve", "train", "finetune")
-TRAINING_TASKS = ("train", "finetune")
+TASKS = ("serve", "train", "finetune", "lora")
+#: Tasks sized as training (tokens to process, FLOPs, GPU-hours); "lora" trains adapters on a frozen base.
+TRAINING_TASKS = ("train", "finetune", "lora")
+#: Tasks that train every parameter (mixed-precision Adam on all weights).
+FULL_TRAINING_TASKS = ("train", "finetune")
 
 #: Bytes per parameter of the served weights (F§4, Transformer Math 101). int8/int4 are weight-only
 #: quantization (GPTQ/AWQ/bitsandbytes style): matmuls and the KV cache stay in 16-bit.
@@ -32,6 +35,30 @@ PRECISION_BYTES: dict[str, float] = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "int
 TRAINING_PRECISIONS = ("bf16", "fp16")
 ZERO_K = 12  # fp32 master weights + momentum + variance, bytes/param (Rajbhandari et al. 2020, arXiv 1910.02054)
 ZERO_STAGES = (0, 1, 2, 3)
+
+# ----------------------------------------------------------------------------------------------- LoRA / QLoRA
+#: LoRA (Hu et al. 2021, arXiv 2106.09685) target matrices, by the short name of the projection they adapt:
+#: attention q (h -> a*d), k and v (h -> kv*d), o (a*d -> h); MLP gate and up (h -> I), down (I -> h). HF module
+#: names (``q_proj`` ... ``down_proj``) are accepted too.
+LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
+LORA_MAX_RANK = 4096
+#: Frozen-base precisions for task "lora": 16-bit LoRA, or a quantized base (int8: LLM.int8; int4: QLoRA NF4).
+LORA_PRECISIONS = ("bf16", "fp16", "int8", "int4")
+#: Bytes per trainable adapter parameter: bf16 weight 2 + bf16 gradient 2 + fp32 Adam states K = 12 (ZeRO paper's
+#: mixed-precision Adam, Rajbhandari et al. 2020; F§4 "LoRA/QLoRA: ... + 16 B/param on the adapter parameters").
+LORA_ADAPTER_BYTES_PER_PARAM = 2 + 2 + ZERO_K
+#: QLoRA base weights, bytes/param: NF4 4 bits + quantization constants with double quantization, 8/64 + 32/(64*256)
+#: = 0.127 bits/param (one 8-bit absmax per 64-weight block, one fp32 constant per 256 blocks; Dettmers et al. 2023,
+#: "QLoRA", arXiv 2305.14314, section 3 "Double Quantization" -- recalled from the paper): (4 + 0.127) / 8 = 0.516.
+QLORA_NF4_BYTES_PER_PARAM = (4 + 8 / 64 + 32 / (64 * 256)) / 8
+#: Frozen-base bytes/param for LoRA, by precision. int8 = LLM.int8 (bitsandbytes) 1 B; its per-row scales are
+#: negligible. For int8/int4 only the linear layers are quantized: the input embedding and the output head stay
+#: 16-bit (bitsandbytes replaces nn.Linear modules only and transformers keeps lm_head out of the conversion).
+LORA_BASE_BYTES: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "int8": 1.0, "int4": QLORA_NF4_BYTES_PER_PARAM}
+#: LoRA training FLOPs per active parameter per token (DERIVED): forward 2N + backward through the frozen weights for
+#: the activation gradients 2N, no weight gradients (Transformer Math 101: backward ~ 4N = 2N activation gradients
+#: + 2N weight gradients). Full training is 6.
+LORA_FLOPS_PER_PARAM_TOKEN = 4.0
 
 #: Default tokens per sequence when ``context_tokens`` is not given: min(model max_context, 4096).
 DEFAULT_CONTEXT = 4096
@@ -81,20 +108,27 @@ class Workload:
     """One ML workload to size.
 
     Attributes:
-        task: ``"serve"``, ``"train"`` (pre-training) or ``"finetune"`` (full fine-tune; sized like train).
+        task: ``"serve"``, ``"train"`` (pre-training), ``"finetune"`` (full fine-tune; sized like train) or
+            ``"lora"`` (LoRA / QLoRA adapters on a frozen base).
         model: the architecture (``optimizer.specs.load_model`` / ``model_from_params``).
-        precision: serving weight precision, one of ``PRECISION_BYTES``; training must be ``bf16``/``fp16``
-            (mixed precision with fp32 Adam states).
+        precision: serving weight precision, one of ``PRECISION_BYTES``; train/finetune must be ``bf16``/``fp16``
+            (mixed precision with fp32 Adam states); lora: the frozen base's, one of ``LORA_PRECISIONS``.
         context_tokens: serving: tokens per sequence (prompt + output) kept in the KV cache; training: sequence
             length. None: ``min(model.max_context, 4096)``. Must not exceed ``model.max_context``.
         concurrency: serving: sequences decoded together per replica (the decode batch), >= 1.
         tokens_per_second: serving demand, generated tokens/s for the whole fleet (used by the planner; >= 0).
-        tokens: train/finetune: tokens to process (required, > 0).
+        tokens: train/finetune/lora: tokens to process (required, > 0).
         deadline_hours: wall-clock limit (used by the planner; > 0).
         zero_stage: ZeRO stage 0..3 over the GPUs of one replica.
         micro_batch_size: training sequences per GPU per step, >= 1.
         activation_recompute: full activation checkpointing (store only each layer's input).
         mfu: override of ``DEFAULT_MFU`` (0 < mfu <= 1).
+        lora_rank: task "lora": adapter rank r, 1..4096 (ignored by other tasks).
+        lora_targets: task "lora": matrices that get adapters, from ``LORA_TARGETS`` (or the HF ``*_proj`` names);
+            default all seven (ignored by other tasks).
+
+    Task ``"lora"`` fine-tunes low-rank adapters on a frozen base model; with ``precision="int4"`` it is QLoRA
+    (4-bit NF4 base weights), with ``"int8"`` an 8-bit base, with ``"bf16"``/``"fp16"`` plain LoRA.
     """
 
     task: str
@@ -109,6 +143,8 @@ class Workload:
     micro_batch_size: int = 1
     activation_recompute: bool = True
     mfu: float | None = None
+    lora_rank: int = 16
+    lora_targets: tuple[str, ...] = LORA_TARGETS
 
 
 @dataclass(frozen=True)
@@ -124,9 +160,10 @@ class ReplicaSizing:
         memory_gib_per_gpu: what the most loaded GPU needs, GiB (for g <= 1: the whole replica).
         usable_gib_per_gpu: memory the replica may fill on each GPU: ``memory_gib x min(g, 1) x USABLE_FRACTION``.
         fits: ``memory_gib_per_gpu <= usable_gib_per_gpu``.
-        breakdown_gib: per replica, GiB: weights, kv_cache, gradients, optimizer_states, activations, overhead.
+        breakdown_gib: per replica, GiB: weights, kv_cache, gradients, optimizer_states, activations, overhead;
+            task "lora" adds adapter_weights (weights = the frozen base, gradients/optimizer_states = the adapters').
         tokens_per_second_per_replica: serve: generated tokens/s of the whole decode batch; train: tokens/s.
-        flops_per_second_per_replica: train/finetune: effective FLOP/s after MFU and scaling; serve: None.
+        flops_per_second_per_replica: train/finetune/lora: effective model FLOP/s after MFU and scaling; serve: None.
         assumptions: the constants used, each with its source.
     """
 
@@ -168,10 +205,14 @@ def validate_workload(w: Workload) -> None:
     longer sequences, and silently sizing a shorter context would under-size the replica. Estimated models
     (``--params``) have max_context 131072.
 
+    Task "lora" also checks ``lora_rank`` (whole number 1..4096) and ``lora_targets`` (a non-empty list of
+    ``LORA_TARGETS`` names, no repeats, at least one present in the model: Falcon and GPT-NeoX have no ``gate``);
+    other tasks ignore the two fields. Its precision is the frozen base's: ``LORA_PRECISIONS``.
+
     Raises:
         InputError(field): field is one of task, model, precision, context_tokens, concurrency,
-            tokens_per_second, tokens, deadline_hours, zero_stage, micro_batch_size, activation_recompute, mfu;
-            the error lists the accepted values.
+            tokens_per_second, tokens, deadline_hours, zero_stage, micro_batch_size, activation_recompute, mfu,
+            lora_rank, lora_targets; the error lists the accepted values.
     """
     if w.task not in TASKS:
         raise InputError("task", f"unknown task {w.task!r}", accepted=", ".join(TASKS))
@@ -180,7 +221,13 @@ def validate_workload(w: Workload) -> None:
     if w.precision not in PRECISION_BYTES:
         raise InputError("precision", f"unknown precision {w.precision!r}", accepted=", ".join(PRECISION_BYTES))
     training = w.task in TRAINING_TASKS
-    if training and w.precision not in TRAINING_PRECISIONS:
+    if w.task == "lora" and w.precision not in LORA_PRECISIONS:
+        raise InputError(
+            "precision",
+            f"lora keeps the frozen base weights in 16-bit, int8 or int4 (QLoRA), not {w.precision!r}",
+            accepted=", ".join(LORA_PRECISIONS),
+        )
+    if w.task in FULL_TRAINING_TASKS and w.precision not in TRAINING_PRECISIONS:
         raise InputError(
             "precision",
             f"{w.task} is sized as mixed-precision training (16-bit weights, fp32 Adam states), not {w.precision!r}",
@@ -217,6 +264,89 @@ def validate_workload(w: Workload) -> None:
                          accepted="true, false")
     if w.mfu is not None and (not _is_number(w.mfu) or not 0 < w.mfu <= 1):
         raise InputError("mfu", f"must be in (0, 1], got {w.mfu!r}", accepted="0 < mfu <= 1, e.g. 0.4")
+    if w.task == "lora":
+        targets = _lora_targets(w.lora_rank, w.lora_targets)
+        if lora_adapter_params(w.model, w.lora_rank, targets) == 0:
+            present = [t for t in LORA_TARGETS if t != "gate" or w.model.gated_mlp]
+            raise InputError("lora_targets", f"{w.model.name} has none of {', '.join(targets)} (2-matrix MLP: no gate)",
+                             accepted=", ".join(present))
+
+
+_LORA_ACCEPTED = ", ".join(LORA_TARGETS) + " (or q_proj, k_proj, ... down_proj)"
+
+
+def _lora_targets(rank: object, targets: object) -> tuple[str, ...]:
+    """Check a LoRA rank and target list; return the targets as ``LORA_TARGETS`` short names, in the given order.
+
+    Raises:
+        InputError("lora_rank"): not a whole number in 1..LORA_MAX_RANK.
+        InputError("lora_targets"): not a list of strings, empty, an unknown name or a repeated one.
+    """
+    if not _is_int(rank) or not 1 <= rank <= LORA_MAX_RANK:
+        raise InputError("lora_rank", f"must be a whole number in 1..{LORA_MAX_RANK}, got {rank!r}",
+                         accepted=f"1..{LORA_MAX_RANK}, e.g. 8, 16, 64")
+    if isinstance(targets, str) or not isinstance(targets, (tuple, list)) or not targets:
+        raise InputError("lora_targets", f"must be a non-empty list of target names, got {targets!r}",
+                         accepted=_LORA_ACCEPTED)
+    out: list[str] = []
+    for t in targets:
+        key = t.strip().lower() if isinstance(t, str) else t
+        if isinstance(key, str) and key.endswith("_proj"):
+            key = key[: -len("_proj")]
+        if key not in LORA_TARGETS:
+            raise InputError("lora_targets", f"unknown LoRA target {t!r}", accepted=_LORA_ACCEPTED)
+        if key in out:
+            raise InputError("lora_targets", f"LoRA target {t!r} given twice", accepted=_LORA_ACCEPTED)
+        out.append(key)
+    return tuple(out)
+
+
+def lora_adapter_params(model: ModelSpec, rank: int = 16, targets: tuple[str, ...] | list[str] = LORA_TARGETS) -> int:
+    """Trainable LoRA parameters: ``sum over layers and target matrices of r * (d_in + d_out)``.
+
+    A LoRA adapter on a ``d_in -> d_out`` matrix is ``A`` (r x d_in) and ``B`` (d_out x r) (Hu et al. 2021, arXiv
+    2106.09685, section 4.1). Shapes (d = head_dim): q ``h -> a*d``, k and v ``h -> kv*d``, o ``a*d -> h``, gate and
+    up ``h -> I``, down ``I -> h``; MLP targets count once per MoE expert (Mixtral: 8 per layer); ``gate`` counts 0
+    on a 2-matrix MLP (``model.gated_mlp`` False: Falcon, GPT-NeoX). A fused QKV matrix (Falcon, GPT-NeoX) is
+    counted as separate q, k, v projections (PEFT on ``query_key_value`` would have r*(h + (a + 2 kv)*d), a little
+    fewer). Example: Llama-2-7B, r = 16, all seven targets: 32 x (4 x 16 x 8192 + 3 x 16 x 15104) = 39,976,960.
+
+    Raises:
+        InputError("lora_rank" | "lora_targets") as :func:`validate_workload`.
+    """
+    targets = _lora_targets(rank, targets)
+    m = model
+    h, q_out, kv_out, inter = m.hidden_size, m.heads * m.head_dim, m.kv_heads * m.head_dim, m.intermediate_size
+    dims = {"q": (h, q_out), "k": (h, kv_out), "v": (h, kv_out), "o": (q_out, h),
+            "gate": (h, inter) if m.gated_mlp else (0, 0), "up": (h, inter), "down": (inter, h)}
+    experts = max(1, m.experts)
+    per_layer = 0
+    for t in targets:
+        d_in, d_out = dims[t]
+        per_layer += rank * (d_in + d_out) * (experts if t in ("gate", "up", "down") else 1)
+    return m.layers * per_layer
+
+
+def _embedding_params(m: ModelSpec) -> float:
+    """Input embedding + output head parameters: ``V*h`` (tied) or ``2*V*h``."""
+    return float(m.vocab_size * m.hidden_size * (1 if m.tied_embeddings else 2))
+
+
+def lora_base_weight_bytes(model: ModelSpec, precision: str) -> float:
+    """Bytes of the frozen base weights of a LoRA run: ``params_total x LORA_BASE_BYTES[precision]`` for 16-bit;
+    for int8/int4 the linear weights at 1 / 0.516 B/param (LLM.int8; QLoRA NF4 with double quantization) and the
+    embedding and output head (``V*h``, x2 untied) at 2 B/param, as bitsandbytes quantizes nn.Linear layers only.
+
+    Raises:
+        InputError("precision"): not one of ``LORA_PRECISIONS``.
+    """
+    if precision not in LORA_BASE_BYTES:
+        raise InputError("precision", f"unknown LoRA base precision {precision!r}", accepted=", ".join(LORA_PRECISIONS))
+    bpp = LORA_BASE_BYTES[precision]
+    if bpp >= 2.0:
+        return model.params_total * bpp
+    embed = min(_embedding_params(model), model.params_total)
+    return (model.params_total - embed) * bpp + embed * 2.0
 
 
 def _check_gpus(gpus: float) -> float:
@@ -258,18 +388,32 @@ def _model_state_parts(params: float, zero_stage: int, n_gpus: int) -> tuple[flo
     return weights, grads, optim
 
 
+def _flops_per_param_token(w: Workload) -> float:
+    """6 for full training (train/finetune), 4 for LoRA (see :data:`LORA_FLOPS_PER_PARAM_TOKEN`)."""
+    return LORA_FLOPS_PER_PARAM_TOKEN if w.task == "lora" else 6.0
+
+
 def train_flops(w: Workload) -> float:
-    """Training FLOPs ``6 * N * D``: N = active parameters (all parameters for dense models; top-k experts for MoE),
-    D = ``w.tokens``. Forward 2ND + backward 4ND (EleutherAI Transformer Math 101; Kaplan et al. 2020, arXiv
+    """Model FLOPs to process ``w.tokens``: ``6 * N * D`` for train/finetune, ``4 * N * D`` for lora.
+
+    N = active parameters (all parameters for dense models; top-k experts for MoE), D = ``w.tokens``.
+    Full training: forward 2ND + backward 4ND (EleutherAI Transformer Math 101; Kaplan et al. 2020, arXiv
     2001.08361). Check: GPT-3 6 x 175e9 x 300e9 = 3.15e23 vs published 3.14e23 (F§1).
+    LoRA (DERIVED from Transformer Math 101's split, where the backward's 4ND is 2ND for activation gradients and
+    2ND for weight gradients): forward 2ND + activation gradients through the frozen weights 2ND, no weight
+    gradients = 4ND. The adapters' own 6 x N_adapter x D is left out (Llama-2-7B, r = 16, all targets: N_adapter =
+    0.6% of N, so ~0.9% of 4ND).
+    These are model FLOPs: activation recomputation reruns the forward (hardware FLOPs 6ND for LoRA, 8ND for full
+    training) and is accounted for by the MFU, not added here (F§3, MFU vs HFU).
 
     Raises:
         InputError: as :func:`validate_workload`, or ("task") for a serving workload.
     """
     validate_workload(w)
     if w.task not in TRAINING_TASKS:
-        raise InputError("task", "training FLOPs are for train/finetune workloads", accepted=", ".join(TRAINING_TASKS))
-    return 6.0 * w.model.params_active * float(w.tokens)
+        raise InputError("task", "training FLOPs are for train/finetune/lora workloads",
+                         accepted=", ".join(TRAINING_TASKS))
+    return _flops_per_param_token(w) * w.model.params_active * float(w.tokens)
 
 
 def _peak_flops(gpu: GpuSpec, precision: str) -> tuple[float, str]:
@@ -305,18 +449,28 @@ def data_parallel_efficiency(w: Workload, gpu: GpuSpec, gpus: float) -> float:
     the replica spans more than 8 GPUs. 1.0 for g <= 1. Worse on PCIe (32 GB/s) than NVLink (300-900 GB/s).
     Check: Llama-2-7B on 2T tokens, A100-80GB, defaults -> ~189k GPU-hours vs 184,320 published (Llama 2 paper,
     Touvron et al. 2023, Table 2); Llama-2-70B -> ~2.1M vs 1,720,320 (+22%: Meta's MFU was above our 0.40).
+
+    LoRA: ``t_compute`` with 4 instead of 6; only the adapters have gradients, so the collectives move
+    ``c * 2 B * N_adapter`` (c = 2, or 3 for stage 3), plus for ZeRO-3 two all-gathers of the sharded frozen base
+    (forward and backward) at its stored size (:func:`lora_base_weight_bytes`).
     """
     if gpus <= 1:
         return 1.0
     n = gpus
     s = effective_context(w)
     peak, _ = _peak_flops(gpu, w.precision)
-    t_compute = 6.0 * w.model.params_active * w.micro_batch_size * s / (peak * _mfu(w, gpu))
+    t_compute = _flops_per_param_token(w) * w.model.params_active * w.micro_batch_size * s / (peak * _mfu(w, gpu))
     link = gpu.link_gbps_one_way
     if n > GPUS_PER_NODE:
         link = min(link, GPUS_PER_NODE * INTER_NODE_GBPS_PER_GPU)
     volume = 3.0 if w.zero_stage == 3 else 2.0
-    t_comm = volume * 2.0 * w.model.params_total * (n - 1) / n / (link * 1e9)
+    if w.task == "lora":
+        moved = volume * 2.0 * lora_adapter_params(w.model, w.lora_rank, w.lora_targets)
+        if w.zero_stage == 3:
+            moved += 2.0 * lora_base_weight_bytes(w.model, w.precision)
+    else:
+        moved = volume * 2.0 * w.model.params_total
+    t_comm = moved * (n - 1) / n / (link * 1e9)
     return t_compute / (t_compute + t_comm)
 
 
@@ -371,6 +525,17 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float) -> ReplicaSizing:
       estimator, ``largest_layer_mem``, docs/code-docs/source/memory.rst, F§4); 0 for stages 0-2;
     * FLOP/s = ``g x peak_bf16 x MFU x data_parallel_efficiency``; tokens/s = FLOP/s / (6 N_active).
 
+    LoRA / QLoRA (task "lora"; same replica layout), per GPU:
+
+    * weights: the frozen base, :func:`lora_base_weight_bytes` (bf16 2 B/param; int8 1; int4 = QLoRA NF4
+      0.516 B/param; embeddings and output head 16-bit when quantized), divided by n under ZeRO-3, else replicated;
+    * adapter_weights, gradients, optimizer_states: :func:`lora_adapter_params` x (2 + 2 + 12) B, split as
+      :func:`model_state_bytes_per_gpu` (F§4 LoRA/QLoRA line);
+    * activations as for training (F§5; the adapters' rank-r intermediates are left out);
+    * overhead: ZeRO-3 gathers the largest layer at its stored size; a quantized base dequantizes one matrix at
+      a time to 16-bit: 2 B x the largest linear matrix (DERIVED from how bitsandbytes runs a matmul);
+    * FLOP/s as for training; tokens/s = FLOP/s / (4 N_active) (:func:`train_flops`).
+
     ``usable_gib_per_gpu = memory_gib x min(g, 1) x 0.9`` (vLLM gpu_memory_utilization default).
 
     Args:
@@ -397,7 +562,10 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float) -> ReplicaSizing:
         f"{gpu.name}: {gpu.memory_bandwidth_gbps:g} GB/s, {peak_note}, interconnect {gpu.interconnect} "
         f"({gpu.link_gbps_one_way:g} GB/s one way) ({gpu.source})",
     ]
-    parts = dict.fromkeys(("weights", "kv_cache", "gradients", "optimizer_states", "activations", "overhead"), 0.0)
+    keys = ("weights", "kv_cache", "gradients", "optimizer_states", "activations", "overhead")
+    if w.task == "lora":
+        keys = ("weights", "adapter_weights") + keys[1:]
+    parts = dict.fromkeys(keys, 0.0)
 
     if w.task == "serve":
         wbytes = PRECISION_BYTES[w.precision]
@@ -428,6 +596,57 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float) -> ReplicaSizing:
             "MoE: every expert's weights read per step (exact for batches >= ~16), FLOPs from active params",
             f"tensor-parallel efficiency {tp_eff:.3f} = {TP_EFFICIENCY_PER_DOUBLING[gpu.interconnect]} per doubling "
             f"on {gpu.interconnect} (assumption: 2 all-reduces per layer, Megatron-LM)",
+        ]
+    elif w.task == "lora":
+        adapters = lora_adapter_params(m, w.lora_rank, w.lora_targets)
+        targets = _lora_targets(w.lora_rank, w.lora_targets)
+        base = lora_base_weight_bytes(m, w.precision)
+        parts["weights"] = base / n if w.zero_stage == 3 else base
+        a_w, a_g, a_o = _model_state_parts(float(adapters), w.zero_stage, n)
+        parts["adapter_weights"], parts["gradients"], parts["optimizer_states"] = a_w, a_g, a_o
+        act, act_note = _activation_bytes_per_gpu(w)
+        parts["activations"] = act
+        bpp = LORA_BASE_BYTES[w.precision]
+        quantized = bpp < 2.0
+        largest_matrix = float(m.hidden_size * max(m.heads * m.head_dim, m.intermediate_size))
+        if w.zero_stage == 3:  # as for training, also on one GPU (conservative; keeps memory non-increasing in g)
+            block = max(0.0, (m.params_total - _embedding_params(m)) / m.layers)
+            parts["overhead"] += max(block * bpp, m.vocab_size * m.hidden_size * 2.0)
+        if quantized:
+            parts["overhead"] += 2.0 * largest_matrix
+        dp_eff = data_parallel_efficiency(w, gpu, g)
+        flops_per_s = g * peak * mfu * dp_eff
+        tokens_per_s = flops_per_s / (LORA_FLOPS_PER_PARAM_TOKEN * m.params_active)
+        base_note = {
+            "int4": f"QLoRA NF4 {QLORA_NF4_BYTES_PER_PARAM:.4f} B/param = (4 + 8/64 + 32/(64*256)) bits / 8, "
+                    "blocksize-64 absmax double-quantized (Dettmers et al. 2023, arXiv 2305.14314, s.3)",
+            "int8": "LLM.int8 1 B/param (bitsandbytes; per-row scales neglected)",
+        }.get(w.precision, f"{bpp:g} B/param ({w.precision})")
+        assumptions += [
+            f"LoRA rank {w.lora_rank} on {', '.join(targets)}: {adapters:,} adapter params = sum over layers and "
+            "targets of r*(d_in+d_out) (Hu et al. 2021, arXiv 2106.09685)"
+            + (f"; MLP targets once per expert ({m.experts})" if m.experts > 1 else "")
+            + ("; no gate matrix in a 2-matrix MLP" if "gate" in targets and not m.gated_mlp else ""),
+            f"frozen base weights: {base_note}"
+            + ("; embeddings and output head kept 16-bit (bitsandbytes quantizes nn.Linear only)" if quantized else "")
+            + (f"; ZeRO-3: sharded over the replica's {n} GPU(s)" if w.zero_stage == 3
+               else "; replicated on every GPU (ZeRO < 3)"),
+            f"adapter states {LORA_ADAPTER_BYTES_PER_PARAM} B/param: bf16 weights 2 + grads 2 + fp32 Adam K={ZERO_K} "
+            f"(ZeRO paper; F§4), ZeRO stage {w.zero_stage} over {n} GPU(s)",
+            act_note,
+            "overhead: "
+            + ("ZeRO-3 gathered largest layer at its stored size (DeepSpeed largest_layer_mem; F§4)"
+               if w.zero_stage == 3 else "no gathered layer (ZeRO stage < 3)")
+            + ("; one dequantized 16-bit copy of the largest linear matrix (bitsandbytes dequantizes per matmul)"
+               if quantized else ""),
+            f"MFU {mfu:g} ({'given' if w.mfu is not None else f'default for {gpu.gpu_class}'}; Megatron-LM A100 "
+            "41.5-56%, PaLM 46.2%, end-to-end 35-64% (F§3)); QLoRA's dequantization time not modelled",
+            f"data-parallel efficiency {dp_eff:.3f}: adapter gradients only"
+            + (", plus 2 all-gathers of the sharded frozen base (ZeRO-3)" if w.zero_stage == 3 else "")
+            + f", over {gpu.link_gbps_one_way:g} GB/s one way, no overlap (ZeRO paper s.7; F§9)",
+            "LoRA FLOPs 4*N*D with N = active params (DERIVED): forward 2N + activation gradients 2N, no weight "
+            "gradients for frozen weights (Transformer Math 101's 2N forward / 4N backward split); adapter FLOPs "
+            "left out; model FLOPs at the MFU, activation recomputation (HFU 6ND) not added (F§3)",
         ]
     else:
         w_b, g_b, o_b = _model_state_parts(m.params_total, w.zero_stage, n)
@@ -503,7 +722,7 @@ def gpu_hours(w: Workload, sizing: ReplicaSizing) -> float:
         InputError("task") for a serving workload or sizing (a serving replica runs as long as it serves).
     """
     if w.task not in TRAINING_TASKS or sizing.flops_per_second_per_replica is None:
-        raise InputError("task", "GPU-hours are computed for train/finetune workloads",
+        raise InputError("task", "GPU-hours are computed for train/finetune/lora workloads",
                          accepted=", ".join(TRAINING_TASKS))
     per_gpu = sizing.flops_per_second_per_replica / sizing.gpus_per_replica
     return train_flops(w) / per_gpu / 3600.0
@@ -514,7 +733,7 @@ def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64) -> dict:
 
     Returns:
         dict with keys memory_gib_per_replica, memory_gib_per_gpu, gpus_per_replica, breakdown_gib (GiB),
-        tokens_per_second_per_replica; for train/finetune also train_flops (FLOP), gpu_hours and
+        tokens_per_second_per_replica; for train/finetune/lora also train_flops (FLOP), gpu_hours and
         wall_hours_one_replica (hours on one replica); and assumptions (tuple of str).
 
     Raises:

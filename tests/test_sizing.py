@@ -350,7 +350,7 @@ def test_accepted_values_are_listed():
     assert e.value.accepted == "0, 1, 2, 3"
     with pytest.raises(InputError) as e:
         validate_workload(Workload(task="pretrain", model=LLAMA7))
-    assert e.value.accepted == "serve, train, finetune"
+    assert e.value.accepted == "serve, train, finetune, lora"
 
 
 @pytest.mark.parametrize("gpus", [0, -1, 1.5, float("nan")])

@@ -402,8 +402,13 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
               concurrency: int | None = None, zero_stage: int | None = None, gpus: Iterable[str] = (),
               providers: Iterable[str] = (), regions: Iterable[str] = (), pricing: Iterable[str] = (),
               allow_spot: bool | None = None, catalog: str | Path | None = None, workload_file: str | Path | None = None,
-              cwd: str | Path | None = None, solver: str = "cbc", time_limit_s: float = 60.0,
-              max_instances_per_offer: int | None = None, prices_on: str | None = None) -> RecommendResult:
+              cwd: str | Path | None = None, solver: str | None = None, time_limit_s: float = 60.0,
+              max_instances_per_offer: int | None = None, prices_on: str | None = None,
+              objective: str | None = None, exclude_gpus: Iterable[str] = (), blocks: int | None = None,
+              demand_profile: str | None = None, min_replicas: int | None = None,
+              value_per_million_tokens: float | None = None, value_usd: float | None = None,
+              spot_capacity: int | None = None, lora_rank: int | None = None, name: str | None = None,
+              spot_only_ok: bool | None = None) -> RecommendResult:
     """Recommend the cheapest mix of GPU instances for one workload, within a monthly budget.
 
     The workload comes from the options, over ``workload_file`` / ``./gpuopt.yaml`` / the bundled example
@@ -419,6 +424,20 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
     """
     from gpuopt.workload import resolve_workload
     from optimizer.plan import plan
+
+    fleet_options = dict(objective=objective, exclude_gpus=_names(exclude_gpus), blocks=blocks,
+                         demand_profile=demand_profile, min_replicas=min_replicas,
+                         value_per_million_tokens=value_per_million_tokens, value_usd=value_usd,
+                         spot_capacity_per_offer=spot_capacity, lora_rank=lora_rank, spot_only_ok=spot_only_ok)
+    plan_path = _plan_path(workload_file, cwd)
+    if any(v not in (None, [], ()) for v in fleet_options.values()) or (plan_path and _is_multi(plan_path)):
+        return _recommend_fleet(plan_path, cwd, dict(
+            budget=budget, model=model, params=params, task=task, tokens_per_second=tokens_per_second, tokens=tokens,
+            deadline_hours=deadline_hours, precision=precision, context_tokens=context_tokens, concurrency=concurrency,
+            zero_stage=zero_stage, gpus=_names(gpus), providers=_names(providers), regions=_names(regions),
+            pricing=_names(pricing), allow_spot=allow_spot, catalog=None if catalog is None else str(catalog),
+            solver=solver, time_limit_s=None if time_limit_s == 60.0 else time_limit_s,
+            max_instances=max_instances_per_offer, prices_on=prices_on, name=name, **fleet_options))
 
     budget = _positive("budget", budget, "USD")
     tokens_per_second = _positive("tokens_per_second", tokens_per_second, "tokens/s")
@@ -450,9 +469,9 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
         workload_file, cwd)
     if spec.task == "serve" and not spec.tokens_per_second:
         raise InputError("tokens_per_second", "a serve workload needs a demand: --tokens-per-second N (generated tokens/s)")
-    if spec.task in ("train", "finetune") and not spec.tokens:
+    if spec.task in ("train", "finetune", "lora") and not spec.tokens:
         raise InputError("tokens", f"a {spec.task} workload needs --tokens N (tokens to process)")
-    if spec.task in ("train", "finetune") and spec.tokens < MIN_TRAIN_TOKENS:
+    if spec.task in ("train", "finetune", "lora") and spec.tokens < MIN_TRAIN_TOKENS:
         raise InputError("tokens", f"{spec.tokens:g} tokens is too little to plan (at least {MIN_TRAIN_TOKENS:g})")
     if "spot" in spec.pricing and not spec.allow_spot:
         raise InputError("pricing", "spot needs --allow-spot (the workload must tolerate interruptions)",
@@ -465,6 +484,7 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
     ignored = _ignored_options(spec)
     offers, info = _load(catalog, _date_or_none(prices_on))
     filtered = filter_offers(offers, providers=spec.providers, regions=spec.regions, gpus=spec.gpus)
+    solver = solver or "cbc"
     result = plan(w, filtered, budget_usd=spec.budget, allow_spot=bool(spec.allow_spot),
                   pricing=tuple(spec.pricing) or None, max_instances_per_offer=max_instances_per_offer,
                   solver=solver, time_limit_s=time_limit_s)
@@ -476,4 +496,97 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
     wl["model_resolved"] = w.model.name
     wl["context_tokens_resolved"] = w.context_tokens
     return RecommendResult(workload=wl, workload_origin=spec.origin, headline=spec.describe(),
+                           prices=_price_provenance(filtered if len(filtered) else offers, info, catalog), plan=result)
+
+
+# ------------------------------------------------------------------------------------------- fleet plans
+def _plan_path(workload_file, cwd) -> Path | None:
+    if workload_file is not None:
+        return Path(workload_file)
+    local = Path(cwd or Path.cwd()) / "gpuopt.yaml"
+    return local if local.is_file() else None
+
+
+def _is_multi(path: Path) -> bool:
+    """True for a plan file in the multi-workload shape (a top-level ``workloads`` key)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False  # the single-workload path reports the error with its own message
+    return isinstance(data, dict) and "workloads" in data
+
+
+def load_plan(options: dict[str, Any], workload_file=None, cwd=None):
+    """The PlanFile for these options: over --workload FILE, else ./gpuopt.yaml, else the options alone
+    (gpuopt.plan_spec). Raises InputError naming the key."""
+    from gpuopt.plan_spec import load_plan_file, plan_from_options
+
+    path = _plan_path(workload_file, cwd)
+    opts = {k: v for k, v in options.items() if v not in (None, [], ())}
+    if path is not None:
+        return load_plan_file(path, opts)
+    if opts.get("model") is None and opts.get("params") is None:
+        from gpuopt.workload import EXAMPLE_WORKLOAD
+
+        return load_plan_file(EXAMPLE_WORKLOAD, opts)
+    return plan_from_options(opts, base_dir=cwd)
+
+
+def print_workload(options: dict[str, Any], workload_file=None, cwd=None) -> str:
+    """The plan file (YAML) for the given options over the file they would be planned with (--print-workload)."""
+    from gpuopt.plan_spec import plan_to_yaml
+
+    return plan_to_yaml(load_plan(options, workload_file, cwd))
+
+
+def _recommend_fleet(plan_path, cwd, options: dict[str, Any]) -> "RecommendResult":
+    """Several workloads / demand profiles / ROI: the full model (optimizer.fleet)."""
+    import dataclasses
+
+    from optimizer.demand import merge_blocks
+    from optimizer.fleet import FleetBlock, FleetWorkload, plan_fleet
+    from optimizer.sizing import Workload, validate_workload
+
+    plan = load_plan(options, plan_path, cwd)
+    ws = []
+    for item in plan.workloads:
+        kw = dict(task=item.task, precision=item.precision, context_tokens=item.context_tokens,
+                  concurrency=item.concurrency, zero_stage=item.zero_stage)
+        if item.task == "serve":
+            kw["tokens_per_second"] = item.tokens_per_second or 1.0
+        else:
+            if item.tokens < MIN_TRAIN_TOKENS:
+                raise InputError(f"workloads[{plan.workloads.index(item)}].tokens",
+                                 f"{item.tokens:g} tokens is too little to plan (at least {MIN_TRAIN_TOKENS:g})")
+            kw["tokens"] = item.tokens
+            kw["deadline_hours"] = item.deadline_hours
+        if item.lora_rank is not None:
+            kw["lora_rank"] = item.lora_rank
+        kw = {k: v for k, v in kw.items() if v is not None}
+        w = Workload(model=_model_spec(plan.model_ref(item), item.params), **kw)
+        validate_workload(w)
+        ws.append(FleetWorkload(name=item.name, workload=w, allow_spot=item.allow_spot,
+                                min_replicas=item.min_replicas or 0, spot_only_ok=item.spot_only_ok,
+                                deadline_hours=item.deadline_hours, value_per_million_tokens=item.value_per_million_tokens,
+                                value_usd=item.value_usd))
+    splits = sorted({float(i.deadline_hours) for i in plan.training if i.deadline_hours and i.deadline_hours < 730})
+    merged = merge_blocks(plan.demand_profiles(), splits)
+    blocks = [FleetBlock(start_hour=float(mb.start_hour), hours=float(mb.hours), demand=dict(mb.demand), label=mb.label)
+              for mb in merged]
+    catalog = str(plan.resolve_path(plan.catalog)) if plan.catalog else None
+    offers, info = _load(catalog, _date_or_none(plan.prices_on))
+    filtered = filter_offers(offers, providers=plan.providers, regions=plan.regions, gpus=plan.gpus)
+    if plan.exclude_gpus:
+        drop = _canonical_gpu_filter(plan.exclude_gpus, offers, offers)
+        filtered = filtered[~filtered["gpu_model"].isin(drop)]
+    result = plan_fleet(ws, blocks, filtered, budget_usd=plan.budget, objective=plan.objective,
+                        pricing=tuple(plan.pricing) or None, spot_capacity=plan.spot_capacity_per_offer,
+                        solver="auto" if options.get("solver") is None and plan.solver == "cbc" else plan.solver,
+                        time_limit_s=plan.time_limit_s, merge_note=getattr(merged, "note", ""))
+    parts = ", ".join(f"{w.name}: {w.workload.task} {w.workload.model.name}" for w in ws)
+    origin = plan.origin if plan.origin else "command-line options"
+    headline = f"Plan of {len(ws)} workload{'s' if len(ws) > 1 else ''} ({parts}) from {origin}"
+    return RecommendResult(workload=plan.model_dump(mode="json"), workload_origin=origin, headline=headline,
                            prices=_price_provenance(filtered if len(filtered) else offers, info, catalog), plan=result)

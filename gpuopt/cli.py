@@ -74,7 +74,7 @@ def recommend(
     budget: Annotated[Optional[float], typer.Option(help="Budget in USD: per month for serve; for the whole job for train/finetune.")] = None,
     model: Annotated[Optional[str], typer.Option(help="Model name or Hugging Face repo, e.g. meta-llama/Llama-2-70b-hf.")] = None,
     params: Annotated[Optional[float], typer.Option(help="Parameter count, for a model not in the table (e.g. 13e9).")] = None,
-    task: Annotated[Optional[str], typer.Option(help="serve, train or finetune (full fine-tune).")] = None,
+    task: Annotated[Optional[str], typer.Option(help="serve, train, finetune (full fine-tune) or lora (LoRA; QLoRA with --precision int4).")] = None,
     tokens_per_second: Annotated[Optional[float], typer.Option("--tokens-per-second", help="Serving demand: generated tokens/s the fleet must sustain.")] = None,
     tokens: Annotated[Optional[float], typer.Option(help="Training: tokens to process (e.g. 2e10).")] = None,
     deadline_hours: Annotated[Optional[float], typer.Option("--deadline-hours", help="Training: finish within this many hours (default: one month, 730 h).")] = None,
@@ -91,7 +91,19 @@ def recommend(
     catalog: CatalogOpt = None,
     max_instances: Annotated[Optional[int], typer.Option("--max-instances", help="At most this many instances of any one offer (quota).")] = None,
     prices_on: Annotated[Optional[str], typer.Option("--prices-on", help="Plan with the prices in effect on this date (YYYY-MM-DD), from the cache's history.")] = None,
-    solver: Annotated[str, typer.Option(help="MILP solver: cbc (bundled) or highs.")] = "cbc",
+    objective: Annotated[Optional[str], typer.Option("--objective", help="cost (minimum cost) or roi (maximum (value - cost) / cost).")] = None,
+    exclude_gpu: Annotated[Optional[list[str]], typer.Option("--exclude-gpu", help="GPU models never to use (repeat).")] = None,
+    demand_profile: Annotated[Optional[str], typer.Option("--demand-profile", help="Serving demand over time: a CSV of hour-of-day, hour-of-week or timestamps and demand (tokens/s).")] = None,
+    blocks: Annotated[Optional[int], typer.Option("--blocks", help="Bin the demand profile into this many blocks (24: a day, 168: a week).")] = None,
+    min_replicas: Annotated[Optional[int], typer.Option("--min-replicas", help="Serving: keep at least this many replicas up (redundancy).")] = None,
+    spot_only_ok: Annotated[Optional[bool], typer.Option("--spot-only-ok", help="Let spot replicas count toward --min-replicas.")] = None,
+    value_per_million_tokens: Annotated[Optional[float], typer.Option("--value-per-million-tokens", help="ROI: USD of value per million generated tokens served.")] = None,
+    value_usd: Annotated[Optional[float], typer.Option("--value-usd", help="ROI: USD of value of the finished training job.")] = None,
+    spot_capacity: Annotated[Optional[int], typer.Option("--spot-capacity", help="Instances of one spot offer the plan may count on (default 16).")] = None,
+    lora_rank: Annotated[Optional[int], typer.Option("--lora-rank", help="LoRA rank (task lora; QLoRA with --precision int4).")] = None,
+    name: Annotated[Optional[str], typer.Option("--name", help="A name for the workload.")] = None,
+    print_workload: Annotated[bool, typer.Option("--print-workload", help="Print the workload file for these options (YAML) and exit.")] = False,
+    solver: Annotated[Optional[str], typer.Option(help="MILP solver: cbc (bundled with PuLP; the default for one workload) or highs (the default for plans of several workloads).")] = None,
     time_limit: Annotated[float, typer.Option("--time-limit", help="Solver time limit in seconds.")] = 60.0,
     fmt: FormatOpt = "table",
 ):
@@ -100,7 +112,23 @@ def recommend(
         _check_format(fmt)
         from gpuopt import api, render
 
+        if print_workload:
+            typer.echo(api.print_workload(dict(
+                budget=budget, model=model, params=params, task=task, tokens_per_second=tokens_per_second,
+                tokens=tokens, deadline_hours=deadline_hours, precision=precision, context_tokens=context,
+                concurrency=concurrency, zero_stage=zero_stage, gpus=gpu or [], providers=provider or [],
+                regions=region or [], pricing=pricing or [], allow_spot=allow_spot,
+                catalog=None if catalog is None else str(catalog), max_instances=max_instances, prices_on=prices_on,
+                objective=objective, exclude_gpus=exclude_gpu or [], demand_profile=demand_profile, blocks=blocks,
+                min_replicas=min_replicas, spot_only_ok=spot_only_ok, value_per_million_tokens=value_per_million_tokens,
+                value_usd=value_usd, spot_capacity_per_offer=spot_capacity, lora_rank=lora_rank, name=name,
+                solver=solver, time_limit_s=None if time_limit == 60.0 else time_limit),
+                workload), nl=False)
+            return
         result = api.recommend(
+            objective=objective, exclude_gpus=exclude_gpu or (), demand_profile=demand_profile, blocks=blocks,
+            min_replicas=min_replicas, spot_only_ok=spot_only_ok, value_per_million_tokens=value_per_million_tokens,
+            value_usd=value_usd, spot_capacity=spot_capacity, lora_rank=lora_rank, name=name,
             budget=budget, model=model, params=params, task=task, tokens_per_second=tokens_per_second, tokens=tokens,
             deadline_hours=deadline_hours, precision=precision, context_tokens=context, concurrency=concurrency,
             zero_stage=zero_stage, gpus=gpu or (), providers=provider or (), regions=region or (), pricing=pricing or (),

@@ -72,6 +72,9 @@ def recommend(result, fmt: str) -> None:
     plan = result.plan
     con.print(result.headline)
     con.print(_prices_line(result.prices))
+    if hasattr(plan, "blocks"):
+        _fleet(con, plan)
+        return
     if plan.sizing:
         t = Table(title="Sizing: one replica", title_justify="left")
         for col in ("GPU shape", "GPUs/replica", "memory GiB/replica", "memory GiB/GPU", "tokens/s/replica"):
@@ -342,3 +345,70 @@ def price_diff(diff, fmt: str, limit: int | None) -> None:
                       f"{c['usd_per_hour_then']:,.4f}", f"{c['usd_per_hour_now']:,.4f}",
                       "—" if c["change_pct"] is None else f"{c['change_pct']:+.1f} %")
         con.print(t)
+
+
+def _fleet(con, plan) -> None:
+    """Render an optimizer.fleet.FleetResult (several workloads, blocks, ROI)."""
+    from rich.table import Table
+
+    sv = plan.solver
+    con.print(f"Solver: {sv.get('name')} {sv.get('status')}" + (f", gap {100 * sv['gap']:.3g} %" if sv.get("gap") is not None else "")
+              + f", {sv.get('seconds', 0):g} s; {sv.get('blocks')} blocks" + (f" ({sv['merge']})" if sv.get("merge") else "")
+              + f"; {sv.get('pruned', 0)} dominated candidates pruned")
+    if not plan.feasible:
+        reason = plan.reason or {}
+        con.print(f"[bold red]No plan:[/] {reason.get('message', plan.status)}")
+        return
+    t = Table(title=f"Plan ({plan.status}, objective {plan.objective})", title_justify="left")
+    for col in ("provider", "region", "instance_type", "pricing", "payment", "count", "hours each", "$/h each",
+                "$/month", "GPUs each", "workloads", "used", "break-even"):
+        t.add_column(col, justify="right" if col in ("count", "hours each", "$/h each", "$/month", "used", "break-even") else "left",
+                     no_wrap=col != "workloads", overflow="fold")
+    for ln in plan.lines:
+        t.add_row(ln.provider, ln.region + (f"/{ln.zone}" if ln.zone else ""), ln.instance_type, ln.pricing,
+                  ln.payment or "—", str(ln.count), f"{ln.hours:g}", f"{ln.usd_per_hour:,.4f}" + ("*" if ln.estimated else ""),
+                  _usd(ln.monthly_usd), f"{ln.gpu_count:g} x {ln.gpu_model}", ", ".join(ln.workloads),
+                  "—" if ln.utilization is None else f"{100 * ln.utilization:.0f} %",
+                  "—" if ln.break_even_utilization is None else f"{100 * ln.break_even_utilization:.0f} %")
+    con.print(t)
+    con.print(f"[bold]Total: {_usd(plan.total_monthly_usd)} per month[/]")
+    if plan.objective == "roi":
+        con.print(f"Value {_usd(plan.value_usd)}, net value {_usd(plan.net_value_usd)}, ROI "
+                  + ("—" if plan.roi is None else f"{100 * plan.roi:.1f} %")
+                  + f" (Dinkelbach: {len(plan.dinkelbach)} MILPs)")
+    if plan.commitment.get("total_over_term_usd"):
+        con.print(f"Commitment taken: {_usd(plan.commitment['total_over_term_usd'])} over the terms, "
+                  f"{_usd(plan.commitment.get('upfront_usd'))} upfront")
+    wt = Table(title="Workloads", title_justify="left")
+    for col in ("workload", "task", "model", "needs", "planned", "notes"):
+        wt.add_column(col)
+    for w in plan.workloads:
+        if "work_flops_needed" in w:
+            wt.add_row(w["name"], w["task"], w["model"], f"{w['work_flops_needed']:.3g} FLOPs by hour {w['deadline_hours']:g}",
+                       f"{w['work_flops_planned']:.3g} FLOPs, done by hour {w['finish_by_hour']:g}",
+                       "" if w.get("completed", True) else "not worth running (ROI)")
+        else:
+            wt.add_row(w["name"], w["task"], w["model"], f"peak {w['peak_demand']:,.1f} tokens/s, min {w['min_replicas']} replicas",
+                       f"{w['replicas_min_max'][0]:g}-{w['replicas_min_max'][1]:g} replicas",
+                       f"{w['blocks_short']} blocks below demand" if w.get("blocks_short") else "")
+    con.print(wt)
+    if plan.strategies:
+        st = Table(title="Same demand, priced by strategy", title_justify="left")
+        for col in ("strategy", "$/month", "savings vs on-demand", "commitment over term", "upfront"):
+            st.add_column(col, justify="left" if col == "strategy" else "right")
+        for nm, v in plan.strategies.items():
+            sav = "—" if v.get("savings_usd") is None else f"{_usd(v['savings_usd'])} ({v['savings_pct']:.1f} %)"
+            st.add_row(nm, _usd(v.get("monthly_usd")) if v.get("monthly_usd") is not None else v.get("status", "—"), sav,
+                       _usd(v.get("commitment_usd")) if v.get("commitment_usd") else "—",
+                       _usd(v.get("upfront_usd")) if v.get("upfront_usd") else "—")
+        con.print(st)
+    m = plan.marginal or {}
+    for d in (m.get("demand") or [])[:3]:
+        con.print(f"One more token/s for {d['workload']} in {d['block']} costs about ${d['usd_per_month_per_token_per_s']:,.4f} a month (LP relaxation)")
+    for nb in plan.next_best:
+        if nb.get("flip"):
+            con.print(f"Alternative — {nb['flip']}" + (f" (alone: {_usd(nb['monthly_usd'])})" if nb.get("monthly_usd") else ""))
+    for b in plan.binding:
+        con.print(f"Constraint — {b}")
+    for n in plan.notes:
+        con.print(f"[yellow]Note:[/] {n}")

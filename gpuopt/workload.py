@@ -22,7 +22,7 @@ WORKLOAD_KEYS = (
     "tokens", "deadline_hours", "zero_stage", "allow_spot", "providers", "regions", "gpus", "pricing", "budget",
 )
 LIST_KEYS = ("providers", "regions", "gpus", "pricing")
-TASKS = ("serve", "train", "finetune")
+TASKS = ("serve", "train", "finetune", "lora")
 
 EXAMPLE_WORKLOAD = Path(__file__).parent / "data" / "example_workload.yaml"
 LOCAL_WORKLOAD_NAME = "gpuopt.yaml"

@@ -110,6 +110,7 @@ class FleetProblem:
     spot_capacity: int = DEFAULT_SPOT_CAPACITY
     pruned: int = 0
     rejected: dict[str, dict[str, int]] = field(default_factory=dict)
+    unpruned: dict[str, list[Candidate]] | None = None   # every candidate, for strategies over other pricing sets
 
     def committed_offers(self) -> dict[str, dict[str, Any]]:
         """offer key -> offer dict, for every committed offer some workload can use."""
@@ -774,6 +775,7 @@ def make_problem(workloads: list[FleetWorkload], blocks: list[FleetBlock], offer
     work = {w.name: float(train_flops(w.workload)) for w in workloads if w.training}
     problem = FleetProblem(workloads=workloads, blocks=blocks, cands=cands, work_flops=work, budget_usd=budget_usd,
                            objective=objective, spot_capacity=spot_capacity, rejected=rejected)
+    problem.unpruned = cands
     if prune:
         problem.cands, problem.pruned = prune_fleet(cands, workloads, blocks, work, spot_capacity)
     return problem
@@ -808,15 +810,22 @@ def _verify(problem: FleetProblem, sol: FleetSolution) -> str | None:
 
 def _strategies(problem: FleetProblem, solver, time_limit_s, gap_rel, optimal_cost) -> dict[str, dict[str, Any]]:
     out = {}
-    commits = problem.committed_offers()
     for name, allowed in STRATEGY_SETS.items():
         if name == "spot_where_allowed" and not any(w.allow_spot for w in problem.workloads):
             continue
-        sub = FleetProblem(**{**problem.__dict__, "budget_usd": None, "objective": "cost"})
-        sol = solve_cost(sub, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel, allowed=allowed)
+        base = problem.unpruned or problem.cands
+        subset = {w: [c for c in cs if c.offer["pricing"] in allowed] for w, cs in base.items()}
+        kept, _ = prune_fleet(subset, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity)
+        sub = FleetProblem(**{**problem.__dict__, "budget_usd": None, "objective": "cost", "cands": kept})
+        if any(not cs for cs in kept.values()):
+            out[name] = {"status": "no_offers", "monthly_usd": None,
+                         "note": "some workload has no offer of this pricing (or may not use it)"}
+            continue
+        sol = solve_cost(sub, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
         if sol.report.status not in ("optimal", "time_limit"):
             out[name] = {"status": sol.report.status, "monthly_usd": None}
             continue
+        commits = sub.committed_offers()
         commitment = sum(float(commits[k]["usd_per_hour"]) * TERM_HOURS[commits[k]["pricing"]] * n for k, n in sol.N.items())
         upfront = sum(float(commits[k].get("upfront_usd") or 0.0) * n for k, n in sol.N.items())
         out[name] = {"status": sol.report.status, "monthly_usd": round(sol.cost, 2),

@@ -86,7 +86,7 @@ def test_bad_files_name_the_field(tmp_path, text, field):
 
 
 def test_bad_task_and_pricing_list_accepted_values(tmp_path):
-    with pytest.raises(InputError, match=r"task: unknown task 'inference' \(accepted: serve, train, finetune\)"):
+    with pytest.raises(InputError, match=r"task: unknown task 'inference' \(accepted: serve, train, finetune, lora\)"):
         resolve_workload({"task": "inference", "model": "m"}, None, cwd=tmp_path)
     with pytest.raises(InputError, match=r"accepted: on_demand, spot, reserved_1y, reserved_3y"):
         resolve_workload({"model": "m", "pricing": ["savings"]}, None, cwd=tmp_path)

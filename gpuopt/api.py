@@ -31,10 +31,13 @@ def _price_age_days(as_of: str | None, today: _dt.date | None = None) -> float |
 def _load(catalog: str | Path | None, on_date=None):
     from pricing_cache.store import load_offers
 
+    if catalog is not None and on_date is not None:
+        raise InputError("prices_on", "--prices-on picks prices from the cache's history; it cannot be used with "
+                                      "--catalog (your file has its own prices)")
     return load_offers(catalog, on_date=on_date)
 
 
-def _price_provenance(offers, info, catalog) -> dict[str, Any]:
+def _price_provenance(offers, info, catalog, prices_on=None) -> dict[str, Any]:
     """Where the prices came from and how old they are, per provider (from the rows' own as_of), with warnings:
     prices older than the limit (GPUOPT_MAX_PRICE_AGE_DAYS, default 7), corrupted cache snapshots skipped, and
     providers still on the shipped snapshot (whose dates are upper bounds)."""
@@ -58,10 +61,20 @@ def _price_provenance(offers, info, catalog) -> dict[str, Any]:
             "stale": bool(age is not None and age > limit),
             "estimated_rows": int(grp["source"].astype(str).str.startswith("rule:").sum()),
         }
-        if age is not None and age > limit:
-            warnings.append(f"{prov} prices are {age:.0f} days old (limit {limit:g} days): run `gpuopt prices refresh"
-                            f" --provider {prov}`")
-    if not catalog and any(v["origin"] == "shipped snapshot" for v in per.values()):
+        oldest_age = _price_age_days(dates[0] if dates else None)
+        per[str(prov)]["oldest_age_days"] = oldest_age
+        if oldest_age is not None and oldest_age > limit:
+            per[str(prov)]["stale"] = True
+        if prices_on is None and oldest_age is not None and oldest_age > limit and origin != "shipped snapshot":
+            from providers.base import LIVE_ADAPTERS
+
+            n_old = int((grp["as_of"].astype(str).str[:10] < (_dt.date.today() - _dt.timedelta(days=limit)).isoformat()).sum())
+            fix = (f"run `gpuopt prices refresh --provider {prov}`" if str(prov) in LIVE_ADAPTERS
+                   else "import newer prices with `gpuopt prices import`")
+            what = "are" if n_old == len(grp) else f"include {n_old} of {len(grp)} offers"
+            warnings.append(f"{prov} prices {what} older than {limit:g} days (oldest {dates[0]}, "
+                            f"{oldest_age:.0f} days): {fix}")
+    if not catalog and prices_on is None and any(v["origin"] == "shipped snapshot" for v in per.values()):
         shipped = sorted(p for p, v in per.items() if v["origin"] == "shipped snapshot")
         warnings.append(f"{', '.join(shipped)}: prices from the shipped snapshot (catalog dates are upper bounds, "
                         "see `gpuopt prices status`); `gpuopt prices refresh` fetches current ones")
@@ -169,7 +182,7 @@ def prices_list(*, gpu: Iterable[str] = (), provider: Iterable[str] = (), region
         df = df.head(limit)
     rows = [{k: (None if (isinstance(v, float) and math.isnan(v)) else v) for k, v in r.items()}
             for r in df.astype(object).where(df.notna(), None).to_dict("records")]
-    return PricesResult(rows=rows, prices=_price_provenance(offers, info, catalog), total_matching=total)
+    return PricesResult(rows=rows, prices=_price_provenance(offers, info, catalog, prices_on), total_matching=total)
 
 
 def prices_status(catalog: str | Path | None = None) -> dict[str, Any]:
@@ -364,7 +377,10 @@ def _date_or_none(value):
         return None
     from pricing_cache.history import parse_date
 
-    return parse_date(value, "prices_on")
+    day = parse_date(value, "prices_on")
+    if day > _dt.date.today():
+        raise InputError("prices_on", f"{day} is in the future: prices of a future date are not known")
+    return day
 
 
 def _names(value) -> list[str]:
@@ -496,7 +512,8 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
     wl["model_resolved"] = w.model.name
     wl["context_tokens_resolved"] = w.context_tokens
     return RecommendResult(workload=wl, workload_origin=spec.origin, headline=spec.describe(),
-                           prices=_price_provenance(filtered if len(filtered) else offers, info, catalog), plan=result)
+                           prices=_price_provenance(filtered if len(filtered) else offers, info, catalog, prices_on),
+                           plan=result)
 
 
 # ------------------------------------------------------------------------------------------- fleet plans
@@ -589,4 +606,5 @@ def _recommend_fleet(plan_path, cwd, options: dict[str, Any]) -> "RecommendResul
     origin = plan.origin if plan.origin else "command-line options"
     headline = f"Plan of {len(ws)} workload{'s' if len(ws) > 1 else ''} ({parts}) from {origin}"
     return RecommendResult(workload=plan.model_dump(mode="json"), workload_origin=origin, headline=headline,
-                           prices=_price_provenance(filtered if len(filtered) else offers, info, catalog), plan=result)
+                           prices=_price_provenance(filtered if len(filtered) else offers, info, catalog, plan.prices_on),
+                           plan=result)

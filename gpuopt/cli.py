@@ -8,6 +8,7 @@ Heavy libraries (pandas, pulp, boto3) are imported inside the commands, so `gpuo
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -226,11 +227,25 @@ def prices_refresh(
     with _boundary():
         _check_format(fmt)
         from gpuopt import api, render
+        from gpuopt.errors import InputError
 
-        with render.RefreshProgress(enabled=fmt == "table") as progress:
-            summary = api.prices_refresh(providers=provider or (), regions=region or (), profile=profile,
-                                         gcp_api_key=gcp_api_key, workers=workers, timeout_s=timeout,
-                                         max_attempts=attempts, on_event=progress.event)
+        if workers < 1:
+            raise InputError("workers", f"must be at least 1, got {workers}")
+        if attempts < 1:
+            raise InputError("attempts", f"must be at least 1, got {attempts}")
+        if not timeout > 0:
+            raise InputError("timeout", f"must be greater than 0 seconds, got {timeout:g}")
+        try:
+            with render.RefreshProgress(enabled=fmt == "table" and sys.stderr.isatty()) as progress:
+                summary = api.prices_refresh(providers=provider or (), regions=region or (), profile=profile,
+                                             gcp_api_key=gcp_api_key, workers=workers, timeout_s=timeout,
+                                             max_attempts=attempts, on_event=progress.event)
+        except KeyboardInterrupt:
+            # worker threads may be inside an HTTP call: leave at once; nothing half-written is ever used
+            typer.echo("gpuopt: refresh interrupted: snapshots not written are not used; the previous prices stay "
+                       "in use", err=True)
+            sys.stderr.flush()
+            os._exit(130)
         render.refresh_summary(summary, fmt)
         if not summary.ok:
             raise typer.Exit(1)
@@ -240,16 +255,16 @@ def prices_refresh(
 def prices_import(
     file: Annotated[Path, typer.Argument(help="The price file to import.")],
     import_format: Annotated[str, typer.Option("--format", help="skypilot, ec2instances, offers, aws-price-list, aws-bulk-csv, azure-retail, gcp-skus.")],
-    provider: Annotated[Optional[str], typer.Option("--provider", help="Provider of the file (skypilot: aws, azure, gcp, lambda).")] = None,
+    provider: Annotated[Optional[str], typer.Option("--provider", help="Provider of a SkyPilot file: aws, azure, gcp, lambda.")] = None,
     as_of: Annotated[Optional[str], typer.Option("--as-of", help="Date the prices were valid (YYYY-MM-DD; default today).")] = None,
-    output: Annotated[str, typer.Option("--output", help="How to print the summary: table or json.")] = "table",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON (--format names the file's format here).")] = False,
 ):
     """Import a price file (for air-gapped machines) into your price cache as a new snapshot."""
     with _boundary():
-        _check_format(output)
         from gpuopt import api, render
 
-        render.import_summary(api.prices_import(file=file, fmt=import_format, provider=provider, as_of=as_of), output)
+        render.import_summary(api.prices_import(file=file, fmt=import_format, provider=provider, as_of=as_of),
+                              "json" if as_json else "table")
 
 
 @prices_app.command("diff")

@@ -271,6 +271,11 @@ class RefreshProgress:
         return False
 
     def event(self, kind: str, provider: str, **kw) -> None:
+        if kind == "waiting":
+            import sys
+
+            print(f"gpuopt: {kw.get('message', 'waiting for the cache lock')}", file=sys.stderr)
+            return
         if self._progress is None:
             return
         if kind == "start":
@@ -317,7 +322,10 @@ def import_summary(result: dict, fmt: str) -> None:
         return
     con = _console()
     for w in result.get("snapshots", []):
-        con.print(f"{w['provider']}: {w['rows']} offers written to {w['file']} (as of {w['as_of']})")
+        con.print(f"{w['provider']}: {w['rows']} offers in the new snapshot {w['file']} (prices as of {w['as_of']}); "
+                  f"regions from the file: {', '.join(w['regions'])} — {w.get('offers_added', 0)} offers added, "
+                  f"{w.get('offers_removed', 0)} removed (offers of those regions that the file does not list); "
+                  f"{len(w.get('kept_previous', []))} other regions kept")
     if result.get("skipped"):
         con.print(f"{result['skipped']} rows skipped (reasons: {result.get('skipped_by_reason')})")
 

@@ -56,7 +56,7 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("gpuopt", appauthor=False))
 
 
-def _float_env(name: str, default: float) -> float:
+def _float_env(name: str, default: float, most: float = 36_500.0) -> float:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
@@ -64,9 +64,34 @@ def _float_env(name: str, default: float) -> float:
         v = float(raw)
     except ValueError:
         raise InputError(name, f"must be a number of days, got {raw!r}") from None
-    if not v > 0:
-        raise InputError(name, f"must be greater than 0, got {raw!r}")
+    if not (0 < v <= most):
+        raise InputError(name, f"must be a number of days between 0 and {most:g}, got {raw!r}")
     return v
+
+
+def check_settings() -> None:
+    """Validate every cache setting (before a refresh fetches anything). Raises InputError naming the setting."""
+    max_age_days()
+    retention_days()
+
+
+def check_writable() -> Path:
+    """The cache folder, created if needed, after checking it can be written (before a refresh fetches anything).
+
+    Raises SnapshotError with a one-line fix when it is a file, or not writable."""
+    d = cache_dir()
+    try:
+        (d / "snapshots").mkdir(parents=True, exist_ok=True)
+        probe = d / "snapshots" / f".probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+        lockfile = d / ".lock"
+        with open(lockfile, "a"):
+            pass
+    except OSError as e:
+        raise SnapshotError(f"cannot write the price cache at {d}: {e.strerror or e}; set GPUOPT_CACHE_DIR to a "
+                            "writable folder") from None
+    return d
 
 
 def max_age_days() -> float:
@@ -146,8 +171,7 @@ def lock(timeout_s: float = LOCK_TIMEOUT_S):
     Raises filelock.Timeout after ``timeout_s`` seconds if another refresh holds it."""
     from filelock import FileLock
 
-    d = cache_dir()
-    d.mkdir(parents=True, exist_ok=True)
+    d = check_writable()
     return FileLock(str(d / ".lock"), timeout=timeout_s)
 
 
@@ -201,6 +225,8 @@ def _read_meta(meta_path: Path) -> CachedSnapshot:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         return CachedSnapshot(provider, "", "", csv_path, meta_path, {}, f"unreadable metadata: {e}")
+    if not isinstance(meta, dict):
+        return CachedSnapshot(provider, "", "", csv_path, meta_path, {}, "unreadable metadata: not a JSON object")
     created, as_of = str(meta.get("created_at", "")), str(meta.get("as_of", ""))
     err = None
     if meta.get("schema_version") != SCHEMA_VERSION:
@@ -235,10 +261,26 @@ def read_snapshot(snap: CachedSnapshot) -> "pd.DataFrame":
 
     if not snap.ok:
         raise SnapshotError(f"cached {snap.provider} snapshot {snap.meta_path.name} is not usable: {snap.error}")
-    df = read_offers_file(snap.csv_path)
+    try:
+        df = read_offers_file(snap.csv_path)
+    except SnapshotError as e:
+        raise SnapshotError(f"cached snapshot {snap.csv_path.name} cannot be read: {str(e).split('; rebuild')[0]}") from None
     if len(df) != snap.meta.get("rows"):
         raise SnapshotError(f"cached snapshot {snap.csv_path} has {len(df)} rows, its metadata says {snap.meta.get('rows')}")
     return df
+
+
+def good_snapshots(provider: str, on_or_before: dt.date | None = None):
+    """Valid snapshots of ``provider`` valid on or before the date, newest first (see :func:`newest_good`)."""
+    for snap in reversed(list_snapshots(provider)):
+        if on_or_before is not None:
+            try:
+                valid = dt.date.fromisoformat(snap.as_of[:10])
+            except ValueError:
+                continue
+            if valid > on_or_before:
+                continue
+        yield snap
 
 
 def newest_good(provider: str, on_or_before: dt.date | None = None) -> tuple[CachedSnapshot | None, list[str]]:

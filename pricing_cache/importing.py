@@ -70,9 +70,17 @@ def import_file(file: str | Path, fmt: str, *, provider: str | None = None, as_o
     path = Path(file)
     if fmt not in FORMATS:
         raise InputError("format", f"unknown import format '{fmt}'", accepted=", ".join(FORMATS))
+    if path.is_dir():
+        raise InputError("file", f"{path} is a directory, not a price file")
     if not path.is_file():
         raise InputError("file", f"not found: {path}")
-    day = parse_date(as_of, "as_of").isoformat() if as_of else dt.datetime.now(dt.timezone.utc).date().isoformat()
+    if provider is not None and fmt != "skypilot":
+        raise InputError("provider", f"--provider is only for --format skypilot (a {fmt} file names its provider)")
+    cache.check_settings()
+    today = dt.datetime.now(dt.timezone.utc).date()
+    day = parse_date(as_of, "as_of").isoformat() if as_of else today.isoformat()
+    if dt.date.fromisoformat(day) > today:
+        raise InputError("as_of", f"{day} is in the future: the date the prices were valid cannot be after today")
     skipped: list = []
     if fmt == "skypilot":
         offers, skipped = _skypilot(path, provider, day)
@@ -85,6 +93,7 @@ def import_file(file: str | Path, fmt: str, *, provider: str | None = None, as_o
         from providers.offers_csv import read_offers_csv
 
         offers = read_offers_csv(path)
+        offers.loc[offers["as_of"].isin(["unknown", ""]), "as_of"] = day  # rows without a date: the import's date
     else:
         module = {"aws-price-list": "providers.aws", "aws-bulk-csv": "providers.aws", "azure-retail": "providers.azure",
                   "gcp-skus": "providers.gcp"}[fmt]
@@ -101,7 +110,9 @@ def import_file(file: str | Path, fmt: str, *, provider: str | None = None, as_o
             snap, merged, kept = merge_and_write(str(prov), grp, regions, as_of=day, regions_meta={},
                                                  source=f"gpuopt prices import {path.name} --format {fmt}")
             written.append({"provider": str(prov), "rows": int(len(merged)), "file": str(snap.csv_path),
-                            "as_of": day, "regions": regions, "kept_previous": kept})
+                            "as_of": day, "regions": regions, "kept_previous": kept,
+                            "offers_removed": snap.meta.get("offers_removed", 0),
+                            "offers_added": snap.meta.get("offers_added", 0)})
     reasons: dict[str, int] = {}
     for s in skipped:
         code = reason_code(getattr(s, "reason", ""))

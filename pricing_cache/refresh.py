@@ -43,6 +43,7 @@ class ProviderOutcome:
     seconds: float = 0.0
     error: str | None = None
     notes: list[str] = field(default_factory=list)
+    rows_by_region: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -54,7 +55,8 @@ class RefreshSummary:
 
     @property
     def ok(self) -> bool:
-        return all(p.status in ("refreshed", "partial") for p in self.providers)
+        """True when every provider refreshed every region asked for (a partial refresh is not ok: exit code 1)."""
+        return all(p.status == "refreshed" for p in self.providers)
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "seconds": round(self.seconds, 2), "providers": [asdict(p) for p in self.providers]}
@@ -71,19 +73,28 @@ def _adapter(name: str, adapters: dict[str, Any] | None):
     return import_module(LIVE_ADAPTERS[name])
 
 
-def _previous_rows(provider: str):
-    """The provider's current rows (newest good cache snapshot, else the shipped snapshot's rows)."""
+def _previous_rows(provider: str, as_of: str | None = None):
+    """The provider's rows in effect on ``as_of`` (default today): the newest good cache snapshot valid on or before
+    that date, else the shipped snapshot's rows — but for a date before the shipped catalog (a back-dated import)
+    nothing: rows valid later must never leak into an earlier date's history."""
+    import datetime as dt
+
     from pricing_cache import cache
     from pricing_cache.store import load_offers
 
-    snap, _ = cache.newest_good(provider)
-    if snap is not None:
+    day = dt.date.fromisoformat(as_of) if as_of else None
+    for snap in cache.good_snapshots(provider, day):
+        if not snap.ok:
+            continue
         try:
             return cache.read_snapshot(snap)
         except GpuoptError:
-            pass
-    df, _ = load_offers(use_cache=False)
-    return df[df["provider"] == provider]
+            continue
+    df, info = load_offers(use_cache=False)
+    rows = df[df["provider"] == provider]
+    if day is not None and info.built_at and day < dt.date.fromisoformat(str(info.built_at)[:10]):
+        return rows.iloc[0:0]
+    return rows
 
 
 def merge_and_write(provider: str, new, regions_done: list[str], *, as_of: str, regions_meta: dict[str, Any],
@@ -98,14 +109,19 @@ def merge_and_write(provider: str, new, regions_done: list[str], *, as_of: str, 
     from pricing_cache import cache
     from providers._common import check_unique
 
-    previous = _previous_rows(provider)
+    previous = _previous_rows(provider, as_of)
     keep = previous[~previous["region"].isin(regions_done)]
     kept = sorted(set(keep["region"].astype(str)))
     merged = pd.concat([new, keep], ignore_index=True) if len(keep) else new
     check_unique(merged, f"{provider} snapshot")
+    replaced = previous[previous["region"].isin(regions_done)]
+    key = ["region", "zone", "instance_type", "pricing", "payment"]
+    old_keys = set(map(tuple, replaced[key].fillna("").astype(str).values.tolist()))
+    new_keys = set(map(tuple, new[key].fillna("").astype(str).values.tolist()))
+    removed = len(old_keys - new_keys)
     snap = cache.write_snapshot(provider, merged, as_of=as_of,
                                 regions={"done": sorted(regions_done), **regions_meta, "kept_previous": kept},
-                                extra={"source": source})
+                                extra={"source": source, "offers_removed": removed, "offers_added": len(new_keys - old_keys)})
     return snap, merged, kept
 
 
@@ -149,9 +165,18 @@ def refresh_provider(name: str, options: FetchOptions, *, as_of: str, max_worker
                 out.regions_failed[region] = f"{type(exc).__name__}: {exc}"
                 emit("region", name, region=region, status="failed", message=out.regions_failed[region])
                 continue
+            if result.offers.empty:
+                # an answer with no usable GPU offer for a region that had some is suspicious: keep the old rows
+                prev = _previous_rows(name)
+                if (prev["region"] == region).any():
+                    out.regions_failed[region] = (f"the API returned no usable GPU offer for {region} "
+                                                  f"({len(getattr(result, 'skipped', []))} rows skipped)")
+                    emit("region", name, region=region, status="failed", message=out.regions_failed[region])
+                    continue
             frames.append(result.offers)
             out.notes.extend(f"{region}: {n}" for n in getattr(result, "notes", [])[:5])
             out.regions_done.append(region)
+            out.rows_by_region[region] = int(len(result.offers))
             emit("region", name, region=region, status="done", rows=len(result.offers))
     out.regions_done.sort()
     if not out.regions_done:
@@ -208,17 +233,23 @@ def refresh(providers: list[str] | None = None, options: FetchOptions | None = N
 
     options = options or FetchOptions()
     known = set(adapters or {}) | set(LIVE_ADAPTERS)
-    names = list(providers) if providers else list(LIVE_ADAPTERS)
+    names = list(dict.fromkeys(providers)) if providers else list(LIVE_ADAPTERS)
     for n in names:
         if n not in known:
             raise InputError("provider", f"no live adapter for '{n}'", accepted=", ".join(sorted(known)))
     if max_workers < 1:
         raise InputError("workers", f"must be at least 1, got {max_workers}")
+    cache.check_settings()  # before anything is fetched: a bad setting must not fail after the work is done
     t0 = time.perf_counter()
     as_of = dt.datetime.now(dt.timezone.utc).date().isoformat()
     lk = cache.lock(cache.LOCK_TIMEOUT_S if lock_timeout_s is None else lock_timeout_s)
     try:
-        lk.acquire()
+        try:
+            lk.acquire(timeout=0)
+        except Timeout:
+            if on_event:
+                on_event("waiting", "", message=f"waiting for another refresh or import to finish ({lk.lock_file})")
+            lk.acquire()
     except Timeout:
         raise SnapshotError(f"another `gpuopt prices refresh` holds the cache lock ({cache.cache_dir() / '.lock'}); "
                             "try again when it has finished") from None

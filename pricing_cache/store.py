@@ -143,19 +143,35 @@ def load_offers(catalog: "str | Path | None" = None, snapshot_dir: Path | None =
     from pricing_cache import cache
 
     cached_providers = {s.provider for s in cache.list_snapshots()}
+    shipped_providers = set(df["provider"].astype(str))
+    shipped_day = str(info.built_at or "")[:10]
     frames, origins, warnings = [], {}, []
-    for prov in sorted(set(df["provider"].astype(str)) | cached_providers):
-        snap, warns = cache.newest_good(prov, on_date)
-        warnings.extend(warns)
-        if snap is not None:
+    for prov in sorted(shipped_providers | cached_providers):
+        found = False
+        for snap in cache.good_snapshots(prov, on_date):  # newest first; a bad one falls back to the one before
+            if not snap.ok:
+                warnings.append(f"{prov}: cached snapshot {snap.meta_path.name} skipped: {snap.error}; "
+                                "using the previous good one")
+                continue
+            if prov in shipped_providers and snap.as_of[:10] < shipped_day and \
+                    (on_date is None or on_date.isoformat() >= shipped_day):
+                break  # the shipped prices are newer than any cached ones (e.g. an old file was imported)
             try:
                 frames.append(cache.read_snapshot(snap))
-                origins[prov] = f"cache {snap.created_at} ({snap.csv_path.name})"
-                continue
             except SnapshotError as e:
-                warnings.append(f"{prov}: {e}; using the shipped snapshot")
-        elif on_date is not None and prov in cached_providers:
-            warnings.append(f"{prov}: no cached prices from on or before {on_date}; using the shipped snapshot")
+                warnings.append(f"{prov}: cached snapshot {snap.meta_path.name} skipped: {e}; using the previous good one")
+                continue
+            origins[prov] = f"cache {snap.created_at} ({snap.csv_path.name})"
+            found = True
+            break
+        if found:
+            continue
+        if prov not in shipped_providers:
+            if on_date is not None:
+                warnings.append(f"{prov}: no cached prices valid on or before {on_date}; left out")
+            continue
+        if on_date is not None and prov in cached_providers:
+            warnings.append(f"{prov}: no cached prices valid on or before {on_date}; using the shipped snapshot")
         frames.append(df[df["provider"] == prov])
         origins[prov] = "shipped snapshot"
     merged = pd.concat(frames, ignore_index=True) if frames else df

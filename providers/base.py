@@ -88,7 +88,8 @@ class FetchOptions:
 
 def http_session(options: FetchOptions):
     """A requests Session that retries throttling (429, honouring Retry-After) and 5xx answers with exponential
-    backoff (urllib3 ``Retry``), for the REST adapters. Timeouts are passed per call (options.timeout_s)."""
+    backoff (urllib3 ``Retry``), for the REST adapters. Timeouts: per socket operation as passed per call
+    (options.timeout_s), and the whole body of an answer within options.timeout_s of its first byte."""
     import requests
     from requests.adapters import HTTPAdapter
     from urllib3.util.retry import Retry
@@ -101,7 +102,66 @@ def http_session(options: FetchOptions):
         respect_retry_after_header=True,
         raise_on_status=False,
     )
-    s = requests.Session()
+    s = _DeadlineSession(options.timeout_s)
     s.mount("http://", HTTPAdapter(max_retries=retry))
     s.mount("https://", HTTPAdapter(max_retries=retry))
     return s
+
+
+def _deadline_session_class():
+    import requests
+
+    class DeadlineSession(requests.Session):
+        """A Session whose answers must arrive whole within ``body_timeout_s`` of their first byte: requests'
+        own timeout bounds each socket read, so a server trickling bytes could otherwise hold a call forever."""
+
+        def __init__(self, body_timeout_s: float):
+            super().__init__()
+            self.body_timeout_s = body_timeout_s
+
+        def request(self, method, url, **kw):  # noqa: D401 - requests' own signature
+            import socket
+            import threading
+
+            kw["stream"] = True
+            resp = super().request(method, url, **kw)
+            fired = threading.Event()
+
+            def cut() -> None:  # a watchdog: shut the socket so the blocked read returns
+                fired.set()
+                sock = None
+                try:  # urllib3 -> http.client.HTTPResponse -> BufferedReader -> SocketIO -> socket
+                    sock = resp.raw._fp.fp.raw._sock
+                except AttributeError:
+                    conn = getattr(resp.raw, "_connection", None) or getattr(resp.raw, "connection", None)
+                    sock = getattr(conn, "sock", None)
+                try:
+                    if sock is not None:
+                        sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+            timer = threading.Timer(self.body_timeout_s, cut)
+            timer.daemon = True
+            timer.start()
+            try:
+                content = resp.content
+            except Exception:
+                if fired.is_set():
+                    raise requests.exceptions.ReadTimeout(
+                        f"the answer from {url} was not complete after {self.body_timeout_s:g} s") from None
+                raise
+            finally:
+                timer.cancel()
+                resp.close()
+            if fired.is_set():
+                raise requests.exceptions.ReadTimeout(
+                    f"the answer from {url} was not complete after {self.body_timeout_s:g} s")
+            resp._content = content
+            return resp
+
+    return DeadlineSession
+
+
+def _DeadlineSession(body_timeout_s: float):
+    return _deadline_session_class()(body_timeout_s)

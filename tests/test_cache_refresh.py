@@ -237,20 +237,22 @@ def test_stale_prices_warn_on_every_command(shipped, monkeypatch):
 
     from gpuopt.cli import app
 
-    lam = shipped[shipped["provider"] == "lambda"].assign(as_of="2026-01-01")
+    # an on-prem price list imported in January (a provider the shipped snapshot does not have)
+    lam = shipped[shipped["provider"] == "lambda"].assign(as_of="2026-01-01", provider="onprem")
     with cache.lock():
-        cache.write_snapshot("lambda", lam, regions={"done": ["us-east-1"]}, as_of="2026-01-01")
+        cache.write_snapshot("onprem", lam, regions={"done": ["us-east-1"]}, as_of="2026-01-01")
     monkeypatch.setenv("GPUOPT_MAX_PRICE_AGE_DAYS", "30")
     runner = CliRunner()
-    for args in (["prices", "list", "--provider", "lambda"], ["prices", "status"],
+    for args in (["prices", "list", "--provider", "onprem"], ["prices", "status"],
                  ["recommend", "--budget", "5000", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "50",
-                  "--provider", "lambda"]):
+                  "--provider", "onprem"]):
         r = runner.invoke(app, args)
         assert r.exit_code == 0, r.output
-        assert "gpuopt: warning: lambda prices are" in r.stderr and "(limit 30 days)" in r.stderr
-    r = runner.invoke(app, ["prices", "list", "--provider", "lambda", "--format", "json"])
+        assert "gpuopt: warning: onprem prices are older than 30 days (oldest 2026-01-01" in r.stderr
+        assert "gpuopt prices import" in r.stderr  # no live adapter for onprem: the fix is an import
+    r = runner.invoke(app, ["prices", "list", "--provider", "onprem", "--format", "json"])
     d = json.loads(r.stdout)
-    assert d["prices"]["providers"]["lambda"]["stale"] is True
+    assert d["prices"]["providers"]["onprem"]["stale"] is True
 
 
 def test_bad_settings_are_named():
@@ -274,7 +276,7 @@ def test_import_a_skypilot_file_into_the_cache():
 
     f = INPUTS_DIR / "lambda_vms_v8_gpu_us-east-1.csv"
     r = CliRunner().invoke(app, ["prices", "import", str(f), "--format", "skypilot", "--provider", "lambda",
-                                 "--as-of", "2026-11-01", "--output", "json"])
+                                 "--as-of", "2026-11-01", "--json"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     (snap,) = d["snapshots"]
@@ -284,3 +286,83 @@ def test_import_a_skypilot_file_into_the_cache():
     assert r.exit_code == 1 and "provider: a SkyPilot catalog needs --provider" in r.stderr
     r = CliRunner().invoke(app, ["prices", "import", str(f), "--format", "xlsx", "--provider", "lambda"])
     assert r.exit_code == 1 and r.stderr.startswith("gpuopt: error: format: unknown import format 'xlsx'")
+
+
+def test_import_dated_in_the_future_is_refused():
+    from gpuopt.errors import InputError
+    from pricing_cache.build_snapshot import INPUTS_DIR
+    from pricing_cache.importing import import_file
+
+    with pytest.raises(InputError, match="as_of: 2999-01-01 is in the future"):
+        import_file(INPUTS_DIR / "lambda_vms_v8_gpu_us-east-1.csv", "skypilot", provider="lambda", as_of="2999-01-01")
+
+
+def test_back_dated_import_does_not_borrow_later_rows(shipped):
+    # an import dated before the shipped catalog holds only its own rows: later prices never leak into history
+    from pricing_cache.build_snapshot import INPUTS_DIR
+    from pricing_cache.importing import import_file
+
+    import_file(INPUTS_DIR / "ec2instances_2017-11-12_gpu_subset.json", "ec2instances", as_of="2017-11-12")
+    df, info = load_offers(on_date=dt.date(2018, 1, 1))
+    aws = df[df["provider"] == "aws"]
+    assert len(aws) and set(aws["as_of"].astype(str).str[:10]) == {"2017-11-12"}
+    assert info.origins["aws"].startswith("cache")
+    now, _ = load_offers()  # today the shipped rows (valid later) are still the current ones
+    assert "2017-11-12" not in set(now[now["provider"] == "aws"]["as_of"]) or \
+        len(now[now["provider"] == "aws"]) > len(aws)
+
+
+def test_unusable_metadata_and_unwritable_cache_are_clear_errors(shipped, monkeypatch, tmp_path):
+    from gpuopt.errors import SnapshotError
+
+    refresh(["lambda"], FetchOptions(), adapters={"lambda": FakeAdapter(shipped)})
+    snap = cache.list_snapshots("lambda")[0]
+    snap.meta_path.write_text("[1, 2]")
+    df, info = load_offers()  # no traceback: the snapshot is skipped, the shipped rows are used
+    assert info.origins["lambda"] == "shipped snapshot" and any("not a JSON object" in w for w in info.warnings)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    monkeypatch.setenv("GPUOPT_CACHE_DIR", str(blocker))
+    with pytest.raises(SnapshotError, match="cannot write the price cache"):
+        refresh(["lambda"], FetchOptions(), adapters={"lambda": FakeAdapter(shipped)})
+
+
+def test_bad_retention_is_refused_before_anything_is_fetched(shipped, monkeypatch):
+    from gpuopt.errors import InputError
+
+    lam = FakeAdapter(shipped)
+    monkeypatch.setenv("GPUOPT_RETENTION_DAYS", "inf")
+    with pytest.raises(InputError, match="GPUOPT_RETENTION_DAYS"):
+        refresh(["lambda"], FetchOptions(), adapters={"lambda": lam})
+    assert lam.max_active == 0 and cache.list_snapshots("lambda") == []
+
+
+def test_a_region_answering_no_offers_keeps_its_previous_rows(shipped):
+    class Empty(FakeAdapter):
+        def parse_region(self, raw, region, as_of):
+            return ParseResult(offers=raw["rows"].iloc[0:0])
+
+    s = refresh(["lambda"], FetchOptions(), adapters={"lambda": Empty(shipped)})
+    (p,) = s.providers
+    assert p.status == "failed" and "no usable GPU offer" in p.regions_failed["us-east-1"]
+    assert cache.list_snapshots("lambda") == []
+
+
+def test_partial_refresh_is_not_ok(shipped):
+    aws = FakeAdapter(shipped, provider="aws", fail={"us-west-2"})
+    s = refresh(["aws"], FetchOptions(regions=["us-east-1", "us-west-2"]), adapters={"aws": aws})
+    assert s.providers[0].status == "partial" and not s.ok
+
+
+def test_prices_on_in_the_future_or_with_a_catalog_is_refused(tmp_path):
+    from typer.testing import CliRunner
+
+    from gpuopt.cli import app
+
+    r = CliRunner().invoke(app, ["prices", "list", "--prices-on", "2999-01-01"])
+    assert r.exit_code == 1 and "prices_on: 2999-01-01 is in the future" in r.stderr
+    f = tmp_path / "o.csv"
+    f.write_text("provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,usd_per_hour\n"
+                 "onprem,dc,box,L4,1,22.35,on_demand,0.5\n")
+    r = CliRunner().invoke(app, ["prices", "list", "--catalog", str(f), "--prices-on", "2026-01-01"])
+    assert r.exit_code == 1 and "cannot be used with --catalog" in r.stderr

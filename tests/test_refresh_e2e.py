@@ -149,3 +149,27 @@ def test_refresh_aws_through_the_real_adapter_with_stubber_and_moto(monkeypatch)
     # every other AWS region keeps the shipped prices
     assert set(df[df["provider"] == "aws"]["region"]) >= {"us-west-2", "eu-west-1"}
     assert "us-west-2" in p.kept_previous
+
+
+def test_a_trickling_answer_is_cut_at_the_timeout(httpserver):
+    """requests' timeout bounds each socket read; the session also bounds the whole answer (providers.base)."""
+    import time
+
+    from werkzeug.wrappers import Response
+
+    from providers.base import FetchOptions, http_session
+
+    def trickle(request):
+        def gen():
+            for _ in range(40):
+                time.sleep(0.1)
+                yield b" "
+        return Response(gen(), content_type="application/json")
+
+    httpserver.expect_request("/slow").respond_with_handler(trickle)
+    s = http_session(FetchOptions(timeout_s=1.0, max_attempts=1))
+    t0 = time.perf_counter()
+    import requests
+    with pytest.raises(requests.exceptions.ReadTimeout, match="not complete after 1 s"):
+        s.get(httpserver.url_for("/slow"), timeout=1.0)
+    assert time.perf_counter() - t0 < 2.5

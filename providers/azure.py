@@ -89,11 +89,16 @@ RETAIL_PRICES_URL = "https://prices.azure.com/api/retail/prices"
 API_VERSION = "2023-01-01-preview"
 SOURCE = "azure-retail-prices-api"
 
-#: Regions refreshed when ``options.regions`` is None: the Azure regions of the stored SkyPilot Azure catalog
-#: (``pricing_cache/data/inputs/azure_vms_v6_gpu_NC_ND_NV_us.csv``, skypilot-catalog catalogs/v6/azure/vms.csv),
-#: i.e. the US regions where that catalog lists NC/ND/NV sizes. Other regions: pass ``FetchOptions.regions``.
-DEFAULT_REGIONS: tuple[str, ...] = ("centralus", "eastus", "eastus2", "northcentralus", "southcentralus", "westus",
-                                    "westus2", "westus3")
+#: Regions refreshed when ``options.regions`` is None: Azure's public regions (armRegionName codes as the Retail
+#: Prices API uses them). A region without GPU sizes answers with no GPU offer and is recorded as such.
+#: The first eight are the US regions of the stored SkyPilot Azure catalog.
+DEFAULT_REGIONS: tuple[str, ...] = (
+    "centralus", "eastus", "eastus2", "northcentralus", "southcentralus", "westus", "westus2", "westus3",
+    "westcentralus", "canadacentral", "canadaeast", "brazilsouth", "mexicocentral", "northeurope", "westeurope",
+    "uksouth", "ukwest", "francecentral", "germanywestcentral", "norwayeast", "swedencentral", "switzerlandnorth",
+    "polandcentral", "italynorth", "spaincentral", "uaenorth", "qatarcentral", "israelcentral", "southafricanorth",
+    "centralindia", "southindia", "westindia", "japaneast", "japanwest", "koreacentral", "koreasouth", "eastasia",
+    "southeastasia", "australiaeast", "australiasoutheast", "australiacentral")
 
 #: ``reservationTerm`` -> (pricing, term hours). Anything else raises PriceDataError.
 RESERVATION_TERMS: dict[str, tuple[str, float]] = {

@@ -50,7 +50,7 @@ def test_reserved_base_plus_on_demand_peak():
     w = _wl("chat")
     p = FleetProblem([w], _blocks(1000.0, 200.0), {"chat": [_cand("t", "reserved_1y", 0.6, 250.0),
                                                             _cand("t", "on_demand", 1.0, 250.0)]}, {})
-    sol = solve_cost(p)
+    sol = solve_cost(p, gap_rel=0.0)
     assert sol.report.status == "optimal"
     assert sol.cost == pytest.approx(1533.0)
     assert sol.N == {"test|r1||t|reserved_1y|all_upfront": 1}
@@ -65,7 +65,7 @@ def test_committed_base_is_shared_with_training_at_night():
     cands = {n: [_cand("t", "reserved_1y", 0.6, 250.0 if n == "chat" else 1e15),
                  _cand("t", "on_demand", 1.0, 250.0 if n == "chat" else 1e15)] for n in ("chat", "train")}
     p = FleetProblem([chat, train], _blocks(1000.0, 0.0), cands, {"train": 4 * 365 * 3600 * 1e15})
-    sol = solve_cost(p)
+    sol = solve_cost(p, gap_rel=0.0)
     assert sol.cost == pytest.approx(1752.0)
     assert sol.N == {"test|r1||t|reserved_1y|all_upfront": 4}
     assert _verify(p, sol) is None
@@ -77,7 +77,7 @@ def test_spot_cap_and_redundancy_without_spot():
     w = _wl("chat", allow_spot=True, min_replicas=2)
     cands = {"chat": [_cand("t", "spot", 0.3, 100.0), _cand("t", "on_demand", 1.0, 100.0)]}
     p = FleetProblem([w], _blocks(500.0), cands, {}, spot_capacity=3)
-    sol = solve_cost(p)
+    sol = solve_cost(p, gap_rel=0.0)
     xs = {k[1].split("|")[4]: v for k, v in sol.X.items()}
     assert xs == {"spot": 3.0, "on_demand": 2.0}
     assert sol.cost == pytest.approx(730 * (3 * 0.3 + 2 * 1.0))
@@ -112,7 +112,7 @@ def test_fleet_milp_equals_brute_force(prices, thetas, demand):
     cands = {"chat": [_cand("a", "reserved_3y", prices[0], thetas[0]), _cand("b", "on_demand", prices[1], thetas[1]),
                       _cand("c", "on_demand", prices[2], thetas[2])]}
     p = FleetProblem([w], _blocks(*demand), cands, {})
-    sol = solve_cost(p)
+    sol = solve_cost(p, gap_rel=0.0)
     assert sol.report.status == "optimal"
     assert sol.cost == pytest.approx(_brute(p), rel=1e-6, abs=1e-6)
     assert _verify(p, sol) is None
@@ -129,7 +129,7 @@ def test_fleet_pruning_keeps_the_optimum(prices, thetas, demand):
     p = FleetProblem([w], _blocks(*demand), cands, {})
     kept, _ = prune_fleet(cands, [w], p.blocks, {}, 16)
     q = FleetProblem([w], p.blocks, kept, {})
-    assert solve_cost(q).cost == pytest.approx(solve_cost(p).cost, rel=1e-7, abs=1e-7)
+    assert solve_cost(q, gap_rel=0.0).cost == pytest.approx(solve_cost(p, gap_rel=0.0).cost, rel=1e-7, abs=1e-7)
 
 
 def test_roi_by_dinkelbach_equals_the_best_ratio():
@@ -159,3 +159,32 @@ def test_roi_drops_a_training_job_that_does_not_pay():
                      {"train": 1000 * 3600 * 1e15}, objective="roi")
     sol, _ = solve_roi(p)
     assert sol.cost == pytest.approx(0.0) and sol.Z.get("train", 0) == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    base=st.tuples(st.floats(0.3, 3.0), st.sampled_from([100.0, 150.0]), st.sampled_from([1e14, 2e14])),
+    mults=st.lists(st.tuples(st.sampled_from([1, 2, 4]), st.floats(0.9, 1.2)), min_size=1, max_size=3),
+    od=st.floats(0.5, 5.0),
+    demand=st.lists(st.sampled_from([0.0, 150.0, 300.0, 450.0]), min_size=2, max_size=3),
+    work_hours=st.floats(50.0, 800.0),
+)
+def test_fleet_pruning_is_safe_with_sharing_and_multiples(base, mults, od, demand, work_hours):
+    # committed offers that are m-times multiples of another (GCP a2-ultragpu-2g/4g/8g pattern) at various prices,
+    # shared by a serving and a training workload: the pruned model must reach the unpruned optimum
+    price, theta, flops = base
+    chat, train = _wl("chat"), _wl("train", task="train", deadline_hours=730.0)
+    cands = {"chat": [], "train": []}
+    for i, (m, f) in enumerate([(1, 1.0)] + mults):
+        for wname, th in (("chat", theta), ("train", flops)):
+            cands[wname].append(_cand(f"t{i}x{m}", "reserved_3y", price * m * f, th * m, r=m))
+    for wname, th in (("chat", theta), ("train", flops)):
+        cands[wname].append(_cand("od", "on_demand", od, th))
+    blocks = _blocks(*demand)
+    work = {"train": work_hours * 3600 * flops}
+    p = FleetProblem([chat, train], blocks, cands, work)
+    kept, _ = prune_fleet(cands, [chat, train], blocks, work, 16)
+    q = FleetProblem([chat, train], blocks, kept, work)
+    a, b = solve_cost(p, gap_rel=0.0), solve_cost(q, gap_rel=0.0)
+    assert a.report.status == b.report.status == "optimal"
+    assert b.cost == pytest.approx(a.cost, rel=1e-6, abs=1e-6)

@@ -1,0 +1,138 @@
+"""The full planner as users call it: `gpuopt recommend --workload plan.yaml` with several workloads, a daily
+demand profile, a LoRA fine-tune on spot and a training job with a deadline under one budget; ROI; the
+explanations; --print-workload; infeasibility reasons; the solver's real status."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpuopt.cli import app
+
+EXAMPLE = Path(__file__).parents[1] / "gpuopt" / "data" / "example_plan.yaml"
+runner = CliRunner()
+
+
+def _run(*args):
+    return runner.invoke(app, list(args))
+
+
+@pytest.fixture(scope="module")
+def example():
+    r = runner.invoke(app, ["recommend", "--workload", str(EXAMPLE), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def test_example_plan_is_optimal_and_meets_every_workload(example):
+    d = example
+    assert d["status"] == "optimal" and d["solver"]["gap"] is not None and d["solver"]["gap"] <= 0.001
+    assert d["headline"].startswith("Plan of 3 workloads (chat: serve Llama-2-13B, support-lora: lora Llama-2-7B")
+    chat = next(w for w in d["workloads"] if w["name"] == "chat")
+    assert chat["blocks_short"] == 0 and chat["replicas_min_max"][0] >= 2  # min_replicas: 2 in every block
+    for b in d["blocks"]:  # capacity >= demand in every block of the daily profile
+        assert b["capacity"]["chat"] >= b["demand"]["chat"] * (1 - 1e-9)
+    for name, deadline in (("support-lora", 168), ("pretrain-1b", 240)):
+        w = next(x for x in d["workloads"] if x["name"] == name)
+        assert w["work_flops_planned"] >= w["work_flops_needed"] * (1 - 1e-6)
+        assert w["finish_by_hour"] <= deadline
+    assert d["total_monthly_usd"] == pytest.approx(sum(ln["monthly_usd"] for ln in d["lines"]), abs=0.05)
+    assert d["total_monthly_usd"] <= 60000
+    # spot only for the workload that allows it
+    for ln in d["lines"]:
+        if ln["pricing"] == "spot":
+            assert ln["workloads"] == ["support-lora"]
+
+
+def test_example_plan_explanations(example):
+    d = example
+    s = d["strategies"]
+    assert set(s) >= {"all_on_demand", "all_reserved_1y", "all_reserved_3y", "spot_where_allowed", "optimal_mix"}
+    priced = [v["monthly_usd"] for v in s.values() if v.get("monthly_usd") is not None]
+    assert d["total_monthly_usd"] <= min(priced) + 0.01  # the mix is never dearer than a single strategy
+    assert d["savings_vs_on_demand_usd"] == pytest.approx(s["all_on_demand"]["monthly_usd"] - d["total_monthly_usd"], abs=0.02)
+    assert d["commitment"]["total_over_term_usd"] >= 0
+    assert d["marginal"]["demand"] and all(x["usd_per_month_per_token_per_s"] >= 0 for x in d["marginal"]["demand"])
+    assert any(nb.get("flip") for nb in d["next_best"])
+    assert "blocks" in d["solver"] and "merged" in d["solver"]["merge"]
+    for ln in d["lines"]:
+        if ln["break_even_utilization"] is not None:
+            assert 0 < ln["break_even_utilization"] < 1
+
+
+def test_roi_objective_reports_dinkelbach_and_net_value(tmp_path):
+    shutil.copy(EXAMPLE.parent / "chat_daily.csv", tmp_path / "chat_daily.csv")
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(EXAMPLE.read_text().replace("objective: cost ", "objective: roi  "))
+    r = _run("recommend", "--workload", str(plan), "--format", "json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["objective"] == "roi" and len(d["dinkelbach"]) >= 2 and d["dinkelbach"][0]["lambda"] == 0
+    assert d["roi"] == pytest.approx(d["value_usd"] / d["total_monthly_usd"] - 1, rel=1e-6)
+    assert d["net_value_usd"] == pytest.approx(d["value_usd"] - d["total_monthly_usd"], abs=0.02)
+    last = d["dinkelbach"][-1]
+    assert abs(last["F"]) <= 1e-6 * max(last["cost"], 1.0)
+
+
+def test_budget_too_small_names_the_budget_it_takes(tmp_path):
+    shutil.copy(EXAMPLE.parent / "chat_daily.csv", tmp_path / "chat_daily.csv")
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(EXAMPLE.read_text().replace("budget: 60000", "budget: 100"))
+    r = _run("recommend", "--workload", str(plan), "--format", "json")
+    assert r.exit_code == 1
+    d = json.loads(r.stdout)
+    assert d["reason"]["kind"] == "budget" and d["reason"]["budget_needed_usd"] > 100
+    assert "raise the budget" in r.stderr
+
+
+def test_print_workload_round_trips(tmp_path):
+    r = _run("recommend", "--budget", "9000", "--model", "meta-llama/Llama-2-7b-hf", "--task", "lora",
+             "--tokens", "5e8", "--deadline-hours", "100", "--allow-spot", "--lora-rank", "8", "--print-workload")
+    assert r.exit_code == 0, r.output
+    f = tmp_path / "w.yaml"
+    f.write_text(r.stdout)
+    from gpuopt.plan_spec import load_plan_file
+
+    plan = load_plan_file(f)
+    (w,) = plan.workloads
+    assert (plan.budget, w.task, w.model, w.tokens, w.deadline_hours, w.allow_spot, w.lora_rank) == (
+        9000, "lora", "meta-llama/Llama-2-7b-hf", 5e8, 100, True, 8)
+
+
+def test_daily_profile_from_the_command_line(tmp_path):
+    csv = tmp_path / "p.csv"
+    csv.write_text("hour,demand\n" + "".join(f"{h},{300 if 8 <= h < 20 else 60}\n" for h in range(24)))
+    r = _run("recommend", "--budget", "50000", "--model", "meta-llama/Llama-2-7b-hf", "--demand-profile", str(csv),
+             "--min-replicas", "1", "--format", "json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["status"] == "optimal" and d["solver"]["blocks"] == 2  # 24 hours, two distinct demands -> 2 blocks
+    assert {b["demand"]["workload"] for b in d["blocks"]} == {300.0, 60.0}
+
+
+def test_a_deadline_that_cannot_be_met_says_so(tmp_path):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        "budget: 1.0e+9\npricing: [spot]\nspot_capacity_per_offer: 1\nproviders: [aws]\nregions: [us-east-1]\n"
+        "workloads:\n"
+        "  - name: big\n    task: train\n    model: meta-llama/Llama-2-7b-hf\n    tokens: 2.0e+12\n"
+        "    deadline_hours: 24\n    allow_spot: true\n")
+    r = _run("recommend", "--workload", str(plan), "--format", "json")
+    assert r.exit_code == 1
+    d = json.loads(r.stdout)
+    assert d["reason"]["kind"] in ("deadline", "capacity")
+    assert "big" in d["reason"]["message"]
+
+
+def test_time_limit_is_never_reported_as_optimal():
+    """A solve stopped by its time limit must say so (DESIGN.md: PuLP reports "Optimal" for such CBC runs)."""
+    from optimizer.fleet import _parse_cbc_log
+
+    info = _parse_cbc_log("Result - Stopped on time limit\n\nObjective value:                4700.00\n"
+                          "Lower bound:                    4638.19\nGap:                            0.01\n")
+    assert info == {"result": "Stopped on time limit", "objective": 4700.0, "bound": 4638.19, "gap": 0.01}
+    assert "Stopped" in info["result"]

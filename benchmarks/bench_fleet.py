@@ -61,7 +61,7 @@ def main() -> None:
     offers, _ = load_offers(use_cache=False)
     catalogs = {"snapshot": offers, "synthetic_20000": _synthetic(offers, 20000)}
     merged = merge_blocks({"chat": weekly_profile()}, [168.0, 240.0])
-    blocks = [FleetBlock(float(b.start_hour), float(b.hours), dict(b.demand), b.label) for b in merged]
+    blocks = [FleetBlock(float(b.start_hour), float(b.hours), dict(b.demand), b.label, float(b.end_hour)) for b in merged]
     out = {"python": platform.python_version(), "cpus": __import__("os").cpu_count(), "blocks": len(blocks),
            "merge": merged.note}
     one = Workload(task="serve", model=load_model("meta-llama/Llama-2-70b-hf"), tokens_per_second=2000.0)

@@ -590,8 +590,8 @@ def _recommend_fleet(plan_path, cwd, options: dict[str, Any]) -> "RecommendResul
                                 value_usd=item.value_usd))
     splits = sorted({float(i.deadline_hours) for i in plan.training if i.deadline_hours and i.deadline_hours < 730})
     merged = merge_blocks(plan.demand_profiles(), splits)
-    blocks = [FleetBlock(start_hour=float(mb.start_hour), hours=float(mb.hours), demand=dict(mb.demand), label=mb.label)
-              for mb in merged]
+    blocks = [FleetBlock(start_hour=float(mb.start_hour), hours=float(mb.hours), demand=dict(mb.demand), label=mb.label,
+                         end_hour=float(mb.end_hour)) for mb in merged]
     catalog = str(plan.resolve_path(plan.catalog)) if plan.catalog else None
     offers, info = _load(catalog, _date_or_none(plan.prices_on))
     filtered = filter_offers(offers, providers=plan.providers, regions=plan.regions, gpus=plan.gpus)

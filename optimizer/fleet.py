@@ -72,6 +72,8 @@ class FleetBlock:
     hours: float
     demand: dict[str, float]
     label: str = ""
+    end_hour: float | None = None  # a block spread over a stretch [start_hour, end_hour) (a repeating hour of a
+    #                                daily/weekly profile): its hours are spread evenly over the stretch
 
 
 @dataclass
@@ -122,9 +124,15 @@ class FleetProblem:
         return dict(sorted(out.items()))
 
     def before_deadline(self, w: FleetWorkload, b: FleetBlock) -> float:
-        """Hours of block b before w's deadline (blocks are split at deadlines, so all or nothing)."""
+        """Hours of block b before w's deadline: a contiguous block [start, start + hours) counts its part before
+        the deadline; a block spread over a stretch [start, end) counts its hours in proportion (demand profiles
+        are split at every deadline, so in a plan this is all or nothing)."""
         d = w.deadline_hours if w.deadline_hours is not None else HOURS_PER_MONTH
-        return max(0.0, min(b.start_hour + b.hours, d) - b.start_hour)
+        end = b.end_hour if b.end_hour is not None else b.start_hour + b.hours
+        if end <= b.start_hour:
+            return 0.0
+        share = max(0.0, min(end, d) - b.start_hour) / (end - b.start_hour)
+        return b.hours * min(1.0, share)
 
 
 def _okey(o: dict[str, Any]) -> str:
@@ -729,7 +737,10 @@ def workload_summaries(problem: FleetProblem, sol: FleetSolution) -> tuple[list[
         if w.training:
             done = sum(cap.get((w.name, bi), 0.0) * 3600.0 * problem.before_deadline(w, b)
                        for bi, b in enumerate(problem.blocks))
-            last = max((b.start_hour + b.hours for bi, b in enumerate(problem.blocks) if cap.get((w.name, bi), 0) > 0),
+            last = max((min(b.end_hour if b.end_hour is not None else b.start_hour + b.hours,
+                            w.deadline_hours or HOURS_PER_MONTH)
+                        for bi, b in enumerate(problem.blocks)
+                        if cap.get((w.name, bi), 0) > 0 and problem.before_deadline(w, b) > 0),
                        default=0.0)
             d.update({"work_flops_needed": problem.work_flops[w.name], "work_flops_planned": done,
                       "deadline_hours": w.deadline_hours or HOURS_PER_MONTH, "finish_by_hour": round(last, 2),
@@ -1014,6 +1025,20 @@ def _binding(problem: FleetProblem, sol: FleetSolution) -> list[str]:
     return out
 
 
+def _resplit(blocks: list[FleetBlock], at: float) -> list[FleetBlock]:
+    """The blocks with any block spanning hour ``at`` cut in two there (demand kept), so deadlines stay on block
+    edges."""
+    out = []
+    for b in blocks:
+        end = b.start_hour + b.hours
+        if b.end_hour is None and b.start_hour < at < end:
+            out.append(FleetBlock(b.start_hour, at - b.start_hour, dict(b.demand), b.label))
+            out.append(FleetBlock(at, end - at, dict(b.demand), b.label))
+        else:
+            out.append(b)
+    return out
+
+
 def _why_infeasible(problem: FleetProblem, solver, time_limit_s, gap_rel) -> dict[str, Any]:
     """Which constraint cannot be met, and the cheapest relaxation: the budget it would take, the deadline it
     would take, or that spot capacity / redundancy rules block it."""
@@ -1026,14 +1051,23 @@ def _why_infeasible(problem: FleetProblem, solver, time_limit_s, gap_rel) -> dic
                                 f"${s.cost:,.2f} per month; raise the budget by ${s.cost - problem.budget_usd:,.2f}")}
     late = [w for w in problem.workloads if w.training and w.deadline_hours is not None]
     for w in late:
-        moved = [FleetWorkload(**{**x.__dict__, "deadline_hours": HOURS_PER_MONTH}) if x is w else x for x in problem.workloads]
-        free = FleetProblem(**{**problem.__dict__, "budget_usd": None, "workloads": moved})
-        s = solve_cost(free, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
-        if s.report.status in ("optimal", "time_limit"):
-            return {"kind": "deadline", "workload": w.name,
+        def feasible(deadline: float) -> bool:
+            moved = [FleetWorkload(**{**x.__dict__, "deadline_hours": deadline}) if x is w else x
+                     for x in problem.workloads]
+            blocks = _resplit(problem.blocks, deadline)
+            free = FleetProblem(**{**problem.__dict__, "budget_usd": None, "workloads": moved, "blocks": blocks})
+            return solve_cost(free, solver=solver, time_limit_s=time_limit_s, gap_rel=0.01).report.status in \
+                ("optimal", "time_limit")
+
+        if feasible(HOURS_PER_MONTH):
+            lo, hi = float(w.deadline_hours), HOURS_PER_MONTH  # infeasible at lo, feasible at hi
+            for _ in range(7):
+                mid = (lo + hi) / 2.0
+                lo, hi = (lo, mid) if feasible(mid) else (mid, hi)
+            return {"kind": "deadline", "workload": w.name, "deadline_needed_hours": math.ceil(hi),
                     "message": (f"{w.name} cannot finish by hour {w.deadline_hours:g} with the capacity allowed "
-                                f"(spot caps, pricing limits); it can by the end of the month (730 h), or with more "
-                                f"spot capacity / on-demand allowed")}
+                                f"(spot caps, pricing limits); the earliest deadline it can meet is about hour "
+                                f"{math.ceil(hi)} (or allow more spot capacity / on-demand)")}
     return {"kind": "capacity", "message": ("no plan meets every constraint: spot capacity caps, redundancy "
                                             "(min_replicas without spot) or pricing limits block it; allow on-demand, "
                                             "raise spot_capacity_per_offer or lower min_replicas")}

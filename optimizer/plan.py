@@ -168,7 +168,30 @@ def _no_fit_reason(workload: "Workload", offers: "pd.DataFrame", rejected: dict)
                 f"and multi-instance replicas of up to {MAX_GPUS_PER_REPLICA} GPUs over NVLink-class instances did not fit either")
     if rejected.get("no_spec"):
         msg += f"; {rejected['no_spec']} offers were skipped because their GPU has no datasheet row"
-    return {"kind": "no_gpu_fits", "message": msg, "memory_gib_per_replica": need}
+    fits = gpus_that_fit(workload)
+    if fits:
+        msg += "; it would fit on " + ", ".join(f"{n} x {g}" for g, n in fits[:4]) + \
+            " (widen --gpu/--provider/--region, or lower --precision/--context/--concurrency)"
+    return {"kind": "no_gpu_fits", "message": msg, "memory_gib_per_replica": need,
+            "gpus_that_fit": [{"gpu_model": g, "gpus_per_replica": n} for g, n in fits]}
+
+
+def gpus_that_fit(workload: "Workload", max_gpus: int = 8) -> list[tuple[str, float]]:
+    """GPU models of the spec table on which one replica fits within ``max_gpus`` GPUs (one 8-GPU server), fewest
+    GPUs then most memory first: the "GPU that would fit" of an infeasible plan."""
+    from optimizer.sizing import min_gpus_per_replica
+    from optimizer.specs import known_gpus, load_gpu
+
+    out = []
+    for name in known_gpus():
+        try:
+            s = min_gpus_per_replica(workload, load_gpu(name), max_gpus=max_gpus)
+        except Exception:  # a GPU the workload cannot use (e.g. a precision it lacks)
+            continue
+        if s is not None:
+            out.append((name, float(s.gpus_per_replica), -load_gpu(name).memory_gib))
+    out.sort(key=lambda t: (t[1], t[2], t[0]))
+    return [(n, g) for n, g, _ in out]
 
 
 def plan(

@@ -82,9 +82,9 @@ def check_writable() -> Path:
     d = cache_dir()
     try:
         (d / "snapshots").mkdir(parents=True, exist_ok=True)
-        probe = d / "snapshots" / f".probe-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=d / "snapshots")  # unique per process and thread
+        os.close(fd)
+        os.unlink(probe)
         lockfile = d / ".lock"
         with open(lockfile, "a"):
             pass

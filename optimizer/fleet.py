@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuopt.errors import InputError
 from gpuopt.records import HOURS_PER_MONTH, TERM_HOURS, is_estimated
+from optimizer.explain import on_demand_rates
 from optimizer.model import COMMITTED, Candidate, candidates_for
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -669,12 +670,6 @@ class FleetResult:
         return d
 
 
-def _od_rates(offers) -> dict[tuple[str, str, str], float]:
-    od = offers[offers["pricing"] == "on_demand"]
-    return {(r.provider, r.region, r.instance_type): float(r.usd_per_hour)
-            for r in od[["provider", "region", "instance_type", "usd_per_hour"]].itertuples(index=False)}
-
-
 def fleet_lines(problem: FleetProblem, sol: FleetSolution, od_rates: dict) -> list[FleetLine]:
     """The plan's lines, dearest first."""
     idx = _cand_index(problem)
@@ -967,7 +962,7 @@ def plan_fleet(workloads: list[FleetWorkload], blocks: list[FleetBlock], offers:
         res.reason = {"kind": "solver", "message": f"the solver's plan fails a check ({bad}); no plan is shown rather than a wrong one"}
         return res
     res.status = rep.status
-    res.lines = fleet_lines(problem, sol, _od_rates(offers))
+    res.lines = fleet_lines(problem, sol, on_demand_rates(offers))
     res.total_monthly_usd = round(sol.cost, 2)
     res.workloads, res.blocks = workload_summaries(problem, sol)
     if objective == "roi":

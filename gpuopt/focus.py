@@ -1,0 +1,559 @@
+"""FinOps FOCUS 1.2 cost and usage rows for gpuopt plans (and, later, monthly reviews).
+
+Two steps, so that every producer of costs shares one writer:
+
+1. ``charges_from_plan(result)`` turns a plan (``RecommendResult`` / ``PlanResult`` / ``FleetResult``) into
+   ``Charge`` records: one per plan line and charge period, in instance-hours and USD per hour. A monthly review
+   builds the same records from real usage.
+2. ``focus_rows(charges)`` turns charges into FOCUS 1.2 rows (dicts keyed by column ID) and
+   ``write_focus_csv(rows, path)`` writes them.
+
+What each charge becomes (FOCUS 1.2: columns/*.md and the commitment discount appendix, tag v1.2 of
+FinOps-Open-Cost-and-Usage-Spec/FOCUS_Spec; their example files in specification/data):
+
+=====================  ==========  ===============  ===========  ==========================  ============================
+row                    Category    PricingCategory  Frequency    BilledCost                  EffectiveCost
+=====================  ==========  ===============  ===========  ==========================  ============================
+on-demand usage        Usage       Standard         Usage-Based  rate x hours                same
+spot usage             Usage       Dynamic          Usage-Based  spot rate x hours           same
+reserved, used hours   Usage       Committed        Usage-Based  0 (the commitment covers    amortized rate x hours
+                                                                 it; discount handling)      (recurring + upfront / term)
+reserved, idle hours   Usage       Committed        Usage-Based  0                           amortized rate x idle hours
+  (fleet utilization                                                                         (CommitmentDiscountStatus
+  below 100 %)                                                                               Unused, ResourceId = the
+                                                                                             commitment)
+reservation fee        Purchase    Standard         Recurring    recurring rate x committed  0
+  (no/partial upfront)                                           hours of the charge period
+upfront payment        Purchase    Standard         One-Time     the upfront of all the      0
+  (all/partial)                                                  line's instances; its
+                                                                 ChargePeriod is the term
+=====================  ==========  ===============  ===========  ==========================  ============================
+
+So the sum of EffectiveCost is the plan's amortized monthly cost, and the sum of BilledCost is the cash the month
+invoices (hourly usage + recurring fees + upfront payments). Over a whole term the EffectiveCost of a commitment's
+usage rows equals the BilledCost of its purchases (discount handling: amortization).
+
+Prices: ListUnitPrice is the on-demand rate of the instance type in its region (the provider's price list);
+ListCost = ListUnitPrice x PricingQuantity. ContractedUnitPrice excludes commitment discounts (columns/
+contractedunitprice.md), so on committed usage rows it is the on-demand rate too and the commitment discount shows as
+ListCost - EffectiveCost; on spot rows it is the spot rate (the price of the spot SKU, PricingCategory Dynamic); on
+purchase rows it is the fee itself. ContractedCost = ContractedUnitPrice x PricingQuantity. PricingUnit, ConsumedUnit
+and CommitmentDiscountUnit are "Hours" (instance-hours; UnitFormat plural units).
+
+Charge periods: ``charges_from_plan`` makes one charge per line for the whole planned month by default (730 h from
+the first day of next month, UTC): a plan says how many instance-hours each line runs in the month, not on which
+days, and the spec sets no granularity for charge periods (only that they are the effective period of the charge),
+so splitting it into days would invent a timing. ``granularity="day"`` splits every line evenly into daily charge
+periods for tools that expect daily rows (hourly lines of training jobs are then spread over the month, which they
+are not in reality). A review of real usage builds daily or hourly charges itself.
+
+Nulls are written as empty CSV fields (the spec examples' literal "null" strings are listed as defects in
+shared/data/PROVENANCE.md). Columns: every FOCUS 1.2 column that applies to a cloud compute charge, in alphabetical
+order, then the extension columns x_GpuModel, x_GpuCount, x_Workload, x_PricingModel, x_PaymentOption,
+x_EffectiveUnitPrice and x_PriceSource ("estimated: rule:..." when gpuopt derived the price by a documented rule).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Iterable, TextIO
+
+from gpuopt.records import HOURS_PER_MONTH, TERM_HOURS
+
+FOCUS_VERSION = "1.2"
+
+#: FOCUS 1.2 columns written, alphabetical (column handling: FOCUS columns first, MAY be sorted alphabetically).
+FOCUS_COLUMNS: tuple[str, ...] = (
+    "AvailabilityZone", "BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency", "BillingPeriodEnd",
+    "BillingPeriodStart", "CapacityReservationId", "CapacityReservationStatus", "ChargeCategory", "ChargeClass",
+    "ChargeDescription", "ChargeFrequency", "ChargePeriodEnd", "ChargePeriodStart", "CommitmentDiscountCategory",
+    "CommitmentDiscountId", "CommitmentDiscountName", "CommitmentDiscountQuantity", "CommitmentDiscountStatus",
+    "CommitmentDiscountType", "CommitmentDiscountUnit", "ConsumedQuantity", "ConsumedUnit", "ContractedCost",
+    "ContractedUnitPrice", "EffectiveCost", "InvoiceId", "InvoiceIssuerName", "ListCost", "ListUnitPrice",
+    "PricingCategory", "PricingQuantity", "PricingUnit", "ProviderName", "PublisherName", "RegionId", "RegionName",
+    "ResourceId", "ResourceName", "ResourceType", "ServiceCategory", "ServiceName", "ServiceSubcategory", "SkuId",
+    "SkuMeter", "SkuPriceDetails", "SkuPriceId", "SubAccountId", "SubAccountName", "Tags",
+)
+
+#: Extension columns (column handling: custom columns carry the x_ prefix and come after the FOCUS columns).
+EXTENSION_COLUMNS: tuple[str, ...] = (
+    "x_GpuModel", "x_GpuCount", "x_Workload", "x_PricingModel", "x_PaymentOption", "x_EffectiveUnitPrice",
+    "x_PriceSource",
+)
+
+COLUMNS: tuple[str, ...] = FOCUS_COLUMNS + EXTENSION_COLUMNS
+
+#: Numeric columns (written in NumericFormat: plain decimals, no exponent, no thousands separators).
+NUMERIC_COLUMNS = frozenset({
+    "BilledCost", "CommitmentDiscountQuantity", "ConsumedQuantity", "ContractedCost", "ContractedUnitPrice",
+    "EffectiveCost", "ListCost", "ListUnitPrice", "PricingQuantity", "x_GpuCount", "x_EffectiveUnitPrice",
+})
+
+_PROVIDERS = {
+    # provider key: (ProviderName = PublisherName = InvoiceIssuerName, ServiceName, CommitmentDiscountType)
+    "aws": ("Amazon Web Services", "Amazon Elastic Compute Cloud", "Reserved Instance"),
+    "azure": ("Microsoft", "Virtual Machines", "Reservation"),
+    "gcp": ("Google Cloud", "Compute Engine", "Committed Use Discount"),
+    "lambda": ("Lambda", "Lambda Cloud", "Reservation"),
+}
+
+_PRICING_LABEL = {"on_demand": "on-demand", "spot": "spot", "reserved_1y": "1-year reserved",
+                  "reserved_3y": "3-year reserved"}
+
+
+# ------------------------------------------------------------------------------------------------- charges
+@dataclass(frozen=True)
+class Charge:
+    """What one line of a plan (or of a review) costs in one charge period: the record FOCUS rows are made of.
+
+    Units: hours are instance-hours in the period; prices are USD per instance-hour; money is USD.
+
+    Attributes:
+        provider, region, zone, instance_type: the offer ('' zone: regional).
+        pricing: on_demand | spot | reserved_1y | reserved_3y; payment: no_upfront | partial_upfront | all_upfront | ''.
+        usage_hours: instance-hours used in the period (reserved: the committed hours doing work).
+        list_unit_price: on-demand USD/h of that instance type in that region (the price list).
+        contracted_unit_price: the line's effective USD/h (reserved: amortized, recurring + upfront / term hours).
+        upfront_usd: upfront purchased in this period for all the line's instances (0 if none; the first month of a
+            term carries the whole term's upfront).
+        commitment_id: identifier of the commitment (reserved), None otherwise; commitment_term_hours its term.
+        gpu_model, gpu_count (GPUs per instance), workload (who uses it; several joined by ", ").
+        period_start, period_end: the charge period (UTC, end exclusive).
+        unused_hours: committed instance-hours of the period doing no work (reserved only).
+        instances: instances of the line (reserved: the commitment's quantity).
+        recurring_unit_price: reserved, recurring USD/h per instance; None: derived as contracted_unit_price -
+            upfront per instance / term (exact when upfront_usd holds the term's upfront, else the upfront is
+            taken as 0).
+        billing_period_start/end: the billing period (default: the charge period).
+        source, estimated: where the price comes from; estimated when derived by a documented rule.
+        resource_id, resource_name, sub_account_id, sub_account_name, description: real identifiers when known
+            (a review); None: made up from the line (a plan has no resources yet).
+    """
+
+    provider: str
+    region: str
+    zone: str
+    instance_type: str
+    pricing: str
+    payment: str
+    usage_hours: float
+    list_unit_price: float
+    contracted_unit_price: float
+    upfront_usd: float
+    commitment_id: str | None
+    commitment_term_hours: float | None
+    gpu_model: str
+    gpu_count: float
+    workload: str
+    period_start: dt.datetime
+    period_end: dt.datetime
+    unused_hours: float = 0.0
+    instances: int = 1
+    recurring_unit_price: float | None = None
+    billing_period_start: dt.datetime | None = None
+    billing_period_end: dt.datetime | None = None
+    source: str = ""
+    estimated: bool = False
+    resource_id: str | None = None
+    resource_name: str | None = None
+    sub_account_id: str | None = None
+    sub_account_name: str | None = None
+    description: str | None = None
+
+    @property
+    def committed(self) -> bool:
+        return bool(self.commitment_id)
+
+    @property
+    def recurring_rate(self) -> float:
+        """Recurring USD/h per instance of a commitment (0 for all upfront)."""
+        if self.recurring_unit_price is not None:
+            return max(0.0, float(self.recurring_unit_price))
+        term = self.commitment_term_hours or 0.0
+        per_instance = self.upfront_usd / max(self.instances, 1)
+        r = self.contracted_unit_price - (per_instance / term if term else 0.0)
+        return 0.0 if r < 1e-9 else r
+
+
+def _utc(x: Any) -> dt.datetime:
+    if isinstance(x, dt.datetime):
+        return x.astimezone(dt.timezone.utc) if x.tzinfo else x.replace(tzinfo=dt.timezone.utc)
+    if isinstance(x, dt.date):
+        return dt.datetime(x.year, x.month, x.day, tzinfo=dt.timezone.utc)
+    text = str(x).strip().replace("Z", "+00:00")
+    return _utc(dt.datetime.fromisoformat(text) if "T" in text or " " in text else dt.date.fromisoformat(text))
+
+
+def next_month_start(today: dt.date | None = None) -> dt.datetime:
+    """00:00 UTC of the first day of next month (the default start of a planned month)."""
+    d = today or dt.datetime.now(dt.timezone.utc).date()
+    y, m = (d.year + 1, 1) if d.month == 12 else (d.year, d.month + 1)
+    return dt.datetime(y, m, 1, tzinfo=dt.timezone.utc)
+
+
+def _plan_of(result):
+    return getattr(result, "plan", result)
+
+
+def _workload_name(result) -> str:
+    w = getattr(result, "workload", None) or {}
+    if isinstance(w, dict):
+        return str(w.get("name") or w.get("model_resolved") or w.get("model") or "plan")
+    return "plan"
+
+
+def _list_prices(result) -> dict[tuple[str, str, str], float]:
+    """On-demand rates by (provider, region, instance_type) from the prices the plan was made with."""
+    from optimizer.explain import on_demand_rates
+    from pricing_cache.store import load_offers
+
+    prices = getattr(result, "prices", None) or {}
+    catalog = prices.get("catalog")
+    catalog = None if catalog in (None, "", "shipped snapshot") else catalog
+    w = getattr(result, "workload", None) or {}
+    on_date = w.get("prices_on") if isinstance(w, dict) and catalog is None else None
+    try:
+        offers, _ = load_offers(catalog, on_date=on_date)
+    except Exception:  # the catalog moved or the cache changed: fall back to what the lines say
+        return {}
+    return on_demand_rates(offers)
+
+
+def _line_list_price(ln, od: dict) -> float:
+    rate = float(ln.usd_per_hour)
+    if ln.pricing == "on_demand":
+        return rate
+    found = od.get((ln.provider, ln.region, ln.instance_type))
+    if found:
+        return float(found)
+    be = getattr(ln, "break_even_utilization", None)
+    if be:  # reserved: break-even = effective rate / on-demand rate (rounded to 4 digits)
+        return rate / float(be)
+    return rate  # no on-demand price known: the line's own rate is the only price there is
+
+
+def _plan_hours(plan) -> float:
+    """Hours of the planned period: a month for serving and fleet plans, the job's horizon for a training plan."""
+    cap = getattr(plan, "capacity", None) or {}
+    if "work_flops_needed" in cap and not hasattr(plan, "blocks"):
+        return float(getattr(plan, "horizon_hours", HOURS_PER_MONTH) or HOURS_PER_MONTH)
+    return HOURS_PER_MONTH
+
+
+def charges_from_plan(result, period_start=None, *, granularity: str = "month",
+                      list_prices: dict[tuple[str, str, str], float] | None = None) -> list[Charge]:
+    """The charges of a plan: one per line for the planned month (``granularity="day"``: one per line and day).
+
+    Args:
+        result: a RecommendResult (or its ``plan``: PlanResult or FleetResult).
+        period_start: start of the planned month (date, datetime or ISO string, UTC); default: 00:00 UTC of the first
+            day of next month. The month is 730 h (HOURS_PER_MONTH); a one-workload training plan covers its horizon.
+        granularity: "month" or "day" (the month split evenly into daily charge periods, the last one shorter).
+        list_prices: (provider, region, instance_type) -> on-demand USD/h; default: read from the prices the plan
+            used (result.prices["catalog"]).
+
+    Reserved lines: the month's committed hours are count x 730; a fleet line's ``utilization`` splits them into
+    used and unused hours; the whole term's upfront is purchased in the first month. A one-workload training plan
+    pays a reservation's whole term in its total; the charges cover the job's horizon only.
+    Returns [] for an infeasible plan.
+    """
+    if granularity not in ("month", "day"):
+        raise ValueError(f"granularity must be 'month' or 'day', not {granularity!r}")
+    plan = _plan_of(result)
+    if not getattr(plan, "feasible", True) or not plan.lines:
+        return []
+    start = next_month_start() if period_start is None else _utc(period_start)
+    hours = _plan_hours(plan)
+    end = start + dt.timedelta(hours=hours)
+    od = _list_prices(result) if list_prices is None else list_prices
+    default_workload = _workload_name(result)
+    out: list[Charge] = []
+    for ln in plan.lines:
+        users = getattr(ln, "workloads", None)
+        workload = ", ".join(users) if users else default_workload
+        term = TERM_HOURS.get(ln.pricing)
+        rate = float(ln.usd_per_hour)
+        count = int(ln.count)
+        if term:
+            committed = count * min(hours, float(ln.hours) or hours, term)
+            util = getattr(ln, "utilization", None)
+            used = committed * (1.0 if util is None else min(1.0, max(0.0, float(util))))
+            unused = committed - used
+            upfront = float(ln.upfront_usd or 0.0)
+            recurring = max(0.0, rate - (upfront / count) / term) if count else 0.0
+            cid = f"gpuopt-plan/{ln.provider}/{ln.region}/{ln.instance_type}/{ln.pricing}-{ln.payment or 'none'}/commitment"
+        else:
+            # the line's cost is the truth (hours are rounded in fleet lines): hours = cost / rate
+            used = float(ln.monthly_usd) / rate if rate > 0 else count * float(ln.hours)
+            unused, upfront, recurring, cid = 0.0, 0.0, None, None
+        base = Charge(
+            provider=ln.provider, region=ln.region, zone=ln.zone or "", instance_type=ln.instance_type,
+            pricing=ln.pricing, payment=ln.payment or "", usage_hours=used, list_unit_price=_line_list_price(ln, od),
+            contracted_unit_price=rate, upfront_usd=upfront, commitment_id=cid, commitment_term_hours=term,
+            gpu_model=ln.gpu_model, gpu_count=float(ln.gpu_count), workload=workload, period_start=start,
+            period_end=end, unused_hours=unused, instances=count, recurring_unit_price=recurring,
+            billing_period_start=start, billing_period_end=end, source=ln.source, estimated=bool(ln.estimated))
+        out.extend([base] if granularity == "month" else _split_days(base))
+    return out
+
+
+def _split_days(c: Charge) -> list[Charge]:
+    """The charge split evenly over the days of its period (the upfront falls on the first day)."""
+    total = (c.period_end - c.period_start).total_seconds() / 3600.0
+    out = []
+    day = c.period_start
+    while day < c.period_end:
+        nxt = min(day + dt.timedelta(days=1), c.period_end)
+        f = (nxt - day).total_seconds() / 3600.0 / total
+        out.append(replace(c, usage_hours=c.usage_hours * f, unused_hours=c.unused_hours * f,
+                           upfront_usd=c.upfront_usd if day == c.period_start else 0.0,
+                           period_start=day, period_end=nxt))
+        day = nxt
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- FOCUS rows
+def _iso(t: dt.datetime) -> str:
+    return _utc(t).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _money(x: float) -> float:
+    return round(float(x), 6) + 0.0  # + 0.0: no negative zero
+
+
+def _price(x: float) -> float:
+    return round(float(x), 10) + 0.0
+
+
+def _qty(x: float) -> float:
+    return round(float(x), 6) + 0.0
+
+
+_REGION_NAMES: dict[str, dict[str, str]] = {}
+
+
+def region_name(provider: str, region: str) -> str:
+    """Display name of a region ("US East (N. Virginia)" for aws us-east-1, from botocore's endpoint data); the
+    region code itself where no name is known (RegionName must not be null when RegionId is not)."""
+    if provider == "aws":
+        if "aws" not in _REGION_NAMES:
+            names: dict[str, str] = {}
+            try:
+                import botocore.session
+
+                for part in botocore.session.get_session().get_data("endpoints")["partitions"]:
+                    for code, info in part.get("regions", {}).items():
+                        if info.get("description"):
+                            names[code] = str(info["description"])
+            except Exception:  # botocore missing or its data unreadable: codes stand in for names
+                pass
+            _REGION_NAMES["aws"] = names
+        return _REGION_NAMES["aws"].get(region, region)
+    return region
+
+
+def _provider_names(provider: str) -> tuple[str, str, str]:
+    return _PROVIDERS.get(provider, (provider, "Compute", "Reservation"))
+
+
+def focus_rows(charges: Iterable[Charge], billing_account: str = "gpuopt-plan", currency: str = "USD") -> list[dict[str, Any]]:
+    """FOCUS 1.2 rows for the charges (see the module docstring for what each charge becomes).
+
+    Each row is a dict with every column of ``COLUMNS`` (None for null, floats for numbers, ISO 8601 UTC
+    strings for dates). ``billing_account`` is BillingAccountId and BillingAccountName; ``currency`` the
+    ISO 4217 BillingCurrency the prices are in.
+    """
+    rows: list[dict[str, Any]] = []
+    for c in charges:
+        rows.extend(_rows_of(c, billing_account, currency))
+    return rows
+
+
+def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
+    provider_name, service_name, commitment_type = _provider_names(c.provider)
+    bps = c.billing_period_start or c.period_start
+    bpe = c.billing_period_end or c.period_end
+    gpus = f"{c.gpu_count:g} x {c.gpu_model}"
+    line_key = f"{c.provider}/{c.region}/{c.instance_type}"
+    option = c.pricing + (f"-{c.payment}" if c.payment else "")
+    resource_id = c.resource_id or f"{account}/{line_key}/{option}"
+    resource_name = c.resource_name or (f"{c.instances} x {c.instance_type} ({_PRICING_LABEL.get(c.pricing, c.pricing)}"
+                                        f"{', ' + c.payment.replace('_', ' ') if c.payment else ''}) for {c.workload}")
+    price_source = (f"estimated: {c.source}" if c.estimated else c.source) or None
+    common = {
+        "AvailabilityZone": c.zone or None,
+        "BillingAccountId": account,
+        "BillingAccountName": account,
+        "BillingCurrency": currency,
+        "BillingPeriodEnd": _iso(bpe),
+        "BillingPeriodStart": _iso(bps),
+        "CapacityReservationId": None,
+        "CapacityReservationStatus": None,
+        "ChargeClass": None,
+        "InvoiceId": None,  # a plan is not invoiced (InvoiceId MUST be null without an invoice)
+        "InvoiceIssuerName": provider_name,
+        "ProviderName": provider_name,
+        "PublisherName": provider_name,
+        "RegionId": c.region or None,
+        "RegionName": region_name(c.provider, c.region) if c.region else None,
+        "ServiceCategory": "Compute",
+        "ServiceName": service_name,
+        "ServiceSubcategory": "Virtual Machines",
+        "SkuId": f"{line_key}",
+        "SkuPriceDetails": None,
+        "SubAccountId": c.sub_account_id,
+        "SubAccountName": c.sub_account_name if c.sub_account_id else None,
+        "Tags": None,
+        "x_GpuModel": c.gpu_model,
+        "x_GpuCount": float(c.gpu_count),
+        "x_Workload": c.workload,
+        "x_PricingModel": c.pricing,
+        "x_PaymentOption": c.payment or None,
+        "x_PriceSource": price_source,
+    }
+    no_commitment = {"CommitmentDiscountCategory": None, "CommitmentDiscountId": None, "CommitmentDiscountName": None,
+                     "CommitmentDiscountQuantity": None, "CommitmentDiscountStatus": None,
+                     "CommitmentDiscountType": None, "CommitmentDiscountUnit": None}
+
+    def priced(qty: float, list_price: float, contracted_price: float) -> dict[str, Any]:
+        q, lp, cp = _qty(qty), _price(list_price), _price(contracted_price)
+        return {"PricingQuantity": q, "PricingUnit": "Hours", "ListUnitPrice": lp, "ListCost": _money(lp * q),
+                "ContractedUnitPrice": cp, "ContractedCost": _money(cp * q)}
+
+    rows: list[dict[str, Any]] = []
+    period = {"ChargePeriodStart": _iso(c.period_start), "ChargePeriodEnd": _iso(c.period_end)}
+    if not c.committed:
+        category = "Dynamic" if c.pricing == "spot" else "Standard"
+        p = priced(c.usage_hours, c.list_unit_price, c.contracted_unit_price)
+        desc = c.description or (f"{c.instance_type} ({gpus}) {_PRICING_LABEL.get(c.pricing, c.pricing)} usage in "
+                                 f"{c.region} at ${c.contracted_unit_price:,.4f}/h for {c.workload}")
+        rows.append({**common, **no_commitment, **period, **p,
+                     "ChargeCategory": "Usage", "ChargeFrequency": "Usage-Based", "ChargeDescription": desc,
+                     "PricingCategory": category, "BilledCost": p["ContractedCost"], "EffectiveCost": p["ContractedCost"],
+                     "ConsumedQuantity": p["PricingQuantity"], "ConsumedUnit": "Hours",
+                     "ResourceId": resource_id, "ResourceName": resource_name, "ResourceType": "Virtual Machine",
+                     "SkuMeter": "Instance Hours", "SkuPriceId": f"{line_key}/{option}",
+                     "x_EffectiveUnitPrice": _price(c.contracted_unit_price)})
+        return [_ordered(r) for r in rows]
+
+    # ---- a commitment: usage rows covered by it (Used / Unused) and its purchases (recurring fee, upfront)
+    term = float(c.commitment_term_hours or 0.0)
+    term_label = f"{term / 8760:g}-year" if term else ""
+    cd_name = (f"{term_label} {c.payment.replace('_', ' ') if c.payment else ''} "
+               f"{commitment_type.lower()}: {c.instances} x {c.instance_type} in {c.region}").replace("  ", " ").strip()
+    commitment = {"CommitmentDiscountCategory": "Usage", "CommitmentDiscountId": c.commitment_id,
+                  "CommitmentDiscountName": cd_name, "CommitmentDiscountType": commitment_type,
+                  "CommitmentDiscountUnit": "Hours"}
+    covered = {"ChargeCategory": "Usage", "ChargeFrequency": "Usage-Based", "PricingCategory": "Committed",
+               "BilledCost": 0.0, "SkuMeter": "Instance Hours", "SkuPriceId": f"{line_key}/{option}",
+               "x_EffectiveUnitPrice": _price(c.contracted_unit_price)}
+    if c.usage_hours > 1e-9:
+        # ContractedUnitPrice excludes commitment discounts: the on-demand (list) rate; the discount is in EffectiveCost
+        p = priced(c.usage_hours, c.list_unit_price, c.list_unit_price)
+        rows.append({**common, **commitment, **period, **p, **covered,
+                     "ChargeDescription": c.description or (
+                         f"{c.instance_type} ({gpus}) usage covered by the {cd_name}, amortized "
+                         f"${c.contracted_unit_price:,.4f}/h, for {c.workload}"),
+                     "EffectiveCost": _money(c.contracted_unit_price * p["PricingQuantity"]),
+                     "CommitmentDiscountQuantity": p["PricingQuantity"], "CommitmentDiscountStatus": "Used",
+                     "ConsumedQuantity": p["PricingQuantity"], "ConsumedUnit": "Hours",
+                     "ResourceId": resource_id, "ResourceName": resource_name, "ResourceType": "Virtual Machine"})
+    if c.unused_hours > 1e-9:
+        p = priced(c.unused_hours, c.list_unit_price, c.list_unit_price)
+        rows.append({**common, **commitment, **period, **p, **covered,
+                     "ChargeDescription": f"Unused hours of the {cd_name}",
+                     "EffectiveCost": _money(c.contracted_unit_price * p["PricingQuantity"]),
+                     "CommitmentDiscountQuantity": p["PricingQuantity"], "CommitmentDiscountStatus": "Unused",
+                     "ConsumedQuantity": None, "ConsumedUnit": None,
+                     "ResourceId": c.commitment_id, "ResourceName": cd_name, "ResourceType": "Commitment"})
+    purchase = {"ChargeCategory": "Purchase", "PricingCategory": "Standard", "EffectiveCost": 0.0,
+                "CommitmentDiscountStatus": None, "ConsumedQuantity": None, "ConsumedUnit": None,
+                "ResourceId": c.commitment_id, "ResourceName": cd_name, "ResourceType": "Commitment",
+                "x_EffectiveUnitPrice": None}
+    hours = c.usage_hours + c.unused_hours
+    recurring = c.recurring_rate
+    if recurring > 0 and hours > 1e-9:
+        p = priced(hours, recurring, recurring)
+        rows.append({**common, **commitment, **period, **p, **purchase,
+                     "ChargeFrequency": "Recurring", "BilledCost": p["ContractedCost"],
+                     "ChargeDescription": f"Recurring fee of the {cd_name}: ${recurring:,.4f}/h per instance",
+                     "CommitmentDiscountQuantity": p["PricingQuantity"], "SkuMeter": "Recurring Fee",
+                     "SkuPriceId": f"{line_key}/{option}/recurring"})
+    if c.upfront_usd > 0 and term:
+        qty = c.instances * term
+        p = priced(qty, c.upfront_usd / qty, c.upfront_usd / qty)
+        p["ListCost"] = p["ContractedCost"] = _money(c.upfront_usd)  # the fee itself, not a product of rounded numbers
+        rows.append({**common, **commitment, **p, **purchase,
+                     "ChargePeriodStart": _iso(c.period_start),
+                     "ChargePeriodEnd": _iso(c.period_start + dt.timedelta(hours=term)),  # the term it prepays
+                     "ChargeFrequency": "One-Time", "BilledCost": _money(c.upfront_usd),
+                     "ChargeDescription": f"Upfront payment of the {cd_name}: ${c.upfront_usd / c.instances:,.2f} "
+                                          f"per instance for {term:g} h",
+                     "CommitmentDiscountQuantity": p["PricingQuantity"], "SkuMeter": "Upfront Fee",
+                     "SkuPriceId": f"{line_key}/{option}/upfront"})
+    return [_ordered(r) for r in rows]
+
+
+def _ordered(row: dict[str, Any]) -> dict[str, Any]:
+    missing = [k for k in COLUMNS if k not in row]
+    if missing:  # pragma: no cover - a programming error, caught by the tests
+        raise AssertionError(f"row lacks columns {missing}")
+    return {k: row[k] for k in COLUMNS}
+
+
+# --------------------------------------------------------------------------------------------------- CSV
+def format_value(value: Any) -> str:
+    """A cell as written: '' for null, NumericFormat for numbers (plain decimal, no exponent, no '+'), else str."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        x = float(value)
+        if math.isnan(x) or math.isinf(x):
+            return ""
+        if x == 0:
+            return "0"
+        text = f"{x:.10f}".rstrip("0").rstrip(".")
+        return "0" if text in ("-0", "") else text
+    if isinstance(value, dt.datetime):
+        return _iso(value)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def write_focus_csv(rows: list[dict[str, Any]], path_or_stream: str | Path | TextIO) -> Path | None:
+    """Write FOCUS rows as CSV (UTF-8, header of column IDs, nulls as empty fields). Returns the path written, or
+    None when given a stream. The header is ``COLUMNS`` plus any further column the rows carry."""
+    header = list(COLUMNS)
+    for r in rows:
+        header.extend(k for k in r if k not in header)
+    if isinstance(path_or_stream, (str, Path)):
+        path = Path(path_or_stream)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8", newline="") as f:
+            _write(rows, header, f)
+        return path
+    _write(rows, header, path_or_stream)
+    return None
+
+
+def _write(rows, header, f) -> None:
+    w = csv.writer(f, lineterminator="\n")
+    w.writerow(header)
+    for r in rows:
+        w.writerow([format_value(r.get(k)) for k in header])
+
+
+def focus_csv_text(rows: list[dict[str, Any]]) -> str:
+    """The CSV as a string."""
+    buf = io.StringIO()
+    write_focus_csv(rows, buf)
+    return buf.getvalue()

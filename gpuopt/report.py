@@ -1,0 +1,535 @@
+"""A plan as a report for people: Markdown or HTML with charts, plus the same data as CSV and JSON.
+
+``render_report(result, "html" | "markdown", path)`` writes:
+
+- ``path``: the report. Sections: Summary (what was planned, total, savings against all on-demand, commitment taken,
+  where the prices come from and how old they are), Plan (the lines), Strategy comparison, Charts, Workloads (fleet
+  plans), Constraints and notes, Prices. HTML embeds its charts as base64 PNG (``<img src="data:image/png;...">``);
+  Markdown links PNG files written next to it (``<stem>_<chart>.png``).
+- ``<stem>.csv`` next to it: the plan lines, one row per line (every field of the line).
+- ``<stem>.json`` next to it: everything the report shows (``report_data(result)``), numbers unformatted.
+
+Charts (matplotlib, Agg canvas, imported only here): monthly cost by strategy; demand against capacity (a fleet plan:
+per serving workload over the planned blocks; one workload: needed against planned); spend by provider; spend by GPU
+model. The output is deterministic: fixed figure sizes and DPI, no timestamps but the data's, no PNG software tag.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import json
+import math
+from dataclasses import asdict, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+FORMATS = ("html", "markdown")
+
+#: Chart size in inches and resolution: small, fixed (deterministic, fast).
+FIG_SIZE = (6.4, 3.0)
+FIG_DPI = 80
+
+SECTIONS = ("Summary", "Plan", "Strategy comparison", "Charts", "Workloads", "Constraints and notes", "Prices")
+
+_STRATEGY_LABELS = {
+    "all_on_demand": "all on-demand", "all_reserved_1y": "all reserved 1 year", "all_reserved_3y": "all reserved 3 years",
+    "spot_where_allowed": "spot where allowed", "all_spot": "all spot", "optimal_mix": "optimal mix (this plan)",
+}
+
+
+# ------------------------------------------------------------------------------------------------- the data
+def _usd(x: float | None) -> str:
+    if x is None:
+        return "—"
+    return f"-${-x:,.2f}" if x < 0 else f"${x:,.2f}"
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.1f} %"
+
+
+def _num(x: float | None, digits: int = 4) -> str:
+    if x is None:
+        return "—"
+    return f"{x:,.{digits}f}".rstrip("0").rstrip(".") if isinstance(x, float) else f"{x:,}"
+
+
+def _clean(o: Any) -> Any:
+    if isinstance(o, float) and (math.isnan(o) or math.isinf(o)):
+        return None
+    if isinstance(o, dict):
+        return {str(k): _clean(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple, set)):
+        return [_clean(v) for v in (sorted(o) if isinstance(o, set) else o)]
+    if hasattr(o, "item") and not isinstance(o, (str, bytes)):
+        return o.item()
+    return o
+
+
+def _is_fleet(plan) -> bool:
+    return hasattr(plan, "blocks")
+
+
+def _training(plan) -> bool:
+    return not _is_fleet(plan) and "work_flops_needed" in (getattr(plan, "capacity", None) or {})
+
+
+def report_data(result) -> dict[str, Any]:
+    """Everything the report shows, as plain data (the JSON companion): summary, lines, strategies, chart series,
+    workloads, constraints, notes and the price provenance."""
+    plan = getattr(result, "plan", result)
+    fleet = _is_fleet(plan)
+    training = _training(plan)
+    total = float(getattr(plan, "total_usd", None) or plan.total_monthly_usd or 0.0) if training else float(plan.total_monthly_usd or 0.0)
+    lines = [asdict(ln) for ln in plan.lines]
+    reserved = [ln for ln in plan.lines if str(ln.pricing).startswith("reserved")]
+    commitment = {"total_over_term_usd": round(sum(ln.commitment_usd for ln in reserved), 2),
+                  "upfront_usd": round(sum(ln.upfront_usd for ln in reserved), 2),
+                  "reserved_lines": len(reserved),
+                  "reserved_instances": sum(int(ln.count) for ln in reserved)}
+    strategies = []
+    for name, s in (plan.strategies or {}).items():
+        strategies.append({"name": name, "label": _STRATEGY_LABELS.get(name, name.replace("_", " ")),
+                           "monthly_usd": s.get("monthly_usd"), "savings_usd": s.get("savings_usd"),
+                           "savings_pct": s.get("savings_pct"), "commitment_usd": s.get("commitment_usd"),
+                           "upfront_usd": s.get("upfront_usd"), "status": s.get("status"),
+                           "allowed_in_this_plan": s.get("allowed_in_this_plan", True)})
+    by_provider: dict[str, float] = {}
+    by_gpu: dict[str, float] = {}
+    for ln in plan.lines:
+        by_provider[ln.provider] = round(by_provider.get(ln.provider, 0.0) + ln.monthly_usd, 2)
+        by_gpu[ln.gpu_model] = round(by_gpu.get(ln.gpu_model, 0.0) + ln.monthly_usd, 2)
+    prices = getattr(result, "prices", None) or {}
+    data: dict[str, Any] = {
+        "title": "gpuopt plan",
+        "headline": getattr(result, "headline", None) or ("Fleet plan" if fleet else "Plan"),
+        "workload_origin": getattr(result, "workload_origin", None),
+        "kind": "fleet" if fleet else ("training" if training else "serving"),
+        "status": plan.status,
+        "feasible": bool(plan.feasible),
+        "reason": getattr(plan, "reason", None),
+        "total_usd": round(total, 2),
+        "total_label": "for the whole job" if training else "per month",
+        "on_demand_usd": (plan.strategies or {}).get("all_on_demand", {}).get("monthly_usd"),
+        "savings_vs_on_demand_usd": plan.savings_vs_on_demand_usd,
+        "savings_vs_on_demand_pct": plan.savings_vs_on_demand_pct,
+        "commitment": commitment,
+        "objective": getattr(plan, "objective", "cost"),
+        "value_usd": getattr(plan, "value_usd", None),
+        "net_value_usd": getattr(plan, "net_value_usd", None),
+        "roi": getattr(plan, "roi", None),
+        "estimated_lines": sum(1 for ln in plan.lines if ln.estimated),
+        "lines": lines,
+        "strategies": strategies,
+        "spend_by_provider": dict(sorted(by_provider.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "spend_by_gpu_model": dict(sorted(by_gpu.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "capacity": dict(getattr(plan, "capacity", None) or {}),
+        "workloads": list(getattr(plan, "workloads", None) or []),
+        "blocks": [{k: b.get(k) for k in ("label", "start_hour", "hours", "demand", "capacity")}
+                   for b in (getattr(plan, "blocks", None) or [])],
+        "binding": list(plan.binding or []),
+        "notes": list(plan.notes or []),
+        "prices": {"catalog": prices.get("catalog"), "snapshot_built_at": prices.get("built_at"),
+                   "max_age_days": prices.get("max_age_days"), "providers": prices.get("providers") or {},
+                   "warnings": list(prices.get("warnings") or [])},
+    }
+    data["demand_capacity"] = _demand_capacity(plan, data)
+    return _clean(data)
+
+
+def _demand_capacity(plan, data) -> dict[str, Any] | None:
+    if _is_fleet(plan):
+        blocks = data["blocks"]
+        serving = [w["name"] for w in data["workloads"] if "peak_demand" in w]
+        if not blocks or not serving:
+            return None
+        return {"kind": "blocks", "unit": "tokens/s", "labels": [b["label"] for b in blocks],
+                "series": {w: {"demand": [float((b["demand"] or {}).get(w, 0.0)) for b in blocks],
+                               "capacity": [float((b["capacity"] or {}).get(w, 0.0)) for b in blocks]}
+                           for w in serving}}
+    cap = data["capacity"]
+    if "tokens_per_second_needed" in cap:
+        return {"kind": "bars", "unit": "tokens/s", "needed": cap["tokens_per_second_needed"],
+                "planned": cap.get("tokens_per_second_planned")}
+    if "work_flops_needed" in cap:
+        return {"kind": "bars", "unit": "FLOPs", "needed": cap["work_flops_needed"], "planned": cap.get("work_flops_planned")}
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------- charts
+def _figure():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=FIG_SIZE, dpi=FIG_DPI)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=FIG_DPI, metadata={"Software": None})
+    return buf.getvalue()
+
+
+def _money_axis(ax) -> None:
+    from matplotlib.ticker import FuncFormatter
+
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"\\${v:,.0f}"))
+
+
+def _hbars(title: str, labels: list[str], values: list[float], highlight: set[int] | None = None) -> bytes:
+    fig = _figure()
+    ax = fig.add_subplot(1, 1, 1)
+    ys = list(range(len(labels)))[::-1]
+    colors = ["#d95f02" if highlight and i in highlight else "#1b9e77" for i in range(len(labels))]
+    ax.barh(ys, values, color=colors)
+    ax.set_yticks(ys, labels=labels, fontsize=8)
+    top = max(values) if values else 0.0
+    for y, v in zip(ys, values):
+        ax.text(v + top * 0.01, y, f"\\${v:,.0f}", va="center", fontsize=7)
+    ax.set_xlim(0, top * 1.25 if top > 0 else 1)
+    _money_axis(ax)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.set_title(title, fontsize=9)
+    return _png(fig)
+
+
+def _chart_strategies(data) -> bytes | None:
+    rows = [s for s in data["strategies"] if s.get("monthly_usd") is not None]
+    if not rows:
+        return None
+    labels = [s["label"] for s in rows]
+    values = [float(s["monthly_usd"]) for s in rows]
+    hi = {i for i, s in enumerate(rows) if s["name"] == "optimal_mix"}
+    what = "for the whole job" if data["kind"] == "training" else "per month"
+    return _hbars(f"Cost by strategy (USD {what})", labels, values, hi)
+
+
+def _chart_demand(data) -> bytes | None:
+    dc = data.get("demand_capacity")
+    if not dc:
+        return None
+    fig = _figure()
+    ax = fig.add_subplot(1, 1, 1)
+    if dc["kind"] == "blocks":
+        xs = list(range(len(dc["labels"])))
+        palette = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02"]
+        for i, (w, s) in enumerate(sorted(dc["series"].items())):
+            color = palette[i % len(palette)]
+            ax.step(xs, s["capacity"], where="mid", color=color, linewidth=1.6, label=f"{w} capacity")
+            ax.step(xs, s["demand"], where="mid", color=color, linewidth=1.2, linestyle="--", label=f"{w} demand")
+        step = max(1, math.ceil(len(xs) / 12))
+        ax.set_xticks(xs[::step], labels=[str(lb) for lb in dc["labels"][::step]], rotation=30, ha="right", fontsize=6)
+        ax.set_ylabel(dc["unit"], fontsize=8)
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=6, loc="upper left", ncol=2)
+        ax.set_title("Demand and planned capacity by block", fontsize=9)
+    else:
+        vals = [float(dc["needed"] or 0.0), float(dc["planned"] or 0.0)]
+        ax.bar([0, 1], vals, color=["#7570b3", "#1b9e77"], width=0.5)
+        ax.set_xticks([0, 1], labels=["needed", "planned"], fontsize=8)
+        for x, v in zip([0, 1], vals):
+            ax.text(x, v, f"{v:,.4g}", ha="center", va="bottom", fontsize=7)
+        ax.set_ylim(0, max(vals) * 1.2 if max(vals) > 0 else 1)
+        ax.set_ylabel(dc["unit"], fontsize=8)
+        ax.set_title(f"Demand and planned capacity ({dc['unit']})", fontsize=9)
+    ax.tick_params(axis="y", labelsize=7)
+    return _png(fig)
+
+
+def _chart_spend(data, key: str, title: str) -> bytes | None:
+    spend = data[key]
+    if not spend:
+        return None
+    return _hbars(title, list(spend), list(spend.values()))
+
+
+def charts(data: dict[str, Any]) -> list[tuple[str, str, bytes]]:
+    """(name, caption, PNG bytes) of the report's charts, in order; charts without data are left out."""
+    what = "for the job" if data["kind"] == "training" else "per month"
+    out = []
+    for name, caption, png in (
+            ("cost_by_strategy", "Monthly cost of the same demand by strategy" if data["kind"] != "training"
+             else "Cost of the job by strategy", _chart_strategies(data)),
+            ("demand_capacity", "Demand against planned capacity" + (
+                " by block, in the planner's order (repeating hours of a profile merged, split at deadlines)"
+                if data["kind"] == "fleet" else ""), _chart_demand(data)),
+            ("spend_by_provider", f"Spend by provider ({what})",
+             _chart_spend(data, "spend_by_provider", f"Spend by provider (USD {what})")),
+            ("spend_by_gpu_model", f"Spend by GPU model ({what})",
+             _chart_spend(data, "spend_by_gpu_model", f"Spend by GPU model (USD {what})"))):
+        if png is not None:
+            out.append((name, caption, png))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------- tables
+def _line_table(data) -> tuple[list[str], list[list[str]]]:
+    fleet = data["kind"] == "fleet"
+    cost_col = "$ for the job" if data["kind"] == "training" else "$/month"
+    head = ["provider", "region", "instance type", "pricing", "payment", "count", "hours each", "$/h each", cost_col,
+            "GPUs each"] + (["workloads", "used"] if fleet else ["replicas"]) + ["upfront", "break-even"]
+    rows = []
+    for ln in data["lines"]:
+        be = ln.get("break_even_utilization")
+        row = [ln["provider"], ln["region"] + (f"/{ln['zone']}" if ln.get("zone") else ""), ln["instance_type"],
+               ln["pricing"], ln.get("payment") or "—", str(ln["count"]), f"{ln['hours']:g}",
+               f"{ln['usd_per_hour']:,.4f}" + ("*" if ln.get("estimated") else ""), _usd(ln["monthly_usd"]),
+               f"{ln['gpu_count']:g} x {ln['gpu_model']}"]
+        if fleet:
+            util = ln.get("utilization")
+            row += [", ".join(ln.get("workloads") or []), "—" if util is None else f"{100 * util:.0f} %"]
+        else:
+            row += [str(ln.get("replicas", ""))]
+        row += [_usd(ln["upfront_usd"]) if ln.get("upfront_usd") else "—", "—" if be is None else f"{100 * be:.0f} %"]
+        rows.append(row)
+    return head, rows
+
+
+def _strategy_table(data) -> tuple[list[str], list[list[str]]]:
+    what = "$ for the job" if data["kind"] == "training" else "$/month"
+    head = ["strategy", what, "savings vs all on-demand", "commitment over the term", "upfront"]
+    rows = []
+    for s in data["strategies"]:
+        label = s["label"] + ("" if s.get("allowed_in_this_plan", True) else " (not allowed by your limits)")
+        cost = _usd(s["monthly_usd"]) if s.get("monthly_usd") is not None else str(s.get("status") or "—")
+        sav = "—" if s.get("savings_usd") is None else f"{_usd(s['savings_usd'])} ({_pct(s.get('savings_pct'))})"
+        rows.append([label, cost, sav, _usd(s["commitment_usd"]) if s.get("commitment_usd") else "—",
+                     _usd(s["upfront_usd"]) if s.get("upfront_usd") else "—"])
+    return head, rows
+
+
+def _workload_table(data) -> tuple[list[str], list[list[str]]]:
+    head = ["workload", "task", "model", "needs", "planned"]
+    rows = []
+    for w in data["workloads"]:
+        if "work_flops_needed" in w:
+            rows.append([w["name"], w["task"], w["model"], f"{w['work_flops_needed']:.3g} FLOPs by hour {w['deadline_hours']:g}",
+                         f"{w['work_flops_planned']:.3g} FLOPs, done by hour {w['finish_by_hour']:g}"])
+        else:
+            rr = w.get("replicas_min_max") or [0, 0]
+            rows.append([w["name"], w["task"], w["model"],
+                         f"peak {w['peak_demand']:,.1f} tokens/s, at least {w['min_replicas']} replicas",
+                         f"{rr[0]:g}-{rr[1]:g} replicas" + (f", {w['blocks_short']} blocks short" if w.get("blocks_short") else "")])
+    return head, rows
+
+
+def _price_table(data) -> tuple[list[str], list[list[str]]]:
+    head = ["provider", "prices from", "as of", "oldest price", "age (days)", "estimated offers", "stale"]
+    rows = []
+    for prov, p in sorted((data["prices"].get("providers") or {}).items()):
+        origin = str(p.get("origin") or data["prices"].get("catalog") or "")
+        shipped = origin == "shipped snapshot"
+        age = p.get("age_days")
+        rows.append([prov, origin, (p.get("as_of") or "unknown") + (" or earlier" if shipped else ""),
+                     p.get("oldest_as_of") or "—", "—" if age is None or shipped else f"{age:.0f}",
+                     f"{p.get('estimated_rows', 0)} of {p.get('rows', 0)}", "yes" if p.get("stale") else "no"])
+    return head, rows
+
+
+def _summary(data) -> list[str]:
+    """The summary as sentences (plain text; the renderers escape them)."""
+    out = [data["headline"]]
+    if data.get("workload_origin") and str(data["workload_origin"]) not in str(data["headline"]):
+        out.append(f"Workload from {data['workload_origin']}.")
+    if not data["feasible"]:
+        reason = data.get("reason") or {}
+        out.append(f"No plan: {reason.get('message', data['status'])}")
+        return out
+    out.append(f"Status: {data['status']}. Total: {_usd(data['total_usd'])} {data['total_label']}.")
+    if data.get("on_demand_usd") is not None and data.get("savings_vs_on_demand_usd") is not None:
+        out.append(f"Savings against all on-demand ({_usd(data['on_demand_usd'])}): "
+                   f"{_usd(data['savings_vs_on_demand_usd'])} ({_pct(data['savings_vs_on_demand_pct'])}).")
+    c = data["commitment"]
+    if c["reserved_lines"]:
+        out.append(f"Commitment taken: {c['reserved_instances']} reserved instance(s) on {c['reserved_lines']} line(s), "
+                   f"{_usd(c['total_over_term_usd'])} over their terms, {_usd(c['upfront_usd'])} of it upfront.")
+    else:
+        out.append("Commitment taken: none (no reserved instances).")
+    if data.get("objective") == "roi":
+        roi = data.get("roi")
+        out.append(f"Value {_usd(data.get('value_usd'))}, net value {_usd(data.get('net_value_usd'))}, ROI "
+                   + ("—" if roi is None else f"{100 * roi:.1f} %") + ".")
+    parts = []
+    for prov, p in sorted((data["prices"].get("providers") or {}).items()):
+        origin = str(p.get("origin") or data["prices"].get("catalog") or "")
+        if origin == "shipped snapshot":
+            parts.append(f"{prov} as of {p.get('as_of') or 'unknown'} or earlier (shipped snapshot)")
+        else:
+            age = p.get("age_days")
+            parts.append(f"{prov} as of {p.get('as_of') or 'unknown'} ({origin}"
+                         + (f", {age:.0f} days old)" if age is not None else ")"))
+    if parts:
+        out.append("Prices: " + "; ".join(parts) + ".")
+    if data["estimated_lines"]:
+        out.append(f"{data['estimated_lines']} plan line(s) use an estimated price (*: derived by a documented "
+                   "discount rule, not quoted).")
+    return out
+
+
+# -------------------------------------------------------------------------------------------------- renderers
+_RIGHT = {"count", "hours each", "used", "upfront", "break-even", "replicas", "age (days)", "savings vs all on-demand",
+          "commitment over the term"}
+
+
+def _right(head: list[str]) -> set[int]:
+    """Columns of numbers (right-aligned)."""
+    return {i for i, h in enumerate(head) if h.startswith("$") or h in _RIGHT}
+
+
+def _md_cell(x: Any) -> str:
+    return _md_text(x).replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
+    right = _right(head)
+    out = ["| " + " | ".join(_md_cell(h) for h in head) + " |",
+           "|" + "|".join("---:" if i in right else "---" for i in range(len(head))) + "|"]
+    out += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
+    return out
+
+
+def _md_text(x: str) -> str:
+    """Plain text safe in Markdown: no HTML tags, no emphasis or link syntax taken literally."""
+    t = html.escape(str(x), quote=False).replace("\\", "\\\\")
+    for ch in ("*", "_", "`", "[", "]", "#"):
+        t = t.replace(ch, "\\" + ch)
+    return t
+
+
+def _markdown(data, images: list[tuple[str, str, str]]) -> str:
+    out = [f"# {_md_text(data['title'])}", "", "## Summary", ""]
+    out += [f"- {_md_text(s)}" for s in _summary(data)]
+    if data["feasible"]:
+        out += ["", "## Plan", ""] + _md_table(*_line_table(data))
+        if data["estimated_lines"]:
+            out += ["", "\\* estimated price"]
+    if data["strategies"]:
+        out += ["", "## Strategy comparison", ""] + _md_table(*_strategy_table(data))
+    if images:
+        out += ["", "## Charts", ""]
+        for _name, caption, file in images:
+            out += [f"![{_md_text(caption)}]({file})", "", f"*{_md_text(caption)}*", ""]
+    if data["workloads"]:
+        out += ["", "## Workloads", ""] + _md_table(*_workload_table(data))
+    if data["binding"] or data["notes"]:
+        out += ["", "## Constraints and notes", ""]
+        out += [f"- Constraint: {_md_text(b)}" for b in data["binding"]]
+        out += [f"- Note: {_md_text(n)}" for n in data["notes"]]
+    out += ["", "## Prices", ""] + _md_table(*_price_table(data))
+    warnings = data["prices"].get("warnings") or []
+    if warnings:
+        out += [""] + [f"- {_md_text(w)}" for w in warnings]
+    return "\n".join(out).replace("\n\n\n", "\n\n") + "\n"
+
+
+_CSS = """body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:72em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1em;font-size:.9em}th,td{border:1px solid #ccc;padding:.25em .5em}
+th{background:#f3f3f3;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
+figure{display:inline-block;margin:.5em 1em .5em 0}figcaption{font-size:.85em;color:#555}
+.total{font-size:1.2em;font-weight:bold}"""
+
+
+def _html_table(head: list[str], rows: list[list[str]], cls: str) -> str:
+    right = _right(head)
+    e = html.escape
+    out = [f'<table class="{cls}"><thead><tr>' + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>"]
+    for r in rows:
+        out.append("<tr>" + "".join(f'<td class="n">{e(c)}</td>' if i in right else f"<td>{e(c)}</td>"
+                                    for i, c in enumerate(r)) + "</tr>")
+    out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+def _html(data, images: list[tuple[str, str, bytes]]) -> str:
+    e = html.escape
+    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           f"<title>{e(data['title'])}</title><style>{_CSS}</style></head><body>", f"<h1>{e(data['title'])}</h1>",
+           '<h2 id="summary">Summary</h2>', "<ul>"]
+    summary = _summary(data)
+    out += [f"<li>{e(s)}</li>" for s in summary]
+    out.append("</ul>")
+    if data["feasible"]:
+        out.append(f'<p class="total">Total: <span id="total">{e(_usd(data["total_usd"]))}</span> {e(data["total_label"])}</p>')
+        out += ['<h2 id="plan">Plan</h2>', _html_table(*_line_table(data), "plan")]
+        if data["estimated_lines"]:
+            out.append("<p>* estimated price</p>")
+    if data["strategies"]:
+        out += ['<h2 id="strategies">Strategy comparison</h2>', _html_table(*_strategy_table(data), "strategies")]
+    if images:
+        out.append('<h2 id="charts">Charts</h2>')
+        for name, caption, png in images:
+            b64 = base64.b64encode(png).decode("ascii")
+            out.append(f'<figure id="chart-{e(name)}"><img alt="{e(caption)}" src="data:image/png;base64,{b64}">'
+                       f"<figcaption>{e(caption)}</figcaption></figure>")
+    if data["workloads"]:
+        out += ['<h2 id="workloads">Workloads</h2>', _html_table(*_workload_table(data), "workloads")]
+    if data["binding"] or data["notes"]:
+        out += ['<h2 id="notes">Constraints and notes</h2>', "<ul>"]
+        out += [f"<li>Constraint: {e(b)}</li>" for b in data["binding"]]
+        out += [f"<li>Note: {e(n)}</li>" for n in data["notes"]]
+        out.append("</ul>")
+    out += ['<h2 id="prices">Prices</h2>', _html_table(*_price_table(data), "prices")]
+    warnings = data["prices"].get("warnings") or []
+    if warnings:
+        out += ["<ul>"] + [f"<li>{e(w)}</li>" for w in warnings] + ["</ul>"]
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------- companions
+def companion_paths(path: str | Path) -> dict[str, Path]:
+    """Where render_report writes the CSV and JSON companions of a report at ``path``."""
+    p = Path(path)
+    return {"csv": p.with_suffix(".csv"), "json": p.with_suffix(".json")}
+
+
+def write_lines_csv(result, path: str | Path) -> Path:
+    """The plan lines as CSV: one row per line, every field of the line (lists joined by ';')."""
+    plan = getattr(result, "plan", result)
+    p = Path(path)
+    lines = list(plan.lines)
+    if lines and is_dataclass(lines[0]):
+        head = [f.name for f in fields(lines[0])]
+    else:
+        head = ["provider", "region", "zone", "instance_type", "pricing", "payment", "count", "hours", "usd_per_hour",
+                "monthly_usd"]
+    with p.open("w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(head)
+        for ln in lines:
+            d = asdict(ln) if is_dataclass(ln) else dict(ln)
+            w.writerow(["" if d.get(k) is None else (";".join(map(str, d[k])) if isinstance(d.get(k), (list, tuple))
+                                                      else d[k]) for k in head])
+    return p
+
+
+def render_report(result, fmt: str = "html", path: str | Path = "gpuopt-report.html") -> Path:
+    """Write the report of ``result`` (a RecommendResult, or its plan) as ``fmt`` ("html" or "markdown"/"md") at
+    ``path``, with ``<stem>.csv`` (plan lines) and ``<stem>.json`` (report_data) next to it; Markdown also writes
+    its charts as ``<stem>_<chart>.png``. Returns the report's path."""
+    fmt = {"md": "markdown"}.get(fmt, fmt)
+    if fmt not in FORMATS:
+        raise ValueError(f"report format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    data = report_data(result)
+    pngs = charts(data)
+    if fmt == "html":
+        p.write_text(_html(data, pngs), encoding="utf-8")
+    else:
+        files = []
+        for name, caption, png in pngs:
+            f = p.with_name(f"{p.stem}_{name}.png")
+            f.write_bytes(png)
+            files.append((name, caption, f.name))
+        p.write_text(_markdown(data, files), encoding="utf-8")
+    comp = companion_paths(p)
+    write_lines_csv(result, comp["csv"])
+    comp["json"].write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
+    return p

@@ -29,6 +29,8 @@ prices_app = typer.Typer(help="Inspect, refresh, import and compare the GPU pric
 app.add_typer(prices_app, name="prices")
 
 FORMATS = ("table", "json")
+#: recommend (and review) also write FinOps outputs to a file: FOCUS 1.2 CSV, Markdown or HTML reports.
+FILE_FORMATS = ("focus", "markdown", "html")
 
 
 def _version(value: bool):
@@ -58,15 +60,36 @@ def _boundary():
         raise typer.Exit(1) from None
 
 
-def _check_format(fmt: str) -> str:
+def _check_format(fmt: str, extra: tuple[str, ...] = ()) -> str:
     from gpuopt.errors import InputError
 
-    if fmt not in FORMATS:
-        raise InputError("format", f"unknown format '{fmt}'", accepted=", ".join(FORMATS))
+    if fmt not in FORMATS + extra:
+        raise InputError("format", f"unknown format '{fmt}'", accepted=", ".join(FORMATS + extra))
     return fmt
 
 
-FormatOpt = Annotated[str, typer.Option("--format", "-f", help="Output: 'table' (for people) or 'json' (for programs).")]
+def _write_file_format(result, fmt: str, output: Path | None) -> None:
+    """--format focus|markdown|html: write the FinOps output and say where (FOCUS CSV to stdout without --output)."""
+    if fmt == "focus":
+        from gpuopt.focus import charges_from_plan, focus_csv_text, focus_rows, write_focus_csv
+
+        rows = focus_rows(charges_from_plan(result) if not hasattr(result, "focus_charges") else result.focus_charges())
+        if output is None:
+            typer.echo(focus_csv_text(rows), nl=False)
+        else:
+            write_focus_csv(rows, output)
+            typer.echo(f"wrote {len(rows)} FOCUS 1.2 rows to {output}", err=True)
+        return
+    from gpuopt.errors import InputError
+    from gpuopt.report import render_report
+
+    if output is None:
+        raise InputError("output", f"--format {fmt} writes a file: give --output PATH (e.g. report.{'md' if fmt == 'markdown' else 'html'})")
+    path = render_report(result, fmt, output)
+    typer.echo(f"wrote the {fmt} report to {path} (with its CSV and JSON beside it)", err=True)
+
+
+FormatOpt = Annotated[str, typer.Option("--format", "-f", help="Output: 'table' (for people) or 'json' (for programs); recommend also 'focus' (FOCUS 1.2 CSV), 'markdown', 'html' (reports, with --output).")]
 CatalogOpt = Annotated[Optional[Path], typer.Option("--catalog", help="Plan over your own offers CSV (the columns of docs/architecture.md) instead of the shipped snapshot.")]
 
 
@@ -104,13 +127,14 @@ def recommend(
     lora_rank: Annotated[Optional[int], typer.Option("--lora-rank", help="LoRA rank (task lora; QLoRA with --precision int4).")] = None,
     name: Annotated[Optional[str], typer.Option("--name", help="A name for the workload.")] = None,
     print_workload: Annotated[bool, typer.Option("--print-workload", help="Print the workload file for these options (YAML) and exit.")] = False,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File for --format focus (default: stdout), markdown or html.")] = None,
     solver: Annotated[Optional[str], typer.Option(help="MILP solver: cbc (bundled with PuLP; the default for one workload) or highs (the default for plans of several workloads).")] = None,
     time_limit: Annotated[float, typer.Option("--time-limit", help="Solver time limit in seconds.")] = 60.0,
     fmt: FormatOpt = "table",
 ):
     """Recommend the cheapest mix of GPU instances (and pricing models) for a workload within a budget."""
     with _boundary():
-        _check_format(fmt)
+        _check_format(fmt, FILE_FORMATS)
         from gpuopt import api, render
 
         if print_workload:
@@ -137,7 +161,10 @@ def recommend(
             max_instances_per_offer=max_instances, prices_on=prices_on,
         )
         render.warnings(result.prices)
-        render.recommend(result, fmt)
+        if fmt in FILE_FORMATS and result.feasible:
+            _write_file_format(result, fmt, output)
+        else:
+            render.recommend(result, "table" if fmt in FILE_FORMATS else fmt)
         if not result.feasible:
             reason = (result.plan.reason or {}).get("message", result.plan.status)
             typer.echo(f"gpuopt: no plan: {reason}", err=True)

@@ -600,7 +600,7 @@ class _Problems:
         import pandas as pd
 
         self.why = pd.Series("", index=index, dtype=object) if initial is None else initial.astype(object).copy()
-        self.has = (self.why != "").to_numpy() if initial is not None else np.zeros(len(index), dtype=bool)
+        self.has = (self.why != "").to_numpy().copy() if initial is not None else np.zeros(len(index), dtype=bool)
 
     def add(self, mask: Any, why: Any) -> None:
         import numpy as np
@@ -1335,7 +1335,7 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
         for c in ("charge_period_start", "charge_period_end"):
             pur[c] = pd.Series([], dtype="datetime64[us, UTC]")
         pur["line"] = pur["line"].astype("int64")
-    pur = pur[list(PURCHASE_COLUMNS)].reset_index(drop=True)
+    pur = pur[list(PURCHASE_COLUMNS)].sort_values("line", kind="stable").reset_index(drop=True)
     if lookback_days is not None and not hourly.empty:
         end = hourly["hour"].max() + pd.Timedelta(hours=1)
         lo = end - pd.Timedelta(days=float(lookback_days))

@@ -1,0 +1,78 @@
+-- gpuopt: hourly GPU instance usage from an AWS CUR 2.0 table (Data Exports), Amazon Athena (Trino SQL).
+-- Output = the `hourly` format of providers/usage.py: provider, region, instance_type, hour, usage_hours,
+-- billed_cost, effective_cost, list_cost, pricing_category. Save the result (Athena writes CSV) and run
+-- `read_usage(path, fmt="hourly")`.
+-- Placeholders: {{table}} (the CUR 2.0 table), {{start}} / {{end}} (YYYY-MM-DD, line_item_usage_start_date in
+-- [start, end)).
+--
+-- Same rules as providers/usage.py (AWS CUR 2.0):
+--   * instance usage = Usage (on-demand, or spot when pricing_term = 'Spot' or the usage type says SpotUsage),
+--     DiscountedUsage (reservation) and SavingsPlanCoveredUsage rows whose usage type is BoxUsage / SpotUsage /
+--     DedicatedUsage / HostUsage; the instance type is product_instance_type (CUR 2.0 static column; in an export
+--     that keeps it only in the map, use product['instance_type']), else the part of the usage type after ':';
+--   * billed_cost = line_item_unblended_cost for Usage, 0 for covered usage (the reservation/plan fee is billed on
+--     RIFee / SavingsPlanRecurringFee lines, and SavingsPlanNegation cancels the covered unblended cost);
+--     effective_cost = reservation_effective_cost (DiscountedUsage), savings_plan_savings_plan_effective_cost
+--     (SavingsPlanCoveredUsage), else line_item_unblended_cost; list_cost = pricing_public_on_demand_cost;
+--   * GPU instance = the regular expression of GPU_PATTERNS (AWS p*/g*/gr* families), not the snapshot's list;
+--   * rows in another currency and rows that do not parse are left out (the Python reader reports them).
+-- Dialect notes: Trino string literals keep backslashes, but the regexes use none (shared with the Spark and
+-- BigQuery files); CROSS JOIN UNNEST(sequence(...)) makes one row per hour. The test suite runs this file in DuckDB
+-- after defining regexp_like and sequence as macros (tests/test_usage.py::duckdb_connection).
+WITH src AS (
+  SELECT
+    line_item_line_item_type AS lit,
+    coalesce(line_item_usage_type, '') AS usage_type,
+    coalesce(nullif(product_instance_type, ''),
+             nullif(regexp_extract(coalesce(line_item_usage_type, ''), ':([a-z][a-z0-9-]*[.][a-z0-9-]+)$', 1), ''))
+      AS instance_type,
+    coalesce(nullif(product_region_code, ''), regexp_replace(coalesce(line_item_availability_zone, ''), '[a-z]$', ''))
+      AS region,
+    TRY_CAST(line_item_usage_start_date AS TIMESTAMP) AS s,
+    TRY_CAST(line_item_usage_end_date AS TIMESTAMP) AS e,
+    TRY_CAST(line_item_usage_amount AS DOUBLE) AS qty,
+    TRY_CAST(line_item_unblended_cost AS DOUBLE) AS unblended,
+    TRY_CAST(reservation_effective_cost AS DOUBLE) AS ri_eff,
+    TRY_CAST(savings_plan_savings_plan_effective_cost AS DOUBLE) AS sp_eff,
+    TRY_CAST(pricing_public_on_demand_cost AS DOUBLE) AS list_cost,
+    lower(coalesce(pricing_term, '')) AS term
+  FROM {{table}}
+  WHERE line_item_line_item_type IN ('Usage', 'DiscountedUsage', 'SavingsPlanCoveredUsage')
+    AND regexp_like(coalesce(line_item_usage_type, ''), '(BoxUsage|SpotUsage|DedicatedUsage|HostUsage|DedicatedRes)')
+    AND line_item_currency_code = 'USD'
+    AND TRY_CAST(line_item_usage_start_date AS TIMESTAMP) >= TIMESTAMP '{{start}} 00:00:00'
+    AND TRY_CAST(line_item_usage_start_date AS TIMESTAMP) < TIMESTAMP '{{end}} 00:00:00'
+),
+gpu AS (
+  SELECT 'aws' AS provider, region, instance_type, s, e, qty, list_cost,
+    CASE WHEN lit = 'Usage' THEN unblended ELSE 0.0 END AS billed,
+    CASE WHEN lit = 'DiscountedUsage' THEN ri_eff WHEN lit = 'SavingsPlanCoveredUsage' THEN sp_eff
+         ELSE unblended END AS eff,
+    CASE WHEN lit <> 'Usage' THEN 'Committed'
+         WHEN term = 'spot' OR usage_type LIKE '%SpotUsage%' THEN 'Dynamic'
+         ELSE 'Standard' END AS pricing_category
+  FROM src
+  WHERE regexp_like(instance_type, '^(p[0-9]+[a-z]*(-[a-z0-9]+)?[.][a-z0-9-]+|gr?[0-9]+[a-z]*[.][a-z0-9-]+)$')
+    AND s IS NOT NULL AND e IS NOT NULL AND e > s AND qty IS NOT NULL AND unblended IS NOT NULL
+),
+hours AS (
+  SELECT g.*, t.hour
+  FROM gpu g
+  CROSS JOIN UNNEST(sequence(date_trunc('hour', s), e - INTERVAL '1' SECOND, INTERVAL '1' HOUR)) AS t(hour)
+  WHERE eff IS NOT NULL
+),
+weighted AS (
+  SELECT provider, region, instance_type, pricing_category, hour, qty, billed, eff, list_cost,
+    CAST(date_diff('millisecond', greatest(s, hour), least(e, hour + INTERVAL '1' HOUR)) AS DOUBLE)
+      / CAST(date_diff('millisecond', s, e) AS DOUBLE) AS w
+  FROM hours
+)
+SELECT provider, region, instance_type, hour,
+  SUM(qty * w) AS usage_hours,
+  SUM(billed * w) AS billed_cost,
+  SUM(eff * w) AS effective_cost,
+  SUM(list_cost * w) AS list_cost,
+  pricing_category
+FROM weighted
+GROUP BY provider, region, instance_type, pricing_category, hour
+ORDER BY provider, region, instance_type, pricing_category, hour

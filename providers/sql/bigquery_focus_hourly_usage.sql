@@ -1,0 +1,103 @@
+-- gpuopt: hourly GPU instance usage from a FOCUS 1.0-1.2 table, Google BigQuery (GoogleSQL).
+-- Output = the `hourly` format of providers/usage.py: provider, region, instance_type, hour, usage_hours,
+-- billed_cost, effective_cost, list_cost, pricing_category. Export the result (CSV or Parquet) and run
+-- `read_usage(path, fmt="hourly")`.
+-- Placeholders: {{table}} (`project.dataset.table` of the FOCUS export), {{start}} / {{end}} (YYYY-MM-DD,
+-- ChargePeriodStart in [start, end)).
+--
+-- A line-by-line translation of spark_focus_hourly_usage.sql (read its header for the rules and how they differ
+-- from the Python reader). BigQuery differences: SAFE_CAST for TRY_CAST, REGEXP_CONTAINS for regexp_like,
+-- REGEXP_EXTRACT takes no group number (the pattern keeps exactly one capturing group), TIMESTAMP_TRUNC,
+-- UNNEST(GENERATE_TIMESTAMP_ARRAY(...)) for explode(sequence(...)), TIMESTAMP_ADD / TIMESTAMP_DIFF for the
+-- interval arithmetic, FLOAT64 for DOUBLE, CONCAT. The regexes contain no backslash, so BigQuery's string escapes do not change them.
+-- This file is NOT executed by the test suite (DuckDB cannot run GoogleSQL); the Spark file it mirrors is.
+WITH src AS (
+  SELECT
+    CASE lower(trim(ProviderName))
+      WHEN 'aws' THEN 'aws' WHEN 'amazon web services' THEN 'aws' WHEN 'amazon web services, inc.' THEN 'aws'
+      WHEN 'microsoft' THEN 'azure' WHEN 'azure' THEN 'azure' WHEN 'microsoft azure' THEN 'azure'
+      WHEN 'google cloud' THEN 'gcp' WHEN 'google' THEN 'gcp' WHEN 'gcp' THEN 'gcp'
+      ELSE replace(lower(trim(coalesce(ProviderName, ''))), ' ', '-') END AS provider,
+    coalesce(RegionId, '') AS region,
+    coalesce(ChargeDescription, '') AS descr,
+    SAFE_CAST(ChargePeriodStart AS TIMESTAMP) AS s,
+    SAFE_CAST(ChargePeriodEnd AS TIMESTAMP) AS e,
+    SAFE_CAST(ConsumedQuantity AS FLOAT64) AS cq,
+    lower(trim(coalesce(ConsumedUnit, ''))) AS cu,
+    SAFE_CAST(PricingQuantity AS FLOAT64) AS pq,
+    lower(trim(coalesce(PricingUnit, ''))) AS pu,
+    SAFE_CAST(BilledCost AS FLOAT64) AS billed,
+    SAFE_CAST(EffectiveCost AS FLOAT64) AS eff,
+    SAFE_CAST(ListCost AS FLOAT64) AS list_cost,
+    lower(coalesce(PricingCategory, '')) AS pcat,
+    coalesce(CommitmentDiscountId, '') AS cid,
+    lower(coalesce(CommitmentDiscountStatus, '')) AS cstatus
+  FROM `{{table}}`
+  WHERE lower(ChargeCategory) = 'usage'
+    AND lower(coalesce(CommitmentDiscountStatus, '')) <> 'unused'
+    AND lower(coalesce(ChargeClass, '')) <> 'correction'
+    AND BillingCurrency = 'USD'
+    AND SAFE_CAST(ChargePeriodStart AS TIMESTAMP) >= TIMESTAMP('{{start}}')
+    AND SAFE_CAST(ChargePeriodStart AS TIMESTAMP) < TIMESTAMP('{{end}}')
+),
+typed AS (
+  SELECT *,
+    COALESCE(
+      CASE WHEN provider IN ('aws', '') AND NOT REGEXP_CONTAINS(descr, 'Mbps per') THEN nullif(lower(REGEXP_EXTRACT(descr,
+        '(?i)(?:^|[^a-z0-9.-])([a-z][a-z0-9]*(?:-[a-z0-9]+)?[.](?:nano|micro|small|medium|large|[0-9]*xlarge|metal(?:-[0-9]+xl)?))(?: +(?:Dedicated|Spot|Dedicated Host))* +(?:Instance Hour|Instance-hour|reserved instance applied)')), '') END,
+      CASE WHEN provider IN ('azure', '') AND REGEXP_CONTAINS(descr, '(?i)Virtual Machines +.+? +Series') THEN
+        nullif(concat('Standard_', replace(trim(regexp_replace(REGEXP_EXTRACT(REGEXP_EXTRACT(descr,
+          '(?i)Virtual Machines +.+? +Series(?: +[a-z0-9_]+)? +- +([^-]+?)(?: +- +.*)?$'), '^([^/]*)'),
+          '(?i)( +(Spot|Low Priority|Windows|Linux))+$', '')), ' ', '_')), 'Standard_') END,
+      CASE WHEN provider IN ('gcp', '') THEN nullif(lower(replace(REGEXP_EXTRACT(descr,
+        '(?i)^(?:commitment v[0-9]+: )?(nvidia .+?) +gpu(?:[^a-z0-9_]|$)'), ' ', '-')), '') END
+    ) AS instance_type,
+    CASE WHEN REGEXP_CONTAINS(cu, '^([0-9]+([.][0-9]+)? *k? +)?(hours?|hrs?|hr|h)$') AND cq IS NOT NULL THEN
+           cq * coalesce(SAFE_CAST(REGEXP_EXTRACT(cu, '^([0-9]+(?:[.][0-9]+)?)') AS FLOAT64), 1.0)
+              * CASE WHEN REGEXP_CONTAINS(cu, '^[0-9.]+ *k ') THEN 1000.0 ELSE 1.0 END
+         WHEN REGEXP_CONTAINS(pu, '^([0-9]+([.][0-9]+)? *k? +)?(hours?|hrs?|hr|h)$') THEN
+           pq * coalesce(SAFE_CAST(REGEXP_EXTRACT(pu, '^([0-9]+(?:[.][0-9]+)?)') AS FLOAT64), 1.0)
+              * CASE WHEN REGEXP_CONTAINS(pu, '^[0-9.]+ *k ') THEN 1000.0 ELSE 1.0 END
+    END AS qty
+  FROM src
+),
+gpu AS (
+  SELECT provider, region, instance_type, s, e, qty, billed, list_cost,
+    CASE WHEN pcat IN ('standard', 'on-demand') THEN 'Standard'
+         WHEN pcat IN ('committed', 'commitment-based') THEN 'Committed'
+         WHEN pcat = 'dynamic' THEN 'Dynamic'
+         WHEN cid <> '' AND cstatus = 'used' THEN 'Committed'
+         ELSE '' END AS pricing_category,
+    eff
+  FROM typed
+  WHERE REGEXP_CONTAINS(instance_type,
+    '^(p[0-9]+[a-z]*(-[a-z0-9]+)?[.][a-z0-9-]+|gr?[0-9]+[a-z]*[.][a-z0-9-]+|Standard_N[CDVG][A-Za-z0-9_]*|(a2|a3|a4|a4x|g2|g4)-[a-z0-9-]+|nvidia-[a-z0-9-]+|gpu_[0-9]+x_[a-z0-9_]+)$')
+    AND s IS NOT NULL AND e IS NOT NULL AND e > s AND qty IS NOT NULL AND billed IS NOT NULL
+),
+costed AS (
+  SELECT provider, region, instance_type, s, e, qty, billed, list_cost, pricing_category,
+    CASE WHEN eff IS NULL AND pricing_category <> 'Committed' THEN billed ELSE eff END AS eff
+  FROM gpu
+  WHERE NOT (eff IS NULL AND pricing_category = 'Committed')
+),
+hours AS (
+  SELECT c.*, hour
+  FROM costed c
+  CROSS JOIN UNNEST(GENERATE_TIMESTAMP_ARRAY(TIMESTAMP_TRUNC(s, HOUR), TIMESTAMP_SUB(e, INTERVAL 1 SECOND),
+                                             INTERVAL 1 HOUR)) AS hour
+),
+weighted AS (
+  SELECT provider, region, instance_type, pricing_category, hour, qty, billed, eff, list_cost,
+    TIMESTAMP_DIFF(LEAST(e, TIMESTAMP_ADD(hour, INTERVAL 1 HOUR)), GREATEST(s, hour), MILLISECOND)
+      / TIMESTAMP_DIFF(e, s, MILLISECOND) AS w
+  FROM hours
+)
+SELECT provider, region, instance_type, hour,
+  SUM(qty * w) AS usage_hours,
+  SUM(billed * w) AS billed_cost,
+  SUM(eff * w) AS effective_cost,
+  SUM(list_cost * w) AS list_cost,
+  pricing_category
+FROM weighted
+GROUP BY provider, region, instance_type, pricing_category, hour
+ORDER BY provider, region, instance_type, pricing_category, hour

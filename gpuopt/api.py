@@ -424,7 +424,7 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
               demand_profile: str | None = None, min_replicas: int | None = None,
               value_per_million_tokens: float | None = None, value_usd: float | None = None,
               spot_capacity: int | None = None, lora_rank: int | None = None, name: str | None = None,
-              spot_only_ok: bool | None = None) -> RecommendResult:
+              spot_only_ok: bool | None = None, explain: bool = True) -> RecommendResult:
     """Recommend the cheapest mix of GPU instances for one workload, within a monthly budget.
 
     The workload comes from the options, over ``workload_file`` / ``./gpuopt.yaml`` / the bundled example
@@ -446,14 +446,15 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
                          value_per_million_tokens=value_per_million_tokens, value_usd=value_usd,
                          spot_capacity_per_offer=spot_capacity, lora_rank=lora_rank, spot_only_ok=spot_only_ok)
     plan_path = _plan_path(workload_file, cwd)
-    if any(v not in (None, [], ()) for v in fleet_options.values()) or (plan_path and _is_multi(plan_path)):
+    needs_fleet = {k: v for k, v in fleet_options.items() if k not in ("exclude_gpus", "lora_rank")}
+    if any(v not in (None, [], ()) for v in needs_fleet.values()) or (plan_path and _is_multi(plan_path)):
         return _recommend_fleet(plan_path, cwd, dict(
             budget=budget, model=model, params=params, task=task, tokens_per_second=tokens_per_second, tokens=tokens,
             deadline_hours=deadline_hours, precision=precision, context_tokens=context_tokens, concurrency=concurrency,
             zero_stage=zero_stage, gpus=_names(gpus), providers=_names(providers), regions=_names(regions),
             pricing=_names(pricing), allow_spot=allow_spot, catalog=None if catalog is None else str(catalog),
             solver=solver, time_limit_s=None if time_limit_s == 60.0 else time_limit_s,
-            max_instances=max_instances_per_offer, prices_on=prices_on, name=name, **fleet_options))
+            max_instances=max_instances_per_offer, prices_on=prices_on, name=name, **fleet_options), explain=explain)
 
     budget = _positive("budget", budget, "USD")
     tokens_per_second = _positive("tokens_per_second", tokens_per_second, "tokens/s")
@@ -493,13 +494,16 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
         raise InputError("pricing", "spot needs --allow-spot (the workload must tolerate interruptions)",
                          accepted="on_demand, reserved_1y, reserved_3y; or add --allow-spot")
     w = _workload(dict(task=spec.task, model_name=spec.model, params=spec.params, precision=spec.precision,
-                       context_tokens=spec.context_tokens, concurrency=spec.concurrency,
+                       context_tokens=spec.context_tokens, concurrency=spec.concurrency, lora_rank=lora_rank,
                        tokens_per_second=spec.tokens_per_second if spec.task == "serve" else None,
                        tokens=spec.tokens if spec.task != "serve" else None,
                        deadline_hours=spec.deadline_hours, zero_stage=spec.zero_stage))
     ignored = _ignored_options(spec)
     offers, info = _load(catalog, _date_or_none(prices_on))
     filtered = filter_offers(offers, providers=spec.providers, regions=spec.regions, gpus=spec.gpus)
+    if exclude_gpus:
+        drop = _canonical_gpu_filter(_names(exclude_gpus), offers, offers)
+        filtered = filtered[~filtered["gpu_model"].isin(drop)]
     solver = solver or "cbc"
     result = plan(w, filtered, budget_usd=spec.budget, allow_spot=bool(spec.allow_spot),
                   pricing=tuple(spec.pricing) or None, max_instances_per_offer=max_instances_per_offer,
@@ -530,7 +534,7 @@ def _is_multi(path: Path) -> bool:
 
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError):
         return False  # the single-workload path reports the error with its own message
     return isinstance(data, dict) and "workloads" in data
 
@@ -555,10 +559,20 @@ def print_workload(options: dict[str, Any], workload_file=None, cwd=None) -> str
     """The plan file (YAML) for the given options over the file they would be planned with (--print-workload)."""
     from gpuopt.plan_spec import plan_to_yaml
 
-    return plan_to_yaml(load_plan(options, workload_file, cwd))
+    plan = load_plan(options, workload_file, cwd)
+    # relative paths are relative to the plan's folder: write them absolute so the printed file works anywhere
+    for item in plan.workloads:
+        if item.demand_profile:
+            item.demand_profile = str(plan.resolve_path(item.demand_profile).resolve())
+        ref = plan.model_ref(item)
+        if ref and ref != item.model:
+            item.model = str(Path(ref).resolve())
+    if plan.catalog:
+        plan.catalog = str(plan.resolve_path(plan.catalog).resolve())
+    return plan_to_yaml(plan)
 
 
-def _recommend_fleet(plan_path, cwd, options: dict[str, Any]) -> "RecommendResult":
+def _recommend_fleet(plan_path, cwd, options: dict[str, Any], explain: bool = True) -> "RecommendResult":
     """Several workloads / demand profiles / ROI: the full model (optimizer.fleet)."""
     import dataclasses
 
@@ -600,6 +614,7 @@ def _recommend_fleet(plan_path, cwd, options: dict[str, Any]) -> "RecommendResul
         filtered = filtered[~filtered["gpu_model"].isin(drop)]
     result = plan_fleet(ws, blocks, filtered, budget_usd=plan.budget, objective=plan.objective,
                         pricing=tuple(plan.pricing) or None, spot_capacity=plan.spot_capacity_per_offer,
+                        max_instances=plan.max_instances, explain=explain,
                         solver="auto" if options.get("solver") is None and plan.solver == "cbc" else plan.solver,
                         time_limit_s=plan.time_limit_s, merge_note=getattr(merged, "note", ""))
     parts = ", ".join(f"{w.name}: {w.workload.task} {w.workload.model.name}" for w in ws)

@@ -128,6 +128,7 @@ def recommend(
     name: Annotated[Optional[str], typer.Option("--name", help="A name for the workload.")] = None,
     print_workload: Annotated[bool, typer.Option("--print-workload", help="Print the workload file for these options (YAML) and exit.")] = False,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File for --format focus (default: stdout), markdown or html.")] = None,
+    explain: Annotated[bool, typer.Option("--explain/--no-explain", help="Plans of several workloads: also price the strategies, duals and per-provider alternatives (more solves).")] = True,
     solver: Annotated[Optional[str], typer.Option(help="MILP solver: cbc (bundled with PuLP; the default for one workload) or highs (the default for plans of several workloads).")] = None,
     time_limit: Annotated[float, typer.Option("--time-limit", help="Solver time limit in seconds.")] = 60.0,
     fmt: FormatOpt = "table",
@@ -153,7 +154,7 @@ def recommend(
         result = api.recommend(
             objective=objective, exclude_gpus=exclude_gpu or (), demand_profile=demand_profile, blocks=blocks,
             min_replicas=min_replicas, spot_only_ok=spot_only_ok, value_per_million_tokens=value_per_million_tokens,
-            value_usd=value_usd, spot_capacity=spot_capacity, lora_rank=lora_rank, name=name,
+            value_usd=value_usd, spot_capacity=spot_capacity, lora_rank=lora_rank, name=name, explain=explain,
             budget=budget, model=model, params=params, task=task, tokens_per_second=tokens_per_second, tokens=tokens,
             deadline_hours=deadline_hours, precision=precision, context_tokens=context, concurrency=concurrency,
             zero_stage=zero_stage, gpus=gpu or (), providers=provider or (), regions=region or (), pricing=pricing or (),

@@ -367,19 +367,25 @@ def _fleet(con, plan) -> None:
         reason = plan.reason or {}
         con.print(f"[bold red]No plan:[/] {reason.get('message', plan.status)}")
         return
+    money = "$/month" if getattr(plan, "recurring", True) else "$ (plan)"
     t = Table(title=f"Plan ({plan.status}, objective {plan.objective})", title_justify="left")
-    for col in ("provider", "region", "instance_type", "pricing", "payment", "count", "hours each", "$/h each",
-                "$/month", "GPUs each", "workloads", "used", "break-even"):
-        t.add_column(col, justify="right" if col in ("count", "hours each", "$/h each", "$/month", "used", "break-even") else "left",
-                     no_wrap=col != "workloads", overflow="fold")
+    for col in ("where", "instance_type", "pricing", "count", "h each", "$/h each", money, "GPUs each", "workloads",
+                "used", "break-even"):
+        t.add_column(col, justify="right" if col in ("count", "h each", "$/h each", money, "used", "break-even") else "left",
+                     no_wrap=col not in ("workloads", "where"), overflow="fold", min_width=8 if col == "workloads" else None)
     for ln in plan.lines:
-        t.add_row(ln.provider, ln.region + (f"/{ln.zone}" if ln.zone else ""), ln.instance_type, ln.pricing,
-                  ln.payment or "—", str(ln.count), f"{ln.hours:g}", f"{ln.usd_per_hour:,.4f}" + ("*" if ln.estimated else ""),
-                  _usd(ln.monthly_usd), f"{ln.gpu_count:g} x {ln.gpu_model}", ", ".join(ln.workloads),
+        t.add_row(f"{ln.provider} {ln.region}" + (f"/{ln.zone}" if ln.zone else ""), ln.instance_type,
+                  ln.pricing + (f" {ln.payment}" if ln.payment else ""), str(ln.count), f"{ln.hours:g}",
+                  f"{ln.usd_per_hour:,.4f}" + ("*" if ln.estimated else ""), _usd(ln.monthly_usd),
+                  f"{ln.gpu_count:g}x {ln.gpu_model}", ", ".join(ln.workloads),
                   "—" if ln.utilization is None else f"{100 * ln.utilization:.0f} %",
                   "—" if ln.break_even_utilization is None else f"{100 * ln.break_even_utilization:.0f} %")
     con.print(t)
-    con.print(f"[bold]Total: {_usd(plan.total_monthly_usd)} per month[/]")
+    if getattr(plan, "recurring", True):
+        con.print(f"[bold]Total: {_usd(plan.total_monthly_usd)} per month[/]")
+    else:
+        con.print(f"[bold]Total: {_usd(plan.total_monthly_usd)} for the plan (one-off jobs; reservations charged "
+                  "their whole term)[/]")
     if plan.objective == "roi":
         con.print(f"Value {_usd(plan.value_usd)}, net value {_usd(plan.net_value_usd)}, ROI "
                   + ("—" if plan.roi is None else f"{100 * plan.roi:.1f} %")

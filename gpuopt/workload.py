@@ -143,6 +143,8 @@ def load_workload_file(path: str | Path, origin: str | None = None) -> WorkloadS
         raise InputError("workload", f"file not found: {p}")
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except ValueError as exc:  # an unquoted impossible date (2024-13-01) fails inside PyYAML's date constructor
+        raise InputError("workload", f"{p}: {exc} (quote dates, e.g. \"2024-06-01\")") from None
     except yaml.YAMLError as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         where = f" at line {line + 1}" if line is not None else ""

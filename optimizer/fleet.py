@@ -114,6 +114,17 @@ class FleetProblem:
     pruned: int = 0
     rejected: dict[str, dict[str, int]] = field(default_factory=dict)
     unpruned: dict[str, list[Candidate]] | None = None   # every candidate, for strategies over other pricing sets
+    max_instances: int | None = None                      # quota per instance type and region (instances)
+
+    @property
+    def recurring(self) -> bool:
+        """A plan with a serving workload is a recurring monthly fleet (reservations billed per month); a plan of
+        training jobs only is one-off: a reservation is charged its whole term (nothing else will use it)."""
+        return any(not w.training for w in self.workloads)
+
+    def commit_hours(self, offer: dict[str, Any]) -> float:
+        """Hours of a committed offer the plan pays for: 730 a month (recurring) or the whole term (one-off)."""
+        return HOURS_PER_MONTH if self.recurring else TERM_HOURS[offer["pricing"]]
 
     def committed_offers(self) -> dict[str, dict[str, Any]]:
         """offer key -> offer dict, for every committed offer some workload can use."""
@@ -287,7 +298,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
         commits = {k: o for k, o in commits.items() if o["pricing"] in allowed}
     for i, (k, o) in enumerate(commits.items()):
         V.N[k] = pulp.LpVariable(f"N_{i}", lowBound=0, cat=cat_int)
-        V.cost_terms[V.N[k]] = float(o["usd_per_hour"]) * HOURS_PER_MONTH
+        V.cost_terms[V.N[k]] = float(o["usd_per_hour"]) * problem.commit_hours(o)
     share: dict[tuple[str, int], dict] = {}
     spot: dict[tuple[str, int], dict] = {}
     vid = 0
@@ -352,6 +363,24 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
             else:
                 m += pulp.LpAffineExpression({v: a / need * 1000.0 for v, a in work_terms.items()}) >= 1000.0, \
                     f"work_{_safe(w.name)}"
+    if problem.max_instances is not None:
+        idx = _cand_index(problem)
+        groups: dict[tuple, list] = {}
+        for k, var in V.N.items():
+            o = commits[k]
+            groups.setdefault((o["provider"], o["region"], o["instance_type"]), []).append((var, 1.0, None))
+        for (w, ok, bi), var in V.X.items():
+            o = idx[(w, ok)].offer
+            groups.setdefault((o["provider"], o["region"], o["instance_type"]), []).append(
+                (var, float(idx[(w, ok)].instances_per_unit), bi))
+        for gi, (g, items) in enumerate(sorted(groups.items())):
+            for bi in range(len(problem.blocks)):
+                terms: dict = {}
+                for var, k_, b_ in items:
+                    if b_ is None or b_ == bi:
+                        terms[var] = terms.get(var, 0.0) + k_
+                if terms:
+                    m += pulp.LpAffineExpression(terms) <= float(problem.max_instances), f"quota_{gi}_{bi}"
     keys = list(V.N)
     for (ok, bi), terms in share.items():
         m += pulp.LpAffineExpression({**terms, V.N[ok]: -1.0}) <= 0, f"share_{keys.index(ok)}_{bi}"
@@ -543,7 +572,7 @@ def fleet_cost(problem: FleetProblem, sol: FleetSolution) -> float:
     """USD per month: committed instances x rate x 730 + hourly units x rate x k x block hours."""
     commits = problem.committed_offers()
     idx = _cand_index(problem)
-    total = sum(float(commits[k]["usd_per_hour"]) * HOURS_PER_MONTH * n for k, n in sol.N.items())
+    total = sum(float(commits[k]["usd_per_hour"]) * problem.commit_hours(commits[k]) * n for k, n in sol.N.items())
     for (w, ok, bi), x in sol.X.items():
         total += idx[(w, ok)].usd_per_unit_hour * problem.blocks[bi].hours * x
     return total
@@ -641,6 +670,7 @@ class FleetResult:
 
     status: str
     objective: str = "cost"
+    recurring: bool = True
     lines: list[FleetLine] = field(default_factory=list)
     total_monthly_usd: float = 0.0
     value_usd: float | None = None
@@ -685,7 +715,7 @@ def fleet_lines(problem: FleetProblem, sol: FleetSolution, od_rates: dict) -> li
                 users.add(w)
         term = TERM_HOURS[o["pricing"]]
         od = od_rates.get((o["provider"], o["region"], o["instance_type"]))
-        lines.append(_line(o, n, HOURS_PER_MONTH, float(o["usd_per_hour"]) * HOURS_PER_MONTH * n, sorted(users),
+        lines.append(_line(o, n, problem.commit_hours(o), float(o["usd_per_hour"]) * problem.commit_hours(o) * n, sorted(users),
                            round(busy / (n * HOURS_PER_MONTH), 4), None if not od else round(float(o["usd_per_hour"]) / od, 4),
                            float(o.get("upfront_usd") or 0.0) * n, float(o["usd_per_hour"]) * term * n))
     hourly: dict[str, dict[str, Any]] = {}
@@ -768,7 +798,8 @@ STRATEGY_SETS = {
 
 def make_problem(workloads: list[FleetWorkload], blocks: list[FleetBlock], offers: "pd.DataFrame", *,
                  budget_usd: float | None = None, objective: str = "cost", pricing: tuple[str, ...] | None = None,
-                 spot_capacity: int = DEFAULT_SPOT_CAPACITY, prune: bool = True) -> FleetProblem:
+                 spot_capacity: int = DEFAULT_SPOT_CAPACITY, prune: bool = True,
+                 max_instances: int | None = None) -> FleetProblem:
     """Candidates per workload (sizing on every offer), filtered by pricing and spot permission, then pruned."""
     from optimizer.sizing import train_flops
 
@@ -795,9 +826,9 @@ def make_problem(workloads: list[FleetWorkload], blocks: list[FleetBlock], offer
         rejected[w.name] = rej
     work = {w.name: float(train_flops(w.workload)) for w in workloads if w.training}
     problem = FleetProblem(workloads=workloads, blocks=blocks, cands=cands, work_flops=work, budget_usd=budget_usd,
-                           objective=objective, spot_capacity=spot_capacity, rejected=rejected)
+                           objective=objective, spot_capacity=spot_capacity, rejected=rejected, max_instances=max_instances)
     problem.unpruned = cands
-    if prune:
+    if prune and max_instances is None:  # with quotas, dominance is not safe (DESIGN.md): keep every candidate
         problem.cands, problem.pruned = prune_fleet(cands, workloads, blocks, work, spot_capacity)
     return problem
 
@@ -829,6 +860,56 @@ def _verify(problem: FleetProblem, sol: FleetSolution) -> str | None:
     return None
 
 
+def trim_allocations(problem: FleetProblem, sol: FleetSolution) -> FleetSolution:
+    """Committed capacity is paid whatever the use, so the solver may assign spare committed units to a workload
+    that does not need them. For reporting (utilization), remove them: serving units on committed offers are taken
+    away one by one while the block still meets its demand and redundancy; training work on committed offers is
+    scaled down to what the job needs. Costs do not change."""
+    import copy
+
+    idx = _cand_index(problem)
+    A = dict(sol.A)
+    X = dict(sol.X)
+    for w in problem.workloads:
+        if w.training:
+            need = problem.work_flops[w.name]
+            work = lambda store: sum(idx[(w.name, ok)].throughput_per_unit * 3600.0 *  # noqa: E731
+                                     problem.before_deadline(w, problem.blocks[bi]) * v
+                                     for (wn, ok, bi), v in store.items() if wn == w.name)
+            a_work, x_work = work(A), work(X)
+            if a_work > 0 and a_work + x_work > need * (1 + 1e-9):
+                f = max(0.0, need - x_work) / a_work * (1 + 1e-12)
+                for k in [k for k in A if k[0] == w.name]:
+                    A[k] *= f
+            continue
+        for bi, b in enumerate(problem.blocks):
+            d = b.demand.get(w.name, 0.0)
+            keys = sorted((k for k in A if k[0] == w.name and k[2] == bi),
+                          key=lambda k: -idx[(w.name, k[1])].throughput_per_unit)
+            def state():
+                cap = reps = nonspot = 0.0
+                for store in (A, X):
+                    for (wn, ok, b2), v in store.items():
+                        if wn == w.name and b2 == bi:
+                            c = idx[(wn, ok)]
+                            cap += c.throughput_per_unit * v
+                            reps += c.replicas_per_unit * v
+                            nonspot += 0.0 if c.offer["pricing"] == "spot" else c.replicas_per_unit * v
+                return cap, reps, nonspot
+            for k in keys:
+                while A.get(k, 0) >= 1:
+                    c = idx[(w.name, k[1])]
+                    cap, reps, nonspot = state()
+                    if (cap - c.throughput_per_unit >= d * (1 - 1e-12) and reps - c.replicas_per_unit >= w.min_replicas
+                            and (w.spot_only_ok or nonspot - c.replicas_per_unit >= w.min_replicas)):
+                        A[k] -= 1
+                    else:
+                        break
+    out = copy.copy(sol)
+    out.A = {k: v for k, v in A.items() if v > 1e-9}
+    return out
+
+
 def _strategies(problem: FleetProblem, solver, time_limit_s, gap_rel, optimal_cost) -> dict[str, dict[str, Any]]:
     out = {}
     for name, allowed in STRATEGY_SETS.items():
@@ -836,7 +917,8 @@ def _strategies(problem: FleetProblem, solver, time_limit_s, gap_rel, optimal_co
             continue
         base = problem.unpruned or problem.cands
         subset = {w: [c for c in cs if c.offer["pricing"] in allowed] for w, cs in base.items()}
-        kept, _ = prune_fleet(subset, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity)
+        kept = subset if problem.max_instances is not None else \
+            prune_fleet(subset, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity)[0]
         sub = FleetProblem(**{**problem.__dict__, "budget_usd": None, "objective": "cost", "cands": kept})
         if any(not cs for cs in kept.values()):
             out[name] = {"status": "no_offers", "monthly_usd": None,
@@ -887,12 +969,15 @@ def _marginal(problem: FleetProblem, solver, time_limit_s) -> dict[str, Any]:
 
 def _next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, gap_rel) -> list[dict[str, Any]]:
     """The cheapest plan on each provider alone, and what price change would flip the choice."""
-    providers = sorted({c.offer["provider"] for cs in problem.cands.values() for c in cs})
+    providers = sorted({c.offer["provider"] for cs in (problem.unpruned or problem.cands).values() for c in cs})
     used = sorted({k.split("|")[0] for k in list(sol.N) + [ok for (_, ok, _) in sol.X]})
     out = []
     for p in providers:
-        sub = FleetProblem(**{**problem.__dict__, "budget_usd": None, "objective": "cost",
-                              "cands": {w: [c for c in cs if c.offer["provider"] == p] for w, cs in problem.cands.items()}})
+        base = problem.unpruned or problem.cands
+        subset = {w: [c for c in cs if c.offer["provider"] == p] for w, cs in base.items()}
+        if problem.max_instances is None:
+            subset, _ = prune_fleet(subset, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity)
+        sub = FleetProblem(**{**problem.__dict__, "budget_usd": None, "objective": "cost", "cands": subset})
         if any(not cs for cs in sub.cands.values()):
             out.append({"provider": p, "monthly_usd": None, "note": "cannot host every workload alone"})
             continue
@@ -918,14 +1003,15 @@ def _next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, 
 def plan_fleet(workloads: list[FleetWorkload], blocks: list[FleetBlock], offers: "pd.DataFrame", *,
                budget_usd: float | None = None, objective: str = "cost", pricing: tuple[str, ...] | None = None,
                spot_capacity: int = DEFAULT_SPOT_CAPACITY, solver: str = "auto", time_limit_s: float = 60.0,
-               gap_rel: float = 0.001, explain: bool = True, merge_note: str = "") -> FleetResult:
+               gap_rel: float = 0.001, explain: bool = True, merge_note: str = "",
+               max_instances: int | None = None) -> FleetResult:
     """Plan several workloads over the blocks of a month (minimum cost, or maximum ROI by Dinkelbach).
 
     Returns a FleetResult (infeasible plans included, with ``reason``). Raises InputError for bad input.
     """
     t0 = time.perf_counter()
     problem = make_problem(workloads, blocks, offers, budget_usd=budget_usd, objective=objective, pricing=pricing,
-                           spot_capacity=spot_capacity)
+                           spot_capacity=spot_capacity, max_instances=max_instances)
     solver = resolve_solver(solver)
     res = FleetResult(status="infeasible", objective=objective)
     res.solver = {"name": solver, "blocks": len(blocks), "merge": merge_note, "pruned": problem.pruned,
@@ -962,7 +1048,15 @@ def plan_fleet(workloads: list[FleetWorkload], blocks: list[FleetBlock], offers:
         res.reason = {"kind": "solver", "message": f"the solver's plan fails a check ({bad}); no plan is shown rather than a wrong one"}
         return res
     res.status = rep.status
+    sol = trim_allocations(problem, sol)
+    res.recurring = problem.recurring
     res.lines = fleet_lines(problem, sol, on_demand_rates(offers))
+    big = [ln for ln in res.lines if ln.count > 64]
+    if big:
+        res.notes.append(f"{big[0].count} instances of {big[0].instance_type} in {big[0].region}: check your quota "
+                         "(max_instances caps it); the plan assumes near-linear data-parallel scaling")
+    if not problem.recurring and any(ln.pricing in TERM_HOURS for ln in res.lines):
+        res.notes.append("a plan of training jobs only is one-off: each reservation is charged its whole term")
     res.total_monthly_usd = round(sol.cost, 2)
     res.workloads, res.blocks = workload_summaries(problem, sol)
     if objective == "roi":
@@ -983,14 +1077,29 @@ def plan_fleet(workloads: list[FleetWorkload], blocks: list[FleetBlock], offers:
                                          for k, n in sol.N.items()), 2),
         "upfront_usd": round(sum(float(commits[k].get("upfront_usd") or 0.0) * n for k, n in sol.N.items()), 2)}
     res.binding = _binding(problem, sol)
-    if explain:
-        res.strategies = _strategies(problem, solver, time_limit_s, gap_rel, sol.cost)
+    if explain and objective == "roi":
+        res.notes.append("the strategy comparison and the provider alternatives price the FULL demand; an ROI plan "
+                         "may serve less, so they are not shown (run --objective cost to compare)")
+    elif explain:
+        # the explanations are priced within 1 % and 10 s each: they compare, they are not the plan
+        ex_limit, ex_gap = min(time_limit_s, 10.0), max(gap_rel, 0.01)
+        res.strategies = _strategies(problem, solver, ex_limit, ex_gap, sol.cost)
         base = res.strategies.get("all_on_demand", {}).get("monthly_usd")
         if base:
             res.savings_vs_on_demand_usd = round(base - sol.cost, 2)
             res.savings_vs_on_demand_pct = round(100.0 * (base - sol.cost) / base, 2)
-        res.marginal = _marginal(problem, solver, time_limit_s)
-        res.next_best = _next_best(problem, sol, solver, time_limit_s, gap_rel)
+        res.marginal = _marginal(problem, solver, ex_limit)
+        res.next_best = _next_best(problem, sol, solver, ex_limit, ex_gap)
+        cheaper = [(n, v["monthly_usd"]) for n, v in res.strategies.items()
+                   if n != "optimal_mix" and v.get("monthly_usd") is not None and v["monthly_usd"] < sol.cost - 0.01]
+        cheaper += [(f"{nb['provider']} alone", nb["monthly_usd"]) for nb in res.next_best
+                    if nb.get("monthly_usd") is not None and nb["monthly_usd"] < sol.cost - 0.01]
+        if cheaper:
+            n, v = min(cheaper, key=lambda t: t[1])
+            res.notes.append(f"{n} (${v:,.2f}) is cheaper than this plan: the solver stopped before proving "
+                             f"optimality; raise --time-limit")
+            if "optimal_mix" in res.strategies:
+                res.strategies["this_plan"] = res.strategies.pop("optimal_mix")
     res.solver["total_seconds"] = round(time.perf_counter() - t0, 3)
     return res
 

@@ -136,3 +136,37 @@ def test_time_limit_is_never_reported_as_optimal():
                           "Lower bound:                    4638.19\nGap:                            0.01\n")
     assert info == {"result": "Stopped on time limit", "objective": 4700.0, "bound": 4638.19, "gap": 0.01}
     assert "Stopped" in info["result"]
+
+
+def test_a_plan_of_one_off_training_jobs_charges_reservations_their_whole_term(tmp_path):
+    # the same job as the plain CLI: no serving workload, so nothing recurs and a reservation is charged its term
+    plan = tmp_path / "train.yaml"
+    plan.write_text("budget: 1.0e+7\nworkloads:\n  - name: job\n    task: train\n    model: meta-llama/Llama-2-7b-hf\n"
+                    "    tokens: 5.0e+10\n    deadline_hours: 730\n")
+    d = json.loads(_run("recommend", "--workload", str(plan), "--format", "json").stdout)
+    plain = json.loads(_run("recommend", "--budget", "1e7", "--model", "meta-llama/Llama-2-7b-hf", "--task", "train",
+                            "--tokens", "5e10", "--deadline-hours", "730", "--format", "json").stdout)
+    assert d["recurring"] is False
+    assert d["total_monthly_usd"] == pytest.approx(plain["total_monthly_usd"], rel=1e-3)
+    assert all(ln["pricing"] not in ("reserved_1y", "reserved_3y") for ln in d["lines"])
+
+
+def test_max_instances_is_a_quota_per_instance_type(tmp_path):
+    plan = tmp_path / "q.yaml"
+    plan.write_text("budget: 1.0e+7\nmax_instances: 2\nproviders: [lambda]\nworkloads:\n"
+                    "  - name: chat\n    model: meta-llama/Llama-2-70b-hf\n    tokens_per_second: 20000\n")
+    d = json.loads(_run("recommend", "--workload", str(plan), "--format", "json", "--no-explain").stdout)
+    if d["feasible"]:
+        per_type = {}
+        for ln in d["lines"]:
+            per_type[ln["instance_type"]] = per_type.get(ln["instance_type"], 0) + ln["count"]
+        assert max(per_type.values()) <= 2
+    else:
+        assert d["reason"]
+
+
+def test_an_impossible_date_in_a_file_is_one_line(tmp_path):
+    f = tmp_path / "gpuopt.yaml"
+    f.write_text("prices_on: 2024-13-01\nmodel: meta-llama/Llama-2-7b-hf\ntokens_per_second: 10\n")
+    r = _run("recommend", "--workload", str(f))
+    assert r.exit_code == 1 and r.stderr.startswith("gpuopt: error:") and "Traceback" not in r.output

@@ -623,3 +623,91 @@ def _recommend_fleet(plan_path, cwd, options: dict[str, Any], explain: bool = Tr
     return RecommendResult(workload=plan.model_dump(mode="json"), workload_origin=origin, headline=headline,
                            prices=_price_provenance(filtered if len(filtered) else offers, info, catalog, plan.prices_on),
                            plan=result)
+
+
+# ------------------------------------------------------------------------------------------------- review
+def _lookback_days(value) -> float | None:
+    """"30d", "720h", "4w" or a number of days -> days (None: the whole export)."""
+    if value is None or value == "":
+        return None
+    text = str(value).strip().lower()
+    units = {"d": 1.0, "h": 1.0 / 24.0, "w": 7.0}
+    try:
+        days = float(text[:-1]) * units[text[-1]] if text[-1] in units else float(text)
+    except (ValueError, IndexError):
+        raise InputError("lookback", f"not a duration: {value!r}", accepted="30d, 720h, 4w or a number of days") from None
+    if not math.isfinite(days) or days <= 0 or days > 3 * 366:
+        raise InputError("lookback", f"must be between 1 hour and 3 years, got {value!r}")
+    return days
+
+
+def review(*, usage: str | Path, usage_format: str = "auto", lookback: str | float | None = None, term: str = "1y",
+           payment: str = "no_upfront", solver: str = "cbc"):
+    """The monthly cost review of GPU spend (optimizer.review): read a billing export (FOCUS 1.0-1.2, AWS CUR 2.0,
+    Azure cost details, or hourly usage from the warehouse SQL), price it with the prices in effect during the
+    usage period, and recommend commitments with the same MILP as ``recommend``.
+
+    Args: usage: the export (CSV, CSV.gz, Parquet file or folder); usage_format: auto or a format name;
+        lookback: "30d" / "720h" / days; term: 1y | 3y; payment: no_upfront | partial_upfront | all_upfront.
+    Returns: optimizer.review.ReviewResult. Raises: InputError naming the field for bad input.
+    """
+    from optimizer.review import review as run_review
+    from providers.usage import read_usage
+
+    p = Path(usage)
+    if not p.exists():
+        raise InputError("usage", f"not found: {p}")
+    days = _lookback_days(lookback)
+    data = read_usage(p, fmt=usage_format, lookback_days=days)
+    if data.hourly.empty:
+        raise InputError("usage", f"{p.name}: no GPU compute usage found ({data.rows_read} rows read, "
+                                  f"{data.rows_not_gpu} not GPU, {len(data.bad_rows)} bad)")
+    end_day = data.period_end.date()
+    offers, info = _load(None, min(end_day, _dt.date.today()))
+    prices = _price_provenance(offers, info, None, prices_on=end_day)
+    result = run_review(data, offers, term=term, payment=payment, lookback_days=days, prices=prices, solver=solver)
+    used = {u for u in data.hourly["provider"].astype(str).unique()}
+    later = sorted(p for p, v in prices["providers"].items() if p in used and v.get("as_of") and v["as_of"] > end_day.isoformat())
+    if later:
+        result.notes.append(f"no price snapshot from the usage period for {', '.join(later)}: priced with prices valid "
+                            f"later (the shipped snapshot); `gpuopt prices import --as-of` a price file of that month "
+                            "for the prices then in effect")
+    return result
+
+
+def review_charges(result):
+    """FOCUS charges (gpuopt.focus.Charge) of the reviewed fleet with the recommended commitments, for one month
+    from the end of the usage period: reserved usage, their recurring and upfront purchases, and the usage left
+    on demand."""
+    import datetime as dt
+
+    from gpuopt.focus import Charge
+
+    start = dt.datetime.fromisoformat(result.period_end).astimezone(dt.timezone.utc)
+    end = start + dt.timedelta(hours=730)
+    out = []
+    recs = {(r.provider, r.region, r.instance_type): r for r in result.recommendations}
+    for u in result.usage:
+        r = recs.get((u.provider, u.region, u.instance_type))
+        scale = 730.0 / max(result.lookback_days * 24.0, 1.0)
+        od_hours = (u.hours_by_pricing.get("Standard", 0.0) + u.hours_by_pricing.get("", 0.0)) * scale
+        od_rate = (u.on_demand_equivalent_usd / u.hours_used) if (u.on_demand_equivalent_usd and u.hours_used) else None
+        common = dict(provider=u.provider, region=u.region, zone="", instance_type=u.instance_type,
+                      gpu_model=u.gpu_model, gpu_count=u.gpu_count, workload="reviewed usage", period_start=start,
+                      period_end=end)
+        if r is not None:
+            term_hours = 8760.0 if r.term == "1y" else 26280.0
+            used = r.average_utilization * r.recommended_quantity * 730.0 if r.average_utilization else 0.0
+            out.append(Charge(pricing="reserved_1y" if r.term == "1y" else "reserved_3y", payment=r.payment,
+                              usage_hours=used, list_unit_price=r.on_demand_usd_per_hour,
+                              contracted_unit_price=r.reserved_effective_usd_per_hour, upfront_usd=r.upfront_cost_usd,
+                              commitment_id=f"recommended/{u.provider}/{u.region}/{u.instance_type}/{r.term}/{r.payment}",
+                              commitment_term_hours=term_hours, unused_hours=r.recommended_quantity * 730.0 - used,
+                              instances=r.recommended_quantity, source=r.price_source, estimated=r.estimated_price,
+                              **common))
+            od_hours = max(0.0, od_hours - used)
+        if od_hours > 0 and od_rate:
+            out.append(Charge(pricing="on_demand", payment="", usage_hours=od_hours, list_unit_price=od_rate,
+                              contracted_unit_price=od_rate, upfront_usd=0.0, commitment_id=None,
+                              commitment_term_hours=None, **common))
+    return out

@@ -206,6 +206,38 @@ def estimate(
         render.estimate(result, fmt)
 
 
+@app.command()
+def review(
+    usage: Annotated[Path, typer.Option("--usage", help="Billing export: FOCUS 1.0-1.2, AWS CUR 2.0 or Azure cost details (CSV, CSV.gz or Parquet), or hourly usage from the warehouse SQL.")],
+    usage_format: Annotated[str, typer.Option("--usage-format", help="auto, focus-1.0, focus-1.1, focus-1.2, aws-cur-2.0, azure-cost-details, hourly.")] = "auto",
+    lookback: Annotated[Optional[str], typer.Option("--lookback", help="Window of usage to review, e.g. 30d, 720h (default: the whole export).")] = None,
+    term: Annotated[str, typer.Option("--term", help="Commitment term to recommend: 1y or 3y.")] = "1y",
+    payment: Annotated[str, typer.Option("--payment", help="no_upfront, partial_upfront or all_upfront.")] = "no_upfront",
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File for --format focus (default: stdout), markdown or html.")] = None,
+    fmt: FormatOpt = "table",
+):
+    """Monthly cost review: what the GPU fleet cost, how well it was used, what to commit to and what it saves."""
+    with _boundary():
+        _check_format(fmt, FILE_FORMATS)
+        from gpuopt import api, render
+
+        result = api.review(usage=usage, usage_format=usage_format, lookback=lookback, term=term, payment=payment)
+        render.warnings(result.prices)
+        if fmt in FILE_FORMATS:
+            if fmt == "focus":
+                _write_file_format(result, fmt, output)
+            else:
+                from gpuopt.errors import InputError
+                from gpuopt.review_report import render_review_report
+
+                if output is None:
+                    raise InputError("output", f"--format {fmt} writes a file: give --output PATH")
+                path = render_review_report(result, fmt, output)
+                typer.echo(f"wrote the {fmt} review to {path} (with its CSV and JSON beside it)", err=True)
+        else:
+            render.review(result, fmt)
+
+
 @prices_app.command("list")
 def prices_list(
     gpu: Annotated[Optional[list[str]], typer.Option("--gpu", help="GPU model or family (repeat): H100, A100-80GB, L4 ...")] = None,

@@ -426,3 +426,55 @@ def _fleet(con, plan) -> None:
         con.print(f"Constraint — {b}")
     for n in plan.notes:
         con.print(f"[yellow]Note:[/] {n}")
+
+
+def review(result, fmt: str) -> None:
+    """Render an optimizer.review.ReviewResult."""
+    if fmt == "json":
+        _json(result.to_dict())
+        return
+    from rich.table import Table
+
+    con = _console()
+    r = result.rows
+    con.print(f"Review of GPU usage {result.period_start[:16]} to {result.period_end[:16]} ({result.lookback_days:g} days, "
+              f"{result.source_format}): {r['read']} rows read, {r['gpu']} GPU compute, {r['not_gpu']} other, {r['bad']} bad")
+    con.print(_prices_line(result.prices))
+    t = Table(title="GPU usage by instance type", title_justify="left")
+    for col in ("where", "instance_type", "GPUs", "instance-hours", "by pricing", "peak", "average", "use",
+                "billed $", "effective $", "on-demand equiv. $"):
+        t.add_column(col, justify="left" if col in ("where", "instance_type", "GPUs", "by pricing") else "right")
+    for u in result.usage:
+        t.add_row(f"{u.provider} {u.region}", u.instance_type, f"{u.gpu_count:g}x {u.gpu_model}" if u.gpu_model else "?",
+                  f"{u.hours_used:,.1f}", ", ".join(f"{k or 'unknown'} {v:,.0f}" for k, v in u.hours_by_pricing.items()),
+                  f"{u.peak_instances:g}", f"{u.average_instances:.2f}", f"{100 * u.utilization:.0f} %",
+                  _usd(u.billed_cost_usd), _usd(u.effective_cost_usd), _usd(u.on_demand_equivalent_usd))
+    con.print(t)
+    if result.recommendations:
+        rt = Table(title="Recommended commitments (monthly figures; the MILP over each hourly usage profile)",
+                   title_justify="left")
+        for col in ("where", "instance_type", "term", "payment", "quantity", "upfront $", "recurring $/mo",
+                    "on-demand $/mo", "with it $/mo", "savings $/mo", "use", "break-even mo"):
+            rt.add_column(col, justify="left" if col in ("where", "instance_type", "term", "payment") else "right")
+        for c in result.recommendations:
+            rt.add_row(f"{c.provider} {c.region}", c.instance_type, c.term, c.payment, str(c.recommended_quantity),
+                       _usd(c.upfront_cost_usd), _usd(c.recurring_monthly_cost_usd),
+                       _usd(c.estimated_monthly_on_demand_cost_usd), _usd(c.estimated_monthly_cost_with_commitment_usd),
+                       f"{_usd(c.estimated_monthly_savings_usd)} ({c.estimated_monthly_savings_pct:.1f} %)"
+                       + ("*" if c.estimated_price else ""),
+                       "—" if c.average_utilization is None else f"{100 * c.average_utilization:.0f} %",
+                       "—" if c.break_even_months is None else f"{c.break_even_months:g}")
+        con.print(rt)
+    else:
+        con.print("No commitment pays off for this usage at these prices.")
+    tot = result.totals
+    con.print(f"Billed {_usd(tot.get('billed_usd'))}, effective (amortized) {_usd(tot.get('effective_usd'))}, "
+              f"on-demand equivalent {_usd(tot.get('on_demand_equivalent_usd'))}; recommended commitments save "
+              f"{_usd(tot.get('recommended_monthly_savings_usd'))} a month")
+    if result.purchases:
+        con.print("Commitment purchases, fees and refunds in the export: "
+                  + ", ".join(f"{k} {_usd(v)}" for k, v in result.purchases.items()))
+    for b in result.bad_rows[:10]:
+        con.print(f"bad row line {b['line']}: {b['reason']}")
+    for n in result.notes:
+        con.print(f"[yellow]Note:[/] {n}")

@@ -99,6 +99,12 @@ class ReviewResult:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def focus_charges(self):
+        """FOCUS charges of the reviewed fleet with the recommended commitments (gpuopt.api.review_charges)."""
+        from gpuopt.api import review_charges
+
+        return review_charges(self)
+
 
 def _offer(offers, provider, region, itype, pricing, payment=""):
     df = offers[(offers["provider"] == provider) & (offers["region"] == region) & (offers["instance_type"] == itype)

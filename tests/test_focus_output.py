@@ -15,8 +15,9 @@ from gpuopt.focus import (COLUMNS, Charge, charges_from_plan, focus_csv_text, fo
                           write_focus_csv)
 from focus_validator import (MANDATORY, example_fleet_result, one_workload_result, validate_focus)
 
-DATA = Path(__file__).parents[2] / "shared" / "data" / "focus"  # shared/ beside the checkout (and CI's clone)
-EXAMPLES = DATA / "spec_v1.2_examples"
+# the FOCUS sample and spec v1.2 examples, copied unchanged into the repo (tests/fixtures/usage/README.md, CC BY 4.0)
+DATA = Path(__file__).parent / "fixtures" / "usage"
+EXAMPLES = DATA / "focus_spec_v1.2"
 START = dt.datetime(2027, 1, 1, tzinfo=dt.timezone.utc)
 
 needs_data = pytest.mark.skipif(not EXAMPLES.exists(), reason="shared/data/focus is not beside this checkout")

@@ -596,8 +596,13 @@ def _recommend_fleet(plan_path, cwd, options: dict[str, Any], explain: bool = Tr
         if item.lora_rank is not None:
             kw["lora_rank"] = item.lora_rank
         kw = {k: v for k, v in kw.items() if v is not None}
-        w = Workload(model=_model_spec(plan.model_ref(item), item.params), **kw)
-        validate_workload(w)
+        i = plan.workloads.index(item)
+        try:
+            w = Workload(model=_model_spec(plan.model_ref(item), item.params), **kw)
+            validate_workload(w)
+        except InputError as exc:  # name the workload's key in the plan file
+            msg = str(exc).split(": ", 1)[-1] if str(exc).startswith(exc.field + ":") else str(exc)
+            raise InputError(plan.field_path(i, exc.field), msg.split(" (accepted:")[0], exc.accepted) from None
         ws.append(FleetWorkload(name=item.name, workload=w, allow_spot=item.allow_spot,
                                 min_replicas=item.min_replicas or 0, spot_only_ok=item.spot_only_ok,
                                 deadline_hours=item.deadline_hours, value_per_million_tokens=item.value_per_million_tokens,
@@ -610,13 +615,20 @@ def _recommend_fleet(plan_path, cwd, options: dict[str, Any], explain: bool = Tr
     offers, info = _load(catalog, _date_or_none(plan.prices_on))
     filtered = filter_offers(offers, providers=plan.providers, regions=plan.regions, gpus=plan.gpus)
     if plan.exclude_gpus:
-        drop = _canonical_gpu_filter(plan.exclude_gpus, offers, offers)
+        try:
+            drop = _canonical_gpu_filter(plan.exclude_gpus, offers, offers)
+        except InputError as exc:
+            raise InputError("exclude_gpus", str(exc).split(": ", 1)[-1].split(" (accepted:")[0], exc.accepted) from None
         filtered = filtered[~filtered["gpu_model"].isin(drop)]
     result = plan_fleet(ws, blocks, filtered, budget_usd=plan.budget, objective=plan.objective,
                         pricing=tuple(plan.pricing) or None, spot_capacity=plan.spot_capacity_per_offer,
                         max_instances=plan.max_instances, explain=explain,
                         solver="auto" if options.get("solver") is None and plan.solver == "cbc" else plan.solver,
                         time_limit_s=plan.time_limit_s, merge_note=getattr(merged, "note", ""))
+    for i, item in enumerate(plan.workloads):
+        ignored = item.ignored_fields()
+        if ignored:
+            result.notes.append(f"ignored for {item.name} (task {item.task}): {', '.join(ignored)}")
     parts = ", ".join(f"{w.name}: {w.workload.task} {w.workload.model.name}" for w in ws)
     origin = plan.origin if plan.origin else "command-line options"
     headline = f"Plan of {len(ws)} workload{'s' if len(ws) > 1 else ''} ({parts}) from {origin}"

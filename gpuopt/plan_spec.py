@@ -96,7 +96,7 @@ NonNegFloat = Annotated[float, BeforeValidator(_not_bool), Field(ge=0, allow_inf
 PosInt = Annotated[int, BeforeValidator(_not_bool), Field(ge=1)]
 NonNegInt = Annotated[int, BeforeValidator(_not_bool), Field(ge=0)]
 ZeroStage = Annotated[int, BeforeValidator(_not_bool), Field(ge=0, le=3)]
-Deadline = Annotated[float, BeforeValidator(_not_bool), Field(gt=0, le=MAX_DEADLINE_HOURS, allow_inf_nan=False)]
+Deadline = Annotated[float, BeforeValidator(_not_bool), Field(ge=1, le=MAX_DEADLINE_HOURS, allow_inf_nan=False)]
 Name = Annotated[str, BeforeValidator(_name), Field(min_length=1)]
 NameList = Annotated[list[Name], BeforeValidator(_names)]
 Task = Annotated[Literal["serve", "train", "finetune", "lora"], BeforeValidator(_lower)]

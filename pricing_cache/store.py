@@ -170,8 +170,9 @@ def load_offers(catalog: "str | Path | None" = None, snapshot_dir: Path | None =
             if on_date is not None:
                 warnings.append(f"{prov}: no cached prices valid on or before {on_date}; left out")
             continue
-        if on_date is not None and prov in cached_providers:
-            warnings.append(f"{prov}: no cached prices valid on or before {on_date}; using the shipped snapshot")
+        if on_date is not None and (prov in cached_providers or on_date.isoformat() < shipped_day):
+            warnings.append(f"{prov}: no cached prices valid on or before {on_date}; using the shipped snapshot "
+                            f"(catalog of {shipped_day} or earlier)")
         frames.append(df[df["provider"] == prov])
         origins[prov] = "shipped snapshot"
     merged = pd.concat(frames, ignore_index=True) if frames else df

@@ -43,6 +43,7 @@ workloads every month (a one-off job planned alone goes through optimizer.plan, 
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -447,6 +448,9 @@ def resolve_solver(solver: str) -> str:
     return "cbc" if solver == "auto" else solver
 
 
+_SOLVE_THREADS = __import__("threading").local()
+
+
 def solve_fleet(model: "pulp.LpProblem", *, solver: str = "auto", time_limit_s: float = 60.0,
                 gap_rel: float = 0.001) -> SolveReport:
     """Solve ``model`` and read the solver's real termination status, bound and gap.
@@ -469,7 +473,7 @@ def solve_fleet(model: "pulp.LpProblem", *, solver: str = "auto", time_limit_s: 
         fd, log = tempfile.mkstemp(prefix="gpuopt-cbc-", suffix=".log")
         os.close(fd)
         backend = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit_s, gapRel=gap_rel, logPath=log, timeMode="elapsed",
-                                    threads=max(1, min(os.cpu_count() or 1, 4)))
+                                    threads=getattr(_SOLVE_THREADS, "n", None) or max(1, min(os.cpu_count() or 1, 4)))
     elif solver == "highs":
         if "HiGHS" not in pulp.listSolvers(onlyAvailable=True):
             raise InputError("solver", "HiGHS is not installed (pip install highspy)", accepted="cbc, highs")
@@ -1083,13 +1087,23 @@ def plan_fleet(workloads: list[FleetWorkload], blocks: list[FleetBlock], offers:
     elif explain:
         # the explanations are priced within 1 % and 10 s each: they compare, they are not the plan
         ex_limit, ex_gap = min(time_limit_s, 10.0), max(gap_rel, 0.01)
-        res.strategies = _strategies(problem, solver, ex_limit, ex_gap, sol.cost)
+        # the three explanation families run side by side (each solve single-threaded): CBC runs as a
+        # subprocess, so threads here use the cores for real
+        from concurrent.futures import ThreadPoolExecutor
+
+        def single(fn, *a):
+            _SOLVE_THREADS.n = 1
+            return fn(*a)
+
+        with ThreadPoolExecutor(max_workers=max(1, min(3, os.cpu_count() or 1))) as pool:
+            f_st = pool.submit(single, _strategies, problem, solver, ex_limit, ex_gap, sol.cost)
+            f_mg = pool.submit(single, _marginal, problem, solver, ex_limit)
+            f_nb = pool.submit(single, _next_best, problem, sol, solver, ex_limit, ex_gap)
+            res.strategies, res.marginal, res.next_best = f_st.result(), f_mg.result(), f_nb.result()
         base = res.strategies.get("all_on_demand", {}).get("monthly_usd")
         if base:
             res.savings_vs_on_demand_usd = round(base - sol.cost, 2)
             res.savings_vs_on_demand_pct = round(100.0 * (base - sol.cost) / base, 2)
-        res.marginal = _marginal(problem, solver, ex_limit)
-        res.next_best = _next_best(problem, sol, solver, ex_limit, ex_gap)
         cheaper = [(n, v["monthly_usd"]) for n, v in res.strategies.items()
                    if n != "optimal_mix" and v.get("monthly_usd") is not None and v["monthly_usd"] < sol.cost - 0.01]
         cheaper += [(f"{nb['provider']} alone", nb["monthly_usd"]) for nb in res.next_best

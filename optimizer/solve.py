@@ -56,24 +56,37 @@ def _solver(name: str, time_limit_s: float):
     raise InputError("solver", f"unknown solver '{name}'", accepted=", ".join(SOLVERS))
 
 
+_QUIET_LOCK = __import__("threading").Lock()
+_QUIET_STATE = {"depth": 0, "saved": None}
+
+
 @contextlib.contextmanager
 def _quiet_stdout():
     """Silence what a solver library prints on file descriptor 1 (HiGHS prints a banner even with msg=False),
-    so that `--format json` output stays valid JSON."""
+    so that `--format json` output stays valid JSON. Solves may run in several threads at once: the descriptor is
+    redirected by the first one in and restored by the last one out."""
     try:
         fd = sys.stdout.fileno()
     except (AttributeError, OSError, ValueError):  # captured streams (pytest, CliRunner) have no descriptor
         yield
         return
-    sys.stdout.flush()
-    saved = os.dup(fd)
+    with _QUIET_LOCK:
+        if _QUIET_STATE["depth"] == 0:
+            sys.stdout.flush()
+            _QUIET_STATE["saved"] = os.dup(fd)
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, fd)
+            os.close(null)
+        _QUIET_STATE["depth"] += 1
     try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), fd)
-            yield
+        yield
     finally:
-        os.dup2(saved, fd)
-        os.close(saved)
+        with _QUIET_LOCK:
+            _QUIET_STATE["depth"] -= 1
+            if _QUIET_STATE["depth"] == 0:
+                os.dup2(_QUIET_STATE["saved"], fd)
+                os.close(_QUIET_STATE["saved"])
+                _QUIET_STATE["saved"] = None
 
 
 def solve(model: "pulp.LpProblem", U: dict, Y: dict, *, solver: str = "cbc", time_limit_s: float = 60.0) -> Solution:

@@ -648,7 +648,7 @@ def _lookback_days(value) -> float | None:
         days = float(text[:-1]) * units[text[-1]] if text[-1] in units else float(text)
     except (ValueError, IndexError):
         raise InputError("lookback", f"not a duration: {value!r}", accepted="30d, 720h, 4w or a number of days") from None
-    if not math.isfinite(days) or days <= 0 or days > 3 * 366:
+    if not math.isfinite(days) or days < 1.0 / 24.0 or days > 3 * 366:
         raise InputError("lookback", f"must be between 1 hour and 3 years, got {value!r}")
     return days
 
@@ -669,15 +669,32 @@ def review(*, usage: str | Path, usage_format: str = "auto", lookback: str | flo
     p = Path(usage)
     if not p.exists():
         raise InputError("usage", f"not found: {p}")
+    import pandas as pd
+
     days = _lookback_days(lookback)
     data = read_usage(p, fmt=usage_format, lookback_days=days)
     if data.hourly.empty:
         raise InputError("usage", f"{p.name}: no GPU compute usage found ({data.rows_read} rows read, "
                                   f"{data.rows_not_gpu} not GPU, {len(data.bad_rows)} bad)")
+    # the window: the lookback ending at the last usage hour, or else the calendar months the GPU usage falls in
+    # (billing exports are monthly: a burst of two days is two days of a month, not a 2-day month)
+    end = pd.Timestamp(data.period_end)
+    if days is not None:
+        start = end - pd.Timedelta(days=days)
+        first = pd.Timestamp(data.period_start)
+        if first > start:  # less data than the lookback asks for: the window is what the export covers
+            start = first.floor("D") if (end - first.floor("D")).days >= 1 else first
+            days = (end - start).total_seconds() / 86400.0
+    else:
+        start = pd.Timestamp(data.period_start).tz_convert("UTC").to_period("M").to_timestamp().tz_localize("UTC")
+        last = (end - pd.Timedelta(seconds=1)).tz_convert("UTC")
+        end = (last.to_period("M") + 1).to_timestamp().tz_localize("UTC")
+        days = (end - start).total_seconds() / 86400.0
     end_day = data.period_end.date()
     offers, info = _load(None, min(end_day, _dt.date.today()))
     prices = _price_provenance(offers, info, None, prices_on=end_day)
-    result = run_review(data, offers, term=term, payment=payment, lookback_days=days, prices=prices, solver=solver)
+    result = run_review(data, offers, term=term, payment=payment, lookback_days=days, prices=prices, solver=solver,
+                        window=(start, end))
     used = {u for u in data.hourly["provider"].astype(str).unique()}
     later = sorted(p for p, v in prices["providers"].items() if p in used and v.get("as_of") and v["as_of"] > end_day.isoformat())
     if later:
@@ -707,6 +724,16 @@ def review_charges(result):
         common = dict(provider=u.provider, region=u.region, zone="", instance_type=u.instance_type,
                       gpu_model=u.gpu_model, gpu_count=u.gpu_count, workload="reviewed usage", period_start=start,
                       period_end=end)
+        committed = u.hours_by_pricing.get("Committed", 0.0) * scale
+        if committed > 0 and u.hours_used:
+            eff = u.effective_cost_usd / u.hours_used if u.effective_cost_usd else 0.0
+            out.append(Charge(pricing="reserved_1y", payment="no_upfront", usage_hours=committed,
+                              list_unit_price=od_rate or eff, contracted_unit_price=eff, upfront_usd=0.0,
+                              commitment_id=f"existing/{u.provider}/{u.region}/{u.instance_type}",
+                              commitment_term_hours=8760.0, instances=max(1, round(committed / 730.0)),
+                              description=f"usage covered by an existing commitment (term not in the export), "
+                                          f"{committed:,.0f} instance-hours a month at its effective rate",
+                              **common))
         if r is not None:
             term_hours = 8760.0 if r.term == "1y" else 26280.0
             used = r.average_utilization * r.recommended_quantity * 730.0 if r.average_utilization else 0.0

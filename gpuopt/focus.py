@@ -84,7 +84,7 @@ FOCUS_COLUMNS: tuple[str, ...] = (
 #: Extension columns (column handling: custom columns carry the x_ prefix and come after the FOCUS columns).
 EXTENSION_COLUMNS: tuple[str, ...] = (
     "x_GpuModel", "x_GpuCount", "x_Workload", "x_PricingModel", "x_PaymentOption", "x_EffectiveUnitPrice",
-    "x_PriceSource",
+    "x_PriceSource", "x_InstanceType",
 )
 
 COLUMNS: tuple[str, ...] = FOCUS_COLUMNS + EXTENSION_COLUMNS
@@ -411,6 +411,7 @@ def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
         "SubAccountName": c.sub_account_name if c.sub_account_id else None,
         "Tags": None,
         "x_GpuModel": c.gpu_model,
+        "x_InstanceType": c.instance_type,
         "x_GpuCount": float(c.gpu_count),
         "x_Workload": c.workload,
         "x_PricingModel": c.pricing,

@@ -95,6 +95,7 @@ class FleetWorkload:
     deadline_hours: float | None = None
     value_per_million_tokens: float | None = None
     value_usd: float | None = None
+    divisible: bool = False  # demand met by fractions of units (a review's instance-hours), not whole replicas
 
     @property
     def training(self) -> bool:
@@ -304,7 +305,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
     spot: dict[tuple[str, int], dict] = {}
     vid = 0
     for w in problem.workloads:
-        cat = pulp.LpContinuous if (w.training or relax) else pulp.LpInteger
+        cat = pulp.LpContinuous if (w.training or w.divisible or relax) else pulp.LpInteger
         cands = [c for c in problem.cands.get(w.name, []) if allowed is None or c.offer["pricing"] in allowed]
         work_terms: dict = {}
         for bi, b in enumerate(problem.blocks):

@@ -142,7 +142,9 @@ def recommend_commitment(counts: list[float], od: dict, ri: dict, *, solver: str
                          sizing=SimpleNamespace(gpus_per_replica=float(o.get("gpu_count") or 1.0)),
                          usd_per_unit_hour=float(o["usd_per_hour"]), throughput_per_unit=1.0, shape=o["instance_type"])
 
-    w = FleetWorkload(name="usage", workload=SimpleNamespace(task="serve", model=SimpleNamespace(name=od["instance_type"])))
+    # usage is instance-hours: an hour with 0.6 instances on demand costs 0.6 hours, not a whole instance
+    w = FleetWorkload(name="usage", workload=SimpleNamespace(task="serve", model=SimpleNamespace(name=od["instance_type"])),
+                      divisible=True)
     problem = FleetProblem([w], blocks, {"usage": [cand(od), cand(ri)]}, {})
     sol = solve_cost(problem, solver=solver, time_limit_s=time_limit_s, gap_rel=0.0)
     n = sum(sol.N.values())
@@ -152,7 +154,7 @@ def recommend_commitment(counts: list[float], od: dict, ri: dict, *, solver: str
 
 
 def review(usage, offers, *, term: str = "1y", payment: str = "no_upfront", lookback_days: float | None = None,
-           prices: dict | None = None, solver: str = "cbc") -> ReviewResult:
+           prices: dict | None = None, solver: str = "cbc", window: tuple | None = None) -> ReviewResult:
     """Review GPU usage and recommend commitments.
 
     Args:
@@ -169,8 +171,12 @@ def review(usage, offers, *, term: str = "1y", payment: str = "no_upfront", look
         raise InputError("term", f"unknown term '{term}'", accepted=", ".join(TERMS))
     if payment not in PAYMENTS:
         raise InputError("payment", f"unknown payment option '{payment}'", accepted=", ".join(PAYMENTS))
-    h = usage.hourly
-    start, end = pd.Timestamp(usage.period_start), pd.Timestamp(usage.period_end)
+    h = usage.hourly.copy()
+    start, end = (pd.Timestamp(window[0]), pd.Timestamp(window[1])) if window else \
+        (pd.Timestamp(usage.period_start), pd.Timestamp(usage.period_end))
+    negative = int((h["usage_hours"] < 0).sum())
+    if negative:
+        h["usage_hours"] = h["usage_hours"].clip(lower=0.0)
     window_hours = max(1.0, (end - start).total_seconds() / 3600.0)
     res = ReviewResult(period_start=start.isoformat(), period_end=end.isoformat(),
                        lookback_days=round(lookback_days or window_hours / 24.0, 2), source_format=usage.source_format,
@@ -180,6 +186,11 @@ def review(usage, offers, *, term: str = "1y", payment: str = "no_upfront", look
                        prices=prices or {}, notes=list(usage.notes))
     if len(usage.bad_rows) > 200:
         res.notes.append(f"{len(usage.bad_rows)} bad rows in all; the first 200 are listed")
+    if negative:
+        res.notes.append(f"{negative} hourly rows had negative usage (corrections): counted as 0 instance-hours")
+    if window_hours < 24 * 7:
+        res.notes.append(f"the review covers {window_hours / 24:.1f} days of usage: commitments of a year or more "
+                         "recommended from less than a week of data are a guess; use a longer --lookback")
     hours_index = pd.date_range(start.floor("h"), end.ceil("h"), freq="h", inclusive="left")
     scale = HOURS_PER_MONTH / max(len(hours_index), 1)
     pricing_term = TERMS[term]
@@ -212,7 +223,7 @@ def review(usage, offers, *, term: str = "1y", payment: str = "no_upfront", look
         if od_hours.sum() <= 0:
             continue
         n, with_c, od_monthly, status = recommend_commitment(list(od_hours.values), od, ri, solver=solver)
-        if n <= 0:
+        if n <= 0 or with_c >= od_monthly - 0.005:  # a commitment that does not save is never recommended
             continue
         eff = float(ri["usd_per_hour"])
         upfront = float(ri.get("upfront_usd") or 0.0) * n
@@ -239,6 +250,9 @@ def review(usage, offers, *, term: str = "1y", payment: str = "no_upfront", look
         res.recommendations.append(rec)
         tot["recommended_monthly_savings_usd"] += rec.estimated_monthly_savings_usd
     res.totals = {k: round(v, 2) for k, v in tot.items()}
+    res.totals["window_hours"] = round(window_hours, 2)
+    res.notes.append(f"billed, effective and on-demand-equivalent totals cover the {window_hours / 24:g}-day window; "
+                     "recommendation figures are per 730-hour month")
     if len(usage.purchases):
         p = usage.purchases
         res.purchases = {str(k): round(float(v), 2) for k, v in p.groupby("charge_category")["billed_cost"].sum().items()}

@@ -43,3 +43,35 @@ def test_milp_matches_the_load_duration_curve(counts, ratio):
     cost = lambda k: (k * 10.0 * ratio * len(counts) + sum(max(0.0, c - k) for c in counts) * 10.0) * scale  # noqa: E731
     assert cost(n) == pytest.approx(cost(expected), rel=1e-9)  # ties may differ in n, never in cost
     assert with_c == pytest.approx(cost(n), rel=1e-9)
+
+
+def test_fractional_usage_is_paid_by_the_hour_not_by_whole_instances():
+    # 0.6 instances every hour (a daily Azure export spread over its hours): at reserved = 0.65 x on-demand no
+    # commitment pays; at 1.5 instances, one commitment covers the first instance and 0.5 stays on demand:
+    # 1 x 6.5 x 730 + 0.5 x 10 x 730 = 8,395 < 1.5 x 10 x 730 = 10,950; two would cost 9,490.
+    ri = {**RI, "usd_per_hour": 6.5, "recurring_usd_per_hour": 6.5}
+    n, with_c, od_monthly, _ = recommend_commitment([0.6] * 48, OD, ri)
+    assert n == 0 and with_c == pytest.approx(od_monthly)
+    n, with_c, od_monthly, _ = recommend_commitment([1.5] * 48, OD, ri)
+    assert n == 1 and with_c == pytest.approx(8395.0) and od_monthly == pytest.approx(10950.0)
+
+
+def test_a_burst_is_reviewed_over_its_month(tmp_path):
+    # 48 hours of p4d use inside September: the window is the month, so a 1-year commitment does not pay
+    import json
+
+    from typer.testing import CliRunner
+
+    from gpuopt.cli import app
+
+    rows = ["provider,region,instance_type,pricing_category,hour,usage_hours,billed_cost,effective_cost"]
+    for h in range(48):
+        rows.append(f"aws,us-east-1,p4d.24xlarge,Standard,2024-09-10T{h % 24:02d}:00:00Z".replace(
+            "2024-09-10", "2024-09-1" + str(h // 24)) + ",1,21.96,21.96")
+    f = tmp_path / "burst.csv"
+    f.write_text("\n".join(rows) + "\n")
+    r = CliRunner().invoke(app, ["review", "--usage", str(f), "--usage-format", "hourly", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["lookback_days"] == pytest.approx(30.0)
+    assert d["recommendations"] == []

@@ -422,6 +422,8 @@ def _fleet(con, plan) -> None:
     for nb in plan.next_best:
         if nb.get("flip"):
             con.print(f"Alternative — {nb['flip']}" + (f" (alone: {_usd(nb['monthly_usd'])})" if nb.get("monthly_usd") else ""))
+    for ds in getattr(plan, "demand_sensitivity", []) or []:
+        con.print(f"Demand — {ds['note']} ({_usd(ds['monthly_usd'])}/month)")
     for b in plan.binding:
         con.print(f"Constraint — {b}")
     for n in plan.notes:

@@ -690,6 +690,7 @@ class FleetResult:
     commitment: dict[str, float] = field(default_factory=dict)
     marginal: dict[str, Any] = field(default_factory=dict)
     next_best: list[dict[str, Any]] = field(default_factory=list)
+    demand_sensitivity: list[dict[str, Any]] = field(default_factory=list)
     binding: list[str] = field(default_factory=list)
     reason: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
@@ -1100,7 +1101,9 @@ def plan_fleet(workloads: list[FleetWorkload], blocks: list[FleetBlock], offers:
             f_st = pool.submit(single, _strategies, problem, solver, ex_limit, ex_gap, sol.cost)
             f_mg = pool.submit(single, _marginal, problem, solver, ex_limit)
             f_nb = pool.submit(single, _next_best, problem, sol, solver, ex_limit, ex_gap)
+            f_df = pool.submit(single, _demand_flip, problem, sol, solver, ex_limit, ex_gap)
             res.strategies, res.marginal, res.next_best = f_st.result(), f_mg.result(), f_nb.result()
+            res.demand_sensitivity = f_df.result()
         base = res.strategies.get("all_on_demand", {}).get("monthly_usd")
         if base:
             res.savings_vs_on_demand_usd = round(base - sol.cost, 2)
@@ -1117,6 +1120,31 @@ def plan_fleet(workloads: list[FleetWorkload], blocks: list[FleetBlock], offers:
                 res.strategies["this_plan"] = res.strategies.pop("optimal_mix")
     res.solver["total_seconds"] = round(time.perf_counter() - t0, 3)
     return res
+
+
+def _demand_flip(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, gap_rel) -> list[dict[str, Any]]:
+    """What a change in demand does to the choice: the plan re-solved with every serving demand and training job
+    halved and doubled; when the providers or pricing models it uses change, the change is said."""
+    def used(x: FleetSolution) -> tuple[str, ...]:
+        keys = list(x.N) + [ok for (_, ok, _) in x.X]
+        return tuple(sorted({f"{k.split('|')[0]} {k.split('|')[4]}" for k in keys}))
+
+    base = used(sol)
+    out = []
+    for factor in (0.5, 2.0):
+        blocks = [FleetBlock(b.start_hour, b.hours, {w: d * factor for w, d in b.demand.items()}, b.label, b.end_hour)
+                  for b in problem.blocks]
+        scaled = FleetProblem(**{**problem.__dict__, "budget_usd": None, "objective": "cost", "blocks": blocks,
+                                 "work_flops": {w: f * factor for w, f in problem.work_flops.items()}})
+        s2 = solve_cost(scaled, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
+        if s2.report.status not in ("optimal", "time_limit"):
+            continue
+        now = used(s2)
+        out.append({"demand_factor": factor, "monthly_usd": round(s2.cost, 2), "uses": list(now),
+                    "flips": now != base,
+                    "note": (f"at {factor:g}x the demand the plan would use {', '.join(now)} instead of {', '.join(base)}"
+                             if now != base else f"at {factor:g}x the demand the same providers and pricing models stay best")})
+    return out
 
 
 def _binding(problem: FleetProblem, sol: FleetSolution) -> list[str]:

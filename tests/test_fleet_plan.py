@@ -58,6 +58,10 @@ def test_example_plan_explanations(example):
     assert d["commitment"]["total_over_term_usd"] >= 0
     assert d["marginal"]["demand"] and all(x["usd_per_month_per_token_per_s"] >= 0 for x in d["marginal"]["demand"])
     assert any(nb.get("flip") for nb in d["next_best"])
+    # what a change in demand would do: the plan re-solved at half and twice the demand
+    assert [x["demand_factor"] for x in d["demand_sensitivity"]] == [0.5, 2.0]
+    half, double = d["demand_sensitivity"]
+    assert half["monthly_usd"] <= d["total_monthly_usd"] <= double["monthly_usd"]
     assert "blocks" in d["solver"] and "merged" in d["solver"]["merge"]
     for ln in d["lines"]:
         if ln["break_even_utilization"] is not None:

@@ -686,9 +686,10 @@ def review(*, usage: str | Path, usage_format: str = "auto", lookback: str | flo
             start = first.floor("D") if (end - first.floor("D")).days >= 1 else first
             days = (end - start).total_seconds() / 86400.0
     else:
-        start = pd.Timestamp(data.period_start).tz_convert("UTC").to_period("M").to_timestamp().tz_localize("UTC")
+        first = pd.Timestamp(data.period_start).tz_convert("UTC")
+        start = pd.Timestamp(year=first.year, month=first.month, day=1, tz="UTC")
         last = (end - pd.Timedelta(seconds=1)).tz_convert("UTC")
-        end = (last.to_period("M") + 1).to_timestamp().tz_localize("UTC")
+        end = pd.Timestamp(year=last.year + (last.month == 12), month=last.month % 12 + 1, day=1, tz="UTC")
         days = (end - start).total_seconds() / 86400.0
     end_day = data.period_end.date()
     offers, info = _load(None, min(end_day, _dt.date.today()))

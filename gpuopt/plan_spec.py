@@ -67,6 +67,16 @@ def _not_bool(v: Any) -> Any:
     return v
 
 
+def _file_next_to_plan(v: str | None, info: ValidationInfo) -> str | None:
+    """A path key of the plan (demand_profile, catalog) must name a file; a relative path is relative to the plan."""
+    base = (info.context or {}).get("base_dir")
+    if v is not None and base is not None:
+        p = Path(v) if Path(v).is_absolute() else Path(base) / v
+        if not p.is_file():
+            raise _fail(f"file not found: {p} (a relative path is relative to the plan file's folder)")
+    return v
+
+
 def _lower(v: Any) -> Any:
     return v.strip().lower() if isinstance(v, str) else v
 
@@ -160,12 +170,7 @@ class WorkloadItem(BaseModel):
     @field_validator("demand_profile")
     @classmethod
     def _profile_exists(cls, v: str | None, info: ValidationInfo) -> str | None:
-        base = (info.context or {}).get("base_dir")
-        if v is not None and base is not None:
-            p = Path(v) if Path(v).is_absolute() else Path(base) / v
-            if not p.is_file():
-                raise _fail(f"file not found: {p} (a relative path is relative to the plan file's folder)")
-        return v
+        return _file_next_to_plan(v, info)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "WorkloadItem":
@@ -261,12 +266,7 @@ class PlanFile(BaseModel):
     @field_validator("catalog")
     @classmethod
     def _catalog_exists(cls, v: str | None, info: ValidationInfo) -> str | None:
-        base = (info.context or {}).get("base_dir")
-        if v is not None and base is not None:
-            p = Path(v) if Path(v).is_absolute() else Path(base) / v
-            if not p.is_file():
-                raise _fail(f"file not found: {p} (a relative path is relative to the plan file's folder)")
-        return v
+        return _file_next_to_plan(v, info)
 
     @model_validator(mode="after")
     def _plan_checks(self) -> "PlanFile":

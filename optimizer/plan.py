@@ -7,7 +7,6 @@ not a crash).
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 from gpuopt.records import HOURS_PER_MONTH

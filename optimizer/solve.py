@@ -1,8 +1,8 @@
 """Solve the planning MILP and check what the solver really says.
 
 PuLP's ``LpProblem.status`` says "Optimal" for CBC runs that stopped at their time limit with a feasible
-integer solution (DESIGN.md, "Beware"); the solution status ``LpProblem.sol_status`` keeps them apart
-(``LpSolutionOptimal`` vs ``LpSolutionIntegerFeasible``), so that is what is read here.
+integer solution (DESIGN.md, "Beware"): :func:`run_solver`, which both planners use, reads the solution status
+and CBC's own log ("Result - Stopped on time limit", bound, gap) or HiGHS's info instead.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpuopt.errors import InputError, SolverError
 
@@ -42,18 +42,6 @@ class Solution:
     solver: str
     seconds: float
     message: str = ""
-
-
-def _solver(name: str, time_limit_s: float):
-    import pulp
-
-    if name == "cbc":
-        return pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit_s)
-    if name == "highs":
-        if "HiGHS" not in pulp.listSolvers(onlyAvailable=True):
-            raise InputError("solver", "HiGHS is not installed (pip install highspy)", accepted=", ".join(SOLVERS))
-        return pulp.HiGHS(msg=False, timeLimit=time_limit_s)
-    raise InputError("solver", f"unknown solver '{name}'", accepted=", ".join(SOLVERS))
 
 
 _QUIET_LOCK = __import__("threading").Lock()
@@ -100,31 +88,9 @@ def solve(model: "pulp.LpProblem", U: dict, Y: dict, *, solver: str = "cbc", tim
     Returns: a :class:`Solution`; ``status`` is "optimal" only when the solver proved optimality.
     Raises: InputError for an unknown or missing solver.
     """
-    import pulp
-
-    t0 = time.perf_counter()
-    backend = _solver(solver, time_limit_s)
-    try:
-        with _quiet_stdout():
-            model.solve(backend)
-    except Exception as exc:  # a solver that crashes on a degenerate model is a result, not a traceback
-        import pulp
-
-        if isinstance(exc, (pulp.PulpError, IndexError, ValueError, ArithmeticError)):
-            return Solution("not_solved", None, {}, {}, solver, time.perf_counter() - t0, f"{type(exc).__name__}: {exc}")
-        raise
-    secs = time.perf_counter() - t0
-    sol_status = getattr(model, "sol_status", None)
-    if model.status == pulp.LpStatusInfeasible or sol_status == pulp.LpSolutionInfeasible:
-        return Solution("infeasible", None, {}, {}, solver, secs)
-    if model.status == pulp.LpStatusUnbounded or sol_status == pulp.LpSolutionUnbounded:
-        return Solution("unbounded", None, {}, {}, solver, secs)
-    if sol_status == pulp.LpSolutionOptimal and model.status == pulp.LpStatusOptimal:
-        status = "optimal"
-    elif sol_status == pulp.LpSolutionIntegerFeasible:
-        status = "time_limit"
-    else:
-        return Solution("not_solved", None, {}, {}, solver, secs)
+    rep = run_solver(model, solver=solver, time_limit_s=time_limit_s, gap_rel=0.0)
+    if rep.status not in ("optimal", "time_limit"):
+        return Solution(rep.status, None, {}, {}, rep.solver, rep.seconds, rep.message)
     units = {}
     for k, v in U.items():
         val = v.value()
@@ -135,8 +101,8 @@ def solve(model: "pulp.LpProblem", U: dict, Y: dict, *, solver: str = "cbc", tim
         val = v.value()
         if val is not None and val > 1e-9:
             hours[k] = float(val)
-    obj = pulp.value(model.objective)
-    return Solution(status, float(obj) if obj is not None else 0.0, units, hours, solver, secs)
+    return Solution(rep.status, rep.objective if rep.objective is not None else 0.0, units, hours, rep.solver,
+                    rep.seconds, rep.message)
 
 
 def require_optimal(sol: Solution) -> Solution:
@@ -144,3 +110,124 @@ def require_optimal(sol: Solution) -> Solution:
     if sol.status != "optimal":
         raise SolverError(sol.status, f"solver {sol.solver} ended with status '{sol.status}', not a proven optimum")
     return sol
+
+
+# ------------------------------------------------------------------------------- the solve both planners share
+@dataclass
+class SolveReport:
+    """The solver's own account of a solve (never PuLP's status alone: it says "Optimal" for CBC runs stopped at
+    their time limit).
+
+    status: "optimal" (proven, within ``gap_rel``), "time_limit" (a feasible plan, optimality not proven),
+        "infeasible", "not_solved"; objective, bound (best bound), gap (relative, 0..1) when known; seconds.
+    """
+
+    status: str
+    objective: float | None = None
+    bound: float | None = None
+    gap: float | None = None
+    seconds: float = 0.0
+    solver: str = "cbc"
+    message: str = ""
+
+
+def _parse_cbc_log(text: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("Result - "):
+            out["result"] = s[len("Result - "):]
+        elif s.startswith("Objective value:"):
+            out["objective"] = _f(s.split(":", 1)[1])
+        elif s.startswith("Lower bound:"):
+            out["bound"] = _f(s.split(":", 1)[1])
+        elif s.startswith("Gap:"):
+            out["gap"] = _f(s.split(":", 1)[1])
+    return out
+
+
+def _f(x: str) -> float | None:
+    try:
+        return float(x.strip().split()[0])
+    except (ValueError, IndexError):
+        return None
+
+
+def resolve_solver(solver: str) -> str:
+    """"auto" -> "cbc" (bundled with PuLP; after the scaled-dominance pruning it solved the benchmark plans 2-5x
+    faster than HiGHS here: benchmarks/bench_fleet.py); other names pass through."""
+    return "cbc" if solver == "auto" else solver
+
+
+_SOLVE_THREADS = __import__("threading").local()
+
+
+def run_solver(model: "pulp.LpProblem", *, solver: str = "auto", time_limit_s: float = 60.0,
+                gap_rel: float = 0.001) -> SolveReport:
+    """Solve ``model`` and read the solver's real termination status, bound and gap.
+
+    CBC runs with a wall-clock time limit (PuLP ``timeMode="elapsed"``, so a CPU-time limit cannot overrun the
+    wall time) and a relative gap tolerance; its log is parsed for "Result - ...", the objective, the lower bound
+    and the gap. HiGHS (``--solver highs``) is read from its own info (mip_gap, mip_dual_bound).
+    Raises InputError for an unknown or missing solver.
+    """
+    import os
+    import tempfile
+
+    import pulp
+
+    t0 = time.perf_counter()
+    solver = resolve_solver(solver)
+    if solver == "cbc":
+        fd, log = tempfile.mkstemp(prefix="gpuopt-cbc-", suffix=".log")
+        os.close(fd)
+        backend = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit_s, gapRel=gap_rel, logPath=log, timeMode="elapsed",
+                                    threads=getattr(_SOLVE_THREADS, "n", None) or max(1, min(os.cpu_count() or 1, 4)))
+    elif solver == "highs":
+        if "HiGHS" not in pulp.listSolvers(onlyAvailable=True):
+            raise InputError("solver", "HiGHS is not installed (pip install highspy)", accepted=", ".join(SOLVERS))
+        backend, log = pulp.HiGHS(msg=False, timeLimit=time_limit_s, gapRel=gap_rel), None
+    else:
+        raise InputError("solver", f"unknown solver '{solver}'", accepted=", ".join(SOLVERS))
+    try:
+        with _quiet_stdout():
+            model.solve(backend)
+    except (pulp.PulpError, IndexError, ValueError, ArithmeticError) as exc:
+        return SolveReport("not_solved", seconds=time.perf_counter() - t0, solver=solver, message=f"{type(exc).__name__}: {exc}")
+    finally:
+        info: dict[str, Any] = {}
+        if log:
+            try:
+                with open(log, encoding="utf-8", errors="replace") as fh:
+                    info = _parse_cbc_log(fh.read())
+            except OSError:
+                pass
+            try:
+                os.unlink(log)
+            except OSError:
+                pass
+    secs = time.perf_counter() - t0
+    sol_status = getattr(model, "sol_status", None)
+    if model.status == pulp.LpStatusInfeasible or sol_status == pulp.LpSolutionInfeasible:
+        return SolveReport("infeasible", seconds=secs, solver=solver)
+    obj = pulp.value(model.objective)
+    if solver == "highs":
+        try:
+            hinfo = model.solverModel.getInfo()
+            info["gap"] = float(hinfo.mip_gap) if hinfo.mip_gap < 1e30 else None
+            info["bound"] = float(hinfo.mip_dual_bound)
+        except Exception:  # an LP has no MIP info
+            pass
+    result = str(info.get("result", ""))
+    if sol_status == pulp.LpSolutionOptimal and model.status == pulp.LpStatusOptimal and "Stopped" not in result:
+        status = "optimal"
+    elif sol_status in (pulp.LpSolutionIntegerFeasible, pulp.LpSolutionOptimal) and obj is not None:
+        status = "time_limit"
+    else:
+        return SolveReport("not_solved", seconds=secs, solver=solver, message=result)
+    gap = info.get("gap")
+    if gap is None and info.get("bound") is not None and obj:
+        gap = abs(float(obj) - info["bound"]) / max(abs(float(obj)), 1e-9)
+    return SolveReport(status, objective=None if obj is None else float(obj), bound=info.get("bound"),
+                       gap=gap if status == "time_limit" else (gap or 0.0), seconds=secs, solver=solver,
+                       message=result)

@@ -9,7 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: Version of the on-disk offer schema; bump it when OFFER_COLUMNS change.
-SCHEMA_VERSION = 1
+#: 2: ``fabric`` and ``zone_kind`` added after ``interconnect``.
+SCHEMA_VERSION = 2
+
+#: Schema versions the price store still reads: a version-1 file (no ``fabric``/``zone_kind``) gets both
+#: columns filled from the documented facts (providers/facts.py) when it is loaded; it is never refused.
+READABLE_SCHEMA_VERSIONS: tuple[int, ...] = (1, 2)
+
+#: The columns version 2 added; what a version-1 file lacks.
+FACT_COLUMNS: tuple[str, ...] = ("fabric", "zone_kind")
 
 #: Hours in the billing month used everywhere (AWS, Azure and GCP all bill 730 h/month = 8760 / 12).
 HOURS_PER_MONTH = 730.0
@@ -21,12 +29,20 @@ PROVIDERS = ("aws", "azure", "gcp", "lambda")
 PRICING_MODELS = ("on_demand", "spot", "reserved_1y", "reserved_3y")
 PAYMENT_OPTIONS = ("no_upfront", "partial_upfront", "all_upfront")
 INTERCONNECTS = ("nvlink", "pcie")
+#: Inter-node fabrics of an instance (the ``fabric`` column). Every one but ``ethernet`` is a cluster fabric that
+#: allows multi-node training; "" (not listed) means unknown. Values and sources: providers/facts.py.
+FABRICS: tuple[str, ...] = ("efa", "infiniband", "rdma", "tcpxo", "tcpx", "ethernet")
+#: Kinds of zone (the ``zone_kind`` column): "" a normal region / availability zone, or an AWS Local Zone or
+#: Wavelength Zone (which plans use only when asked).
+ZONE_KINDS: tuple[str, ...] = ("", "local_zone", "wavelength")
 
 #: The normalized offer: one row per instance type x region (x zone for spot) x pricing option.
 #: Units are in the names. ``gpu_count`` is a float (fractional GPUs exist: AWS g6f, Azure NVads A10 v5);
 #: ``gpu_memory_gib`` is the memory of ONE whole GPU, never the instance total.
 #: ``usd_per_hour`` is the effective (amortized) hourly rate = recurring + upfront / term_hours.
 #: ``source`` starting with ``rule:`` marks an estimated (derived) price.
+#: ``fabric`` (FABRICS, or "" unknown) and ``zone_kind`` (ZONE_KINDS) come from documented facts
+#: (providers/facts.py), filled by every importer in one place (providers._common.offers_frame).
 OFFER_COLUMNS: tuple[str, ...] = (
     "provider",
     "region",
@@ -38,6 +54,8 @@ OFFER_COLUMNS: tuple[str, ...] = (
     "vcpus",
     "memory_gib",
     "interconnect",
+    "fabric",
+    "zone_kind",
     "pricing",
     "payment",
     "upfront_usd",
@@ -60,6 +78,8 @@ OFFER_DTYPES: dict[str, str] = {
     "vcpus": "float64",
     "memory_gib": "float64",
     "interconnect": "string",
+    "fabric": "string",
+    "zone_kind": "string",
     "pricing": "string",
     "payment": "string",
     "upfront_usd": "float64",

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuopt.errors import InputError, SnapshotError
-from gpuopt.records import OFFER_COLUMNS, SCHEMA_VERSION
+from gpuopt.records import OFFER_COLUMNS, READABLE_SCHEMA_VERSIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -229,8 +229,9 @@ def _read_meta(meta_path: Path) -> CachedSnapshot:
         return CachedSnapshot(provider, "", "", csv_path, meta_path, {}, "unreadable metadata: not a JSON object")
     created, as_of = str(meta.get("created_at", "")), str(meta.get("as_of", ""))
     err = None
-    if meta.get("schema_version") != SCHEMA_VERSION:
-        err = f"schema version {meta.get('schema_version')}, this gpuopt reads {SCHEMA_VERSION}"
+    if meta.get("schema_version") not in READABLE_SCHEMA_VERSIONS:  # version 1: fabric/zone_kind filled on reading
+        err = (f"schema version {meta.get('schema_version')}, this gpuopt reads "
+               f"{', '.join(map(str, READABLE_SCHEMA_VERSIONS))}")
     elif meta.get("provider") != provider:
         err = f"metadata says provider {meta.get('provider')!r}"
     elif not csv_path.is_file():

@@ -4,6 +4,8 @@ The shipped snapshot is ``pricing_cache/data/offers.csv`` described by ``snapsho
 per-provider sources / as_of / row counts / skipped counts, sha256 of offers.csv), built by
 ``python -m pricing_cache.build_snapshot``. Loading it checks the schema version and the sha256 and raises
 ``SnapshotError`` with a clear message on any mismatch (a hand-edited or truncated file is never used silently).
+Files of an older readable schema (``READABLE_SCHEMA_VERSIONS``: version 1 lacks ``fabric`` and ``zone_kind``) are
+read, never refused: the missing columns are filled from the documented facts (``providers._common.fill_facts``).
 
 pandas is imported inside the functions: importing this module is cheap.
 """
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuopt.errors import GpuoptError, SnapshotError
-from gpuopt.records import OFFER_COLUMNS, OFFER_DTYPES, SCHEMA_VERSION
+from gpuopt.records import FACT_COLUMNS, OFFER_COLUMNS, OFFER_DTYPES, READABLE_SCHEMA_VERSIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -86,9 +88,9 @@ def read_snapshot_meta(snapshot_dir: Path | None = None) -> dict[str, Any]:
     except (OSError, ValueError) as e:
         raise SnapshotError(f"price snapshot unreadable: {meta_path}: {e}; {REBUILD_HINT}") from None
     version = meta.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if version not in READABLE_SCHEMA_VERSIONS:
         raise SnapshotError(f"price snapshot {meta_path} has schema version {version}, this gpuopt reads version "
-                            f"{SCHEMA_VERSION}; {REBUILD_HINT}")
+                            f"{', '.join(map(str, READABLE_SCHEMA_VERSIONS))}; {REBUILD_HINT}")
     offers_path = d / str(meta.get("offers_file", "offers.csv"))
     if not offers_path.is_file():
         raise SnapshotError(f"price snapshot incomplete: {offers_path} not found; {REBUILD_HINT}")
@@ -99,8 +101,16 @@ def read_snapshot_meta(snapshot_dir: Path | None = None) -> dict[str, Any]:
     return meta
 
 
+#: The offer columns of schema version 1 (before ``fabric`` and ``zone_kind``).
+OFFER_COLUMNS_V1: tuple[str, ...] = tuple(c for c in OFFER_COLUMNS if c not in FACT_COLUMNS)
+
+
 def read_offers_file(path: Path) -> "pd.DataFrame":
-    """Read an offers.csv written by the snapshot build: exactly OFFER_COLUMNS, OFFER_DTYPES."""
+    """Read an offers.csv written by the snapshot build or a refresh: exactly OFFER_COLUMNS, OFFER_DTYPES.
+
+    A file of schema version 1 (OFFER_COLUMNS_V1: no ``fabric``/``zone_kind``) is read too: the two columns are
+    filled from the documented facts. Any other set of columns raises SnapshotError.
+    """
     import pandas as pd
 
     float_cols = [c for c in OFFER_COLUMNS if OFFER_DTYPES[c] == "float64"]
@@ -109,6 +119,10 @@ def read_offers_file(path: Path) -> "pd.DataFrame":
                                       OFFER_COLUMNS}, keep_default_na=False, na_values={c: [""] for c in float_cols})
     except (ValueError, pd.errors.ParserError) as e:
         raise SnapshotError(f"price snapshot {path} cannot be parsed: {e}; {REBUILD_HINT}") from None
+    if tuple(df.columns) == OFFER_COLUMNS_V1:
+        from providers._common import fill_facts
+
+        df = fill_facts(df)[list(OFFER_COLUMNS)]
     if tuple(df.columns) != OFFER_COLUMNS:
         raise SnapshotError(f"price snapshot {path} has columns {list(df.columns)}, expected {list(OFFER_COLUMNS)}; "
                             f"{REBUILD_HINT}")

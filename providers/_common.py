@@ -57,14 +57,61 @@ def empty_offers() -> "pd.DataFrame":
     return pd.DataFrame({c: pd.Series([], dtype=OFFER_DTYPES[c]) for c in OFFER_COLUMNS})
 
 
+def fill_facts(df: "pd.DataFrame") -> "pd.DataFrame":
+    """The frame with ``fabric`` and ``zone_kind`` filled from the documented facts (providers/facts.py) wherever
+    they are absent or empty: fabric_of(provider, instance_type) and zone_kind_of(provider, region, zone).
+    A value already given (a user's offers CSV naming its fabric) is kept. Works on a copy; other columns and
+    their order are untouched (the two columns are appended when absent). The one place offers get these facts:
+    importers through :func:`offers_frame`, the price store when it reads files written before schema 2.
+    """
+    from providers.facts import fabric_of, zone_kind_of
+
+    df = df.copy()
+    n = len(df)
+
+    def given(col: str) -> list[str]:
+        if col not in df.columns:
+            return [""] * n
+        return ["" if v is None or (isinstance(v, float) and v != v) or str(v) in ("<NA>", "nan") else str(v).strip()
+                for v in df[col].astype(object).tolist()]
+
+    prov = [str(v) for v in df["provider"].astype(object).tolist()]
+    itype = [str(v) for v in df["instance_type"].astype(object).tolist()]
+    region = given("region")
+    zone = given("zone")
+    fab, kind = given("fabric"), given("zone_kind")
+    memo_f: dict[tuple[str, str], str] = {}
+    memo_z: dict[tuple[str, str, str], str] = {}
+    for i in range(n):
+        if not fab[i]:
+            k = (prov[i], itype[i])
+            if k not in memo_f:
+                memo_f[k] = fabric_of(*k)
+            fab[i] = memo_f[k]
+        if not kind[i]:
+            kz = (prov[i], region[i], zone[i])
+            if kz not in memo_z:
+                memo_z[kz] = zone_kind_of(*kz)
+            kind[i] = memo_z[kz]
+    df["fabric"] = fab
+    df["zone_kind"] = kind
+    return df
+
+
 def offers_frame(rows: Iterable[dict[str, Any]]) -> "pd.DataFrame":
-    """A DataFrame with exactly OFFER_COLUMNS in order and OFFER_DTYPES; missing float fields become NaN."""
+    """A DataFrame with exactly OFFER_COLUMNS in order and OFFER_DTYPES; missing float fields become NaN.
+
+    ``fabric`` and ``zone_kind`` may be absent or empty in the rows: they are filled from the documented facts
+    (:func:`fill_facts`), so every importer and live adapter gets them from one place.
+    """
     import pandas as pd
 
     rows = list(rows)
     if not rows:
         return empty_offers()
     df = pd.DataFrame.from_records(rows)
+    if "provider" in df.columns and "instance_type" in df.columns:
+        df = fill_facts(df)
     missing = [c for c in OFFER_COLUMNS if c not in df.columns]
     extra = [c for c in df.columns if c not in OFFER_COLUMNS]
     if missing or extra:

@@ -110,7 +110,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from gpuopt.errors import InputError, PriceDataError
 from gpuopt.records import OFFER_COLUMNS, OFFER_DTYPES, TERM_HOURS, SkippedRow
-from providers._common import ParseResult, check_unique, float_or_none, hourly_row, offers_frame
+from providers._common import ParseResult, check_unique, fill_facts, float_or_none, hourly_row, offers_frame
 from providers.base import FetchOptions, MissingCredentials, RegionSkipped, TruncatedPriceList
 from providers.gpu_names import canonical_gpu
 from providers.skypilot import interconnect_for
@@ -401,7 +401,7 @@ def _price_frame(rows: list[dict[str, Any]], col: _Collect) -> "pd.DataFrame":
     cols = list(OFFER_COLUMNS) + list(_PRICE_EXTRA)
     dtypes = {**OFFER_DTYPES, "offering_class": "string", "operating_system": "string"}
     if rows:
-        df = pd.DataFrame.from_records(rows)[cols].astype(dtypes)
+        df = fill_facts(pd.DataFrame.from_records(rows))[cols].astype(dtypes)
     else:
         df = pd.DataFrame({c: pd.Series([], dtype=dtypes[c]) for c in cols})
     df.attrs["skipped"] = list(col.skipped)

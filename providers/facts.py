@@ -36,14 +36,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-#: Inter-node fabrics; all but "ethernet" allow multi-node training. "" (not listed) means unknown.
-FABRICS: tuple[str, ...] = ("efa", "infiniband", "rdma", "tcpxo", "tcpx", "ethernet")
+# FABRICS (inter-node fabrics; all but "ethernet" allow multi-node training; "" means unknown) and ZONE_KINDS
+# ("" normal, "local_zone", "wavelength") are defined with the offer columns in gpuopt.records (the ground floor
+# every package imports) and re-exported here.
+from gpuopt.records import FABRICS, ZONE_KINDS
+
+__all__ = ["FABRICS", "ZONE_KINDS", "CLUSTER_FABRICS", "DEFAULT_GBPS_BY_FABRIC", "FabricFact", "fabric_fact",
+           "fabric_of", "fabric_gbps_per_node", "is_cluster_fabric", "zone_kind_of"]
 
 #: The fabrics over which multi-node training is planned.
 CLUSTER_FABRICS: frozenset[str] = frozenset(f for f in FABRICS if f != "ethernet")
-
-#: Kinds of zone; "" is a normal region / availability zone.
-ZONE_KINDS: tuple[str, ...] = ("", "local_zone", "wavelength")
 
 # --- sources ------------------------------------------------------------------------------------------------
 #: AWS EC2 DescribeInstanceTypes output (NetworkInfo.EfaSupported, NetworkInfo.NetworkPerformance), as served by

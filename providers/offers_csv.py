@@ -8,6 +8,11 @@ and their defaults when absent or empty:
 zone                       "" (region-level offer)
 vcpus, memory_gib          empty (unknown)
 interconnect               ``pcie`` (never assume NVLink)
+fabric                     from the documented facts (``providers.facts.fabric_of``): the known clouds' instance
+                           types get theirs, a provider of your own gets "" (unknown: no multi-node training).
+                           Name it (one of ``FABRICS``: efa, infiniband, rdma, tcpxo, tcpx, ethernet) for your
+                           own cluster; its bandwidth is then the fabric's documented default
+zone_kind                  from the zone (``providers.facts.zone_kind_of``): "", local_zone or wavelength
 payment                    "" for on_demand/spot; REQUIRED for reserved_1y/reserved_3y
 term_hours                 0, or 8,760 / 26,280 for reserved_1y / reserved_3y (a given value must match)
 upfront_usd,               on_demand/spot: 0 and usd_per_hour. Reserved: no_upfront -> 0 and usd_per_hour;
@@ -21,7 +26,8 @@ as_of                      ``unknown``
 Validation (each error is ``InputError("catalog", "line N: ...", accepted=...)``, line 1 = header): unknown
 columns; an empty or non-numeric or non-positive ``usd_per_hour`` (a missing price is unknown, never 0);
 ``gpu_count`` and ``gpu_memory_gib`` > 0 (``gpu_count`` may be fractional); ``pricing`` in PRICING_MODELS;
-``payment`` in PAYMENT_OPTIONS for reserved rows and empty otherwise; a ``gpu_model`` that is neither canonical nor
+``payment`` in PAYMENT_OPTIONS for reserved rows and empty otherwise; ``fabric`` in FABRICS and ``zone_kind`` in
+ZONE_KINDS when given; a ``gpu_model`` that is neither canonical nor
 mappable by ``providers.gpu_names.canonical_gpu``; mixed currencies or any currency other than USD (every price in
 gpuopt is compared in USD; convert first, with a dated FX rate); duplicate offer keys (provider, region, zone,
 instance_type, pricing, payment).
@@ -36,7 +42,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuopt.errors import InputError
-from gpuopt.records import CANONICAL_GPUS, INTERCONNECTS, OFFER_COLUMNS, PAYMENT_OPTIONS, PRICING_MODELS, TERM_HOURS
+from gpuopt.records import (CANONICAL_GPUS, FABRICS, INTERCONNECTS, OFFER_COLUMNS, PAYMENT_OPTIONS, PRICING_MODELS,
+                             TERM_HOURS, ZONE_KINDS)
 from providers._common import OFFER_KEY, offers_frame
 from providers.gpu_names import canonical_gpu
 
@@ -164,12 +171,20 @@ def parse_offers_csv(text: str, name: str = "<text>") -> "pd.DataFrame":
         interconnect = g("interconnect") or "pcie"
         if interconnect not in INTERCONNECTS:
             raise _err(line, f"interconnect '{interconnect}'", accepted=", ".join(INTERCONNECTS))
+        fabric = g("fabric").lower()
+        if fabric and fabric not in FABRICS:
+            raise _err(line, f"fabric '{g('fabric')}' is not known (leave it empty to take it from the documented "
+                             "facts)", accepted=", ".join(FABRICS))
+        zone_kind = g("zone_kind").lower()
+        if zone_kind and zone_kind not in ZONE_KINDS:
+            raise _err(line, f"zone_kind '{g('zone_kind')}' is not known (leave it empty for a normal zone)",
+                       accepted=", ".join(k for k in ZONE_KINDS if k))
         row = {"provider": g("provider").lower(), "region": g("region"), "zone": g("zone"),
                "instance_type": g("instance_type"), "gpu_model": gpu, "gpu_count": gpu_count,
                "gpu_memory_gib": gpu_mem,
                "vcpus": _num(line, "vcpus", g("vcpus"), required=False, positive=True),
                "memory_gib": _num(line, "memory_gib", g("memory_gib"), required=False, positive=True),
-               "interconnect": interconnect, "pricing": pricing, "payment": payment, "upfront_usd": upfront,
+               "interconnect": interconnect, "fabric": fabric, "zone_kind": zone_kind, "pricing": pricing, "payment": payment, "upfront_usd": upfront,
                "recurring_usd_per_hour": recurring, "usd_per_hour": price, "term_hours": term,
                "currency": currency, "source": g("source") or f"user:{name}", "as_of": g("as_of") or "unknown"}
         for c in ("vcpus", "memory_gib"):

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from gpuopt.errors import ProviderError
+from gpuopt.records import FACT_COLUMNS, SCHEMA_VERSION
 from pricing_cache import cache
 from pricing_cache.refresh import refresh
 from pricing_cache.store import load_offers
@@ -83,7 +84,7 @@ def test_refresh_writes_a_snapshot_that_becomes_current(shipped):
     new = lam.set_index("instance_type")["usd_per_hour"]
     assert (new / old.loc[new.index]).round(3).eq(1.1).all()
     meta = json.loads(cache.list_snapshots("lambda")[0].meta_path.read_text())
-    assert meta["regions"]["done"] == ["us-east-1"] and meta["schema_version"] == 1
+    assert meta["regions"]["done"] == ["us-east-1"] and meta["schema_version"] == SCHEMA_VERSION
 
 
 def test_a_failed_region_keeps_its_previous_prices_and_others_refresh(shipped):
@@ -366,3 +367,25 @@ def test_prices_on_in_the_future_or_with_a_catalog_is_refused(tmp_path):
                  "onprem,dc,box,L4,1,22.35,on_demand,0.5\n")
     r = CliRunner().invoke(app, ["prices", "list", "--catalog", str(f), "--prices-on", "2026-01-01"])
     assert r.exit_code == 1 and "cannot be used with --catalog" in r.stderr
+
+
+def test_a_cached_snapshot_of_schema_1_is_read_with_its_facts_filled(shipped):
+    # a refresh written by a gpuopt of schema 1 (no fabric / zone_kind columns) is still used, never refused
+    refresh(["lambda"], FetchOptions(), adapters={"lambda": FakeAdapter(shipped)})
+    (snap,) = cache.list_snapshots("lambda")
+    import hashlib
+
+    import pandas as pd
+
+    old = pd.read_csv(snap.csv_path, dtype=str, keep_default_na=False).drop(columns=list(FACT_COLUMNS))
+    data = old.to_csv(index=False, lineterminator="\n").encode()
+    snap.csv_path.write_bytes(data)
+    meta = json.loads(snap.meta_path.read_text())
+    meta.update(schema_version=1, sha256=hashlib.sha256(data).hexdigest())
+    snap.meta_path.write_text(json.dumps(meta))
+    (again,) = cache.list_snapshots("lambda")
+    assert again.ok, again.error
+    df, info = load_offers()
+    lam = df[df["provider"] == "lambda"]
+    assert info.origins["lambda"].startswith("cache ") and len(lam) == len(old)
+    assert set(lam["fabric"]) == {"ethernet"} and set(lam["zone_kind"]) == {""}

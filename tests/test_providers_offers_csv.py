@@ -110,3 +110,26 @@ def test_partial_upfront_split_round_trips(price, share, term):
     row = parse_offers_csv(text).iloc[0]
     assert row["usd_per_hour"] == price
     assert row["recurring_usd_per_hour"] + row["upfront_usd"] / row["term_hours"] == pytest.approx(price)
+
+
+def test_fabric_and_zone_kind_from_facts_or_as_given():
+    # empty / absent: filled from providers/facts.py (a cloud's instance gets its documented fabric; a provider
+    # of the user's own is unknown ""); a named fabric is kept (case-insensitive)
+    text = (f"{HEAD},zone,fabric\n{OK},,\n"
+            "aws,us-east-1,p5.48xlarge,H100-80GB,8,80,on_demand,55.04,,\n"
+            "aws,us-east-1,p5.48xlarge,H100-80GB,8,80,spot,20.0,use1-atl2-az1,\n"
+            "myco,dc2,box,A100-80GB,8,80,on_demand,18.5,,InfiniBand\n")
+    df = parse_offers_csv(text).set_index(["provider", "region", "zone", "pricing"])
+    assert df.loc[("myco", "dc1", "", "on_demand"), "fabric"] == ""
+    assert df.loc[("myco", "dc2", "", "on_demand"), "fabric"] == "infiniband"
+    assert df.loc[("aws", "us-east-1", "", "on_demand"), "fabric"] == "efa"
+    assert df.loc[("aws", "us-east-1", "use1-atl2-az1", "spot"), "zone_kind"] == "local_zone"
+    assert df.loc[("aws", "us-east-1", "", "on_demand"), "zone_kind"] == ""
+
+
+def test_unknown_fabric_or_zone_kind_is_a_one_line_error_naming_the_column():
+    e = _err(f"{HEAD},fabric\n{OK},nvlink\n")
+    msg = str(e)
+    assert "\n" not in msg and "line 2" in msg and "fabric 'nvlink'" in msg and "infiniband" in msg
+    e = _err(f"{HEAD},zone_kind\n{OK},edge\n")
+    assert "zone_kind 'edge'" in str(e) and "wavelength" in str(e)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpuopt.errors import SnapshotError
-from gpuopt.records import OFFER_COLUMNS, OFFER_DTYPES, SCHEMA_VERSION
+from gpuopt.records import FACT_COLUMNS, OFFER_COLUMNS, OFFER_DTYPES, SCHEMA_VERSION
 from pricing_cache import build_snapshot
 from pricing_cache.store import load_offers, snapshot_status
 from providers._common import OFFER_KEY
@@ -70,6 +70,39 @@ def test_schema_version_and_missing_files(snapshot_copy):
     meta_path.unlink()
     with pytest.raises(SnapshotError, match="missing"):
         load_offers(snapshot_dir=snapshot_copy)
+
+
+def test_a_snapshot_of_schema_1_is_read_with_fabric_and_zone_kind_from_the_facts(snapshot_copy, snap):
+    # a snapshot written before schema 2 (no fabric / zone_kind) is never refused: the columns are filled from
+    # providers/facts.py, giving exactly the rows the current build ships
+    import hashlib
+
+    import pandas as pd
+
+    shipped = snap[0]
+    offers = snapshot_copy / "offers.csv"
+    v1 = pd.read_csv(offers, dtype=str, keep_default_na=False).drop(columns=list(FACT_COLUMNS))
+    v1.to_csv(offers, index=False, lineterminator="\n")
+    meta_path = snapshot_copy / "snapshot.json"
+    meta = json.loads(meta_path.read_text())
+    meta.update(schema_version=1, offers_sha256=hashlib.sha256(offers.read_bytes()).hexdigest())
+    meta_path.write_text(json.dumps(meta))
+    df, info = load_offers(snapshot_dir=snapshot_copy, use_cache=False)
+    assert info.schema_version == 1 and tuple(df.columns) == OFFER_COLUMNS
+    pd.testing.assert_frame_equal(df, shipped)
+
+
+def test_shipped_rows_carry_documented_fabrics_and_zone_kinds(snap):
+    df = snap[0]
+    fab = df.drop_duplicates(["provider", "instance_type"]).set_index(["provider", "instance_type"])["fabric"]
+    assert fab[("aws", "p5.48xlarge")] == "efa" and fab[("aws", "g4dn.xlarge")] == "ethernet"
+    assert fab[("azure", "Standard_ND96isr_H100_v5")] == "infiniband"
+    assert fab[("gcp", "a3-megagpu-8g")] == "tcpxo" and fab[("gcp", "a3-highgpu-8g")] == "tcpx"
+    assert fab[("gcp", "a3-ultragpu-8g")] == "rdma" and fab[("gcp", "a2-highgpu-8g")] == "ethernet"
+    assert set(fab[("lambda",)]) == {"ethernet"}
+    special = df[df["zone_kind"] != ""]
+    assert sorted(set(zip(special["zone"], special["zone_kind"]))) == [
+        ("use1-atl2-az1", "local_zone"), ("usw2-lax1-az1", "local_zone"), ("usw2-lax1-az2", "local_zone")]
 
 
 def test_loaded_frame_and_info(snap):

@@ -173,13 +173,15 @@ def prices_list(result, fmt: str) -> None:
     con = _console()
     con.print(_prices_line(result.prices))
     t = Table(title=f"{len(result.rows)} of {result.total_matching} offers, cheapest first", title_justify="left")
-    for col in ("provider", "region", "zone", "instance_type", "GPUs", "pricing", "payment", "$/h", "$/GPU-h", "upfront $", "source", "as_of"):
+    for col in ("provider", "region", "zone", "instance_type", "GPUs", "fabric", "pricing", "payment", "$/h", "$/GPU-h", "upfront $", "source", "as_of"):
         t.add_column(col, justify="right" if col in ("$/h", "$/GPU-h", "upfront $") else "left",
                      no_wrap=col not in ("source",))
     for r in result.rows:
         est = str(r.get("source") or "").startswith("rule:")
-        t.add_row(r["provider"], r["region"], r.get("zone") or "", r["instance_type"],
-                  f"{r['gpu_count']:g} x {r['gpu_model']} ({r['gpu_memory_gib']:g} GiB)", r["pricing"], r.get("payment") or "",
+        zone = (r.get("zone") or "") + (f" ({r['zone_kind']})" if r.get("zone_kind") else "")
+        t.add_row(r["provider"], r["region"], zone, r["instance_type"],
+                  f"{r['gpu_count']:g} x {r['gpu_model']} ({r['gpu_memory_gib']:g} GiB)", r.get("fabric") or "?",
+                  r["pricing"], r.get("payment") or "",
                   f"{r['usd_per_hour']:,.4f}" + ("*" if est else ""), f"{r['usd_per_gpu_hour']:,.4f}",
                   f"{(r.get('upfront_usd') or 0):,.0f}", _short_source(r.get("source")), str(r.get("as_of") or ""))
     con.print(t)

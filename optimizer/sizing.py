@@ -14,7 +14,9 @@ No pandas here (this module is imported by every ``gpuopt`` command): plain floa
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from gpuopt.errors import InputError
 from optimizer.specs import GpuSpec, ModelSpec, known_gpus, kv_bytes_per_token, load_gpu
@@ -102,6 +104,97 @@ GPUS_PER_NODE = 8
 #: node's total, 8 x 25 = 200 GB/s (DERIVED from the busbw definition, F§9).
 INTER_NODE_GBPS_PER_GPU = 25.0
 
+# ----------------------------------------------------------------------------------------------- layouts across nodes
+#: Latency of one NCCL point-to-point transfer between two nodes, s: NCCL's own cost model for a network step
+#: (NVIDIA/nccl src/graph/tuning.cc: ``baseLat`` Ring/Simple 8.4 us + ``hwLat`` NET Ring/Simple 14 us = 22.4 us).
+NCCL_NET_STEP_LATENCY_S = (8.4 + 14.0) * 1e-6
+#: One-way latency of a small message through the kernel TCP/IP stack, s: "10-30 us" one way (Kentino, "Latency
+#: dissection: where every microsecond goes in an AI cluster network"; RDMA/kernel bypass is < 1 us); the upper end.
+KERNEL_TCP_ONE_WAY_S = 30e-6
+#: Time of one hop between pipeline stages on a cluster fabric, s (DERIVED): vLLM's ``send_tensor_dict`` first sends
+#: the tensors' metadata over the CPU (gloo, TCP) group, then the tensors over NCCL (vllm/distributed/parallel_state.py
+#: ``GroupCoordinator.send_tensor_dict``): one kernel-TCP message + one NCCL network step = 52.4 us.
+CLUSTER_HOP_LATENCY_S = KERNEL_TCP_ONE_WAY_S + NCCL_NET_STEP_LATENCY_S
+#: The same on plain Ethernet (DERIVED): NCCL's socket transport goes through the kernel TCP stack too, so one more
+#: kernel-TCP one-way time = 82.4 us.
+ETHERNET_HOP_LATENCY_S = 2 * KERNEL_TCP_ONE_WAY_S + NCCL_NET_STEP_LATENCY_S
+#: Node-to-node bandwidth assumed when an offer's network is unknown (fabric "" and not documented), GB/s: 25 Gbit/s
+#: / 8, the slowest documented 8-GPU instance without a cluster fabric (providers.facts DEFAULT_GBPS_BY_FABRIC
+#: "ethernet": AWS p3.16xlarge). Used only for pipeline-parallel serving, whose per-token traffic is small.
+UNKNOWN_NETWORK_GBPS_PER_NODE = 25.0 / 8.0
+#: Values handed from one pipeline stage to the next per token: vLLM's models return
+#: ``IntermediateTensors({"hidden_states": ..., "residual": ...})`` on every rank but the last (e.g.
+#: vllm/model_executor/models/llama.py), i.e. 2 vectors of ``hidden_size``.
+PIPELINE_VALUES_PER_TOKEN_PER_HIDDEN = 2
+
+
+@dataclass(frozen=True)
+class NodeNetwork:
+    """The network between the instances (nodes) a replica spans, as sizing uses it.
+
+    Attributes:
+        gbps_per_node: node-to-node bandwidth of one instance, one direction, GB/s (10**9 BYTES/s), all the NICs
+            that carry GPU traffic (providers.facts.fabric_gbps_per_node). NCCL runs one ring per NIC, so a
+            collective across nodes gets about this as its bus bandwidth (F§9, busbw).
+        gpus_per_node: GPUs per instance; a replica of more GPUs crosses this network.
+        hop_latency_s: fixed time of one point-to-point transfer between two instances, s
+            (:data:`CLUSTER_HOP_LATENCY_S` or :data:`ETHERNET_HOP_LATENCY_S`).
+        fabric: the offer's ``fabric`` ("efa", "infiniband", "rdma", "tcpxo", "tcpx", "ethernet"; "" unknown).
+        cluster: a cluster fabric (every fabric but "ethernet" and unknown): training may span instances over it.
+        source: where the bandwidth comes from.
+    """
+
+    gbps_per_node: float
+    gpus_per_node: int
+    hop_latency_s: float
+    fabric: str = ""
+    cluster: bool = False
+    source: str = ""
+
+
+#: The network assumed when no offer is given (``gpuopt estimate``): 8-GPU nodes, 8 x 200 Gb/s InfiniBand HDR
+#: (``GPUS_PER_NODE x INTER_NODE_GBPS_PER_GPU`` = 200 GB/s per node), a cluster fabric -- gpuopt's behaviour before
+#: offers carried a fabric.
+DEFAULT_NODE_NETWORK = NodeNetwork(
+    gbps_per_node=GPUS_PER_NODE * INTER_NODE_GBPS_PER_GPU, gpus_per_node=GPUS_PER_NODE,
+    hop_latency_s=CLUSTER_HOP_LATENCY_S, fabric="infiniband", cluster=True,
+    source="default: 8 x 200 Gb/s InfiniBand HDR per 8-GPU node (DGX A100, Azure ND A100 v4)")
+
+
+def offer_network(offer: Mapping[str, Any]) -> NodeNetwork:
+    """The network between the instances of one offer (a normalized offer row as a dict).
+
+    * fabric: the offer's ``fabric`` column. A frame without the column (built before it existed) gets
+      ``providers.facts.fabric_of(provider, instance_type)``, which is what the price store fills in for such files.
+      A missing or empty value is unknown, and unknown is not a cluster fabric.
+    * cluster: ``providers.facts.is_cluster_fabric`` (every fabric but "ethernet"; never "").
+    * gbps_per_node: ``providers.facts.fabric_gbps_per_node(provider, instance_type, fabric)`` (GB/s, bytes); when
+      it knows none (0.0 for an unknown fabric), :data:`UNKNOWN_NETWORK_GBPS_PER_NODE`.
+    * hop_latency_s: :data:`CLUSTER_HOP_LATENCY_S` on a cluster fabric, else :data:`ETHERNET_HOP_LATENCY_S`.
+    * gpus_per_node: the offer's whole GPUs (``int(gpu_count)``, at least 1).
+    """
+    from providers.facts import fabric_gbps_per_node, fabric_of, is_cluster_fabric
+
+    provider, itype = str(offer.get("provider") or ""), str(offer.get("instance_type") or "")
+    if "fabric" in offer:
+        raw = offer.get("fabric")
+        fabric = raw.strip().lower() if isinstance(raw, str) else ""
+    else:
+        fabric = fabric_of(provider, itype)
+    cluster = bool(fabric) and is_cluster_fabric(fabric)
+    gbps = fabric_gbps_per_node(provider, itype, fabric) if fabric else 0.0
+    source = f"{fabric} {gbps * 8:g} Gbit/s per node (providers.facts)"
+    if not gbps or gbps <= 0:
+        gbps = UNKNOWN_NETWORK_GBPS_PER_NODE
+        source = f"network unknown: {gbps * 8:g} Gbit/s assumed (slowest documented 8-GPU instance without a fabric)"
+    try:
+        per_node = max(1, int(float(offer.get("gpu_count") or 1)))
+    except (TypeError, ValueError):
+        per_node = 1
+    return NodeNetwork(gbps_per_node=float(gbps), gpus_per_node=per_node,
+                       hop_latency_s=CLUSTER_HOP_LATENCY_S if cluster else ETHERNET_HOP_LATENCY_S,
+                       fabric=fabric, cluster=cluster, source=source)
+
 
 @dataclass(frozen=True)
 class Workload:
@@ -165,6 +258,12 @@ class ReplicaSizing:
         tokens_per_second_per_replica: serve: generated tokens/s of the whole decode batch; train: tokens/s.
         flops_per_second_per_replica: train/finetune/lora: effective model FLOP/s after MFU and scaling; serve: None.
         assumptions: the constants used, each with its source.
+        tensor_parallel: serve: GPUs one layer is split over (inside one instance: one NVLink or PCIe domain);
+            1 for a share of one GPU. Training replicas are ZeRO data parallel over their GPUs: 1.
+        pipeline_parallel: serve: pipeline stages, each on its own instance with ``1/pipeline_parallel`` of the
+            layers (``gpus_per_replica = tensor_parallel x pipeline_parallel``); 1 otherwise.
+        time_per_output_token_ms: serve: time between two tokens of one sequence (TPOT), ms: one decode step, or
+            one trip of a micro-batch through every pipeline stage; None for training.
     """
 
     task: str
@@ -178,6 +277,9 @@ class ReplicaSizing:
     tokens_per_second_per_replica: float
     flops_per_second_per_replica: float | None
     assumptions: tuple[str, ...]
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    time_per_output_token_ms: float | None = None
 
 
 # ----------------------------------------------------------------------------------------------- validation
@@ -437,7 +539,45 @@ def tensor_parallel_efficiency(gpu: GpuSpec, gpus: float) -> float:
     return TP_EFFICIENCY_PER_DOUBLING[gpu.interconnect] ** math.log2(gpus)
 
 
-def data_parallel_efficiency(w: Workload, gpu: GpuSpec, gpus: float) -> float:
+def pipeline_bubble_fraction(stages: int, microbatches: int) -> float:
+    """Idle fraction of each stage when ONE batch of m micro-batches runs through p pipeline stages (fill and
+    drain): ``(p - 1) / (m + p - 1)`` (GPipe, Huang et al. 2019, arXiv 1811.06965; Megatron-LM writes the same idle
+    time against the ideal time as (p - 1)/m, Narayanan et al. 2021, arXiv 2104.04473 s.2.2; F§9). 0 for p = 1.
+
+    Raises:
+        InputError("pipeline_parallel" | "microbatches") for a count < 1.
+    """
+    if not _is_int(stages) or stages < 1:
+        raise InputError("pipeline_parallel", f"must be a whole number >= 1, got {stages!r}", accepted=">= 1")
+    if not _is_int(microbatches) or microbatches < 1:
+        raise InputError("microbatches", f"must be a whole number >= 1, got {microbatches!r}", accepted=">= 1")
+    return (stages - 1) / (microbatches + stages - 1)
+
+
+def pipeline_decode_cycle_s(stage_s: float, hop_s: float, return_s: float, stages: int, microbatches: int) -> float:
+    """Continuous decode through a pipeline: the time in which every sequence of the replica gets one token, s.
+
+    One micro-batch's trip is ``p`` stage times, ``p - 1`` hops that carry its activations to the next stage and
+    one return hop (the sampled tokens go back to the first stage, where the scheduler is: latency only). Each
+    stage serves the ``m`` micro-batches in flight one after the other, so (DERIVED)::
+
+        cycle = max(m x t_stage, p x t_stage + (p - 1) x t_hop + t_return)
+
+    With ``m = p`` in flight -- vLLM's engine keeps ``pipeline_parallel_size`` batches in flight
+    (``VllmConfig.max_concurrent_batches``: "PP requires PP-size concurrent batches to fill the pipeline"; one
+    scheduler per virtual engine in the V0 engine) -- the stages idle only during the hops. With ``m = 1`` each stage
+    idles ``(p - 1)/p`` of the cycle, which is :func:`pipeline_bubble_fraction` at m = 1. ``p = 1``: ``t_stage``.
+
+    Args:
+        stage_s: one stage's time for one micro-batch, s. hop_s: one activation hop, s. return_s: the return hop,
+        s. stages: p >= 1. microbatches: m >= 1 micro-batches in flight.
+    """
+    if stages <= 1:
+        return stage_s
+    return max(microbatches * stage_s, stages * stage_s + (stages - 1) * hop_s + return_s)
+
+
+def data_parallel_efficiency(w: Workload, gpu: GpuSpec, gpus: float, network: NodeNetwork | None = None) -> float:
     """Training scaling efficiency of a ZeRO replica over ``gpus`` GPUs: ``t_compute / (t_compute + t_comm)``.
 
     Per optimizer step and GPU (no overlap of communication with compute assumed -- conservative):
@@ -445,8 +585,12 @@ def data_parallel_efficiency(w: Workload, gpu: GpuSpec, gpus: float) -> float:
     ``t_comm = c * 2 Psi bytes * (n - 1) / n / link`` where the ring collectives move ``2 (n-1)/n`` x the data
     per GPU (F§9, NCCL busbw) and ZeRO's volume is 2 Psi elements for stages 0-2 and 3 Psi for stage 3 (ZeRO
     paper section 7), i.e. c = 2 or 3 with 16-bit elements. ``link`` = the GPU's one-way GPU-to-GPU bandwidth
-    (``GpuSpec.link_gbps_one_way``), capped at the node network's ``8 x INTER_NODE_GBPS_PER_GPU`` = 200 GB/s when
-    the replica spans more than 8 GPUs. 1.0 for g <= 1. Worse on PCIe (32 GB/s) than NVLink (300-900 GB/s).
+    (``GpuSpec.link_gbps_one_way``), capped at the node network's bandwidth ``network.gbps_per_node`` when the
+    replica spans more GPUs than one node has (``network.gpus_per_node``): NCCL runs one ring per NIC, so across
+    nodes the bus bandwidth is about the node's total (F§9). ``network`` is the offer's fabric
+    (:func:`offer_network`, e.g. AWS p4d 4 x 100 Gb/s EFA = 50 GB/s, p5 3,200 Gb/s = 400 GB/s); None =
+    :data:`DEFAULT_NODE_NETWORK` (8-GPU nodes, 200 GB/s). 1.0 for g <= 1. Worse on PCIe (32 GB/s) than NVLink
+    (300-900 GB/s), and worse over a slower fabric.
     Check: Llama-2-7B on 2T tokens, A100-80GB, defaults -> ~189k GPU-hours vs 184,320 published (Llama 2 paper,
     Touvron et al. 2023, Table 2); Llama-2-70B -> ~2.1M vs 1,720,320 (+22%: Meta's MFU was above our 0.40).
 
@@ -460,9 +604,10 @@ def data_parallel_efficiency(w: Workload, gpu: GpuSpec, gpus: float) -> float:
     s = effective_context(w)
     peak, _ = _peak_flops(gpu, w.precision)
     t_compute = _flops_per_param_token(w) * w.model.params_active * w.micro_batch_size * s / (peak * _mfu(w, gpu))
+    net = network or DEFAULT_NODE_NETWORK
     link = gpu.link_gbps_one_way
-    if n > GPUS_PER_NODE:
-        link = min(link, GPUS_PER_NODE * INTER_NODE_GBPS_PER_GPU)
+    if n > net.gpus_per_node:
+        link = min(link, net.gbps_per_node)
     volume = 3.0 if w.zero_stage == 3 else 2.0
     if w.task == "lora":
         moved = volume * 2.0 * lora_adapter_params(w.model, w.lora_rank, w.lora_targets)
@@ -500,7 +645,8 @@ def _largest_layer_params(m: ModelSpec) -> float:
 # ----------------------------------------------------------------------------------------------- sizing
 
 
-def size_replica(w: Workload, gpu: GpuSpec, gpus: float) -> ReplicaSizing:
+def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: int = 1,
+                 network: NodeNetwork | None = None) -> ReplicaSizing:
     """Memory and throughput of one replica of ``w`` spread over ``gpus`` GPUs of type ``gpu``.
 
     Serving (tensor parallel over g GPUs; g <= 1 is a share of one GPU with that share of its memory and
@@ -516,6 +662,28 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float) -> ReplicaSizing:
       bytes read per step = all weights (every MoE expert: at B = 16 Mixtral's top-2 of 8 touches ~7.9 experts
       per layer, so all-experts is right for batches and conservative at B = 1) + the KV cache held.
       FLOPs per token include Kaplan et al.'s attention term 2 L n_ctx d_attn.
+
+    Serving across instances (``pipeline_parallel`` p > 1; vLLM distributed serving docs: "the tensor parallel size
+    is the number of GPUs you want to use in each node, and the pipeline parallel size is the number of nodes"):
+    the g GPUs are p stages of t = g / p GPUs, tensor parallel inside each instance (NVLink, or PCIe at its cost)
+    and one instance per stage. Per GPU of the most loaded stage:
+
+    * weights: ``ceil(L/p)`` transformer blocks of ``(N_total - E) / L`` params + the embedding or the output head
+      (``V x h``; E = all embedding params), x bytes / t (each stage holds only its layers);
+    * KV cache: the replica's ``B`` sequences for the stage's ``ceil(L/p)`` layers, split by KV head over t;
+    * decode: the engine keeps ``m = min(p, B)`` micro-batches of ``b = ceil(B/m)`` sequences in flight (vLLM
+      ``max_concurrent_batches = pipeline_parallel_size``). A stage's time for one micro-batch is the roofline
+      above over its layers: ``t_stage = max((W_gpu + KV_gpu x b/B) / (BW x 0.66), b x FLOPs/token x ceil(L/p)/L
+      / (t x peak x MFU)) / tp_eff(t)``; a hop carries ``2 x h x 2 B x b`` (vLLM's hidden_states + residual) over
+      the instance's network: ``t_hop = latency + bytes / network.gbps_per_node``; the return of the sampled
+      tokens is one more latency. :func:`pipeline_decode_cycle_s` gives the cycle; tokens/s = ``B / cycle``,
+      TPOT = cycle. Each stage re-reads its weights for every micro-batch, so at a batch that is bandwidth-bound a
+      pipelined replica decodes slower than the same GPUs in one NVLink domain (where every GPU reads 1/g of the
+      weights once per step for all B sequences), and equally fast once compute-bound.
+
+    ``network`` (:class:`NodeNetwork`, :func:`offer_network`) is the instances' fabric: bandwidth and hop latency
+    for pipeline stages, node bandwidth for training replicas of more GPUs than one node has; None =
+    :data:`DEFAULT_NODE_NETWORK`.
 
     Training / fine-tuning (ZeRO stage over the replica's n = max(1, g) GPUs; each GPU runs its own micro-batch):
 
@@ -540,15 +708,21 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float) -> ReplicaSizing:
 
     Args:
         w: a valid workload. gpu: the GPU model. gpus: 0 < g <= 1, or a whole number >= 1.
+        pipeline_parallel: serving pipeline stages p (one instance each); g must be a whole multiple of p and p at
+            most the model's layers. Training replicas are ZeRO data parallel: p must be 1.
+        network: the network between instances; None = :data:`DEFAULT_NODE_NETWORK`.
 
     Returns:
         ReplicaSizing (breakdown in GiB, summed over the replica's GPUs).
 
     Raises:
-        InputError: as :func:`validate_workload`; ("gpus") for a bad GPU count.
+        InputError: as :func:`validate_workload`; ("gpus") for a bad GPU count; ("pipeline_parallel") for a bad
+        stage count.
     """
     validate_workload(w)
     g = _check_gpus(gpus)
+    pp = _check_pipeline(w, g, pipeline_parallel)
+    net = network or DEFAULT_NODE_NETWORK
     m = w.model
     ctx = effective_context(w)
     share = min(g, 1.0)  # share of one GPU's memory and bandwidth each GPU slot gives the replica
@@ -567,22 +741,37 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float) -> ReplicaSizing:
         keys = ("weights", "adapter_weights") + keys[1:]
     parts = dict.fromkeys(keys, 0.0)
 
+    tp_used, tpot_ms = 1, None
     if w.task == "serve":
         wbytes = PRECISION_BYTES[w.precision]
         kv_elem = 4.0 if w.precision == "fp32" else 2.0
-        weights_total = m.params_total * wbytes
+        g_stage = g / pp  # GPUs of one pipeline stage (the tensor-parallel group); g for pp = 1
+        tp_used = max(1, int(g_stage))
+        stage_layers = math.ceil(m.layers / pp)
+        layer_frac = stage_layers / m.layers
         kv_total = kv_bytes_per_token(m.layers, m.kv_heads, m.head_dim, kv_elem) * ctx * w.concurrency
-        kv_share = math.ceil(m.kv_heads / n) / m.kv_heads  # fraction of the KV heads one GPU holds
-        parts["weights"] = weights_total / n
-        parts["kv_cache"] = kv_total * kv_share
+        kv_share = math.ceil(m.kv_heads / tp_used) / m.kv_heads  # fraction of the KV heads one GPU holds
+        parts["weights"] = _stage_params(m, pp) * wbytes / tp_used
+        parts["kv_cache"] = kv_total * layer_frac * kv_share
         parts["overhead"] = SERVE_OVERHEAD_FRACTION * parts["weights"]
-        # decode roofline (F§7), per GPU
-        bytes_read = parts["weights"] + parts["kv_cache"]
+        # decode roofline (F§7), per GPU of one stage, for one micro-batch of b of the B sequences
+        inflight = min(pp, w.concurrency)
+        b = math.ceil(w.concurrency / inflight)
+        bytes_read = parts["weights"] + parts["kv_cache"] * b / w.concurrency
         t_mem = bytes_read / (gpu.memory_bandwidth_gbps * 1e9 * share * BW_EFFICIENCY)
         flops_per_token = 2.0 * m.params_active + 2.0 * m.layers * ctx * m.heads * m.head_dim
-        t_compute = w.concurrency * flops_per_token / (g * peak * mfu)
-        tp_eff = tensor_parallel_efficiency(gpu, g)
-        tokens_per_s = w.concurrency / max(t_mem, t_compute) * tp_eff
+        t_compute = b * flops_per_token * layer_frac / (g_stage * peak * mfu)
+        tp_eff = tensor_parallel_efficiency(gpu, g_stage)
+        if pp == 1:
+            tokens_per_s = w.concurrency / max(t_mem, t_compute) * tp_eff
+            tpot_ms = 1e3 * max(t_mem, t_compute) / tp_eff
+        else:
+            t_stage = max(t_mem, t_compute) / tp_eff
+            hop_bytes = PIPELINE_VALUES_PER_TOKEN_PER_HIDDEN * m.hidden_size * kv_elem * b
+            t_hop = net.hop_latency_s + hop_bytes / (net.gbps_per_node * 1e9)
+            cycle = pipeline_decode_cycle_s(t_stage, t_hop, net.hop_latency_s, pp, inflight)
+            tokens_per_s = w.concurrency / cycle
+            tpot_ms = 1e3 * cycle
         flops_per_s = None
         assumptions += [
             f"weights {wbytes:g} B/param ({w.precision}) x {m.params_total:.4g} params (F§4; int8/int4 = weight-only "
@@ -597,6 +786,22 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float) -> ReplicaSizing:
             f"tensor-parallel efficiency {tp_eff:.3f} = {TP_EFFICIENCY_PER_DOUBLING[gpu.interconnect]} per doubling "
             f"on {gpu.interconnect} (assumption: 2 all-reduces per layer, Megatron-LM)",
         ]
+        if pp > 1:
+            idle = pipeline_bubble_fraction(pp, 1)
+            assumptions.append(
+                f"layout TP {tp_used} x PP {pp}: tensor parallel inside each instance, {pp} pipeline stages across "
+                f"instances (vLLM distributed serving: TP = GPUs per node, PP = nodes); each stage holds "
+                f"ceil(L/PP) = {stage_layers} of {m.layers} layers (+ embedding or head) and their KV cache; "
+                f"{inflight} micro-batches of {b} sequences in flight (vLLM max_concurrent_batches = "
+                f"pipeline_parallel_size), each stage reads its weights once per micro-batch; hop = "
+                f"{PIPELINE_VALUES_PER_TOKEN_PER_HIDDEN} x {m.hidden_size} x {kv_elem:g} B x {b} (hidden_states + "
+                f"residual) over {net.fabric or 'an unknown network'} {net.gbps_per_node:g} GB/s per node + "
+                f"{net.hop_latency_s * 1e6:.1f} us (gloo/TCP metadata + NCCL step, NCCL tuning.cc); cycle = "
+                f"max(m t_stage, p t_stage + (p-1) t_hop + t_return) = {tpot_ms:.2f} ms (DERIVED); with one "
+                f"micro-batch the GPipe bubble (p-1)/(m+p-1) would idle {idle:.0%} of each stage "
+                f"(Huang et al. 2019; Narayanan et al. 2021)")
+        assumptions.append(f"time per output token {tpot_ms:.2f} ms (one decode "
+                           + ("step)" if pp == 1 else "cycle through every stage)"))
     elif w.task == "lora":
         adapters = lora_adapter_params(m, w.lora_rank, w.lora_targets)
         targets = _lora_targets(w.lora_rank, w.lora_targets)
@@ -614,7 +819,7 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float) -> ReplicaSizing:
             parts["overhead"] += max(block * bpp, m.vocab_size * m.hidden_size * 2.0)
         if quantized:
             parts["overhead"] += 2.0 * largest_matrix
-        dp_eff = data_parallel_efficiency(w, gpu, g)
+        dp_eff = data_parallel_efficiency(w, gpu, g, net)
         flops_per_s = g * peak * mfu * dp_eff
         tokens_per_s = flops_per_s / (LORA_FLOPS_PER_PARAM_TOKEN * m.params_active)
         base_note = {
@@ -643,7 +848,7 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float) -> ReplicaSizing:
             "41.5-56%, PaLM 46.2%, end-to-end 35-64% (F§3)); QLoRA's dequantization time not modelled",
             f"data-parallel efficiency {dp_eff:.3f}: adapter gradients only"
             + (", plus 2 all-gathers of the sharded frozen base (ZeRO-3)" if w.zero_stage == 3 else "")
-            + f", over {gpu.link_gbps_one_way:g} GB/s one way, no overlap (ZeRO paper s.7; F§9)",
+            + f", over {gpu.link_gbps_one_way:g} GB/s one way{_node_note(net, g)}, no overlap (ZeRO paper s.7; F§9)",
             "LoRA FLOPs 4*N*D with N = active params (DERIVED): forward 2N + activation gradients 2N, no weight "
             "gradients for frozen weights (Transformer Math 101's 2N forward / 4N backward split); adapter FLOPs "
             "left out; model FLOPs at the MFU, activation recomputation (HFU 6ND) not added (F§3)",
@@ -655,7 +860,7 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float) -> ReplicaSizing:
         parts["activations"] = act
         if w.zero_stage == 3:
             parts["overhead"] = 4.0 * _largest_layer_params(m)
-        dp_eff = data_parallel_efficiency(w, gpu, g)
+        dp_eff = data_parallel_efficiency(w, gpu, g, net)
         flops_per_s = g * peak * mfu * dp_eff
         tokens_per_s = flops_per_s / (6.0 * m.params_active)
         assumptions += [
@@ -667,8 +872,8 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float) -> ReplicaSizing:
             f"MFU {mfu:g} ({'given' if w.mfu is not None else f'default for {gpu.gpu_class}'}; Megatron-LM A100 "
             "41.5-56%, PaLM 46.2%, end-to-end 35-64% (F§3))",
             f"data-parallel efficiency {dp_eff:.3f}: t_compute/(t_compute+t_comm), ring collectives of "
-            f"{'3' if w.zero_stage == 3 else '2'} x 2 B/param over {gpu.link_gbps_one_way:g} GB/s one way (node network "
-            f"{GPUS_PER_NODE * INTER_NODE_GBPS_PER_GPU:g} GB/s beyond {GPUS_PER_NODE} GPUs), no overlap (ZeRO paper s.7; F§9)",
+            f"{'3' if w.zero_stage == 3 else '2'} x 2 B/param over {gpu.link_gbps_one_way:g} GB/s one way"
+            f"{_node_note(net, g)}, no overlap (ZeRO paper s.7; F§9)",
             "training FLOPs 6*N*D with N = active params (Transformer Math 101; Kaplan et al. 2020; F§1)",
         ]
 
@@ -688,7 +893,51 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float) -> ReplicaSizing:
         tokens_per_second_per_replica=tokens_per_s,
         flops_per_second_per_replica=flops_per_s,
         assumptions=tuple(assumptions),
+        tensor_parallel=tp_used,
+        pipeline_parallel=pp,
+        time_per_output_token_ms=tpot_ms,
     )
+
+
+def _node_note(net: NodeNetwork, gpus: float) -> str:
+    """The node-network clause of the data-parallel assumption line."""
+    where = "crossed" if gpus > net.gpus_per_node else "not crossed"
+    return (f" (node network {net.gbps_per_node:g} GB/s {net.fabric or 'unknown fabric'} beyond {net.gpus_per_node} "
+            f"GPUs: {where}; {net.source})")
+
+
+def _stage_params(m: ModelSpec, stages: int) -> float:
+    """Parameters of the most loaded of ``stages`` pipeline stages: all of them for one stage; otherwise
+    ``ceil(L/p)`` transformer blocks of ``(N_total - E)/L`` params + one ``V x h`` matrix (the first stage holds the
+    input embedding, the last the output head; E = all embedding params, :func:`_embedding_params`)."""
+    if stages <= 1:
+        return m.params_total
+    embed = _embedding_params(m)
+    block = max(0.0, m.params_total - embed) / m.layers
+    return math.ceil(m.layers / stages) * block + min(embed, float(m.vocab_size * m.hidden_size))
+
+
+def _check_pipeline(w: Workload, g: float, stages: object) -> int:
+    """Check a pipeline stage count for ``size_replica``; return it.
+
+    Raises:
+        InputError("pipeline_parallel"): not a whole number >= 1; > 1 for a training task (ZeRO data parallel
+        replicas), for a share of a GPU, for a GPU count that is not a multiple of it, or above the model's layers.
+    """
+    if not _is_int(stages) or stages < 1:
+        raise InputError("pipeline_parallel", f"must be a whole number >= 1, got {stages!r}", accepted=">= 1")
+    if stages == 1:
+        return 1
+    if w.task != "serve":
+        raise InputError("pipeline_parallel", f"{w.task} replicas are sized as ZeRO data parallel, not pipelined",
+                         accepted="1")
+    if g < stages or not float(g).is_integer() or int(g) % stages:
+        raise InputError("pipeline_parallel", f"{g:g} GPUs do not split into {stages} equal stages",
+                         accepted=f"a divisor of {g:g}")
+    if stages > w.model.layers:
+        raise InputError("pipeline_parallel", f"{w.model.name} has {w.model.layers} layers, fewer than {stages} stages",
+                         accepted=f"1..{w.model.layers}")
+    return stages
 
 
 def replica_sizes(max_gpus: int) -> list[int]:
@@ -696,10 +945,16 @@ def replica_sizes(max_gpus: int) -> list[int]:
     return [g for g in (1, 2, 4) if g <= max_gpus] + list(range(8, max_gpus + 1, 8))
 
 
-def min_gpus_per_replica(w: Workload, gpu: GpuSpec, max_gpus: int = 64) -> ReplicaSizing | None:
+def min_gpus_per_replica(w: Workload, gpu: GpuSpec, max_gpus: int = 64,
+                         network: NodeNetwork | None = None) -> ReplicaSizing | None:
     """The sizing of the smallest replica of ``w`` that fits on ``gpu``, trying :func:`replica_sizes`
     (1, 2, 4, 8, 16, 24, ... <= max_gpus); None when none fits. Fractional GPUs are not tried here (call
     :func:`size_replica` with the offer's share).
+
+    A serving replica of more GPUs than one node has (``network.gpus_per_node``, 8 by default) is laid out as
+    vLLM's distributed serving docs say: tensor parallel over the GPUs of a node, one pipeline stage per node
+    (16 GPUs = TP 8 x PP 2), never one tensor-parallel group across nodes. Training replicas stay ZeRO data
+    parallel over all their GPUs, their collectives over ``network`` beyond one node.
 
     Raises:
         InputError: as :func:`validate_workload`; ("max_gpus") when max_gpus < 1.
@@ -707,11 +962,26 @@ def min_gpus_per_replica(w: Workload, gpu: GpuSpec, max_gpus: int = 64) -> Repli
     if not _is_int(max_gpus) or max_gpus < 1:
         raise InputError("max_gpus", f"must be a whole number >= 1, got {max_gpus!r}", accepted=">= 1")
     validate_workload(w)
+    net = network or DEFAULT_NODE_NETWORK
     for g in replica_sizes(max_gpus):
-        sizing = size_replica(w, gpu, g)
+        pp = _node_stages(w, g, net)
+        if pp is None:
+            continue
+        sizing = size_replica(w, gpu, g, pipeline_parallel=pp, network=net)
         if sizing.fits:
             return sizing
     return None
+
+
+def _node_stages(w: Workload, gpus: int, net: NodeNetwork) -> int | None:
+    """Pipeline stages of a replica of ``gpus`` GPUs on nodes of ``net.gpus_per_node``: 1 within one node or for
+    training (ZeRO data parallel); one stage per node for serving beyond one node; None when the GPUs do not fill
+    whole nodes or there would be more stages than layers."""
+    if w.task != "serve" or gpus <= net.gpus_per_node:
+        return 1
+    if gpus % net.gpus_per_node or gpus // net.gpus_per_node > w.model.layers:
+        return None
+    return gpus // net.gpus_per_node
 
 
 def gpu_hours(w: Workload, sizing: ReplicaSizing) -> float:
@@ -745,7 +1015,8 @@ def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64) -> dict:
     spec = load_gpu(gpu) if isinstance(gpu, str) else gpu
     sizing = min_gpus_per_replica(w, spec, max_gpus)
     if sizing is None:
-        largest = size_replica(w, spec, replica_sizes(max_gpus)[-1])
+        top = replica_sizes(max_gpus)[-1]
+        largest = size_replica(w, spec, top, pipeline_parallel=_node_stages(w, top, DEFAULT_NODE_NETWORK) or 1)
         others = [name for name in known_gpus() if min_gpus_per_replica(w, load_gpu(name), max_gpus) is not None]
         raise InputError(
             "gpu",
@@ -761,6 +1032,10 @@ def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64) -> dict:
         "breakdown_gib": dict(sizing.breakdown_gib),
         "tokens_per_second_per_replica": sizing.tokens_per_second_per_replica,
     }
+    if w.task == "serve":
+        out["tensor_parallel"] = sizing.tensor_parallel
+        out["pipeline_parallel"] = sizing.pipeline_parallel
+        out["time_per_output_token_ms"] = sizing.time_per_output_token_ms
     if w.task in TRAINING_TASKS:
         flops = train_flops(w)
         out["train_flops"] = flops

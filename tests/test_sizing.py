@@ -289,9 +289,11 @@ def test_estimate_keys_train_and_serve():
     e = estimate(serve(LLAMA70), A100)
     assert set(e) == {
         "memory_gib_per_replica", "memory_gib_per_gpu", "gpus_per_replica", "breakdown_gib",
-        "tokens_per_second_per_replica", "assumptions",
+        "tokens_per_second_per_replica", "tensor_parallel", "pipeline_parallel", "time_per_output_token_ms",
+        "assumptions",
     }
     assert e["gpus_per_replica"] == 4
+    assert (e["tensor_parallel"], e["pipeline_parallel"]) == (4, 1)  # 4 GPUs of one 8-GPU node: TP only
 
 
 def test_estimate_too_big_names_gpus_that_can():

@@ -342,10 +342,8 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
 #: coefficients span more than the solver's tolerances.
 MIN_TRAIN_TOKENS = 1e6
 
-#: Deadlines gpuopt plans for: at least one hour (clouds bill by the second but a plan of minutes is not a plan
-#: of instances), at most ten years.
-MIN_DEADLINE_HOURS = 1.0
-MAX_DEADLINE_HOURS = 87_600.0
+#: JSON interface version of ``RecommendResult.to_dict()`` (docs/json-schema.md). 2: horizon, commitments, layout.
+SCHEMA_VERSION = 2
 
 
 def _positive(field_name: str, value, unit: str):
@@ -361,15 +359,6 @@ def _positive(field_name: str, value, unit: str):
     if not math.isfinite(v) or v <= 0:
         raise InputError(field_name, f"must be a finite number greater than 0 {unit}, got {value!r}")
     return v
-
-
-def _ignored_options(spec) -> list[str]:
-    """Workload fields that were given but do not apply to the task (reported in the plan's notes)."""
-    if spec.task == "serve":
-        unused = ("tokens", "deadline_hours", "zero_stage")
-    else:
-        unused = ("tokens_per_second", "concurrency")
-    return [k for k in unused if getattr(spec, k) is not None]
 
 
 def _date_or_none(value):
@@ -394,8 +383,8 @@ def _names(value) -> list[str]:
 
 @dataclass
 class RecommendResult:
-    """What `gpuopt recommend` prints: the workload it planned (and where it came from), the prices it used,
-    and the plan with its explanation (optimizer.explain.PlanResult)."""
+    """What `gpuopt recommend` prints: the workload(s) it planned (and where they came from), the prices it used,
+    and the plan with its explanation (optimizer.fleet.FleetResult)."""
 
     workload: dict[str, Any]
     workload_origin: str
@@ -408,8 +397,17 @@ class RecommendResult:
         return self.plan.feasible
 
     def to_dict(self) -> dict[str, Any]:
-        return {"headline": self.headline, "workload_origin": self.workload_origin, "workload": self.workload,
-                "prices": self.prices, **self.plan.to_dict()}
+        """The documented JSON interface (docs/json-schema.md, ``schema_version`` 2)."""
+        p = self.plan
+        head = {"schema_version": SCHEMA_VERSION, "status": p.status, "gap": p.gap, "feasible": p.feasible,
+                "horizon_months": p.horizon_months, "horizon_note": p.horizon_note, "start_month": p.start_month,
+                "total_usd": p.total_usd, "monthly_usd": p.monthly_usd, "commitment_usd": p.commitment_usd,
+                "upfront_usd": p.upfront_usd, "headline": self.headline, "workload_origin": self.workload_origin,
+                "workload": self.workload, "prices": self.prices}
+        body = p.to_dict()
+        for k in head:
+            body.pop(k, None)
+        return {**head, **body}
 
 
 def recommend(*, budget: float | None = None, model: str | None = None, params: float | None = None,
@@ -418,140 +416,71 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
               concurrency: int | None = None, zero_stage: int | None = None, gpus: Iterable[str] = (),
               providers: Iterable[str] = (), regions: Iterable[str] = (), pricing: Iterable[str] = (),
               allow_spot: bool | None = None, catalog: str | Path | None = None, workload_file: str | Path | None = None,
-              cwd: str | Path | None = None, solver: str | None = None, time_limit_s: float = 60.0,
+              cwd: str | Path | None = None, solver: str | None = None, time_limit_s: float | None = None,
               max_instances_per_offer: int | None = None, prices_on: str | None = None,
               objective: str | None = None, exclude_gpus: Iterable[str] = (), blocks: int | None = None,
               demand_profile: str | None = None, min_replicas: int | None = None,
               value_per_million_tokens: float | None = None, value_usd: float | None = None,
               spot_capacity: int | None = None, lora_rank: int | None = None, name: str | None = None,
-              spot_only_ok: bool | None = None, explain: bool = True) -> RecommendResult:
-    """Recommend the cheapest mix of GPU instances for one workload, within a monthly budget.
+              spot_only_ok: bool | None = None, explain: bool = True, horizon: int | None = None,
+              leftover_value: float | None = None, placement: str | None = None, region_group: Iterable[str] = (),
+              spread: str | None = None, include_local_zones: bool | None = None, budget_total: float | None = None,
+              max_upfront: float | None = None, max_commitment: float | None = None, start_month: int | None = None,
+              end_month: int | None = None, months: int | None = None) -> RecommendResult:
+    """Recommend the cheapest mix of GPU instances for a plan of one or several workloads over a horizon.
 
-    The workload comes from the options, over ``workload_file`` / ``./gpuopt.yaml`` / the bundled example
-    (see gpuopt.workload). Offers come from the shipped snapshot or ``catalog`` (an offers CSV).
+    The plan comes from the options laid over ``workload_file`` (either format; gpuopt.plan_spec), else
+    ``./gpuopt.yaml``, else the options alone, else the bundled example. Offers come from the shipped snapshot, the
+    cache, or ``catalog`` (an offers CSV). One planning model plans it (optimizer.fleet).
 
-    Args (units): budget USD/month; tokens_per_second generated tokens/s for the fleet (serve); tokens to
-        train on (train/finetune); deadline_hours; context_tokens per sequence; concurrency sequences per replica;
-        gpus/providers/regions/pricing: filters; allow_spot: spot allowed (interruptible work);
-        prices_on: an ISO date: plan with the prices in effect that day (the newest cached snapshot created on or
-        before it), e.g. to price last month.
-    Returns: RecommendResult (``feasible`` False with ``plan.reason`` when nothing fits or the budget is short).
+    Args (units): budget USD, the most spent in any one month (cash: hourly + recurring + upfronts of that month);
+        budget_total USD over the horizon; max_upfront, max_commitment USD; horizon months (default: 12 with a
+        serving workload, else the training jobs' span); leftover_value 0..1 of commitment months past the horizon;
+        tokens_per_second generated tokens/s for the fleet (serve); tokens to train on; deadline_hours from the
+        job's start; start_month / end_month / months: when the workload runs (1 = the first month);
+        placement region|provider|any; region_group us|eu|europe|na|apac|latam|mea; spread "zones";
+        include_local_zones: also AWS Local / Wavelength Zones; prices_on: an ISO date (prices of that day).
+    Returns: RecommendResult (``feasible`` False with ``plan.reason`` when nothing fits or a budget is short).
     Raises: InputError naming the field for bad input; SnapshotError for a corrupt snapshot.
     """
-    from gpuopt.workload import resolve_workload
-    from optimizer.plan import plan
-
-    fleet_options = dict(objective=objective, exclude_gpus=_names(exclude_gpus), blocks=blocks,
-                         demand_profile=demand_profile, min_replicas=min_replicas,
-                         value_per_million_tokens=value_per_million_tokens, value_usd=value_usd,
-                         spot_capacity_per_offer=spot_capacity, lora_rank=lora_rank, spot_only_ok=spot_only_ok)
-    plan_path = _plan_path(workload_file, cwd)
-    needs_fleet = {k: v for k, v in fleet_options.items() if k not in ("exclude_gpus", "lora_rank")}
-    if any(v not in (None, [], ()) for v in needs_fleet.values()) or (plan_path and _is_multi(plan_path)):
-        return _recommend_fleet(plan_path, cwd, dict(
-            budget=budget, model=model, params=params, task=task, tokens_per_second=tokens_per_second, tokens=tokens,
-            deadline_hours=deadline_hours, precision=precision, context_tokens=context_tokens, concurrency=concurrency,
-            zero_stage=zero_stage, gpus=_names(gpus), providers=_names(providers), regions=_names(regions),
-            pricing=_names(pricing), allow_spot=allow_spot, catalog=None if catalog is None else str(catalog),
-            solver=solver, time_limit_s=None if time_limit_s == 60.0 else time_limit_s,
-            max_instances=max_instances_per_offer, prices_on=prices_on, name=name, **fleet_options), explain=explain)
-
-    budget = _positive("budget", budget, "USD")
-    tokens_per_second = _positive("tokens_per_second", tokens_per_second, "tokens/s")
-    tokens = _positive("tokens", tokens, "tokens")
-    deadline_hours = _positive("deadline_hours", deadline_hours, "hours")
-    params = _positive("params", params, "parameters")
-    time_limit_s = _positive("time_limit", time_limit_s, "seconds")
-    if max_instances_per_offer is not None and (isinstance(max_instances_per_offer, bool)
-                                                or not isinstance(max_instances_per_offer, int)
-                                                or max_instances_per_offer < 1):
-        raise InputError("max_instances", f"must be a whole number of at least 1, got {max_instances_per_offer!r}")
-    if allow_spot is not None and not isinstance(allow_spot, bool):
-        raise InputError("allow_spot", f"must be True or False, got {allow_spot!r}", accepted="True, False")
-    if catalog is not None and not isinstance(catalog, (str, Path)):
-        raise InputError("catalog", f"must be a file path, got {catalog!r}")
-    if deadline_hours is not None and not (MIN_DEADLINE_HOURS <= deadline_hours <= MAX_DEADLINE_HOURS):
-        raise InputError("deadline_hours", f"must be between {MIN_DEADLINE_HOURS:g} and {MAX_DEADLINE_HOURS:g} hours "
-                         f"(10 years), got {deadline_hours:g}")
-    if task is not None:
-        task = str(task).lower()
-    if precision is not None:
-        precision = str(precision).lower()
-    gpus, providers, regions, pricing = (_names(x) for x in (gpus, providers, regions, pricing))
-    spec = resolve_workload(
-        dict(task=task, model=model, params=params, tokens_per_second=tokens_per_second, tokens=tokens,
-             deadline_hours=deadline_hours, precision=precision, context_tokens=context_tokens, concurrency=concurrency,
-             zero_stage=zero_stage, gpus=list(gpus), providers=list(providers), regions=list(regions),
-             pricing=list(pricing), allow_spot=allow_spot, budget=budget),
-        workload_file, cwd)
-    if spec.task == "serve" and not spec.tokens_per_second:
-        raise InputError("tokens_per_second", "a serve workload needs a demand: --tokens-per-second N (generated tokens/s)")
-    if spec.task in ("train", "finetune", "lora") and not spec.tokens:
-        raise InputError("tokens", f"a {spec.task} workload needs --tokens N (tokens to process)")
-    if spec.task in ("train", "finetune", "lora") and spec.tokens < MIN_TRAIN_TOKENS:
-        raise InputError("tokens", f"{spec.tokens:g} tokens is too little to plan (at least {MIN_TRAIN_TOKENS:g})")
-    if "spot" in spec.pricing and not spec.allow_spot:
-        raise InputError("pricing", "spot needs --allow-spot (the workload must tolerate interruptions)",
-                         accepted="on_demand, reserved_1y, reserved_3y; or add --allow-spot")
-    w = _workload(dict(task=spec.task, model_name=spec.model, params=spec.params, precision=spec.precision,
-                       context_tokens=spec.context_tokens, concurrency=spec.concurrency, lora_rank=lora_rank,
-                       tokens_per_second=spec.tokens_per_second if spec.task == "serve" else None,
-                       tokens=spec.tokens if spec.task != "serve" else None,
-                       deadline_hours=spec.deadline_hours, zero_stage=spec.zero_stage))
-    ignored = _ignored_options(spec)
-    offers, info = _load(catalog, _date_or_none(prices_on))
-    filtered = filter_offers(offers, providers=spec.providers, regions=spec.regions, gpus=spec.gpus)
-    if exclude_gpus:
-        drop = _canonical_gpu_filter(_names(exclude_gpus), offers, offers)
-        filtered = filtered[~filtered["gpu_model"].isin(drop)]
-    solver = solver or "cbc"
-    result = plan(w, filtered, budget_usd=spec.budget, allow_spot=bool(spec.allow_spot),
-                  pricing=tuple(spec.pricing) or None, max_instances_per_offer=max_instances_per_offer,
-                  solver=solver, time_limit_s=time_limit_s)
-    if ignored:
-        result.notes.append(f"ignored for a {spec.task} workload: " + ", ".join(ignored))
-    wl = {k: getattr(spec, k) for k in ("name", "task", "model", "params", "precision", "context_tokens", "concurrency",
-                                         "tokens_per_second", "tokens", "deadline_hours", "zero_stage", "allow_spot",
-                                         "providers", "regions", "gpus", "pricing", "budget")}
-    wl["model_resolved"] = w.model.name
-    wl["context_tokens_resolved"] = w.context_tokens
-    return RecommendResult(workload=wl, workload_origin=spec.origin, headline=spec.describe(),
-                           prices=_price_provenance(filtered if len(filtered) else offers, info, catalog, prices_on),
-                           plan=result)
+    options = dict(
+        budget=budget, model=model, params=params, task=task, tokens_per_second=tokens_per_second, tokens=tokens,
+        deadline_hours=deadline_hours, precision=precision, context_tokens=context_tokens, concurrency=concurrency,
+        zero_stage=zero_stage, gpus=_names(gpus), providers=_names(providers), regions=_names(regions),
+        pricing=_names(pricing), allow_spot=allow_spot, catalog=None if catalog is None else str(catalog),
+        solver=solver, time_limit_s=time_limit_s, max_instances=max_instances_per_offer, prices_on=prices_on,
+        name=name, objective=objective, exclude_gpus=_names(exclude_gpus), blocks=blocks, demand_profile=demand_profile,
+        min_replicas=min_replicas, value_per_million_tokens=value_per_million_tokens, value_usd=value_usd,
+        spot_capacity_per_offer=spot_capacity, lora_rank=lora_rank, spot_only_ok=spot_only_ok,
+        horizon_months=horizon, leftover_value=leftover_value, placement=placement,
+        region_group=_names(region_group), spread=spread, include_local_zones=include_local_zones,
+        budget_total=budget_total, max_upfront=max_upfront, max_commitment=max_commitment, start=start_month,
+        end=end_month, months=months)
+    return _recommend_plan(_plan_path(workload_file, cwd), cwd, options, explain=explain)
 
 
-# ------------------------------------------------------------------------------------------- fleet plans
 def _plan_path(workload_file, cwd) -> Path | None:
+    from gpuopt.plan_spec import LOCAL_WORKLOAD_NAME
+
     if workload_file is not None:
         return Path(workload_file)
-    local = Path(cwd or Path.cwd()) / "gpuopt.yaml"
+    local = Path(cwd or Path.cwd()) / LOCAL_WORKLOAD_NAME
     return local if local.is_file() else None
 
 
-def _is_multi(path: Path) -> bool:
-    """True for a plan file in the multi-workload shape (a top-level ``workloads`` key)."""
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError):
-        return False  # the single-workload path reports the error with its own message
-    return isinstance(data, dict) and "workloads" in data
-
-
 def load_plan(options: dict[str, Any], workload_file=None, cwd=None):
-    """The PlanFile for these options: over --workload FILE, else ./gpuopt.yaml, else the options alone
-    (gpuopt.plan_spec). Raises InputError naming the key."""
-    from gpuopt.plan_spec import load_plan_file, plan_from_options
+    """The PlanFile for these options: over --workload FILE, else ./gpuopt.yaml, else the options alone, else the
+    bundled example (gpuopt.plan_spec). Raises InputError naming the key."""
+    from gpuopt.plan_spec import EXAMPLE_WORKLOAD, load_plan_file, plan_from_options
 
     path = _plan_path(workload_file, cwd)
     opts = {k: v for k, v in options.items() if v not in (None, [], ())}
     if path is not None:
         return load_plan_file(path, opts)
     if opts.get("model") is None and opts.get("params") is None:
-        from gpuopt.workload import EXAMPLE_WORKLOAD
-
-        return load_plan_file(EXAMPLE_WORKLOAD, opts)
+        plan = load_plan_file(EXAMPLE_WORKLOAD, opts)
+        plan._origin = "the bundled example workload (gpuopt/data/example_workload.yaml)"
+        return plan
     return plan_from_options(opts, base_dir=cwd)
 
 
@@ -572,47 +501,12 @@ def print_workload(options: dict[str, Any], workload_file=None, cwd=None) -> str
     return plan_to_yaml(plan)
 
 
-def _recommend_fleet(plan_path, cwd, options: dict[str, Any], explain: bool = True) -> "RecommendResult":
-    """Several workloads / demand profiles / ROI: the full model (optimizer.fleet)."""
-    import dataclasses
+def plan_offers(plan, offers):
+    """The offers a plan may use: its providers, regions, region groups and GPUs, without excluded GPUs and, unless
+    ``include_local_zones``, without AWS Local Zones and Wavelength Zones. Returns (offers, notes)."""
+    from providers.regions import region_groups_of
 
-    from optimizer.demand import merge_blocks
-    from optimizer.fleet import FleetBlock, FleetWorkload, plan_fleet
-    from optimizer.sizing import Workload, validate_workload
-
-    plan = load_plan(options, plan_path, cwd)
-    ws = []
-    for item in plan.workloads:
-        kw = dict(task=item.task, precision=item.precision, context_tokens=item.context_tokens,
-                  concurrency=item.concurrency, zero_stage=item.zero_stage)
-        if item.task == "serve":
-            kw["tokens_per_second"] = item.tokens_per_second or 1.0
-        else:
-            if item.tokens < MIN_TRAIN_TOKENS:
-                raise InputError(f"workloads[{plan.workloads.index(item)}].tokens",
-                                 f"{item.tokens:g} tokens is too little to plan (at least {MIN_TRAIN_TOKENS:g})")
-            kw["tokens"] = item.tokens
-            kw["deadline_hours"] = item.deadline_hours
-        if item.lora_rank is not None:
-            kw["lora_rank"] = item.lora_rank
-        kw = {k: v for k, v in kw.items() if v is not None}
-        i = plan.workloads.index(item)
-        try:
-            w = Workload(model=_model_spec(plan.model_ref(item), item.params), **kw)
-            validate_workload(w)
-        except InputError as exc:  # name the workload's key in the plan file
-            msg = str(exc).split(": ", 1)[-1] if str(exc).startswith(exc.field + ":") else str(exc)
-            raise InputError(plan.field_path(i, exc.field), msg.split(" (accepted:")[0], exc.accepted) from None
-        ws.append(FleetWorkload(name=item.name, workload=w, allow_spot=item.allow_spot,
-                                min_replicas=item.min_replicas or 0, spot_only_ok=item.spot_only_ok,
-                                deadline_hours=item.deadline_hours, value_per_million_tokens=item.value_per_million_tokens,
-                                value_usd=item.value_usd))
-    splits = sorted({float(i.deadline_hours) for i in plan.training if i.deadline_hours and i.deadline_hours < 730})
-    merged = merge_blocks(plan.demand_profiles(), splits)
-    blocks = [FleetBlock(start_hour=float(mb.start_hour), hours=float(mb.hours), demand=dict(mb.demand), label=mb.label,
-                         end_hour=float(mb.end_hour)) for mb in merged]
-    catalog = str(plan.resolve_path(plan.catalog)) if plan.catalog else None
-    offers, info = _load(catalog, _date_or_none(plan.prices_on))
+    notes = []
     filtered = filter_offers(offers, providers=plan.providers, regions=plan.regions, gpus=plan.gpus)
     if plan.exclude_gpus:
         try:
@@ -620,16 +514,88 @@ def _recommend_fleet(plan_path, cwd, options: dict[str, Any], explain: bool = Tr
         except InputError as exc:
             raise InputError("exclude_gpus", str(exc).split(": ", 1)[-1].split(" (accepted:")[0], exc.accepted) from None
         filtered = filtered[~filtered["gpu_model"].isin(drop)]
-    result = plan_fleet(ws, blocks, filtered, budget_usd=plan.budget, objective=plan.objective,
+    if plan.region_group:
+        want = set(plan.region_group)
+        keep = [bool(region_groups_of(p, r) & want) for p, r in zip(filtered["provider"], filtered["region"])]
+        filtered = filtered[keep]
+        if filtered.empty:
+            raise InputError("region_group", f"no offer of the providers selected is in {', '.join(sorted(want))}",
+                             accepted="us, eu, europe, na, apac, latam, mea")
+    if not plan.include_local_zones:
+        kinds = _zone_kinds(filtered)
+        n = int((kinds != "").sum())
+        if n:
+            filtered = filtered[(kinds == "").to_numpy()]
+            notes.append(f"{n} offers in AWS Local Zones / Wavelength Zones left out (--include-local-zones)")
+    return filtered, notes
+
+
+def _zone_kinds(df):
+    """The zone_kind column (local_zone, wavelength or ""), from the offers or, for rows without it, the facts."""
+    import pandas as pd
+
+    if "zone_kind" in df.columns:
+        return df["zone_kind"].fillna("").astype(str)
+    try:
+        from providers.facts import zone_kind_of
+    except ImportError:  # pragma: no cover - facts ship with gpuopt
+        return pd.Series([""] * len(df), index=df.index)
+    return pd.Series([zone_kind_of(p, r, str(z or "")) for p, r, z in zip(df["provider"], df["region"], df["zone"])],
+                     index=df.index)
+
+
+def _recommend_plan(plan_path, cwd, options: dict[str, Any], explain: bool = True) -> "RecommendResult":
+    """Plan the workloads of a plan file / options with the one planning model (optimizer.fleet)."""
+    from optimizer.fleet import Budgets, FleetWorkload, plan_fleet
+    from optimizer.sizing import Workload, validate_workload
+
+    plan = load_plan(options, plan_path, cwd)
+    ws = []
+    for i, item in enumerate(plan.workloads):
+        kw = dict(task=item.task, precision=item.precision, context_tokens=item.context_tokens,
+                  concurrency=item.concurrency, zero_stage=item.zero_stage)
+        if item.task == "serve":
+            kw["tokens_per_second"] = item.tokens_per_second or 1.0
+        else:
+            if item.tokens < MIN_TRAIN_TOKENS:
+                raise InputError(plan.field_path(i, "tokens"),
+                                 f"{item.tokens:g} tokens is too little to plan (at least {MIN_TRAIN_TOKENS:g})")
+            kw["tokens"] = item.tokens
+            kw["deadline_hours"] = item.deadline_hours
+        if item.lora_rank is not None:
+            kw["lora_rank"] = item.lora_rank
+        kw = {k: v for k, v in kw.items() if v is not None}
+        try:
+            w = Workload(model=_model_spec(plan.model_ref(item), item.params), **kw)
+            validate_workload(w)
+        except InputError as exc:  # name the workload's key in the plan file
+            msg = str(exc).split(": ", 1)[-1] if str(exc).startswith(exc.field + ":") else str(exc)
+            raise InputError(plan.field_path(i, exc.field), msg.split(" (accepted:")[0], exc.accepted) from None
+        start, end = item.month_window()
+        ws.append(FleetWorkload(name=item.name, workload=w, allow_spot=item.allow_spot,
+                                min_replicas=item.min_replicas or 0, spot_only_ok=item.spot_only_ok,
+                                deadline_hours=item.deadline_hours, value_per_million_tokens=item.value_per_million_tokens,
+                                value_usd=item.value_usd, start_month=start, end_month=end))
+    catalog = str(plan.resolve_path(plan.catalog)) if plan.catalog else None
+    offers, info = _load(catalog, _date_or_none(plan.prices_on))
+    filtered, notes = plan_offers(plan, offers)
+    budgets = Budgets(monthly=plan.budget, total=plan.budget_total, upfront=plan.max_upfront,
+                      commitment=plan.max_commitment)
+    result = plan_fleet(ws, plan.demand_profiles(), filtered, budgets=budgets, objective=plan.objective,
                         pricing=tuple(plan.pricing) or None, spot_capacity=plan.spot_capacity_per_offer,
                         max_instances=plan.max_instances, explain=explain,
                         solver="auto" if options.get("solver") is None and plan.solver == "cbc" else plan.solver,
-                        time_limit_s=plan.time_limit_s, merge_note=getattr(merged, "note", ""))
-    for i, item in enumerate(plan.workloads):
+                        time_limit_s=plan.time_limit_s, horizon_months=plan.horizon_months,
+                        leftover_value=plan.leftover_value, placement=plan.placement, spread=plan.spread or "")
+    result.notes.extend(notes)
+    for item in plan.workloads:
         ignored = item.ignored_fields()
         if ignored:
             result.notes.append(f"ignored for {item.name} (task {item.task}): {', '.join(ignored)}")
-    parts = ", ".join(f"{w.name}: {w.workload.task} {w.workload.model.name}" for w in ws)
+    parts = ", ".join(f"{w.name}: {w.workload.task} {w.workload.model.name}" +
+                      (f" {plan.workloads[i].tokens_per_second:g} tokens/s" if w.workload.task == "serve"
+                       and plan.workloads[i].tokens_per_second else "")
+                      for i, w in enumerate(ws))
     origin = plan.origin if plan.origin else "command-line options"
     headline = f"Plan of {len(ws)} workload{'s' if len(ws) > 1 else ''} ({parts}) from {origin}"
     return RecommendResult(workload=plan.model_dump(mode="json"), workload_origin=origin, headline=headline,

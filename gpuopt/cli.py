@@ -95,13 +95,25 @@ CatalogOpt = Annotated[Optional[Path], typer.Option("--catalog", help="Plan over
 
 @app.command()
 def recommend(
-    budget: Annotated[Optional[float], typer.Option(help="Budget in USD: per month for serve; for the whole job for train/finetune.")] = None,
+    budget: Annotated[Optional[float], typer.Option(help="Most USD spent in any one month of the horizon (hourly + recurring + upfront paid that month).")] = None,
+    budget_total: Annotated[Optional[float], typer.Option("--budget-total", help="Most USD over the whole horizon.")] = None,
+    max_upfront: Annotated[Optional[float], typer.Option("--max-upfront", help="Most USD paid upfront for commitments.")] = None,
+    max_commitment: Annotated[Optional[float], typer.Option("--max-commitment", help="Most USD owed over the terms of the commitments bought.")] = None,
+    horizon: Annotated[Optional[int], typer.Option("--horizon", help="Months the capacity is needed (default: 12 with a serving workload; the jobs' span for training only).")] = None,
+    leftover_value: Annotated[Optional[float], typer.Option("--leftover-value", help="0..1: value of commitment months that outlive the horizon (default 0).")] = None,
+    placement: Annotated[Optional[str], typer.Option("--placement", help="region (default: each serving workload in one region of one provider), provider, or any.")] = None,
+    region_group: Annotated[Optional[list[str]], typer.Option("--region-group", help="Data residency (repeat): us, eu, europe, na, apac, latam, mea.")] = None,
+    spread: Annotated[Optional[str], typer.Option("--spread", help="zones: put --min-replicas on instances in distinct zones where the data has zones.")] = None,
+    include_local_zones: Annotated[Optional[bool], typer.Option("--include-local-zones", help="Also plan on AWS Local Zones and Wavelength Zones.")] = None,
+    start_month: Annotated[Optional[int], typer.Option("--start-month", help="Month the workload starts (1 = the first month of the horizon).")] = None,
+    end_month: Annotated[Optional[int], typer.Option("--end-month", help="Serve: last month it runs (default: the horizon's end).")] = None,
+    months: Annotated[Optional[int], typer.Option("--months", help="Serve: months it runs from its start.")] = None,
     model: Annotated[Optional[str], typer.Option(help="Model name or Hugging Face repo, e.g. meta-llama/Llama-2-70b-hf.")] = None,
     params: Annotated[Optional[float], typer.Option(help="Parameter count, for a model not in the table (e.g. 13e9).")] = None,
     task: Annotated[Optional[str], typer.Option(help="serve, train, finetune (full fine-tune) or lora (LoRA; QLoRA with --precision int4).")] = None,
     tokens_per_second: Annotated[Optional[float], typer.Option("--tokens-per-second", help="Serving demand: generated tokens/s the fleet must sustain.")] = None,
     tokens: Annotated[Optional[float], typer.Option(help="Training: tokens to process (e.g. 2e10).")] = None,
-    deadline_hours: Annotated[Optional[float], typer.Option("--deadline-hours", help="Training: finish within this many hours (default: one month, 730 h).")] = None,
+    deadline_hours: Annotated[Optional[float], typer.Option("--deadline-hours", help="Training: finish within this many hours of its start (default: one month, 730 h).")] = None,
     precision: Annotated[Optional[str], typer.Option(help="Weights precision for serving: fp32, bf16, fp16, int8, int4.")] = None,
     context: Annotated[Optional[int], typer.Option("--context", help="Tokens per sequence (KV cache for serving, sequence length for training).")] = None,
     concurrency: Annotated[Optional[int], typer.Option(help="Serving: sequences decoded together per replica.")] = None,
@@ -113,27 +125,27 @@ def recommend(
     allow_spot: Annotated[Optional[bool], typer.Option("--allow-spot/--no-spot", help="May the workload run on interruptible spot capacity?")] = None,
     workload: Annotated[Optional[Path], typer.Option("--workload", help="Workload YAML file (default: ./gpuopt.yaml, else the bundled example).")] = None,
     catalog: CatalogOpt = None,
-    max_instances: Annotated[Optional[int], typer.Option("--max-instances", help="At most this many instances of any one offer (quota).")] = None,
+    max_instances: Annotated[Optional[int], typer.Option("--max-instances", help="At most this many instances of one instance type per region (quota).")] = None,
     prices_on: Annotated[Optional[str], typer.Option("--prices-on", help="Plan with the prices in effect on this date (YYYY-MM-DD), from the cache's history.")] = None,
     objective: Annotated[Optional[str], typer.Option("--objective", help="cost (minimum cost) or roi (maximum (value - cost) / cost).")] = None,
     exclude_gpu: Annotated[Optional[list[str]], typer.Option("--exclude-gpu", help="GPU models never to use (repeat).")] = None,
     demand_profile: Annotated[Optional[str], typer.Option("--demand-profile", help="Serving demand over time: a CSV of hour-of-day, hour-of-week or timestamps and demand (tokens/s).")] = None,
     blocks: Annotated[Optional[int], typer.Option("--blocks", help="Bin the demand profile into this many blocks (24: a day, 168: a week).")] = None,
-    min_replicas: Annotated[Optional[int], typer.Option("--min-replicas", help="Serving: keep at least this many replicas up (redundancy).")] = None,
+    min_replicas: Annotated[Optional[int], typer.Option("--min-replicas", help="Serving: keep at least this many replicas up, on at least as many instances (default 1).")] = None,
     spot_only_ok: Annotated[Optional[bool], typer.Option("--spot-only-ok", help="Let spot replicas count toward --min-replicas.")] = None,
     value_per_million_tokens: Annotated[Optional[float], typer.Option("--value-per-million-tokens", help="ROI: USD of value per million generated tokens served.")] = None,
     value_usd: Annotated[Optional[float], typer.Option("--value-usd", help="ROI: USD of value of the finished training job.")] = None,
-    spot_capacity: Annotated[Optional[int], typer.Option("--spot-capacity", help="Instances of one spot offer the plan may count on (default 16).")] = None,
+    spot_capacity: Annotated[Optional[int], typer.Option("--spot-capacity", help="Instances of one spot instance type per region the plan may count on (default 16).")] = None,
     lora_rank: Annotated[Optional[int], typer.Option("--lora-rank", help="LoRA rank (task lora; QLoRA with --precision int4).")] = None,
     name: Annotated[Optional[str], typer.Option("--name", help="A name for the workload.")] = None,
     print_workload: Annotated[bool, typer.Option("--print-workload", help="Print the workload file for these options (YAML) and exit.")] = False,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File for --format focus (default: stdout), markdown or html.")] = None,
-    explain: Annotated[bool, typer.Option("--explain/--no-explain", help="Plans of several workloads: also price the strategies, duals and per-provider alternatives (more solves).")] = True,
-    solver: Annotated[Optional[str], typer.Option(help="MILP solver: cbc (bundled with PuLP; the default for one workload) or highs (the default for plans of several workloads).")] = None,
-    time_limit: Annotated[float, typer.Option("--time-limit", help="Solver time limit in seconds.")] = 60.0,
+    explain: Annotated[bool, typer.Option("--explain/--no-explain", help="Also price the strategies, duals, per-provider alternatives and demand sensitivity (more solves).")] = True,
+    solver: Annotated[Optional[str], typer.Option(help="MILP solver: cbc (bundled with PuLP, the default) or highs.")] = None,
+    time_limit: Annotated[Optional[float], typer.Option("--time-limit", help="Solver time limit in seconds (default 60).")] = None,
     fmt: FormatOpt = "table",
 ):
-    """Recommend the cheapest mix of GPU instances (and pricing models) for a workload within a budget."""
+    """Recommend the cheapest mix of GPU instances and purchase options for one or several workloads over a horizon."""
     with _boundary():
         _check_format(fmt, FILE_FORMATS)
         from gpuopt import api, render
@@ -148,7 +160,10 @@ def recommend(
                 objective=objective, exclude_gpus=exclude_gpu or [], demand_profile=demand_profile, blocks=blocks,
                 min_replicas=min_replicas, spot_only_ok=spot_only_ok, value_per_million_tokens=value_per_million_tokens,
                 value_usd=value_usd, spot_capacity_per_offer=spot_capacity, lora_rank=lora_rank, name=name,
-                solver=solver, time_limit_s=None if time_limit == 60.0 else time_limit),
+                solver=solver, time_limit_s=time_limit, budget_total=budget_total, max_upfront=max_upfront,
+                max_commitment=max_commitment, horizon_months=horizon, leftover_value=leftover_value,
+                placement=placement, region_group=region_group or [], spread=spread,
+                include_local_zones=include_local_zones, start=start_month, end=end_month, months=months),
                 workload), nl=False)
             return
         result = api.recommend(
@@ -159,7 +174,10 @@ def recommend(
             deadline_hours=deadline_hours, precision=precision, context_tokens=context, concurrency=concurrency,
             zero_stage=zero_stage, gpus=gpu or (), providers=provider or (), regions=region or (), pricing=pricing or (),
             allow_spot=allow_spot, catalog=catalog, workload_file=workload, solver=solver, time_limit_s=time_limit,
-            max_instances_per_offer=max_instances, prices_on=prices_on,
+            max_instances_per_offer=max_instances, prices_on=prices_on, budget_total=budget_total,
+            max_upfront=max_upfront, max_commitment=max_commitment, horizon=horizon, leftover_value=leftover_value,
+            placement=placement, region_group=region_group or (), spread=spread,
+            include_local_zones=include_local_zones, start_month=start_month, end_month=end_month, months=months,
         )
         render.warnings(result.prices)
         if fmt in FILE_FORMATS and result.feasible:

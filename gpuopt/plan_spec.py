@@ -18,10 +18,13 @@ Every ``gpuopt recommend`` option maps to one key (``CLI_OPTIONS``); ``apply_opt
 keys (options win), ``plan_from_options`` builds a plan from options alone and ``plan_to_yaml`` writes a plan back as
 a documented file that ``load_plan_file`` reads to the same plan (``--print-workload``).
 
-Units: budget USD for the planned month (730 h) of all workloads together; tokens_per_second and demand in
-generated tokens/s for the whole fleet of a serving workload; tokens to process for train/finetune/lora;
-deadline_hours from the start of the month; value_per_million_tokens USD per million generated tokens served;
-value_usd USD for a finished training job.
+Units: budget USD, the most spent in any one month of the horizon (hourly, recurring and upfront payments of that
+month), all workloads together; budget_total USD over the horizon; horizon_months months; start/end month numbers
+(1 = the horizon's first month); tokens_per_second and demand in generated tokens/s for the whole fleet of a serving
+workload; tokens to process for train/finetune/lora; deadline_hours from the job's start; value_per_million_tokens
+USD per million generated tokens served; value_usd USD for a finished training job.
+
+``EXAMPLE_WORKLOAD`` is the bundled single-workload example planned when no file and no model is given.
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ SOLVERS = ("cbc", "highs")
 MAX_DEADLINE_HOURS = 87_600.0  # ten years
 DEFAULT_SPOT_CAPACITY = 16
 DEMAND_KEYS = ("tokens_per_second", "demand_profile", "demand")
+EXAMPLE_WORKLOAD = Path(__file__).parent / "data" / "example_workload.yaml"
+LOCAL_WORKLOAD_NAME = "gpuopt.yaml"
 
 
 # ------------------------------------------------------------------------------------------- field types
@@ -114,12 +119,19 @@ Precision = Annotated[Literal["fp32", "bf16", "fp16", "int8", "int4"], BeforeVal
 Objective = Annotated[Literal["cost", "roi"], BeforeValidator(_lower)]
 Solver = Annotated[Literal["cbc", "highs"], BeforeValidator(_lower)]
 PricingList = Annotated[list[Literal["on_demand", "spot", "reserved_1y", "reserved_3y"]], BeforeValidator(_lower_names)]
+Placement = Annotated[Literal["region", "provider", "any"], BeforeValidator(_lower)]
+Spread = Annotated[Literal["zones"], BeforeValidator(_lower)]
+RegionGroupList = Annotated[list[Literal["us", "eu", "europe", "na", "apac", "latam", "mea"]], BeforeValidator(_lower_names)]
+Fraction01 = Annotated[float, BeforeValidator(_not_bool), Field(ge=0, le=1, allow_inf_nan=False)]
+Horizon = Annotated[int, BeforeValidator(_not_bool), Field(ge=1, le=120)]
+Month = Annotated[int, BeforeValidator(_not_bool), Field(ge=1, le=120)]
 
 #: Accepted values of the keys with a closed set (the ``accepted`` of their errors).
 ACCEPTED = {
     "task": ", ".join(TASKS), "precision": ", ".join(PRECISIONS), "objective": ", ".join(OBJECTIVES),
     "solver": ", ".join(SOLVERS), "pricing": ", ".join(PRICING_MODELS), "zero_stage": "0, 1, 2, 3",
-    "allow_spot": "true, false", "spot_only_ok": "true, false",
+    "allow_spot": "true, false", "spot_only_ok": "true, false", "include_local_zones": "true, false",
+    "placement": "region, provider, any", "spread": "zones", "region_group": "us, eu, europe, na, apac, latam, mea",
     "blocks": "24 (hours of the day), 168 (hours of the week) or another positive whole number",
 }
 
@@ -158,6 +170,9 @@ class WorkloadItem(BaseModel):
     spot_only_ok: StrictBool = False
     value_per_million_tokens: NonNegFloat | None = None
     value_usd: NonNegFloat | None = None
+    start: Month | None = None
+    end: Month | None = None
+    months: Month | None = None
 
     @field_validator("model", mode="before")
     @classmethod
@@ -201,9 +216,27 @@ class WorkloadItem(BaseModel):
             if self.value_per_million_tokens is not None:
                 raise _fail(f"value_per_million_tokens is for serve workloads; a {self.task} workload's value is "
                             "value_usd (the finished job)", loc=("value_per_million_tokens",))
+        if self.end is not None and self.months is not None:
+            raise _fail("give either end or months, not both", loc=("months",))
+        if self.task != "serve":
+            for k in ("end", "months"):
+                if getattr(self, k) is not None:
+                    raise _fail(f"{k} is for serving workloads; a {self.task} job runs from start until it is done "
+                                "(deadline_hours)", loc=(k,))
+        if self.end is not None and self.end < (self.start or 1):
+            raise _fail(f"end (month {self.end}) is before start (month {self.start or 1})", loc=("end",))
         if self.min_replicas is None:
             self.min_replicas = 1 if self.task == "serve" else 0
         return self
+
+    def month_window(self) -> tuple[int, int | None]:
+        """(start, end) as 0-based months, end exclusive (None: the horizon's end)."""
+        start = (self.start or 1) - 1
+        if self.months is not None:
+            return start, start + self.months
+        if self.end is not None:
+            return start, self.end
+        return start, None
 
     @property
     def training(self) -> bool:
@@ -230,6 +263,15 @@ class PlanFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     budget: PosFloat | None = None
+    budget_total: PosFloat | None = None
+    max_upfront: NonNegFloat | None = None
+    max_commitment: NonNegFloat | None = None
+    horizon_months: Horizon | None = None
+    leftover_value: Fraction01 = 0.0
+    placement: Placement = "region"
+    region_group: RegionGroupList = Field(default_factory=list)
+    spread: Spread | None = None
+    include_local_zones: StrictBool = False
     objective: Objective = "cost"
     providers: NameList = Field(default_factory=list)
     regions: NameList = Field(default_factory=list)
@@ -382,6 +424,10 @@ CLI_OPTIONS = {
     "gpus": "--gpu", "exclude_gpus": "--exclude-gpu", "pricing": "--pricing", "solver": "--solver",
     "time_limit_s": "--time-limit", "spot_capacity_per_offer": "--spot-capacity", "max_instances": "--max-instances",
     "blocks": "--blocks", "prices_on": "--prices-on", "catalog": "--catalog",
+    "budget_total": "--budget-total", "max_upfront": "--max-upfront", "max_commitment": "--max-commitment",
+    "horizon_months": "--horizon", "leftover_value": "--leftover-value", "placement": "--placement",
+    "region_group": "--region-group", "spread": "--spread", "include_local_zones": "--include-local-zones",
+    "start": "--start-month", "end": "--end-month", "months": "--months",
     "name": "--name", "task": "--task", "model": "--model", "params": "--params", "precision": "--precision",
     "context_tokens": "--context", "concurrency": "--concurrency", "zero_stage": "--zero-stage",
     "lora_rank": "--lora-rank", "tokens_per_second": "--tokens-per-second", "demand_profile": "--demand-profile",
@@ -393,7 +439,19 @@ CLI_OPTIONS = {
 
 #: One line of documentation per key, written by plan_to_yaml after the key.
 KEY_DOCS = {
-    "budget": "USD for the planned month (730 h), all workloads together; unset: no limit",
+    "budget": "USD: the most the plan may spend in any one month (hourly + recurring + upfronts paid that month)",
+    "budget_total": "USD: the most the plan may cost over the whole horizon",
+    "max_upfront": "USD: the most paid upfront for commitments",
+    "max_commitment": "USD: the most owed over the terms of the commitments bought",
+    "horizon_months": "months the capacity is needed (default 12 with serving; a job's span for training only)",
+    "leftover_value": "0..1: value of commitment months that outlive the horizon (default 0)",
+    "placement": "region (each service in one region) | provider | any",
+    "region_group": "data residency: us, eu, europe, na, apac, latam, mea",
+    "spread": "zones: min_replicas on instances in distinct zones where the data has zones",
+    "include_local_zones": "also plan on AWS Local Zones and Wavelength Zones",
+    "start": "month the workload starts (1 = the first month of the horizon)",
+    "end": "serve: last month it runs (inclusive; default the horizon's end)",
+    "months": "serve: number of months it runs from start",
     "objective": "cost (cheapest plan that meets every demand) | roi ((value - cost) / cost)",
     "providers": "aws, azure, gcp, lambda ... (empty: all)",
     "regions": "provider region codes, e.g. us-east-1, eastus (empty: all)",
@@ -421,9 +479,9 @@ KEY_DOCS = {
     "demand_profile": "serve: CSV of demand by hour/timestamp (relative to this file)",
     "demand": "serve: tokens/s per block (24: hours of the day, 168: hours of the week)",
     "tokens": "training: tokens to process",
-    "deadline_hours": "training: finish within this many hours of the month's start",
+    "deadline_hours": "training: finish within this many hours of its start",
     "allow_spot": "may it run on interruptible spot capacity?",
-    "min_replicas": "replicas always running (redundancy)",
+    "min_replicas": "replicas always running, on at least as many instances (redundancy)",
     "spot_only_ok": "may spot be the only capacity behind min_replicas?",
     "value_per_million_tokens": "serve: USD per million generated tokens served (roi)",
     "value_usd": "training: USD the finished job is worth (roi)",
@@ -715,7 +773,7 @@ def plan_to_yaml(plan: PlanFile) -> str:
     `recommend` option) that ``load_plan_file`` reads back to an equal plan. Unset plan keys are written commented
     out; unset workload keys are left out."""
     n = len(plan.workloads)
-    out = [f"# gpuopt plan: {n} workload{'s' if n != 1 else ''} under one budget, for one month (730 h).",
+    out = [f"# gpuopt plan: {n} workload{'s' if n != 1 else ''} under one budget, over a horizon of months.",
            "# Plan it with `gpuopt recommend --workload THIS_FILE`; every key maps to a `gpuopt recommend` option",
            "# (after the key); options given with --workload override the file. Documented example:",
            "# gpuopt/data/example_plan.yaml."]

@@ -62,68 +62,14 @@ def _prices_line(prices: dict) -> str:
 
 
 def recommend(result, fmt: str) -> None:
-    """Render a gpuopt.api.RecommendResult."""
+    """Render a gpuopt.api.RecommendResult (the plan of optimizer.fleet and its explanation)."""
     if fmt == "json":
         _json(result.to_dict())
         return
-    from rich.table import Table
-
     con = _console()
-    plan = result.plan
     con.print(result.headline)
     con.print(_prices_line(result.prices))
-    if hasattr(plan, "blocks"):
-        _fleet(con, plan)
-        return
-    if plan.sizing:
-        t = Table(title="Sizing: one replica", title_justify="left")
-        for col in ("GPU shape", "GPUs/replica", "memory GiB/replica", "memory GiB/GPU", "tokens/s/replica"):
-            t.add_column(col, justify="right" if col != "GPU shape" else "left")
-        used = {ln.gpu_shape for ln in plan.lines}
-        rows = [s for s in plan.sizing if s["gpu_shape"] in used] or plan.sizing[:8]
-        for s in rows:
-            t.add_row(s["gpu_shape"], f"{s['gpus_per_replica']:g}", f"{s['memory_gib_per_replica']:,.1f}",
-                      f"{s['memory_gib_per_gpu']:,.1f}", f"{s['tokens_per_second_per_replica']:,.1f}")
-        con.print(t)
-    if not plan.feasible:
-        reason = plan.reason or {}
-        con.print(f"[bold red]No plan:[/] {reason.get('message', plan.status)}")
-        return
-    t = Table(title=f"Plan ({plan.status}; horizon {plan.horizon_hours:g} h)", title_justify="left")
-    for col in ("provider", "region", "instance_type", "pricing", "payment", "count", "hours", "$/h each",
-                "$/month" if "work_flops_needed" not in plan.capacity else "$ for the job", "GPUs each", "replicas", "break-even"):
-        t.add_column(col, justify="right" if col in ("count", "hours", "$/h each", "$/month", "replicas", "break-even") else "left",
-                     no_wrap=col in ("instance_type", "region", "pricing", "GPUs each"))
-    for ln in plan.lines:
-        be = "—" if ln.break_even_utilization is None else f"{100 * ln.break_even_utilization:.0f} %"
-        rate = f"{ln.usd_per_hour:,.4f}" + ("*" if ln.estimated else "")
-        t.add_row(ln.provider, ln.region + (f"/{ln.zone}" if ln.zone else ""), ln.instance_type, ln.pricing, ln.payment or "—",
-                  str(ln.count), f"{ln.hours:g}", rate, _usd(ln.monthly_usd),
-                  f"{ln.gpu_count:g} x {ln.gpu_model}", str(ln.replicas), be)
-    con.print(t)
-    training = "work_flops_needed" in plan.capacity
-    con.print(f"[bold]Total: {_usd(plan.total_usd)} {'for the whole job' if training else 'per month'}[/]")
-    cap = plan.capacity
-    if "tokens_per_second_needed" in cap:
-        con.print(f"Capacity: {cap['tokens_per_second_planned']:,.1f} tokens/s planned for {cap['tokens_per_second_needed']:,.1f} needed")
-    else:
-        con.print(f"Work: {cap['work_flops_planned']:.3e} FLOPs planned for {cap['work_flops_needed']:.3e} needed; "
-                  f"finishes in {cap['finish_hours']:g} h (deadline {cap['deadline_hours']:g} h)")
-    if plan.strategies:
-        st = Table(title="Same demand, priced by strategy", title_justify="left")
-        for col in ("strategy", "$ for the job" if training else "$/month", "savings vs on-demand"):
-            st.add_column(col, justify="left" if col == "strategy" else "right")
-        for name, s in plan.strategies.items():
-            sav = "—" if s.get("savings_usd") is None else f"{_usd(s['savings_usd'])} ({s['savings_pct']:.1f} %)"
-            label = name + ("" if s.get("allowed_in_this_plan", True) else " (not allowed by your limits)")
-            st.add_row(label, _usd(s.get("monthly_usd")) if s.get("monthly_usd") is not None else s.get("status", "—"), sav)
-        con.print(st)
-    for b in plan.binding:
-        con.print(f"Constraint — {b}")
-    for n in plan.notes:
-        con.print(f"[yellow]Note:[/] {n}")
-    if any(ln.estimated for ln in plan.lines):
-        con.print("* estimated price (derived by a documented discount rule; see `gpuopt prices status`)")
+    _plan(con, result.plan)
 
 
 def estimate(result, fmt: str) -> None:
@@ -357,79 +303,106 @@ def price_diff(diff, fmt: str, limit: int | None) -> None:
         con.print(t)
 
 
-def _fleet(con, plan) -> None:
-    """Render an optimizer.fleet.FleetResult (several workloads, blocks, ROI)."""
+def _months(a: int, b: int) -> str:
+    return f"{a}" if a == b else f"{a}-{b}"
+
+
+def _plan(con, plan) -> None:
+    """Render an optimizer.fleet.FleetResult: the rules first, then the plan, its money and commitments, the
+    workloads, the strategies (each with its commitment) and the explanation."""
     from rich.table import Table
 
+    for r in getattr(plan, "rules", []) or []:
+        con.print(f"Rule — {r}")
     sv = plan.solver
     con.print(f"Solver: {sv.get('name')} {sv.get('status')}" + (f", gap {100 * sv['gap']:.3g} %" if sv.get("gap") is not None else "")
-              + f", {sv.get('seconds', 0):g} s; {sv.get('blocks')} blocks" + (f" ({sv['merge']})" if sv.get("merge") else "")
-              + f"; {sv.get('pruned', 0)} dominated candidates pruned")
+              + f", {sv.get('seconds', 0):g} s; {sv.get('blocks')} blocks in {sv.get('periods', 1)} period(s)"
+              + (f" ({sv['merge']})" if sv.get("merge") else "") + f"; {sv.get('pruned', 0)} dominated candidates pruned")
     if not plan.feasible:
         reason = plan.reason or {}
         con.print(f"[bold red]No plan:[/] {reason.get('message', plan.status)}")
         return
-    money = "$/month" if getattr(plan, "recurring", True) else "$ (plan)"
-    t = Table(title=f"Plan ({plan.status}, objective {plan.objective})", title_justify="left")
-    for col in ("where", "instance_type", "pricing", "count", "h each", "$/h each", money, "GPUs each", "workloads",
-                "used", "break-even"):
-        t.add_column(col, justify="right" if col in ("count", "h each", "$/h each", money, "used", "break-even") else "left",
-                     no_wrap=col not in ("workloads", "where"), overflow="fold", min_width=8 if col == "workloads" else None)
+    H = plan.horizon_months
+    t = Table(title=f"Plan ({plan.status}, objective {plan.objective}; months 1-{H} from {plan.start_month})",
+              title_justify="left")
+    cols = ("where", "instance_type", "purchase", "count", "months", "$/h each", "$/month", "upfront", "commitment",
+            "term ends", "GPUs each", "replicas", "workloads", "used", "break-even")
+    right = {"count", "months", "$/h each", "$/month", "upfront", "commitment", "replicas", "used", "break-even"}
+    for col in cols:
+        t.add_column(col, justify="right" if col in right else "left", overflow="fold")
     for ln in plan.lines:
+        layout = f"{ln.replicas}"
+        if ln.pipeline_parallel > 1 or ln.tensor_parallel > 1:
+            layout += f" (TP{ln.tensor_parallel}" + (f"xPP{ln.pipeline_parallel}" if ln.pipeline_parallel > 1 else "") + ")"
         t.add_row(f"{ln.provider} {ln.region}" + (f"/{ln.zone}" if ln.zone else ""), ln.instance_type,
-                  ln.pricing + (f" {ln.payment}" if ln.payment else ""), str(ln.count), f"{ln.hours:g}",
+                  ln.pricing + (f" {ln.payment}" if ln.payment else ""), str(ln.count),
+                  _months(ln.start_month, ln.end_month),
                   f"{ln.usd_per_hour:,.4f}" + ("*" if ln.estimated else ""), _usd(ln.monthly_usd),
-                  f"{ln.gpu_count:g}x {ln.gpu_model}", ", ".join(ln.workloads),
+                  _usd(ln.upfront_usd) if ln.upfront_usd else "—", _usd(ln.commitment_usd) if ln.commitment_usd else "—",
+                  ln.term_end or "—", f"{ln.gpu_count:g}x {ln.gpu_model}", layout, ", ".join(ln.workloads),
                   "—" if ln.utilization is None else f"{100 * ln.utilization:.0f} %",
                   "—" if ln.break_even_utilization is None else f"{100 * ln.break_even_utilization:.0f} %")
     con.print(t)
-    if getattr(plan, "recurring", True):
-        con.print(f"[bold]Total: {_usd(plan.total_monthly_usd)} per month[/]")
+    con.print(f"[bold]Total over {H} month{'s' if H != 1 else ''}: {_usd(plan.total_usd)} "
+              f"(average {_usd(plan.monthly_usd)} a month; the most in one month {_usd(plan.max_month_usd)})[/]")
+    if plan.commitment_usd:
+        ends = sorted({ln.term_end for ln in plan.lines if ln.term_end})
+        con.print(f"Commitments: {_usd(plan.commitment_usd)} owed over their terms (ending {', '.join(ends)}), "
+                  f"{_usd(plan.upfront_usd)} of it upfront"
+                  + (f"; {_usd(plan.after_horizon_usd)} is paid after the horizon" if plan.after_horizon_usd else ""))
     else:
-        con.print(f"[bold]Total: {_usd(plan.total_monthly_usd)} for the plan (one-off jobs; reservations charged "
-                  "their whole term)[/]")
+        con.print("Commitments: none (nothing is owed beyond the hours used)")
+    cash = plan.cash_by_month_usd or []
+    if cash and len(set(round(c, 2) for c in cash)) > 1:
+        con.print("Cash by month: " + ", ".join(f"{i + 1}: {_usd(c)}" for i, c in enumerate(cash)))
     if plan.objective == "roi":
         con.print(f"Value {_usd(plan.value_usd)}, net value {_usd(plan.net_value_usd)}, ROI "
                   + ("—" if plan.roi is None else f"{100 * plan.roi:.1f} %")
                   + f" (Dinkelbach: {len(plan.dinkelbach)} MILPs)")
-    if plan.commitment.get("total_over_term_usd"):
-        con.print(f"Commitment taken: {_usd(plan.commitment['total_over_term_usd'])} over the terms, "
-                  f"{_usd(plan.commitment.get('upfront_usd'))} upfront")
     wt = Table(title="Workloads", title_justify="left")
-    for col in ("workload", "task", "model", "needs", "planned", "notes"):
-        wt.add_column(col)
+    for col in ("workload", "task", "model", "months", "needs", "planned", "replica", "notes"):
+        wt.add_column(col, overflow="fold")
     for w in plan.workloads:
+        rep = "; ".join(f"{s['gpu_shape'].split(' (')[0]}: {s['gpus_per_replica']:g} GPUs"
+                        + (f" TP{s['tensor_parallel']}xPP{s['pipeline_parallel']}" if s.get("pipeline_parallel", 1) > 1 else "")
+                        + (f", {s['tokens_per_second_per_replica']:,.0f} tok/s" if w["task"] == "serve" else "")
+                        for s in (w.get("sizing") or [])[:2])
         if "work_flops_needed" in w:
-            wt.add_row(w["name"], w["task"], w["model"], f"{w['work_flops_needed']:.3g} FLOPs by hour {w['deadline_hours']:g}",
-                       f"{w['work_flops_planned']:.3g} FLOPs, done by hour {w['finish_by_hour']:g}",
+            wt.add_row(w["name"], w["task"], w["model"], f"from {w.get('start_month', 1)}",
+                       f"{w['work_flops_needed']:.3g} FLOPs within {w['deadline_hours']:g} h",
+                       f"{w['work_flops_planned']:.3g} FLOPs, done by hour {w['finish_by_hour']:g}", rep,
                        "" if w.get("completed", True) else "not worth running (ROI)")
         else:
-            wt.add_row(w["name"], w["task"], w["model"], f"peak {w['peak_demand']:,.1f} tokens/s, min {w['min_replicas']} replicas",
-                       f"{w['replicas_min_max'][0]:g}-{w['replicas_min_max'][1]:g} replicas",
+            wt.add_row(w["name"], w["task"], w["model"], _months(w.get("start_month", 1), w.get("end_month", H)),
+                       f"peak {w['peak_demand']:,.1f} tokens/s, min {w['min_replicas']} replicas",
+                       f"{w['replicas_min_max'][0]:g}-{w['replicas_min_max'][1]:g} replicas in "
+                       + ", ".join(w.get("regions") or []), rep,
                        f"{w['blocks_short']} blocks below demand" if w.get("blocks_short") else "")
     con.print(wt)
     if plan.strategies:
-        st = Table(title="Same demand, priced by strategy", title_justify="left")
-        for col in ("strategy", "$/month", "savings vs on-demand", "commitment over term", "upfront"):
+        st = Table(title=f"Same demand, priced by strategy (over {H} months)", title_justify="left")
+        for col in ("strategy", "total", "$/month", "upfront", "commitment", "savings vs on-demand"):
             st.add_column(col, justify="left" if col == "strategy" else "right")
         for nm, v in plan.strategies.items():
             sav = "—" if v.get("savings_usd") is None else f"{_usd(v['savings_usd'])} ({v['savings_pct']:.1f} %)"
-            st.add_row(nm, _usd(v.get("monthly_usd")) if v.get("monthly_usd") is not None else v.get("status", "—"), sav,
-                       _usd(v.get("commitment_usd")) if v.get("commitment_usd") else "—",
-                       _usd(v.get("upfront_usd")) if v.get("upfront_usd") else "—")
+            st.add_row(nm.replace("_", " "), _usd(v.get("total_usd")) if v.get("total_usd") is not None else v.get("status", "—"),
+                       _usd(v.get("monthly_usd")), _usd(v.get("upfront_usd")) if v.get("total_usd") is not None else "—",
+                       _usd(v.get("commitment_usd")) if v.get("total_usd") is not None else "—", sav)
         con.print(st)
     m = plan.marginal or {}
     for d in (m.get("demand") or [])[:3]:
         con.print(f"One more token/s for {d['workload']} in {d['block']} costs about ${d['usd_per_month_per_token_per_s']:,.4f} a month (LP relaxation)")
     for nb in plan.next_best:
         if nb.get("flip"):
-            con.print(f"Alternative — {nb['flip']}" + (f" (alone: {_usd(nb['monthly_usd'])})" if nb.get("monthly_usd") else ""))
+            con.print(f"Alternative — {nb['flip']}" + (f" (alone: {_usd(nb['total_usd'])})" if nb.get("total_usd") else ""))
     for ds in getattr(plan, "demand_sensitivity", []) or []:
-        con.print(f"Demand — {ds['note']} ({_usd(ds['monthly_usd'])}/month)")
+        con.print(f"Demand — {ds['note']} ({_usd(ds['total_usd'])} over the horizon)")
     for b in plan.binding:
         con.print(f"Constraint — {b}")
     for n in plan.notes:
         con.print(f"[yellow]Note:[/] {n}")
+    if any(ln.estimated for ln in plan.lines):
+        con.print("* estimated price (derived by a documented discount rule; see `gpuopt prices status`)")
 
 
 def review(result, fmt: str) -> None:

@@ -1,56 +1,72 @@
-"""The full planning model: several workloads, demand over time blocks, a committed base shared by the workloads,
-on-demand and capped spot capacity per block, minimum cost or maximum ROI (DESIGN.md "The planning model").
+"""The planning model: any set of workloads over a horizon of months, demand in blocks, a committed base shared by
+the workloads, on-demand and capped spot capacity per block, placement, budgets; minimum cost or maximum ROI
+(DESIGN.md "The planning model"). A single-workload ``recommend`` is a plan of one workload.
 
-Build, solve and explain are separate (:func:`build_fleet_model`, :func:`solve_fleet`, :func:`explain_fleet`);
-:func:`plan_fleet` runs them with pruning, strategies and explanations.
+Build, solve and explain are separate (:func:`build_fleet_model`, :func:`solve_cost` / :func:`solve_roi`,
+:func:`fleet_lines` and ``optimizer.fleet_explain``); :func:`plan_fleet` runs them with pruning and explanations.
 
 The model
 =========
 
 Sets
-    w in W: workloads (serving, or training-like: train / finetune / lora); b in B: time blocks of the planned month
-    (merged blocks of the demand profiles, each lasting h_b hours, starting at s_b; sum_b h_b = 730);
-    o in O_c: committed offers (reserved 1y/3y); o in O_h: hourly offers (on-demand, spot); C_w: the offers that
-    can host a replica of w (sizing), each with a unit of k_wo instances holding r_wo replicas and throughput th_wo
-    per unit (tokens/s for serving; FLOP/s for training; spot reduced by the interruption overhead).
+    w in W: workloads: serving (in the months they run) or training-like (train / finetune / lora: one-off, their work
+    before a deadline). p in P: periods of alike months of the horizon (optimizer.horizon: within a period the same
+    serving workloads run and each training job is wholly in, out, or ends in it), n_p months each. b in B_p: the
+    blocks of a typical month of period p (merged blocks of the demand profiles, split at deadlines), h_b hours each.
+    o in O_c: committed offers (reserved 1y/3y) with term T_o months; s in S_o: the months a commitment of o may be
+    bought (horizon start, workload starts, renewals every T_o); o in O_h: hourly offers (on-demand, spot).
+    C_w: the offers that can host a replica of w (sizing), each a unit of k_wo instances holding r_wo replicas and
+    giving th_wo (tokens/s serving; FLOP/s training; spot reduced by the interruption overhead). g in G: placement
+    groups (one provider region, or one provider); z: zones (spot offers carry one).
 
 Variables
-    N_o   in Z+     committed instances of o in O_c, billed 730 h a month whatever the use
-    A_wob >= 0      units of w placed on the committed instances of o in block b
-    X_wob >= 0      units of w on hourly offer o running through block b
+    N_os  in Z+     instances of committed offer o bought at month s, covering months [s, s + T_o)
+    A_wob >= 0      units of w on the committed instances of o in block b (of its period)
+    X_wob >= 0      units of w on hourly offer o running through block b, in each month of its period
     (integer for serving workloads; continuous for training-like ones, whose work can be time-sliced)
-    S_wb  >= 0      served demand of serving workload w in block b (ROI only; otherwise S_wb = d_wb)
-    Z_w in {0,1}    training job w completed (ROI only; otherwise 1)
+    y_wg in {0,1}   serving workload w placed in group g (placement region|provider; not for "any")
+    u_wzb in [0,1]  zone z holds an instance of w in block b (``spread: zones`` only; integral at the optimum since
+                    instance counts are)
+    S_wb  >= 0      served demand (ROI only; otherwise S_wb = d_wb);  Z_w in {0,1} job completed (ROI only)
 
 Constraints
-    sharing:        sum_w k_wo A_wob <= N_o                                for o in O_c, every b
-    spot capacity:  sum_w k_wo X_wob <= cap_o                              for spot o, every b
+    sharing:        sum_w k_wo A_wob <= sum_{s in S_o: s <= p, p + n_p <= s + T_o} N_os        every o, b (in p)
+    spot capacity:  sum_{w, o in q} k_wo X_wob <= cap          q = one spot instance type in one region (all zones)
     serving:        sum_o th_wo (A_wob + X_wob) >= S_wb,  S_wb = d_wb (cost) or S_wb <= d_wb (ROI)
-    redundancy:     sum_o r_wo (A_wob + X_wob) >= m_w, and without spot: >= m_w unless spot_only_ok
-    training:       sum_{b before the deadline} sum_o th_wo 3600 h_b (A_wob + X_wob) >= W_w Z_w
-    budget:         cost <= budget (USD per month)
+    redundancy:     sum_o r_wo (A + X) >= m_w  and  sum_o k_wo (A + X) >= m_w  (replicas on at least m_w
+                    instances); both without spot unless spot_only_ok;  spread: sum_z u_wzb + regional instances >= m_w
+    placement:      sum_g y_wg = 1;  A_wob, X_wob <= M_wo y_wg(o)   (M_wo: the most units of o w could need)
+    training:       sum_{p,b} n_p sum_o th_wo 3600 h_wb (A_wob + X_wob) >= W_w Z_w, h_wb = hours of b inside w's window
+    quotas:         instances of one instance type in one region <= max_instances, every block
+    budgets:        cash in the first month of every period <= budget (monthly spend: hourly + recurring of the
+                    commitments that cover it + upfronts bought that month);  cost <= budget_total;
+                    sum upfront N <= max_upfront;  sum commitment N <= max_commitment
 
-Objective
-    cost  = sum_o p_o 730 N_o + sum_{w,o in O_h,b} p_o k_wo h_b X_wob
-    value = sum_{serving w} v_w 3600 h_b S_wb / 1e6 + sum_{training w} V_w Z_w
-    minimize cost; or maximize ROI = (value - cost) / cost = value / cost - 1 exactly by Dinkelbach iterations:
-    lambda_0 = 0; solve max value - lambda cost; lambda <- value / cost; stop when the optimum is ~0.
+Costs (USD over the horizon of H months)
+    commitment:   c_os = rate_o x 730 x (T_o - lv x max(0, s + T_o - H))  (everything paid over the term, less the
+                  leftover value lv in [0, 1] of the months that outlive the horizon; rate = recurring + upfront / term)
+    hourly:       price_o x k_wo x h_b x n_p per unit of X_wob
+    cost  = sum c_os N_os + sum hourly
+    value = sum_{serving} v_w 3600 h_b n_p S_wb / 1e6 + sum_{training} V_w Z_w
+    minimize cost; or maximize ROI = value / cost - 1 exactly by Dinkelbach iterations: lambda_0 = 0; solve
+    max value - lambda cost; lambda <- value / cost; stop when the optimum is ~0.
 
-The fleet is a recurring monthly plan: a reservation is billed per month, because the committed base serves the
-workloads every month (a one-off job planned alone goes through optimizer.plan, which charges the whole term).
+A training job planned with others is charged exactly as alone, and a one-month horizon never buys a 1- or 3-year
+term unless its whole price is below a month of on-demand (leftover value 0).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as _dt
 import math
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gpuopt.errors import InputError
 from gpuopt.records import HOURS_PER_MONTH, TERM_HOURS, is_estimated
-from optimizer.explain import on_demand_rates
+from optimizer.horizon import TERM_MONTHS, Activity, Period, commitment_cost_factor, month_label, slot_starts
 from optimizer.model import COMMITTED, Candidate, candidates_for
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,30 +77,39 @@ if TYPE_CHECKING:  # pragma: no cover
 
 TRAINING_TASKS = frozenset({"train", "finetune", "lora"})
 
-#: Instances of one spot offer the plan may count on in a block (spot capacity is never guaranteed).
+#: Instances of one spot instance type in one region (all its zones together) a plan may count on in a block:
+#: spot capacity is never guaranteed, and a fleet of 60 spot nodes of one type is not there to be bought
+#: (a stated planning default, overridable with --spot-capacity).
 DEFAULT_SPOT_CAPACITY = 16
+
+PLACEMENTS = ("region", "provider", "any")
+SPREADS = ("", "zones")
 
 
 @dataclass
 class FleetBlock:
-    """A time block of the planned month: ``start_hour`` from the month start, ``hours`` long, ``demand`` per
-    serving workload (tokens/s). ``label`` names it (e.g. "hour 9" or "Mon 09:00 +3 merged")."""
+    """A block of a typical month of period ``period``: ``start_hour`` from the month start, ``hours`` long,
+    ``demand`` per serving workload running in it (tokens/s). ``label`` names it (e.g. "hour 9" or "Mon 09:00 +3
+    merged"); ``end_hour``: a block spread over a stretch [start_hour, end_hour) (a repeating hour of a daily or
+    weekly profile) has its hours spread evenly over the stretch."""
 
     start_hour: float
     hours: float
     demand: dict[str, float]
     label: str = ""
-    end_hour: float | None = None  # a block spread over a stretch [start_hour, end_hour) (a repeating hour of a
-    #                                daily/weekly profile): its hours are spread evenly over the stretch
+    end_hour: float | None = None
+    period: int = 0
 
 
 @dataclass
 class FleetWorkload:
-    """One workload of the fleet: its sizing input and its planning terms.
+    """One workload of the plan: its sizing input and its planning terms.
 
-    Attributes: name; workload (optimizer.sizing.Workload); allow_spot; min_replicas; spot_only_ok;
-    deadline_hours (training: hours from the month start); value_per_million_tokens (serving, USD);
-    value_usd (training, USD for the finished job).
+    Attributes: name; workload (optimizer.sizing.Workload); allow_spot; min_replicas (serving: replicas always up,
+    on at least as many instances); spot_only_ok; deadline_hours (training: hours from its start);
+    value_per_million_tokens (serving, USD); value_usd (training, USD for the finished job); divisible (demand met by
+    fractions of units: a review's instance-hours); start_month (0-based month it starts); end_month (serving:
+    exclusive month it stops; None: the horizon's end).
     """
 
     name: str
@@ -95,16 +120,56 @@ class FleetWorkload:
     deadline_hours: float | None = None
     value_per_million_tokens: float | None = None
     value_usd: float | None = None
-    divisible: bool = False  # demand met by fractions of units (a review's instance-hours), not whole replicas
+    divisible: bool = False
+    start_month: int = 0
+    end_month: int | None = None
 
     @property
     def training(self) -> bool:
         return self.workload.task in TRAINING_TASKS
 
+    def activity(self) -> Activity:
+        return Activity(self.name, self.training, self.start_month, self.end_month, self.deadline_hours)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A commitment that can be bought: offer ``okey`` (``offer``) for ``term_months`` from ``start_month``."""
+
+    key: str
+    okey: str
+    offer: dict[str, Any]
+    start_month: int
+    term_months: int
+
+    @property
+    def end_month(self) -> int:
+        return self.start_month + self.term_months
+
+
+@dataclass
+class Budgets:
+    """Limits on money (USD; None = no limit): ``monthly`` the most spent in any month of the horizon (cash:
+    hourly + recurring + upfronts paid that month), ``total`` over the horizon, ``upfront`` cash paid upfront,
+    ``commitment`` total owed over the terms of the commitments bought."""
+
+    monthly: float | None = None
+    total: float | None = None
+    upfront: float | None = None
+    commitment: float | None = None
+
+    def any(self) -> bool:
+        return any(v is not None for v in (self.monthly, self.total, self.upfront, self.commitment))
+
 
 @dataclass
 class FleetProblem:
-    """Everything the fleet MILP needs (after candidates and pruning)."""
+    """Everything the MILP needs (after candidates and pruning).
+
+    ``periods`` None: one period of ``horizon_months`` months in which every workload runs (training deadlines then
+    count from the start of each month: use it with a one-month horizon, or build periods with :func:`make_problem`).
+    ``budget_usd`` is the monthly budget (``budgets.monthly``) kept under its historical name.
+    """
 
     workloads: list[FleetWorkload]
     blocks: list[FleetBlock]
@@ -117,31 +182,90 @@ class FleetProblem:
     rejected: dict[str, dict[str, int]] = field(default_factory=dict)
     unpruned: dict[str, list[Candidate]] | None = None   # every candidate, for strategies over other pricing sets
     max_instances: int | None = None                      # quota per instance type and region (instances)
+    horizon_months: int = 1
+    periods: list[Period] | None = None
+    leftover_value: float = 0.0
+    placement: str = "region"
+    spread: str = ""
+    budgets: Budgets = field(default_factory=Budgets)
+    start_date: _dt.date | None = None
+    horizon_note: str = ""
+    profiles: dict | None = field(default=None, repr=False)   # serving name -> DemandProfile (to re-cut periods)
+    slots: dict[str, Slot] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        if self.budget_usd is not None and self.budgets.monthly is None:
+            self.budgets = dataclasses.replace(self.budgets, monthly=self.budget_usd)
+        self.budget_usd = self.budgets.monthly
+        if self.periods is None:
+            if self.horizon_months > 1 and any(w.training for w in self.workloads):
+                raise InputError("horizon_months", "training jobs need the periods of make_problem for a horizon "
+                                                   "longer than one month")
+            self.periods = [Period(0, 0, self.horizon_months, tuple(w.name for w in self.workloads if not w.training),
+                                   {w.name: "partial" for w in self.workloads if w.training},
+                                   {w.name: float(w.deadline_hours or HOURS_PER_MONTH)
+                                    for w in self.workloads if w.training})]
+        if self.placement not in PLACEMENTS:
+            raise InputError("placement", f"unknown placement {self.placement!r}", accepted=", ".join(PLACEMENTS))
+        acts = [w.activity() for w in self.workloads]
+        slots: dict[str, Slot] = {}
+        for cs in self.cands.values():
+            for c in cs:
+                if not c.committed:
+                    continue
+                ok = _okey(c.offer)
+                t = TERM_MONTHS[c.offer["pricing"]]
+                for s in slot_starts(acts, self.horizon_months, t):
+                    key = f"{ok}@{s}"
+                    if key not in slots:
+                        slots[key] = Slot(key, ok, c.offer, s, t)
+        self.slots = dict(sorted(slots.items(), key=lambda kv: (kv[1].okey, kv[1].start_month)))
+
+    def replace(self, **changes) -> "FleetProblem":
+        """A copy with ``changes`` (slots recomputed)."""
+        return dataclasses.replace(self, **changes)
 
     @property
     def recurring(self) -> bool:
-        """A plan with a serving workload is a recurring monthly fleet (reservations billed per month); a plan of
-        training jobs only is one-off: a reservation is charged its whole term (nothing else will use it)."""
+        """True when the plan has a serving workload (capacity needed month after month)."""
         return any(not w.training for w in self.workloads)
 
-    def commit_hours(self, offer: dict[str, Any]) -> float:
-        """Hours of a committed offer the plan pays for: 730 a month (recurring) or the whole term (one-off)."""
-        return HOURS_PER_MONTH if self.recurring else TERM_HOURS[offer["pricing"]]
+    def period_of(self, b: FleetBlock) -> Period:
+        return self.periods[b.period]  # type: ignore[index]
+
+    def months(self, b: FleetBlock) -> int:
+        return self.period_of(b).months
+
+    def covering(self, okey: str, p: Period) -> list[str]:
+        """Slot keys of offer ``okey`` whose term covers period ``p``."""
+        return [k for k, s in self.slots.items()
+                if s.okey == okey and s.start_month <= p.start_month and p.end_month <= s.end_month]
+
+    def slot_cost(self, s: Slot) -> float:
+        """USD over the horizon of one instance of slot s (the whole term, less the leftover value)."""
+        return float(s.offer["usd_per_hour"]) * HOURS_PER_MONTH * commitment_cost_factor(
+            s.start_month, s.term_months, self.horizon_months, self.leftover_value)
 
     def committed_offers(self) -> dict[str, dict[str, Any]]:
         """offer key -> offer dict, for every committed offer some workload can use."""
-        out = {}
-        for cs in self.cands.values():
-            for c in cs:
-                if c.committed:
-                    out[_okey(c.offer)] = c.offer
-        return dict(sorted(out.items()))
+        return {s.okey: s.offer for s in self.slots.values()}
+
+    def active(self, w: FleetWorkload, b: FleetBlock) -> bool:
+        """A serving workload runs in b's period."""
+        return w.name in self.period_of(b).serving
 
     def before_deadline(self, w: FleetWorkload, b: FleetBlock) -> float:
-        """Hours of block b before w's deadline: a contiguous block [start, start + hours) counts its part before
-        the deadline; a block spread over a stretch [start, end) counts its hours in proportion (demand profiles
-        are split at every deadline, so in a plan this is all or nothing)."""
-        d = w.deadline_hours if w.deadline_hours is not None else HOURS_PER_MONTH
+        """Hours of block b (in each month of its period) inside training job w's window: all of them in a period
+        wholly inside it; in the month the deadline falls in, a contiguous block [start, start + hours) counts its
+        part before the deadline and a block spread over a stretch [start, end) its hours in proportion (profiles
+        are split at deadlines, so in a plan this is all or nothing)."""
+        p = self.period_of(b)
+        kind = p.training.get(w.name)
+        if kind is None:
+            return 0.0
+        if kind == "full":
+            return b.hours
+        d = p.splits[w.name]
         end = b.end_hour if b.end_hour is not None else b.start_hour + b.hours
         if end <= b.start_hour:
             return 0.0
@@ -153,12 +277,21 @@ def _okey(o: dict[str, Any]) -> str:
     return "|".join(str(o.get(c) or "") for c in ("provider", "region", "zone", "instance_type", "pricing", "payment"))
 
 
+def placement_group(offer: dict[str, Any], placement: str) -> tuple[str, ...]:
+    """The group a serving workload must stay in: (provider, region), (provider,) or () for placement "any"."""
+    if placement == "region":
+        return (str(offer["provider"]), str(offer["region"]))
+    if placement == "provider":
+        return (str(offer["provider"]),)
+    return ()
+
+
+def spot_group(offer: dict[str, Any]) -> tuple[str, str, str]:
+    """Spot capacity is capped per instance type and region, all its zones together."""
+    return (str(offer["provider"]), str(offer["region"]), str(offer["instance_type"]))
+
+
 # ------------------------------------------------------------------------------------------------ pruning
-def _shape(c: Candidate) -> tuple:
-    o = c.offer
-    return (o["gpu_model"], float(o["gpu_count"]), c.shape, str(o["interconnect"]))
-
-
 def _dominates(o2: dict[str, Candidate], o1: dict[str, Candidate], p2: float, p1: float) -> bool:
     """Offer o2 can replace offer o1 for every workload o1 can host, at no more cost. (o2/o1 map workload name ->
     that workload's candidate on the offer.) Two ways:
@@ -168,6 +301,7 @@ def _dominates(o2: dict[str, Candidate], o1: dict[str, Candidate], p2: float, p1
     - m instances for one (single-instance units on both): m x o2 costs no more than o1 and, for each workload,
       m units of o2 give at least o1's throughput and replicas — e.g. GCP a2-ultragpu-4g is exactly two
       a2-ultragpu-2g at twice the price, so the 4g never needs to be considered (the 2g pair can do all it does).
+      (With the instance rule of min_replicas, m instances of o2 count as at least one of o1.)
     """
     if not o1:
         return False
@@ -188,19 +322,34 @@ def _dominates(o2: dict[str, Candidate], o1: dict[str, Candidate], p2: float, p1
     return m * p2 <= p1 * (1 + 1e-9)
 
 
+def _same_place(a: dict[str, Any], b: dict[str, Any], placement: str, spread: str) -> bool:
+    """Dominance is only safe between offers a plan may swap: the same placement group (and, when replicas are
+    spread over zones, the same zone) and, for commitments, the same term."""
+    if placement_group(a, placement) != placement_group(b, placement):
+        return False
+    if spread == "zones" and str(a.get("zone") or "") != str(b.get("zone") or ""):
+        return False
+    if a["pricing"] in COMMITTED and a["pricing"] != b["pricing"]:
+        return False
+    return True
+
+
 def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload], blocks: list[FleetBlock],
-                work_flops: dict[str, float], spot_capacity: int) -> tuple[dict[str, list[Candidate]], int]:
+                work_flops: dict[str, float], spot_capacity: int, placement: str = "any",
+                spread: str = "") -> tuple[dict[str, list[Candidate]], int]:
     """Drop candidates that can never improve the plan (safe rules only; DESIGN.md "Pruning must be safe").
 
+    Offers are compared only within what a plan may swap (:func:`_same_place`: the placement group, the zone when
+    spreading over zones, the commitment term).
+
     - committed offers are shared by the workloads: offer o1 is dropped when another committed offer o2 dominates it
-      (:func:`_dominates`: no dearer, and for EVERY workload o1 can host, o2 hosts it unit for unit with no more
-      instances, no less throughput and no fewer replicas): replacing each o1 instance by an o2 instance keeps
-      every constraint and does not raise the cost. Ties keep the first by key.
+      (:func:`_dominates`) for EVERY workload o1 can host: replacing each o1 instance by o2 keeps every constraint
+      and does not raise the cost. Ties keep the first by key.
     - on-demand offers (uncapped, billed per block): per workload, a Pareto front of (USD per unit-hour, throughput)
-      for serving; for training (continuous) only the lowest USD per unit of work;
-    - spot offers are capped at ``spot_capacity`` instances each: a spot offer is dropped only when the spot offers
-      that dominate it (same rule) have, together, the capacity for the peak need of every spot-eligible workload
-      (so the cap can never make the dropped offer necessary).
+      for serving, then "m copies of a cheaper one"; for training (continuous) only the lowest USD per unit of work;
+    - spot offers are capped per instance type and region: of one capped group only its cheapest zone is kept (they
+      share the cap; not when spreading over zones), and a spot offer is dropped only when dominating spot offers of
+      other groups have, together, the capacity for the peak need of every spot-eligible workload.
     Returns (kept candidates per workload, number dropped).
     """
     before = sum(len(v) for v in cands.values())
@@ -218,7 +367,8 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
     committed = sorted((k for k in by_offer if offer_of[k]["pricing"] in COMMITTED), key=lambda k: (price(k), k))
     keep_commit: list[str] = []
     for k in committed:  # cheapest first: a dominator always comes before what it dominates
-        if not any(_dominates(by_offer[j], by_offer[k], price(j), price(k)) for j in keep_commit):
+        if not any(_same_place(offer_of[j], offer_of[k], placement, spread)
+                   and _dominates(by_offer[j], by_offer[k], price(j), price(k)) for j in keep_commit):
             keep_commit.append(k)
     need = 0.0
     for w in workloads:
@@ -228,28 +378,42 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
                 need += max(_peak_units(w, c, blocks, work_flops) * c.instances_per_unit for c in spot_c)
     spots = sorted((k for k in by_offer if offer_of[k]["pricing"] == "spot"), key=lambda k: (price(k), k))
     keep_spot: list[str] = []
+    seen_group: set[tuple] = set()
     for k in spots:
-        doms = [j for j in keep_spot if _dominates(by_offer[j], by_offer[k], price(j), price(k))]
-        if len(doms) * spot_capacity >= need - 1e-9 and doms:
+        g = spot_group(offer_of[k])
+        if spread != "zones" and g in seen_group:
+            continue  # a dearer zone of a group already kept: same capacity under the same cap
+        doms = [j for j in keep_spot if _same_place(offer_of[j], offer_of[k], placement, spread)
+                and spot_group(offer_of[j]) != g and _dominates(by_offer[j], by_offer[k], price(j), price(k))]
+        if doms and len({spot_group(offer_of[j]) for j in doms}) * spot_capacity >= need - 1e-9:
             continue
         keep_spot.append(k)
+        seen_group.add(g)
     keep = set(keep_commit) | set(keep_spot)
     out: dict[str, list[Candidate]] = {}
     for w in workloads:
         cs = cands.get(w.name, [])
-        od = [c for c in cs if c.offer["pricing"] == "on_demand"]
-        if w.training:
-            od = [min(od, key=lambda c: (c.usd_per_unit_hour / c.throughput_per_unit, _okey(c.offer)))] if od else []
-        else:
+        od_all = [c for c in cs if c.offer["pricing"] == "on_demand"]
+        groups: dict[tuple, list[Candidate]] = {}
+        for c in od_all:
+            key = placement_group(c.offer, placement) + ((str(c.offer.get("zone") or ""),) if spread == "zones" else ())
+            groups.setdefault(key, []).append(c)
+        od: list[Candidate] = []
+        for grp in groups.values():
+            if w.training:
+                od.append(min(grp, key=lambda c: (c.usd_per_unit_hour / c.throughput_per_unit, _okey(c.offer))))
+                continue
             front, best = [], -1.0
-            for c in sorted(od, key=lambda c: (c.usd_per_unit_hour, -c.throughput_per_unit, _okey(c.offer))):
+            for c in sorted(grp, key=lambda c: (c.usd_per_unit_hour, -c.throughput_per_unit, _okey(c.offer))):
                 if c.throughput_per_unit > best * (1 + 1e-12):
                     front.append(c)
                     best = c.throughput_per_unit
             # uncapped and billed per block: an offer that m copies of a cheaper one match is never needed
-            od = [c for c in front if not any(
+            od += [c for c in front if not any(
                 d is not c and _dominates({w.name: d}, {w.name: c}, d.usd_per_unit_hour, c.usd_per_unit_hour)
                 for d in front if (d.usd_per_unit_hour, _okey(d.offer)) < (c.usd_per_unit_hour, _okey(c.offer)))]
+        if w.training and placement == "any" and od:
+            od = [min(od, key=lambda c: (c.usd_per_unit_hour / c.throughput_per_unit, _okey(c.offer)))]
         out[w.name] = od + [c for c in cs if c.offer["pricing"] != "on_demand" and _okey(c.offer) in keep]
     return out, before - sum(len(v) for v in out.values())
 
@@ -257,37 +421,51 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
 def _peak_units(w: FleetWorkload, c: Candidate, blocks: list[FleetBlock], work_flops: dict[str, float]) -> float:
     """Units of candidate c that w could need at most in one block (an upper bound used by spot pruning)."""
     if w.training:
-        hours = sum(b.hours for b in blocks if b.start_hour < (w.deadline_hours or HOURS_PER_MONTH))
-        return math.ceil(work_flops[w.name] / (c.throughput_per_unit * 3600.0 * max(hours, 1e-9))) + 1
+        hours = sum(b.hours for b in blocks)
+        return math.ceil(work_flops[w.name] / (c.throughput_per_unit * 3600.0 * max(min(hours, w.deadline_hours or hours), 1e-9))) + 1
     peak = max((b.demand.get(w.name, 0.0) for b in blocks), default=0.0)
-    return max(math.ceil(peak / c.throughput_per_unit), math.ceil(w.min_replicas / max(c.replicas_per_unit, 1)))
+    return max(math.ceil(peak / c.throughput_per_unit), math.ceil(w.min_replicas / max(c.replicas_per_unit, 1)),
+               w.min_replicas)
 
 
 # ------------------------------------------------------------------------------------------------ the MILP
 @dataclass
 class FleetVars:
-    """The model's variables, keyed for reading the solution."""
+    """The model's variables, keyed for reading the solution, and the money expressions."""
 
-    N: dict[str, Any] = field(default_factory=dict)                    # committed offer key -> var
+    N: dict[str, Any] = field(default_factory=dict)                    # slot key -> var
     A: dict[tuple[str, str, int], Any] = field(default_factory=dict)   # (workload, offer key, block) -> var
     X: dict[tuple[str, str, int], Any] = field(default_factory=dict)
     S: dict[tuple[str, int], Any] = field(default_factory=dict)
     Z: dict[str, Any] = field(default_factory=dict)
+    Y: dict[tuple[str, tuple], Any] = field(default_factory=dict)      # (workload, placement group) -> binary
     cost_terms: dict[Any, float] = field(default_factory=dict)
     value_terms: dict[Any, float] = field(default_factory=dict)
+    upfront_terms: dict[Any, float] = field(default_factory=dict)
+    commitment_terms: dict[Any, float] = field(default_factory=dict)
+    cash_terms: dict[int, dict[Any, float]] = field(default_factory=dict)  # period -> its first month's cash
+
+
+def _unit_bound(w: FleetWorkload, c: Candidate, blocks: list[FleetBlock]) -> float:
+    """The most units of candidate c a cheapest (or best-ROI) plan gives serving workload w in one block: its peak
+    demand in whole units, or its redundancy (replicas and instances), plus one."""
+    peak = max((b.demand.get(w.name, 0.0) for b in blocks), default=0.0)
+    return float(max(math.ceil(peak / c.throughput_per_unit - 1e-12),
+                     math.ceil(w.min_replicas / max(c.replicas_per_unit, 1)), w.min_replicas, 1) + 1)
 
 
 def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax: bool = False,
-                      allowed: set[str] | None = None) -> tuple["pulp.LpProblem", FleetVars]:
-    """Write the fleet MILP of the module docstring.
+                      allowed: set[str] | None = None, with_budgets: bool = True) -> tuple["pulp.LpProblem", FleetVars]:
+    """Write the MILP of the module docstring.
 
     Args:
         problem: the FleetProblem.
         lam: None for minimum cost; for ROI (Dinkelbach step), maximize value - lam x cost.
-        relax: the LP relaxation (continuous N, A, X, Z) — for the duals of the explanation.
+        relax: the LP relaxation (continuous N, A, X, Z, y) — for the duals of the explanation.
         allowed: pricing models allowed in this solve (strategies), default every candidate's.
+        with_budgets: add the budget rows (off when the explanation asks what a budget would have to be).
     Returns: (model, variables). Constraint names: share_<i>_<b>, spot_<i>_<b>, demand_<w>_<b>, minrep_<w>_<b>,
-        work_<w>, budget.
+        work_<w>, place_<w>, budget_<p>, budget_total, max_upfront, max_commitment.
     """
     import pulp
 
@@ -295,48 +473,98 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
     m = pulp.LpProblem("gpuopt_fleet", pulp.LpMaximize if roi else pulp.LpMinimize)
     V = FleetVars()
     cat_int = pulp.LpContinuous if relax else pulp.LpInteger
-    commits = problem.committed_offers()
-    if allowed is not None:
-        commits = {k: o for k, o in commits.items() if o["pricing"] in allowed}
-    for i, (k, o) in enumerate(commits.items()):
-        V.N[k] = pulp.LpVariable(f"N_{i}", lowBound=0, cat=cat_int)
-        V.cost_terms[V.N[k]] = float(o["usd_per_hour"]) * problem.commit_hours(o)
+    periods = problem.periods or []
+    slots = {k: s for k, s in problem.slots.items() if allowed is None or s.offer["pricing"] in allowed}
+    for i, (k, s) in enumerate(slots.items()):
+        v = V.N[k] = pulp.LpVariable(f"N_{i}", lowBound=0, cat=cat_int)
+        V.cost_terms[v] = problem.slot_cost(s)
+        upfront = float(s.offer.get("upfront_usd") or 0.0)
+        recurring = float(s.offer.get("recurring_usd_per_hour") or 0.0)
+        if not recurring and not upfront:
+            recurring = float(s.offer["usd_per_hour"])
+        V.upfront_terms[v] = upfront
+        V.commitment_terms[v] = float(s.offer["usd_per_hour"]) * HOURS_PER_MONTH * s.term_months
+        for p in periods:
+            if s.start_month <= p.start_month < s.end_month:
+                cash = V.cash_terms.setdefault(p.index, {})
+                cash[v] = cash.get(v, 0.0) + recurring * HOURS_PER_MONTH + (upfront if s.start_month == p.start_month else 0.0)
+    covering_cache: dict[tuple[str, int], list[str]] = {}
+
+    def covering(ok: str, p: Period) -> list[str]:
+        key = (ok, p.index)
+        if key not in covering_cache:
+            covering_cache[key] = [k for k in problem.covering(ok, p) if k in V.N]
+        return covering_cache[key]
+
     share: dict[tuple[str, int], dict] = {}
-    spot: dict[tuple[str, int], dict] = {}
+    spot: dict[tuple[tuple, int], dict] = {}
+    quota: dict[tuple[tuple, int], dict] = {}
     vid = 0
     for w in problem.workloads:
         cat = pulp.LpContinuous if (w.training or w.divisible or relax) else pulp.LpInteger
         cands = [c for c in problem.cands.get(w.name, []) if allowed is None or c.offer["pricing"] in allowed]
+        place = problem.placement != "any" and not w.training and not w.divisible
+        groups = sorted({placement_group(c.offer, problem.placement) for c in cands}) if place else []
+        if place and len(groups) > 1:
+            for gi, g in enumerate(groups):
+                V.Y[(w.name, g)] = pulp.LpVariable(f"Y_{_safe(w.name)}_{gi}", cat=pulp.LpContinuous if relax else pulp.LpBinary,
+                                                   lowBound=0, upBound=1)
+            m += pulp.lpSum(V.Y[(w.name, g)] for g in groups) == 1, f"place_{_safe(w.name)}"
+        bound = {id(c): _unit_bound(w, c, problem.blocks) for c in cands} if V.Y and not w.training else {}
         work_terms: dict = {}
         for bi, b in enumerate(problem.blocks):
+            p = problem.period_of(b)
+            if w.training:
+                usable = problem.before_deadline(w, b)
+                if usable <= 0:
+                    continue
+            elif not problem.active(w, b):
+                continue
             cap_terms: dict = {}
             rep_terms: dict = {}
             rep_nonspot: dict = {}
-            usable = b.hours if not w.training else problem.before_deadline(w, b)
-            if w.training and usable <= 0:
-                continue
+            inst_terms: dict = {}
+            inst_nonspot: dict = {}
+            zone_terms: dict[str, dict] = {}
+            regional: dict = {}
             for c in cands:
                 ok = _okey(c.offer)
                 vid += 1
+                k = float(c.instances_per_unit)
                 if c.committed:
-                    if ok not in V.N:
+                    if not covering(ok, p):
                         continue
                     v = pulp.LpVariable(f"A_{vid}", lowBound=0, cat=cat)
                     V.A[(w.name, ok, bi)] = v
-                    share.setdefault((ok, bi), {})[v] = float(c.instances_per_unit)
+                    share.setdefault((ok, bi), {})[v] = k
                 else:
                     v = pulp.LpVariable(f"X_{vid}", lowBound=0, cat=cat)
                     V.X[(w.name, ok, bi)] = v
-                    V.cost_terms[v] = c.usd_per_unit_hour * b.hours
+                    V.cost_terms[v] = c.usd_per_unit_hour * b.hours * p.months
+                    cash = V.cash_terms.setdefault(p.index, {})
+                    cash[v] = cash.get(v, 0.0) + c.usd_per_unit_hour * b.hours
                     if c.offer["pricing"] == "spot":
-                        spot.setdefault((ok, bi), {})[v] = float(c.instances_per_unit)
+                        spot.setdefault((spot_group(c.offer), bi), {})[v] = k
+                if problem.max_instances is not None:
+                    q = quota.setdefault((spot_group(c.offer), bi), {})
+                    q[v] = q.get(v, 0.0) + k
+                if (w.name, placement_group(c.offer, problem.placement)) in V.Y:
+                    y = V.Y[(w.name, placement_group(c.offer, problem.placement))]
+                    m += pulp.LpAffineExpression({v: 1.0, y: -bound[id(c)]}) <= 0
                 if w.training:
-                    work_terms[v] = c.throughput_per_unit * 3600.0 * usable
+                    work_terms[v] = c.throughput_per_unit * 3600.0 * usable * p.months
+                    continue
+                cap_terms[v] = c.throughput_per_unit
+                rep_terms[v] = float(c.replicas_per_unit)
+                inst_terms[v] = k
+                if c.offer["pricing"] != "spot":
+                    rep_nonspot[v] = float(c.replicas_per_unit)
+                    inst_nonspot[v] = k
+                zone = str(c.offer.get("zone") or "")
+                if zone:
+                    zone_terms.setdefault(zone, {})[v] = k
                 else:
-                    cap_terms[v] = c.throughput_per_unit
-                    rep_terms[v] = float(c.replicas_per_unit)
-                    if c.offer["pricing"] != "spot":
-                        rep_nonspot[v] = float(c.replicas_per_unit)
+                    regional[v] = k
             if w.training:
                 continue
             d = float(b.demand.get(w.name, 0.0))
@@ -344,7 +572,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
             if roi:
                 s = pulp.LpVariable(f"S_{tag}", lowBound=0, upBound=d)
                 V.S[(w.name, bi)] = s
-                V.value_terms[s] = (w.value_per_million_tokens or 0.0) * 3600.0 * b.hours / 1e6
+                V.value_terms[s] = (w.value_per_million_tokens or 0.0) * 3600.0 * b.hours * p.months / 1e6
                 m += pulp.LpAffineExpression({**cap_terms, s: -1.0}) >= 0, f"demand_{tag}"
             elif d > 0:
                 scale = 1000.0 / d
@@ -352,8 +580,19 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                                               for v, a in cap_terms.items()}) >= 1000.0, f"demand_{tag}"
             if w.min_replicas > 0:
                 m += pulp.LpAffineExpression(rep_terms) >= w.min_replicas, f"minrep_{tag}"
+                if not w.divisible:
+                    m += pulp.LpAffineExpression(inst_terms) >= w.min_replicas, f"mininst_{tag}"
                 if not w.spot_only_ok:
                     m += pulp.LpAffineExpression(rep_nonspot) >= w.min_replicas, f"minrep_nonspot_{tag}"
+                    if not w.divisible:
+                        m += pulp.LpAffineExpression(inst_nonspot) >= w.min_replicas, f"mininst_nonspot_{tag}"
+                if problem.spread == "zones" and w.min_replicas > 1:
+                    us = {}
+                    for zi, (zone, terms) in enumerate(sorted(zone_terms.items())):
+                        u = pulp.LpVariable(f"u_{tag}_{zi}", lowBound=0, upBound=1)
+                        m += pulp.LpAffineExpression({**terms, u: -1.0}) >= 0
+                        us[u] = 1.0
+                    m += pulp.LpAffineExpression({**us, **regional}) >= w.min_replicas, f"spread_{tag}"
         if w.training:
             need = float(problem.work_flops[w.name])
             if roi:
@@ -365,32 +604,37 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
             else:
                 m += pulp.LpAffineExpression({v: a / need * 1000.0 for v, a in work_terms.items()}) >= 1000.0, \
                     f"work_{_safe(w.name)}"
-    if problem.max_instances is not None:
-        idx = _cand_index(problem)
-        groups: dict[tuple, list] = {}
-        for k, var in V.N.items():
-            o = commits[k]
-            groups.setdefault((o["provider"], o["region"], o["instance_type"]), []).append((var, 1.0, None))
-        for (w, ok, bi), var in V.X.items():
-            o = idx[(w, ok)].offer
-            groups.setdefault((o["provider"], o["region"], o["instance_type"]), []).append(
-                (var, float(idx[(w, ok)].instances_per_unit), bi))
-        for gi, (g, items) in enumerate(sorted(groups.items())):
-            for bi in range(len(problem.blocks)):
-                terms: dict = {}
-                for var, k_, b_ in items:
-                    if b_ is None or b_ == bi:
-                        terms[var] = terms.get(var, 0.0) + k_
-                if terms:
-                    m += pulp.LpAffineExpression(terms) <= float(problem.max_instances), f"quota_{gi}_{bi}"
     keys = list(V.N)
+    ok_index = {ok: i for i, ok in enumerate(sorted({s.okey for s in slots.values()}))}
     for (ok, bi), terms in share.items():
-        m += pulp.LpAffineExpression({**terms, V.N[ok]: -1.0}) <= 0, f"share_{keys.index(ok)}_{bi}"
-    for j, ((ok, bi), terms) in enumerate(sorted(spot.items(), key=lambda kv: (kv[0][0], kv[0][1]))):
+        p = problem.period_of(problem.blocks[bi])
+        m += pulp.LpAffineExpression({**terms, **{V.N[k]: -1.0 for k in covering(ok, p)}}) <= 0, \
+            f"share_{ok_index[ok]}_{bi}"
+    for j, ((g, bi), terms) in enumerate(sorted(spot.items(), key=lambda kv: (kv[0][0], kv[0][1]))):
         m += pulp.LpAffineExpression(terms) <= float(problem.spot_capacity), f"spot_{j}_{bi}"
+    if problem.max_instances is not None:
+        # committed instances count in every block of the periods they cover
+        for k in keys:
+            s = slots[k]
+            for bi, b in enumerate(problem.blocks):
+                p = problem.period_of(b)
+                if s.start_month <= p.start_month < s.end_month:
+                    q = quota.setdefault((spot_group(s.offer), bi), {})
+                    q[V.N[k]] = q.get(V.N[k], 0.0) + 1.0
+        for j, ((g, bi), terms) in enumerate(sorted(quota.items(), key=lambda kv: (kv[0][0], kv[0][1]))):
+            m += pulp.LpAffineExpression(terms) <= float(problem.max_instances), f"quota_{j}_{bi}"
     cost = pulp.LpAffineExpression(V.cost_terms)
-    if problem.budget_usd is not None:
-        m += cost <= float(problem.budget_usd) + 0.005, "budget"
+    bg = problem.budgets
+    if with_budgets:
+        if bg.monthly is not None:
+            for pi, terms in sorted(V.cash_terms.items()):
+                m += pulp.LpAffineExpression(terms) <= float(bg.monthly) + 0.005, f"budget_{pi}"
+        if bg.total is not None:
+            m += cost <= float(bg.total) + 0.005, "budget_total"
+        if bg.upfront is not None:
+            m += pulp.LpAffineExpression(V.upfront_terms) <= float(bg.upfront) + 0.005, "max_upfront"
+        if bg.commitment is not None:
+            m += pulp.LpAffineExpression(V.commitment_terms) <= float(bg.commitment) + 0.005, "max_commitment"
     if roi:
         m += pulp.LpAffineExpression({**V.value_terms, **{v: -lam * a for v, a in V.cost_terms.items()}})
     else:
@@ -409,7 +653,7 @@ from optimizer.solve import run_solver as solve_fleet  # noqa: E402  (the fleet'
 
 @dataclass
 class FleetSolution:
-    """Variable values of a solved fleet model (non-zero only), its cost and value recomputed from them."""
+    """Variable values of a solved model (non-zero only), its cost and value recomputed from them."""
 
     report: SolveReport
     N: dict[str, int] = field(default_factory=dict)
@@ -456,18 +700,18 @@ def _cand_index(problem: FleetProblem) -> dict[tuple[str, str], Candidate]:
 
 
 def fleet_cost(problem: FleetProblem, sol: FleetSolution) -> float:
-    """USD per month: committed instances x rate x 730 + hourly units x rate x k x block hours."""
-    commits = problem.committed_offers()
+    """USD over the horizon: commitments (whole term less the leftover value) + hourly units x rate x block hours x
+    months of their period."""
     idx = _cand_index(problem)
-    total = sum(float(commits[k]["usd_per_hour"]) * problem.commit_hours(commits[k]) * n for k, n in sol.N.items())
+    total = sum(problem.slot_cost(problem.slots[k]) * n for k, n in sol.N.items())
     for (w, ok, bi), x in sol.X.items():
-        total += idx[(w, ok)].usd_per_unit_hour * problem.blocks[bi].hours * x
+        b = problem.blocks[bi]
+        total += idx[(w, ok)].usd_per_unit_hour * b.hours * problem.months(b) * x
     return total
 
 
 def fleet_value(problem: FleetProblem, sol: FleetSolution) -> float:
-    """USD of value: served tokens x value per million + finished training jobs x their value."""
-    byname = {w.name: w for w in problem.workloads}
+    """USD of value over the horizon: served tokens x value per million + finished training jobs x their value."""
     total = 0.0
     for w in problem.workloads:
         if w.training:
@@ -475,9 +719,48 @@ def fleet_value(problem: FleetProblem, sol: FleetSolution) -> float:
             total += (w.value_usd or 0.0) * done
         else:
             for bi, b in enumerate(problem.blocks):
+                if not problem.active(w, b):
+                    continue
                 served = sol.S.get((w.name, bi), b.demand.get(w.name, 0.0))
-                total += (byname[w.name].value_per_million_tokens or 0.0) * 3600.0 * b.hours * served / 1e6
+                total += (w.value_per_million_tokens or 0.0) * 3600.0 * b.hours * problem.months(b) * served / 1e6
     return total
+
+
+def money(problem: FleetProblem, sol: FleetSolution) -> dict[str, Any]:
+    """The plan's money over the horizon: total, average per month, upfront, commitment over the terms, cash paid in
+    each month of the horizon, what the commitments still cost after it and the leftover value credited."""
+    H = problem.horizon_months
+    idx = _cand_index(problem)
+    cash = [0.0] * H
+    after = 0.0
+    upfront = commitment = credit = 0.0
+    for k, n in sol.N.items():
+        s = problem.slots[k]
+        up = float(s.offer.get("upfront_usd") or 0.0)
+        rec = float(s.offer.get("recurring_usd_per_hour") or 0.0)
+        if not rec and not up:
+            rec = float(s.offer["usd_per_hour"])
+        upfront += up * n
+        commitment += float(s.offer["usd_per_hour"]) * HOURS_PER_MONTH * s.term_months * n
+        cash[s.start_month] += up * n
+        for mo in range(s.start_month, s.end_month):
+            if mo < H:
+                cash[mo] += rec * HOURS_PER_MONTH * n
+            else:
+                after += rec * HOURS_PER_MONTH * n
+        outlive = max(0, s.end_month - H)
+        credit += problem.leftover_value * float(s.offer["usd_per_hour"]) * HOURS_PER_MONTH * outlive * n
+    for (w, ok, bi), x in sol.X.items():
+        b = problem.blocks[bi]
+        p = problem.period_of(b)
+        per_month = idx[(w, ok)].usd_per_unit_hour * b.hours * x
+        for mo in range(p.start_month, p.end_month):
+            cash[mo] += per_month
+    total = sol.cost
+    return {"total_usd": round(total, 2), "monthly_usd": round(total / H, 2), "upfront_usd": round(upfront, 2),
+            "commitment_usd": round(commitment, 2), "cash_by_month_usd": [round(c, 2) for c in cash],
+            "after_horizon_usd": round(after, 2), "leftover_credit_usd": round(credit, 2),
+            "max_month_usd": round(max(cash) if cash else 0.0, 2)}
 
 
 def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_rel=0.001,
@@ -500,9 +783,11 @@ def solve_roi(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_re
     its: list[dict[str, float]] = []
     best: FleetSolution | None = None
     first: FleetSolution | None = None
+    deadline = time.perf_counter() + time_limit_s
     for _ in range(max_iterations):
         m, V = build_fleet_model(problem, lam=lam)
-        rep = solve_fleet(m, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
+        left = max(1.0, deadline - time.perf_counter())
+        rep = solve_fleet(m, solver=solver, time_limit_s=left, gap_rel=gap_rel)
         sol = read_solution(problem, V, rep)
         if rep.status not in ("optimal", "time_limit"):
             return (best or sol), its
@@ -512,7 +797,7 @@ def solve_roi(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_re
         # keep the plan with the best value/cost so far: at the optimum lambda the empty plan also scores F = 0
         if sol.cost > 1e-9 and (best is None or sol.value / sol.cost > best.value / best.cost):
             best = sol
-        if sol.cost <= 1e-9 or abs(f) <= tol * max(sol.cost, 1.0):
+        if sol.cost <= 1e-9 or abs(f) <= tol * max(sol.cost, 1.0) or time.perf_counter() >= deadline:
             break
         lam = sol.value / sol.cost
     if best is not None and best.value < best.cost and all(w.min_replicas <= 0 for w in problem.workloads):
@@ -521,12 +806,22 @@ def solve_roi(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_re
     return (best or first), its  # type: ignore[return-value]
 
 
-# ------------------------------------------------------------------------------------------------ explaining
+# ------------------------------------------------------------------------------------------------ the answer
 @dataclass
 class FleetLine:
-    """A line of a fleet plan. count: instances (committed: bought; hourly: the most running at once); hours:
-    instance-hours per instance in the month (committed: 730); monthly_usd: this line's cost per month;
-    utilization: committed lines, the share of their billed hours doing work; workloads: who uses the line."""
+    """A line of a plan.
+
+    Money (USD): ``usd_per_hour`` the effective (amortized) rate of one instance; ``monthly_usd`` what the line costs
+    in each month it runs (commitments: the recurring fee; hourly lines: their hours that month);
+    ``total_usd`` what it costs over the horizon (commitments: everything paid over the term less the leftover
+    value); ``upfront_usd`` paid at purchase; ``commitment_usd`` owed over the whole term (0 for hourly lines).
+    Time: ``start_month``/``end_month`` 1-based months of the horizon the line covers (a commitment's term may end
+    after the horizon: ``term_end`` "YYYY-MM", the last month it is paid); ``hours`` instance-hours per instance in
+    a month it runs (commitments: 730, billed whatever the use); ``count`` instances (committed: bought; hourly:
+    the most running at once). Layout: ``replicas`` the most replicas the line hosts at once; ``gpus_per_replica``,
+    ``tensor_parallel``, ``pipeline_parallel`` of its (first) workload's replica. ``utilization``: committed lines,
+    the share of their billed hours within the horizon doing work.
+    """
 
     provider: str
     region: str
@@ -549,17 +844,37 @@ class FleetLine:
     source: str
     as_of: str
     estimated: bool
+    total_usd: float = 0.0
+    start_month: int = 1
+    end_month: int = 1
+    term_end: str = ""
+    replicas: int = 0
+    gpus_per_replica: float = 0.0
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    fabric: str = ""
 
 
 @dataclass
 class FleetResult:
-    """The fleet plan and its explanation (what `gpuopt recommend --workload plan.yaml` renders)."""
+    """The plan and its explanation (what `gpuopt recommend` renders)."""
 
     status: str
     objective: str = "cost"
     recurring: bool = True
+    horizon_months: int = 1
+    horizon_note: str = ""
+    start_month: str = ""
     lines: list[FleetLine] = field(default_factory=list)
-    total_monthly_usd: float = 0.0
+    total_usd: float = 0.0
+    monthly_usd: float = 0.0
+    upfront_usd: float = 0.0
+    commitment_usd: float = 0.0
+    cash_by_month_usd: list[float] = field(default_factory=list)
+    after_horizon_usd: float = 0.0
+    leftover_value: float = 0.0
+    leftover_credit_usd: float = 0.0
+    max_month_usd: float = 0.0
     value_usd: float | None = None
     net_value_usd: float | None = None
     roi: float | None = None
@@ -574,6 +889,7 @@ class FleetResult:
     next_best: list[dict[str, Any]] = field(default_factory=list)
     demand_sensitivity: list[dict[str, Any]] = field(default_factory=list)
     binding: list[str] = field(default_factory=list)
+    rules: list[str] = field(default_factory=list)
     reason: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
     solver: dict[str, Any] = field(default_factory=dict)
@@ -582,120 +898,212 @@ class FleetResult:
     def feasible(self) -> bool:
         return self.status in ("optimal", "time_limit")
 
+    @property
+    def gap(self) -> float | None:
+        return self.solver.get("gap")
+
+    @property
+    def total_monthly_usd(self) -> float:
+        """The average per month over the horizon (historical name)."""
+        return self.monthly_usd
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["feasible"] = self.feasible
+        d["gap"] = self.gap
         return d
 
 
 def fleet_lines(problem: FleetProblem, sol: FleetSolution, od_rates: dict) -> list[FleetLine]:
-    """The plan's lines, dearest first."""
+    """The plan's lines, dearest first: one per commitment bought (offer and start month) and one per hourly offer
+    and period."""
     idx = _cand_index(problem)
-    commits = problem.committed_offers()
+    H = problem.horizon_months
+    start = problem.start_date
     lines = []
-    for ok, n in sol.N.items():
-        o = commits[ok]
+    for sk, n in sol.N.items():
+        s = problem.slots[sk]
+        o = s.offer
         busy = 0.0
-        users = set()
+        users: dict[str, Candidate] = {}
+        reps_by_block: dict[int, float] = {}
         for (w, k, bi), a in sol.A.items():
-            if k == ok:
-                busy += idx[(w, k)].instances_per_unit * a * problem.blocks[bi].hours
-                users.add(w)
-        term = TERM_HOURS[o["pricing"]]
+            if k != s.okey:
+                continue
+            p = problem.period_of(problem.blocks[bi])
+            if not (s.start_month <= p.start_month < s.end_month):
+                continue
+            c = idx[(w, k)]
+            # shared with other slots of the offer covering the period: attribute by this slot's share
+            cover = [x for x in problem.covering(k, p) if x in sol.N]
+            share = n / sum(sol.N[x] for x in cover) if cover else 1.0
+            busy += c.instances_per_unit * a * problem.blocks[bi].hours * p.months * share
+            users.setdefault(w, c)
+            reps_by_block[bi] = reps_by_block.get(bi, 0.0) + c.replicas_per_unit * a * share
+        months_in = max(0, min(s.end_month, H) - s.start_month)
         od = od_rates.get((o["provider"], o["region"], o["instance_type"]))
-        lines.append(_line(o, n, problem.commit_hours(o), float(o["usd_per_hour"]) * problem.commit_hours(o) * n, sorted(users),
-                           round(busy / (n * HOURS_PER_MONTH), 4), None if not od else round(float(o["usd_per_hour"]) / od, 4),
-                           float(o.get("upfront_usd") or 0.0) * n, float(o["usd_per_hour"]) * term * n))
-    hourly: dict[str, dict[str, Any]] = {}
+        rec = float(o.get("recurring_usd_per_hour") or 0.0)
+        up = float(o.get("upfront_usd") or 0.0)
+        if not rec and not up:
+            rec = float(o["usd_per_hour"])
+        ln = _line(o, n, HOURS_PER_MONTH, rec * HOURS_PER_MONTH * n, users,
+                   round(busy / (n * HOURS_PER_MONTH * months_in), 4) if months_in else None,
+                   None if not od else round(float(o["usd_per_hour"]) / od, 4), up * n,
+                   float(o["usd_per_hour"]) * HOURS_PER_MONTH * s.term_months * n)
+        ln.total_usd = round(problem.slot_cost(s) * n, 2)
+        ln.start_month, ln.end_month = s.start_month + 1, min(s.end_month, H)
+        ln.term_end = month_label(start, s.end_month - 1) if start else f"month {s.end_month}"
+        ln.replicas = int(round(max(reps_by_block.values(), default=0.0)))
+        lines.append(ln)
+    hourly: dict[tuple[str, int], dict[str, Any]] = {}
     for (w, ok, bi), x in sol.X.items():
         c = idx[(w, ok)]
-        h = hourly.setdefault(ok, {"offer": c.offer, "per_block": {}, "cost": 0.0, "users": set()})
+        b = problem.blocks[bi]
+        p = problem.period_of(b)
+        h = hourly.setdefault((ok, p.index), {"offer": c.offer, "per_block": {}, "reps": {}, "cost": 0.0, "users": {}})
         h["per_block"][bi] = h["per_block"].get(bi, 0.0) + x * c.instances_per_unit
-        h["cost"] += c.usd_per_unit_hour * problem.blocks[bi].hours * x
-        h["users"].add(w)
-    for ok, h in hourly.items():
+        h["reps"][bi] = h["reps"].get(bi, 0.0) + x * c.replicas_per_unit
+        h["cost"] += c.usd_per_unit_hour * b.hours * x
+        h["users"].setdefault(w, c)
+    for (ok, pi), h in hourly.items():
+        p = problem.periods[pi]  # type: ignore[index]
         peak = max(h["per_block"].values())
         count = max(1, math.ceil(peak - 1e-9))
         inst_hours = sum(v * problem.blocks[bi].hours for bi, v in h["per_block"].items())
-        lines.append(_line(h["offer"], count, round(inst_hours / count, 2), h["cost"], sorted(h["users"]), None, None, 0.0, 0.0))
-    lines.sort(key=lambda ln: (-ln.monthly_usd, ln.provider, ln.region, ln.instance_type))
+        ln = _line(h["offer"], count, round(inst_hours / count, 2), h["cost"], h["users"], None, None, 0.0, 0.0)
+        ln.total_usd = round(h["cost"] * p.months, 2)
+        ln.start_month, ln.end_month = p.start_month + 1, p.end_month
+        ln.replicas = int(math.ceil(max(h["reps"].values()) - 1e-9))
+        lines.append(ln)
+    lines.sort(key=lambda ln: (-ln.total_usd, ln.provider, ln.region, ln.instance_type, ln.start_month))
     return lines
 
 
-def _line(o, count, hours, cost, users, util, be, upfront, commitment) -> FleetLine:
+def _line(o, count, hours, monthly, users: dict[str, Candidate], util, be, upfront, commitment) -> FleetLine:
+    c = next(iter(users.values()), None)
+    sizing = getattr(c, "sizing", None)
     return FleetLine(provider=o["provider"], region=o["region"], zone=str(o.get("zone") or ""),
                      instance_type=o["instance_type"], pricing=o["pricing"], payment=str(o.get("payment") or ""),
                      count=int(count), hours=float(hours), usd_per_hour=float(o["usd_per_hour"]),
-                     monthly_usd=round(cost, 2), gpu_model=o["gpu_model"], gpu_count=float(o["gpu_count"]),
-                     gpu_memory_gib=float(o["gpu_memory_gib"]), workloads=users, utilization=util,
+                     monthly_usd=round(monthly, 2), gpu_model=o["gpu_model"], gpu_count=float(o["gpu_count"]),
+                     gpu_memory_gib=float(o["gpu_memory_gib"]), workloads=sorted(users), utilization=util,
                      break_even_utilization=be, upfront_usd=round(upfront, 2), commitment_usd=round(commitment, 2),
                      source=str(o.get("source") or ""), as_of=str(o.get("as_of") or ""),
-                     estimated=is_estimated(o.get("source") or ""))
+                     estimated=is_estimated(o.get("source") or ""),
+                     gpus_per_replica=float(getattr(sizing, "gpus_per_replica", 0.0) or 0.0),
+                     tensor_parallel=int(getattr(c, "tensor_parallel", 0) or getattr(sizing, "tensor_parallel", 0)
+                                         or max(1, int(getattr(sizing, "gpus_per_replica", 1) or 1))),
+                     pipeline_parallel=int(getattr(c, "pipeline_parallel", 0) or getattr(sizing, "pipeline_parallel", 0) or 1),
+                     fabric=str(o.get("fabric") or ""))
 
 
 def workload_summaries(problem: FleetProblem, sol: FleetSolution) -> tuple[list[dict], list[dict]]:
-    """Per workload (capacity vs demand, work vs need, finish hour, replicas) and per block (demand vs capacity)."""
+    """Per workload (capacity vs demand, work vs need, finish hour, replicas, the replica's sizing) and per block
+    (demand vs capacity)."""
     idx = _cand_index(problem)
     cap: dict[tuple[str, int], float] = {}
     reps: dict[tuple[str, int], float] = {}
+    used: dict[str, set[str]] = {}
     for store in (sol.A, sol.X):
         for (w, ok, bi), x in store.items():
             c = idx[(w, ok)]
             cap[(w, bi)] = cap.get((w, bi), 0.0) + c.throughput_per_unit * x
             reps[(w, bi)] = reps.get((w, bi), 0.0) + c.replicas_per_unit * x
+            used.setdefault(w, set()).add(ok)
     out_w = []
     for w in problem.workloads:
         d: dict[str, Any] = {"name": w.name, "task": w.workload.task, "model": w.workload.model.name,
-                             "shapes": sorted({c.shape for c in problem.cands.get(w.name, [])})[:6]}
+                             "shapes": sorted({c.shape for c in problem.cands.get(w.name, [])})[:6],
+                             "start_month": w.start_month + 1}
+        sizing = []
+        seen = set()
+        for ok in sorted(used.get(w.name, ())):
+            c = idx[(w.name, ok)]
+            s = c.sizing
+            if c.shape in seen:
+                continue
+            seen.add(c.shape)
+            sizing.append({"gpu_shape": c.shape, "gpus_per_replica": float(getattr(s, "gpus_per_replica", 0) or 0),
+                           "tensor_parallel": int(getattr(s, "tensor_parallel", 0) or getattr(c, "tensor_parallel", 0) or 1),
+                           "pipeline_parallel": int(getattr(s, "pipeline_parallel", 0) or getattr(c, "pipeline_parallel", 0) or 1),
+                           "memory_gib_per_replica": round(float(getattr(s, "memory_gib_per_replica", 0) or 0), 2),
+                           "tokens_per_second_per_replica": round(float(getattr(s, "tokens_per_second_per_replica", 0) or 0), 2),
+                           "replicas_per_instance": c.replicas_per_unit / c.instances_per_unit})
+        d["sizing"] = sizing
+        active = [bi for bi, b in enumerate(problem.blocks)
+                  if (problem.before_deadline(w, b) > 0 if w.training else problem.active(w, b))]
         if w.training:
-            done = sum(cap.get((w.name, bi), 0.0) * 3600.0 * problem.before_deadline(w, b)
+            done = sum(cap.get((w.name, bi), 0.0) * 3600.0 * problem.before_deadline(w, b) * problem.months(b)
                        for bi, b in enumerate(problem.blocks))
-            last = max((min(b.end_hour if b.end_hour is not None else b.start_hour + b.hours,
-                            w.deadline_hours or HOURS_PER_MONTH)
-                        for bi, b in enumerate(problem.blocks)
-                        if cap.get((w.name, bi), 0) > 0 and problem.before_deadline(w, b) > 0),
-                       default=0.0)
+            last = 0.0
+            for bi in active:
+                if cap.get((w.name, bi), 0) > 0:
+                    b = problem.blocks[bi]
+                    p = problem.period_of(b)
+                    end = b.end_hour if b.end_hour is not None else b.start_hour + b.hours
+                    if p.training.get(w.name) == "partial":
+                        end = min(end, p.splits[w.name])
+                    last = max(last, (p.end_month - 1) * HOURS_PER_MONTH + end - w.start_month * HOURS_PER_MONTH)
             d.update({"work_flops_needed": problem.work_flops[w.name], "work_flops_planned": done,
                       "deadline_hours": w.deadline_hours or HOURS_PER_MONTH, "finish_by_hour": round(last, 2),
                       "completed": bool(sol.Z.get(w.name, 1))})
         else:
-            short = [bi for bi, b in enumerate(problem.blocks)
-                     if cap.get((w.name, bi), 0.0) < b.demand.get(w.name, 0.0) * (1 - 1e-9)]
-            d.update({"peak_demand": max((b.demand.get(w.name, 0.0) for b in problem.blocks), default=0.0),
+            short = [bi for bi in active
+                     if cap.get((w.name, bi), 0.0) < problem.blocks[bi].demand.get(w.name, 0.0) * (1 - 1e-9)]
+            rr = [reps.get((w.name, bi), 0.0) for bi in active]
+            d.update({"peak_demand": max((problem.blocks[bi].demand.get(w.name, 0.0) for bi in active), default=0.0),
                       "min_replicas": w.min_replicas,
-                      "replicas_min_max": [round(min((reps.get((w.name, bi), 0.0) for bi in range(len(problem.blocks))), default=0), 2),
-                                           round(max((reps.get((w.name, bi), 0.0) for bi in range(len(problem.blocks))), default=0), 2)],
-                      "blocks_short": len(short)})
+                      "end_month": w.end_month or problem.horizon_months,
+                      "replicas_min_max": [round(min(rr, default=0), 2), round(max(rr, default=0), 2)],
+                      "capacity_peak": round(max((cap.get((w.name, bi), 0.0) for bi in active), default=0.0), 2),
+                      "blocks_short": len(short),
+                      "regions": sorted({"/".join(k.split("|")[:2]) for k in used.get(w.name, ())})})
         out_w.append(d)
-    out_b = [{"label": b.label, "start_hour": b.start_hour, "hours": b.hours,
-              "demand": {k: v for k, v in b.demand.items()},
-              "capacity": {w.name: round(cap.get((w.name, bi), 0.0), 4) for w in problem.workloads if not w.training},
+    out_b = [{"label": b.label, "period": b.period, "months": problem.months(b), "start_hour": b.start_hour,
+              "hours": b.hours, "demand": {k: v for k, v in b.demand.items()},
+              "capacity": {w.name: round(cap.get((w.name, bi), 0.0), 4) for w in problem.workloads
+                           if not w.training and problem.active(w, b)},
               "training_flops_per_s": {w.name: cap.get((w.name, bi), 0.0) for w in problem.workloads if w.training}}
              for bi, b in enumerate(problem.blocks)]
     return out_w, out_b
 
 
 # ------------------------------------------------------------------------------------------------ planning
-STRATEGY_SETS = {
-    "all_on_demand": {"on_demand"},
-    "all_reserved_1y": {"reserved_1y"},
-    "all_reserved_3y": {"reserved_3y"},
-    "spot_where_allowed": {"on_demand", "spot"},
-}
-
-
-def make_problem(workloads: list[FleetWorkload], blocks: list[FleetBlock], offers: "pd.DataFrame", *,
+def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock], offers: "pd.DataFrame", *,
                  budget_usd: float | None = None, objective: str = "cost", pricing: tuple[str, ...] | None = None,
                  spot_capacity: int = DEFAULT_SPOT_CAPACITY, prune: bool = True,
-                 max_instances: int | None = None) -> FleetProblem:
-    """Candidates per workload (sizing on every offer), filtered by pricing and spot permission, then pruned."""
+                 max_instances: int | None = None, horizon_months: int | None = None, leftover_value: float = 0.0,
+                 placement: str = "region", spread: str = "", budgets: Budgets | None = None,
+                 start_date: _dt.date | None = None) -> FleetProblem:
+    """The problem: periods of the horizon, the blocks of each, candidates per workload (sizing on every offer,
+    filtered by pricing and spot permission), then pruned.
+
+    Args: profiles: serving workload name -> optimizer.demand.DemandProfile (blocks are made per period with
+        merge_blocks, split at deadlines); or a list of FleetBlock of one typical month (then one period: horizon 1).
+    Raises InputError for bad input (objective, placement, spread, leftover value, duplicate names, horizon).
+    """
+    from optimizer.horizon import horizon_for, periods as make_periods
     from optimizer.sizing import train_flops
 
     if objective not in ("cost", "roi"):
         raise InputError("objective", f"unknown objective '{objective}'", accepted="cost, roi")
+    if placement not in PLACEMENTS:
+        raise InputError("placement", f"unknown placement {placement!r}", accepted=", ".join(PLACEMENTS))
+    if spread not in SPREADS:
+        raise InputError("spread", f"unknown spread {spread!r}", accepted="zones")
+    if not (0.0 <= float(leftover_value) <= 1.0):
+        raise InputError("leftover_value", f"must be between 0 and 1, got {leftover_value!r}")
     names = [w.name for w in workloads]
     if len(set(names)) != len(names):
         raise InputError("workloads", "workload names must be unique")
+    budgets = budgets or Budgets(monthly=budget_usd)
+    if isinstance(profiles, list):
+        blocks = profiles
+        H, note, periods = horizon_months or 1, "", None
+    else:
+        H, note = horizon_for([w.activity() for w in workloads], horizon_months)
+        periods = make_periods([w.activity() for w in workloads], H)
+        blocks = blocks_for_periods(periods, profiles)
     allowed_pricing = set(pricing) if pricing else {"on_demand", "reserved_1y", "reserved_3y", "spot"}
     cands: dict[str, list[Candidate]] = {}
     rejected: dict[str, dict[str, int]] = {}
@@ -713,12 +1121,33 @@ def make_problem(workloads: list[FleetWorkload], blocks: list[FleetBlock], offer
         cands[w.name] = keep
         rejected[w.name] = rej
     work = {w.name: float(train_flops(w.workload)) for w in workloads if w.training}
-    problem = FleetProblem(workloads=workloads, blocks=blocks, cands=cands, work_flops=work, budget_usd=budget_usd,
-                           objective=objective, spot_capacity=spot_capacity, rejected=rejected, max_instances=max_instances)
+    problem = FleetProblem(workloads=workloads, blocks=blocks, cands=cands, work_flops=work, objective=objective,
+                           spot_capacity=spot_capacity, rejected=rejected, max_instances=max_instances,
+                           horizon_months=H, periods=periods, leftover_value=float(leftover_value),
+                           placement=placement, spread=spread, budgets=budgets, start_date=start_date,
+                           horizon_note=note, profiles=None if isinstance(profiles, list) else dict(profiles))
     problem.unpruned = cands
     if prune and max_instances is None:  # with quotas, dominance is not safe (DESIGN.md): keep every candidate
-        problem.cands, problem.pruned = prune_fleet(cands, workloads, blocks, work, spot_capacity)
+        kept, dropped = prune_fleet(cands, workloads, blocks, work, spot_capacity, placement, spread)
+        problem = problem.replace(cands=kept, pruned=dropped)
     return problem
+
+
+def blocks_for_periods(periods: list[Period], profiles: dict) -> list[FleetBlock]:
+    """The blocks of every period: the typical month of the serving workloads that run in it (their profiles merged
+    by the load-duration curve), split at the training deadlines that fall in it."""
+    from optimizer.demand import merge_blocks
+
+    out: list[FleetBlock] = []
+    cache: dict[tuple, list] = {}
+    for p in periods:
+        key = (p.serving, tuple(sorted(set(p.splits.values()))))
+        if key not in cache:
+            cache[key] = merge_blocks({n: profiles[n] for n in p.serving}, sorted(set(p.splits.values())))
+        for mb in cache[key]:
+            out.append(FleetBlock(start_hour=float(mb.start_hour), hours=float(mb.hours), demand=dict(mb.demand),
+                                  label=mb.label, end_hour=float(mb.end_hour), period=p.index))
+    return out
 
 
 def _verify(problem: FleetProblem, sol: FleetSolution) -> str | None:
@@ -732,18 +1161,21 @@ def _verify(problem: FleetProblem, sol: FleetSolution) -> str | None:
         if w.training:
             if problem.objective == "roi" and not sol.Z.get(w.name):
                 continue
-            done = sum(cap.get((w.name, bi), 0.0) * 3600.0 * problem.before_deadline(w, b) for bi, b in enumerate(problem.blocks))
+            done = sum(cap.get((w.name, bi), 0.0) * 3600.0 * problem.before_deadline(w, b) * problem.months(b)
+                       for bi, b in enumerate(problem.blocks))
             if done < problem.work_flops[w.name] * (1 - 1e-6):
                 return f"{w.name}: {done:.6g} FLOPs planned for {problem.work_flops[w.name]:.6g} needed"
         elif problem.objective == "cost":
             for bi, b in enumerate(problem.blocks):
-                if cap.get((w.name, bi), 0.0) < b.demand.get(w.name, 0.0) * (1 - 1e-9):
+                if problem.active(w, b) and cap.get((w.name, bi), 0.0) < b.demand.get(w.name, 0.0) * (1 - 1e-9):
                     return f"{w.name}: block {b.label or bi} has {cap.get((w.name, bi), 0.0):.6g} tokens/s for {b.demand.get(w.name):.6g}"
     used: dict[tuple[str, int], float] = {}
     for (w, ok, bi), a in sol.A.items():
         used[(ok, bi)] = used.get((ok, bi), 0.0) + idx[(w, ok)].instances_per_unit * a
     for (ok, bi), u in used.items():
-        if u > sol.N.get(ok, 0) + 1e-6:
+        p = problem.period_of(problem.blocks[bi])
+        have = sum(sol.N.get(k, 0) for k in problem.covering(ok, p))
+        if u > have + 1e-6:
             return f"committed offer {ok} over-used in block {bi}"
     return None
 
@@ -762,7 +1194,8 @@ def trim_allocations(problem: FleetProblem, sol: FleetSolution) -> FleetSolution
         if w.training:
             need = problem.work_flops[w.name]
             work = lambda store: sum(idx[(w.name, ok)].throughput_per_unit * 3600.0 *  # noqa: E731
-                                     problem.before_deadline(w, problem.blocks[bi]) * v
+                                     problem.before_deadline(w, problem.blocks[bi]) *
+                                     problem.months(problem.blocks[bi]) * v
                                      for (wn, ok, bi), v in store.items() if wn == w.name)
             a_work, x_work = work(A), work(X)
             if a_work > 0 and a_work + x_work > need * (1 + 1e-9):
@@ -774,22 +1207,30 @@ def trim_allocations(problem: FleetProblem, sol: FleetSolution) -> FleetSolution
             d = b.demand.get(w.name, 0.0)
             keys = sorted((k for k in A if k[0] == w.name and k[2] == bi),
                           key=lambda k: -idx[(w.name, k[1])].throughput_per_unit)
+
             def state():
-                cap = reps = nonspot = 0.0
+                cap = reps = nonspot = inst = inst_ns = 0.0
                 for store in (A, X):
                     for (wn, ok, b2), v in store.items():
                         if wn == w.name and b2 == bi:
                             c = idx[(wn, ok)]
                             cap += c.throughput_per_unit * v
                             reps += c.replicas_per_unit * v
-                            nonspot += 0.0 if c.offer["pricing"] == "spot" else c.replicas_per_unit * v
-                return cap, reps, nonspot
+                            inst += c.instances_per_unit * v
+                            if c.offer["pricing"] != "spot":
+                                nonspot += c.replicas_per_unit * v
+                                inst_ns += c.instances_per_unit * v
+                return cap, reps, nonspot, inst, inst_ns
             for k in keys:
                 while A.get(k, 0) >= 1:
                     c = idx[(w.name, k[1])]
-                    cap, reps, nonspot = state()
-                    if (cap - c.throughput_per_unit >= d * (1 - 1e-12) and reps - c.replicas_per_unit >= w.min_replicas
-                            and (w.spot_only_ok or nonspot - c.replicas_per_unit >= w.min_replicas)):
+                    cap, reps, nonspot, inst, inst_ns = state()
+                    m = w.min_replicas
+                    if (cap - c.throughput_per_unit >= d * (1 - 1e-12) and reps - c.replicas_per_unit >= m
+                            and inst - c.instances_per_unit >= (0 if w.divisible else m)
+                            and (w.spot_only_ok or (nonspot - c.replicas_per_unit >= m
+                                                    and inst_ns - c.instances_per_unit >= (0 if w.divisible else m)))
+                            and problem.spread != "zones"):
                         A[k] -= 1
                     else:
                         break
@@ -798,121 +1239,50 @@ def trim_allocations(problem: FleetProblem, sol: FleetSolution) -> FleetSolution
     return out
 
 
-def _strategies(problem: FleetProblem, solver, time_limit_s, gap_rel, optimal_cost) -> dict[str, dict[str, Any]]:
-    out = {}
-    for name, allowed in STRATEGY_SETS.items():
-        if name == "spot_where_allowed" and not any(w.allow_spot for w in problem.workloads):
-            continue
-        base = problem.unpruned or problem.cands
-        subset = {w: [c for c in cs if c.offer["pricing"] in allowed] for w, cs in base.items()}
-        kept = subset if problem.max_instances is not None else \
-            prune_fleet(subset, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity)[0]
-        sub = FleetProblem(**{**problem.__dict__, "budget_usd": None, "objective": "cost", "cands": kept})
-        if any(not cs for cs in kept.values()):
-            out[name] = {"status": "no_offers", "monthly_usd": None,
-                         "note": "some workload has no offer of this pricing (or may not use it)"}
-            continue
-        sol = solve_cost(sub, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
-        if sol.report.status not in ("optimal", "time_limit"):
-            out[name] = {"status": sol.report.status, "monthly_usd": None}
-            continue
-        commits = sub.committed_offers()
-        commitment = sum(float(commits[k]["usd_per_hour"]) * TERM_HOURS[commits[k]["pricing"]] * n for k, n in sol.N.items())
-        upfront = sum(float(commits[k].get("upfront_usd") or 0.0) * n for k, n in sol.N.items())
-        out[name] = {"status": sol.report.status, "monthly_usd": round(sol.cost, 2),
-                     "commitment_usd": round(commitment, 2), "upfront_usd": round(upfront, 2)}
-    out["optimal_mix"] = {"status": "optimal", "monthly_usd": round(optimal_cost, 2)}
-    base = out.get("all_on_demand", {}).get("monthly_usd")
-    for v in out.values():
-        if base and v.get("monthly_usd") is not None:
-            v["savings_usd"] = round(base - v["monthly_usd"], 2)
-            v["savings_pct"] = round(100.0 * (base - v["monthly_usd"]) / base, 2)
-    return out
-
-
-def _marginal(problem: FleetProblem, solver, time_limit_s) -> dict[str, Any]:
-    """Shadow prices from the LP relaxation of the minimum-cost model: USD per month for one more token/s of
-    demand in a block (top 5 blocks), and the budget's dual."""
-    import pulp
-
-    m, V = build_fleet_model(FleetProblem(**{**problem.__dict__, "objective": "cost"}), relax=True)
-    rep = solve_fleet(m, solver="cbc", time_limit_s=time_limit_s)
-    if rep.status != "optimal":
-        return {}
-    demand = []
-    for name, con in m.constraints.items():
-        if name.startswith("demand_") and con.pi is not None:
-            wname, bi = name[len("demand_"):].rsplit("_", 1)
-            b = problem.blocks[int(bi)]
-            w = next((x for x in problem.workloads if _safe(x.name) == wname), None)
-            d = b.demand.get(w.name, 0.0) if w else 0.0
-            if d > 0:
-                demand.append({"workload": w.name, "block": b.label or int(bi),
-                               "usd_per_month_per_token_per_s": round(float(con.pi) * 1000.0 / d, 6)})
-    demand.sort(key=lambda x: -x["usd_per_month_per_token_per_s"])
-    budget = m.constraints.get("budget")
-    return {"lp_relaxation_cost_usd": round(float(pulp.value(m.objective) or 0.0), 2),
-            "demand": demand[:5], "budget_dual": None if budget is None or budget.pi is None else float(budget.pi)}
-
-
-def _next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, gap_rel) -> list[dict[str, Any]]:
-    """The cheapest plan on each provider alone, and what price change would flip the choice."""
-    providers = sorted({c.offer["provider"] for cs in (problem.unpruned or problem.cands).values() for c in cs})
-    used = sorted({k.split("|")[0] for k in list(sol.N) + [ok for (_, ok, _) in sol.X]})
-    out = []
-    for p in providers:
-        base = problem.unpruned or problem.cands
-        subset = {w: [c for c in cs if c.offer["provider"] == p] for w, cs in base.items()}
-        if problem.max_instances is None:
-            subset, _ = prune_fleet(subset, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity)
-        sub = FleetProblem(**{**problem.__dict__, "budget_usd": None, "objective": "cost", "cands": subset})
-        if any(not cs for cs in sub.cands.values()):
-            out.append({"provider": p, "monthly_usd": None, "note": "cannot host every workload alone"})
-            continue
-        s = solve_cost(sub, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
-        if s.report.status not in ("optimal", "time_limit"):
-            out.append({"provider": p, "monthly_usd": None, "note": f"no plan ({s.report.status})"})
-            continue
-        row = {"provider": p, "monthly_usd": round(s.cost, 2), "delta_usd": round(s.cost - sol.cost, 2)}
-        if p not in used and s.cost > 0:
-            row["flip"] = f"{p} alone would win if its prices fell {100 * (1 - sol.cost / s.cost):.1f} %"
-        out.append(row)
-    chosen_alone = [r for r in out if r.get("monthly_usd") is not None]
-    others = [r for r in chosen_alone if r["provider"] not in used]
-    if others and len(used) == 1 and sol.cost > 0:
-        best_other = min(others, key=lambda r: r["monthly_usd"])
-        for r in out:
-            if r["provider"] == used[0]:
-                r["flip"] = (f"{used[0]} stays the choice until its prices rise "
-                             f"{100 * (best_other['monthly_usd'] / sol.cost - 1):.1f} % (then {best_other['provider']})")
-    return out
-
-
-def plan_fleet(workloads: list[FleetWorkload], blocks: list[FleetBlock], offers: "pd.DataFrame", *,
+def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock], offers: "pd.DataFrame", *,
                budget_usd: float | None = None, objective: str = "cost", pricing: tuple[str, ...] | None = None,
                spot_capacity: int = DEFAULT_SPOT_CAPACITY, solver: str = "auto", time_limit_s: float = 60.0,
                gap_rel: float = 0.001, explain: bool = True, merge_note: str = "",
-               max_instances: int | None = None) -> FleetResult:
-    """Plan several workloads over the blocks of a month (minimum cost, or maximum ROI by Dinkelbach).
+               max_instances: int | None = None, horizon_months: int | None = None, leftover_value: float = 0.0,
+               placement: str = "region", spread: str = "", budgets: Budgets | None = None,
+               start_date: _dt.date | None = None) -> FleetResult:
+    """Plan several workloads over a horizon (minimum cost, or maximum ROI by Dinkelbach).
 
+    Args: as :func:`make_problem`; solver "auto"|"cbc"|"highs"; time_limit_s: wall time of the plan's own solve;
+        explain: also price the strategies, duals, per-provider alternatives and demand sensitivity.
     Returns a FleetResult (infeasible plans included, with ``reason``). Raises InputError for bad input.
     """
+    from optimizer import fleet_explain as fx
+    from optimizer.explain import on_demand_rates
+
     t0 = time.perf_counter()
-    problem = make_problem(workloads, blocks, offers, budget_usd=budget_usd, objective=objective, pricing=pricing,
-                           spot_capacity=spot_capacity, max_instances=max_instances)
+    if start_date is None:
+        today = _dt.date.today()
+        start_date = _dt.date(today.year + (today.month == 12), today.month % 12 + 1, 1)
+    problem = make_problem(workloads, profiles, offers, budget_usd=budget_usd, objective=objective, pricing=pricing,
+                           spot_capacity=spot_capacity, max_instances=max_instances, horizon_months=horizon_months,
+                           leftover_value=leftover_value, placement=placement, spread=spread, budgets=budgets,
+                           start_date=start_date)
     solver = resolve_solver(solver)
-    res = FleetResult(status="infeasible", objective=objective)
-    res.solver = {"name": solver, "blocks": len(blocks), "merge": merge_note, "pruned": problem.pruned,
+    res = FleetResult(status="infeasible", objective=objective, horizon_months=problem.horizon_months,
+                      horizon_note=problem.horizon_note, start_month=month_label(start_date, 0),
+                      leftover_value=problem.leftover_value)
+    res.rules = fx.rules(problem)
+    res.solver = {"name": solver, "blocks": len(problem.blocks), "periods": len(problem.periods or []),
+                  "merge": merge_note, "pruned": problem.pruned,
                   "candidates": {w: len(cs) for w, cs in problem.cands.items()}}
     empty = [w for w in workloads if not problem.cands.get(w.name)]
     if empty:
         w = empty[0]
-        from optimizer.plan import _no_fit_reason
+        from optimizer.diagnose import no_fit_reason
 
-        why = _no_fit_reason(w.workload, offers, problem.rejected.get(w.name, {}))
-        if problem.rejected.get(w.name, {}).get("spot_not_allowed") or problem.rejected.get(w.name, {}).get("pricing_not_allowed"):
-            why = {"kind": "pricing", "message": f"{w.name}: no offer allowed by the pricing limits can host it "
-                                                 f"(rejected: {problem.rejected[w.name]})"}
+        rej = problem.rejected.get(w.name, {})
+        why = no_fit_reason(w.workload, offers, rej)
+        if rej.get("spot_not_allowed") or rej.get("pricing_not_allowed"):
+            why = {"kind": "pricing", "message": (
+                "no offer allowed by the pricing limits can host it (rejected: "
+                + ", ".join(f"{k} {v}" for k, v in sorted(rej.items())) + "); change --pricing"
+                + (" or add --allow-spot" if rej.get("spot_not_allowed") else ""))}
         res.reason = {**why, "workload": w.name, "message": f"{w.name}: {why['message']}"}
         return res
     if objective == "roi":
@@ -923,7 +1293,7 @@ def plan_fleet(workloads: list[FleetWorkload], blocks: list[FleetBlock], offers:
     rep = sol.report
     res.solver.update({"status": rep.status, "gap": rep.gap, "seconds": round(rep.seconds, 3), "message": rep.message})
     if rep.status == "infeasible":
-        res.reason = _why_infeasible(problem, solver, time_limit_s, gap_rel)
+        res.reason = fx.why_infeasible(problem, solver, time_limit_s, gap_rel)
         return res
     if rep.status not in ("optimal", "time_limit"):
         res.status = rep.status
@@ -939,13 +1309,14 @@ def plan_fleet(workloads: list[FleetWorkload], blocks: list[FleetBlock], offers:
     sol = trim_allocations(problem, sol)
     res.recurring = problem.recurring
     res.lines = fleet_lines(problem, sol, on_demand_rates(offers))
+    mo = money(problem, sol)
+    for k, v in mo.items():
+        setattr(res, k, v)
+    res.commitment = {"total_over_term_usd": mo["commitment_usd"], "upfront_usd": mo["upfront_usd"]}
     big = [ln for ln in res.lines if ln.count > 64]
     if big:
         res.notes.append(f"{big[0].count} instances of {big[0].instance_type} in {big[0].region}: check your quota "
-                         "(max_instances caps it); the plan assumes near-linear data-parallel scaling")
-    if not problem.recurring and any(ln.pricing in TERM_HOURS for ln in res.lines):
-        res.notes.append("a plan of training jobs only is one-off: each reservation is charged its whole term")
-    res.total_monthly_usd = round(sol.cost, 2)
+                         "(max_instances caps it)")
     res.workloads, res.blocks = workload_summaries(problem, sol)
     if objective == "roi":
         res.value_usd = round(sol.value, 2)
@@ -957,146 +1328,16 @@ def plan_fleet(workloads: list[FleetWorkload], blocks: list[FleetBlock], offers:
         res.notes.append(f"the solver stopped at its time limit: feasible, not proven optimal (gap {rep.gap})")
     if any(ln.estimated for ln in res.lines):
         res.notes.append("some prices are estimated (source rule:...): reserved rates derived from a documented discount rule")
-    if any(ln.pricing == "spot" for ln in res.lines):
-        res.notes.append(f"spot lines count 90 % of their throughput and at most {spot_capacity} instances per offer")
-    commits = problem.committed_offers()
-    res.commitment = {
-        "total_over_term_usd": round(sum(float(commits[k]["usd_per_hour"]) * TERM_HOURS[commits[k]["pricing"]] * n
-                                         for k, n in sol.N.items()), 2),
-        "upfront_usd": round(sum(float(commits[k].get("upfront_usd") or 0.0) * n for k, n in sol.N.items()), 2)}
-    res.binding = _binding(problem, sol)
+    if mo["after_horizon_usd"] > 0:
+        res.notes.append(f"commitments outlive the {problem.horizon_months}-month horizon: ${mo['after_horizon_usd']:,.2f} "
+                         f"is still paid after it, counted in the total at {100 * (1 - problem.leftover_value):.0f} %"
+                         " (--leftover-value)")
+    res.binding = fx.binding(problem, sol)
     if explain and objective == "roi":
         res.notes.append("the strategy comparison and the provider alternatives price the FULL demand; an ROI plan "
                          "may serve less, so they are not shown (run --objective cost to compare)")
     elif explain:
-        # the explanations are priced within 1 % and 10 s each: they compare, they are not the plan
-        ex_limit, ex_gap = min(time_limit_s, 10.0), max(gap_rel, 0.01)
-        # the three explanation families run side by side (each solve single-threaded): CBC runs as a
-        # subprocess, so threads here use the cores for real
-        from concurrent.futures import ThreadPoolExecutor
-
-        def single(fn, *a):
-            _SOLVE_THREADS.n = 1
-            return fn(*a)
-
-        with ThreadPoolExecutor(max_workers=max(1, min(3, os.cpu_count() or 1))) as pool:
-            f_st = pool.submit(single, _strategies, problem, solver, ex_limit, ex_gap, sol.cost)
-            f_mg = pool.submit(single, _marginal, problem, solver, ex_limit)
-            f_nb = pool.submit(single, _next_best, problem, sol, solver, ex_limit, ex_gap)
-            f_df = pool.submit(single, _demand_flip, problem, sol, solver, ex_limit, ex_gap)
-            res.strategies, res.marginal, res.next_best = f_st.result(), f_mg.result(), f_nb.result()
-            res.demand_sensitivity = f_df.result()
-        base = res.strategies.get("all_on_demand", {}).get("monthly_usd")
-        if base:
-            res.savings_vs_on_demand_usd = round(base - sol.cost, 2)
-            res.savings_vs_on_demand_pct = round(100.0 * (base - sol.cost) / base, 2)
-        cheaper = [(n, v["monthly_usd"]) for n, v in res.strategies.items()
-                   if n != "optimal_mix" and v.get("monthly_usd") is not None and v["monthly_usd"] < sol.cost - 0.01]
-        cheaper += [(f"{nb['provider']} alone", nb["monthly_usd"]) for nb in res.next_best
-                    if nb.get("monthly_usd") is not None and nb["monthly_usd"] < sol.cost - 0.01]
-        if cheaper:
-            n, v = min(cheaper, key=lambda t: t[1])
-            res.notes.append(f"{n} (${v:,.2f}) is cheaper than this plan: the solver stopped before proving "
-                             f"optimality; raise --time-limit")
-            if "optimal_mix" in res.strategies:
-                res.strategies["this_plan"] = res.strategies.pop("optimal_mix")
+        fx.explain_into(res, problem, sol, solver, time_limit_s, gap_rel, mo)
     res.solver["total_seconds"] = round(time.perf_counter() - t0, 3)
     return res
 
-
-def _demand_flip(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, gap_rel) -> list[dict[str, Any]]:
-    """What a change in demand does to the choice: the plan re-solved with every serving demand and training job
-    halved and doubled; when the providers or pricing models it uses change, the change is said."""
-    def used(x: FleetSolution) -> tuple[str, ...]:
-        keys = list(x.N) + [ok for (_, ok, _) in x.X]
-        return tuple(sorted({f"{k.split('|')[0]} {k.split('|')[4]}" for k in keys}))
-
-    base = used(sol)
-    out = []
-    for factor in (0.5, 2.0):
-        blocks = [FleetBlock(b.start_hour, b.hours, {w: d * factor for w, d in b.demand.items()}, b.label, b.end_hour)
-                  for b in problem.blocks]
-        scaled = FleetProblem(**{**problem.__dict__, "budget_usd": None, "objective": "cost", "blocks": blocks,
-                                 "work_flops": {w: f * factor for w, f in problem.work_flops.items()}})
-        s2 = solve_cost(scaled, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
-        if s2.report.status not in ("optimal", "time_limit"):
-            continue
-        now = used(s2)
-        out.append({"demand_factor": factor, "monthly_usd": round(s2.cost, 2), "uses": list(now),
-                    "flips": now != base,
-                    "note": (f"at {factor:g}x the demand the plan would use {', '.join(now)} instead of {', '.join(base)}"
-                             if now != base else f"at {factor:g}x the demand the same providers and pricing models stay best")})
-    return out
-
-
-def _binding(problem: FleetProblem, sol: FleetSolution) -> list[str]:
-    out = []
-    if problem.budget_usd is not None:
-        head = problem.budget_usd - sol.cost
-        out.append(f"budget: ${problem.budget_usd:,.2f}, ${head:,.2f} left"
-                   + (" (binding)" if head < 0.005 * problem.budget_usd else " (not binding)"))
-    idx = _cand_index(problem)
-    for k, n in sol.N.items():
-        peak = max((sum(idx[(w, ok)].instances_per_unit * a for (w, ok, b2), a in sol.A.items() if ok == k and b2 == bi)
-                    for bi in range(len(problem.blocks))), default=0.0)
-        if peak >= n - 1e-9:
-            out.append(f"committed {k.split('|')[3]} ({k.split('|')[1]}): all {n} instances busy in the peak block (binding)")
-    for w in problem.workloads:
-        if w.training and w.deadline_hours is not None:
-            out.append(f"{w.name}: must finish by hour {w.deadline_hours:g}")
-    spot_full = {}
-    for (w, ok, bi), x in sol.X.items():
-        c = idx[(w, ok)]
-        if c.offer["pricing"] == "spot":
-            spot_full[(ok, bi)] = spot_full.get((ok, bi), 0.0) + x * c.instances_per_unit
-    if any(v >= problem.spot_capacity - 1e-9 for v in spot_full.values()):
-        out.append(f"spot capacity: some spot offers are used up to the {problem.spot_capacity}-instance cap (binding)")
-    return out
-
-
-def _resplit(blocks: list[FleetBlock], at: float) -> list[FleetBlock]:
-    """The blocks with any block spanning hour ``at`` cut in two there (demand kept), so deadlines stay on block
-    edges."""
-    out = []
-    for b in blocks:
-        end = b.start_hour + b.hours
-        if b.end_hour is None and b.start_hour < at < end:
-            out.append(FleetBlock(b.start_hour, at - b.start_hour, dict(b.demand), b.label))
-            out.append(FleetBlock(at, end - at, dict(b.demand), b.label))
-        else:
-            out.append(b)
-    return out
-
-
-def _why_infeasible(problem: FleetProblem, solver, time_limit_s, gap_rel) -> dict[str, Any]:
-    """Which constraint cannot be met, and the cheapest relaxation: the budget it would take, the deadline it
-    would take, or that spot capacity / redundancy rules block it."""
-    if problem.budget_usd is not None:
-        free = FleetProblem(**{**problem.__dict__, "budget_usd": None})
-        s = solve_cost(free, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
-        if s.report.status in ("optimal", "time_limit"):
-            return {"kind": "budget", "budget_needed_usd": round(s.cost, 2),
-                    "message": (f"the budget is too small: the cheapest plan that meets every workload costs "
-                                f"${s.cost:,.2f} per month; raise the budget by ${s.cost - problem.budget_usd:,.2f}")}
-    late = [w for w in problem.workloads if w.training and w.deadline_hours is not None]
-    for w in late:
-        def feasible(deadline: float) -> bool:
-            moved = [FleetWorkload(**{**x.__dict__, "deadline_hours": deadline}) if x is w else x
-                     for x in problem.workloads]
-            blocks = _resplit(problem.blocks, deadline)
-            free = FleetProblem(**{**problem.__dict__, "budget_usd": None, "workloads": moved, "blocks": blocks})
-            return solve_cost(free, solver=solver, time_limit_s=time_limit_s, gap_rel=0.01).report.status in \
-                ("optimal", "time_limit")
-
-        if feasible(HOURS_PER_MONTH):
-            lo, hi = float(w.deadline_hours), HOURS_PER_MONTH  # infeasible at lo, feasible at hi
-            for _ in range(7):
-                mid = (lo + hi) / 2.0
-                lo, hi = (lo, mid) if feasible(mid) else (mid, hi)
-            return {"kind": "deadline", "workload": w.name, "deadline_needed_hours": math.ceil(hi),
-                    "message": (f"{w.name} cannot finish by hour {w.deadline_hours:g} with the capacity allowed "
-                                f"(spot caps, pricing limits); the earliest deadline it can meet is about hour "
-                                f"{math.ceil(hi)} (or allow more spot capacity / on-demand)")}
-    return {"kind": "capacity", "message": ("no plan meets every constraint: spot capacity caps, redundancy "
-                                            "(min_replicas without spot) or pricing limits block it; allow on-demand, "
-                                            "raise spot_capacity_per_offer or lower min_replicas")}

@@ -1,63 +1,23 @@
-"""Build the planning MILP: which offers, how many, for how many hours.
+"""Candidates of the planning model: which offers can host a replica of a workload, and how.
 
-Three steps, kept apart (PyPSA style): :func:`candidates_for` turns offers + a workload into the candidate
-"units" that can host replicas (sizing decides what fits), :func:`build_model` writes the PuLP problem,
-``optimizer.solve.solve`` solves it and checks the status, ``optimizer.explain.explain`` makes tables.
-
-The model (DESIGN.md, "The planning model", for one workload and one time block)
-================================================================================
-
-Sets
-    c in C: candidate units. A unit is ``k`` instances of one offer hosting ``r`` replicas
-    (``k > 1`` when one replica needs more GPUs than one instance has: multi-instance replicas, only over a
-    fast interconnect; ``r > 1`` when one instance holds several replicas, e.g. 8 GPUs hosting two 4-GPU replicas).
-    C = C_commit (reserved 1y/3y) U C_hourly (on-demand, spot).
-
-Parameters
-    p_c   USD per hour of one unit = k x usd_per_hour (effective, amortized rate for reserved)
-    th_c  throughput of one unit = r x throughput per replica (serving: tokens/s; training: FLOP/s,
-          spot already reduced by the interruption overhead)
-    H     hours the work may run in: 730 for serving (a whole month); min(deadline, horizon) for training
-    M_c   billed hours of a commitment: serving 730 (a month of the term; reserved is billed whatever the use);
-          training (a one-off job) the WHOLE term, 8,760 or 26,280 h, since nothing else uses it afterwards
-    d     serving demand in tokens/s;  W  training work in FLOPs
-    B     budget in USD for the plan horizon
-
-Variables
-    U_c in Z+   units of candidate c (instances = k U_c, replicas = r U_c)
-    Y_c >= 0    unit-hours of an hourly candidate (training only; serving hourly units run all H hours)
-
-Constraints
-    serving:   sum_c th_c U_c >= d
-    (the demand/work row is scaled to a right-hand side of ROW_SCALE = 1000, which makes the solvers' absolute
-    feasibility tolerance (1e-7) negligible; coefficients of integer variables are capped at ROW_SCALE, which
-    keeps every integer solution (one unit that covers the whole demand covers it either way) and keeps tiny
-    demands from giving huge coefficients; the plan is checked again after solving)
-    training:  sum_{c in commit} th_c 3600 min(H, T_c) U_c + sum_{c in hourly} th_c 3600 Y_c >= W
-               (a reservation works at most its term T_c = 8,760 or 26,280 h)
-               Y_c <= H U_c                                   (a unit runs at most H hours before the deadline)
-    budget:    cost <= B                                      (only when a budget is given)
-    limits:    sum over the offers of one instance type in one region (all pricing models, payments
-               and zones) of k U_c <= max_instances (a quota is per instance type and region)
-
-Objective (minimize cost over the plan horizon)
-    serving:   sum_{commit} p_c M_c U_c + sum_{hourly} p_c H U_c          (USD per month)
-    training:  sum_{commit} p_c M_c U_c + sum_{hourly} p_c Y_c            (USD for the whole job)
-    plus sum_c U_c >= 1 (any positive demand needs a unit; keeps tiny demands away from solver tolerances)
+:func:`candidates_for` turns offers + a workload into the candidate *units* the planning model
+(``optimizer.fleet``, the one model) buys: a unit is ``k`` instances of one offer hosting ``r`` replicas
+(``k > 1`` when one replica needs more GPUs than one instance has; ``r > 1`` when one instance holds several
+replicas, e.g. 8 GPUs hosting two 4-GPU replicas). Sizing (``optimizer.sizing``) decides what fits; the unit's
+price is ``k`` x the offer's effective hourly rate and its throughput ``r`` x a replica's (spot reduced by
+:data:`SPOT_INTERRUPTION_OVERHEAD`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpuopt.errors import InputError
-from gpuopt.records import HOURS_PER_MONTH, TERM_HOURS
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
-    import pulp
 
     from optimizer.sizing import ReplicaSizing, Workload
 
@@ -81,6 +41,14 @@ class Candidate:
     ``offer`` is the normalized offer row as a dict (gpuopt.records.OFFER_COLUMNS). ``usd_per_unit_hour`` is
     instances_per_unit x offer usd_per_hour; ``throughput_per_unit`` is in tokens/s (serve) or FLOP/s (train),
     spot already reduced by :data:`SPOT_INTERRUPTION_OVERHEAD`.
+
+    Layout of one replica (:func:`_unit_shape`): ``tensor_parallel`` GPUs split each layer inside one instance
+    (serving; 1 for training, whose replicas are ZeRO data parallel, and for a share of a GPU);
+    ``pipeline_parallel`` stages split the layers over that many instances, one stage per instance (serving
+    replicas too big for one instance; then ``instances_per_unit == pipeline_parallel``). ``fabric`` is the offer's
+    inter-node fabric (``offer_network``; "" unknown). ``max_units``: the most units of this candidate one job may
+    use; 1 for a training job on an offer without a cluster fabric, whose data-parallel group must then stay inside
+    one instance; None = no limit. (The planning model has to honour it.)
     """
 
     key: str
@@ -91,91 +59,79 @@ class Candidate:
     usd_per_unit_hour: float
     throughput_per_unit: float
     shape: str = ""
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    fabric: str = ""
+    max_units: int | None = None
 
     @property
     def committed(self) -> bool:
         return self.offer["pricing"] in COMMITTED
 
 
-@dataclass
-class PlanProblem:
-    """Everything the MILP needs, for one workload and one time block.
+def _replica_gpu_counts() -> list[int]:
+    """GPU counts a replica is tried at: 1, 2, 4, 8, then multiples of 8 up to :data:`MAX_GPUS_PER_REPLICA`."""
+    out, n = [], 1
+    while n <= MAX_GPUS_PER_REPLICA:
+        out.append(n)
+        n = n * 2 if n < 8 else n + 8
+    return out
 
-    Attributes:
-        workload: the sized workload (optimizer.sizing.Workload).
-        candidates: the units that can host a replica, after pruning.
-        demand_tokens_per_second: serving demand (tokens/s), None for training.
-        work_flops: training work (FLOPs), None for serving.
-        run_hours: H, hours hourly units may run (730 for serving; the deadline for training).
-        horizon_hours: the plan horizon (730 for serving; the deadline for training).
-        budget_usd: serving: USD per month; training: USD for the whole job; or None.
-        max_instances_per_offer: cap on instances of one instance type in one region (over its pricing models,
-            payments and zones), or None.
-        rejected: why offers were not candidates: reason -> count.
-        pruned: number of dominated candidates dropped before building the model.
+
+def _unit_shape(sizing_fn, workload, gpu, offer_gpus: float, interconnect: str = "", network=None):
+    """How one offer hosts replicas of ``workload``: (instances_per_unit k, replicas_per_unit r, replica sizing),
+    or (None, None, reason) with reason ``does_not_fit`` or ``no_cluster_fabric``.
+
+    * A share of one GPU (``offer_gpus < 1``): at most one replica, on that share (BUG-10: never a whole GPU).
+    * Inside one instance: the smallest replica of 1, 2, 4, 8, 16, 24, ... GPUs (at most ``offer_gpus``) that fits;
+      serving replicas are tensor parallel over its GPUs (NVLink, or PCIe at its cost: ``gpu`` is the board's own
+      spec row, so ``interconnect`` is not needed here), training replicas ZeRO data parallel; k = 1,
+      r = ``offer_gpus // n``.
+    * Across k >= 2 whole instances, when no replica fits inside one (at most ``MAX_GPUS_PER_REPLICA`` GPUs):
+
+      - serving: tensor parallel over t GPUs inside each instance (t = the largest of 1, 2, 4, 8, 16, ... that
+        the instance has) and k pipeline stages, one per instance (PP = k) -- never one tensor-parallel group
+        across instances (vLLM distributed serving docs: "the tensor parallel size is the number of GPUs you want
+        to use in each node, and the pipeline parallel size is the number of nodes"). Any network will do: a stage
+        boundary carries 2 x hidden x 2 B per token, costed by ``sizing.size_replica`` over ``network``;
+      - training: one ZeRO replica over k x ``offer_gpus`` GPUs, only over a cluster fabric (``network.cluster``:
+        EFA, InfiniBand, RDMA, GPUDirect-TCPX/O); its collectives cross the fabric at ``network.gbps_per_node``
+        (``sizing.data_parallel_efficiency``). Without a cluster fabric the reason is ``no_cluster_fabric`` when
+        such a replica would fit and ``does_not_fit`` when not even that would.
+
+    ``sizing_fn`` is ``optimizer.sizing.size_replica``; ``network`` a ``sizing.NodeNetwork`` (None: the default
+    network with ``gpus_per_node = offer_gpus``); r = 1 across instances.
     """
+    from optimizer.sizing import DEFAULT_NODE_NETWORK
 
-    workload: "Workload"
-    candidates: list[Candidate]
-    demand_tokens_per_second: float | None
-    work_flops: float | None
-    run_hours: float
-    horizon_hours: float
-    budget_usd: float | None = None
-    max_instances_per_offer: int | None = None
-    rejected: dict[str, int] = field(default_factory=dict)
-    pruned: int = 0
-
-    @property
-    def is_training(self) -> bool:
-        return self.work_flops is not None
-
-    def committed_hours(self, c: "Candidate") -> float:
-        """M_c: hours of candidate c's commitment the plan pays for: 730 a month for serving, the whole term
-        (8,760 h for 1 year, 26,280 h for 3 years) for a one-off training job."""
-        if self.is_training:
-            return TERM_HOURS[c.offer["pricing"]]
-        return HOURS_PER_MONTH
-
-    def committed_work_hours(self, c: "Candidate") -> float:
-        """Hours a committed unit works for a training job: min(deadline, its term)."""
-        return min(self.run_hours, TERM_HOURS[c.offer["pricing"]])
-
-    def horizon_cost_per_unit(self, c: "Candidate") -> float:
-        """Fixed USD cost of one unit over the plan (committed: M_c hours; serving hourly: H hours)."""
-        return c.usd_per_unit_hour * (self.committed_hours(c) if c.committed else self.run_hours)
-
-
-def _unit_shape(sizing_fn, workload, gpu, offer_gpus: float, interconnect: str):
-    """Return (instances_per_unit k, replicas_per_unit r, replica sizing) for an offer, or (None, None, reason)."""
     if offer_gpus < 1.0:
-        # A fractional-GPU instance holds at most one replica, on its share of one GPU (BUG-10: never a whole GPU).
         s = sizing_fn(workload, gpu, offer_gpus)
         if s.fits:
             return 1, 1, s
         return None, None, "does_not_fit"
-    best = None
-    n = 1
-    tried = []
-    while n <= MAX_GPUS_PER_REPLICA:
-        tried.append(n)
-        n = n * 2 if n < 8 else n + 8
-    for n in tried:
+    whole = int(offer_gpus)
+    net = network or dataclasses.replace(DEFAULT_NODE_NETWORK, gpus_per_node=whole)
+    counts = _replica_gpu_counts()
+    for n in counts:
         if n > offer_gpus:
-            # a replica spanning instances: only whole instances, and only over a fast interconnect
-            if interconnect != "nvlink" or offer_gpus < 8 or n % int(offer_gpus) != 0:
-                continue
-        s = sizing_fn(workload, gpu, float(n))
-        if not s.fits:
-            continue
-        if n <= offer_gpus:
-            best = (1, int(offer_gpus // n), s)
-        else:
-            best = (int(n // offer_gpus), 1, s)
-        break
-    if best is None:
+            break
+        s = sizing_fn(workload, gpu, float(n), network=net)
+        if s.fits:
+            return 1, int(offer_gpus // n), s
+    if workload.task == "serve":
+        t = max(n for n in counts if n <= whole)
+        for k in range(2, MAX_GPUS_PER_REPLICA // t + 1):
+            if k > workload.model.layers:
+                break
+            s = sizing_fn(workload, gpu, float(k * t), pipeline_parallel=k, network=net)
+            if s.fits:
+                return k, 1, s
         return None, None, "does_not_fit"
-    return best
+    for k in range(2, MAX_GPUS_PER_REPLICA // whole + 1):
+        s = sizing_fn(workload, gpu, float(k * whole), network=net)
+        if s.fits:
+            return (k, 1, s) if net.cluster else (None, None, "no_cluster_fabric")
+    return None, None, "does_not_fit"
 
 
 def candidates_for(
@@ -187,6 +143,10 @@ def candidates_for(
 ) -> tuple[list[Candidate], dict[str, int], dict[str, "ReplicaSizing"]]:
     """Turn offers into candidate units for ``workload``.
 
+    Each offer's network between instances comes from its ``fabric`` column (``optimizer.sizing.offer_network``:
+    bandwidth from ``providers.facts.fabric_gbps_per_node``; a frame without the column gets the documented fabric
+    of the instance type). :func:`_unit_shape` lays the replica out on the offer.
+
     Args:
         workload: optimizer.sizing.Workload (validated).
         offers: normalized offers (gpuopt.records.OFFER_COLUMNS), already filtered by provider/region/GPU.
@@ -195,18 +155,20 @@ def candidates_for(
 
     Returns:
         (candidates, rejected, sizing_by_gpu): rejected counts offers by reason (``no_spec`` — the GPU has no
-        datasheet row, ``does_not_fit`` — no replica of up to 64 GPUs fits, ``pricing_not_allowed``,
-        ``spot_not_allowed``); sizing_by_gpu holds the replica sizing used per (gpu_model, gpu_count).
+        datasheet row, ``does_not_fit`` — no replica of up to 64 GPUs fits, ``no_cluster_fabric`` — a training
+        replica would need several instances and the offer has no cluster fabric, ``pricing_not_allowed``,
+        ``spot_not_allowed``); sizing_by_gpu holds the replica sizing used per GPU shape (:func:`shape_label`).
     """
-    from optimizer.sizing import size_replica
+    from optimizer.sizing import offer_network, size_replica
     from optimizer.specs import load_gpu_board
 
     allowed = set(pricing) if pricing else {"on_demand", "reserved_1y", "reserved_3y", "spot"}
     if not allow_spot:
         allowed.discard("spot")
     rejected: dict[str, int] = {}
-    shapes: dict[tuple[str, float, str], tuple] = {}
+    shapes: dict[tuple, tuple] = {}
     gpu_cache: dict[str, Any] = {}
+    networks: dict[tuple, Any] = {}
     sizing_by_gpu: dict[str, ReplicaSizing] = {}
     cands: list[Candidate] = []
     for off in offers.to_dict("records"):
@@ -226,18 +188,26 @@ def candidates_for(
         if gpu is None:
             rejected["no_spec"] = rejected.get("no_spec", 0) + 1
             continue
+        net_key = (str(off.get("provider")), str(off.get("instance_type")), str(off.get("fabric", "<absent>")),
+                   str(off.get("gpu_count")))
+        if net_key not in networks:
+            networks[net_key] = offer_network(off)
+        net = networks[net_key]
         # Size against the offer's own per-GPU memory (AWS reports an L4 as 22.35 GiB, not the datasheet's 24 GB;
         # a user catalog may say less): the datasheet row gives bandwidth and FLOPs only.
         mem = usable_gpu_memory_gib(gm, off.get("gpu_memory_gib"), gpu.memory_gib)
-        shape_key = (gm, float(off["gpu_count"]), str(off["interconnect"]), round(mem, 4))
+        shape_key = (gm, float(off["gpu_count"]), str(off["interconnect"]), round(mem, 4), net)
         if shape_key not in shapes:
             g = dataclasses.replace(gpu, memory_gib=mem) if abs(mem - gpu.memory_gib) > 1e-9 else gpu
-            shapes[shape_key] = _unit_shape(size_replica, workload, g, float(off["gpu_count"]), str(off["interconnect"]))
+            shapes[shape_key] = _unit_shape(size_replica, workload, g, float(off["gpu_count"]), str(off["interconnect"]),
+                                            net)
         k, r, s = shapes[shape_key]
         if k is None:
-            rejected["does_not_fit"] = rejected.get("does_not_fit", 0) + 1
+            rejected[s] = rejected.get(s, 0) + 1
             continue
-        label = shape_label(gm, float(off["gpu_count"]), mem, str(off["interconnect"]))
+        label = shape_label(gm, float(off["gpu_count"]), mem, str(off["interconnect"]), instances=k,
+                            tensor_parallel=s.tensor_parallel, pipeline_parallel=s.pipeline_parallel,
+                            fabric=net.fabric, gbps_per_node=net.gbps_per_node)
         sizing_by_gpu[label] = s
         if workload.task == "serve":
             theta = s.tokens_per_second_per_replica
@@ -259,6 +229,10 @@ def candidates_for(
                 usd_per_unit_hour=k * float(off["usd_per_hour"]),
                 throughput_per_unit=r * theta,
                 shape=label,
+                tensor_parallel=s.tensor_parallel,
+                pipeline_parallel=s.pipeline_parallel,
+                fabric=net.fabric,
+                max_units=None if workload.task == "serve" or net.cluster else 1,
             )
         )
     return cands, rejected, sizing_by_gpu
@@ -280,106 +254,21 @@ def usable_gpu_memory_gib(gpu_model: str, offered: float | None, datasheet_gib: 
     return min(vals)
 
 
-def shape_label(gpu_model: str, gpu_count: float, memory_gib: float, interconnect: str) -> str:
-    """How a GPU shape is named in the sizing table, e.g. "L4 x4 (22.35 GiB, pcie)"."""
-    return f"{gpu_model} x{gpu_count:g} ({memory_gib:.4g} GiB, {interconnect})"
+def shape_label(gpu_model: str, gpu_count: float, memory_gib: float, interconnect: str, *, instances: int = 1,
+                tensor_parallel: int = 1, pipeline_parallel: int = 1, fabric: str = "",
+                gbps_per_node: float | None = None) -> str:
+    """How a GPU shape is named in the sizing table, e.g. "L4 x4 (22.35 GiB, pcie)".
 
-
-def instance_group(c: "Candidate") -> tuple[str, str, str]:
-    """(provider, region, instance_type): the level at which clouds set quotas (--max-instances)."""
-    return (str(c.offer["provider"]), str(c.offer["region"]), str(c.offer["instance_type"]))
-
-
-def prune_dominated(cands: list[Candidate], problem: "PlanProblem") -> tuple[list[Candidate], int]:
-    """Drop candidates another candidate dominates: no more costly per unit and at least as capable.
-
-    Safe here because no candidate is capped (no spot capacity or quota limits in this model): a dominated
-    candidate can always be replaced unit for unit by its dominator without raising cost or losing capacity.
-    (DESIGN.md warns that with capped offers this rule is wrong: callers skip pruning when a cap is set.)
-    Costs are the fixed cost of a unit over the plan (PlanProblem.horizon_cost_per_unit); for serving every
-    unit's cost is fixed, so one Pareto front over all candidates is exact.
-
-    Returns: (kept candidates, number dropped). Ties (same cost, same throughput) keep the first by key.
+    A replica over several instances adds its layout and the network it crosses, e.g.
+    "H100-80GB x8 (80 GiB, nvlink) x2 instances, TP8 PP2 over efa 400 GB/s" (serving) or
+    "A100-40GB x8 (40 GiB, nvlink) x3 instances, ZeRO over efa 50 GB/s" (training): the same GPU shape sized over
+    another layout or network is another row.
     """
-    kept: list[Candidate] = []
-    best_theta = -1.0
-    for c in sorted(cands, key=lambda c: (problem.horizon_cost_per_unit(c), -c.throughput_per_unit, c.key)):
-        if c.throughput_per_unit > best_theta * (1 + 1e-12):
-            kept.append(c)
-            best_theta = c.throughput_per_unit
-    return kept, len(cands) - len(kept)
-
-
-def prune_training(cands: list[Candidate], problem: "PlanProblem") -> tuple[list[Candidate], int]:
-    """Pruning for training problems (uncapped).
-
-    Hourly units cost p per unit-hour, do th per unit-hour and have no fixed cost (U is free, Y <= H U):
-    the hourly part is a linear choice where only the lowest USD per FLOP matters, so one hourly candidate
-    is kept. Committed units are pruned by dominance (fixed cost of the commitment vs throughput).
-    Returns: (kept, number dropped).
-    """
-    hourly = [c for c in cands if not c.committed]
-    committed, dropped = prune_dominated([c for c in cands if c.committed], problem)
-    if hourly:
-        best = min(hourly, key=lambda c: (c.usd_per_unit_hour / c.throughput_per_unit, c.key))
-        committed.append(best)
-        dropped += len(hourly) - 1
-    return committed, dropped
-
-
-def build_model(problem: PlanProblem) -> tuple["pulp.LpProblem", dict[str, "pulp.LpVariable"], dict[str, "pulp.LpVariable"]]:
-    """Write the MILP of the module docstring for ``problem``; return (model, U, Y) unsolved.
-
-    U maps candidate key -> integer units; Y maps candidate key -> continuous unit-hours (training hourly
-    candidates only). Constraints are named ``demand``, ``work``, ``budget``, ``hours_<i>``, ``cap_<i>``.
-    Raises InputError if the problem has neither a demand nor a work amount.
-    """
-    import pulp
-
-    if problem.demand_tokens_per_second is None and problem.work_flops is None:
-        raise InputError("workload", "needs a serving demand (--tokens-per-second) or training tokens (--tokens)")
-    m = pulp.LpProblem("gpuopt_plan", pulp.LpMinimize)
-    U: dict[str, pulp.LpVariable] = {}
-    Y: dict[str, pulp.LpVariable] = {}
-    H = problem.run_hours
-    cost_terms: dict[pulp.LpVariable, float] = {}
-    cap_terms: dict[pulp.LpVariable, float] = {}
-    for i, c in enumerate(problem.candidates):
-        u = pulp.LpVariable(f"U_{i}", lowBound=0, cat=pulp.LpInteger)
-        U[c.key] = u
-        if c.committed:
-            cost_terms[u] = c.usd_per_unit_hour * problem.committed_hours(c)
-            cap_terms[u] = c.throughput_per_unit * (3600.0 * problem.committed_work_hours(c) if problem.is_training else 1.0)
-        elif problem.is_training:
-            y = pulp.LpVariable(f"Y_{i}", lowBound=0)
-            Y[c.key] = y
-            cost_terms[y] = c.usd_per_unit_hour
-            cap_terms[y] = c.throughput_per_unit * 3600.0
-            m += pulp.LpAffineExpression({y: 1.0, u: -H}) <= 0, f"hours_{i}"
-        else:
-            cost_terms[u] = c.usd_per_unit_hour * H
-            cap_terms[u] = c.throughput_per_unit
-    cost = pulp.LpAffineExpression(cost_terms)
-    m += cost
-    # The work/demand row is scaled to a right-hand side of 1: FLOP counts (~1e21) would otherwise meet the
-    # solver's absolute tolerances and make CBC call a feasible model infeasible.
-    need = float(problem.work_flops if problem.is_training else problem.demand_tokens_per_second)
-    if need <= 0:
-        raise InputError("workload", "the demand or work to plan for must be greater than 0")
-    integer = {id(u) for u in U.values()}
-    scaled = pulp.LpAffineExpression({
-        v: (min(a / need * ROW_SCALE, ROW_SCALE) if id(v) in integer else a / need * ROW_SCALE)
-        for v, a in cap_terms.items()})
-    m += scaled >= ROW_SCALE, ("work" if problem.is_training else "demand")
-    if problem.max_instances_per_offer is not None:
-        groups: dict[tuple, dict] = {}
-        for c in problem.candidates:
-            g = groups.setdefault(instance_group(c), {})
-            g[U[c.key]] = g.get(U[c.key], 0.0) + float(c.instances_per_unit)
-        for j, (grp, terms) in enumerate(sorted(groups.items())):
-            m += pulp.LpAffineExpression(terms) <= problem.max_instances_per_offer, f"cap_{j}"
-    m += pulp.LpAffineExpression({u: 1.0 for u in U.values()}) >= 1.0, "at_least_one_unit"
-    if problem.budget_usd is not None:
-        # half a cent of slack: a budget equal to the displayed (rounded) cost must be accepted
-        m += pulp.LpAffineExpression(cost_terms) <= float(problem.budget_usd) + 0.005, "budget"
-    return m, U, Y
+    label = f"{gpu_model} x{gpu_count:g} ({memory_gib:.4g} GiB, {interconnect})"
+    if instances > 1:
+        layout = f"TP{tensor_parallel} PP{pipeline_parallel}" if pipeline_parallel > 1 else "ZeRO"
+        net = fabric or "unknown network"
+        if gbps_per_node is not None:
+            net += f" {gbps_per_node:g} GB/s"
+        label += f" x{instances} instances, {layout} over {net}"
+    return label

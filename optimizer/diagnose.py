@@ -1,0 +1,61 @@
+"""Why a workload cannot be planned: the memory one replica needs against the largest instance offered, and the
+GPUs a replica would fit on (the "GPU it would take" of an infeasible plan). Pure functions over the workload and
+the offers; nothing here solves."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from optimizer.sizing import Workload
+
+
+def no_fit_reason(workload: "Workload", offers: "pd.DataFrame", rejected: dict) -> dict:
+    """Why no offer can host one replica: the memory one replica needs vs the largest instance offered."""
+    from optimizer.model import MAX_GPUS_PER_REPLICA
+    from optimizer.sizing import size_replica
+    from optimizer.specs import load_gpu
+
+    if offers.empty:
+        return {"kind": "no_offers", "message": "no offers match the filters (provider, region, GPU, pricing)"}
+    mem = offers.assign(total=offers["gpu_count"] * offers["gpu_memory_gib"]).sort_values("total", ascending=False)
+    top = mem.iloc[0]
+    need = None
+    try:
+        s = size_replica(workload, load_gpu(top["gpu_model"]), float(top["gpu_count"]))
+        need = s.memory_gib_per_replica
+    except Exception:  # the largest instance may carry a GPU without a datasheet row
+        pass
+    msg = "no offered GPU can hold one replica"
+    if need is not None:
+        msg += (f": one replica needs about {need:,.1f} GiB of GPU memory; the largest offered instance, "
+                f"{top['provider']} {top['instance_type']} ({top['gpu_count']:g} x {top['gpu_model']}), has {top['total']:,.0f} GiB "
+                f"and multi-instance replicas of up to {MAX_GPUS_PER_REPLICA} GPUs over NVLink-class instances did not fit either")
+    if rejected.get("no_spec"):
+        msg += f"; {rejected['no_spec']} offers were skipped because their GPU has no datasheet row"
+    fits = gpus_that_fit(workload)
+    if fits:
+        msg += "; it would fit on " + ", ".join(f"{n} x {g}" for g, n in fits[:4]) + \
+            " (widen --gpu/--provider/--region, or lower --precision/--context/--concurrency)"
+    return {"kind": "no_gpu_fits", "message": msg, "memory_gib_per_replica": need,
+            "gpus_that_fit": [{"gpu_model": g, "gpus_per_replica": n} for g, n in fits]}
+
+
+def gpus_that_fit(workload: "Workload", max_gpus: int = 8) -> list[tuple[str, float]]:
+    """GPU models of the spec table on which one replica fits within ``max_gpus`` GPUs (one 8-GPU server), fewest
+    GPUs then most memory first: the "GPU that would fit" of an infeasible plan."""
+    from optimizer.sizing import min_gpus_per_replica
+    from optimizer.specs import known_gpus, load_gpu
+
+    out = []
+    for name in known_gpus():
+        try:
+            s = min_gpus_per_replica(workload, load_gpu(name), max_gpus=max_gpus)
+        except Exception:  # a GPU the workload cannot use (e.g. a precision it lacks)
+            continue
+        if s is not None:
+            out.append((name, float(s.gpus_per_replica), -load_gpu(name).memory_gib))
+    out.sort(key=lambda t: (t[1], t[2], t[0]))
+    return [(n, g) for n, g, _ in out]

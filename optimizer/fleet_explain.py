@@ -1,0 +1,343 @@
+"""Explain a solved plan (optimizer.fleet): the rules it was held to, the binding constraints, the same demand priced
+by strategy (each with its commitment), LP duals, the cheapest plan per provider, the plan at half and twice the
+demand, and — when nothing fits — why, with the budget, deadline or limit it would take.
+
+Every function here solves restricted copies of the problem; none changes the problem or prints.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+from gpuopt.records import HOURS_PER_MONTH
+from optimizer.fleet import (
+    _SOLVE_THREADS,
+    Budgets,
+    FleetBlock,
+    FleetProblem,
+    FleetSolution,
+    FleetWorkload,
+    _cand_index,
+    _safe,
+    build_fleet_model,
+    money,
+    prune_fleet,
+    solve_cost,
+    solve_fleet,
+    spot_group,
+)
+
+STRATEGY_SETS = {
+    "all_on_demand": {"on_demand"},
+    "all_reserved_1y": {"reserved_1y"},
+    "all_reserved_3y": {"reserved_3y"},
+    "spot_where_allowed": {"on_demand", "spot"},
+}
+
+
+def rules(problem: FleetProblem) -> list[str]:
+    """The rules the plan was held to, in words (the first lines of every output say them)."""
+    out = []
+    H = problem.horizon_months
+    note = problem.horizon_note or f"horizon {H} months"
+    out.append(f"{note}: totals are over {H} month{'s' if H != 1 else ''}")
+    lv = problem.leftover_value
+    out.append("commitments cost everything paid over their whole term (upfront + recurring)"
+               + (f", less {100 * lv:.0f} % of the months that outlive the horizon" if lv else
+                  "; months after the horizon are counted in full (leftover value 0)"))
+    out.append(f"spot: at most {problem.spot_capacity} instances of one instance type per region, 90 % of their "
+               "throughput counted; never the only capacity behind min_replicas unless spot_only_ok")
+    place = {"region": "each serving workload in one region of one provider",
+             "provider": "each serving workload with one provider (any of its regions)",
+             "any": "serving workloads may span providers and regions"}[problem.placement]
+    out.append(f"placement: {place}" + ("; replicas spread over zones" if problem.spread == "zones" else ""))
+    return out
+
+
+def _restricted(problem: FleetProblem, subset: dict) -> FleetProblem:
+    kept = subset if problem.max_instances is not None else prune_fleet(
+        subset, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity, problem.placement,
+        problem.spread)[0]
+    return problem.replace(budgets=Budgets(), budget_usd=None, objective="cost", cands=kept)
+
+
+def strategies(problem: FleetProblem, solver, time_limit_s, gap_rel, plan_money: dict) -> dict[str, dict[str, Any]]:
+    """The same demand priced all on-demand, all reserved 1y / 3y, on-demand + spot where allowed, and the plan
+    itself: each with its total over the horizon, average per month, upfront and commitment over the terms."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, allowed in STRATEGY_SETS.items():
+        if name == "spot_where_allowed" and not any(w.allow_spot for w in problem.workloads):
+            continue
+        base = problem.unpruned or problem.cands
+        subset = {w: [c for c in cs if c.offer["pricing"] in allowed] for w, cs in base.items()}
+        if any(not cs for cs in subset.values()):
+            out[name] = {"status": "no_offers", "total_usd": None, "monthly_usd": None,
+                         "note": "some workload has no offer of this pricing (or may not use it)"}
+            continue
+        sub = _restricted(problem, subset)
+        sol = solve_cost(sub, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
+        if sol.report.status not in ("optimal", "time_limit"):
+            out[name] = {"status": sol.report.status, "total_usd": None, "monthly_usd": None}
+            continue
+        mo = money(sub, sol)
+        out[name] = {"status": sol.report.status, **_money_keys(mo)}
+    out["this_plan"] = {"status": "plan", **_money_keys(plan_money)}
+    base = out.get("all_on_demand", {}).get("total_usd")
+    for v in out.values():
+        if base and v.get("total_usd") is not None:
+            v["savings_usd"] = round(base - v["total_usd"], 2)
+            v["savings_pct"] = round(100.0 * (base - v["total_usd"]) / base, 2)
+    return out
+
+
+def _money_keys(mo: dict) -> dict:
+    return {k: mo[k] for k in ("total_usd", "monthly_usd", "upfront_usd", "commitment_usd", "max_month_usd")}
+
+
+def marginal(problem: FleetProblem, solver, time_limit_s) -> dict[str, Any]:
+    """Shadow prices from the LP relaxation of the minimum-cost model: USD per month for one more token/s of
+    demand in a block (top 5 blocks), and the monthly budget's dual."""
+    import pulp
+
+    m, V = build_fleet_model(problem.replace(objective="cost"), relax=True)
+    rep = solve_fleet(m, solver="cbc", time_limit_s=time_limit_s)
+    if rep.status != "optimal":
+        return {}
+    names = {_safe(w.name): w for w in problem.workloads}
+    demand = []
+    for name, con in m.constraints.items():
+        if name.startswith("demand_") and con.pi is not None:
+            wname, bi = name[len("demand_"):].rsplit("_", 1)
+            b = problem.blocks[int(bi)]
+            w = names.get(wname)
+            d = b.demand.get(w.name, 0.0) if w else 0.0
+            if d > 0:
+                demand.append({"workload": w.name, "block": b.label or int(bi),
+                               "months": f"{problem.period_of(b).start_month + 1}-{problem.period_of(b).end_month}",
+                               "usd_per_month_per_token_per_s": round(float(con.pi) * 1000.0 / d / problem.months(b), 6)})
+    demand.sort(key=lambda x: -x["usd_per_month_per_token_per_s"])
+    return {"lp_relaxation_cost_usd": round(float(pulp.value(m.objective) or 0.0), 2), "demand": demand[:5]}
+
+
+def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, gap_rel) -> list[dict[str, Any]]:
+    """The cheapest plan on each provider alone, and what price change would flip the choice."""
+    base = problem.unpruned or problem.cands
+    providers = sorted({c.offer["provider"] for cs in base.values() for c in cs})
+    used = sorted({k.split("|")[0] for k in list(sol.N) + [ok for (_, ok, _) in sol.X]})
+    out = []
+    for p in providers:
+        subset = {w: [c for c in cs if c.offer["provider"] == p] for w, cs in base.items()}
+        if any(not cs for cs in subset.values()):
+            out.append({"provider": p, "total_usd": None, "monthly_usd": None, "note": "cannot host every workload alone"})
+            continue
+        sub = _restricted(problem, subset)
+        s = solve_cost(sub, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
+        if s.report.status not in ("optimal", "time_limit"):
+            out.append({"provider": p, "total_usd": None, "monthly_usd": None, "note": f"no plan ({s.report.status})"})
+            continue
+        mo = money(sub, s)
+        row = {"provider": p, **_money_keys(mo), "delta_usd": round(s.cost - sol.cost, 2)}
+        if p not in used and s.cost > 0:
+            row["flip"] = f"{p} alone would win if its prices fell {100 * (1 - sol.cost / s.cost):.1f} %"
+        out.append(row)
+    others = [r for r in out if r.get("total_usd") is not None and r["provider"] not in used]
+    if others and len(used) == 1 and sol.cost > 0:
+        best_other = min(others, key=lambda r: r["total_usd"])
+        for r in out:
+            if r["provider"] == used[0]:
+                r["flip"] = (f"{used[0]} stays the choice until its prices rise "
+                             f"{100 * (best_other['total_usd'] / sol.cost - 1):.1f} % (then {best_other['provider']})")
+    return out
+
+
+def demand_flip(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, gap_rel) -> list[dict[str, Any]]:
+    """What a change in demand does to the choice: the plan re-solved with every serving demand and training job
+    halved and doubled; when the providers or pricing models it uses change, the change is said."""
+    def used(x: FleetSolution) -> tuple[str, ...]:
+        keys = [k.split("@")[0] for k in x.N] + [ok for (_, ok, _) in x.X]
+        return tuple(sorted({f"{k.split('|')[0]} {k.split('|')[4]}" for k in keys}))
+
+    base = used(sol)
+    out = []
+    for factor in (0.5, 2.0):
+        blocks = [FleetBlock(b.start_hour, b.hours, {w: d * factor for w, d in b.demand.items()}, b.label, b.end_hour,
+                             b.period) for b in problem.blocks]
+        scaled = problem.replace(budgets=Budgets(), budget_usd=None, objective="cost", blocks=blocks,
+                                 work_flops={w: f * factor for w, f in problem.work_flops.items()})
+        s2 = solve_cost(scaled, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
+        if s2.report.status not in ("optimal", "time_limit"):
+            continue
+        now = used(s2)
+        out.append({"demand_factor": factor, "total_usd": round(s2.cost, 2),
+                    "monthly_usd": round(s2.cost / problem.horizon_months, 2), "uses": list(now), "flips": now != base,
+                    "note": (f"at {factor:g}x the demand the plan would use {', '.join(now)} instead of {', '.join(base)}"
+                             if now != base else f"at {factor:g}x the demand the same providers and pricing models stay best")})
+    return out
+
+
+def binding(problem: FleetProblem, sol: FleetSolution) -> list[str]:
+    """Statements of the constraints that bind (budgets, committed capacity, deadlines, spot caps)."""
+    out = []
+    mo = money(problem, sol)
+    bg = problem.budgets
+    for label, limit, used_ in (("budget (monthly)", bg.monthly, mo["max_month_usd"]),
+                                ("budget_total", bg.total, mo["total_usd"]),
+                                ("max_upfront", bg.upfront, mo["upfront_usd"]),
+                                ("max_commitment", bg.commitment, mo["commitment_usd"])):
+        if limit is None:
+            continue
+        head = limit - used_
+        out.append(f"{label}: ${limit:,.2f}, ${head:,.2f} left"
+                   + (" (binding)" if head < 0.005 * limit else " (not binding)"))
+    idx = _cand_index(problem)
+    for k, n in sol.N.items():
+        s = problem.slots[k]
+        peak = 0.0
+        for bi in range(len(problem.blocks)):
+            p = problem.period_of(problem.blocks[bi])
+            if not (s.start_month <= p.start_month < s.end_month):
+                continue
+            use = sum(idx[(w, ok)].instances_per_unit * a for (w, ok, b2), a in sol.A.items() if ok == s.okey and b2 == bi)
+            have = sum(sol.N.get(x, 0) for x in problem.covering(s.okey, p))
+            peak = max(peak, use / have * n if have else 0.0)
+        if peak >= n - 1e-9:
+            out.append(f"committed {s.okey.split('|')[3]} ({s.okey.split('|')[1]}, from month {s.start_month + 1}): "
+                       f"all {n} instances busy in the peak block (binding)")
+    for w in problem.workloads:
+        if w.training and w.deadline_hours is not None:
+            out.append(f"{w.name}: must finish within {w.deadline_hours:g} h of the start of month {w.start_month + 1}")
+    spot_full: dict[tuple, float] = {}
+    for (w, ok, bi), x in sol.X.items():
+        c = idx[(w, ok)]
+        if c.offer["pricing"] == "spot":
+            key = (spot_group(c.offer), bi)
+            spot_full[key] = spot_full.get(key, 0.0) + x * c.instances_per_unit
+    if any(v >= problem.spot_capacity - 1e-9 for v in spot_full.values()):
+        out.append(f"spot capacity: some spot instance types are used up to the {problem.spot_capacity}-instance cap "
+                   "(binding)")
+    return out
+
+
+def _min_of(problem: FleetProblem, what: str, solver, time_limit_s) -> float | None:
+    """The least any plan needs of ``what`` (monthly | total | upfront | commitment) with no budget rows."""
+    import pulp
+
+    m, V = build_fleet_model(problem.replace(budgets=Budgets(), budget_usd=None, objective="cost"), with_budgets=False)
+    if what == "monthly":
+        z = pulp.LpVariable("max_month", lowBound=0)
+        for pi, terms in V.cash_terms.items():
+            m += pulp.LpAffineExpression({**terms, z: -1.0}) <= 0, f"mm_{pi}"
+        m.setObjective(pulp.LpAffineExpression({z: 1.0}))
+    elif what == "upfront":
+        m.setObjective(pulp.LpAffineExpression(V.upfront_terms) if V.upfront_terms else pulp.LpAffineExpression())
+    elif what == "commitment":
+        m.setObjective(pulp.LpAffineExpression(V.commitment_terms) if V.commitment_terms else pulp.LpAffineExpression())
+    rep = solve_fleet(m, solver=solver, time_limit_s=time_limit_s, gap_rel=0.001)
+    if rep.status not in ("optimal", "time_limit"):
+        return None
+    return float(pulp.value(m.objective) or 0.0)
+
+
+def why_infeasible(problem: FleetProblem, solver, time_limit_s, gap_rel) -> dict[str, Any]:
+    """Which constraint cannot be met, and what it would take: the budget (monthly, total, upfront, commitment) the
+    cheapest plan needs, the deadline a training job could meet, or that spot caps / redundancy / placement /
+    pricing limits block it."""
+    bg = problem.budgets
+    if bg.any():
+        free = problem.replace(budgets=Budgets(), budget_usd=None)
+        s = solve_cost(free, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
+        if s.report.status in ("optimal", "time_limit"):
+            parts, out = [], {"kind": "budget"}
+            for what, label, opt, limit in (("monthly", "in its dearest month", "--budget", bg.monthly),
+                                            ("total", f"over the {problem.horizon_months}-month horizon", "--budget-total", bg.total),
+                                            ("upfront", "upfront", "--max-upfront", bg.upfront),
+                                            ("commitment", "in commitments", "--max-commitment", bg.commitment)):
+                if limit is None:
+                    continue
+                need = s.cost if what == "total" else _min_of(problem, what, solver, time_limit_s)
+                if need is not None and need > limit + 0.005:
+                    parts.append(f"any plan that meets every workload needs at least ${need:,.2f} {label} "
+                                 f"({opt} {limit:,.2f})")
+                    out[f"{what}_needed_usd"] = round(need, 2)
+            if "monthly_needed_usd" in out:
+                out["budget_needed_usd"] = out["monthly_needed_usd"]
+            if not parts:
+                mo = money(free, s)
+                parts.append(f"the limits cannot all be met at once: the cheapest plan costs ${mo['total_usd']:,.2f} "
+                             f"over the horizon, ${mo['max_month_usd']:,.2f} in its dearest month, "
+                             f"${mo['upfront_usd']:,.2f} upfront and ${mo['commitment_usd']:,.2f} in commitments")
+            out["message"] = "the budget is too small: " + "; ".join(parts)
+            return out
+    late = [w for w in problem.workloads if w.training and w.deadline_hours is not None]
+    for w in late:
+        limit = (problem.horizon_months - w.start_month) * HOURS_PER_MONTH
+
+        def feasible(deadline: float) -> bool:
+            from optimizer.horizon import periods as make_periods
+
+            moved = [FleetWorkload(**{**x.__dict__, "deadline_hours": deadline}) if x is w else x
+                     for x in problem.workloads]
+            per = make_periods([x.activity() for x in moved], problem.horizon_months)
+            profiles = problem.profiles
+            if profiles is None:
+                return False
+            from optimizer.fleet import blocks_for_periods
+
+            free = problem.replace(budgets=Budgets(), budget_usd=None, workloads=moved, periods=per,
+                                   blocks=blocks_for_periods(per, profiles))
+            return solve_cost(free, solver=solver, time_limit_s=time_limit_s, gap_rel=0.01).report.status in \
+                ("optimal", "time_limit")
+
+        if limit > w.deadline_hours and feasible(limit):
+            lo, hi = float(w.deadline_hours), limit  # infeasible at lo, feasible at hi
+            for _ in range(7):
+                mid = (lo + hi) / 2.0
+                lo, hi = (lo, mid) if feasible(mid) else (mid, hi)
+            return {"kind": "deadline", "workload": w.name, "deadline_needed_hours": math.ceil(hi),
+                    "message": (f"{w.name} cannot finish within {w.deadline_hours:g} h with the capacity allowed "
+                                f"(spot caps, pricing limits); the earliest deadline it can meet is about "
+                                f"{math.ceil(hi)} h (or allow more spot capacity / on-demand)")}
+    hint = ""
+    if problem.placement != "any" and any(not w.training for w in problem.workloads):
+        hint = f"; placement '{problem.placement}' keeps each serving workload in one " + \
+               ("region" if problem.placement == "region" else "provider") + " (try --placement provider or any)"
+    return {"kind": "capacity", "message": ("no plan meets every constraint: spot capacity caps, redundancy "
+                                            "(min_replicas without spot), quotas or pricing limits block it; allow "
+                                            "on-demand, raise --spot-capacity or lower min_replicas" + hint)}
+
+
+def explain_into(res, problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, gap_rel, plan_money) -> None:
+    """Fill the explanation of ``res`` (strategies, duals, provider alternatives, demand sensitivity, savings), the
+    solves side by side in threads (each single-threaded: CBC runs as a subprocess), within 1 % and 10 s each: they
+    compare, they are not the plan."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ex_limit, ex_gap = min(time_limit_s, 10.0), max(gap_rel, 0.01)
+
+    def single(fn, *a):
+        _SOLVE_THREADS.n = 1
+        return fn(*a)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(3, os.cpu_count() or 1))) as pool:
+        f_st = pool.submit(single, strategies, problem, solver, ex_limit, ex_gap, plan_money)
+        f_mg = pool.submit(single, marginal, problem, solver, ex_limit)
+        f_nb = pool.submit(single, next_best, problem, sol, solver, ex_limit, ex_gap)
+        f_df = pool.submit(single, demand_flip, problem, sol, solver, ex_limit, ex_gap)
+        res.strategies, res.marginal, res.next_best = f_st.result(), f_mg.result(), f_nb.result()
+        res.demand_sensitivity = f_df.result()
+    base = res.strategies.get("all_on_demand", {}).get("total_usd")
+    if base:
+        res.savings_vs_on_demand_usd = round(base - sol.cost, 2)
+        res.savings_vs_on_demand_pct = round(100.0 * (base - sol.cost) / base, 2)
+    if problem.budgets.any():
+        return  # the alternatives ignore the budgets: a cheaper one may break them
+    cheaper = [(n, v["total_usd"]) for n, v in res.strategies.items()
+               if n != "this_plan" and v.get("total_usd") is not None and v["total_usd"] < sol.cost - 0.01]
+    cheaper += [(f"{nb['provider']} alone", nb["total_usd"]) for nb in res.next_best
+                if nb.get("total_usd") is not None and nb["total_usd"] < sol.cost - 0.01]
+    if cheaper:
+        n, v = min(cheaper, key=lambda t: t[1])
+        res.notes.append(f"{n} (${v:,.2f}) is cheaper than this plan: the solver stopped before proving "
+                         f"optimality; raise --time-limit")

@@ -17,7 +17,7 @@ SCHEMA_VERSION = 2
 READABLE_SCHEMA_VERSIONS: tuple[int, ...] = (1, 2)
 
 #: The columns version 2 added; what a version-1 file lacks.
-FACT_COLUMNS: tuple[str, ...] = ("fabric", "zone_kind")
+FILLED_FROM_FACTS: tuple[str, ...] = ("fabric", "zone_kind")
 
 #: Hours in the billing month used everywhere (AWS, Azure and GCP all bill 730 h/month = 8760 / 12).
 HOURS_PER_MONTH = 730.0

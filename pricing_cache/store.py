@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuopt.errors import GpuoptError, SnapshotError
-from gpuopt.records import FACT_COLUMNS, OFFER_COLUMNS, OFFER_DTYPES, READABLE_SCHEMA_VERSIONS, SCHEMA_VERSION
+from gpuopt.records import FILLED_FROM_FACTS, OFFER_COLUMNS, OFFER_DTYPES, READABLE_SCHEMA_VERSIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -102,7 +102,7 @@ def read_snapshot_meta(snapshot_dir: Path | None = None) -> dict[str, Any]:
 
 
 #: The offer columns of schema version 1 (before ``fabric`` and ``zone_kind``).
-OFFER_COLUMNS_V1: tuple[str, ...] = tuple(c for c in OFFER_COLUMNS if c not in FACT_COLUMNS)
+OFFER_COLUMNS_V1: tuple[str, ...] = tuple(c for c in OFFER_COLUMNS if c not in FILLED_FROM_FACTS)
 
 
 def read_offers_file(path: Path) -> "pd.DataFrame":

@@ -109,7 +109,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from gpuopt.errors import InputError, PriceDataError
-from gpuopt.records import OFFER_COLUMNS, OFFER_DTYPES, TERM_HOURS, SkippedRow
+from gpuopt.records import FILLED_FROM_FACTS, OFFER_COLUMNS, OFFER_DTYPES, TERM_HOURS, SkippedRow
 from providers._common import ParseResult, check_unique, fill_facts, float_or_none, hourly_row, offers_frame
 from providers.base import FetchOptions, MissingCredentials, RegionSkipped, TruncatedPriceList
 from providers.gpu_names import canonical_gpu
@@ -885,7 +885,7 @@ def _offers(price_rows: list[dict[str, Any]], facts: dict[str, dict[str, Any]], 
         if r["offering_class"] == "convertible":
             convertible[itype] += 1
             continue
-        row = {c: r[c] for c in OFFER_COLUMNS}
+        row = {c: r[c] for c in OFFER_COLUMNS if c not in FILLED_FROM_FACTS}  # fabric, zone_kind: by offers_frame
         row.update({k: f[k] for k in _GPU_FIELDS})
         if as_of is not None:
             row["as_of"] = as_of

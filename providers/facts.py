@@ -248,7 +248,8 @@ def fabric_gbps_per_node(provider: str, instance_type: str, fabric: str = "") ->
 
 # --- zones --------------------------------------------------------------------------------------------------
 # AWS zone IDs:   use1-az1 (AZ) | use1-atl2-az1, usw2-lax1-az1 (Local Zone) | use1-wl1-bos-wlz1 (Wavelength)
-# AWS zone NAMES: us-east-1a (AZ) | us-east-1-atl-2a, us-west-2-lax-1a (Local Zone) | us-east-1-wl1-bos-wlz-1 (Wavelength)
+# AWS zone NAMES: us-east-1a (AZ) | us-east-1-atl-2a, us-west-2-lax-1a (Local Zone)
+#                 | us-east-1-wl1-bos-wlz-1 (Wavelength)
 # Source: https://docs.aws.amazon.com/local-zones/latest/ug/how-local-zones-work.html (Local Zone IDs and names),
 # https://docs.aws.amazon.com/wavelength/latest/developerguide/how-wavelengths-work.html (Wavelength Zone names),
 # https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html (AZ IDs).

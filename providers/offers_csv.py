@@ -184,7 +184,8 @@ def parse_offers_csv(text: str, name: str = "<text>") -> "pd.DataFrame":
                "gpu_memory_gib": gpu_mem,
                "vcpus": _num(line, "vcpus", g("vcpus"), required=False, positive=True),
                "memory_gib": _num(line, "memory_gib", g("memory_gib"), required=False, positive=True),
-               "interconnect": interconnect, "fabric": fabric, "zone_kind": zone_kind, "pricing": pricing, "payment": payment, "upfront_usd": upfront,
+               "interconnect": interconnect, "fabric": fabric, "zone_kind": zone_kind, "pricing": pricing,
+               "payment": payment, "upfront_usd": upfront,
                "recurring_usd_per_hour": recurring, "usd_per_hour": price, "term_hours": term,
                "currency": currency, "source": g("source") or f"user:{name}", "as_of": g("as_of") or "unknown"}
         for c in ("vcpus", "memory_gib"):

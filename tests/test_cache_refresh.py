@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from gpuopt.errors import ProviderError
-from gpuopt.records import FACT_COLUMNS, SCHEMA_VERSION
+from gpuopt.records import FILLED_FROM_FACTS, SCHEMA_VERSION
 from pricing_cache import cache
 from pricing_cache.refresh import refresh
 from pricing_cache.store import load_offers
@@ -377,7 +377,7 @@ def test_a_cached_snapshot_of_schema_1_is_read_with_its_facts_filled(shipped):
 
     import pandas as pd
 
-    old = pd.read_csv(snap.csv_path, dtype=str, keep_default_na=False).drop(columns=list(FACT_COLUMNS))
+    old = pd.read_csv(snap.csv_path, dtype=str, keep_default_na=False).drop(columns=list(FILLED_FROM_FACTS))
     data = old.to_csv(index=False, lineterminator="\n").encode()
     snap.csv_path.write_bytes(data)
     meta = json.loads(snap.meta_path.read_text())

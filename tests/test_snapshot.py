@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpuopt.errors import SnapshotError
-from gpuopt.records import FACT_COLUMNS, OFFER_COLUMNS, OFFER_DTYPES, SCHEMA_VERSION
+from gpuopt.records import FILLED_FROM_FACTS, OFFER_COLUMNS, OFFER_DTYPES, SCHEMA_VERSION
 from pricing_cache import build_snapshot
 from pricing_cache.store import load_offers, snapshot_status
 from providers._common import OFFER_KEY
@@ -81,7 +81,7 @@ def test_a_snapshot_of_schema_1_is_read_with_fabric_and_zone_kind_from_the_facts
 
     shipped = snap[0]
     offers = snapshot_copy / "offers.csv"
-    v1 = pd.read_csv(offers, dtype=str, keep_default_na=False).drop(columns=list(FACT_COLUMNS))
+    v1 = pd.read_csv(offers, dtype=str, keep_default_na=False).drop(columns=list(FILLED_FROM_FACTS))
     v1.to_csv(offers, index=False, lineterminator="\n")
     meta_path = snapshot_copy / "snapshot.json"
     meta = json.loads(meta_path.read_text())

@@ -13,7 +13,7 @@ Fabric (``FABRICS``):
   host memory. *Decision*: they are ``efa`` all the same — EFA is their inter-node fabric and it does carry
   NCCL collectives across instances — and their bandwidth is their EFA line rate (100 Gbps for g5/g6.48xlarge,
   400 Gbps for g6e.48xlarge), which is what limits them; the missing GPUDirect RDMA costs host copies, not line
-  rate, and the sizing's communication efficiency covers it. (p3dn.24xlarge is in the same case.)
+  rate, and the sizing's communication efficiency covers it.
 * ``infiniband`` — Azure ND (and NC "r") sizes with InfiniBand, GPUDirect RDMA on the ND sizes.
 * ``rdma`` — GCP A3 Ultra and A4: GPUDirect RDMA over RoCE (ConnectX-7 NICs, "MRDMA").
 * ``tcpxo`` / ``tcpx`` — GCP A3 Mega (GPUDirect-TCPXO) and A3 High / A3 Edge 8-GPU shapes (GPUDirect-TCPX).
@@ -141,7 +141,8 @@ _AWS: dict[str, FabricFact] = {
 _AZURE: dict[str, FabricFact] = {
     # NDv2: 8x V100 32GB, "100 Gigabit InfiniBand EDR"
     "nd40rs_v2": FabricFact("infiniband", 100, SRC_AZ_NDV2),
-    # ND A100 v4: "a dedicated 200 Gb/s HDR InfiniBand connection per GPU" (8 per VM: 1.6 Tb/s per VM)
+    # ND A100 v4: a dedicated 200 Gb/s HDR InfiniBand connection per GPU, 8 per VM, 1.6 Tb/s per VM (the page
+    # writes "200 GB/s" and "1.6 TB/s"; HDR InfiniBand is 200 Gbit/s per port, so these are bits)
     "nd96asr_v4": FabricFact("infiniband", 1600, SRC_AZ_NDA100),
     "nd96amsr_a100_v4": FabricFact("infiniband", 1600, SRC_AZ_NDMA100),
     # ND H100 v5 / ND H200 v5 / ND MI300X v5: 400 Gb/s NDR InfiniBand per GPU, 3.2 Tb/s per VM

@@ -501,6 +501,8 @@ def _compose(text: str, origin: str) -> tuple[Any, dict[tuple, int]]:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise InputError("workload", f"{origin} is not valid YAML{where}") from None
+    except (ValueError, OverflowError) as exc:  # a YAML date that is no date (2024-13-01)
+        raise InputError("workload", f"{origin}: a value is not valid: {exc}") from None
     finally:
         loader.dispose()
     lines: dict[tuple, int] = {}

@@ -190,6 +190,7 @@ class FleetProblem:
     budgets: Budgets = field(default_factory=Budgets)
     start_date: _dt.date | None = None
     horizon_note: str = ""
+    merge_note: str = ""
     profiles: dict | None = field(default=None, repr=False)   # serving name -> DemandProfile (to re-cut periods)
     slots: dict[str, Slot] = field(default_factory=dict, init=False)
 
@@ -399,6 +400,8 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
             key = placement_group(c.offer, placement) + ((str(c.offer.get("zone") or ""),) if spread == "zones" else ())
             groups.setdefault(key, []).append(c)
         od: list[Candidate] = []
+        if w.training:  # not placed, continuous: only the lowest USD per unit of work matters
+            groups = {(): od_all} if od_all else {}
         for grp in groups.values():
             if w.training:
                 od.append(min(grp, key=lambda c: (c.usd_per_unit_hour / c.throughput_per_unit, _okey(c.offer))))
@@ -412,8 +415,6 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
             od += [c for c in front if not any(
                 d is not c and _dominates({w.name: d}, {w.name: c}, d.usd_per_unit_hour, c.usd_per_unit_hour)
                 for d in front if (d.usd_per_unit_hour, _okey(d.offer)) < (c.usd_per_unit_hour, _okey(c.offer)))]
-        if w.training and placement == "any" and od:
-            od = [min(od, key=lambda c: (c.usd_per_unit_hour / c.throughput_per_unit, _okey(c.offer)))]
         out[w.name] = od + [c for c in cs if c.offer["pricing"] != "on_demand" and _okey(c.offer) in keep]
     return out, before - sum(len(v) for v in out.values())
 
@@ -503,7 +504,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
     for w in problem.workloads:
         cat = pulp.LpContinuous if (w.training or w.divisible or relax) else pulp.LpInteger
         cands = [c for c in problem.cands.get(w.name, []) if allowed is None or c.offer["pricing"] in allowed]
-        place = problem.placement != "any" and not w.training and not w.divisible
+        place = problem.placement != "any" and not w.training and not w.divisible  # ROI: placement binaries
         groups = sorted({placement_group(c.offer, problem.placement) for c in cands}) if place else []
         if place and len(groups) > 1:
             for gi, g in enumerate(groups):
@@ -765,9 +766,131 @@ def money(problem: FleetProblem, sol: FleetSolution) -> dict[str, Any]:
 
 def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_rel=0.001,
                allowed: set[str] | None = None) -> FleetSolution:
-    """Minimum-cost plan (one MILP)."""
+    """Minimum-cost plan. Without placement rules (or when no serving workload could be split) one MILP; with
+    them, :func:`_solve_placed`."""
+    if problem.placement != "any" and _placed(problem):
+        return _solve_placed(problem, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel, allowed=allowed)
     m, V = build_fleet_model(problem, allowed=allowed)
     return read_solution(problem, V, solve_fleet(m, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel))
+
+
+def _placed(problem: FleetProblem) -> list[FleetWorkload]:
+    """Serving workloads whose candidates lie in more than one placement group."""
+    return [w for w in problem.workloads if not w.training and not w.divisible and
+            len({placement_group(c.offer, problem.placement) for c in problem.cands.get(w.name, [])}) > 1]
+
+
+def as_unplaced(problem: FleetProblem) -> FleetProblem:
+    """The problem without the one-group placement rule, its candidates pruned across groups (a relaxation of the
+    placed problem; exact when each serving workload's candidates are already in one group)."""
+    kept = problem.cands if problem.max_instances is not None else prune_fleet(
+        problem.cands, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity, "any",
+        problem.spread)[0]
+    return problem.replace(cands=kept, placement="any")
+
+
+def _groups_used(problem: FleetProblem, sol: FleetSolution, w: str) -> dict[tuple, float]:
+    """Placement group -> what serving workload w spends or uses in it (committed units weigh their offer's price)."""
+    idx = _cand_index(problem)
+    out: dict[tuple, float] = {}
+    for store in (sol.A, sol.X):
+        for (wn, ok, bi), x in store.items():
+            if wn == w and x > 1e-9:
+                c = idx[(wn, ok)]
+                g = placement_group(c.offer, problem.placement)
+                out[g] = out.get(g, 0.0) + c.usd_per_unit_hour * problem.blocks[bi].hours * x
+    return out
+
+
+def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allowed) -> FleetSolution:
+    """Minimum cost with each serving workload in one placement group, by branch and bound on the placement.
+
+    A node allows each serving workload a set of groups; its relaxation drops the one-group rule (a MILP without
+    placement binaries, whose candidates can then be pruned across the allowed groups) and gives a lower bound. If a
+    node's plan keeps every serving workload in one group it is feasible (an incumbent); otherwise the workload split
+    over the most groups is branched on: one child per group it used (it must stay there) and one with those groups
+    removed. Nodes are explored best bound first and cut when their bound is within ``gap_rel`` of the incumbent,
+    so the plan is proven optimal within the gap — or, at the time limit, reported with its true gap.
+    """
+    import heapq
+
+    t_end = time.perf_counter() + time_limit_s
+    base = problem.cands
+    serving = _placed(problem)
+    all_groups = {w.name: frozenset(placement_group(c.offer, problem.placement) for c in base.get(w.name, []))
+                  for w in serving}
+
+    def node_problem(allow: dict[str, frozenset]) -> FleetProblem:
+        cands = {w: ([c for c in cs if placement_group(c.offer, problem.placement) in allow[w]] if w in allow else cs)
+                 for w, cs in base.items()}
+        kept, _ = prune_fleet(cands, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity,
+                              "any", problem.spread) if problem.max_instances is None else (cands, 0)
+        return problem.replace(cands=kept, placement="any")
+
+    def solve_node(allow):
+        sub = node_problem(allow)
+        left = max(0.5, t_end - time.perf_counter())
+        m, V = build_fleet_model(sub, allowed=allowed)
+        rep = solve_fleet(m, solver=solver, time_limit_s=left, gap_rel=gap_rel)
+        sol = read_solution(sub, V, rep)
+        bound = rep.bound if (rep.bound is not None and rep.status == "optimal") else sol.cost
+        if rep.status == "time_limit":
+            bound = rep.bound if rep.bound is not None else 0.0
+        return sub, sol, bound
+
+    best: FleetSolution | None = None
+    best_bound_open: list[float] = []
+    counter = 0
+    root = {w.name: all_groups[w.name] for w in serving}
+    heap: list = []
+    sub, sol, bound = solve_node(root)
+    if sol.report.status not in ("optimal", "time_limit"):
+        return sol
+    heapq.heappush(heap, (bound, counter, root, sub, sol))
+    nodes = 0
+    timed_out = False
+    while heap:
+        bound, _, allow, sub, sol = heapq.heappop(heap)
+        if best is not None and bound >= best.cost * (1 - gap_rel) - 1e-6:
+            continue
+        nodes += 1
+        split = [(len(g), w.name, g) for w in serving for g in [_groups_used(sub, sol, w.name)] if len(g) > 1]
+        if not split:
+            if best is None or sol.cost < best.cost - 1e-9:
+                best = sol
+            continue
+        if time.perf_counter() >= t_end:
+            best_bound_open.append(bound)
+            timed_out = True
+            continue
+        _, wname, used = max(split)
+        children = [frozenset({g}) for g in sorted(used, key=lambda g: -used[g])]
+        rest = allow[wname] - frozenset(used)
+        if rest:
+            children.append(rest)
+        for ch in children:
+            a2 = {**allow, wname: ch}
+            s2, sol2, b2 = solve_node(a2)
+            if sol2.report.status not in ("optimal", "time_limit"):
+                continue
+            if best is not None and b2 >= best.cost * (1 - gap_rel) - 1e-6:
+                continue
+            counter += 1
+            heapq.heappush(heap, (max(b2, bound), counter, a2, s2, sol2))
+            if time.perf_counter() >= t_end:
+                break
+    if best is None:
+        return FleetSolution(report=SolveReport("not_solved" if timed_out else "infeasible", solver=solver,
+                                                message="no plan keeps each serving workload in one placement group"
+                                                if not timed_out else "time limit"))
+    open_bounds = best_bound_open + [h[0] for h in heap]
+    lb = min(open_bounds + [best.cost])
+    gap = max(0.0, (best.cost - lb) / best.cost) if best.cost > 0 else 0.0
+    status = "optimal" if gap <= gap_rel + 1e-9 and best.report.status == "optimal" else "time_limit"
+    rep = dataclasses.replace(best.report, status=status, gap=gap if status == "time_limit" else best.report.gap,
+                              bound=lb, message=f"placement branch and bound: {nodes} nodes")
+    best.report = rep
+    return best
 
 
 def solve_roi(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_rel=0.001,
@@ -1099,11 +1222,13 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
     budgets = budgets or Budgets(monthly=budget_usd)
     if isinstance(profiles, list):
         blocks = profiles
-        H, note, periods = horizon_months or 1, "", None
+        H, note, periods, note_m = horizon_months or 1, "", None, ""
     else:
         H, note = horizon_for([w.activity() for w in workloads], horizon_months)
         periods = make_periods([w.activity() for w in workloads], H)
-        blocks = blocks_for_periods(periods, profiles)
+        merged: list[str] = []
+        blocks = blocks_for_periods(periods, profiles, merged)
+        note_m = "; ".join(merged)
     allowed_pricing = set(pricing) if pricing else {"on_demand", "reserved_1y", "reserved_3y", "spot"}
     cands: dict[str, list[Candidate]] = {}
     rejected: dict[str, dict[str, int]] = {}
@@ -1125,7 +1250,8 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
                            spot_capacity=spot_capacity, rejected=rejected, max_instances=max_instances,
                            horizon_months=H, periods=periods, leftover_value=float(leftover_value),
                            placement=placement, spread=spread, budgets=budgets, start_date=start_date,
-                           horizon_note=note, profiles=None if isinstance(profiles, list) else dict(profiles))
+                           horizon_note=note, profiles=None if isinstance(profiles, list) else dict(profiles),
+                           merge_note=note_m)
     problem.unpruned = cands
     if prune and max_instances is None:  # with quotas, dominance is not safe (DESIGN.md): keep every candidate
         kept, dropped = prune_fleet(cands, workloads, blocks, work, spot_capacity, placement, spread)
@@ -1133,9 +1259,10 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
     return problem
 
 
-def blocks_for_periods(periods: list[Period], profiles: dict) -> list[FleetBlock]:
+def blocks_for_periods(periods: list[Period], profiles: dict, notes: list[str] | None = None) -> list[FleetBlock]:
     """The blocks of every period: the typical month of the serving workloads that run in it (their profiles merged
-    by the load-duration curve), split at the training deadlines that fall in it."""
+    by the load-duration curve), split at the training deadlines that fall in it. ``notes`` collects what was
+    merged (optimizer.demand.merge_blocks' note), once per distinct period shape."""
     from optimizer.demand import merge_blocks
 
     out: list[FleetBlock] = []
@@ -1144,6 +1271,8 @@ def blocks_for_periods(periods: list[Period], profiles: dict) -> list[FleetBlock
         key = (p.serving, tuple(sorted(set(p.splits.values()))))
         if key not in cache:
             cache[key] = merge_blocks({n: profiles[n] for n in p.serving}, sorted(set(p.splits.values())))
+            if notes is not None and cache[key].note not in notes:
+                notes.append(cache[key].note)
         for mb in cache[key]:
             out.append(FleetBlock(start_hour=float(mb.start_hour), hours=float(mb.hours), demand=dict(mb.demand),
                                   label=mb.label, end_hour=float(mb.end_hour), period=p.index))
@@ -1269,7 +1398,7 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
                       leftover_value=problem.leftover_value)
     res.rules = fx.rules(problem)
     res.solver = {"name": solver, "blocks": len(problem.blocks), "periods": len(problem.periods or []),
-                  "merge": merge_note, "pruned": problem.pruned,
+                  "merge": merge_note or problem.merge_note, "pruned": problem.pruned,
                   "candidates": {w: len(cs) for w, cs in problem.cands.items()}}
     empty = [w for w in workloads if not problem.cands.get(w.name)]
     if empty:
@@ -1279,14 +1408,31 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
         rej = problem.rejected.get(w.name, {})
         why = no_fit_reason(w.workload, offers, rej)
         if rej.get("spot_not_allowed") or rej.get("pricing_not_allowed"):
+            fits, _, _ = candidates_for(w.workload, offers, allow_spot=True, pricing=None)
+            offered = sorted({c.offer["pricing"] for c in fits})
+            asked = sorted(set(pricing or ("on_demand", "reserved_1y", "reserved_3y", "spot"))
+                           - ({"spot"} if not w.allow_spot else set()))
             why = {"kind": "pricing", "message": (
-                "no offer allowed by the pricing limits can host it (rejected: "
-                + ", ".join(f"{k} {v}" for k, v in sorted(rej.items())) + "); change --pricing"
-                + (" or add --allow-spot" if rej.get("spot_not_allowed") else ""))}
+                f"none of the offers that can hold a replica is sold as {', '.join(asked)}; they are offered as: "
+                f"{', '.join(offered)} (change --pricing" + (" or add --allow-spot" if "spot" in offered and
+                                                              not w.allow_spot else "") + ")")}
         res.reason = {**why, "workload": w.name, "message": f"{w.name}: {why['message']}"}
         return res
     if objective == "roi":
-        sol, its = solve_roi(problem, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
+        roi_problem = problem
+        if problem.placement != "any" and _placed(problem):
+            # each serving workload stays in the placement group the minimum-cost plan chose (the ROI steps then
+            # need no placement binaries); said in the notes
+            base = solve_cost(problem.replace(objective="cost"), solver=solver, time_limit_s=time_limit_s / 2,
+                              gap_rel=gap_rel)
+            if base.report.status in ("optimal", "time_limit"):
+                keep = {w.name: set(_groups_used(problem, base, w.name)) for w in _placed(problem)}
+                cands = {w: [c for c in cs if w not in keep or placement_group(c.offer, problem.placement) in keep[w]]
+                         for w, cs in problem.cands.items()}
+                roi_problem = as_unplaced(problem.replace(cands=cands))
+                res.notes.append("ROI with placement rules: each serving workload is kept in the "
+                                 + problem.placement + " its minimum-cost plan uses")
+        sol, its = solve_roi(roi_problem, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
         res.dinkelbach = its
     else:
         sol = solve_cost(problem, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
@@ -1341,3 +1487,20 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
     res.solver["total_seconds"] = round(time.perf_counter() - t0, 3)
     return res
 
+
+
+def plan_workload(workload: "Workload", offers: "pd.DataFrame", *, name: str = "workload", allow_spot: bool = False,
+                  min_replicas: int | None = None, spot_only_ok: bool = False, start_month: int = 0,
+                  end_month: int | None = None, explain: bool = False, **kw) -> FleetResult:
+    """A plan of one workload (what a single-workload ``recommend`` is): serving at its flat demand
+    ``workload.tokens_per_second``, or a training job before ``workload.deadline_hours``. ``min_replicas`` defaults
+    to 1 for serving (a fleet never drops to zero), 0 for training; other keywords as :func:`plan_fleet`."""
+    from optimizer.demand import flat_profile
+
+    serve = workload.task == "serve"
+    fw = FleetWorkload(name=name, workload=workload, allow_spot=allow_spot,
+                       min_replicas=(1 if serve else 0) if min_replicas is None else min_replicas,
+                       spot_only_ok=spot_only_ok, deadline_hours=None if serve else workload.deadline_hours,
+                       start_month=start_month, end_month=end_month)
+    profiles = {name: flat_profile(float(workload.tokens_per_second or 0.0))} if serve else {}
+    return plan_fleet([fw], profiles, offers, explain=explain, **kw)

@@ -224,7 +224,11 @@ def _min_of(problem: FleetProblem, what: str, solver, time_limit_s) -> float | N
     """The least any plan needs of ``what`` (monthly | total | upfront | commitment) with no budget rows."""
     import pulp
 
-    m, V = build_fleet_model(problem.replace(budgets=Budgets(), budget_usd=None, objective="cost"), with_budgets=False)
+    # without the one-group placement rule: a lower bound, which is what "needs at least" promises
+    from optimizer.fleet import as_unplaced
+
+    m, V = build_fleet_model(as_unplaced(problem.replace(budgets=Budgets(), budget_usd=None, objective="cost")),
+                             with_budgets=False)
     if what == "monthly":
         z = pulp.LpVariable("max_month", lowBound=0)
         for pi, terms in V.cash_terms.items():
@@ -250,7 +254,9 @@ def why_infeasible(problem: FleetProblem, solver, time_limit_s, gap_rel) -> dict
         s = solve_cost(free, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
         if s.report.status in ("optimal", "time_limit"):
             parts, out = [], {"kind": "budget"}
-            for what, label, opt, limit in (("monthly", "in its dearest month", "--budget", bg.monthly),
+            month = "for the whole job" if not problem.recurring and problem.horizon_months == 1 else \
+                "in its dearest month"
+            for what, label, opt, limit in (("monthly", month, "--budget", bg.monthly),
                                             ("total", f"over the {problem.horizon_months}-month horizon", "--budget-total", bg.total),
                                             ("upfront", "upfront", "--max-upfront", bg.upfront),
                                             ("commitment", "in commitments", "--max-commitment", bg.commitment)):
@@ -299,11 +305,30 @@ def why_infeasible(problem: FleetProblem, solver, time_limit_s, gap_rel) -> dict
                     "message": (f"{w.name} cannot finish within {w.deadline_hours:g} h with the capacity allowed "
                                 f"(spot caps, pricing limits); the earliest deadline it can meet is about "
                                 f"{math.ceil(hi)} h (or allow more spot capacity / on-demand)")}
+    if problem.max_instances is not None:
+        free = problem.replace(max_instances=None, budgets=Budgets(), budget_usd=None)
+        s = solve_cost(free, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
+        if s.report.status in ("optimal", "time_limit"):
+            counts: dict[tuple, float] = {}
+            idx = _cand_index(free)
+            for (w, ok, bi), x in s.X.items():
+                c = idx[(w, ok)]
+                key = (spot_group(c.offer), bi)
+                counts[key] = counts.get(key, 0.0) + x * c.instances_per_unit
+            for k, n in s.N.items():
+                key = (spot_group(free.slots[k].offer), -1)
+                counts[key] = counts.get(key, 0.0) + n
+            most = math.ceil(max(counts.values(), default=0.0) - 1e-9)
+            return {"kind": "max_instances", "message": (
+                f"the demand cannot be met with at most {problem.max_instances} instances of one instance type per "
+                f"region (--max-instances); the cheapest plan without that cap uses {most} of one type: raise "
+                "--max-instances or allow more providers, regions or GPUs")}
     hint = ""
     if problem.placement != "any" and any(not w.training for w in problem.workloads):
         hint = f"; placement '{problem.placement}' keeps each serving workload in one " + \
                ("region" if problem.placement == "region" else "provider") + " (try --placement provider or any)"
-    return {"kind": "capacity", "message": ("no plan meets every constraint: spot capacity caps, redundancy "
+    names = ", ".join(w.name for w in problem.workloads)
+    return {"kind": "capacity", "message": (f"{names}: no plan meets every constraint: spot capacity caps, redundancy "
                                             "(min_replicas without spot), quotas or pricing limits block it; allow "
                                             "on-demand, raise --spot-capacity or lower min_replicas" + hint)}
 

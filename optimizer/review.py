@@ -145,8 +145,14 @@ def recommend_commitment(counts: list[float], od: dict, ri: dict, *, solver: str
     # usage is instance-hours: an hour with 0.6 instances on demand costs 0.6 hours, not a whole instance
     w = FleetWorkload(name="usage", workload=SimpleNamespace(task="serve", model=SimpleNamespace(name=od["instance_type"])),
                       divisible=True)
-    problem = FleetProblem([w], blocks, {"usage": [cand(od), cand(ri)]}, {})
+    # the typical month repeated over the commitment's term: the term is paid in full and used every month, so the
+    # optimum is the monthly one (Cost Explorer's view); monthly figures = the term's total / its months
+    from optimizer.horizon import TERM_MONTHS
+
+    term = TERM_MONTHS[ri["pricing"]]
+    problem = FleetProblem([w], blocks, {"usage": [cand(od), cand(ri)]}, {}, horizon_months=term, placement="any")
     sol = solve_cost(problem, solver=solver, time_limit_s=time_limit_s, gap_rel=0.0)
+    sol.cost /= term
     n = sum(sol.N.values())
     # the blocks total 730 h (an inline profile of n hourly samples gives each 730 / n hours): monthly figures
     od_monthly = sum(b.hours * b.demand["usage"] for b in blocks) * float(od["usd_per_hour"])

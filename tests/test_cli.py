@@ -30,15 +30,17 @@ def test_recommend_serve_70b_json_meets_demand_and_memory():
     d = _json(r)
     assert d["status"] == "optimal"
     assert d["workload_origin"] == "command-line options"
-    assert d["capacity"]["tokens_per_second_planned"] >= 2000
-    assert 0 < d["total_monthly_usd"] <= 50000
-    assert d["total_monthly_usd"] == pytest.approx(sum(ln["monthly_usd"] for ln in d["lines"]), abs=0.05)
+    (w,) = d["workloads"]
+    assert w["capacity_peak"] >= 2000
+    assert d["horizon_months"] == 12 and "horizon 12 months" in d["rules"][0]  # the default, stated
+    assert 0 < d["max_month_usd"] <= 50000
+    assert d["total_usd"] == pytest.approx(sum(ln["total_usd"] for ln in d["lines"]), abs=0.05)
+    for s in w["sizing"]:
+        assert s["memory_gib_per_replica"] > 128  # 69e9 params x 2 bytes = 128.5 GiB of bf16 weights alone
     for ln in d["lines"]:
-        # each replica's GPUs hold the replica: GPUs per replica x per-GPU memory >= the sizing's memory per replica
-        shape = next(s for s in d["sizing"] if s["gpu_shape"] == ln["gpu_shape"])
-        assert shape["gpus_per_replica"] * ln["gpu_memory_gib"] >= shape["memory_gib_per_replica"]
-        assert shape["memory_gib_per_replica"] > 128  # 69e9 params x 2 bytes = 128.5 GiB of bf16 weights alone
-    assert d["strategies"]["all_on_demand"]["monthly_usd"] >= d["total_monthly_usd"]
+        # each replica's GPUs hold the weights: GPUs per replica x per-GPU memory >= 128.5 GiB
+        assert ln["gpus_per_replica"] * ln["gpu_memory_gib"] >= 128.5
+    assert d["strategies"]["all_on_demand"]["total_usd"] >= d["total_usd"]
 
 
 def test_recommend_table_first_line_names_the_workload_and_its_origin(tmp_path, monkeypatch):
@@ -46,8 +48,9 @@ def test_recommend_table_first_line_names_the_workload_and_its_origin(tmp_path, 
     r = _run("recommend", "--budget", "50000")
     assert r.exit_code == 0, r.output
     first = r.stdout.splitlines()[0]
-    assert first.startswith("Workload 'llama2-7b-chat' (serve, meta-llama/Llama-2-7b-hf, 500 tokens/s) from the bundled example")
-    assert "Total:" in r.stdout and "Prices:" in r.stdout
+    assert first.startswith("Plan of 1 workload (llama2-7b-chat: serve Llama-2-7B 500 tokens/s) from the bundled example")
+    assert "Rule — horizon 12 months" in "\n".join(r.stdout.splitlines()[:4])  # the horizon in the first lines
+    assert "Total over 12 months:" in r.stdout and "Prices:" in r.stdout
 
 
 def test_recommend_uses_local_gpuopt_yaml(tmp_path, monkeypatch):
@@ -56,12 +59,13 @@ def test_recommend_uses_local_gpuopt_yaml(tmp_path, monkeypatch):
         "name: nightly-7b\ntask: train\nmodel: meta-llama/Llama-2-7b-hf\ntokens: 2.0e10\ndeadline_hours: 240\n")
     r = _run("recommend", "--budget", "50000", "--format", "json")
     d = _json(r)
-    assert d["workload_origin"] == "./gpuopt.yaml"
-    assert d["headline"].startswith("Workload 'nightly-7b' (train")
-    assert d["capacity"]["work_flops_planned"] >= d["capacity"]["work_flops_needed"] * (1 - 1e-6)
+    assert d["workload_origin"].endswith("gpuopt.yaml")
+    assert d["headline"].startswith("Plan of 1 workload (nightly-7b: train")
+    (w,) = d["workloads"]
+    assert w["work_flops_planned"] >= w["work_flops_needed"] * (1 - 1e-6)
     # 6 N D (Transformer Math 101): 6 x 6,738,415,616 x 2e10
-    assert d["capacity"]["work_flops_needed"] == pytest.approx(6 * 6738415616 * 2e10, rel=1e-9)
-    assert d["capacity"]["finish_hours"] <= 240 + 1e-6
+    assert w["work_flops_needed"] == pytest.approx(6 * 6738415616 * 2e10, rel=1e-9)
+    assert w["finish_by_hour"] <= 240 + 1e-6
 
 
 def test_recommend_train_meets_deadline():
@@ -86,7 +90,7 @@ def test_budget_too_small_says_what_it_would_take():
     # the budget it names is enough:
     ok = _run("recommend", "--budget", str(d["reason"]["budget_needed_usd"] + 0.01), "--model", "meta-llama/Llama-2-70b-hf",
               "--task", "serve", "--tokens-per-second", "2000", "--format", "json")
-    assert _json(ok)["total_monthly_usd"] == pytest.approx(d["reason"]["budget_needed_usd"], abs=0.02)
+    assert _json(ok)["max_month_usd"] == pytest.approx(d["reason"]["budget_needed_usd"], abs=0.02)
 
 
 def test_no_gpu_can_hold_the_replica():
@@ -175,7 +179,7 @@ def test_installed_console_script_runs():
 def test_options_that_do_not_apply_are_reported():
     d = _json(_run("recommend", "--budget", "50000", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "100",
                    "--deadline-hours", "10", "--zero-stage", "2", "--format", "json"))
-    assert "ignored for a serve workload: deadline_hours, zero_stage" in d["notes"]
+    assert "ignored for workload (task serve): deadline_hours, zero_stage" in d["notes"]
 
 
 def test_version_and_bare_command():
@@ -207,7 +211,7 @@ def test_same_gpu_same_memory_on_every_provider():
     # L4: AWS reports 22,888 MiB = 22.35 GiB; GCP's catalog says 24 (the datasheet's GB): both are sized at 22.35
     d = _json(_run("recommend", "--budget", "50000", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "50",
                    "--gpu", "L4", "--concurrency", "1", "--context", "1024", "--format", "json"))
-    assert all("22.35 GiB" in s["gpu_shape"] for s in d["sizing"])
+    assert d["workloads"][0]["sizing"] and all("22.35 GiB" in s["gpu_shape"] for s in d["workloads"][0]["sizing"])
     e = _json(_run("estimate", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "L4", "--format", "json"))
     assert any("22.35" in a for a in e["assumptions"])
 

@@ -44,30 +44,40 @@ def _blocks(*demands: float, name: str = "chat") -> list[FleetBlock]:
 
 
 def test_reserved_base_plus_on_demand_peak():
-    # day 1,000 tok/s, night 200; units of 250 tok/s; reserved 0.6 $/h billed 730 h, on-demand 1.0 $/h per block.
-    # N reserved: cost 438 N + 365 x max(0, 4 - N) (day) + 365 x max(0, 1 - N) (night):
-    # N=0 1,825; N=1 1,533; N=2 1,606  -> one reserved instance as the base, three on-demand in the day peak.
+    # day 1,000 tok/s, night 200; units of 250 tok/s; reserved 0.6 $/h billed 730 h a month for its 12-month term,
+    # on-demand 1.0 $/h per block; a 12-month horizon. Per month, N reserved: 438 N + 365 x max(0, 4 - N) (day)
+    # + 365 x max(0, 1 - N) (night): N=0 1,825; N=1 1,533; N=2 1,606 -> one reserved instance as the base, three
+    # on-demand in the day peak: 12 x 1,533 = 18,396 over the horizon.
     w = _wl("chat")
     p = FleetProblem([w], _blocks(1000.0, 200.0), {"chat": [_cand("t", "reserved_1y", 0.6, 250.0),
-                                                            _cand("t", "on_demand", 1.0, 250.0)]}, {})
+                                                            _cand("t", "on_demand", 1.0, 250.0)]}, {},
+                     horizon_months=12)
     sol = solve_cost(p, gap_rel=0.0)
     assert sol.report.status == "optimal"
-    assert sol.cost == pytest.approx(1533.0)
-    assert sol.N == {"test|r1||t|reserved_1y|all_upfront": 1}
+    assert sol.cost == pytest.approx(12 * 1533.0)
+    assert sol.N == {"test|r1||t|reserved_1y|all_upfront@0": 1}
     assert _verify(p, sol) is None
 
 
 def test_committed_base_is_shared_with_training_at_night():
-    # Serving needs 4 units by day and 0 at night; a training job needs 4 x 365 unit-hours of work (time-sliced).
-    # With 4 reserved instances (0.6 $/h x 730 x 4 = 1,752) the night hours do the training for free;
-    # serving on-demand by day (4 x 365 = 1,460) plus training on-demand (1,460) would cost 2,920.
+    # Over 12 months, serving needs 4 units by day and 0 at night (the first and second half of each month); a
+    # one-off training job in month 1 needs 4 x 365 unit-hours of work (time-sliced). With 4 reserved instances
+    # (0.45 $/h x 730 h x 12 months x 4 = 15,768) the night hours of month 1 do the training for free; serving
+    # on-demand by day (4 x 365 x 12 = 17,520) plus the job on-demand (1,460) would cost 18,980.
+    from optimizer.demand import inline_profile
+    from optimizer.fleet import blocks_for_periods
+    from optimizer.horizon import periods
+
     chat, train = _wl("chat", min_replicas=0), _wl("train", task="train", deadline_hours=730.0)
-    cands = {n: [_cand("t", "reserved_1y", 0.6, 250.0 if n == "chat" else 1e15),
+    cands = {n: [_cand("t", "reserved_1y", 0.45, 250.0 if n == "chat" else 1e15),
                  _cand("t", "on_demand", 1.0, 250.0 if n == "chat" else 1e15)] for n in ("chat", "train")}
-    p = FleetProblem([chat, train], _blocks(1000.0, 0.0), cands, {"train": 4 * 365 * 3600 * 1e15})
+    per = periods([chat.activity(), train.activity()], 12)
+    blocks = blocks_for_periods(per, {"chat": inline_profile([1000.0, 0.0])})
+    p = FleetProblem([chat, train], blocks, cands, {"train": 4 * 365 * 3600 * 1e15}, horizon_months=12, periods=per)
     sol = solve_cost(p, gap_rel=0.0)
-    assert sol.cost == pytest.approx(1752.0)
-    assert sol.N == {"test|r1||t|reserved_1y|all_upfront": 4}
+    assert sol.cost == pytest.approx(15768.0)
+    assert sol.N == {"test|r1||t|reserved_1y|all_upfront@0": 4}
+    assert not sol.X  # the training job runs on the reserved base at night
     assert _verify(p, sol) is None
 
 
@@ -111,10 +121,11 @@ def test_fleet_milp_equals_brute_force(prices, thetas, demand):
     w = _wl("chat")
     cands = {"chat": [_cand("a", "reserved_3y", prices[0], thetas[0]), _cand("b", "on_demand", prices[1], thetas[1]),
                       _cand("c", "on_demand", prices[2], thetas[2])]}
-    p = FleetProblem([w], _blocks(*demand), cands, {})
+    # a 36-month horizon: the 3-year term is paid in full and used every month, so the plan is 36 typical months
+    p = FleetProblem([w], _blocks(*demand), cands, {}, horizon_months=36)
     sol = solve_cost(p, gap_rel=0.0)
     assert sol.report.status == "optimal"
-    assert sol.cost == pytest.approx(_brute(p), rel=1e-6, abs=1e-6)
+    assert sol.cost == pytest.approx(36 * _brute(p), rel=1e-6, abs=1e-6)
     assert _verify(p, sol) is None
 
 

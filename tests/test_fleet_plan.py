@@ -40,8 +40,12 @@ def test_example_plan_is_optimal_and_meets_every_workload(example):
         w = next(x for x in d["workloads"] if x["name"] == name)
         assert w["work_flops_planned"] >= w["work_flops_needed"] * (1 - 1e-6)
         assert w["finish_by_hour"] <= deadline
-    assert d["total_monthly_usd"] == pytest.approx(sum(ln["monthly_usd"] for ln in d["lines"]), abs=0.05)
-    assert d["total_monthly_usd"] <= 60000
+    assert d["schema_version"] == 2 and d["horizon_months"] == 12
+    assert d["total_usd"] == pytest.approx(sum(ln["total_usd"] for ln in d["lines"]), abs=0.05)
+    assert d["monthly_usd"] == pytest.approx(d["total_usd"] / 12, abs=0.01)
+    assert d["max_month_usd"] <= 60000 and max(d["cash_by_month_usd"]) == d["max_month_usd"]  # the monthly budget
+    assert sum(d["cash_by_month_usd"]) + d["after_horizon_usd"] - d["leftover_credit_usd"] == pytest.approx(
+        d["total_usd"], abs=0.05)
     # spot only for the workload that allows it
     for ln in d["lines"]:
         if ln["pricing"] == "spot":
@@ -51,17 +55,20 @@ def test_example_plan_is_optimal_and_meets_every_workload(example):
 def test_example_plan_explanations(example):
     d = example
     s = d["strategies"]
-    assert set(s) >= {"all_on_demand", "all_reserved_1y", "all_reserved_3y", "spot_where_allowed", "optimal_mix"}
-    priced = [v["monthly_usd"] for v in s.values() if v.get("monthly_usd") is not None]
-    assert d["total_monthly_usd"] <= min(priced) + 0.01  # the mix is never dearer than a single strategy
-    assert d["savings_vs_on_demand_usd"] == pytest.approx(s["all_on_demand"]["monthly_usd"] - d["total_monthly_usd"], abs=0.02)
-    assert d["commitment"]["total_over_term_usd"] >= 0
+    assert set(s) >= {"all_on_demand", "all_reserved_1y", "all_reserved_3y", "spot_where_allowed", "this_plan"}
+    priced = [v["total_usd"] for v in s.values() if v.get("total_usd") is not None]
+    assert d["total_usd"] <= min(priced) + 0.01  # the mix is never dearer than a single strategy
+    assert d["savings_vs_on_demand_usd"] == pytest.approx(s["all_on_demand"]["total_usd"] - d["total_usd"], abs=0.02)
+    for v in s.values():  # every strategy, the plan's own included, says its commitment
+        if v.get("total_usd") is not None:
+            assert {"upfront_usd", "commitment_usd", "monthly_usd"} <= set(v)
+    assert s["this_plan"]["commitment_usd"] == d["commitment_usd"] and s["all_on_demand"]["commitment_usd"] == 0
     assert d["marginal"]["demand"] and all(x["usd_per_month_per_token_per_s"] >= 0 for x in d["marginal"]["demand"])
     assert any(nb.get("flip") for nb in d["next_best"])
     # what a change in demand would do: the plan re-solved at half and twice the demand
     assert [x["demand_factor"] for x in d["demand_sensitivity"]] == [0.5, 2.0]
     half, double = d["demand_sensitivity"]
-    assert half["monthly_usd"] <= d["total_monthly_usd"] <= double["monthly_usd"]
+    assert half["total_usd"] <= d["total_usd"] <= double["total_usd"]
     assert "blocks" in d["solver"] and "merged" in d["solver"]["merge"]
     for ln in d["lines"]:
         if ln["break_even_utilization"] is not None:
@@ -76,8 +83,8 @@ def test_roi_objective_reports_dinkelbach_and_net_value(tmp_path):
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     assert d["objective"] == "roi" and len(d["dinkelbach"]) >= 2 and d["dinkelbach"][0]["lambda"] == 0
-    assert d["roi"] == pytest.approx(d["value_usd"] / d["total_monthly_usd"] - 1, rel=1e-6)
-    assert d["net_value_usd"] == pytest.approx(d["value_usd"] - d["total_monthly_usd"], abs=0.02)
+    assert d["roi"] == pytest.approx(d["value_usd"] / d["total_usd"] - 1, abs=2e-6)
+    assert d["net_value_usd"] == pytest.approx(d["value_usd"] - d["total_usd"], abs=0.02)
     last = d["dinkelbach"][-1]
     assert abs(last["F"]) <= 1e-6 * max(last["cost"], 1.0)
 
@@ -90,7 +97,7 @@ def test_budget_too_small_names_the_budget_it_takes(tmp_path):
     assert r.exit_code == 1
     d = json.loads(r.stdout)
     assert d["reason"]["kind"] == "budget" and d["reason"]["budget_needed_usd"] > 100
-    assert "raise the budget" in r.stderr
+    assert "needs at least" in r.stderr and "in its dearest month" in r.stderr
 
 
 def test_print_workload_round_trips(tmp_path):
@@ -143,15 +150,16 @@ def test_time_limit_is_never_reported_as_optimal():
 
 
 def test_a_plan_of_one_off_training_jobs_charges_reservations_their_whole_term(tmp_path):
-    # the same job as the plain CLI: no serving workload, so nothing recurs and a reservation is charged its term
+    # the same job as the plain CLI (one schema, one model): no serving workload, so the horizon is the job's span
+    # (one month) and a reservation would be charged its whole term
     plan = tmp_path / "train.yaml"
     plan.write_text("budget: 1.0e+7\nworkloads:\n  - name: job\n    task: train\n    model: meta-llama/Llama-2-7b-hf\n"
                     "    tokens: 5.0e+10\n    deadline_hours: 730\n")
     d = json.loads(_run("recommend", "--workload", str(plan), "--format", "json").stdout)
     plain = json.loads(_run("recommend", "--budget", "1e7", "--model", "meta-llama/Llama-2-7b-hf", "--task", "train",
                             "--tokens", "5e10", "--deadline-hours", "730", "--format", "json").stdout)
-    assert d["recurring"] is False
-    assert d["total_monthly_usd"] == pytest.approx(plain["total_monthly_usd"], rel=1e-3)
+    assert d["recurring"] is False and d["horizon_months"] == plain["horizon_months"] == 1
+    assert d["total_usd"] == pytest.approx(plain["total_usd"], rel=1e-3)
     assert all(ln["pricing"] not in ("reserved_1y", "reserved_3y") for ln in d["lines"])
 
 

@@ -13,7 +13,10 @@ import yaml
 from gpuopt.errors import InputError
 from gpuopt.plan_spec import (CLI_OPTIONS, ITEM_KEYS, KEY_DOCS, PLAN_KEYS, PlanFile, WorkloadItem, apply_options,
                               load_plan_file, plan_from_options, plan_to_yaml)
-from gpuopt.workload import EXAMPLE_WORKLOAD, WORKLOAD_KEYS
+from gpuopt.plan_spec import EXAMPLE_WORKLOAD
+
+WORKLOAD_KEYS = ("name", "task", "model", "params", "precision", "context_tokens", "concurrency", "tokens_per_second",
+                 "tokens", "deadline_hours", "zero_stage", "allow_spot", "providers", "regions", "gpus", "pricing", "budget")
 
 EXAMPLE_PLAN = Path(__file__).parents[1] / "gpuopt" / "data" / "example_plan.yaml"
 CHAT = Path(__file__).parent / "fixtures" / "profiles" / "chat_daily.csv"
@@ -173,7 +176,7 @@ def test_every_key_has_an_option_and_a_doc():
         ("prices_on: last month\nworkloads: [{name: a, model: x, tokens_per_second: 5}]\n",
          "prices_on", "must be a date YYYY-MM-DD", None),
         ("task: serve\nworkloads: [{name: a, model: x, tokens_per_second: 5}]\n",
-         "task", "workload keys go under workloads:", "budget, objective"),
+         "task", "workload keys go under workloads:", "budget, budget_total"),
         ("budget: 1\nbudget: 2\nworkloads: [{name: a, model: x, tokens_per_second: 5}]\n",
          "budget", "duplicate key in", None),
         # the single-workload format names its keys without workloads[0].

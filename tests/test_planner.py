@@ -1,11 +1,12 @@
-"""The whole planner (sizing + MILP + explanation) on small catalogs of real offers from the shipped snapshot."""
+"""The whole planner (sizing + the one planning model + explanation) on small catalogs of real offers from the shipped
+snapshot: a single workload is a plan of one workload (optimizer.fleet.plan_workload)."""
 
 from __future__ import annotations
 
 import pytest
 
 from optimizer.model import candidates_for
-from optimizer.plan import plan
+from optimizer.fleet import plan_workload
 from optimizer.sizing import Workload
 from optimizer.specs import load_gpu_board, load_model
 from pricing_cache.store import load_offers
@@ -60,19 +61,27 @@ def test_plan_meets_demand_and_prices_by_the_offers(offers):
     df = _pick(offers, "aws", "us-east-1", ["g6.xlarge", "g5.xlarge", "p4d.24xlarge"],
                pricing=("on_demand", "reserved_1y", "reserved_3y"))
     w = Workload(task="serve", model=load_model("meta-llama/Llama-2-7b-hf"), tokens_per_second=800.0)
-    r = plan(w, df, budget_usd=50000.0)
-    assert r.status == "optimal"
-    assert r.capacity["tokens_per_second_planned"] >= 800.0
+    r = plan_workload(w, df, budget_usd=50000.0, explain=True)
+    assert r.status == "optimal" and r.horizon_months == 12
+    assert r.workloads[0]["capacity_peak"] >= 800.0
     for ln in r.lines:
         row = df[(df["instance_type"] == ln.instance_type) & (df["pricing"] == ln.pricing) & (df["payment"].fillna("") == ln.payment)]
         assert ln.usd_per_hour == pytest.approx(float(row["usd_per_hour"].iloc[0]))
-        assert ln.monthly_usd == pytest.approx(ln.usd_per_hour * 730 * ln.count, abs=0.01)
+        if ln.pricing.startswith("reserved"):  # a commitment: its whole term, 12 or 36 months of the effective rate
+            months = 12 if ln.pricing == "reserved_1y" else 36
+            assert ln.commitment_usd == pytest.approx(ln.usd_per_hour * 730 * months * ln.count, abs=0.01)
+            assert ln.upfront_usd == pytest.approx(float(row["upfront_usd"].iloc[0] or 0) * ln.count, abs=0.01)
+        else:
+            assert ln.monthly_usd == pytest.approx(ln.usd_per_hour * 730 * ln.count, abs=0.01)
         if ln.break_even_utilization is not None:
             assert 0 < ln.break_even_utilization < 1
-    # the optimal mix is never dearer than any single strategy that was priced
+    # the optimal mix is never dearer than any single strategy that keeps within the monthly budget (cash: the
+    # all-reserved-1y strategy pays $65k upfront in month 1 here, more than the $50k budget, so the plan may not)
+    assert r.max_month_usd <= 50000.0
+    assert r.strategies["all_reserved_1y"]["max_month_usd"] > 50000.0
     for s in r.strategies.values():
-        if s.get("monthly_usd") is not None:
-            assert r.total_monthly_usd <= s["monthly_usd"] + 0.01
+        if s.get("total_usd") is not None and s["max_month_usd"] <= 50000.0:
+            assert r.total_usd <= s["total_usd"] + 0.01
 
 
 def test_spot_only_when_allowed(offers):
@@ -80,7 +89,10 @@ def test_spot_only_when_allowed(offers):
     # 4 sequences of 1,024 tokens: 12.6 GiB of bf16 weights + 2 GiB of KV cache fit one L4 (22.35 GiB as AWS reports it)
     w = Workload(task="serve", model=load_model("meta-llama/Llama-2-7b-hf"), tokens_per_second=200.0,
                  concurrency=4, context_tokens=1024)
-    assert {ln.pricing for ln in plan(w, df).lines} == {"on_demand"}
-    r = plan(w, df, allow_spot=True)
+    assert {ln.pricing for ln in plan_workload(w, df).lines} == {"on_demand"}
+    r = plan_workload(w, df, allow_spot=True)
+    # spot is cheaper, but never the only capacity behind min_replicas (1 for serving) unless spot_only_ok
+    assert {ln.pricing for ln in r.lines} == {"spot", "on_demand"}
+    assert any("90 % of their throughput" in x for x in r.rules)
+    r = plan_workload(w, df, allow_spot=True, spot_only_ok=True)
     assert {ln.pricing for ln in r.lines} == {"spot"}
-    assert any("spot lines count 90 %" in n for n in r.notes)

@@ -10,7 +10,7 @@ import pytest
 
 from gpuopt.errors import InputError
 from gpuopt.records import OFFER_COLUMNS
-from optimizer.plan import plan
+from optimizer.fleet import plan_workload
 from optimizer.sizing import Workload
 from optimizer.specs import load_model, model_from_params
 from providers.offers_csv import parse_offers_csv
@@ -57,15 +57,15 @@ def test_bug10_fractional_gpu_never_matches_a_whole_gpu_request():
     ])
     w = Workload(task="serve", model=load_model("meta-llama/Llama-2-7b-hf"), tokens_per_second=10.0,
                  concurrency=1, context_tokens=1024)
-    r = plan(w, offers, compare_strategies=False)
+    r = plan_workload(w, offers)
     assert r.status == "optimal"
     assert {ln.instance_type for ln in r.lines} == {"g6.xlarge"}
     # a model small enough for 3 GB (0.5B params in int4 = 0.25 GB of weights) may use the share, as a float count
     tiny = Workload(task="serve", model=model_from_params(0.5e9), precision="int4", tokens_per_second=10.0,
                     concurrency=1, context_tokens=512)
-    r = plan(tiny, offers, compare_strategies=False)
+    r = plan_workload(tiny, offers)
     assert [ln.instance_type for ln in r.lines] == ["g6f.large"]
-    assert r.lines[0].gpu_count == 0.125 and r.sizing[0]["gpus_per_replica"] == 0.125
+    assert r.lines[0].gpu_count == 0.125 and r.workloads[0]["sizing"][0]["gpus_per_replica"] == 0.125
 
 
 def test_bug12_currency_is_carried_and_never_mixed():

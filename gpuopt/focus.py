@@ -1,10 +1,10 @@
-"""FinOps FOCUS 1.2 cost and usage rows for gpuopt plans (and, later, monthly reviews).
+"""FinOps FOCUS 1.2 cost and usage rows for gpuopt plans and monthly reviews.
 
 Two steps, so that every producer of costs shares one writer:
 
-1. ``charges_from_plan(result)`` turns a plan (``RecommendResult`` / ``PlanResult`` / ``FleetResult``) into
-   ``Charge`` records: one per plan line and charge period, in instance-hours and USD per hour. A monthly review
-   builds the same records from real usage.
+1. ``charges_from_plan(result)`` turns a plan (``RecommendResult`` or its ``FleetResult``, planned over a horizon
+   of months) into ``Charge`` records: one per plan line and month of the horizon it runs in, in instance-hours and
+   USD per hour. A monthly review builds the same records from real usage (``gpuopt.api.review_charges``).
 2. ``focus_rows(charges)`` turns charges into FOCUS 1.2 rows (dicts keyed by column ID) and
    ``write_focus_csv(rows, path)`` writes them.
 
@@ -19,7 +19,7 @@ spot usage             Usage       Dynamic          Usage-Based  spot rate x hou
 reserved, used hours   Usage       Committed        Usage-Based  0 (the commitment covers    amortized rate x hours
                                                                  it; discount handling)      (recurring + upfront / term)
 reserved, idle hours   Usage       Committed        Usage-Based  0                           amortized rate x idle hours
-  (fleet utilization                                                                         (CommitmentDiscountStatus
+  (utilization                                                                               (CommitmentDiscountStatus
   below 100 %)                                                                               Unused, ResourceId = the
                                                                                              commitment)
 reservation fee        Purchase    Standard         Recurring    recurring rate x committed  0
@@ -29,9 +29,21 @@ upfront payment        Purchase    Standard         One-Time     the upfront of 
                                                                  ChargePeriod is the term
 =====================  ==========  ===============  ===========  ==========================  ============================
 
-So the sum of EffectiveCost is the plan's amortized monthly cost, and the sum of BilledCost is the cash the month
-invoices (hourly usage + recurring fees + upfront payments). Over a whole term the EffectiveCost of a commitment's
-usage rows equals the BilledCost of its purchases (discount handling: amortization).
+Commitments in plain sight: every commitment the plan buys (one plan line: an offer bought at a month of the
+horizon) has its own CommitmentDiscountId (``gpuopt-plan/<provider>/<region>[/<zone>]/<instance type>/<pricing>-
+<payment>/<YYYY-MM the term starts>``) and a CommitmentDiscountName that says its term ("..., 2027-01 to 2027-12").
+Its upfront is one One-Time Purchase row in the month the term starts (ChargePeriod: the whole term, as in the
+spec's purchase examples), its recurring fee a Recurring Purchase row in every month of the horizon the term covers,
+and its hours Used/Unused rows at BilledCost 0 and the amortized EffectiveCost. Nothing is charged after the horizon:
+a term that outlives it has no rows in the months after it (what is still owed then is the plan's
+``after_horizon_usd``).
+
+So, over the horizon, the sum of BilledCost of month m is the cash the plan pays that month
+(``plan.cash_by_month_usd[m]``: hourly usage + recurring fees + upfronts), the One-Time rows add up to
+``plan.upfront_usd``, and the sum of EffectiveCost is ``plan.total_usd`` when every commitment ends within the
+horizon and the leftover value is 0 (a commitment that outlives the horizon is charged its whole term in the plan's
+total, less the leftover value; its EffectiveCost rows stop with the horizon). Over a whole term the EffectiveCost of
+a commitment's usage rows equals the BilledCost of its purchases (discount handling: amortization).
 
 Prices: ListUnitPrice is the on-demand rate of the instance type in its region (the provider's price list);
 ListCost = ListUnitPrice x PricingQuantity. ContractedUnitPrice excludes commitment discounts (columns/
@@ -40,21 +52,26 @@ ListCost - EffectiveCost; on spot rows it is the spot rate (the price of the spo
 purchase rows it is the fee itself. ContractedCost = ContractedUnitPrice x PricingQuantity. PricingUnit, ConsumedUnit
 and CommitmentDiscountUnit are "Hours" (instance-hours; UnitFormat plural units).
 
-Charge periods: ``charges_from_plan`` makes one charge per line for the whole planned month by default (730 h from
-the first day of next month, UTC): a plan says how many instance-hours each line runs in the month, not on which
-days, and the spec sets no granularity for charge periods (only that they are the effective period of the charge),
-so splitting it into days would invent a timing. ``granularity="day"`` splits every line evenly into daily charge
-periods for tools that expect daily rows (hourly lines of training jobs are then spread over the month, which they
-are not in reality). A review of real usage builds daily or hourly charges itself.
+Charge periods: one per calendar month of the horizon, from the first day of ``plan.start_month`` (00:00 UTC), each
+the billing period of its rows. A plan's month is 730 h (the clouds' billing month, a year's average), so every
+calendar month carries exactly one month of the plan (its instance-hours and USD), whatever its number of days:
+the rows then add up to the plan's figures. A plan says how many instance-hours each line runs in a month, not on
+which days, and the spec sets no granularity for charge periods (only that they are the effective period of the
+charge), so splitting a month into days would invent a timing. ``granularity="day"`` splits every month evenly into
+daily charge periods for tools that expect daily rows (hourly lines of training jobs are then spread over the
+month, which they are not in reality; the upfront falls on the first day of its month). A review of real usage
+builds daily or hourly charges itself.
 
 Nulls are written as empty CSV fields (the spec examples' literal "null" strings are listed as defects in
 shared/data/PROVENANCE.md). Columns: every FOCUS 1.2 column that applies to a cloud compute charge, in alphabetical
 order, then the extension columns x_GpuModel, x_GpuCount, x_Workload, x_PricingModel, x_PaymentOption,
-x_EffectiveUnitPrice and x_PriceSource ("estimated: rule:..." when gpuopt derived the price by a documented rule).
+x_EffectiveUnitPrice, x_PriceSource ("estimated: rule:..." when gpuopt derived the price by a documented rule) and
+x_InstanceType.
 """
 
 from __future__ import annotations
 
+import calendar
 import csv
 import datetime as dt
 import io
@@ -134,6 +151,9 @@ class Charge:
         source, estimated: where the price comes from; estimated when derived by a documented rule.
         resource_id, resource_name, sub_account_id, sub_account_name, description: real identifiers when known
             (a review); None: made up from the line (a plan has no resources yet).
+        term_start, term_end: the commitment's term (UTC, end exclusive) when known (a plan's commitments): the
+            upfront's charge period ends at term_end (default: period_start + commitment_term_hours) and the
+            commitment's name says the months of its term.
     """
 
     provider: str
@@ -165,6 +185,8 @@ class Charge:
     sub_account_id: str | None = None
     sub_account_name: str | None = None
     description: str | None = None
+    term_start: dt.datetime | None = None
+    term_end: dt.datetime | None = None
 
     @property
     def committed(self) -> bool:
@@ -195,6 +217,31 @@ def next_month_start(today: dt.date | None = None) -> dt.datetime:
     d = today or dt.datetime.now(dt.timezone.utc).date()
     y, m = (d.year + 1, 1) if d.month == 12 else (d.year, d.month + 1)
     return dt.datetime(y, m, 1, tzinfo=dt.timezone.utc)
+
+
+def add_months(t: dt.datetime, months: int) -> dt.datetime:
+    """``t`` moved by whole calendar months (the day kept, or the month's last day when it has fewer)."""
+    y, m = divmod(t.month - 1 + int(months), 12)
+    year, month = t.year + y, m + 1
+    return t.replace(year=year, month=month, day=min(t.day, calendar.monthrange(year, month)[1]))
+
+
+def horizon_start(result, period_start=None) -> dt.datetime:
+    """00:00 UTC of the first day of the plan's first month (``plan.start_month`` "YYYY-MM"); ``period_start``
+    (date, datetime or ISO string) overrides it; a plan without a start month starts next month."""
+    if period_start is not None:
+        return _utc(period_start)
+    label = str(getattr(_plan_of(result), "start_month", "") or "")
+    try:
+        y, m = (int(x) for x in label.split("-")[:2])
+        return dt.datetime(y, m, 1, tzinfo=dt.timezone.utc)
+    except ValueError:
+        return next_month_start()
+
+
+def month_periods(start: dt.datetime, months: int) -> list[tuple[dt.datetime, dt.datetime]]:
+    """The charge periods of a horizon: [start of month m, start of month m + 1) for m = 0 .. months - 1."""
+    return [(add_months(start, m), add_months(start, m + 1)) for m in range(int(months))]
 
 
 def _plan_of(result):
@@ -238,68 +285,75 @@ def _line_list_price(ln, od: dict) -> float:
     return rate  # no on-demand price known: the line's own rate is the only price there is
 
 
-def _plan_hours(plan) -> float:
-    """Hours of the planned period: a month for serving and fleet plans, the job's horizon for a training plan."""
-    cap = getattr(plan, "capacity", None) or {}
-    if "work_flops_needed" in cap and not hasattr(plan, "blocks"):
-        return float(getattr(plan, "horizon_hours", HOURS_PER_MONTH) or HOURS_PER_MONTH)
-    return HOURS_PER_MONTH
+def commitment_id(ln, term_start: dt.datetime) -> str:
+    """CommitmentDiscountId of a plan's commitment: the offer, its payment and the month its term starts."""
+    where = f"{ln.provider}/{ln.region}" + (f"/{ln.zone}" if getattr(ln, "zone", "") else "")
+    return f"gpuopt-plan/{where}/{ln.instance_type}/{ln.pricing}-{ln.payment or 'none'}/{term_start:%Y-%m}"
 
 
 def charges_from_plan(result, period_start=None, *, granularity: str = "month",
                       list_prices: dict[tuple[str, str, str], float] | None = None) -> list[Charge]:
-    """The charges of a plan: one per line for the planned month (``granularity="day"``: one per line and day).
+    """The charges of a plan: one per line and month of the horizon the line runs in (``granularity="day"``: one
+    per line and day of those months).
 
     Args:
-        result: a RecommendResult (or its ``plan``: PlanResult or FleetResult).
-        period_start: start of the planned month (date, datetime or ISO string, UTC); default: 00:00 UTC of the first
-            day of next month. The month is 730 h (HOURS_PER_MONTH); a one-workload training plan covers its horizon.
-        granularity: "month" or "day" (the month split evenly into daily charge periods, the last one shorter).
+        result: a RecommendResult (or its ``plan``, an optimizer.fleet.FleetResult).
+        period_start: start of the horizon's first month (date, datetime or ISO string, UTC); default: the first day
+            of ``plan.start_month``. Month m of the horizon is the calendar month m after it.
+        granularity: "month" or "day" (each month split evenly into daily charge periods).
         list_prices: (provider, region, instance_type) -> on-demand USD/h; default: read from the prices the plan
             used (result.prices["catalog"]).
 
-    Reserved lines: the month's committed hours are count x 730; a fleet line's ``utilization`` splits them into
-    used and unused hours; the whole term's upfront is purchased in the first month. A one-workload training plan
-    pays a reservation's whole term in its total; the charges cover the job's horizon only.
-    Returns [] for an infeasible plan.
+    Hourly lines (on-demand, spot) are charged in the months they run (``start_month`` .. ``end_month``), their
+    ``monthly_usd`` each month. A commitment line is charged in the months of the horizon its term covers:
+    ``count`` x 730 committed hours a month, split into used and unused hours by its ``utilization``, its recurring
+    fee (``monthly_usd``) every month and its ``upfront_usd`` in the month its term starts. Returns [] for an
+    infeasible plan.
     """
     if granularity not in ("month", "day"):
         raise ValueError(f"granularity must be 'month' or 'day', not {granularity!r}")
     plan = _plan_of(result)
     if not getattr(plan, "feasible", True) or not plan.lines:
         return []
-    start = next_month_start() if period_start is None else _utc(period_start)
-    hours = _plan_hours(plan)
-    end = start + dt.timedelta(hours=hours)
+    H = max(1, int(getattr(plan, "horizon_months", 1) or 1))
+    start = horizon_start(result, period_start)
+    months = month_periods(start, H)
     od = _list_prices(result) if list_prices is None else list_prices
     default_workload = _workload_name(result)
     out: list[Charge] = []
     for ln in plan.lines:
         users = getattr(ln, "workloads", None)
         workload = ", ".join(users) if users else default_workload
-        term = TERM_HOURS.get(ln.pricing)
+        first = max(1, int(getattr(ln, "start_month", 1) or 1))
+        last = min(H, int(getattr(ln, "end_month", H) or H))
         rate = float(ln.usd_per_hour)
         count = int(ln.count)
+        term = TERM_HOURS.get(ln.pricing)
+        common = dict(provider=ln.provider, region=ln.region, zone=ln.zone or "", instance_type=ln.instance_type,
+                      pricing=ln.pricing, payment=ln.payment or "", list_unit_price=_line_list_price(ln, od),
+                      contracted_unit_price=rate, commitment_term_hours=term, gpu_model=ln.gpu_model,
+                      gpu_count=float(ln.gpu_count), workload=workload, instances=count, source=ln.source,
+                      estimated=bool(ln.estimated))
         if term:
-            committed = count * min(hours, float(ln.hours) or hours, term)
+            term_start = add_months(start, first - 1)
+            term_end = add_months(start, first - 1 + round(term / HOURS_PER_MONTH))
+            committed = count * HOURS_PER_MONTH
             util = getattr(ln, "utilization", None)
             used = committed * (1.0 if util is None else min(1.0, max(0.0, float(util))))
-            unused = committed - used
-            upfront = float(ln.upfront_usd or 0.0)
-            recurring = max(0.0, rate - (upfront / count) / term) if count else 0.0
-            cid = f"gpuopt-plan/{ln.provider}/{ln.region}/{ln.instance_type}/{ln.pricing}-{ln.payment or 'none'}/commitment"
+            # the recurring fee is the line's monthly_usd (exact to the cent); 0 for all upfront
+            recurring = float(ln.monthly_usd) / committed if committed else 0.0
+            common.update(commitment_id=commitment_id(ln, term_start), term_start=term_start, term_end=term_end,
+                          recurring_unit_price=recurring, unused_hours=committed - used, usage_hours=used)
         else:
-            # the line's cost is the truth (hours are rounded in fleet lines): hours = cost / rate
+            # the line's cost is the truth (hours are rounded in the lines): hours = cost / rate
             used = float(ln.monthly_usd) / rate if rate > 0 else count * float(ln.hours)
-            unused, upfront, recurring, cid = 0.0, 0.0, None, None
-        base = Charge(
-            provider=ln.provider, region=ln.region, zone=ln.zone or "", instance_type=ln.instance_type,
-            pricing=ln.pricing, payment=ln.payment or "", usage_hours=used, list_unit_price=_line_list_price(ln, od),
-            contracted_unit_price=rate, upfront_usd=upfront, commitment_id=cid, commitment_term_hours=term,
-            gpu_model=ln.gpu_model, gpu_count=float(ln.gpu_count), workload=workload, period_start=start,
-            period_end=end, unused_hours=unused, instances=count, recurring_unit_price=recurring,
-            billing_period_start=start, billing_period_end=end, source=ln.source, estimated=bool(ln.estimated))
-        out.extend([base] if granularity == "month" else _split_days(base))
+            common.update(commitment_id=None, usage_hours=used)
+        for m in range(first, last + 1):
+            a, b = months[m - 1]
+            upfront = float(ln.upfront_usd or 0.0) if term and m == first else 0.0
+            base = Charge(**common, upfront_usd=upfront, period_start=a, period_end=b, billing_period_start=a,
+                          billing_period_end=b)
+            out.extend([base] if granularity == "month" else _split_days(base))
     return out
 
 
@@ -448,6 +502,9 @@ def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
     term_label = f"{term / 8760:g}-year" if term else ""
     cd_name = (f"{term_label} {c.payment.replace('_', ' ') if c.payment else ''} "
                f"{commitment_type.lower()}: {c.instances} x {c.instance_type} in {c.region}").replace("  ", " ").strip()
+    if c.term_start is not None and c.term_end is not None:  # the months of its term: "2027-01 to 2027-12"
+        cd_name += f", {_utc(c.term_start):%Y-%m} to {_utc(c.term_end) - dt.timedelta(days=1):%Y-%m}"
+    term_end = _utc(c.term_end) if c.term_end is not None else c.period_start + dt.timedelta(hours=term)
     commitment = {"CommitmentDiscountCategory": "Usage", "CommitmentDiscountId": c.commitment_id,
                   "CommitmentDiscountName": cd_name, "CommitmentDiscountType": commitment_type,
                   "CommitmentDiscountUnit": "Hours"}
@@ -492,7 +549,7 @@ def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
         p["ListCost"] = p["ContractedCost"] = _money(c.upfront_usd)  # the fee itself, not a product of rounded numbers
         rows.append({**common, **commitment, **p, **purchase,
                      "ChargePeriodStart": _iso(c.period_start),
-                     "ChargePeriodEnd": _iso(c.period_start + dt.timedelta(hours=term)),  # the term it prepays
+                     "ChargePeriodEnd": _iso(term_end),  # the term it prepays
                      "ChargeFrequency": "One-Time", "BilledCost": _money(c.upfront_usd),
                      "ChargeDescription": f"Upfront payment of the {cd_name}: ${c.upfront_usd / c.instances:,.2f} "
                                           f"per instance for {term:g} h",

@@ -2,16 +2,20 @@
 
 ``render_report(result, "html" | "markdown", path)`` writes:
 
-- ``path``: the report. Sections: Summary (what was planned, total, savings against all on-demand, commitment taken,
-  where the prices come from and how old they are), Plan (the lines), Strategy comparison, Charts, Workloads (fleet
-  plans), Constraints and notes, Prices. HTML embeds its charts as base64 PNG (``<img src="data:image/png;...">``);
-  Markdown links PNG files written next to it (``<stem>_<chart>.png``).
+- ``path``: the report. Sections: Summary (what was planned, the horizon and the rules the plan was held to, the
+  total over the horizon, the average per month, what is paid upfront, the commitments taken and when their terms
+  end, savings against all on-demand, where the prices come from and how old they are), Plan (the lines: months,
+  $/month, total, upfront, commitment, term end, replicas and their TP/PP layout), Strategy comparison (every
+  strategy and this plan: total, $/month, upfront, commitment), Charts, Workloads, Constraints and notes, Prices.
+  HTML embeds its charts as base64 PNG (``<img src="data:image/png;...">``); Markdown links PNG files written next
+  to it (``<stem>_<chart>.png``).
 - ``<stem>.csv`` next to it: the plan lines, one row per line (every field of the line).
 - ``<stem>.json`` next to it: everything the report shows (``report_data(result)``), numbers unformatted.
 
-Charts (matplotlib, Agg canvas, imported only here): monthly cost by strategy; demand against capacity (a fleet plan:
-per serving workload over the planned blocks; one workload: needed against planned); spend by provider; spend by GPU
-model. The output is deterministic: fixed figure sizes and DPI, no timestamps but the data's, no PNG software tag.
+Charts (matplotlib, Agg canvas, imported only here): total cost of the same demand by strategy; cash paid in each
+month of the horizon (hourly usage, commitment fees and upfronts stacked); demand against capacity per serving
+workload over the planned blocks; spend over the horizon by provider and by GPU model. The output is deterministic:
+fixed figure sizes and DPI, no timestamps but the data's, no PNG software tag.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ SECTIONS = ("Summary", "Plan", "Strategy comparison", "Charts", "Workloads", "Co
 
 _STRATEGY_LABELS = {
     "all_on_demand": "all on-demand", "all_reserved_1y": "all reserved 1 year", "all_reserved_3y": "all reserved 3 years",
-    "spot_where_allowed": "spot where allowed", "all_spot": "all spot", "optimal_mix": "optimal mix (this plan)",
+    "spot_where_allowed": "spot where allowed", "this_plan": "this plan",
 }
 
 
@@ -69,51 +73,99 @@ def _clean(o: Any) -> Any:
     return o
 
 
-def _is_fleet(plan) -> bool:
-    return hasattr(plan, "blocks")
+def month_label(start_month: str, month: int) -> str:
+    """"YYYY-MM" of month ``month`` (1-based) of a horizon starting in ``start_month`` ("YYYY-MM"); "month N" when
+    the start is unknown."""
+    try:
+        y, m = (int(x) for x in str(start_month).split("-")[:2])
+    except ValueError:
+        return f"month {month}"
+    y, m = y + (m - 1 + month - 1) // 12, (m - 1 + month - 1) % 12 + 1
+    return f"{y:04d}-{m:02d}"
 
 
-def _training(plan) -> bool:
-    return not _is_fleet(plan) and "work_flops_needed" in (getattr(plan, "capacity", None) or {})
+def _months(a: int, b: int) -> str:
+    return f"{a}" if a == b else f"{a}-{b}"
+
+
+def _committed(ln) -> bool:
+    return str(ln.pricing).startswith("reserved")
+
+
+def cash_by_month(plan) -> list[dict[str, Any]]:
+    """What the plan pays in each month of the horizon, from its lines: hourly usage (on-demand, spot), the recurring
+    fees of the commitments that cover the month, and the upfronts of the commitments bought that month; ``total_usd``
+    is the plan's own ``cash_by_month_usd`` (the same sum, unrounded before it is added up)."""
+    H = int(plan.horizon_months or 1)
+    plan_cash = list(plan.cash_by_month_usd or [])
+    out = []
+    for m in range(1, H + 1):
+        hourly = recurring = upfront = 0.0
+        for ln in plan.lines:
+            if not (ln.start_month <= m <= ln.end_month):
+                continue
+            if _committed(ln):
+                recurring += ln.monthly_usd
+                upfront += ln.upfront_usd if m == ln.start_month else 0.0
+            else:
+                hourly += ln.monthly_usd
+        total = plan_cash[m - 1] if m - 1 < len(plan_cash) else hourly + recurring + upfront
+        out.append({"month": m, "label": month_label(plan.start_month, m), "hourly_usd": round(hourly, 2),
+                    "recurring_usd": round(recurring, 2), "upfront_usd": round(upfront, 2),
+                    "total_usd": round(total, 2)})
+    return out
 
 
 def report_data(result) -> dict[str, Any]:
-    """Everything the report shows, as plain data (the JSON companion): summary, lines, strategies, chart series,
+    """Everything the report shows, as plain data (the JSON companion): the horizon and its rules, the money over the
+    horizon (total, average per month, upfront, commitments, cash by month), lines, strategies, chart series,
     workloads, constraints, notes and the price provenance."""
     plan = getattr(result, "plan", result)
-    fleet = _is_fleet(plan)
-    training = _training(plan)
-    total = float(getattr(plan, "total_usd", None) or plan.total_monthly_usd or 0.0) if training else float(plan.total_monthly_usd or 0.0)
+    H = int(getattr(plan, "horizon_months", 1) or 1)
+    start = str(getattr(plan, "start_month", "") or "")
     lines = [asdict(ln) for ln in plan.lines]
-    reserved = [ln for ln in plan.lines if str(ln.pricing).startswith("reserved")]
-    commitment = {"total_over_term_usd": round(sum(ln.commitment_usd for ln in reserved), 2),
-                  "upfront_usd": round(sum(ln.upfront_usd for ln in reserved), 2),
+    reserved = [ln for ln in plan.lines if _committed(ln)]
+    commitment = {"total_over_term_usd": float(plan.commitment_usd or 0.0),
+                  "upfront_usd": float(plan.upfront_usd or 0.0),
                   "reserved_lines": len(reserved),
-                  "reserved_instances": sum(int(ln.count) for ln in reserved)}
+                  "reserved_instances": sum(int(ln.count) for ln in reserved),
+                  "term_ends": sorted({ln.term_end for ln in reserved if ln.term_end}),
+                  "after_horizon_usd": float(getattr(plan, "after_horizon_usd", 0.0) or 0.0),
+                  "leftover_value": float(getattr(plan, "leftover_value", 0.0) or 0.0),
+                  "leftover_credit_usd": float(getattr(plan, "leftover_credit_usd", 0.0) or 0.0)}
     strategies = []
     for name, s in (plan.strategies or {}).items():
         strategies.append({"name": name, "label": _STRATEGY_LABELS.get(name, name.replace("_", " ")),
-                           "monthly_usd": s.get("monthly_usd"), "savings_usd": s.get("savings_usd"),
-                           "savings_pct": s.get("savings_pct"), "commitment_usd": s.get("commitment_usd"),
-                           "upfront_usd": s.get("upfront_usd"), "status": s.get("status"),
-                           "allowed_in_this_plan": s.get("allowed_in_this_plan", True)})
+                           "status": s.get("status"), "note": s.get("note"),
+                           "total_usd": s.get("total_usd"), "monthly_usd": s.get("monthly_usd"),
+                           "upfront_usd": s.get("upfront_usd"), "commitment_usd": s.get("commitment_usd"),
+                           "max_month_usd": s.get("max_month_usd"), "savings_usd": s.get("savings_usd"),
+                           "savings_pct": s.get("savings_pct")})
     by_provider: dict[str, float] = {}
     by_gpu: dict[str, float] = {}
     for ln in plan.lines:
-        by_provider[ln.provider] = round(by_provider.get(ln.provider, 0.0) + ln.monthly_usd, 2)
-        by_gpu[ln.gpu_model] = round(by_gpu.get(ln.gpu_model, 0.0) + ln.monthly_usd, 2)
+        by_provider[ln.provider] = round(by_provider.get(ln.provider, 0.0) + ln.total_usd, 2)
+        by_gpu[ln.gpu_model] = round(by_gpu.get(ln.gpu_model, 0.0) + ln.total_usd, 2)
     prices = getattr(result, "prices", None) or {}
     data: dict[str, Any] = {
         "title": "gpuopt plan",
-        "headline": getattr(result, "headline", None) or ("Fleet plan" if fleet else "Plan"),
+        "headline": getattr(result, "headline", None) or "Plan",
         "workload_origin": getattr(result, "workload_origin", None),
-        "kind": "fleet" if fleet else ("training" if training else "serving"),
         "status": plan.status,
         "feasible": bool(plan.feasible),
         "reason": getattr(plan, "reason", None),
-        "total_usd": round(total, 2),
-        "total_label": "for the whole job" if training else "per month",
-        "on_demand_usd": (plan.strategies or {}).get("all_on_demand", {}).get("monthly_usd"),
+        "horizon_months": H,
+        "horizon_note": getattr(plan, "horizon_note", "") or "",
+        "start_month": start,
+        "end_month": month_label(start, H),
+        "rules": list(getattr(plan, "rules", None) or []),
+        "total_usd": float(plan.total_usd or 0.0),
+        "monthly_usd": float(plan.monthly_usd or 0.0),
+        "upfront_usd": float(plan.upfront_usd or 0.0),
+        "commitment_usd": float(plan.commitment_usd or 0.0),
+        "max_month_usd": float(getattr(plan, "max_month_usd", 0.0) or 0.0),
+        "cash_by_month": cash_by_month(plan) if plan.feasible else [],
+        "on_demand_total_usd": (plan.strategies or {}).get("all_on_demand", {}).get("total_usd"),
         "savings_vs_on_demand_usd": plan.savings_vs_on_demand_usd,
         "savings_vs_on_demand_pct": plan.savings_vs_on_demand_pct,
         "commitment": commitment,
@@ -126,9 +178,8 @@ def report_data(result) -> dict[str, Any]:
         "strategies": strategies,
         "spend_by_provider": dict(sorted(by_provider.items(), key=lambda kv: (-kv[1], kv[0]))),
         "spend_by_gpu_model": dict(sorted(by_gpu.items(), key=lambda kv: (-kv[1], kv[0]))),
-        "capacity": dict(getattr(plan, "capacity", None) or {}),
         "workloads": list(getattr(plan, "workloads", None) or []),
-        "blocks": [{k: b.get(k) for k in ("label", "start_hour", "hours", "demand", "capacity")}
+        "blocks": [{k: b.get(k) for k in ("label", "period", "months", "start_hour", "hours", "demand", "capacity")}
                    for b in (getattr(plan, "blocks", None) or [])],
         "binding": list(plan.binding or []),
         "notes": list(plan.notes or []),
@@ -136,27 +187,34 @@ def report_data(result) -> dict[str, Any]:
                    "max_age_days": prices.get("max_age_days"), "providers": prices.get("providers") or {},
                    "warnings": list(prices.get("warnings") or [])},
     }
-    data["demand_capacity"] = _demand_capacity(plan, data)
+    data["demand_capacity"] = _demand_capacity(data)
     return _clean(data)
 
 
-def _demand_capacity(plan, data) -> dict[str, Any] | None:
-    if _is_fleet(plan):
-        blocks = data["blocks"]
-        serving = [w["name"] for w in data["workloads"] if "peak_demand" in w]
-        if not blocks or not serving:
-            return None
-        return {"kind": "blocks", "unit": "tokens/s", "labels": [b["label"] for b in blocks],
-                "series": {w: {"demand": [float((b["demand"] or {}).get(w, 0.0)) for b in blocks],
-                               "capacity": [float((b["capacity"] or {}).get(w, 0.0)) for b in blocks]}
-                           for w in serving}}
-    cap = data["capacity"]
-    if "tokens_per_second_needed" in cap:
-        return {"kind": "bars", "unit": "tokens/s", "needed": cap["tokens_per_second_needed"],
-                "planned": cap.get("tokens_per_second_planned")}
-    if "work_flops_needed" in cap:
-        return {"kind": "bars", "unit": "FLOPs", "needed": cap["work_flops_needed"], "planned": cap.get("work_flops_planned")}
-    return None
+def _demand_capacity(data) -> dict[str, Any] | None:
+    """Demand and capacity of every serving workload, block by block in the planner's order; each block's label
+    starts with the months of its period ("m1", "m2-12") when the horizon has several periods."""
+    blocks = data["blocks"]
+    serving = [w["name"] for w in data["workloads"] if "peak_demand" in w]
+    if not blocks or not serving:
+        return None
+    first: dict[int, int] = {}
+    m = 1
+    for b in blocks:
+        p = int(b.get("period") or 0)
+        if p not in first:
+            first[p] = m
+            m += int(b.get("months") or 1)
+    several = len(first) > 1
+    labels = []
+    for b in blocks:
+        a = first[int(b.get("period") or 0)]
+        prefix = f"m{_months(a, a + int(b.get('months') or 1) - 1)} " if several else ""
+        labels.append(prefix + str(b["label"]))
+    return {"kind": "blocks", "unit": "tokens/s", "labels": labels,
+            "series": {w: {"demand": [float((b["demand"] or {}).get(w, 0.0)) for b in blocks],
+                           "capacity": [float((b["capacity"] or {}).get(w, 0.0)) for b in blocks]}
+                       for w in serving}}
 
 
 # ---------------------------------------------------------------------------------------------------- charts
@@ -176,13 +234,13 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
-def _money_axis(ax) -> None:
-    from matplotlib.ticker import FuncFormatter
-
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"\\${v:,.0f}"))
+def _dollars(v: float) -> str:
+    return f"\\${v:,.0f}"  # "\$": a literal dollar sign (matplotlib's mathtext would pair plain ones)
 
 
 def _hbars(title: str, labels: list[str], values: list[float], highlight: set[int] | None = None) -> bytes:
+    from matplotlib.ticker import FuncFormatter
+
     fig = _figure()
     ax = fig.add_subplot(1, 1, 1)
     ys = list(range(len(labels)))[::-1]
@@ -191,23 +249,51 @@ def _hbars(title: str, labels: list[str], values: list[float], highlight: set[in
     ax.set_yticks(ys, labels=labels, fontsize=8)
     top = max(values) if values else 0.0
     for y, v in zip(ys, values):
-        ax.text(v + top * 0.01, y, f"\\${v:,.0f}", va="center", fontsize=7)
+        ax.text(v + top * 0.01, y, _dollars(v), va="center", fontsize=7)
     ax.set_xlim(0, top * 1.25 if top > 0 else 1)
-    _money_axis(ax)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _dollars(v)))
     ax.tick_params(axis="x", labelsize=7)
     ax.set_title(title, fontsize=9)
     return _png(fig)
 
 
 def _chart_strategies(data) -> bytes | None:
-    rows = [s for s in data["strategies"] if s.get("monthly_usd") is not None]
+    rows = [s for s in data["strategies"] if s.get("total_usd") is not None]
     if not rows:
         return None
     labels = [s["label"] for s in rows]
-    values = [float(s["monthly_usd"]) for s in rows]
-    hi = {i for i, s in enumerate(rows) if s["name"] == "optimal_mix"}
-    what = "for the whole job" if data["kind"] == "training" else "per month"
-    return _hbars(f"Cost by strategy (USD {what})", labels, values, hi)
+    values = [float(s["total_usd"]) for s in rows]
+    hi = {i for i, s in enumerate(rows) if s["name"] == "this_plan"}
+    return _hbars(f"Cost by strategy (USD over {data['horizon_months']} months)", labels, values, hi)
+
+
+def _chart_cash(data) -> bytes | None:
+    """Cash paid in each month of the horizon: hourly usage, commitment fees and upfronts, stacked."""
+    from matplotlib.ticker import FuncFormatter
+
+    cash = data.get("cash_by_month") or []
+    if not cash:
+        return None
+    fig = _figure()
+    ax = fig.add_subplot(1, 1, 1)
+    xs = list(range(len(cash)))
+    bottom = [0.0] * len(cash)
+    for key, label, color in (("hourly_usd", "hourly usage", "#1b9e77"),
+                              ("recurring_usd", "commitment fees", "#7570b3"),
+                              ("upfront_usd", "upfront", "#d95f02")):
+        vals = [float(c[key]) for c in cash]
+        if any(vals):
+            ax.bar(xs, vals, bottom=bottom, color=color, width=0.7, label=label)
+            bottom = [b + v for b, v in zip(bottom, vals)]
+    step = max(1, math.ceil(len(xs) / 12))
+    ax.set_xticks(xs[::step], labels=[c["label"] for c in cash][::step], rotation=30, ha="right", fontsize=6)
+    top = max(bottom) if bottom else 0.0
+    ax.set_ylim(0, top * 1.15 if top > 0 else 1)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _dollars(v)))
+    ax.tick_params(axis="y", labelsize=7)
+    ax.legend(fontsize=6, loc="upper right")
+    ax.set_title("Cash paid by month (USD)", fontsize=9)
+    return _png(fig)
 
 
 def _chart_demand(data) -> bytes | None:
@@ -216,28 +302,31 @@ def _chart_demand(data) -> bytes | None:
         return None
     fig = _figure()
     ax = fig.add_subplot(1, 1, 1)
-    if dc["kind"] == "blocks":
-        xs = list(range(len(dc["labels"])))
-        palette = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02"]
-        for i, (w, s) in enumerate(sorted(dc["series"].items())):
+    xs = list(range(len(dc["labels"])))
+    palette = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02"]
+    series = sorted(dc["series"].items())
+    if len(xs) < 3:  # a flat demand (one block): bars, a step line of one point would not show
+        width = 0.8 / (2 * len(series))
+        for i, (w, s) in enumerate(series):
             color = palette[i % len(palette)]
-            ax.step(xs, s["capacity"], where="mid", color=color, linewidth=1.6, label=f"{w} capacity")
-            ax.step(xs, s["demand"], where="mid", color=color, linewidth=1.2, linestyle="--", label=f"{w} demand")
-        step = max(1, math.ceil(len(xs) / 12))
-        ax.set_xticks(xs[::step], labels=[str(lb) for lb in dc["labels"][::step]], rotation=30, ha="right", fontsize=6)
-        ax.set_ylabel(dc["unit"], fontsize=8)
-        ax.set_ylim(bottom=0)
-        ax.legend(fontsize=6, loc="upper left", ncol=2)
-        ax.set_title("Demand and planned capacity by block", fontsize=9)
-    else:
-        vals = [float(dc["needed"] or 0.0), float(dc["planned"] or 0.0)]
-        ax.bar([0, 1], vals, color=["#7570b3", "#1b9e77"], width=0.5)
-        ax.set_xticks([0, 1], labels=["needed", "planned"], fontsize=8)
-        for x, v in zip([0, 1], vals):
-            ax.text(x, v, f"{v:,.4g}", ha="center", va="bottom", fontsize=7)
-        ax.set_ylim(0, max(vals) * 1.2 if max(vals) > 0 else 1)
-        ax.set_ylabel(dc["unit"], fontsize=8)
-        ax.set_title(f"Demand and planned capacity ({dc['unit']})", fontsize=9)
+            for j, (key, alpha) in enumerate((("demand", 0.45), ("capacity", 1.0))):
+                off = (2 * i + j + 0.5) * width - 0.4
+                ax.bar([x + off for x in xs], s[key], width=width, color=color, alpha=alpha, label=f"{w} {key}")
+                for x, v in zip(xs, s[key]):
+                    ax.text(x + off, v, f"{v:,.0f}", ha="center", va="bottom", fontsize=7)
+        ax.set_xlim(-0.6, len(xs) - 0.4)
+        top = max((v for _, s in series for key in ("demand", "capacity") for v in s[key]), default=0.0)
+        ax.set_ylim(0, top * 1.2 if top > 0 else 1)
+    for i, (w, s) in enumerate(series if len(xs) >= 3 else []):
+        color = palette[i % len(palette)]
+        ax.step(xs, s["capacity"], where="mid", color=color, linewidth=1.6, label=f"{w} capacity")
+        ax.step(xs, s["demand"], where="mid", color=color, linewidth=1.2, linestyle="--", label=f"{w} demand")
+    step = max(1, math.ceil(len(xs) / 12))
+    ax.set_xticks(xs[::step], labels=[str(lb) for lb in dc["labels"][::step]], rotation=30, ha="right", fontsize=6)
+    ax.set_ylabel(dc["unit"], fontsize=8)
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=6, loc="upper left", ncol=2)
+    ax.set_title("Demand and planned capacity by block", fontsize=9)
     ax.tick_params(axis="y", labelsize=7)
     return _png(fig)
 
@@ -251,71 +340,85 @@ def _chart_spend(data, key: str, title: str) -> bytes | None:
 
 def charts(data: dict[str, Any]) -> list[tuple[str, str, bytes]]:
     """(name, caption, PNG bytes) of the report's charts, in order; charts without data are left out."""
-    what = "for the job" if data["kind"] == "training" else "per month"
+    H = data["horizon_months"]
+    over = f"over the {H}-month horizon"
     out = []
     for name, caption, png in (
-            ("cost_by_strategy", "Monthly cost of the same demand by strategy" if data["kind"] != "training"
-             else "Cost of the job by strategy", _chart_strategies(data)),
-            ("demand_capacity", "Demand against planned capacity" + (
-                " by block, in the planner's order (repeating hours of a profile merged, split at deadlines)"
-                if data["kind"] == "fleet" else ""), _chart_demand(data)),
-            ("spend_by_provider", f"Spend by provider ({what})",
-             _chart_spend(data, "spend_by_provider", f"Spend by provider (USD {what})")),
-            ("spend_by_gpu_model", f"Spend by GPU model ({what})",
-             _chart_spend(data, "spend_by_gpu_model", f"Spend by GPU model (USD {what})"))):
+            ("cost_by_strategy", f"Total cost of the same demand by strategy, {over}", _chart_strategies(data)),
+            ("cash_by_month", f"Cash paid in each month from {data['start_month'] or 'the first month'}: hourly usage, "
+                              "commitment fees and upfronts", _chart_cash(data)),
+            ("demand_capacity", "Demand against planned capacity by block, in the planner's order (the typical month "
+                                "of each period of alike months; repeating hours of a profile merged, split at "
+                                "deadlines)", _chart_demand(data)),
+            ("spend_by_provider", f"Spend by provider, {over}",
+             _chart_spend(data, "spend_by_provider", f"Spend by provider (USD over {H} months)")),
+            ("spend_by_gpu_model", f"Spend by GPU model, {over}",
+             _chart_spend(data, "spend_by_gpu_model", f"Spend by GPU model (USD over {H} months)"))):
         if png is not None:
             out.append((name, caption, png))
     return out
 
 
 # ----------------------------------------------------------------------------------------------------- tables
+def _layout(ln: dict) -> str:
+    return f"TP{ln.get('tensor_parallel') or 1} PP{ln.get('pipeline_parallel') or 1}"
+
+
 def _line_table(data) -> tuple[list[str], list[list[str]]]:
-    fleet = data["kind"] == "fleet"
-    cost_col = "$ for the job" if data["kind"] == "training" else "$/month"
-    head = ["provider", "region", "instance type", "pricing", "payment", "count", "hours each", "$/h each", cost_col,
-            "GPUs each"] + (["workloads", "used"] if fleet else ["replicas"]) + ["upfront", "break-even"]
+    head = ["provider", "region", "instance type", "pricing", "payment", "count", "months", "hours/month each",
+            "$/h each", "$/month", "total", "upfront", "commitment", "term ends", "GPUs each", "replicas", "TP/PP",
+            "workloads", "used", "break-even"]
     rows = []
     for ln in data["lines"]:
         be = ln.get("break_even_utilization")
-        row = [ln["provider"], ln["region"] + (f"/{ln['zone']}" if ln.get("zone") else ""), ln["instance_type"],
-               ln["pricing"], ln.get("payment") or "—", str(ln["count"]), f"{ln['hours']:g}",
-               f"{ln['usd_per_hour']:,.4f}" + ("*" if ln.get("estimated") else ""), _usd(ln["monthly_usd"]),
-               f"{ln['gpu_count']:g} x {ln['gpu_model']}"]
-        if fleet:
-            util = ln.get("utilization")
-            row += [", ".join(ln.get("workloads") or []), "—" if util is None else f"{100 * util:.0f} %"]
-        else:
-            row += [str(ln.get("replicas", ""))]
-        row += [_usd(ln["upfront_usd"]) if ln.get("upfront_usd") else "—", "—" if be is None else f"{100 * be:.0f} %"]
-        rows.append(row)
+        util = ln.get("utilization")
+        committed = str(ln["pricing"]).startswith("reserved")
+        rows.append([
+            ln["provider"], ln["region"] + (f"/{ln['zone']}" if ln.get("zone") else ""), ln["instance_type"],
+            ln["pricing"], ln.get("payment") or "—", str(ln["count"]), _months(ln["start_month"], ln["end_month"]),
+            f"{ln['hours']:g}", f"{ln['usd_per_hour']:,.4f}" + ("*" if ln.get("estimated") else ""),
+            _usd(ln["monthly_usd"]), _usd(ln["total_usd"]),
+            _usd(ln["upfront_usd"]) if ln.get("upfront_usd") else "—",
+            _usd(ln["commitment_usd"]) if committed else "—", (ln.get("term_end") or "—") if committed else "—",
+            f"{ln['gpu_count']:g} x {ln['gpu_model']}", str(ln.get("replicas", "")), _layout(ln),
+            ", ".join(ln.get("workloads") or []), "—" if util is None else f"{100 * util:.0f} %",
+            "—" if be is None else f"{100 * be:.0f} %"])
     return head, rows
 
 
 def _strategy_table(data) -> tuple[list[str], list[list[str]]]:
-    what = "$ for the job" if data["kind"] == "training" else "$/month"
-    head = ["strategy", what, "savings vs all on-demand", "commitment over the term", "upfront"]
+    head = ["strategy", "total", "$/month", "upfront", "commitment", "most in a month", "savings vs all on-demand"]
     rows = []
     for s in data["strategies"]:
-        label = s["label"] + ("" if s.get("allowed_in_this_plan", True) else " (not allowed by your limits)")
-        cost = _usd(s["monthly_usd"]) if s.get("monthly_usd") is not None else str(s.get("status") or "—")
+        if s.get("total_usd") is None:
+            why = str(s.get("status") or "—") + (f": {s['note']}" if s.get("note") else "")
+            rows.append([s["label"], why, "—", "—", "—", "—", "—"])
+            continue
         sav = "—" if s.get("savings_usd") is None else f"{_usd(s['savings_usd'])} ({_pct(s.get('savings_pct'))})"
-        rows.append([label, cost, sav, _usd(s["commitment_usd"]) if s.get("commitment_usd") else "—",
-                     _usd(s["upfront_usd"]) if s.get("upfront_usd") else "—"])
+        rows.append([s["label"], _usd(s["total_usd"]), _usd(s.get("monthly_usd")), _usd(s.get("upfront_usd") or 0.0),
+                     _usd(s.get("commitment_usd") or 0.0), _usd(s.get("max_month_usd")), sav])
     return head, rows
 
 
 def _workload_table(data) -> tuple[list[str], list[list[str]]]:
-    head = ["workload", "task", "model", "needs", "planned"]
+    head = ["workload", "task", "model", "months", "needs", "planned", "replica"]
     rows = []
+    H = data["horizon_months"]
     for w in data["workloads"]:
+        rep = "; ".join(f"{s['gpu_shape'].split(' (')[0]}: {s['gpus_per_replica']:g} GPUs, "
+                        f"TP{s.get('tensor_parallel', 1)} PP{s.get('pipeline_parallel', 1)}"
+                        for s in (w.get("sizing") or [])[:2])
         if "work_flops_needed" in w:
-            rows.append([w["name"], w["task"], w["model"], f"{w['work_flops_needed']:.3g} FLOPs by hour {w['deadline_hours']:g}",
-                         f"{w['work_flops_planned']:.3g} FLOPs, done by hour {w['finish_by_hour']:g}"])
+            rows.append([w["name"], w["task"], w["model"], f"from {w.get('start_month', 1)}",
+                         f"{w['work_flops_needed']:.3g} FLOPs within {w['deadline_hours']:g} h",
+                         f"{w['work_flops_planned']:.3g} FLOPs, done by hour {w['finish_by_hour']:g}", rep])
         else:
             rr = w.get("replicas_min_max") or [0, 0]
-            rows.append([w["name"], w["task"], w["model"],
+            rows.append([w["name"], w["task"], w["model"], _months(w.get("start_month", 1), w.get("end_month", H)),
                          f"peak {w['peak_demand']:,.1f} tokens/s, at least {w['min_replicas']} replicas",
-                         f"{rr[0]:g}-{rr[1]:g} replicas" + (f", {w['blocks_short']} blocks short" if w.get("blocks_short") else "")])
+                         f"{rr[0]:g}-{rr[1]:g} replicas"
+                         + (f", {w['blocks_short']} blocks short" if w.get("blocks_short") else ""),
+                         rep])
     return head, rows
 
 
@@ -332,25 +435,41 @@ def _price_table(data) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
+def _horizon(data) -> str:
+    H = data["horizon_months"]
+    span = f"{data['start_month']} to {data['end_month']}" if data.get("start_month") else f"months 1-{H}"
+    return f"{H} month{'s' if H != 1 else ''}, {span}"
+
+
 def _summary(data) -> list[str]:
     """The summary as sentences (plain text; the renderers escape them)."""
     out = [data["headline"]]
     if data.get("workload_origin") and str(data["workload_origin"]) not in str(data["headline"]):
         out.append(f"Workload from {data['workload_origin']}.")
+    out.append(f"Horizon: {_horizon(data)}.")
+    out += [f"Rule: {r}." for r in data.get("rules") or []]
     if not data["feasible"]:
         reason = data.get("reason") or {}
         out.append(f"No plan: {reason.get('message', data['status'])}")
         return out
-    out.append(f"Status: {data['status']}. Total: {_usd(data['total_usd'])} {data['total_label']}.")
-    if data.get("on_demand_usd") is not None and data.get("savings_vs_on_demand_usd") is not None:
-        out.append(f"Savings against all on-demand ({_usd(data['on_demand_usd'])}): "
-                   f"{_usd(data['savings_vs_on_demand_usd'])} ({_pct(data['savings_vs_on_demand_pct'])}).")
+    out.append(f"Status: {data['status']}. Total over the horizon: {_usd(data['total_usd'])}; average "
+               f"{_usd(data['monthly_usd'])} per month; the most paid in one month {_usd(data['max_month_usd'])}.")
+    out.append(f"Upfront: {_usd(data['upfront_usd'])}" + (" (paid in the month each commitment starts)."
+                                                           if data["upfront_usd"] else " (nothing paid upfront)."))
     c = data["commitment"]
     if c["reserved_lines"]:
-        out.append(f"Commitment taken: {c['reserved_instances']} reserved instance(s) on {c['reserved_lines']} line(s), "
-                   f"{_usd(c['total_over_term_usd'])} over their terms, {_usd(c['upfront_usd'])} of it upfront.")
+        text = (f"Commitment: {_usd(c['total_over_term_usd'])} owed over the terms of {c['reserved_lines']} "
+                f"commitment(s) ({c['reserved_instances']} reserved instance(s)), terms ending "
+                f"{', '.join(c['term_ends']) or '—'}; {_usd(c['upfront_usd'])} of it upfront")
+        if c.get("after_horizon_usd"):
+            text += (f"; {_usd(c['after_horizon_usd'])} is paid after the horizon, counted in the total at "
+                     f"{100 * (1 - c.get('leftover_value', 0.0)):.0f} %")
+        out.append(text + ".")
     else:
-        out.append("Commitment taken: none (no reserved instances).")
+        out.append("Commitment: none (no reserved instances; nothing is owed beyond the hours used).")
+    if data.get("on_demand_total_usd") is not None and data.get("savings_vs_on_demand_usd") is not None:
+        out.append(f"Savings against all on-demand ({_usd(data['on_demand_total_usd'])} over the horizon): "
+                   f"{_usd(data['savings_vs_on_demand_usd'])} ({_pct(data['savings_vs_on_demand_pct'])}).")
     if data.get("objective") == "roi":
         roi = data.get("roi")
         out.append(f"Value {_usd(data.get('value_usd'))}, net value {_usd(data.get('net_value_usd'))}, ROI "
@@ -373,8 +492,8 @@ def _summary(data) -> list[str]:
 
 
 # -------------------------------------------------------------------------------------------------- renderers
-_RIGHT = {"count", "hours each", "used", "upfront", "break-even", "replicas", "age (days)", "savings vs all on-demand",
-          "commitment over the term"}
+_RIGHT = {"count", "months", "hours/month each", "total", "used", "upfront", "commitment", "most in a month",
+          "break-even", "replicas", "age (days)", "savings vs all on-demand"}
 
 
 def _right(head: list[str]) -> set[int]:
@@ -455,7 +574,10 @@ def _html(data, images: list[tuple[str, str, bytes]]) -> str:
     out += [f"<li>{e(s)}</li>" for s in summary]
     out.append("</ul>")
     if data["feasible"]:
-        out.append(f'<p class="total">Total: <span id="total">{e(_usd(data["total_usd"]))}</span> {e(data["total_label"])}</p>')
+        out.append(f'<p class="total">Total over the horizon ({e(_horizon(data))}): <span id="total">'
+                   f'{e(_usd(data["total_usd"]))}</span>; average <span id="monthly">{e(_usd(data["monthly_usd"]))}'
+                   f'</span> per month; upfront <span id="upfront">{e(_usd(data["upfront_usd"]))}</span>; '
+                   f'commitment <span id="commitment">{e(_usd(data["commitment_usd"]))}</span></p>')
         out += ['<h2 id="plan">Plan</h2>', _html_table(*_line_table(data), "plan")]
         if data["estimated_lines"]:
             out.append("<p>* estimated price</p>")

@@ -391,9 +391,9 @@ _PLANS: dict[str, Any] = {}
 
 
 def example_fleet_result():
-    """The bundled example plan (gpuopt/data/example_plan.yaml) planned once per test session, for the FOCUS and
-    report tests (HiGHS: about 2.5 s here, CBC about twice that; the same optimal cost). The plan uses the shipped
-    snapshot, so the test's price cache does not matter."""
+    """The bundled example plan (gpuopt/data/example_plan.yaml: three workloads over 12 months from next month)
+    planned once per test session, for the FOCUS and report tests (HiGHS; with its explanations, the longest plan of
+    these tests). The plan uses the shipped snapshot, so the test's price cache does not matter."""
     if "fleet" not in _PLANS:
         import gpuopt
 
@@ -403,7 +403,8 @@ def example_fleet_result():
 
 
 def one_workload_result():
-    """The README's one-workload plan: Llama-2-70B serving 2,000 tokens/s within $50,000 (planned once)."""
+    """The README's one-workload plan: Llama-2-70B serving 2,000 tokens/s within $50,000 a month, over the default
+    12-month horizon from next month (planned once)."""
     if "one" not in _PLANS:
         import gpuopt
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import copy
 import csv
+import html
 import json
 import re
 import struct
@@ -44,30 +45,83 @@ def one():
 
 
 def _check_numbers(text: str, result) -> None:
+    """The HTML shows the plan's own numbers: the totals over the horizon, every strategy (this plan included) and
+    every line with its months, $/month, total, upfront, commitment, term end and layout."""
     plan = result.plan
-    assert re.search(rf'<span id="total">\${plan.total_monthly_usd:,.2f}</span>', text)
+    assert re.search(rf'<span id="total">\${plan.total_usd:,.2f}</span>', text)
+    assert re.search(rf'<span id="monthly">\${plan.monthly_usd:,.2f}</span>', text)
+    assert re.search(rf'<span id="upfront">\${plan.upfront_usd:,.2f}</span>', text)
+    assert re.search(rf'<span id="commitment">\${plan.commitment_usd:,.2f}</span>', text)
     table = text.split('<table class="strategies">', 1)[1].split("</table>", 1)[0]
-    rows = re.findall(r"<tr><td>([^<]+)</td><td class=\"n\">([^<]+)</td>", table)
-    assert len(rows) == len(plan.strategies)
-    for (label, shown), (name, s) in zip(rows, plan.strategies.items()):
-        assert shown == f"${s['monthly_usd']:,.2f}", (name, label, shown)
+    rows = re.findall(r"<tr><td>([^<]+)</td>" + r"<td class=\"n\">([^<]+)</td>" * 6, table)
+    assert len(rows) == len(plan.strategies) and "this_plan" in plan.strategies
+    for row, (name, s) in zip(rows, plan.strategies.items()):
+        label, total, monthly, upfront, commitment, most, _sav = row
+        if s.get("total_usd") is None:
+            assert total.startswith(s["status"]), (name, row)
+            continue
+        assert (total, monthly, upfront, commitment, most) == (
+            f"${s['total_usd']:,.2f}", f"${s['monthly_usd']:,.2f}", f"${s['upfront_usd']:,.2f}",
+            f"${s['commitment_usd']:,.2f}", f"${s['max_month_usd']:,.2f}"), (name, label)
+    assert rows[-1][0] == "this plan" and rows[-1][1] == f"${plan.total_usd:,.2f}"
     assert f"${plan.savings_vs_on_demand_usd:,.2f} ({plan.savings_vs_on_demand_pct:.1f} %)" in text
     plan_table = text.split('<table class="plan">', 1)[1].split("</table>", 1)[0]
-    assert plan_table.count("<tr>") == len(plan.lines) + 1
-    for ln in plan.lines:
-        assert f"${ln.monthly_usd:,.2f}" in plan_table and ln.instance_type in plan_table
+    head = re.findall(r"<th>([^<]+)</th>", plan_table)
+    body = [re.findall(r"<td[^>]*>([^<]*)</td>", r) for r in re.findall(r"<tr><td.*?</tr>", plan_table)]
+    assert len(body) == len(plan.lines)
+    for ln, cells in zip(plan.lines, body):
+        row = dict(zip(head, cells))
+        months = f"{ln.start_month}" if ln.start_month == ln.end_month else f"{ln.start_month}-{ln.end_month}"
+        committed = ln.pricing.startswith("reserved")
+        assert row["instance type"] == ln.instance_type and row["months"] == months
+        assert row["$/month"] == f"${ln.monthly_usd:,.2f}" and row["total"] == f"${ln.total_usd:,.2f}"
+        assert row["upfront"] == (f"${ln.upfront_usd:,.2f}" if ln.upfront_usd else "—")
+        assert row["commitment"] == (f"${ln.commitment_usd:,.2f}" if committed else "—")
+        assert row["term ends"] == (ln.term_end if committed else "—")
+        assert row["replicas"] == str(ln.replicas)
+        assert row["TP/PP"] == f"TP{ln.tensor_parallel} PP{ln.pipeline_parallel}"
+
+
+def _check_summary(text: str, result) -> None:
+    plan = result.plan
+    H = plan.horizon_months
+    assert f"Horizon: {H} months, {plan.start_month} to " in text
+    for rule in plan.rules:
+        assert html.escape(f"Rule: {rule}.", quote=False) in text.replace("&#x27;", "'")
+    assert (f"Total over the horizon: ${plan.total_usd:,.2f}; average ${plan.monthly_usd:,.2f} per month; the most "
+            f"paid in one month ${plan.max_month_usd:,.2f}.") in text
+    assert f"Upfront: ${plan.upfront_usd:,.2f}" in text
+    reserved = [ln for ln in plan.lines if ln.pricing.startswith("reserved")]
+    if reserved:
+        ends = ", ".join(sorted({ln.term_end for ln in reserved}))
+        assert (f"Commitment: ${plan.commitment_usd:,.2f} owed over the terms of {len(reserved)} commitment(s) "
+                f"({sum(ln.count for ln in reserved)} reserved instance(s)), terms ending {ends}; "
+                f"${plan.upfront_usd:,.2f} of it upfront") in text
 
 
 def _check_companions(path, result) -> None:
+    plan = result.plan
     comp = companion_paths(path)
     with comp["csv"].open(encoding="utf-8") as f:
         lines = list(csv.DictReader(f))
-    assert [float(r["monthly_usd"]) for r in lines] == [ln.monthly_usd for ln in result.plan.lines]
+    assert [float(r["monthly_usd"]) for r in lines] == [ln.monthly_usd for ln in plan.lines]
+    assert [(r["term_end"], int(r["start_month"]), int(r["end_month"])) for r in lines] == [
+        (ln.term_end, ln.start_month, ln.end_month) for ln in plan.lines]
     data = json.loads(comp["json"].read_text(encoding="utf-8"))
-    assert data["total_usd"] == pytest.approx(result.plan.total_monthly_usd)
-    assert {s["name"]: s["monthly_usd"] for s in data["strategies"]} == {
-        k: v["monthly_usd"] for k, v in result.plan.strategies.items()}
-    assert len(data["lines"]) == len(result.plan.lines) and data["prices"]["providers"]
+    for k in ("total_usd", "monthly_usd", "upfront_usd", "commitment_usd", "horizon_months", "start_month"):
+        assert data[k] == getattr(plan, k), k
+    assert {s["name"]: (s["total_usd"], s["monthly_usd"]) for s in data["strategies"]} == {
+        k: (v["total_usd"], v["monthly_usd"]) for k, v in plan.strategies.items()}
+    cash = data["cash_by_month"]
+    assert [c["total_usd"] for c in cash] == plan.cash_by_month_usd and len(cash) == plan.horizon_months
+    for c in cash:  # the parts shown in the chart add up to the plan's cash of the month
+        assert c["hourly_usd"] + c["recurring_usd"] + c["upfront_usd"] == pytest.approx(c["total_usd"], abs=0.1)
+    assert sum(c["upfront_usd"] for c in cash) == pytest.approx(plan.upfront_usd, abs=0.01)
+    assert sum(data["spend_by_provider"].values()) == pytest.approx(plan.total_usd, abs=0.01 * len(plan.lines) + 0.01)
+    assert len(data["lines"]) == len(plan.lines) and data["prices"]["providers"]
+
+
+CHARTS = ["cost_by_strategy", "cash_by_month", "demand_capacity", "spend_by_provider", "spend_by_gpu_model"]
 
 
 def test_html_report_of_the_example_fleet_plan(tmp_path, fleet):
@@ -76,33 +130,44 @@ def test_html_report_of_the_example_fleet_plan(tmp_path, fleet):
     assert _headings(text) == ["Summary", "Plan", "Strategy comparison", "Charts", "Workloads", "Constraints and notes",
                                "Prices"]
     images = _images(text)
-    assert len(images) == 4 and all(_png_size(p) == SIZE for p in images)
+    assert len(images) == len(CHARTS) and all(_png_size(p) == SIZE for p in images)
+    assert re.findall(r'<figure id="chart-([^"]+)"', text) == CHARTS
     _check_numbers(text, fleet)
-    for w in fleet.plan.workloads:
+    _check_summary(text, fleet)
+    plan = fleet.plan
+    assert any(ln.pipeline_parallel > 1 for ln in plan.lines) and "TP1 PP2" in text  # a replica over 2 instances
+    for w in plan.workloads:
         assert f"<td>{w['name']}</td>" in text
-    reserved = [ln for ln in fleet.plan.lines if ln.pricing.startswith("reserved")]
-    assert (f"Commitment taken: {sum(ln.count for ln in reserved)} reserved instance(s) on {len(reserved)} line(s), "
-            f"${sum(ln.commitment_usd for ln in reserved):,.2f} over their terms") in text
+    assert any(ln.pricing == "reserved_1y" for ln in plan.lines) and "terms ending " in text
     assert "shipped snapshot" in text and "as of 2026-11-30 or earlier" in text  # where prices come from, how old
     _check_companions(path, fleet)
     data = report_data(fleet)
+    cash = data["cash_by_month"]
+    y, m = (int(x) for x in plan.start_month.split("-"))
+    assert cash[0]["label"] == plan.start_month
+    assert cash[1]["label"] == (f"{y}-{m + 1:02d}" if m < 12 else f"{y + 1}-01")
+    assert cash[-1]["label"] == next(ln.term_end for ln in plan.lines if ln.pricing == "reserved_1y")  # a 1-year term
+    assert cash[0]["upfront_usd"] == pytest.approx(plan.upfront_usd) and all(c["upfront_usd"] == 0 for c in cash[1:])
     dc = data["demand_capacity"]
     assert dc["kind"] == "blocks" and set(dc["series"]) == {"chat"}
-    assert len(dc["series"]["chat"]["demand"]) == len(fleet.plan.blocks)
+    assert len(dc["series"]["chat"]["demand"]) == len(plan.blocks)
+    assert dc["labels"][0].startswith("m1 ") and dc["labels"][-1].startswith("m2-12 ")  # the periods' months
 
 
 def test_html_report_of_the_one_workload_plan(tmp_path, one):
     path = render_report(one, "html", tmp_path / "one.html")
     text = path.read_text(encoding="utf-8")
-    assert _headings(text) == ["Summary", "Plan", "Strategy comparison", "Charts", "Constraints and notes", "Prices"]
+    assert _headings(text) == ["Summary", "Plan", "Strategy comparison", "Charts", "Workloads",
+                               "Constraints and notes", "Prices"]
     images = _images(text)
-    assert len(images) == 4 and all(_png_size(p) == SIZE for p in images)
+    assert len(images) == len(CHARTS) and all(_png_size(p) == SIZE for p in images)
     _check_numbers(text, one)
-    assert "17.2757*" in text and "* estimated price" in text  # the estimated rate is marked
+    _check_summary(text, one)
+    (ln,) = one.plan.lines
+    assert f"{ln.usd_per_hour:,.4f}*" in text and "* estimated price" in text  # the estimated rate is marked
     _check_companions(path, one)
     dc = report_data(one)["demand_capacity"]
-    assert dc == {"kind": "bars", "unit": "tokens/s", "needed": 2000.0,
-                  "planned": one.plan.capacity["tokens_per_second_planned"]}
+    assert dc["labels"] == ["whole month"] and dc["series"]["workload"]["demand"] == [2000.0]
 
 
 def test_markdown_report_writes_and_links_its_pngs(tmp_path, fleet):
@@ -111,13 +176,14 @@ def test_markdown_report_writes_and_links_its_pngs(tmp_path, fleet):
     for h in ("## Summary", "## Plan", "## Strategy comparison", "## Charts", "## Workloads", "## Prices"):
         assert f"\n{h}\n" in text
     links = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", text)
-    assert links == ["plan_cost_by_strategy.png", "plan_demand_capacity.png", "plan_spend_by_provider.png",
-                     "plan_spend_by_gpu_model.png"]
+    assert links == [f"plan_{c}.png" for c in CHARTS]
     for name in links:
         assert _png_size((tmp_path / name).read_bytes()) == SIZE
-    assert f"${fleet.plan.total_monthly_usd:,.2f} per month" in text
-    for ln in fleet.plan.lines:  # Markdown specials escaped: reserved\_3y renders as reserved_3y
+    plan = fleet.plan
+    assert f"Total over the horizon: ${plan.total_usd:,.2f}; average ${plan.monthly_usd:,.2f} per month" in text
+    for ln in plan.lines:  # Markdown specials escaped: reserved\_3y renders as reserved_3y
         assert f"| {ln.pricing.replace('_', chr(92) + '_')} |" in text
+    assert "| this plan |" in text
     assert companion_paths(path)["csv"].exists() and companion_paths(path)["json"].exists()
 
 

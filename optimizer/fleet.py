@@ -546,7 +546,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                     cash[v] = cash.get(v, 0.0) + c.usd_per_unit_hour * b.hours
                     if c.offer["pricing"] == "spot":
                         spot.setdefault((spot_group(c.offer), bi), {})[v] = k
-                if problem.max_instances is not None:
+                if problem.max_instances is not None and not c.committed:  # committed: counted by N below
                     q = quota.setdefault((spot_group(c.offer), bi), {})
                     q[v] = q.get(v, 0.0) + k
                 if (w.name, placement_group(c.offer, problem.placement)) in V.Y:
@@ -787,6 +787,23 @@ def as_unplaced(problem: FleetProblem) -> FleetProblem:
         problem.cands, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity, "any",
         problem.spread)[0]
     return problem.replace(cands=kept, placement="any")
+
+
+def fix_placement(problem: FleetProblem, sol: FleetSolution) -> FleetProblem:
+    """The problem with each placed serving workload kept in the placement group the plan ``sol`` uses (its
+    candidates, unpruned ones included, filtered), without placement binaries: the explanations price alternatives
+    in the plan's own regions."""
+    placed = _placed(problem)
+    if problem.placement == "any" or not placed:
+        return problem
+    keep = {w.name: set(_groups_used(problem, sol, w.name)) for w in placed}
+
+    def filt(cands):
+        return {w: [c for c in cs if w not in keep or not keep[w] or placement_group(c.offer, problem.placement) in keep[w]]
+                for w, cs in cands.items()}
+    out = as_unplaced(problem.replace(cands=filt(problem.cands)))
+    out.unpruned = filt(problem.unpruned) if problem.unpruned else None
+    return out
 
 
 def _groups_used(problem: FleetProblem, sol: FleetSolution, w: str) -> dict[tuple, float]:

@@ -65,7 +65,8 @@ def _restricted(problem: FleetProblem, subset: dict) -> FleetProblem:
 
 def strategies(problem: FleetProblem, solver, time_limit_s, gap_rel, plan_money: dict) -> dict[str, dict[str, Any]]:
     """The same demand priced all on-demand, all reserved 1y / 3y, on-demand + spot where allowed, and the plan
-    itself: each with its total over the horizon, average per month, upfront and commitment over the terms."""
+    itself: each with its total over the horizon, average per month, upfront and commitment over the terms.
+    (plan_fleet passes the problem with the serving workloads kept in the plan's regions: fix_placement.)"""
     out: dict[str, dict[str, Any]] = {}
     for name, allowed in STRATEGY_SETS.items():
         if name == "spot_where_allowed" and not any(w.allow_spot for w in problem.workloads):
@@ -339,17 +340,20 @@ def explain_into(res, problem: FleetProblem, sol: FleetSolution, solver, time_li
     compare, they are not the plan."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from optimizer.fleet import fix_placement
+
     ex_limit, ex_gap = min(time_limit_s, 10.0), max(gap_rel, 0.01)
+    here = fix_placement(problem, sol)  # strategies, duals and demand changes: in the plan's own regions
 
     def single(fn, *a):
         _SOLVE_THREADS.n = 1
         return fn(*a)
 
     with ThreadPoolExecutor(max_workers=max(1, min(3, os.cpu_count() or 1))) as pool:
-        f_st = pool.submit(single, strategies, problem, solver, ex_limit, ex_gap, plan_money)
-        f_mg = pool.submit(single, marginal, problem, solver, ex_limit)
+        f_st = pool.submit(single, strategies, here, solver, ex_limit, ex_gap, plan_money)
+        f_mg = pool.submit(single, marginal, here, solver, ex_limit)
         f_nb = pool.submit(single, next_best, problem, sol, solver, ex_limit, ex_gap)
-        f_df = pool.submit(single, demand_flip, problem, sol, solver, ex_limit, ex_gap)
+        f_df = pool.submit(single, demand_flip, here, sol, solver, ex_limit, ex_gap)
         res.strategies, res.marginal, res.next_best = f_st.result(), f_mg.result(), f_nb.result()
         res.demand_sensitivity = f_df.result()
     base = res.strategies.get("all_on_demand", {}).get("total_usd")

@@ -1,8 +1,10 @@
 """Sizing: how much GPU memory one replica of a workload needs on a GPU model, and how fast it runs there.
 
-A *replica* is one copy of the model spread over ``gpus`` GPUs of one model: tensor parallel for serving, ZeRO
-data parallel (stage 0-3) for training. The planner (``optimizer/model.py``) turns replicas into instances; this
-module only answers "does a replica fit on g GPUs of type X, and what is its throughput?".
+A *replica* is one copy of the model spread over ``gpus`` GPUs of one model: for serving, tensor parallel inside one
+instance and, when one instance is too small, pipeline stages across instances (``pipeline_parallel``); for training,
+ZeRO data parallel (stage 0-3), across instances only over a cluster fabric. The planner (``optimizer/model.py``)
+turns replicas into instances and gives the instances' network (:func:`offer_network`); this module only answers
+"does a replica fit on g GPUs of type X laid out so, and what is its throughput?".
 
 Formulas and constants come from ``shared/FORMULAS.md`` (section numbers cited as "F§n") and the papers it cites.
 Units: bytes and GiB (2**30 B) for memory, GB/s (1e9 B/s) for bandwidth, FLOP/s, tokens/s, hours.
@@ -96,11 +98,12 @@ DEFAULT_MFU: dict[str, float] = {"datacenter_nvlink": 0.40, "datacenter_pcie": 0
 #: high-TP decode is latency-bound and these estimates are optimistic there.
 TP_EFFICIENCY_PER_DOUBLING: dict[str, float] = {"nvlink": 0.90, "pcie": 0.75}
 
-#: GPUs per node; a replica of more GPUs spans nodes and its gradient traffic crosses the node network.
+#: GPUs per node when no offer says (``gpuopt estimate``, :data:`DEFAULT_NODE_NETWORK`); a replica of more GPUs spans
+#: nodes: its gradient traffic crosses the node network, a serving replica becomes one pipeline stage per node.
 GPUS_PER_NODE = 8
-#: Node-to-node bandwidth per GPU, one direction, GB/s: one 200 Gb/s InfiniBand HDR NIC per GPU (DGX A100 and
-#: Azure ND A100 v4: 8 x 200 Gb/s per 8-GPU node). Chosen as typical; AWS p4d has less (4 x 100 Gb/s per node),
-#: p5 more (3200 Gb/s). NCCL runs one ring per NIC, so across nodes the collectives' bus bandwidth is about the
+#: Node-to-node bandwidth per GPU when no offer says, one direction, GB/s: one 200 Gb/s InfiniBand HDR NIC per GPU
+#: (DGX A100 and Azure ND A100 v4: 8 x 200 Gb/s per 8-GPU node). Chosen as typical; AWS p4d has less
+#: (4 x 100 Gb/s per node), p5 more (3200 Gb/s): with an offer, its fabric's bandwidth is used (:func:`offer_network`). NCCL runs one ring per NIC, so across nodes the collectives' bus bandwidth is about the
 #: node's total, 8 x 25 = 200 GB/s (DERIVED from the busbw definition, F§9).
 INTER_NODE_GBPS_PER_GPU = 25.0
 

@@ -806,15 +806,17 @@ def fix_placement(problem: FleetProblem, sol: FleetSolution) -> FleetProblem:
     return out
 
 
-def _groups_used(problem: FleetProblem, sol: FleetSolution, w: str) -> dict[tuple, float]:
-    """Placement group -> what serving workload w spends or uses in it (committed units weigh their offer's price)."""
+def _groups_used(problem: FleetProblem, sol: FleetSolution, w: str, placement: str | None = None) -> dict[tuple, float]:
+    """Placement group (of ``placement``, default the problem's) -> what serving workload w spends or uses in it
+    (committed units weigh their offer's price)."""
     idx = _cand_index(problem)
+    placement = placement or problem.placement
     out: dict[tuple, float] = {}
     for store in (sol.A, sol.X):
         for (wn, ok, bi), x in store.items():
             if wn == w and x > 1e-9:
                 c = idx[(wn, ok)]
-                g = placement_group(c.offer, problem.placement)
+                g = placement_group(c.offer, placement)
                 out[g] = out.get(g, 0.0) + c.usd_per_unit_hour * problem.blocks[bi].hours * x
     return out
 
@@ -871,7 +873,8 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
         if best is not None and bound >= best.cost * (1 - gap_rel) - 1e-6:
             continue
         nodes += 1
-        split = [(len(g), w.name, g) for w in serving for g in [_groups_used(sub, sol, w.name)] if len(g) > 1]
+        split = [(len(g), w.name, g) for w in serving for g in [_groups_used(sub, sol, w.name, problem.placement)]
+                 if len(g) > 1]
         if not split:
             if best is None or sol.cost < best.cost - 1e-9:
                 best = sol

@@ -846,8 +846,14 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
                               "any", problem.spread) if problem.max_instances is None else (cands, 0)
         return problem.replace(cands=kept, placement="any")
 
-    def solve_node(allow):
-        sub = node_problem(allow)
+    def lp_bound(sub) -> float | None:
+        """The LP relaxation's cost: a cheap lower bound of the node (None when it does not solve)."""
+        m, _ = build_fleet_model(sub, allowed=allowed, relax=True)
+        rep = solve_fleet(m, solver=solver, time_limit_s=max(0.5, t_end - time.perf_counter()), gap_rel=gap_rel)
+        return rep.objective if rep.status == "optimal" else None
+
+    def solve_node(allow, sub=None):
+        sub = sub or node_problem(allow)
         left = max(0.5, t_end - time.perf_counter())
         m, V = build_fleet_model(sub, allowed=allowed)
         rep = solve_fleet(m, solver=solver, time_limit_s=left, gap_rel=gap_rel)
@@ -857,6 +863,7 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
             bound = rep.bound if rep.bound is not None else 0.0
         return sub, sol, bound
 
+    t0 = time.perf_counter()
     best: FleetSolution | None = None
     best_bound_open: list[float] = []
     counter = 0
@@ -865,13 +872,33 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
     sub, sol, bound = solve_node(root)
     if sol.report.status not in ("optimal", "time_limit"):
         return sol
-    heapq.heappush(heap, (bound, counter, root, sub, sol))
-    nodes = 0
+    heapq.heappush(heap, (bound, counter, root, (sub, sol)))
+    nodes = solves = 1
     timed_out = False
     while heap:
-        bound, _, allow, sub, sol = heapq.heappop(heap)
+        bound, _, allow, solved = heapq.heappop(heap)
         if best is not None and bound >= best.cost * (1 - gap_rel) - 1e-6:
             continue
+        if time.perf_counter() >= t_end:
+            best_bound_open.append(bound)
+            timed_out = True
+            continue
+        if solved is None:  # children are solved when their turn comes (lazily): many are cut by then
+            sub = node_problem(allow)
+            if best is not None:  # first the LP bound: a node it cuts needs no MILP
+                lb = lp_bound(sub)
+                if lb is None or lb >= best.cost * (1 - gap_rel) - 1e-6:
+                    continue
+            sub, sol, b2 = solve_node(allow, sub)
+            solves += 1
+            if sol.report.status not in ("optimal", "time_limit"):
+                continue
+            if b2 > bound + 1e-6:  # its own bound is higher than its parent's: back in the queue at its place
+                counter += 1
+                heapq.heappush(heap, (b2, counter, allow, (sub, sol)))
+                continue
+        else:
+            sub, sol = solved
         nodes += 1
         split = [(len(g), w.name, g) for w in serving for g in [_groups_used(sub, sol, w.name, problem.placement)]
                  if len(g) > 1]
@@ -879,26 +906,14 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
             if best is None or sol.cost < best.cost - 1e-9:
                 best = sol
             continue
-        if time.perf_counter() >= t_end:
-            best_bound_open.append(bound)
-            timed_out = True
-            continue
         _, wname, used = max(split)
         children = [frozenset({g}) for g in sorted(used, key=lambda g: -used[g])]
         rest = allow[wname] - frozenset(used)
         if rest:
             children.append(rest)
         for ch in children:
-            a2 = {**allow, wname: ch}
-            s2, sol2, b2 = solve_node(a2)
-            if sol2.report.status not in ("optimal", "time_limit"):
-                continue
-            if best is not None and b2 >= best.cost * (1 - gap_rel) - 1e-6:
-                continue
             counter += 1
-            heapq.heappush(heap, (max(b2, bound), counter, a2, s2, sol2))
-            if time.perf_counter() >= t_end:
-                break
+            heapq.heappush(heap, (bound, counter, {**allow, wname: ch}, None))
     if best is None:
         return FleetSolution(report=SolveReport("not_solved" if timed_out else "infeasible", solver=solver,
                                                 message="no plan keeps each serving workload in one placement group"
@@ -908,7 +923,8 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
     gap = max(0.0, (best.cost - lb) / best.cost) if best.cost > 0 else 0.0
     status = "optimal" if gap <= gap_rel + 1e-9 and best.report.status == "optimal" else "time_limit"
     rep = dataclasses.replace(best.report, status=status, gap=gap if status == "time_limit" else best.report.gap,
-                              bound=lb, message=f"placement branch and bound: {nodes} nodes")
+                              bound=lb, seconds=time.perf_counter() - t0,
+                              message=f"placement branch and bound: {nodes} nodes, {solves} MILPs")
     best.report = rep
     return best
 

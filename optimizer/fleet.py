@@ -222,6 +222,15 @@ class FleetProblem:
                         slots[key] = Slot(key, ok, c.offer, s, t)
         self.slots = dict(sorted(slots.items(), key=lambda kv: (kv[1].okey, kv[1].start_month)))
 
+    def single_slot_costs(self) -> dict[str, float]:
+        """offer key -> USD over the horizon of one instance, for committed offers bought only once, at month 0,
+        with a term covering the whole horizon (then offers of different terms compare by this cost)."""
+        by: dict[str, list[Slot]] = {}
+        for sl in self.slots.values():
+            by.setdefault(sl.okey, []).append(sl)
+        return {ok: self.slot_cost(ss[0]) for ok, ss in by.items()
+                if len(ss) == 1 and ss[0].start_month == 0 and ss[0].end_month >= self.horizon_months}
+
     def replace(self, **changes) -> "FleetProblem":
         """A copy with ``changes`` (slots recomputed)."""
         return dataclasses.replace(self, **changes)
@@ -323,25 +332,28 @@ def _dominates(o2: dict[str, Candidate], o1: dict[str, Candidate], p2: float, p1
     return m * p2 <= p1 * (1 + 1e-9)
 
 
-def _same_place(a: dict[str, Any], b: dict[str, Any], placement: str, spread: str) -> bool:
+def _same_place(a: dict[str, Any], b: dict[str, Any], placement: str, spread: str, any_term: bool = False) -> bool:
     """Dominance is only safe between offers a plan may swap: the same placement group (and, when replicas are
     spread over zones, the same zone) and, for commitments, the same term."""
     if placement_group(a, placement) != placement_group(b, placement):
         return False
     if spread == "zones" and str(a.get("zone") or "") != str(b.get("zone") or ""):
         return False
-    if a["pricing"] in COMMITTED and a["pricing"] != b["pricing"]:
+    if a["pricing"] in COMMITTED and a["pricing"] != b["pricing"] and not any_term:
         return False
     return True
 
 
 def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload], blocks: list[FleetBlock],
                 work_flops: dict[str, float], spot_capacity: int, placement: str = "any",
-                spread: str = "") -> tuple[dict[str, list[Candidate]], int]:
+                spread: str = "", commit_cost: dict[str, float] | None = None) -> tuple[dict[str, list[Candidate]], int]:
     """Drop candidates that can never improve the plan (safe rules only; DESIGN.md "Pruning must be safe").
 
     Offers are compared only within what a plan may swap (:func:`_same_place`: the placement group, the zone when
-    spreading over zones, the commitment term).
+    spreading over zones, the commitment term). ``commit_cost`` (offer key -> USD over the horizon of one instance)
+    is given for the commitments bought once, at the horizon's start, and covering all of it
+    (:meth:`FleetProblem.single_slot_costs`): those are compared by that cost, across terms (on a 12-month horizon a
+    3-year term is charged 36 months, so a 1-year one with the capacity for less replaces it).
 
     - committed offers are shared by the workloads: offer o1 is dropped when another committed offer o2 dominates it
       (:func:`_dominates`) for EVERY workload o1 can host: replacing each o1 instance by o2 keeps every constraint
@@ -365,11 +377,23 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
     def price(k: str) -> float:
         return float(offer_of[k]["usd_per_hour"])
 
-    committed = sorted((k for k in by_offer if offer_of[k]["pricing"] in COMMITTED), key=lambda k: (price(k), k))
+    cc = commit_cost or {}
+
+    def term_cost(k: str) -> float:
+        o = offer_of[k]
+        return cc[k] if k in cc else price(k) * HOURS_PER_MONTH * TERM_MONTHS[o["pricing"]]
+
+    def commit_dominates(j: str, k: str) -> bool:
+        if j in cc and k in cc:  # both bought once for the whole horizon: compare what they cost in it
+            return _same_place(offer_of[j], offer_of[k], placement, spread, any_term=True) and \
+                _dominates(by_offer[j], by_offer[k], cc[j], cc[k])
+        return _same_place(offer_of[j], offer_of[k], placement, spread) and \
+            _dominates(by_offer[j], by_offer[k], price(j), price(k))
+
+    committed = sorted((k for k in by_offer if offer_of[k]["pricing"] in COMMITTED), key=lambda k: (term_cost(k), k))
     keep_commit: list[str] = []
     for k in committed:  # cheapest first: a dominator always comes before what it dominates
-        if not any(_same_place(offer_of[j], offer_of[k], placement, spread)
-                   and _dominates(by_offer[j], by_offer[k], price(j), price(k)) for j in keep_commit):
+        if not any(commit_dominates(j, k) for j in keep_commit):
             keep_commit.append(k)
     need = 0.0
     for w in workloads:
@@ -785,7 +809,7 @@ def as_unplaced(problem: FleetProblem) -> FleetProblem:
     placed problem; exact when each serving workload's candidates are already in one group)."""
     kept = problem.cands if problem.max_instances is not None else prune_fleet(
         problem.cands, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity, "any",
-        problem.spread)[0]
+        problem.spread, problem.single_slot_costs())[0]
     return problem.replace(cands=kept, placement="any")
 
 
@@ -839,11 +863,13 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
     all_groups = {w.name: frozenset(placement_group(c.offer, problem.placement) for c in base.get(w.name, []))
                   for w in serving}
 
+    costs = problem.single_slot_costs()
+
     def node_problem(allow: dict[str, frozenset]) -> FleetProblem:
         cands = {w: ([c for c in cs if placement_group(c.offer, problem.placement) in allow[w]] if w in allow else cs)
                  for w, cs in base.items()}
         kept, _ = prune_fleet(cands, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity,
-                              "any", problem.spread) if problem.max_instances is None else (cands, 0)
+                              "any", problem.spread, costs) if problem.max_instances is None else (cands, 0)
         return problem.replace(cands=kept, placement="any")
 
     def lp_bound(sub) -> float | None:
@@ -1290,7 +1316,8 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
                            merge_note=note_m)
     problem.unpruned = cands
     if prune and max_instances is None:  # with quotas, dominance is not safe (DESIGN.md): keep every candidate
-        kept, dropped = prune_fleet(cands, workloads, blocks, work, spot_capacity, placement, spread)
+        kept, dropped = prune_fleet(cands, workloads, blocks, work, spot_capacity, placement, spread,
+                                    problem.single_slot_costs())
         problem = problem.replace(cands=kept, pruned=dropped)
     return problem
 

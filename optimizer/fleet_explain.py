@@ -59,7 +59,7 @@ def rules(problem: FleetProblem) -> list[str]:
 def _restricted(problem: FleetProblem, subset: dict) -> FleetProblem:
     kept = subset if problem.max_instances is not None else prune_fleet(
         subset, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity, problem.placement,
-        problem.spread)[0]
+        problem.spread, problem.single_slot_costs())[0]
     return problem.replace(budgets=Budgets(), budget_usd=None, objective="cost", cands=kept)
 
 

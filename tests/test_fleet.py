@@ -132,14 +132,17 @@ def test_fleet_milp_equals_brute_force(prices, thetas, demand):
 @settings(max_examples=30, deadline=None)
 @given(prices=st.tuples(st.floats(0.2, 2.0), st.floats(0.2, 2.0), st.floats(0.2, 2.0), st.floats(0.2, 2.0)),
        thetas=st.tuples(*[st.sampled_from([50.0, 100.0, 150.0])] * 4),
-       demand=st.lists(st.sampled_from([0.0, 80.0, 160.0, 300.0]), min_size=2, max_size=2))
-def test_fleet_pruning_keeps_the_optimum(prices, thetas, demand):
+       demand=st.lists(st.sampled_from([0.0, 80.0, 160.0, 300.0]), min_size=2, max_size=2),
+       horizon=st.sampled_from([1, 12, 24, 36]))
+def test_fleet_pruning_keeps_the_optimum(prices, thetas, demand, horizon):
+    # commitments bought once for the whole horizon are compared across terms by their cost over it (a 3-year term
+    # on a 12-month horizon is charged 36 months); with renewals (24 months: two 1-year slots) only within a term
     w = _wl("chat")
     cands = {"chat": [_cand("a", "reserved_3y", prices[0], thetas[0]), _cand("b", "reserved_1y", prices[1], thetas[1]),
                       _cand("c", "on_demand", prices[2], thetas[2]), _cand("d", "on_demand", prices[3], thetas[3])]}
-    p = FleetProblem([w], _blocks(*demand), cands, {})
-    kept, _ = prune_fleet(cands, [w], p.blocks, {}, 16)
-    q = FleetProblem([w], p.blocks, kept, {})
+    p = FleetProblem([w], _blocks(*demand), cands, {}, horizon_months=horizon)
+    kept, _ = prune_fleet(cands, [w], p.blocks, {}, 16, commit_cost=p.single_slot_costs())
+    q = FleetProblem([w], p.blocks, kept, {}, horizon_months=horizon)
     assert solve_cost(q, gap_rel=0.0).cost == pytest.approx(solve_cost(p, gap_rel=0.0).cost, rel=1e-7, abs=1e-7)
 
 

@@ -591,6 +591,13 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                 else:
                     regional[v] = k
             if w.training:
+                # a job's data-parallel group crosses instances only over a cluster fabric: on offers without one
+                # (Candidate.max_units = 1) it runs on one instance at a time
+                lone = {V.A.get((w.name, _okey(c.offer), bi)) or V.X.get((w.name, _okey(c.offer), bi)):
+                        float(c.instances_per_unit) for c in cands if c.max_units == 1}
+                lone = {v: k for v, k in lone.items() if v is not None}
+                if len(lone) > 0:
+                    m += pulp.LpAffineExpression(lone) <= 1.0, f"nofabric_{_safe(w.name)}_{bi}"
                 continue
             d = float(b.demand.get(w.name, 0.0))
             tag = f"{_safe(w.name)}_{bi}"

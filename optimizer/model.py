@@ -92,7 +92,8 @@ def _unit_shape(sizing_fn, workload, gpu, offer_gpus: float, interconnect: str =
       - serving: tensor parallel over t GPUs inside each instance (t = the largest of 1, 2, 4, 8, 16, ... that
         the instance has) and k pipeline stages, one per instance (PP = k) -- never one tensor-parallel group
         across instances (vLLM distributed serving docs: "the tensor parallel size is the number of GPUs you want
-        to use in each node, and the pipeline parallel size is the number of nodes"). Any network will do: a stage
+        to use in each node, and the pipeline parallel size is the number of nodes"), and only over a cluster
+        fabric (DESIGN.md: "PP across instances only where the fabric allows"; else ``no_cluster_fabric``): a stage
         boundary carries 2 x hidden x 2 B per token, costed by ``sizing.size_replica`` over ``network``;
       - training: one ZeRO replica over k x ``offer_gpus`` GPUs, only over a cluster fabric (``network.cluster``:
         EFA, InfiniBand, RDMA, GPUDirect-TCPX/O); its collectives cross the fabric at ``network.gbps_per_node``
@@ -125,7 +126,9 @@ def _unit_shape(sizing_fn, workload, gpu, offer_gpus: float, interconnect: str =
                 break
             s = sizing_fn(workload, gpu, float(k * t), pipeline_parallel=k, network=net)
             if s.fits:
-                return k, 1, s
+                # pipeline stages across instances only where the fabric allows (DESIGN.md, the planning model):
+                # a cluster fabric between the instances, not a chain of single-GPU boxes over the internet
+                return (k, 1, s) if net.cluster else (None, None, "no_cluster_fabric")
         return None, None, "does_not_fit"
     for k in range(2, MAX_GPUS_PER_REPLICA // whole + 1):
         s = sizing_fn(workload, gpu, float(k * whole), network=net)

@@ -232,12 +232,15 @@ def test_slower_network_costs_pipeline_throughput():
         1e3 * (hop_slow - hop_fast + 82.4e-6 - 52.4e-6), rel=1e-6)
 
 
-def test_serving_spans_instances_on_any_network():
-    # serving needs no cluster fabric: a stage boundary carries 2 x 16384 x 2 B = 64 KiB per token
+def test_serving_spans_instances_only_over_a_cluster_fabric():
+    # DESIGN.md (the planning model): "PP across instances only where the fabric allows". The same p5.48xlarge
+    # over plain Ethernet holds no 405B replica; over its EFA (400 GB/s, providers.facts) it is TP 8 x PP 2.
     df = _frame(_offer("p5.48xlarge", "H100-80GB", 8, 80.0, "ethernet"))
     cands, rejected, _ = candidates_for(serve405(tokens_per_second=100.0), df)
-    (c,) = cands
-    assert (c.tensor_parallel, c.pipeline_parallel, c.fabric) == (8, 2, "ethernet")
+    assert cands == [] and rejected == {"no_cluster_fabric": 1}
+    df = _frame(_offer("p5.48xlarge", "H100-80GB", 8, 80.0, "efa"))
+    (c,), _, _ = candidates_for(serve405(tokens_per_second=100.0), df)
+    assert (c.tensor_parallel, c.pipeline_parallel, c.fabric) == (8, 2, "efa")
 
 
 def test_pipeline_parallel_is_checked():

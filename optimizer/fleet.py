@@ -855,21 +855,22 @@ def _groups_used(problem: FleetProblem, sol: FleetSolution, w: str, placement: s
 def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allowed) -> FleetSolution:
     """Minimum cost with each serving workload in one placement group, by branch and bound on the placement.
 
-    A node allows each serving workload a set of groups; its relaxation drops the one-group rule (a MILP without
-    placement binaries, whose candidates can then be pruned across the allowed groups) and gives a lower bound. If a
-    node's plan keeps every serving workload in one group it is feasible (an incumbent); otherwise the workload split
-    over the most groups is branched on: one child per group it used (it must stay there) and one with those groups
-    removed. Nodes are explored best bound first and cut when their bound is within ``gap_rel`` of the incumbent,
-    so the plan is proven optimal within the gap — or, at the time limit, reported with its true gap.
+    A node allows each placed serving workload a set of groups. An inner node is bounded by its LP relaxation
+    without the one-group rule (no placement binaries; candidates pruned across the allowed groups); a *leaf* (every
+    workload down to one group) is solved as a MILP — small, since its candidates lie in one group each — and is
+    feasible for the placement. An inner node whose bound is not below the incumbent is cut; else the workload with
+    the most allowed groups is branched on: one child per group its LP solution uses (the most used first), and one
+    child with those groups removed. Nodes are explored best bound first, so the plan is proven optimal within
+    ``gap_rel`` — or, at the time limit, reported with its true gap (the smallest open bound).
     """
     import heapq
 
-    t_end = time.perf_counter() + time_limit_s
+    t0 = time.perf_counter()
+    t_end = t0 + time_limit_s
     base = problem.cands
     serving = _placed(problem)
     all_groups = {w.name: frozenset(placement_group(c.offer, problem.placement) for c in base.get(w.name, []))
                   for w in serving}
-
     costs = problem.single_slot_costs()
 
     def node_problem(allow: dict[str, frozenset]) -> FleetProblem:
@@ -879,86 +880,89 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
                               "any", problem.spread, costs) if problem.max_instances is None else (cands, 0)
         return problem.replace(cands=kept, placement="any")
 
-    def lp_bound(sub) -> float | None:
-        """The LP relaxation's cost: a cheap lower bound of the node (None when it does not solve)."""
-        m, _ = build_fleet_model(sub, allowed=allowed, relax=True)
-        rep = solve_fleet(m, solver=solver, time_limit_s=max(0.5, t_end - time.perf_counter()), gap_rel=gap_rel)
-        return rep.objective if rep.status == "optimal" else None
+    def left() -> float:
+        return max(0.5, t_end - time.perf_counter())
 
-    def solve_node(allow, sub=None):
-        sub = sub or node_problem(allow)
-        left = max(0.5, t_end - time.perf_counter())
+    def relax(sub):
+        """(LP bound, what each placed workload spends per group in the LP solution) or (None, {})."""
+        m, V = build_fleet_model(sub, allowed=allowed, relax=True)
+        rep = solve_fleet(m, solver=solver, time_limit_s=left(), gap_rel=gap_rel)
+        if rep.status != "optimal":
+            return None, {}
+        sol = FleetSolution(report=rep)
+        for store, src in ((sol.A, V.A), (sol.X, V.X)):
+            for k, v in src.items():
+                x = _val(v)
+                if x > 1e-9:
+                    store[k] = x
+        return float(rep.objective or 0.0), {w.name: _groups_used(sub, sol, w.name, problem.placement) for w in serving}
+
+    def leaf(sub):
         m, V = build_fleet_model(sub, allowed=allowed)
-        rep = solve_fleet(m, solver=solver, time_limit_s=left, gap_rel=gap_rel)
+        rep = solve_fleet(m, solver=solver, time_limit_s=left(), gap_rel=gap_rel)
         sol = read_solution(sub, V, rep)
-        bound = rep.bound if (rep.bound is not None and rep.status == "optimal") else sol.cost
         if rep.status == "time_limit":
-            bound = rep.bound if rep.bound is not None else 0.0
-        return sub, sol, bound
+            return sol, (rep.bound if rep.bound is not None else 0.0)
+        return sol, (rep.bound if rep.bound is not None else sol.cost)
 
-    t0 = time.perf_counter()
     best: FleetSolution | None = None
-    best_bound_open: list[float] = []
-    counter = 0
-    root = {w.name: all_groups[w.name] for w in serving}
-    heap: list = []
-    sub, sol, bound = solve_node(root)
-    if sol.report.status not in ("optimal", "time_limit"):
-        return sol
-    heapq.heappush(heap, (bound, counter, root, (sub, sol)))
-    nodes = solves = 1
+    open_bounds: list[float] = []
+    counter = nodes = lps = milps = 0
+    heap: list = [(0.0, 0, {w.name: all_groups[w.name] for w in serving})]
     timed_out = False
     while heap:
-        bound, _, allow, solved = heapq.heappop(heap)
+        bound, _, allow = heapq.heappop(heap)
         if best is not None and bound >= best.cost * (1 - gap_rel) - 1e-6:
             continue
         if time.perf_counter() >= t_end:
-            best_bound_open.append(bound)
+            open_bounds.append(bound)
             timed_out = True
             continue
-        if solved is None:  # children are solved when their turn comes (lazily): many are cut by then
-            sub = node_problem(allow)
-            if best is not None:  # first the LP bound: a node it cuts needs no MILP
-                lb = lp_bound(sub)
-                if lb is None or lb >= best.cost * (1 - gap_rel) - 1e-6:
-                    continue
-            sub, sol, b2 = solve_node(allow, sub)
-            solves += 1
+        nodes += 1
+        sub = node_problem(allow)
+        if all(len(g) == 1 for g in allow.values()):
+            milps += 1
+            sol, b2 = leaf(sub)
             if sol.report.status not in ("optimal", "time_limit"):
                 continue
-            if b2 > bound + 1e-6:  # its own bound is higher than its parent's: back in the queue at its place
-                counter += 1
-                heapq.heappush(heap, (b2, counter, allow, (sub, sol)))
-                continue
-        else:
-            sub, sol = solved
-        nodes += 1
-        split = [(len(g), w.name, g) for w in serving for g in [_groups_used(sub, sol, w.name, problem.placement)]
-                 if len(g) > 1]
-        if not split:
+            if sol.report.status == "time_limit":
+                open_bounds.append(max(bound, b2))
+                timed_out = True
             if best is None or sol.cost < best.cost - 1e-9:
                 best = sol
             continue
-        _, wname, used = max(split)
-        children = [frozenset({g}) for g in sorted(used, key=lambda g: -used[g])]
-        rest = allow[wname] - frozenset(used)
+        lps += 1
+        lb, used = relax(sub)
+        if lb is None:
+            continue  # the relaxation is infeasible: so is every plan below
+        lb = max(lb, bound)
+        if best is not None and lb >= best.cost * (1 - gap_rel) - 1e-6:
+            continue
+        wname = max((w for w in allow if len(allow[w]) > 1), key=lambda w: (len(used.get(w) or ()) > 1, len(allow[w])))
+        g_used = {g: v for g, v in (used.get(wname) or {}).items() if g in allow[wname]}
+        children = [frozenset({g}) for g in sorted(g_used, key=lambda g: -g_used[g])]
+        rest = allow[wname] - frozenset(g_used)
+        if not children:  # the LP gives the workload nothing to serve: any single group will do; split in two
+            ordered = sorted(allow[wname])
+            children, rest = [frozenset(ordered[: len(ordered) // 2])], frozenset(ordered[len(ordered) // 2:])
         if rest:
             children.append(rest)
         for ch in children:
             counter += 1
-            heapq.heappush(heap, (bound, counter, {**allow, wname: ch}, None))
+            heapq.heappush(heap, (lb, counter, {**allow, wname: ch}))
+    solves = f"{lps} LPs, {milps} MILPs"
+    nodes_note = nodes
     if best is None:
         return FleetSolution(report=SolveReport("not_solved" if timed_out else "infeasible", solver=solver,
+                                                seconds=time.perf_counter() - t0,
                                                 message="no plan keeps each serving workload in one placement group"
                                                 if not timed_out else "time limit"))
-    open_bounds = best_bound_open + [h[0] for h in heap]
-    lb = min(open_bounds + [best.cost])
+    lb = min(open_bounds + [h[0] for h in heap] + [best.cost])
     gap = max(0.0, (best.cost - lb) / best.cost) if best.cost > 0 else 0.0
-    status = "optimal" if gap <= gap_rel + 1e-9 and best.report.status == "optimal" else "time_limit"
-    rep = dataclasses.replace(best.report, status=status, gap=gap if status == "time_limit" else best.report.gap,
-                              bound=lb, seconds=time.perf_counter() - t0,
-                              message=f"placement branch and bound: {nodes} nodes, {solves} MILPs")
-    best.report = rep
+    status = "optimal" if gap <= gap_rel + 1e-9 and not timed_out else "time_limit"
+    best.report = dataclasses.replace(best.report, status=status, gap=gap if status == "time_limit" else 0.0, bound=lb,
+                                      seconds=time.perf_counter() - t0,
+                                      message=f"placement branch and bound: {nodes_note} nodes, {solves}")
     return best
 
 

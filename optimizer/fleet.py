@@ -1557,7 +1557,7 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
         res.notes.append("the strategy comparison and the provider alternatives price the FULL demand; an ROI plan "
                          "may serve less, so they are not shown (run --objective cost to compare)")
     elif explain:
-        fx.explain_into(res, problem, sol, solver, time_limit_s, gap_rel, mo)
+        fx.explain_into(res, problem, sol, solver, time_limit_s, gap_rel, mo, plan_seconds=rep.seconds)
     res.solver["total_seconds"] = round(time.perf_counter() - t0, 3)
     return res
 

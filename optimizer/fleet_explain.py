@@ -123,12 +123,17 @@ def marginal(problem: FleetProblem, solver, time_limit_s) -> dict[str, Any]:
 
 
 def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, gap_rel) -> list[dict[str, Any]]:
-    """The cheapest plan on each provider alone, and what price change would flip the choice."""
+    """The cheapest plan on each provider alone, and what price change would flip the choice. The providers share
+    ``time_limit_s`` (each gets the time left over the providers left); one stopped by its time gets its gap."""
+    import time as _time
+
     base = problem.unpruned or problem.cands
     providers = sorted({c.offer["provider"] for cs in base.values() for c in cs})
     used = sorted({k.split("|")[0] for k in list(sol.N) + [ok for (_, ok, _) in sol.X]})
     out = []
-    for p in providers:
+    t_end = _time.perf_counter() + time_limit_s
+    for i, p in enumerate(providers):
+        time_limit_s = max(0.5, (t_end - _time.perf_counter()) / (len(providers) - i))
         subset = {w: [c for c in cs if c.offer["provider"] == p] for w, cs in base.items()}
         if any(not cs for cs in subset.values()):
             out.append({"provider": p, "total_usd": None, "monthly_usd": None, "note": "cannot host every workload alone"})
@@ -139,9 +144,14 @@ def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, g
             out.append({"provider": p, "total_usd": None, "monthly_usd": None, "note": f"no plan ({s.report.status})"})
             continue
         mo = money(sub, s)
-        row = {"provider": p, **_money_keys(mo), "delta_usd": round(s.cost - sol.cost, 2)}
+        row = {"provider": p, **_money_keys(mo), "delta_usd": round(s.cost - sol.cost, 2), "status": s.report.status}
+        if s.report.status == "time_limit":
+            row["gap"] = s.report.gap
+            row["note"] = f"priced within the explanation time, not proven optimal (gap {100 * (s.report.gap or 0):.1f} %)"
         if p not in used and s.cost > 0:
-            row["flip"] = f"{p} alone would win if its prices fell {100 * (1 - sol.cost / s.cost):.1f} %"
+            row["flip"] = f"{p} alone would win if its prices fell {100 * (1 - sol.cost / s.cost):.1f} %" + (
+                f" (at most: its plan was priced within {100 * (s.report.gap or 0):.1f} % of its optimum)"
+                if s.report.status == "time_limit" else "")
         out.append(row)
     others = [r for r in out if r.get("total_usd") is not None and r["provider"] not in used]
     if others and len(used) == 1 and sol.cost > 0:
@@ -334,15 +344,24 @@ def why_infeasible(problem: FleetProblem, solver, time_limit_s, gap_rel) -> dict
                                             "on-demand, raise --spot-capacity or lower min_replicas" + hint)}
 
 
-def explain_into(res, problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, gap_rel, plan_money) -> None:
+#: The explanations' time: at most this multiple of the plan's own solve (and at least EXPLAIN_MIN_S seconds);
+#: each family of explanation solves (strategies, duals, providers, demand) gets it as its wall time.
+EXPLAIN_TIME_FACTOR = 1.5
+EXPLAIN_MIN_S = 2.0
+
+
+def explain_into(res, problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, gap_rel, plan_money,
+                 plan_seconds: float = 0.0) -> None:
     """Fill the explanation of ``res`` (strategies, duals, provider alternatives, demand sensitivity, savings), the
-    solves side by side in threads (each single-threaded: CBC runs as a subprocess), within 1 % and 10 s each: they
-    compare, they are not the plan."""
+    families side by side in threads (each solve single-threaded: CBC runs as a subprocess), within 1 % and
+    ``max(EXPLAIN_MIN_S, EXPLAIN_TIME_FACTOR x plan_seconds)`` each: they compare, they are not the plan; an
+    alternative stopped by that time says so with its gap."""
     from concurrent.futures import ThreadPoolExecutor
 
     from optimizer.fleet import fix_placement
 
-    ex_limit, ex_gap = min(time_limit_s, 10.0), max(gap_rel, 0.01)
+    ex_limit = min(time_limit_s, max(EXPLAIN_MIN_S, EXPLAIN_TIME_FACTOR * plan_seconds))
+    ex_gap = max(gap_rel, 0.01)
     here = fix_placement(problem, sol)  # strategies, duals and demand changes: in the plan's own regions
 
     def single(fn, *a):

@@ -78,7 +78,10 @@ def _write_file_format(result, fmt: str, output: Path | None) -> None:
             typer.echo(focus_csv_text(rows), nl=False)
         else:
             write_focus_csv(rows, output)
-            typer.echo(f"wrote {len(rows)} FOCUS 1.2 rows to {output}", err=True)
+            plan = getattr(result, "plan", None)
+            span = (f" covering the {plan.horizon_months}-month horizon from {plan.start_month}"
+                    if getattr(plan, "horizon_months", None) else "")
+            typer.echo(f"wrote {len(rows)} FOCUS 1.2 rows{span} to {output}", err=True)
         return
     from gpuopt.errors import InputError
     from gpuopt.report import render_report

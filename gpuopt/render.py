@@ -385,16 +385,23 @@ def _plan(con, plan) -> None:
             st.add_column(col, justify="left" if col == "strategy" else "right")
         for nm, v in plan.strategies.items():
             sav = "—" if v.get("savings_usd") is None else f"{_usd(v['savings_usd'])} ({v['savings_pct']:.1f} %)"
-            st.add_row(nm.replace("_", " "), _usd(v.get("total_usd")) if v.get("total_usd") is not None else v.get("status", "—"),
+            label = nm.replace("_", " ") + (f" (not proven: gap {100 * (v.get('gap') or 0):.1f} %)"
+                                             if v.get("status") == "time_limit" else "")
+            st.add_row(label, _usd(v.get("total_usd")) if v.get("total_usd") is not None else v.get("status", "—"),
                        _usd(v.get("monthly_usd")), _usd(v.get("upfront_usd")) if v.get("total_usd") is not None else "—",
                        _usd(v.get("commitment_usd")) if v.get("total_usd") is not None else "—", sav)
         con.print(st)
     m = plan.marginal or {}
     for d in (m.get("demand") or [])[:3]:
-        con.print(f"One more token/s for {d['workload']} in {d['block']} costs about ${d['usd_per_month_per_token_per_s']:,.4f} a month (LP relaxation)")
+        con.print(f"One more token/s for {d['workload']} in {d['block']}"
+                  + (f" (months {d['months']})" if d.get("months") else "")
+                  + f" costs about ${d['usd_per_month_per_token_per_s']:,.4f} a month (LP relaxation)")
     for nb in plan.next_best:
-        if nb.get("flip"):
-            con.print(f"Alternative — {nb['flip']}" + (f" (alone: {_usd(nb['total_usd'])})" if nb.get("total_usd") else ""))
+        alone = (f"{nb['provider']} alone: {_usd(nb['total_usd'])} over the horizon" if nb.get("total_usd") is not None
+                 else f"{nb['provider']} alone: {nb.get('note') or 'no plan'}")
+        if nb.get("total_usd") is not None and nb.get("note"):
+            alone += f" ({nb['note']})"
+        con.print(f"Alternative — {alone}" + (f"; {nb['flip']}" if nb.get("flip") else ""))
     for ds in getattr(plan, "demand_sensitivity", []) or []:
         con.print(f"Demand — {ds['note']} ({_usd(ds['total_usd'])} over the horizon)")
     for b in plan.binding:

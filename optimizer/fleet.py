@@ -222,6 +222,10 @@ class FleetProblem:
                         slots[key] = Slot(key, ok, c.offer, s, t)
         self.slots = dict(sorted(slots.items(), key=lambda kv: (kv[1].okey, kv[1].start_month)))
 
+    def payment_matters(self) -> bool:
+        """A monthly-cash or upfront limit tells payment options apart (pruning keeps each)."""
+        return self.budgets.monthly is not None or self.budgets.upfront is not None
+
     def single_slot_costs(self) -> dict[str, float]:
         """offer key -> USD over the horizon of one instance, for committed offers bought only once, at month 0,
         with a term covering the whole horizon (then offers of different terms compare by this cost)."""
@@ -332,7 +336,8 @@ def _dominates(o2: dict[str, Candidate], o1: dict[str, Candidate], p2: float, p1
     return m * p2 <= p1 * (1 + 1e-9)
 
 
-def _same_place(a: dict[str, Any], b: dict[str, Any], placement: str, spread: str, any_term: bool = False) -> bool:
+def _same_place(a: dict[str, Any], b: dict[str, Any], placement: str, spread: str, any_term: bool = False,
+                same_payment: bool = False) -> bool:
     """Dominance is only safe between offers a plan may swap: the same placement group (and, when replicas are
     spread over zones, the same zone) and, for commitments, the same term."""
     if placement_group(a, placement) != placement_group(b, placement):
@@ -341,16 +346,21 @@ def _same_place(a: dict[str, Any], b: dict[str, Any], placement: str, spread: st
         return False
     if a["pricing"] in COMMITTED and a["pricing"] != b["pricing"] and not any_term:
         return False
+    if same_payment and str(a.get("payment") or "") != str(b.get("payment") or ""):
+        return False  # under a cash or upfront limit, a dearer no-upfront term may be the one that fits
     return True
 
 
 def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload], blocks: list[FleetBlock],
                 work_flops: dict[str, float], spot_capacity: int, placement: str = "any",
-                spread: str = "", commit_cost: dict[str, float] | None = None) -> tuple[dict[str, list[Candidate]], int]:
+                spread: str = "", commit_cost: dict[str, float] | None = None,
+                same_payment: bool = False) -> tuple[dict[str, list[Candidate]], int]:
     """Drop candidates that can never improve the plan (safe rules only; DESIGN.md "Pruning must be safe").
 
     Offers are compared only within what a plan may swap (:func:`_same_place`: the placement group, the zone when
-    spreading over zones, the commitment term). ``commit_cost`` (offer key -> USD over the horizon of one instance)
+    spreading over zones, the commitment term; with ``same_payment``, under a monthly-cash or upfront limit, the
+    payment option too: an all-upfront term that is cheaper over the horizon may not fit the month it is paid in).
+    ``commit_cost`` (offer key -> USD over the horizon of one instance)
     is given for the commitments bought once, at the horizon's start, and covering all of it
     (:meth:`FleetProblem.single_slot_costs`): those are compared by that cost, across terms (on a 12-month horizon a
     3-year term is charged 36 months, so a 1-year one with the capacity for less replaces it).
@@ -385,9 +395,9 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
 
     def commit_dominates(j: str, k: str) -> bool:
         if j in cc and k in cc:  # both bought once for the whole horizon: compare what they cost in it
-            return _same_place(offer_of[j], offer_of[k], placement, spread, any_term=True) and \
-                _dominates(by_offer[j], by_offer[k], cc[j], cc[k])
-        return _same_place(offer_of[j], offer_of[k], placement, spread) and \
+            return _same_place(offer_of[j], offer_of[k], placement, spread, any_term=True,
+                               same_payment=same_payment) and _dominates(by_offer[j], by_offer[k], cc[j], cc[k])
+        return _same_place(offer_of[j], offer_of[k], placement, spread, same_payment=same_payment) and \
             _dominates(by_offer[j], by_offer[k], price(j), price(k))
 
     committed = sorted((k for k in by_offer if offer_of[k]["pricing"] in COMMITTED), key=lambda k: (term_cost(k), k))
@@ -816,7 +826,7 @@ def as_unplaced(problem: FleetProblem) -> FleetProblem:
     placed problem; exact when each serving workload's candidates are already in one group)."""
     kept = problem.cands if problem.max_instances is not None else prune_fleet(
         problem.cands, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity, "any",
-        problem.spread, problem.single_slot_costs())[0]
+        problem.spread, problem.single_slot_costs(), problem.payment_matters())[0]
     return problem.replace(cands=kept, placement="any")
 
 
@@ -876,8 +886,9 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
     def node_problem(allow: dict[str, frozenset]) -> FleetProblem:
         cands = {w: ([c for c in cs if placement_group(c.offer, problem.placement) in allow[w]] if w in allow else cs)
                  for w, cs in base.items()}
-        kept, _ = prune_fleet(cands, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity,
-                              "any", problem.spread, costs) if problem.max_instances is None else (cands, 0)
+        kept, _ = (prune_fleet(cands, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity,
+                               "any", problem.spread, costs, problem.payment_matters())
+                   if problem.max_instances is None else (cands, 0))
         return problem.replace(cands=kept, placement="any")
 
     def left() -> float:
@@ -1149,7 +1160,8 @@ def fleet_lines(problem: FleetProblem, sol: FleetSolution, od_rates: dict) -> li
         ln.total_usd = round(problem.slot_cost(s) * n, 2)
         ln.start_month, ln.end_month = s.start_month + 1, min(s.end_month, H)
         ln.term_end = month_label(start, s.end_month - 1) if start else f"month {s.end_month}"
-        ln.replicas = int(round(max(reps_by_block.values(), default=0.0)))
+        c0 = next(iter(users.values()), None)
+        ln.replicas = int(math.floor(n * c0.replicas_per_unit / c0.instances_per_unit + 1e-9)) if c0 else 0
         lines.append(ln)
     hourly: dict[tuple[str, int], dict[str, Any]] = {}
     for (w, ok, bi), x in sol.X.items():
@@ -1169,7 +1181,8 @@ def fleet_lines(problem: FleetProblem, sol: FleetSolution, od_rates: dict) -> li
         ln = _line(h["offer"], count, round(inst_hours / count, 2), h["cost"], h["users"], None, None, 0.0, 0.0)
         ln.total_usd = round(h["cost"] * p.months, 2)
         ln.start_month, ln.end_month = p.start_month + 1, p.end_month
-        ln.replicas = int(math.ceil(max(h["reps"].values()) - 1e-9))
+        c0 = next(iter(h["users"].values()))
+        ln.replicas = int(math.floor(count * c0.replicas_per_unit / c0.instances_per_unit + 1e-9))
         lines.append(ln)
     lines.sort(key=lambda ln: (-ln.total_usd, ln.provider, ln.region, ln.instance_type, ln.start_month))
     return lines
@@ -1240,6 +1253,16 @@ def workload_summaries(problem: FleetProblem, sol: FleetSolution) -> tuple[list[
                     if p.training.get(w.name) == "partial":
                         end = min(end, p.splits[w.name])
                     last = max(last, (p.end_month - 1) * HOURS_PER_MONTH + end - w.start_month * HOURS_PER_MONTH)
+            # the work is time-sliced within blocks: at the plan's peak capacity it is done sooner than the end of
+            # the last block it uses
+            units: dict[str, float] = {}
+            for store in (sol.A, sol.X):
+                for (wn, ok, bi), x in store.items():
+                    if wn == w.name:
+                        units[ok] = max(units.get(ok, 0.0), x)
+            peak_cap = sum(idx[(w.name, ok)].throughput_per_unit * math.ceil(u - 1e-9) for ok, u in units.items())
+            if peak_cap > 0 and done > 0:
+                last = min(last, problem.work_flops[w.name] / (peak_cap * 3600.0))
             d.update({"work_flops_needed": problem.work_flops[w.name], "work_flops_planned": done,
                       "deadline_hours": w.deadline_hours or HOURS_PER_MONTH, "finish_by_hour": round(last, 2),
                       "completed": bool(sol.Z.get(w.name, 1))})
@@ -1328,7 +1351,7 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
     problem.unpruned = cands
     if prune and max_instances is None:  # with quotas, dominance is not safe (DESIGN.md): keep every candidate
         kept, dropped = prune_fleet(cands, workloads, blocks, work, spot_capacity, placement, spread,
-                                    problem.single_slot_costs())
+                                    problem.single_slot_costs(), problem.payment_matters())
         problem = problem.replace(cands=kept, pruned=dropped)
     return problem
 

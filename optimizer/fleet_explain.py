@@ -59,18 +59,23 @@ def rules(problem: FleetProblem) -> list[str]:
 def _restricted(problem: FleetProblem, subset: dict) -> FleetProblem:
     kept = subset if problem.max_instances is not None else prune_fleet(
         subset, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity, problem.placement,
-        problem.spread, problem.single_slot_costs())[0]
+        problem.spread, problem.single_slot_costs(), problem.payment_matters())[0]
     return problem.replace(budgets=Budgets(), budget_usd=None, objective="cost", cands=kept)
 
 
 def strategies(problem: FleetProblem, solver, time_limit_s, gap_rel, plan_money: dict) -> dict[str, dict[str, Any]]:
     """The same demand priced all on-demand, all reserved 1y / 3y, on-demand + spot where allowed, and the plan
-    itself: each with its total over the horizon, average per month, upfront and commitment over the terms.
-    (plan_fleet passes the problem with the serving workloads kept in the plan's regions: fix_placement.)"""
+    itself: each with its total over the horizon, average per month, upfront and commitment over the terms. Each
+    strategy chooses its own regions under the same placement rule; the budgets are not applied (said in the notes);
+    the strategies share ``time_limit_s``, and one stopped by it carries its status and gap."""
+    import time as _time
+
     out: dict[str, dict[str, Any]] = {}
-    for name, allowed in STRATEGY_SETS.items():
-        if name == "spot_where_allowed" and not any(w.allow_spot for w in problem.workloads):
-            continue
+    t_end = _time.perf_counter() + time_limit_s
+    sets = [(n, a) for n, a in STRATEGY_SETS.items()
+            if not (n == "spot_where_allowed" and not any(w.allow_spot for w in problem.workloads))]
+    for i, (name, allowed) in enumerate(sets):
+        time_limit_s = max(0.5, (t_end - _time.perf_counter()) / (len(sets) - i))
         base = problem.unpruned or problem.cands
         subset = {w: [c for c in cs if c.offer["pricing"] in allowed] for w, cs in base.items()}
         if any(not cs for cs in subset.values()):
@@ -84,6 +89,8 @@ def strategies(problem: FleetProblem, solver, time_limit_s, gap_rel, plan_money:
             continue
         mo = money(sub, sol)
         out[name] = {"status": sol.report.status, **_money_keys(mo)}
+        if sol.report.status == "time_limit":
+            out[name]["gap"] = sol.report.gap
     out["this_plan"] = {"status": "plan", **_money_keys(plan_money)}
     base = out.get("all_on_demand", {}).get("total_usd")
     for v in out.values():
@@ -362,17 +369,17 @@ def explain_into(res, problem: FleetProblem, sol: FleetSolution, solver, time_li
 
     ex_limit = min(time_limit_s, max(EXPLAIN_MIN_S, EXPLAIN_TIME_FACTOR * plan_seconds))
     ex_gap = max(gap_rel, 0.01)
-    here = fix_placement(problem, sol)  # strategies, duals and demand changes: in the plan's own regions
+    here = fix_placement(problem, sol)  # the LP duals: in the plan's own regions
 
     def single(fn, *a):
         _SOLVE_THREADS.n = 1
         return fn(*a)
 
     with ThreadPoolExecutor(max_workers=max(1, min(3, os.cpu_count() or 1))) as pool:
-        f_st = pool.submit(single, strategies, here, solver, ex_limit, ex_gap, plan_money)
+        f_st = pool.submit(single, strategies, problem, solver, ex_limit, ex_gap, plan_money)
         f_mg = pool.submit(single, marginal, here, solver, ex_limit)
         f_nb = pool.submit(single, next_best, problem, sol, solver, ex_limit, ex_gap)
-        f_df = pool.submit(single, demand_flip, here, sol, solver, ex_limit, ex_gap)
+        f_df = pool.submit(single, demand_flip, problem, sol, solver, ex_limit, ex_gap)
         res.strategies, res.marginal, res.next_best = f_st.result(), f_mg.result(), f_nb.result()
         res.demand_sensitivity = f_df.result()
     base = res.strategies.get("all_on_demand", {}).get("total_usd")
@@ -380,7 +387,9 @@ def explain_into(res, problem: FleetProblem, sol: FleetSolution, solver, time_li
         res.savings_vs_on_demand_usd = round(base - sol.cost, 2)
         res.savings_vs_on_demand_pct = round(100.0 * (base - sol.cost) / base, 2)
     if problem.budgets.any():
-        return  # the alternatives ignore the budgets: a cheaper one may break them
+        res.notes.append("the strategies and the provider alternatives are priced without your budgets: one that is "
+                         "cheaper than the plan may break a budget (its dearest month and upfront are shown)")
+        return  # a cheaper alternative may break them: not a sign the solver stopped early
     cheaper = [(n, v["total_usd"]) for n, v in res.strategies.items()
                if n != "this_plan" and v.get("total_usd") is not None and v["total_usd"] < sol.cost - 0.01]
     cheaper += [(f"{nb['provider']} alone", nb["total_usd"]) for nb in res.next_best

@@ -274,3 +274,34 @@ def test_a_one_month_horizon_never_buys_a_one_or_three_year_term(od, ratio, dema
              _cand("r1", "x", "reserved_3y", od * ratio * 0.7, 100.0)]
     sol = solve_cost(_problem({"a": cands}, [[demand]], H=1), gap_rel=0.0)
     assert sol.report.status == "optimal" and not sol.N
+
+
+def test_cash_and_upfront_limits_keep_the_no_upfront_terms(tmp_path):
+    # A first user test found the all-upfront 1-year rate (cheaper per hour) pruned its no-upfront sibling away, so
+    # `--max-upfront 0` or a monthly --budget fell back to on-demand ($554k) though a no-upfront term fits. The plan
+    # under the limit must equal the plan over a catalog that holds no upfront rows at all.
+    from pricing_cache.store import load_offers
+
+    offers, _ = load_offers()
+    aws = offers[offers["provider"] == "aws"]
+    cat = tmp_path / "no_upfront.csv"
+    aws[(aws["upfront_usd"].fillna(0) == 0)].to_csv(cat, index=False)
+    args = ["recommend", "--model", "meta-llama/Llama-2-70b-hf", "--tokens-per-second", "2000", "--no-explain"]
+    capped, _ = _json(*args, "--provider", "aws", "--max-upfront", "0")
+    free, _ = _json(*args, "--catalog", str(cat))
+    assert capped["status"] == free["status"] == "optimal"
+    assert capped["total_usd"] == pytest.approx(free["total_usd"], abs=0.01)
+    assert capped["upfront_usd"] == 0
+    budget, _ = _json(*args, "--provider", "aws", "--budget", "50000")
+    assert budget["max_month_usd"] <= 50000 and budget["total_usd"] <= free["total_usd"] + 0.01
+
+
+def test_training_lines_count_replicas_and_the_finish_hour():
+    d, _ = _json("recommend", "--model", "meta-llama/Llama-2-7b-hf", "--task", "train", "--tokens", "2e10",
+                 "--deadline-hours", "240", "--no-explain")
+    (w,) = d["workloads"]
+    for ln in d["lines"]:  # every GPU of the line's instances holds a replica's share
+        assert ln["replicas"] * ln["gpus_per_replica"] == pytest.approx(ln["count"] * ln["gpu_count"])
+    hourly = [ln for ln in d["lines"] if not ln["pricing"].startswith("reserved")]
+    if hourly:  # at full speed the job is done within the hours its lines run, not at the deadline
+        assert w["finish_by_hour"] <= max(ln["hours"] for ln in hourly) + 0.01 < 240

@@ -228,7 +228,11 @@ class FleetProblem:
 
     def single_slot_costs(self) -> dict[str, float]:
         """offer key -> USD over the horizon of one instance, for committed offers bought only once, at month 0,
-        with a term covering the whole horizon (then offers of different terms compare by this cost)."""
+        with a term covering the whole horizon (then offers of different terms compare by this cost). Empty under a
+        monthly-cash, upfront or commitment limit: a term that costs less over the horizon may pay more a month,
+        upfront or in all (a 3-year term), so terms are then compared only with their own kind."""
+        if self.budgets.monthly is not None or self.budgets.upfront is not None or self.budgets.commitment is not None:
+            return {}
         by: dict[str, list[Slot]] = {}
         for sl in self.slots.values():
             by.setdefault(sl.okey, []).append(sl)
@@ -847,6 +851,33 @@ def fix_placement(problem: FleetProblem, sol: FleetSolution) -> FleetProblem:
     return out
 
 
+def _dominated_groups(problem: FleetProblem) -> set[tuple]:
+    """Placement groups no serving workload needs: group g2 is dominated by g1 when every offer of g2 that some
+    workload can use (instance type, pricing, payment) is in g1 too, at no higher price (spot: its cheapest zone).
+    The same instance type hosts the same replicas anywhere, so a plan placing a workload in g2 maps unit for unit
+    onto g1 at no more cost (training jobs, not placed, keep every group). Of identical groups the first is kept.
+    Returns the dominated groups."""
+    price: dict[tuple, dict[tuple, float]] = {}
+    for cs in problem.cands.values():
+        for c in cs:
+            o = c.offer
+            g = placement_group(o, problem.placement)
+            k = (str(o["instance_type"]), str(o["pricing"]), str(o.get("payment") or ""))
+            d = price.setdefault(g, {})
+            d[k] = min(d.get(k, math.inf), float(o["usd_per_hour"]))
+    groups = sorted(price, key=lambda g: (sum(price[g].values()), g))
+    out: set[tuple] = set()
+    for i, g2 in enumerate(groups):
+        for g1 in groups[:i]:
+            if g1 in out:
+                continue
+            p1, p2 = price[g1], price[g2]
+            if all(k in p1 and p1[k] <= v * (1 + 1e-12) for k, v in p2.items()):
+                out.add(g2)
+                break
+    return out
+
+
 def _groups_used(problem: FleetProblem, sol: FleetSolution, w: str, placement: str | None = None) -> dict[tuple, float]:
     """Placement group (of ``placement``, default the problem's) -> what serving workload w spends or uses in it
     (committed units weigh their offer's price)."""
@@ -881,6 +912,9 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
     serving = _placed(problem)
     all_groups = {w.name: frozenset(placement_group(c.offer, problem.placement) for c in base.get(w.name, []))
                   for w in serving}
+    if problem.spread != "zones" and problem.max_instances is None:
+        drop = _dominated_groups(problem)
+        all_groups = {w: (gs - drop) or gs for w, gs in all_groups.items()}
     costs = problem.single_slot_costs()
 
     def node_problem(allow: dict[str, frozenset]) -> FleetProblem:
@@ -966,8 +1000,8 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
     if best is None:
         return FleetSolution(report=SolveReport("not_solved" if timed_out else "infeasible", solver=solver,
                                                 seconds=time.perf_counter() - t0,
-                                                message="no plan keeps each serving workload in one placement group"
-                                                if not timed_out else "time limit"))
+                                                message="no plan meets every constraint with each serving workload "
+                                                        "in one placement group" if not timed_out else "time limit"))
     lb = min(open_bounds + [h[0] for h in heap] + [best.cost])
     gap = max(0.0, (best.cost - lb) / best.cost) if best.cost > 0 else 0.0
     status = "optimal" if gap <= gap_rel + 1e-9 and not timed_out else "time_limit"
@@ -1571,6 +1605,10 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
         res.notes.append(f"the solver stopped at its time limit: feasible, not proven optimal (gap {rep.gap})")
     if any(ln.estimated for ln in res.lines):
         res.notes.append("some prices are estimated (source rule:...): reserved rates derived from a documented discount rule")
+    if problem.spread == "zones" and not any(ln.zone for ln in res.lines):
+        res.notes.append("--spread zones: none of the offers used carries a zone in the price data (regional "
+                         "on-demand and reserved prices): put the min_replicas instances in distinct zones when you "
+                         "launch them")
     if mo["after_horizon_usd"] > 0:
         res.notes.append(f"commitments outlive the {problem.horizon_months}-month horizon: ${mo['after_horizon_usd']:,.2f} "
                          f"is still paid after it, counted in the total at {100 * (1 - problem.leftover_value):.0f} %"

@@ -52,7 +52,9 @@ def rules(problem: FleetProblem) -> list[str]:
     place = {"region": "each serving workload in one region of one provider",
              "provider": "each serving workload with one provider (any of its regions)",
              "any": "serving workloads may span providers and regions"}[problem.placement]
-    out.append(f"placement: {place}" + ("; replicas spread over zones" if problem.spread == "zones" else ""))
+    out.append(f"placement: {place}" + ("; min_replicas instances in distinct zones where the price data has zones "
+                                        "(regional offers count as placeable in any zone)"
+                                        if problem.spread == "zones" else ""))
     return out
 
 
@@ -282,16 +284,19 @@ def why_infeasible(problem: FleetProblem, solver, time_limit_s, gap_rel) -> dict
                     continue
                 need = s.cost if what == "total" else _min_of(problem, what, solver, time_limit_s)
                 if need is not None and need > limit + 0.005:
+                    bound = "" if what == "total" else " (a lower bound: counted without the one-region rule)"
                     parts.append(f"any plan that meets every workload needs at least ${need:,.2f} {label} "
-                                 f"({opt} {limit:,.2f})")
+                                 f"({opt} {limit:,.2f}){bound}")
                     out[f"{what}_needed_usd"] = round(need, 2)
             if "monthly_needed_usd" in out:
                 out["budget_needed_usd"] = out["monthly_needed_usd"]
             if not parts:
                 mo = money(free, s)
-                parts.append(f"the limits cannot all be met at once: the cheapest plan costs ${mo['total_usd']:,.2f} "
-                             f"over the horizon, ${mo['max_month_usd']:,.2f} in its dearest month, "
-                             f"${mo['upfront_usd']:,.2f} upfront and ${mo['commitment_usd']:,.2f} in commitments")
+                parts.append("no plan meets the limits together with every other rule (placement, spot caps, "
+                             "redundancy)" + (f" — each limit alone can be met; raise "
+                                              f"{', '.join(o for o, v in (('--budget', bg.monthly), ('--budget-total', bg.total), ('--max-upfront', bg.upfront), ('--max-commitment', bg.commitment)) if v is not None)}"
+                                              f" or use --placement provider|any") + f"; without the limits the "
+                             f"cheapest plan costs ${mo['total_usd']:,.2f} over the horizon")
             out["message"] = "the budget is too small: " + "; ".join(parts)
             return out
     late = [w for w in problem.workloads if w.training and w.deadline_hours is not None]

@@ -305,3 +305,18 @@ def test_training_lines_count_replicas_and_the_finish_hour():
     hourly = [ln for ln in d["lines"] if not ln["pricing"].startswith("reserved")]
     if hourly:  # at full speed the job is done within the hours its lines run, not at the deadline
         assert w["finish_by_hour"] <= max(ln["hours"] for ln in hourly) + 0.01 < 240
+
+
+@pytest.mark.parametrize("limit, narrower", [
+    (["--budget", "20000"], ["--pricing", "reserved_3y"]),
+    (["--leftover-value", "1", "--max-commitment", "300000"], ["--pricing", "reserved_1y"]),
+])
+def test_a_limit_never_hides_a_plan_that_fewer_choices_find(limit, narrower):
+    # found by a breaking test: comparing 1- and 3-year terms by their cost over the horizon pruned the only terms
+    # that fit a monthly budget (the 3-year one pays less a month) or a commitment cap (the 1-year one owes less).
+    # Allowing more pricing models can never make the plan dearer or infeasible.
+    args = ["recommend", "--model", "meta-llama/Llama-2-70b-hf", "--tokens-per-second", "2000", "--no-explain"] + limit
+    wide, _ = _json(*args)
+    narrow, _ = _json(*args, *narrower)
+    assert narrow["feasible"] and wide["feasible"]
+    assert wide["total_usd"] <= narrow["total_usd"] + 0.01

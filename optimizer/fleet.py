@@ -404,11 +404,23 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
         return _same_place(offer_of[j], offer_of[k], placement, spread, same_payment=same_payment) and \
             _dominates(by_offer[j], by_offer[k], price(j), price(k))
 
+    def loc(o: dict[str, Any]) -> tuple:
+        """What _same_place compares besides the term: only offers with the same loc can dominate each other."""
+        return placement_group(o, placement) + ((str(o.get("zone") or ""),) if spread == "zones" else ()) + \
+            ((str(o.get("payment") or ""),) if same_payment else ())
+
     committed = sorted((k for k in by_offer if offer_of[k]["pricing"] in COMMITTED), key=lambda k: (term_cost(k), k))
     keep_commit: list[str] = []
+    kept_cc: dict[tuple, list[str]] = {}      # kept offers of the cross-term kind, by loc
+    kept_term: dict[tuple, list[str]] = {}    # kept offers by loc and term
     for k in committed:  # cheapest first: a dominator always comes before what it dominates
-        if not any(commit_dominates(j, k) for j in keep_commit):
+        lk = loc(offer_of[k])
+        rivals = (kept_cc.get(lk, []) if k in cc else []) + kept_term.get(lk + (offer_of[k]["pricing"],), [])
+        if not any(commit_dominates(j, k) for j in rivals):
             keep_commit.append(k)
+            if k in cc:
+                kept_cc.setdefault(lk, []).append(k)
+            kept_term.setdefault(lk + (offer_of[k]["pricing"],), []).append(k)
     need = 0.0
     for w in workloads:
         if w.allow_spot:

@@ -65,7 +65,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gpuopt.errors import InputError
-from gpuopt.records import HOURS_PER_MONTH, TERM_HOURS, is_estimated
+from gpuopt.records import HOURS_PER_MONTH, is_estimated
 from optimizer.horizon import TERM_MONTHS, Activity, Period, commitment_cost_factor, month_label, slot_starts
 from optimizer.model import COMMITTED, Candidate, candidates_for
 

@@ -94,7 +94,8 @@ def scenario(name: str):
     return [w for w, _ in items], {w.name: p for w, p in items}
 
 
-def run(name: str, offers, solver: str, explain: bool, time_limit_s: float, profile: bool) -> dict:
+def run(name: str, offers, solver: str, explain: bool, time_limit_s: float, profile: bool,
+        placement: str = "region") -> dict:
     from optimizer.fleet import plan_fleet
 
     label = f"{name} {solver} explain={explain}"
@@ -108,12 +109,13 @@ def run(name: str, offers, solver: str, explain: bool, time_limit_s: float, prof
         else:
             ws, profiles = scenario(name)
             r = pt.profiled(profile, label, plan_fleet, ws, profiles, offers, solver=solver,
-                            time_limit_s=time_limit_s, gap_rel=GAP, explain=explain)
+                            time_limit_s=time_limit_s, gap_rel=GAP, explain=explain, placement=placement)
         wall = time.perf_counter() - t0
     ph = pt.report()
     plan_solves = [s for s in pt.solves if s["where"] == "plan"]
     over = [round(s["seconds"] - s["time_limit_s"], 3) for s in pt.solves if s["time_limit_s"] is not None]
-    out = {"scenario": name, "solver": solver, "explain": explain, "status": r.status, "gap": r.gap,
+    out = {"scenario": name if placement == "region" else f"{name}/{placement}", "solver": solver,
+           "explain": explain, "placement": placement, "status": r.status, "gap": r.gap,
            "wall_s": round(wall, 3), "plan_solve_s": round(sum(s["seconds"] for s in plan_solves), 3),
            "solver_report": {k: r.solver.get(k) for k in ("status", "gap", "seconds", "message", "total_seconds")},
            "blocks": r.solver.get("blocks"), "periods": r.solver.get("periods"), "pruned": r.solver.get("pruned"),
@@ -141,10 +143,13 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=TIME_LIMIT_S)
     ap.add_argument("--no-explain", action="store_true", help="skip (d), the runs with explanations")
     ap.add_argument("--profile", action="store_true", help="print cProfile's top functions of each plan")
+    ap.add_argument("--placement", default="region", choices=("region", "provider", "any"),
+                    help="placement of the synthetic scenarios (gpuopt's default: region); 'any' is one MILP")
+    ap.add_argument("--output", default=str(HERE / "last_results_fleet.json"))
     ap.add_argument("--table", action="store_true", help="only print the table of benchmarks/last_results_fleet.json")
     args = ap.parse_args()
     if args.table:
-        print_table(json.loads((HERE / "last_results_fleet.json").read_text()))
+        print_table(json.loads(Path(args.output).read_text()))
         return
 
     from pricing_cache.store import load_offers
@@ -157,7 +162,7 @@ def main() -> None:
     for name in scen:
         planned = []
         for solver in [s for s in args.solvers.split(",") if s]:
-            r = run(name, offers, solver, False, args.time_limit, args.profile)
+            r = run(name, offers, solver, False, args.time_limit, args.profile, args.placement)
             out["runs"].append(r)
             if r["status"] in ("optimal", "time_limit"):
                 planned.append(solver)
@@ -172,13 +177,13 @@ def main() -> None:
                                 "max_seconds_over_time_limit": None})
             continue
         for solver in planned:
-            r = run(name, offers, solver, True, args.time_limit, args.profile)
+            r = run(name, offers, solver, True, args.time_limit, args.profile, args.placement)
             out["runs"].append(r)
             print(f"  {name} {solver} + explain: {r['status']} wall {r['wall_s']} s, explain {r.get('explain_s')} s",
                   flush=True)
     out["loadavg_end"] = os.getloadavg()
     out["targets"] = targets(out)
-    (HERE / "last_results_fleet.json").write_text(json.dumps(out, indent=2) + "\n")
+    Path(args.output).write_text(json.dumps(out, indent=2) + "\n")
     print_table(out)
 
 

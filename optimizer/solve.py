@@ -162,6 +162,15 @@ def resolve_solver(solver: str) -> str:
 _SOLVE_THREADS = __import__("threading").local()
 
 
+def _cbc_threads() -> int | None:
+    """Threads to give CBC: the thread's own setting (explanations: 1) or up to 4 cores. None for one thread: CBC
+    run with ``-threads 1`` was measured to sit idle up to 10 s waiting for its worker thread and then stop "on time
+    limit" (benchmarks/bench_fleet.py, 100 runs of a small model: 111 s with -threads 1, ~1 s without); without the
+    option it runs single-threaded with no worker."""
+    n = getattr(_SOLVE_THREADS, "n", None) or max(1, min(os.cpu_count() or 1, 4))
+    return n if n > 1 else None
+
+
 def run_solver(model: "pulp.LpProblem", *, solver: str = "auto", time_limit_s: float = 60.0,
                 gap_rel: float = 0.001) -> SolveReport:
     """Solve ``model`` and read the solver's real termination status, bound and gap.
@@ -182,7 +191,7 @@ def run_solver(model: "pulp.LpProblem", *, solver: str = "auto", time_limit_s: f
         fd, log = tempfile.mkstemp(prefix="gpuopt-cbc-", suffix=".log")
         os.close(fd)
         backend = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit_s, gapRel=gap_rel, logPath=log, timeMode="elapsed",
-                                    threads=getattr(_SOLVE_THREADS, "n", None) or max(1, min(os.cpu_count() or 1, 4)))
+                                    threads=_cbc_threads())
     elif solver == "highs":
         if "HiGHS" not in pulp.listSolvers(onlyAvailable=True):
             raise InputError("solver", "HiGHS is not installed (pip install highspy)", accepted=", ".join(SOLVERS))

@@ -295,6 +295,16 @@ def _okey(o: dict[str, Any]) -> str:
     return "|".join(str(o.get(c) or "") for c in ("provider", "region", "zone", "instance_type", "pricing", "payment"))
 
 
+def commitment_parts(offer: dict[str, Any]) -> tuple[float, float]:
+    """(upfront USD per instance, recurring USD per hour) of a committed offer, as quoted; an offer that quotes
+    neither (a user's catalog with only usd_per_hour) is all recurring at its effective rate."""
+    up = float(offer.get("upfront_usd") or 0.0)
+    rec = float(offer.get("recurring_usd_per_hour") or 0.0)
+    if not rec and not up:
+        rec = float(offer["usd_per_hour"])
+    return up, rec
+
+
 def placement_group(offer: dict[str, Any], placement: str) -> tuple[str, ...]:
     """The group a serving workload must stay in: (provider, region), (provider,) or () for placement "any"."""
     if placement == "region":
@@ -529,10 +539,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
     for i, (k, s) in enumerate(slots.items()):
         v = V.N[k] = pulp.LpVariable(f"N_{i}", lowBound=0, cat=cat_int)
         V.cost_terms[v] = problem.slot_cost(s)
-        upfront = float(s.offer.get("upfront_usd") or 0.0)
-        recurring = float(s.offer.get("recurring_usd_per_hour") or 0.0)
-        if not recurring and not upfront:
-            recurring = float(s.offer["usd_per_hour"])
+        upfront, recurring = commitment_parts(s.offer)
         V.upfront_terms[v] = upfront
         V.commitment_terms[v] = float(s.offer["usd_per_hour"]) * HOURS_PER_MONTH * s.term_months
         for p in periods:
@@ -794,10 +801,7 @@ def money(problem: FleetProblem, sol: FleetSolution) -> dict[str, Any]:
     upfront = commitment = credit = 0.0
     for k, n in sol.N.items():
         s = problem.slots[k]
-        up = float(s.offer.get("upfront_usd") or 0.0)
-        rec = float(s.offer.get("recurring_usd_per_hour") or 0.0)
-        if not rec and not up:
-            rec = float(s.offer["usd_per_hour"])
+        up, rec = commitment_parts(s.offer)
         upfront += up * n
         commitment += float(s.offer["usd_per_hour"]) * HOURS_PER_MONTH * s.term_months * n
         cash[s.start_month] += up * n
@@ -1195,10 +1199,7 @@ def fleet_lines(problem: FleetProblem, sol: FleetSolution, od_rates: dict) -> li
             reps_by_block[bi] = reps_by_block.get(bi, 0.0) + c.replicas_per_unit * a * share
         months_in = max(0, min(s.end_month, H) - s.start_month)
         od = od_rates.get((o["provider"], o["region"], o["instance_type"]))
-        rec = float(o.get("recurring_usd_per_hour") or 0.0)
-        up = float(o.get("upfront_usd") or 0.0)
-        if not rec and not up:
-            rec = float(o["usd_per_hour"])
+        up, rec = commitment_parts(o)
         ln = _line(o, n, HOURS_PER_MONTH, rec * HOURS_PER_MONTH * n, users,
                    round(busy / (n * HOURS_PER_MONTH * months_in), 4) if months_in else None,
                    None if not od else round(float(o["usd_per_hour"]) / od, 4), up * n,

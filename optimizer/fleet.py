@@ -826,11 +826,34 @@ def money(problem: FleetProblem, sol: FleetSolution) -> dict[str, Any]:
 
 
 def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_rel=0.001,
-               allowed: set[str] | None = None) -> FleetSolution:
-    """Minimum-cost plan. Without placement rules (or when no serving workload could be split) one MILP; with
-    them, :func:`_solve_placed`."""
+               allowed: set[str] | None = None, exact: bool = True) -> FleetSolution:
+    """Minimum-cost plan. Serving workloads that share nothing (``optimizer.exact.separable``): exactly, by
+    enumeration, no MILP (``exact=False`` skips it). Otherwise, without placement rules (or when no serving
+    workload could be split) one MILP; with them, :func:`_solve_placed`."""
+    if exact:
+        from optimizer.exact import solve_separable
+
+        sol = solve_separable(problem, allowed=allowed)
+        if sol is not None:
+            return sol
     if problem.placement != "any" and _placed(problem):
-        return _solve_placed(problem, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel, allowed=allowed)
+        start = None
+        if exact:
+            from optimizer.exact import solve_separable
+
+            start = solve_separable(problem, allowed=allowed, apart=True)
+        sol = _solve_placed(problem, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel, allowed=allowed,
+                            start=start)
+        if start is not None and sol.report.status == "time_limit" and sol.cost > 0:
+            # the bound of committed instances charged as if always used (optimizer.exact) may be tighter
+            from optimizer.exact import shared_lower_bound
+
+            lb = shared_lower_bound(problem, allowed=allowed)
+            if lb is not None and lb > (sol.report.bound or 0.0):
+                gap = max(0.0, (sol.cost - lb) / sol.cost)
+                sol.report = dataclasses.replace(sol.report, bound=lb, gap=gap,
+                                                 status="optimal" if gap <= gap_rel + 1e-9 else "time_limit")
+        return sol
     m, V = build_fleet_model(problem, allowed=allowed)
     return read_solution(problem, V, solve_fleet(m, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel))
 
@@ -909,7 +932,8 @@ def _groups_used(problem: FleetProblem, sol: FleetSolution, w: str, placement: s
     return out
 
 
-def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allowed) -> FleetSolution:
+def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allowed,
+                  start: FleetSolution | None = None) -> FleetSolution:
     """Minimum cost with each serving workload in one placement group, by branch and bound on the placement.
 
     A node allows each placed serving workload a set of groups. An inner node is bounded by its LP relaxation
@@ -918,7 +942,9 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
     feasible for the placement. An inner node whose bound is not below the incumbent is cut; else the workload with
     the most allowed groups is branched on: one child per group its LP solution uses (the most used first), and one
     child with those groups removed. Nodes are explored best bound first, so the plan is proven optimal within
-    ``gap_rel`` — or, at the time limit, reported with its true gap (the smallest open bound).
+    ``gap_rel`` — or, at the time limit, reported with its true gap (the smallest open bound). ``start``: a
+    feasible plan to begin with (each workload planned apart, ``optimizer.exact``): nodes whose bound is not below
+    it are cut from the first, and it is the plan if nothing beats it.
     """
     import heapq
 
@@ -966,7 +992,7 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
             return sol, (rep.bound if rep.bound is not None else 0.0)
         return sol, (rep.bound if rep.bound is not None else sol.cost)
 
-    best: FleetSolution | None = None
+    best: FleetSolution | None = start
     open_bounds: list[float] = []
     counter = nodes = lps = milps = 0
     heap: list = [(0.0, 0, {w.name: all_groups[w.name] for w in serving})]
@@ -1021,7 +1047,8 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
     lb = min(open_bounds + [h[0] for h in heap] + [best.cost])
     gap = max(0.0, (best.cost - lb) / best.cost) if best.cost > 0 else 0.0
     status = "optimal" if gap <= gap_rel + 1e-9 and not timed_out else "time_limit"
-    best.report = dataclasses.replace(best.report, status=status, gap=gap if status == "time_limit" else 0.0, bound=lb,
+    best.report = dataclasses.replace(best.report, solver=solver, status=status,
+                                      gap=gap if status == "time_limit" else 0.0, bound=lb,
                                       seconds=time.perf_counter() - t0,
                                       message=f"placement branch and bound: {nodes_note} nodes, {solves}")
     return best
@@ -1581,7 +1608,8 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
     else:
         sol = solve_cost(problem, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
     rep = sol.report
-    res.solver.update({"status": rep.status, "gap": rep.gap, "seconds": round(rep.seconds, 3), "message": rep.message})
+    res.solver.update({"status": rep.status, "gap": rep.gap, "seconds": round(rep.seconds, 3), "message": rep.message,
+                       "method": "enumeration" if rep.solver == "enumeration" else "milp"})
     if rep.status == "infeasible":
         res.reason = fx.why_infeasible(problem, solver, time_limit_s, gap_rel)
         return res

@@ -224,13 +224,14 @@ def test_placement_branch_and_bound_equals_brute_force(p, demand, H):
     cands = [_cand(r, f"i{i}", "reserved_1y" if res else "on_demand", usd, th) for i, (usd, th, res, r) in enumerate(p)]
     if max(math.ceil(max(demand) / c.throughput_per_unit) for c in cands if not c.committed or True) > 4:
         return  # keep the enumeration small
-    sol = solve_cost(_problem({"a": cands}, [demand], H), gap_rel=0.0)
     want = _brute(cands, demand, H, "region")
-    if math.isinf(want):
-        assert sol.report.status in ("infeasible", "not_solved")
-        return
-    assert sol.report.status == "optimal"
-    assert sol.cost == pytest.approx(want, rel=1e-6, abs=1e-6)
+    for exact in (True, False):  # the enumeration of optimizer.exact, and the MILP's branch and bound
+        sol = solve_cost(_problem({"a": cands}, [demand], H), gap_rel=0.0, exact=exact)
+        if math.isinf(want):
+            assert sol.report.status in ("infeasible", "not_solved")
+            continue
+        assert sol.report.status == "optimal"
+        assert sol.cost == pytest.approx(want, rel=1e-6, abs=1e-6)
 
 
 @settings(max_examples=25, deadline=None)

@@ -1,0 +1,364 @@
+"""Exact minimum-cost plans by enumeration, without a MILP, for serving workloads that share nothing.
+
+Why: the planning MILP (``optimizer.fleet``) couples every demand block through the committed base, and its LP
+relaxation is weak there (fractional reservations against fractional instances). Measured on the shipped snapshot
+(benchmarks/bench_fleet.py, ``--scenarios 1x720``): one Llama-2-13B chat service with 2 replicas always up over
+720 distinct hourly demands in one AWS region — HiGHS 1.16 stopped at 60 s with a 9.4 % gap although its plan was
+already optimal; this enumeration proves it in well under a second.
+
+When it applies (:func:`separable`; otherwise ``None`` and the MILP plans): minimum cost; every workload serving
+(not divisible) in the one period of the horizon; no spot offer; no budget, quota or zone spread; and no committed
+offer that two workloads could both use. Then the plan splits into one problem per workload and placement group
+(the placement rule puts a workload in one group; without it all its offers are one group), and each is
+
+    min  sum_c cost_c n_c + sum_b H_b g(d_b - cap(n), m - reps(n), m - inst(n))
+
+over the committed units n (c: committed candidates, bought for the whole period, cost_c = instances x the
+cheapest covering slot's cost over the horizon), where H_b = block hours x months of the period, and
+g(r, a, i) = the cheapest hourly (on-demand) units giving capacity >= r, >= a more replicas and >= i more
+instances (m = min_replicas; committed units count towards both floors, as in the MILP's ``minrep``/``mininst``
+rows). A committed unit is paid whatever its use, so using all of them in every block is optimal.
+
+Both the committed units and g are enumerated exactly as Pareto frontiers: unit types are added one at a time and
+a partial combination is dropped when another gives at least its capacity (capped at the peak demand), replicas
+and instances (capped at m) for no more money — any completion of the dropped one is matched by the same
+completion of the other, so nothing optimal is lost. A frontier larger than :data:`MAX_STATES` hands the problem
+back to the MILP.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import time
+from typing import Any
+
+from optimizer.fleet import FleetProblem, FleetSolution, placement_group, _okey
+from optimizer.solve import SolveReport
+
+#: Most Pareto-optimal partial combinations kept per frontier before the problem is handed back to the MILP.
+MAX_STATES = 20_000
+#: Demand met to this relative tolerance (``optimizer.fleet._verify`` checks 1e-9).
+_TOL = 1e-10
+
+
+def separable(problem: FleetProblem, allowed: set[str] | None = None, apart: bool = False) -> str | None:
+    """Why ``problem`` is not for this module (a short reason), or None when it is (see the module docstring).
+    ``apart``: do not ask that workloads share no committed offer (each is then planned with commitments of its
+    own: a feasible plan, not a proven optimum, of a problem where they could share)."""
+    if problem.objective != "cost":
+        return "objective is not cost"
+    if problem.budgets.any() or problem.max_instances is not None or problem.spread:
+        return "budgets, quotas or zone spread"
+    if len(problem.periods or []) != 1:
+        return "several periods"
+    p = problem.periods[0]
+    seen: dict[str, str] = {}
+    for w in problem.workloads:
+        if w.training or w.divisible or w.name not in p.serving:
+            return f"{w.name} is not a serving workload running through the period"
+        for c in problem.cands.get(w.name, []):
+            if allowed is not None and c.offer["pricing"] not in allowed:
+                continue
+            if c.offer["pricing"] == "spot":
+                return "spot offers"
+            if c.committed and not apart:
+                ok = _okey(c.offer)
+                if seen.setdefault(ok, w.name) != w.name:
+                    return "a committed offer two workloads can share"
+    return None
+
+
+def _frontier(units: list[tuple[float, int, int, float]], capmax: float, m: int) -> dict | None:
+    """Pareto frontier of integer combinations of ``units`` (capacity, replicas, instances, cost).
+
+    Returns {(replicas', instances'): list of (capacity', cost, combo)} with replicas', instances' capped at m and
+    capacity' at ``capmax``; combo = ((unit index, count), ...). A unit is not added to a combination that already
+    has capacity >= capmax and both floors. None when more than MAX_STATES combinations survive.
+    """
+    states: dict[tuple[int, int], list[tuple[float, float, tuple]]] = {(0, 0): [(0.0, 0.0, ())]}
+    for j, (cap, reps, inst, cost) in enumerate(units):
+        new: dict[tuple[int, int], list] = {k: list(v) for k, v in states.items()}
+        for (r0, i0), lst in states.items():
+            for c0, k0, combo in lst:
+                n, c, r, i, k = 0, c0, r0, i0, k0
+                while not (c >= capmax and r >= m and i >= m):
+                    n += 1
+                    c, r, i, k = min(c0 + n * cap, capmax), min(r0 + n * reps, m), min(i0 + n * inst, m), k0 + n * cost
+                    new.setdefault((r, i), []).append((c, k, combo + ((j, n),)))
+        total = 0
+        for key, lst in new.items():
+            lst.sort(key=lambda s: (-s[0], s[1]))
+            kept, best = [], math.inf
+            for s in lst:
+                if s[1] < best - 1e-9:
+                    kept.append(s)
+                    best = s[1]
+            kept.reverse()  # capacity ascending, cost ascending: a staircase
+            new[key] = kept
+        # across classes: a state is dropped when a class with at least its floors has one with >= capacity for
+        # no more money (the cheapest such is the first of that staircase at or above its capacity)
+        stairs = {k: [s[0] for s in v] for k, v in new.items()}
+        for key in sorted(new, reverse=True):
+            better = [k2 for k2 in new if k2 != key and k2[0] >= key[0] and k2[1] >= key[1]]
+            keep = []
+            for s in new[key]:
+                dom = False
+                for k2 in better:
+                    j = bisect.bisect_left(stairs[k2], s[0] - 1e-12)
+                    if j < len(new[k2]) and new[k2][j][1] <= s[1] + 1e-9:
+                        dom = True
+                        break
+                if not dom:
+                    keep.append(s)
+            new[key] = keep
+            stairs[key] = [s[0] for s in keep]
+            total += len(keep)
+        if total > MAX_STATES:
+            return None
+        states = new
+    return states
+
+
+def _hourly_table(front: dict, m: int):
+    """For each remaining floor (a, i) in 0..m: (capacities ascending, cheapest cost of a combination with at least
+    that capacity, its combo) over the hourly frontier's classes with replicas' >= a and instances' >= i."""
+    import numpy as np
+
+    out = {}
+    for a in range(m + 1):
+        for i in range(m + 1):
+            pts = [s for (r, ii), lst in front.items() if r >= a and ii >= i for s in lst]
+            if not pts:
+                out[(a, i)] = (np.zeros(0), np.zeros(0), [])
+                continue
+            pts.sort(key=lambda s: (s[0], s[1]))
+            caps = np.array([s[0] for s in pts])
+            cost = np.array([s[1] for s in pts])
+            # suffix minimum: the cheapest combination with capacity >= caps[j]
+            order = np.minimum.accumulate(cost[::-1])[::-1]
+            arg = np.empty(len(pts), dtype=int)
+            best_j = len(pts) - 1
+            for j in range(len(pts) - 1, -1, -1):
+                if cost[j] <= cost[best_j]:
+                    best_j = j
+                arg[j] = best_j
+            out[(a, i)] = (caps, order, [pts[j][2] for j in arg])
+    return out
+
+
+def _plan_group(w, cands, problem: FleetProblem, slot_for: dict[str, tuple[str, float]], blocks_idx, demand, hours):
+    """Exact cheapest plan of serving workload ``w`` on ``cands`` (one placement group). Returns
+    (cost, committed combo, committed units, hourly units, hourly combo per block) or None (infeasible / too big)."""
+    import numpy as np
+
+    m = int(w.min_replicas)
+    peak = float(demand.max()) if len(demand) else 0.0
+    hourly = [c for c in cands if not c.committed]
+    committed = [c for c in cands if c.committed and _okey(c.offer) in slot_for]
+    if not hourly and not committed:
+        return None
+    capmax = peak
+    hu = [(c.throughput_per_unit, int(c.replicas_per_unit), int(c.instances_per_unit), c.usd_per_unit_hour)
+          for c in hourly]
+    cu = [(c.throughput_per_unit, int(c.replicas_per_unit), int(c.instances_per_unit),
+           slot_for[_okey(c.offer)][1] * c.instances_per_unit) for c in committed]
+    hf = _frontier(hu, capmax, m)
+    cf = _frontier(cu, capmax, m)
+    if hf is None or cf is None:
+        return None
+    table = _hourly_table(hf, m)
+    need = demand * (1.0 - _TOL)
+    best = (math.inf, None, None)
+    for (r, i), lst in cf.items():
+        caps, order, combos = table[(m - r, m - i)]
+        if not lst:
+            continue
+        if len(caps) == 0:
+            # no hourly combination gives the missing floors: only committed states meeting everything qualify
+            for c, k, combo in lst:
+                if r >= m and i >= m and c >= float(need.max(initial=0.0)) and k < best[0]:
+                    best = (k, combo, np.zeros(len(demand), dtype=int))
+            continue
+        ccap = np.array([s[0] for s in lst])
+        ccost = np.array([s[1] for s in lst])
+        for lo in range(0, len(lst), 2000):
+            resid = need[None, :] - ccap[lo:lo + 2000, None]
+            idx = np.searchsorted(caps, resid, side="left")
+            feas = idx < len(caps)
+            cost_b = np.where(feas, order[np.minimum(idx, len(caps) - 1)], np.inf)
+            tot = ccost[lo:lo + 2000] + cost_b @ hours
+            j = int(np.argmin(tot))
+            if tot[j] < best[0] - 1e-9:
+                best = (float(tot[j]), lst[lo + j][2], idx[j])
+    if not math.isfinite(best[0]):
+        return None
+    total, ccombo, idx = best
+    # hourly units per block, from the table of the committed state's class
+    ccap = sum(cu[j][0] * n for j, n in ccombo)
+    creps = min(m, sum(cu[j][1] * n for j, n in ccombo))
+    cinst = min(m, sum(cu[j][2] * n for j, n in ccombo))
+    caps, order, combos = table[(m - creps, m - cinst)]
+    per_block = []
+    for b in range(len(demand)):
+        if len(caps) == 0:
+            per_block.append(())
+            continue
+        j = int(np.searchsorted(caps, need[b] - min(ccap, capmax), side="left"))
+        per_block.append(combos[j])
+    return total, ccombo, committed, hourly, per_block
+
+
+def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
+                    apart: bool = False) -> FleetSolution | None:
+    """The exact minimum-cost plan of a separable problem (:func:`separable`), or None when it is not separable,
+    a frontier is too large, or some workload has no feasible plan (the MILP then reports why).
+
+    Returns a FleetSolution whose report is "optimal" with gap 0 and solver "enumeration"; its cost is recomputed
+    from the units (``optimizer.fleet.fleet_cost``) like the MILP's. ``apart=True``: workloads that could share a
+    committed offer are each planned with their own (report status "feasible"): an upper bound and a starting plan
+    for the MILP, which may share.
+    """
+    import numpy as np
+
+    from optimizer.fleet import fleet_cost
+
+    if separable(problem, allowed, apart) is not None:
+        return None
+    t0 = time.perf_counter()
+    p = problem.periods[0]
+    months = p.months
+    blocks_idx = list(range(len(problem.blocks)))
+    hours = np.array([problem.blocks[b].hours * months for b in blocks_idx])
+    slot_for: dict[str, tuple[str, float]] = {}
+    for ok in {s.okey for s in problem.slots.values()}:
+        cover = problem.covering(ok, p)
+        if cover:
+            k = min(cover, key=lambda s: (problem.slot_cost(problem.slots[s]), s))
+            slot_for[ok] = (k, problem.slot_cost(problem.slots[k]))
+    sol = FleetSolution(report=SolveReport("optimal", solver="enumeration"))
+    evaluated = 0
+    for w in problem.workloads:
+        cands = [c for c in problem.cands.get(w.name, []) if allowed is None or c.offer["pricing"] in allowed]
+        demand = np.array([float(problem.blocks[b].demand.get(w.name, 0.0)) for b in blocks_idx])
+        by_group: dict[Any, list] = {}
+        for c in cands:
+            g = placement_group(c.offer, problem.placement) if problem.placement != "any" else ()
+            by_group.setdefault(g, []).append(c)
+        # cheapest groups first: a group whose bound (capacity-hours at its best rate) is above the incumbent is skipped
+        need_hours = float(demand @ hours)
+        total_hours = float(hours.sum())
+
+        def bound(cs):
+            rates = [c.usd_per_unit_hour / c.throughput_per_unit for c in cs if not c.committed]
+            rates += [slot_for[_okey(c.offer)][1] * c.instances_per_unit / (c.throughput_per_unit * total_hours)
+                      for c in cs if c.committed and _okey(c.offer) in slot_for]
+            return min(rates, default=math.inf) * need_hours
+        best = None
+        for g, cs in sorted(by_group.items(), key=lambda kv: (bound(kv[1]), kv[0])):
+            if best is not None and bound(cs) >= best[0] - 1e-9:
+                break
+            evaluated += 1
+            r = _plan_group(w, cs, problem, slot_for, blocks_idx, demand, hours)
+            if r is None:
+                if _frontier_too_big(w, cs, demand, slot_for):
+                    return None
+                continue
+            if best is None or r[0] < best[0] - 1e-9:
+                best = r
+        if best is None:
+            return None
+        _total, ccombo, committed, hourly, per_block = best
+        for j, n in ccombo:
+            c = committed[j]
+            ok = _okey(c.offer)
+            key = slot_for[ok][0]
+            sol.N[key] = sol.N.get(key, 0) + n * int(c.instances_per_unit)
+            for b in blocks_idx:
+                sol.A[(w.name, ok, b)] = sol.A.get((w.name, ok, b), 0.0) + float(n)
+        for b, combo in zip(blocks_idx, per_block):
+            for j, n in combo:
+                ok = _okey(hourly[j].offer)
+                sol.X[(w.name, ok, b)] = sol.X.get((w.name, ok, b), 0.0) + float(n)
+    sol.cost = fleet_cost(problem, sol)
+    sol.value = 0.0
+    secs = time.perf_counter() - t0
+    shared = apart and separable(problem, allowed) is not None
+    sol.report = SolveReport("feasible" if shared else "optimal", objective=sol.cost, bound=None if shared else sol.cost,
+                             gap=None if shared else 0.0, seconds=secs, solver="enumeration",
+                             message=f"{'each workload apart' if shared else 'exact enumeration'} over {evaluated} "
+                                     "workload x placement-group frontiers")
+    return sol
+
+
+def _frontier_too_big(w, cands, demand, slot_for) -> bool:
+    """True when :func:`_plan_group` gave up on size rather than infeasibility."""
+    m = int(w.min_replicas)
+    capmax = float(demand.max()) if len(demand) else 0.0
+    hu = [(c.throughput_per_unit, int(c.replicas_per_unit), int(c.instances_per_unit), c.usd_per_unit_hour)
+          for c in cands if not c.committed]
+    cu = [(c.throughput_per_unit, int(c.replicas_per_unit), int(c.instances_per_unit), 0.0)
+          for c in cands if c.committed and _okey(c.offer) in slot_for]
+    return _frontier(hu, capmax, m) is None or _frontier(cu, capmax, m) is None
+
+
+def shared_lower_bound(problem: FleetProblem, *, allowed: set[str] | None = None) -> float | None:
+    """A lower bound (USD) on the minimum cost when workloads may share committed offers, or None when the problem
+    is not one :func:`separable` takes with ``apart=True``.
+
+    Every committed instance is charged as if used in every hour of the horizon: its cost over the horizon spread
+    evenly over the hours (slot cost / hours). A plan that buys N_o instances of o and uses u_ob <= N_o of them in
+    block b pays N_o x cost_o >= sum_b H_b u_ob x cost_o / sum H, so the plan costs at least the sum over workloads
+    and blocks of the cheapest cover of each block at those hourly rates — which splits by workload and block and is
+    computed exactly by the same frontiers (placement: each workload's cheapest group).
+    """
+    import numpy as np
+
+    if separable(problem, allowed, apart=True) is not None:
+        return None
+    p = problem.periods[0]
+    hours = np.array([b.hours * p.months for b in problem.blocks])
+    total_hours = float(hours.sum())
+    slot_cost = {}
+    for ok in {s.okey for s in problem.slots.values()}:
+        cover = problem.covering(ok, p)
+        if cover:
+            slot_cost[ok] = min(problem.slot_cost(problem.slots[k]) for k in cover)
+    lb = 0.0
+    for w in problem.workloads:
+        m = int(w.min_replicas)
+        demand = np.array([float(b.demand.get(w.name, 0.0)) for b in problem.blocks])
+        need = demand * (1.0 - _TOL)
+        by_group: dict[Any, list] = {}
+        for c in problem.cands.get(w.name, []):
+            if allowed is not None and c.offer["pricing"] not in allowed:
+                continue
+            g = placement_group(c.offer, problem.placement) if problem.placement != "any" else ()
+            by_group.setdefault(g, []).append(c)
+        best = math.inf
+        for cs in by_group.values():
+            units = []
+            for c in cs:
+                if c.committed:
+                    if _okey(c.offer) not in slot_cost:
+                        continue
+                    rate = slot_cost[_okey(c.offer)] * c.instances_per_unit / total_hours
+                else:
+                    rate = c.usd_per_unit_hour
+                units.append((c.throughput_per_unit, int(c.replicas_per_unit), int(c.instances_per_unit), rate))
+            if not units:
+                continue
+            front = _frontier(units, float(demand.max(initial=0.0)), m)
+            if front is None:
+                return None
+            caps, order, _ = _hourly_table(front, m)[(m, m)]
+            if len(caps) == 0:
+                continue
+            idx = np.searchsorted(caps, need, side="left")
+            if (idx >= len(caps)).any():
+                continue
+            best = min(best, float(order[idx] @ hours))
+        if not math.isfinite(best):
+            return None
+        lb += best
+    return lb

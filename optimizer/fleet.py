@@ -82,6 +82,11 @@ TRAINING_TASKS = frozenset({"train", "finetune", "lora"})
 #: (a stated planning default, overridable with --spot-capacity).
 DEFAULT_SPOT_CAPACITY = 16
 
+#: Seconds per MILP variable to build the model (PuLP), write it for the solver and read the solution back:
+#: measured by benchmarks/bench_fleet.py (3x720: 15.5 s over 7 models of 315,000 variables in all, ~4.9e-5 s),
+#: rounded up; the placement search starts no node that could not end before its time limit.
+MODEL_SECONDS_PER_VARIABLE = 6e-5
+
 PLACEMENTS = ("region", "provider", "any")
 SPREADS = ("", "zones")
 
@@ -992,6 +997,15 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
             return sol, (rep.bound if rep.bound is not None else 0.0)
         return sol, (rep.bound if rep.bound is not None else sol.cost)
 
+    nblocks = len(problem.blocks)
+
+    def node_seconds(allow: dict[str, frozenset]) -> float:
+        """The least a node's solve can take: building the model, PuLP writing it and reading the solution back
+        (MODEL_SECONDS_PER_VARIABLE per variable, about one per candidate and block) and the solver's start."""
+        n = sum(nblocks for w, cs in base.items() for c in cs
+                if w not in allow or placement_group(c.offer, problem.placement) in allow[w])
+        return MODEL_SECONDS_PER_VARIABLE * n + 0.3
+
     best: FleetSolution | None = start
     open_bounds: list[float] = []
     counter = nodes = lps = milps = 0
@@ -1001,7 +1015,8 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
         bound, _, allow = heapq.heappop(heap)
         if best is not None and bound >= best.cost * (1 - gap_rel) - 1e-6:
             continue
-        if time.perf_counter() >= t_end:
+        if time.perf_counter() + node_seconds(allow) >= t_end:
+            # not started when it could not end in time: its bound stays open (the plan keeps to its time limit)
             open_bounds.append(bound)
             timed_out = True
             continue

@@ -245,18 +245,27 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
         for c in cands:
             g = placement_group(c.offer, problem.placement) if problem.placement != "any" else ()
             by_group.setdefault(g, []).append(c)
-        # cheapest groups first: a group whose bound (capacity-hours at its best rate) is above the incumbent is skipped
-        need_hours = float(demand @ hours)
+        # cheapest groups first: a group whose bound is not below the incumbent is skipped. The bound charges each
+        # committed unit its cost spread over every hour (as in shared_lower_bound): in every block with demand or a
+        # redundancy floor at least one unit runs, and the capacity runs at no less than the lowest USD per
+        # throughput-hour
+        busy = (demand > 0) | (w.min_replicas > 0)
+        okeys = {id(c): _okey(c.offer) for c in cands}
         total_hours = float(hours.sum())
 
         def bound(cs):
-            rates = [c.usd_per_unit_hour / c.throughput_per_unit for c in cs if not c.committed]
-            rates += [slot_for[_okey(c.offer)][1] * c.instances_per_unit / (c.throughput_per_unit * total_hours)
-                      for c in cs if c.committed and _okey(c.offer) in slot_for]
-            return min(rates, default=math.inf) * need_hours
+            units = [(c.usd_per_unit_hour, c.throughput_per_unit) for c in cs if not c.committed]
+            units += [(slot_for[okeys[id(c)]][1] * c.instances_per_unit / total_hours, c.throughput_per_unit)
+                      for c in cs if c.committed and okeys[id(c)] in slot_for]
+            if not units:
+                return math.inf
+            rate = min(u / t for u, t in units)
+            unit = min(u for u, _ in units)
+            return float(np.maximum(rate * demand, np.where(busy, unit, 0.0)) @ hours)
+        bounds = {g: bound(cs) for g, cs in by_group.items()}
         best = None
-        for g, cs in sorted(by_group.items(), key=lambda kv: (bound(kv[1]), kv[0])):
-            if best is not None and bound(cs) >= best[0] - 1e-9:
+        for g, cs in sorted(by_group.items(), key=lambda kv: (bounds[kv[0]], kv[0])):
+            if best is not None and bounds[g] >= best[0] - 1e-9:
                 break
             evaluated += 1
             r = _plan_group(w, cs, problem, slot_for, blocks_idx, demand, hours)

@@ -198,6 +198,7 @@ class FleetProblem:
     merge_note: str = ""
     profiles: dict | None = field(default=None, repr=False)   # serving name -> DemandProfile (to re-cut periods)
     slots: dict[str, Slot] = field(default_factory=dict, init=False)
+    _slots_of: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.budget_usd is not None and self.budgets.monthly is None:
@@ -226,6 +227,9 @@ class FleetProblem:
                     if key not in slots:
                         slots[key] = Slot(key, ok, c.offer, s, t)
         self.slots = dict(sorted(slots.items(), key=lambda kv: (kv[1].okey, kv[1].start_month)))
+        self._slots_of = {}
+        for k, sl in self.slots.items():
+            self._slots_of.setdefault(sl.okey, []).append(k)
 
     def payment_matters(self) -> bool:
         """A monthly-cash or upfront limit tells payment options apart (pruning keeps each)."""
@@ -261,8 +265,8 @@ class FleetProblem:
 
     def covering(self, okey: str, p: Period) -> list[str]:
         """Slot keys of offer ``okey`` whose term covers period ``p``."""
-        return [k for k, s in self.slots.items()
-                if s.okey == okey and s.start_month <= p.start_month and p.end_month <= s.end_month]
+        return [k for k in self._slots_of.get(okey, ())
+                if self.slots[k].start_month <= p.start_month and p.end_month <= self.slots[k].end_month]
 
     def slot_cost(self, s: Slot) -> float:
         """USD over the horizon of one instance of slot s (the whole term, less the leftover value)."""

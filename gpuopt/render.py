@@ -307,6 +307,11 @@ def _months(a: int, b: int) -> str:
     return f"{a}" if a == b else f"{a}-{b}"
 
 
+def _n(x, noun: str) -> str:
+    """'1 GPU', '2 GPUs', '0.5 GPU' (a share of one)."""
+    return f"{x:g} {noun}" + ("s" if float(x) > 1 else "")
+
+
 def _plan(con, plan) -> None:
     """Render an optimizer.fleet.FleetResult: the rules first, then the plan, its money and commitments, the
     workloads, the strategies (each with its commitment) and the explanation."""
@@ -315,7 +320,8 @@ def _plan(con, plan) -> None:
     for r in getattr(plan, "rules", []) or []:
         con.print(f"Rule — {r}")
     sv = plan.solver
-    con.print(f"Solver: {sv.get('name')} {sv.get('status')}" + (f", gap {100 * sv['gap']:.3g} %" if sv.get("gap") is not None else "")
+    how = "exact enumeration (no MILP)" if sv.get("method") == "enumeration" else sv.get("name")
+    con.print(f"Solver: {how} {sv.get('status')}" + (f", gap {100 * sv['gap']:.3g} %" if sv.get("gap") is not None else "")
               + f", {sv.get('seconds', 0):g} s; {sv.get('blocks')} blocks in {sv.get('periods', 1)} period(s)"
               + (f" ({sv['merge']})" if sv.get("merge") else "") + f"; {sv.get('pruned', 0)} dominated candidates pruned")
     if not plan.feasible:
@@ -363,7 +369,7 @@ def _plan(con, plan) -> None:
     for col in ("workload", "task", "model", "months", "needs", "planned", "replica", "notes"):
         wt.add_column(col, overflow="fold")
     for w in plan.workloads:
-        rep = "; ".join(f"{s['gpu_shape'].split(' (')[0]}: {s['gpus_per_replica']:g} GPUs"
+        rep = "; ".join(f"{s['gpu_shape'].split(' (')[0]}: {_n(s['gpus_per_replica'], 'GPU')} per replica"
                         + (f" TP{s['tensor_parallel']}xPP{s['pipeline_parallel']}" if s.get("pipeline_parallel", 1) > 1 else "")
                         + (f", {s['tokens_per_second_per_replica']:,.0f} tok/s" if w["task"] == "serve" else "")
                         for s in (w.get("sizing") or [])[:2])
@@ -374,8 +380,10 @@ def _plan(con, plan) -> None:
                        "" if w.get("completed", True) else "not worth running (ROI)")
         else:
             wt.add_row(w["name"], w["task"], w["model"], _months(w.get("start_month", 1), w.get("end_month", H)),
-                       f"peak {w['peak_demand']:,.1f} tokens/s, min {w['min_replicas']} replicas",
-                       f"{w['replicas_min_max'][0]:g}-{w['replicas_min_max'][1]:g} replicas in "
+                       f"peak {w['peak_demand']:,.1f} tokens/s, min {_n(w['min_replicas'], 'replica')}",
+                       (f"{w['replicas_min_max'][0]:g}-{w['replicas_min_max'][1]:g} replicas"
+                        if w['replicas_min_max'][0] != w['replicas_min_max'][1]
+                        else _n(w['replicas_min_max'][0], 'replica')) + " in "
                        + ", ".join(w.get("regions") or []), rep,
                        f"{w['blocks_short']} blocks below demand" if w.get("blocks_short") else "")
     con.print(wt)

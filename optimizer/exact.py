@@ -7,8 +7,8 @@ relaxation is weak there (fractional reservations against fractional instances).
 already optimal; this enumeration proves it in well under a second.
 
 When it applies (:func:`separable`; otherwise ``None`` and the MILP plans): minimum cost; every workload serving
-(not divisible) in the one period of the horizon; no spot offer; no budget, quota or zone spread; and no committed
-offer that two workloads could both use. Then the plan splits into one problem per workload and placement group
+(not divisible) in the one period of the horizon; no budget, quota or zone spread; no committed offer that two
+workloads could both use, and no capped spot group (instance type and region) two candidates share. Then the plan splits into one problem per workload and placement group
 (the placement rule puts a workload in one group; without it all its offers are one group), and each is
 
     min  sum_c cost_c n_c + sum_b H_b g(d_b - cap(n), m - reps(n), m - inst(n))
@@ -17,7 +17,9 @@ over the committed units n (c: committed candidates, bought for the whole period
 cheapest covering slot's cost over the horizon), where H_b = block hours x months of the period, and
 g(r, a, i) = the cheapest hourly (on-demand) units giving capacity >= r, >= a more replicas and >= i more
 instances (m = min_replicas; committed units count towards both floors, as in the MILP's ``minrep``/``mininst``
-rows). A committed unit is paid whatever its use, so using all of them in every block is optimal.
+rows; spot units count only when ``spot_only_ok``, else the non-spot floors, which imply the others, are the ones
+to meet; a spot unit is used at most ``spot_capacity // instances`` times, the MILP's ``spot`` rows). A committed
+unit is paid whatever its use, so using all of them in every block is optimal.
 
 Both the committed units and g are enumerated exactly as Pareto frontiers: unit types are added one at a time and
 a partial combination is dropped when another gives at least its capacity (capped at the peak demand), replicas
@@ -29,17 +31,26 @@ back to the MILP.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 import time
 from typing import Any
 
-from optimizer.fleet import FleetProblem, FleetSolution, placement_group, _okey
+from optimizer.fleet import FleetProblem, FleetSolution, _okey, placement_group, spot_group
 from optimizer.solve import SolveReport
 
 #: Most Pareto-optimal partial combinations kept per frontier before the problem is handed back to the MILP.
 MAX_STATES = 20_000
-#: Demand met to this relative tolerance (``optimizer.fleet._verify`` checks 1e-9).
-_TOL = 1e-10
+#: Demand met to this relative tolerance, the one ``optimizer.fleet._verify`` accepts.
+_TOL = 1e-9
+#: Most partial combinations a frontier may generate (before pruning) before the problem is handed back to the MILP:
+#: a big demand over small units extends every state one unit at a time (a breaker measured 20 s for a peak of
+#: 20,000 tokens/s over units of 37-81 tokens/s, which the MILP solves in 0.3 s).
+MAX_GENERATED = 150_000
+
+
+class TooBig(Exception):
+    """A frontier outgrew MAX_STATES or MAX_GENERATED: the MILP plans the problem."""
 
 
 def separable(problem: FleetProblem, allowed: set[str] | None = None, apart: bool = False) -> str | None:
@@ -54,6 +65,7 @@ def separable(problem: FleetProblem, allowed: set[str] | None = None, apart: boo
         return "several periods"
     p = problem.periods[0]
     seen: dict[str, str] = {}
+    spot_seen: dict[tuple, str] = {}
     for w in problem.workloads:
         if w.training or w.divisible or w.name not in p.serving:
             return f"{w.name} is not a serving workload running through the period"
@@ -61,7 +73,11 @@ def separable(problem: FleetProblem, allowed: set[str] | None = None, apart: boo
             if allowed is not None and c.offer["pricing"] not in allowed:
                 continue
             if c.offer["pricing"] == "spot":
-                return "spot offers"
+                # the spot cap is per instance type and region: one candidate of one workload per capped group
+                g = spot_group(c.offer)
+                if g in spot_seen:
+                    return "a capped spot group two candidates share"
+                spot_seen[g] = w.name
             if c.committed and not apart:
                 ok = _okey(c.offer)
                 if seen.setdefault(ok, w.name) != w.name:
@@ -69,23 +85,32 @@ def separable(problem: FleetProblem, allowed: set[str] | None = None, apart: boo
     return None
 
 
-def _frontier(units: list[tuple[float, int, int, float]], capmax: float, m: int) -> dict | None:
-    """Pareto frontier of integer combinations of ``units`` (capacity, replicas, instances, cost).
+def _frontier(units: list[tuple], capmax: float, m: int) -> dict | None:
+    """Pareto frontier of integer combinations of ``units`` (capacity, replicas, instances, cost[, most units]):
+    replicas and instances are what a unit adds to the floors (a spot unit adds none to the non-spot floors), the
+    optional fifth item caps its count (spot: the instances of its capped group / its instances per unit).
 
     Returns {(replicas', instances'): list of (capacity', cost, combo)} with replicas', instances' capped at m and
     capacity' at ``capmax``; combo = ((unit index, count), ...). A unit is not added to a combination that already
     has capacity >= capmax and both floors. None when more than MAX_STATES combinations survive.
     """
     states: dict[tuple[int, int], list[tuple[float, float, tuple]]] = {(0, 0): [(0.0, 0.0, ())]}
-    for j, (cap, reps, inst, cost) in enumerate(units):
+    generated = 0
+    for j, unit in enumerate(units):
+        cap, reps, inst, cost = unit[:4]
+        most = unit[4] if len(unit) > 4 else None
         new: dict[tuple[int, int], list] = {k: list(v) for k, v in states.items()}
         for (r0, i0), lst in states.items():
             for c0, k0, combo in lst:
                 n, c, r, i, k = 0, c0, r0, i0, k0
-                while not (c >= capmax and r >= m and i >= m):
+                while not (c >= capmax and (r >= m or reps == 0) and (i >= m or inst == 0)) and \
+                        (most is None or n < most):
                     n += 1
                     c, r, i, k = min(c0 + n * cap, capmax), min(r0 + n * reps, m), min(i0 + n * inst, m), k0 + n * cost
                     new.setdefault((r, i), []).append((c, k, combo + ((j, n),)))
+                    generated += 1
+                    if generated > MAX_GENERATED:
+                        return None
         total = 0
         for key, lst in new.items():
             lst.sort(key=lambda s: (-s[0], s[1]))
@@ -147,9 +172,28 @@ def _hourly_table(front: dict, m: int):
     return out
 
 
+def _hourly_units(w, hourly, spot_capacity: int) -> list[tuple]:
+    """Frontier units of hourly candidates: (throughput, replicas, instances, USD/h[, most units]). A spot unit is
+    capped at ``spot_capacity // instances`` units (the MILP's ``spot`` rows, one candidate per capped group) and,
+    unless ``spot_only_ok``, counts towards no redundancy floor (the non-spot floors then imply the others)."""
+    out = []
+    for c in hourly:
+        k, r = int(c.instances_per_unit), int(c.replicas_per_unit)
+        if c.offer["pricing"] == "spot":
+            most = int(spot_capacity) // k
+            if most < 1:  # callers that index the result drop these candidates first
+                continue
+            out.append((c.throughput_per_unit, r if w.spot_only_ok else 0, k if w.spot_only_ok else 0,
+                        c.usd_per_unit_hour, most))
+        else:
+            out.append((c.throughput_per_unit, r, k, c.usd_per_unit_hour))
+    return out
+
+
 def _plan_group(w, cands, problem: FleetProblem, slot_for: dict[str, tuple[str, float]], blocks_idx, demand, hours):
     """Exact cheapest plan of serving workload ``w`` on ``cands`` (one placement group). Returns
-    (cost, committed combo, committed units, hourly units, hourly combo per block) or None (infeasible / too big)."""
+    (cost, committed combo, committed units, hourly units, hourly combo per block), or None when no plan exists in
+    the group. Raises TooBig when a frontier outgrows its limits."""
     import numpy as np
 
     m = int(w.min_replicas)
@@ -159,14 +203,14 @@ def _plan_group(w, cands, problem: FleetProblem, slot_for: dict[str, tuple[str, 
     if not hourly and not committed:
         return None
     capmax = peak
-    hu = [(c.throughput_per_unit, int(c.replicas_per_unit), int(c.instances_per_unit), c.usd_per_unit_hour)
-          for c in hourly]
+    hourly = [c for c in hourly if c.offer["pricing"] != "spot" or int(problem.spot_capacity) >= c.instances_per_unit]
+    hu = _hourly_units(w, hourly, problem.spot_capacity)  # aligned with ``hourly``: combos index both
     cu = [(c.throughput_per_unit, int(c.replicas_per_unit), int(c.instances_per_unit),
            slot_for[_okey(c.offer)][1] * c.instances_per_unit) for c in committed]
     hf = _frontier(hu, capmax, m)
-    cf = _frontier(cu, capmax, m)
+    cf = _frontier(cu, capmax, m) if hf is not None else None
     if hf is None or cf is None:
-        return None
+        raise TooBig(w.name)
     table = _hourly_table(hf, m)
     need = demand * (1.0 - _TOL)
     best = (math.inf, None, None)
@@ -268,13 +312,16 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
             if best is not None and bounds[g] >= best[0] - 1e-9:
                 break
             evaluated += 1
-            r = _plan_group(w, cs, problem, slot_for, blocks_idx, demand, hours)
+            try:
+                r = _plan_group(w, cs, problem, slot_for, blocks_idx, demand, hours)
+            except TooBig:
+                return None
             if r is None:
-                if _frontier_too_big(w, cs, demand, slot_for):
-                    return None
                 continue
             if best is None or r[0] < best[0] - 1e-9:
                 best = r
+        if best is None and not (demand > 0).any() and w.min_replicas <= 0:
+            continue  # needs nothing: no units (the MILP's optimum too)
         if best is None:
             return None
         _total, ccombo, committed, hourly, per_block = best
@@ -298,17 +345,6 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
                              message=f"{'each workload apart' if shared else 'exact enumeration'} over {evaluated} "
                                      "workload x placement-group frontiers")
     return sol
-
-
-def _frontier_too_big(w, cands, demand, slot_for) -> bool:
-    """True when :func:`_plan_group` gave up on size rather than infeasibility."""
-    m = int(w.min_replicas)
-    capmax = float(demand.max()) if len(demand) else 0.0
-    hu = [(c.throughput_per_unit, int(c.replicas_per_unit), int(c.instances_per_unit), c.usd_per_unit_hour)
-          for c in cands if not c.committed]
-    cu = [(c.throughput_per_unit, int(c.replicas_per_unit), int(c.instances_per_unit), 0.0)
-          for c in cands if c.committed and _okey(c.offer) in slot_for]
-    return _frontier(hu, capmax, m) is None or _frontier(cu, capmax, m) is None
 
 
 def shared_lower_bound(problem: FleetProblem, *, allowed: set[str] | None = None) -> float | None:
@@ -346,15 +382,10 @@ def shared_lower_bound(problem: FleetProblem, *, allowed: set[str] | None = None
             by_group.setdefault(g, []).append(c)
         best = math.inf
         for cs in by_group.values():
-            units = []
-            for c in cs:
-                if c.committed:
-                    if _okey(c.offer) not in slot_cost:
-                        continue
-                    rate = slot_cost[_okey(c.offer)] * c.instances_per_unit / total_hours
-                else:
-                    rate = c.usd_per_unit_hour
-                units.append((c.throughput_per_unit, int(c.replicas_per_unit), int(c.instances_per_unit), rate))
+            units = _hourly_units(w, [c for c in cs if not c.committed], problem.spot_capacity)
+            units += [(c.throughput_per_unit, int(c.replicas_per_unit), int(c.instances_per_unit),
+                       slot_cost[_okey(c.offer)] * c.instances_per_unit / total_hours)
+                      for c in cs if c.committed and _okey(c.offer) in slot_cost]
             if not units:
                 continue
             front = _frontier(units, float(demand.max(initial=0.0)), m)
@@ -371,3 +402,50 @@ def shared_lower_bound(problem: FleetProblem, *, allowed: set[str] | None = None
             return None
         lb += best
     return lb
+
+
+def solve_within_limits(problem: FleetProblem, *, allowed: set[str] | None = None) -> FleetSolution | None:
+    """The exact plan of ``problem`` when its budgets and quota do not bind: the plan of the problem without them
+    (:func:`solve_separable`) is returned, labelled optimal, when it keeps every limit — cash in every month
+    <= the monthly budget (the MILP bounds the first month of each period, which this implies), total <=
+    budget_total, upfront <= max_upfront, commitment <= max_commitment, and at most ``max_instances`` instances of
+    one instance type in one region in every block (hourly units and the commitments covering the block). A
+    relaxation's optimum that is feasible is optimal. None when they bind (the MILP plans) or it is not separable.
+    """
+    from optimizer.fleet import Budgets, money
+
+    if not (problem.budgets.any() or problem.max_instances is not None):
+        return None
+    free = problem.replace(budgets=Budgets(), budget_usd=None, max_instances=None)
+    sol = solve_separable(free, allowed=allowed)
+    if sol is None:
+        return None
+    bg = problem.budgets
+    mo = money(problem, sol)
+    if bg.monthly is not None and mo["max_month_usd"] > bg.monthly:
+        return None
+    if bg.total is not None and mo["total_usd"] > bg.total:
+        return None
+    if bg.upfront is not None and mo["upfront_usd"] > bg.upfront:
+        return None
+    if bg.commitment is not None and mo["commitment_usd"] > bg.commitment:
+        return None
+    if problem.max_instances is not None:
+        cidx = {(w, _okey(c.offer)): c for w, cs in problem.cands.items() for c in cs}
+        p = problem.periods[0]
+        for bi in range(len(problem.blocks)):
+            count: dict[tuple, float] = {}
+            for (w, ok, b), x in sol.X.items():
+                if b == bi:
+                    c = cidx[(w, ok)]
+                    g = spot_group(c.offer)
+                    count[g] = count.get(g, 0.0) + c.instances_per_unit * x
+            for k, n in sol.N.items():
+                s = problem.slots[k]
+                if s.start_month <= p.start_month < s.end_month:
+                    g = spot_group(s.offer)
+                    count[g] = count.get(g, 0.0) + n
+            if any(v > problem.max_instances + 1e-9 for v in count.values()):
+                return None
+    sol.report = dataclasses.replace(sol.report, message=sol.report.message + " (budgets and quota do not bind)")
+    return sol

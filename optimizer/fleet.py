@@ -840,17 +840,18 @@ def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_r
     enumeration, no MILP (``exact=False`` skips it). Otherwise, without placement rules (or when no serving
     workload could be split) one MILP; with them, :func:`_solve_placed`."""
     if exact:
-        from optimizer.exact import solve_separable
+        from optimizer.exact import solve_separable, solve_within_limits
 
-        sol = solve_separable(problem, allowed=allowed)
+        sol = solve_separable(problem, allowed=allowed) or solve_within_limits(problem, allowed=allowed)
         if sol is not None:
             return sol
     if problem.placement != "any" and _placed(problem):
         start = None
         if exact:
-            from optimizer.exact import solve_separable
+            from optimizer.exact import separable, solve_separable
 
-            start = solve_separable(problem, allowed=allowed, apart=True)
+            if separable(problem, allowed) is not None:  # else it was just tried, and its frontiers are too big
+                start = solve_separable(problem, allowed=allowed, apart=True)
         sol = _solve_placed(problem, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel, allowed=allowed,
                             start=start)
         if start is not None and sol.report.status == "time_limit" and sol.cost > 0:

@@ -35,27 +35,34 @@ def _problem(cands, demands, mins, H=12, placement="region", **kw):
     blocks = [FleetBlock(start_hour=i * 730 / n, hours=730 / n, demand={w: demands[w][i] for w in names},
                          label=f"b{i}") for i in range(n)]
     ws = [FleetWorkload(name=w, workload=SimpleNamespace(task="serve", model=SimpleNamespace(name="m")),
-                        min_replicas=mins[w]) for w in names]
+                        min_replicas=mins[w], allow_spot=True) for w in names]
     return FleetProblem(ws, blocks, cands, {}, horizon_months=H, placement=placement, **kw)
 
 
-_unit = st.tuples(st.floats(0.3, 3.0), st.sampled_from([40.0, 90.0, 150.0, 260.0]), st.booleans(),
+_unit = st.tuples(st.floats(0.3, 3.0), st.sampled_from([40.0, 90.0, 150.0, 260.0]),
+                  st.sampled_from(["on_demand", "reserved_1y", "spot"]),
                   st.sampled_from(["r1", "r2"]), st.sampled_from([(1, 1), (1, 2), (2, 1)]))
 
 
 def _cands(units, tag=""):
-    return [_cand(reg, f"{tag}i{i}", "reserved_1y" if res else "on_demand", usd, th, k, r)
-            for i, (usd, th, res, reg, (k, r)) in enumerate(units)]
+    return [_cand(reg, f"{tag}i{i}", pricing, usd, th, k, r)
+            for i, (usd, th, pricing, reg, (k, r)) in enumerate(units)]
 
 
 @settings(max_examples=40, deadline=None)
 @given(units=st.lists(_unit, min_size=2, max_size=5),
        demand=st.lists(st.sampled_from([0.0, 60.0, 130.0, 250.0, 420.0]), min_size=1, max_size=6),
-       m=st.integers(0, 2), H=st.sampled_from([1, 12, 36]), placement=st.sampled_from(["region", "any"]))
-def test_enumeration_equals_the_milp_for_one_workload(units, demand, m, H, placement):
+       m=st.integers(0, 2), H=st.sampled_from([1, 12, 36]), placement=st.sampled_from(["region", "any"]),
+       cap=st.sampled_from([1, 2, 16]), spot_ok=st.booleans())
+def test_enumeration_equals_the_milp_for_one_workload(units, demand, m, H, placement, cap, spot_ok):
+    # spot units: capped per group (spot_capacity instances), outside the redundancy floors unless spot_only_ok
     cands = {"a": _cands(units)}
-    pr = _problem(cands, {"a": demand}, {"a": m}, H, placement)
+    pr = _problem(cands, {"a": demand}, {"a": m}, H, placement, spot_capacity=cap)
+    pr.workloads[0].spot_only_ok = spot_ok
     ex = solve_separable(pr)
+    if separable(pr) is not None:  # e.g. a 36-month horizon renews 1-year terms: several periods
+        assert ex is None
+        return
     milp = solve_cost(pr, gap_rel=0.0, exact=False)
     if milp.report.status != "optimal":
         assert ex is None
@@ -75,6 +82,9 @@ def test_workloads_without_a_shared_commitment_are_planned_apart_exactly(ua, ub,
     assert separable(pr) is None
     ex = solve_separable(pr)
     milp = solve_cost(pr, gap_rel=0.0, exact=False)
+    if milp.report.status == "infeasible":  # e.g. only spot for b, whose replica must not be on spot alone
+        assert ex is None
+        return
     assert milp.report.status == "optimal" and ex is not None
     assert ex.cost == pytest.approx(milp.cost, rel=1e-6, abs=1e-6)
 
@@ -90,7 +100,10 @@ def test_the_milp_plans_whatever_could_share_or_is_bounded():
     one = [_cand("r1", "x", "on_demand", 1.0, 100.0)]
     assert separable(_problem({"a": one}, {"a": [50.0]}, {"a": 1}, budgets=Budgets(monthly=10_000.0))) is not None
     spot = one + [_cand("r1", "x", "spot", 0.4, 90.0)]
-    assert separable(_problem({"a": spot}, {"a": [50.0]}, {"a": 1})) == "spot offers"
+    assert separable(_problem({"a": spot}, {"a": [50.0]}, {"a": 1})) is None
+    two = {"a": spot, "b": [_cand("r1", "x", "spot", 0.4, 90.0)]}  # one capped spot group, two workloads
+    assert separable(_problem(two, {"a": [50.0], "b": [50.0]}, {"a": 1, "b": 1})) == \
+        "a capped spot group two candidates share"
 
 
 def test_a_long_profile_is_exact_where_the_milp_is_slow():
@@ -117,7 +130,42 @@ def test_cli_says_how_the_plan_was_solved():
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     assert d["status"] == "optimal" and d["solver"]["method"] == "enumeration"
+    # a budget that does not bind: the plan without it keeps it, so it is the plan (no MILP)
     r = CliRunner().invoke(app, ["recommend", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "500",
-                                 "--no-explain", "--allow-spot", "--format", "json"])
+                                 "--no-explain", "--budget", "100000", "--format", "json"])
     d2 = json.loads(r.stdout)
-    assert d2["solver"]["method"] == "milp" and d2["total_usd"] <= d["total_usd"] + 0.01
+    assert d2["solver"]["method"] == "enumeration" and d2["total_usd"] == pytest.approx(d["total_usd"], abs=0.01)
+    # one that binds (below the plan's dearest month, its upfront month) goes to the MILP
+    tight = d["max_month_usd"] - 1.0
+    r = CliRunner().invoke(app, ["recommend", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "500",
+                                 "--no-explain", "--budget", f"{tight:.2f}", "--format", "json"])
+    d3 = json.loads(r.stdout)
+    assert d3["solver"]["method"] == "milp"
+    if d3["status"] == "optimal":
+        assert d3["max_month_usd"] <= tight + 0.01 and d3["total_usd"] >= d["total_usd"] - 0.01
+    # zone spread is the MILP's
+    r = CliRunner().invoke(app, ["recommend", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "500",
+                                 "--no-explain", "--min-replicas", "2", "--spread", "zones", "--format", "json"])
+    assert json.loads(r.stdout)["solver"]["method"] == "milp"
+
+
+@settings(max_examples=30, deadline=None)
+@given(units=st.lists(_unit, min_size=2, max_size=4),
+       demand=st.lists(st.sampled_from([60.0, 130.0, 250.0]), min_size=1, max_size=3),
+       monthly=st.one_of(st.none(), st.floats(100.0, 3000.0)), upfront=st.one_of(st.none(), st.floats(0.0, 5000.0)),
+       quota=st.one_of(st.none(), st.integers(1, 6)))
+def test_limits_that_do_not_bind_keep_the_enumeration_and_those_that_do_go_to_the_milp(units, demand, monthly,
+                                                                                       upfront, quota):
+    cands = {"a": [_cand(reg, f"i{i}", pricing, usd, th, k, r) if pricing != "reserved_1y" else
+                   _cand(reg, f"i{i}", pricing, usd, th, k, r)
+                   for i, (usd, th, pricing, reg, (k, r)) in enumerate(units)]}
+    pr = _problem(cands, {"a": demand}, {"a": 1}, budgets=Budgets(monthly=monthly, upfront=upfront),
+                  max_instances=quota)
+    from optimizer.exact import solve_within_limits
+
+    ex = solve_within_limits(pr)
+    milp = solve_cost(pr, gap_rel=0.0, exact=False)
+    if ex is None:
+        return  # a limit binds (or nothing fits): the MILP's plan stands
+    assert milp.report.status == "optimal"
+    assert ex.cost == pytest.approx(milp.cost, rel=1e-6, abs=1e-6)

@@ -1219,8 +1219,8 @@ class FleetResult:
 
 
 def fleet_lines(problem: FleetProblem, sol: FleetSolution, od_rates: dict) -> list[FleetLine]:
-    """The plan's lines, dearest first: one per commitment bought (offer and start month) and one per hourly offer
-    and period."""
+    """The plan's lines, the dearest offer first and each offer's lines in month order: one per commitment bought
+    (offer and start month) and one per hourly offer and stretch of periods it runs alike in."""
     idx = _cand_index(problem)
     H = problem.horizon_months
     start = problem.start_date
@@ -1278,8 +1278,35 @@ def fleet_lines(problem: FleetProblem, sol: FleetSolution, od_rates: dict) -> li
         c0 = next(iter(h["users"].values()))
         ln.replicas = int(math.floor(count * c0.replicas_per_unit / c0.instances_per_unit + 1e-9))
         lines.append(ln)
-    lines.sort(key=lambda ln: (-ln.total_usd, ln.provider, ln.region, ln.instance_type, ln.start_month))
+    lines = _merge_periods(lines)
+    # dearest offer first, each offer's lines together in month order
+    offer = lambda ln: (ln.provider, ln.region, ln.zone, ln.instance_type, ln.pricing, ln.payment)  # noqa: E731
+    spend: dict[tuple, float] = {}
+    for ln in lines:
+        spend[offer(ln)] = spend.get(offer(ln), 0.0) + ln.total_usd
+    lines.sort(key=lambda ln: (-spend[offer(ln)], offer(ln), ln.start_month))
     return lines
+
+
+def _merge_periods(lines: list[FleetLine]) -> list[FleetLine]:
+    """One line for an hourly offer running alike through consecutive periods (same count, hours, monthly cost,
+    replicas and workloads): months m..n instead of a line per period. Commitment lines are kept as bought."""
+    out: list[FleetLine] = []
+    last: dict[tuple, FleetLine] = {}
+    for ln in sorted(lines, key=lambda ln: ln.start_month):
+        if ln.pricing in COMMITTED:
+            out.append(ln)
+            continue
+        key = (ln.provider, ln.region, ln.zone, ln.instance_type, ln.pricing, ln.payment, ln.count, ln.hours,
+               ln.monthly_usd, ln.replicas, tuple(ln.workloads))
+        prev = last.get(key)
+        if prev is not None and prev.end_month + 1 == ln.start_month:
+            prev.end_month = ln.end_month
+            prev.total_usd = round(prev.total_usd + ln.total_usd, 2)
+            continue
+        last[key] = ln
+        out.append(ln)
+    return out
 
 
 def _line(o, count, hours, monthly, users: dict[str, Candidate], util, be, upfront, commitment) -> FleetLine:

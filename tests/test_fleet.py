@@ -202,3 +202,26 @@ def test_fleet_pruning_is_safe_with_sharing_and_multiples(base, mults, od, deman
     a, b = solve_cost(p, gap_rel=0.0), solve_cost(q, gap_rel=0.0)
     assert a.report.status == b.report.status == "optimal"
     assert b.cost == pytest.approx(a.cost, rel=1e-6, abs=1e-6)
+
+
+def test_an_hourly_offer_running_alike_through_consecutive_periods_is_one_line():
+    # a fresh user's 18-month plan showed one on-demand pair on 7 lines in no month order (a line per period)
+    import dataclasses as _dc
+
+    from optimizer.fleet import FleetLine, _merge_periods
+
+    base = FleetLine(provider="aws", region="us-east-1", zone="", instance_type="g6.xlarge", pricing="on_demand",
+                     payment="", count=2, hours=730.0, usd_per_hour=0.8, monthly_usd=1168.0, gpu_model="L4",
+                     gpu_count=1.0, gpu_memory_gib=22.35, workloads=["chat"], utilization=None,
+                     break_even_utilization=None, upfront_usd=0.0, commitment_usd=0.0, source="t", as_of="2026",
+                     estimated=False, total_usd=1168.0, start_month=1, end_month=1)
+    lines = [_dc.replace(base, start_month=4, end_month=12, total_usd=1168.0 * 9),
+             _dc.replace(base, start_month=1, end_month=3, total_usd=1168.0 * 3),
+             _dc.replace(base, start_month=13, end_month=13, count=3, monthly_usd=1752.0, total_usd=1752.0),
+             _dc.replace(base, start_month=15, end_month=18, total_usd=1168.0 * 4),
+             _dc.replace(base, pricing="reserved_1y", start_month=1, end_month=12),
+             _dc.replace(base, pricing="reserved_1y", start_month=13, end_month=18)]
+    out = _merge_periods(lines)
+    od = sorted((ln.start_month, ln.end_month, ln.count, ln.total_usd) for ln in out if ln.pricing == "on_demand")
+    assert od == [(1, 12, 2, 1168.0 * 12), (13, 13, 3, 1752.0), (15, 18, 2, 1168.0 * 4)]
+    assert sum(1 for ln in out if ln.pricing == "reserved_1y") == 2  # commitments stay as bought

@@ -149,25 +149,27 @@ def recommend(
     fmt: FormatOpt = "table",
 ):
     """Recommend the cheapest mix of GPU instances and purchase options for one or several workloads over a horizon."""
-    with _boundary():
+    from gpuopt.plan_spec import named_as_options
+
+    opts = dict(
+        budget=budget, model=model, params=params, task=task, tokens_per_second=tokens_per_second,
+        tokens=tokens, deadline_hours=deadline_hours, precision=precision, context_tokens=context,
+        concurrency=concurrency, zero_stage=zero_stage, gpus=gpu or [], providers=provider or [],
+        regions=region or [], pricing=pricing or [], allow_spot=allow_spot,
+        catalog=None if catalog is None else str(catalog), max_instances=max_instances, prices_on=prices_on,
+        objective=objective, exclude_gpus=exclude_gpu or [], demand_profile=demand_profile, blocks=blocks,
+        min_replicas=min_replicas, spot_only_ok=spot_only_ok, value_per_million_tokens=value_per_million_tokens,
+        value_usd=value_usd, spot_capacity_per_offer=spot_capacity, lora_rank=lora_rank, name=name,
+        solver=solver, time_limit_s=time_limit, budget_total=budget_total, max_upfront=max_upfront,
+        max_commitment=max_commitment, horizon_months=horizon, leftover_value=leftover_value,
+        placement=placement, region_group=region_group or [], spread=spread,
+        include_local_zones=include_local_zones, start=start_month, end=end_month, months=months)
+    with _boundary(), named_as_options(opts, every=workload is None, extra={"format": "--format"}):
         _check_format(fmt, FILE_FORMATS)
         from gpuopt import api, render
 
         if print_workload:
-            typer.echo(api.print_workload(dict(
-                budget=budget, model=model, params=params, task=task, tokens_per_second=tokens_per_second,
-                tokens=tokens, deadline_hours=deadline_hours, precision=precision, context_tokens=context,
-                concurrency=concurrency, zero_stage=zero_stage, gpus=gpu or [], providers=provider or [],
-                regions=region or [], pricing=pricing or [], allow_spot=allow_spot,
-                catalog=None if catalog is None else str(catalog), max_instances=max_instances, prices_on=prices_on,
-                objective=objective, exclude_gpus=exclude_gpu or [], demand_profile=demand_profile, blocks=blocks,
-                min_replicas=min_replicas, spot_only_ok=spot_only_ok, value_per_million_tokens=value_per_million_tokens,
-                value_usd=value_usd, spot_capacity_per_offer=spot_capacity, lora_rank=lora_rank, name=name,
-                solver=solver, time_limit_s=time_limit, budget_total=budget_total, max_upfront=max_upfront,
-                max_commitment=max_commitment, horizon_months=horizon, leftover_value=leftover_value,
-                placement=placement, region_group=region_group or [], spread=spread,
-                include_local_zones=include_local_zones, start=start_month, end=end_month, months=months),
-                workload), nl=False)
+            typer.echo(api.print_workload(opts, workload), nl=False)
             return
         result = api.recommend(
             objective=objective, exclude_gpus=exclude_gpu or (), demand_profile=demand_profile, blocks=blocks,

@@ -29,9 +29,11 @@ USD per million generated tokens served; value_usd USD for a finished training j
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import datetime as _dt
 import math
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Mapping
 
@@ -701,6 +703,34 @@ def load_plan_file(path: str | Path, options: Mapping[str, Any] | None = None) -
     if options:
         data = apply_options(data, options)
     return _validate(data, str(p), p.parent, lines, single)
+
+
+#: Fields of errors raised outside the plan schema (offer filters, the CLI) -> the plan key they stand for.
+ERROR_FIELD_KEYS = {"gpu": "gpus", "provider": "providers", "region": "regions", "exclude_gpu": "exclude_gpus"}
+
+
+@contextlib.contextmanager
+def named_as_options(options: Mapping[str, Any], *, every: bool = False, extra: Mapping[str, str] | None = None):
+    """For the command line: an InputError on a plan key names the ``gpuopt recommend`` option (``--horizon``), not
+    the plan-file key (``horizon_months``) — for the keys given as options, or for every key when ``every`` (a plan
+    made from options alone). ``extra``: more field -> option names (``format`` -> ``--format``). The message loses
+    the plan file's line, which is not where the option was set."""
+    given = {k for k, v in options.items() if v is not None and not (isinstance(v, (list, tuple)) and not v)}
+    try:
+        yield
+    except InputError as exc:
+        root = re.sub(r"\[\d+\]$", "", re.sub(r"^workloads\[\d+\]\.", "", exc.field))
+        key = ERROR_FIELD_KEYS.get(root, root)
+        option = (extra or {}).get(root) or (CLI_OPTIONS.get(key) if key in CLI_OPTIONS and (every or key in given)
+                                             else None)
+        if option is None:
+            raise
+        text = str(exc)
+        msg = text[len(exc.field) + 2:] if text.startswith(exc.field + ": ") else text
+        if exc.accepted and msg.endswith(f" (accepted: {exc.accepted})"):
+            msg = msg[: -len(f" (accepted: {exc.accepted})")]
+        msg = re.sub(r" \([^()]*, line \d+\)$", "", msg)
+        raise InputError(option.split("/")[0], msg, exc.accepted) from None
 
 
 def plan_from_options(options: Mapping[str, Any], base_dir: str | Path | None = None) -> PlanFile:

@@ -155,16 +155,18 @@ def test_one_service_stays_in_one_region_unless_told_otherwise():
 
 
 @pytest.mark.parametrize("args, field", [
-    (["--horizon", "0"], "horizon_months"), (["--leftover-value", "1.5"], "leftover_value"),
-    (["--placement", "moon"], "placement"), (["--region-group", "mars"], "region_group"),
-    (["--spread", "racks"], "spread"), (["--max-upfront", "-1"], "max_upfront"),
-    (["--budget-total", "0"], "budget_total"),
+    (["--horizon", "0"], "--horizon"), (["--leftover-value", "1.5"], "--leftover-value"),
+    (["--placement", "moon"], "--placement"), (["--region-group", "mars"], "--region-group"),
+    (["--spread", "racks"], "--spread"), (["--max-upfront", "-1"], "--max-upfront"),
+    (["--budget-total", "0"], "--budget-total"), (["--time-limit", "0"], "--time-limit"),
+    (["--spot-capacity", "-1"], "--spot-capacity"), (["--pricing", "free"], "--pricing"),
 ])
 def test_bad_planning_options_are_one_line_naming_the_option(args, field):
     r = runner.invoke(app, ["recommend", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "10"] + args)
     assert r.exit_code == 1
     lines = [x for x in r.stderr.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"gpuopt: error: {field}"), r.stderr
+    # the option the user typed, not the plan-file key (--horizon, not horizon_months)
+    assert len(lines) == 1 and lines[0].startswith(f"gpuopt: error: {field}: "), r.stderr
 
 
 # ------------------------------------------------------------------------------------------ invariants (model)

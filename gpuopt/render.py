@@ -389,14 +389,17 @@ def _plan(con, plan) -> None:
     con.print(wt)
     if plan.strategies:
         st = Table(title=f"Same demand, priced by strategy (over {H} months)", title_justify="left")
-        for col in ("strategy", "total", "$/month", "upfront", "commitment", "savings vs on-demand"):
+        for col in ("strategy", "total", "average $/month", "most in a month", "upfront", "commitment",
+                    "savings vs on-demand"):
             st.add_column(col, justify="left" if col == "strategy" else "right")
         for nm, v in plan.strategies.items():
             sav = "—" if v.get("savings_usd") is None else f"{_usd(v['savings_usd'])} ({v['savings_pct']:.1f} %)"
             label = nm.replace("_", " ") + (f" (not proven: gap {100 * (v.get('gap') or 0):.1f} %)"
                                              if v.get("status") == "time_limit" else "")
             st.add_row(label, _usd(v.get("total_usd")) if v.get("total_usd") is not None else v.get("status", "—"),
-                       _usd(v.get("monthly_usd")), _usd(v.get("upfront_usd")) if v.get("total_usd") is not None else "—",
+                       _usd(v.get("monthly_usd")),
+                       _usd(v.get("max_month_usd")) if v.get("max_month_usd") is not None else "—",
+                       _usd(v.get("upfront_usd")) if v.get("total_usd") is not None else "—",
                        _usd(v.get("commitment_usd")) if v.get("total_usd") is not None else "—", sav)
         con.print(st)
     m = plan.marginal or {}

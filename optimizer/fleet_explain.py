@@ -58,6 +58,33 @@ def rules(problem: FleetProblem) -> list[str]:
     return out
 
 
+#: The least time (s) an explanation's solve is started with; with less left it is reported as not computed.
+MIN_SOLVE_S = 0.3
+_NO_TIME = "not computed: no time left within the explanation's limit"
+
+
+def _share(t_end: float, left: int) -> float:
+    """Seconds for the next of ``left`` solves sharing the time up to ``t_end`` (0 when none is left)."""
+    import time as _time
+
+    return max(0.0, t_end - _time.perf_counter()) / max(1, left)
+
+
+def _fits(sub: FleetProblem, seconds: float, allowed: set[str] | None = None) -> bool:
+    """Whether a solve of ``sub`` can be started in ``seconds``: the enumeration (optimizer.exact) needs no model;
+    the MILP's model must be built, written and read back in time (MODEL_SECONDS_PER_VARIABLE per candidate and
+    block)."""
+    from optimizer.exact import separable
+    from optimizer.fleet import MODEL_SECONDS_PER_VARIABLE
+
+    if seconds < MIN_SOLVE_S:
+        return False
+    if separable(sub, allowed) is None:
+        return True
+    n = len(sub.blocks) * sum(len(cs) for cs in sub.cands.values())
+    return MODEL_SECONDS_PER_VARIABLE * n + MIN_SOLVE_S <= seconds
+
+
 def _restricted(problem: FleetProblem, subset: dict) -> FleetProblem:
     kept = subset if problem.max_instances is not None else prune_fleet(
         subset, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity, problem.placement,
@@ -65,19 +92,21 @@ def _restricted(problem: FleetProblem, subset: dict) -> FleetProblem:
     return problem.replace(budgets=Budgets(), budget_usd=None, objective="cost", cands=kept)
 
 
-def strategies(problem: FleetProblem, solver, time_limit_s, gap_rel, plan_money: dict) -> dict[str, dict[str, Any]]:
+def strategies(problem: FleetProblem, solver, time_limit_s, gap_rel, plan_money: dict,
+               deadline: float | None = None) -> dict[str, dict[str, Any]]:
     """The same demand priced all on-demand, all reserved 1y / 3y, on-demand + spot where allowed, and the plan
     itself: each with its total over the horizon, average per month, upfront and commitment over the terms. Each
     strategy chooses its own regions under the same placement rule; the budgets are not applied (said in the notes);
-    the strategies share ``time_limit_s``, and one stopped by it carries its status and gap."""
+    the strategies share ``time_limit_s`` (or the time up to ``deadline``, a perf_counter instant); one stopped by it
+    carries its status and gap, one that could not be started in the time left is ``not_computed``."""
     import time as _time
 
     out: dict[str, dict[str, Any]] = {}
-    t_end = _time.perf_counter() + time_limit_s
+    t_end = deadline if deadline is not None else _time.perf_counter() + time_limit_s
     sets = [(n, a) for n, a in STRATEGY_SETS.items()
             if not (n == "spot_where_allowed" and not any(w.allow_spot for w in problem.workloads))]
     for i, (name, allowed) in enumerate(sets):
-        time_limit_s = max(0.5, (t_end - _time.perf_counter()) / (len(sets) - i))
+        time_limit_s = _share(t_end, len(sets) - i)
         base = problem.unpruned or problem.cands
         subset = {w: [c for c in cs if c.offer["pricing"] in allowed] for w, cs in base.items()}
         if any(not cs for cs in subset.values()):
@@ -85,6 +114,9 @@ def strategies(problem: FleetProblem, solver, time_limit_s, gap_rel, plan_money:
                          "note": "some workload has no offer of this pricing (or may not use it)"}
             continue
         sub = _restricted(problem, subset)
+        if not _fits(sub, time_limit_s):
+            out[name] = {"status": "not_computed", "total_usd": None, "monthly_usd": None, "note": _NO_TIME}
+            continue
         sol = solve_cost(sub, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
         if sol.report.status not in ("optimal", "time_limit"):
             out[name] = {"status": sol.report.status, "total_usd": None, "monthly_usd": None}
@@ -106,13 +138,24 @@ def _money_keys(mo: dict) -> dict:
     return {k: mo[k] for k in ("total_usd", "monthly_usd", "upfront_usd", "commitment_usd", "max_month_usd")}
 
 
-def marginal(problem: FleetProblem, solver, time_limit_s) -> dict[str, Any]:
+def marginal(problem: FleetProblem, solver, time_limit_s, deadline: float | None = None) -> dict[str, Any]:
     """Shadow prices from the LP relaxation of the minimum-cost model: USD per month for one more token/s of
-    demand in a block (top 5 blocks), and the monthly budget's dual."""
+    demand in a block (top 5 blocks), and the monthly budget's dual. Empty when the LP could not be built and solved
+    in ``time_limit_s`` (or by ``deadline``)."""
+    import time as _time
+
     import pulp
 
+    from optimizer.fleet import MODEL_SECONDS_PER_VARIABLE
+
+    if deadline is not None:
+        time_limit_s = _share(deadline, 1)
+    n = len(problem.blocks) * sum(len(cs) for cs in problem.cands.values())
+    if MODEL_SECONDS_PER_VARIABLE * n + MIN_SOLVE_S > time_limit_s:
+        return {}
+    t0 = _time.perf_counter()
     m, V = build_fleet_model(problem.replace(objective="cost"), relax=True)
-    rep = solve_fleet(m, solver="cbc", time_limit_s=time_limit_s)
+    rep = solve_fleet(m, solver="cbc", time_limit_s=max(MIN_SOLVE_S, time_limit_s - (_time.perf_counter() - t0)))
     if rep.status != "optimal":
         return {}
     names = {_safe(w.name): w for w in problem.workloads}
@@ -131,23 +174,28 @@ def marginal(problem: FleetProblem, solver, time_limit_s) -> dict[str, Any]:
     return {"lp_relaxation_cost_usd": round(float(pulp.value(m.objective) or 0.0), 2), "demand": demand[:5]}
 
 
-def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, gap_rel) -> list[dict[str, Any]]:
+def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, gap_rel,
+              deadline: float | None = None) -> list[dict[str, Any]]:
     """The cheapest plan on each provider alone, and what price change would flip the choice. The providers share
-    ``time_limit_s`` (each gets the time left over the providers left); one stopped by its time gets its gap."""
+    ``time_limit_s`` or the time up to ``deadline`` (each gets the time left over the providers left); one stopped
+    by its time gets its gap, one that could not be started says so."""
     import time as _time
 
     base = problem.unpruned or problem.cands
     providers = sorted({c.offer["provider"] for cs in base.values() for c in cs})
     used = sorted({k.split("|")[0] for k in list(sol.N) + [ok for (_, ok, _) in sol.X]})
     out = []
-    t_end = _time.perf_counter() + time_limit_s
+    t_end = deadline if deadline is not None else _time.perf_counter() + time_limit_s
     for i, p in enumerate(providers):
-        time_limit_s = max(0.5, (t_end - _time.perf_counter()) / (len(providers) - i))
+        time_limit_s = _share(t_end, len(providers) - i)
         subset = {w: [c for c in cs if c.offer["provider"] == p] for w, cs in base.items()}
         if any(not cs for cs in subset.values()):
             out.append({"provider": p, "total_usd": None, "monthly_usd": None, "note": "cannot host every workload alone"})
             continue
         sub = _restricted(problem, subset)
+        if not _fits(sub, time_limit_s):
+            out.append({"provider": p, "total_usd": None, "monthly_usd": None, "note": _NO_TIME})
+            continue
         s = solve_cost(sub, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
         if s.report.status not in ("optimal", "time_limit"):
             out.append({"provider": p, "total_usd": None, "monthly_usd": None, "note": f"no plan ({s.report.status})"})
@@ -172,20 +220,28 @@ def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, g
     return out
 
 
-def demand_flip(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, gap_rel) -> list[dict[str, Any]]:
+def demand_flip(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, gap_rel,
+                deadline: float | None = None) -> list[dict[str, Any]]:
     """What a change in demand does to the choice: the plan re-solved with every serving demand and training job
-    halved and doubled; when the providers or pricing models it uses change, the change is said."""
+    halved and doubled (sharing ``time_limit_s``, or the time up to ``deadline``; one that cannot be started in the
+    time left is left out); when the providers or pricing models it uses change, the change is said."""
+    import time as _time
+
+    t_end = deadline if deadline is not None else _time.perf_counter() + time_limit_s
     def used(x: FleetSolution) -> tuple[str, ...]:
         keys = [k.split("@")[0] for k in x.N] + [ok for (_, ok, _) in x.X]
         return tuple(sorted({f"{k.split('|')[0]} {k.split('|')[4]}" for k in keys}))
 
     base = used(sol)
     out = []
-    for factor in (0.5, 2.0):
+    for i, factor in enumerate((0.5, 2.0)):
+        time_limit_s = _share(t_end, 2 - i)
         blocks = [FleetBlock(b.start_hour, b.hours, {w: d * factor for w, d in b.demand.items()}, b.label, b.end_hour,
                              b.period) for b in problem.blocks]
         scaled = problem.replace(budgets=Budgets(), budget_usd=None, objective="cost", blocks=blocks,
                                  work_flops={w: f * factor for w, f in problem.work_flops.items()})
+        if not _fits(scaled, time_limit_s):
+            continue
         s2 = solve_cost(scaled, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
         if s2.report.status not in ("optimal", "time_limit"):
             continue
@@ -365,9 +421,10 @@ EXPLAIN_MIN_S = 2.0
 def explain_into(res, problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, gap_rel, plan_money,
                  plan_seconds: float = 0.0) -> None:
     """Fill the explanation of ``res`` (strategies, duals, provider alternatives, demand sensitivity, savings), the
-    families side by side in threads (each solve single-threaded: CBC runs as a subprocess), within 1 % and
-    ``max(EXPLAIN_MIN_S, EXPLAIN_TIME_FACTOR x plan_seconds)`` each: they compare, they are not the plan; an
-    alternative stopped by that time says so with its gap."""
+    families side by side in threads (each solve single-threaded: CBC runs as a subprocess), within 1 % and all by
+    one deadline, ``max(EXPLAIN_MIN_S, EXPLAIN_TIME_FACTOR x plan_seconds)`` from now: they compare, they are not
+    the plan; an alternative stopped by that time says so with its gap, one that could not be started in the time
+    left is ``not_computed``."""
     from concurrent.futures import ThreadPoolExecutor
 
     from optimizer.fleet import fix_placement
@@ -380,11 +437,16 @@ def explain_into(res, problem: FleetProblem, sol: FleetSolution, solver, time_li
         _SOLVE_THREADS.n = 1
         return fn(*a)
 
+    import time as _time
+
+    # one deadline for all the families: a family that waits for a worker gets what is left, and a solve that
+    # could not end before it is not started
+    deadline = _time.perf_counter() + ex_limit
     with ThreadPoolExecutor(max_workers=max(1, min(3, os.cpu_count() or 1))) as pool:
-        f_st = pool.submit(single, strategies, problem, solver, ex_limit, ex_gap, plan_money)
-        f_mg = pool.submit(single, marginal, here, solver, ex_limit)
-        f_nb = pool.submit(single, next_best, problem, sol, solver, ex_limit, ex_gap)
-        f_df = pool.submit(single, demand_flip, problem, sol, solver, ex_limit, ex_gap)
+        f_st = pool.submit(single, strategies, problem, solver, ex_limit, ex_gap, plan_money, deadline)
+        f_mg = pool.submit(single, marginal, here, solver, ex_limit, deadline)
+        f_nb = pool.submit(single, next_best, problem, sol, solver, ex_limit, ex_gap, deadline)
+        f_df = pool.submit(single, demand_flip, problem, sol, solver, ex_limit, ex_gap, deadline)
         res.strategies, res.marginal, res.next_best = f_st.result(), f_mg.result(), f_nb.result()
         res.demand_sensitivity = f_df.result()
     base = res.strategies.get("all_on_demand", {}).get("total_usd")

@@ -7,9 +7,11 @@ relaxation is weak there (fractional reservations against fractional instances).
 already optimal; this enumeration proves it in well under a second.
 
 When it applies (:func:`separable`; otherwise ``None`` and the MILP plans): minimum cost; every workload serving
-(not divisible) in the one period of the horizon; no budget, quota or zone spread; no committed offer that two
-workloads could both use, and no capped spot group (instance type and region) two candidates share. Then the plan splits into one problem per workload and placement group
-(the placement rule puts a workload in one group; without it all its offers are one group), and each is
+(not divisible) in the one period of the horizon; no zone spread; no committed offer that two workloads could both
+use, and no capped spot group (instance type and region) two candidates share; budgets and quotas only through
+:func:`solve_within_limits` (the plan without them, when it keeps them). Then the plan splits into one problem per
+workload and placement group (the placement rule puts a workload in one group; without it all its offers are one
+group), and each is
 
     min  sum_c cost_c n_c + sum_b H_b g(d_b - cap(n), m - reps(n), m - inst(n))
 
@@ -24,8 +26,11 @@ unit is paid whatever its use, so using all of them in every block is optimal.
 Both the committed units and g are enumerated exactly as Pareto frontiers: unit types are added one at a time and
 a partial combination is dropped when another gives at least its capacity (capped at the peak demand), replicas
 and instances (capped at m) for no more money — any completion of the dropped one is matched by the same
-completion of the other, so nothing optimal is lost. A frontier larger than :data:`MAX_STATES` hands the problem
-back to the MILP.
+completion of the other, so nothing optimal is lost. A frontier larger than :data:`MAX_STATES`, or one that
+generates more than :data:`MAX_GENERATED` partial combinations, hands the problem back to the MILP.
+
+Where workloads could share, :func:`solve_separable` with ``apart=True`` plans each with commitments of its own (a
+feasible plan that starts the MILP's placement search) and :func:`shared_lower_bound` bounds the shared optimum.
 """
 
 from __future__ import annotations

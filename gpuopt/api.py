@@ -507,12 +507,16 @@ def plan_offers(plan, offers):
     from providers.regions import region_groups_of
 
     notes = []
-    filtered = filter_offers(offers, providers=plan.providers, regions=plan.regions, gpus=plan.gpus)
+    try:
+        filtered = filter_offers(offers, providers=plan.providers, regions=plan.regions, gpus=plan.gpus)
+    except InputError as exc:  # name the plan's key (gpus, not gpu) and, for a plan file, the file
+        key = {"gpu": "gpus", "provider": "providers", "region": "regions"}.get(exc.field, exc.field)
+        raise InputError(key, exc.message + plan.where(key), exc.accepted) from None
     if plan.exclude_gpus:
         try:
             drop = _canonical_gpu_filter(plan.exclude_gpus, offers, offers)
         except InputError as exc:
-            raise InputError("exclude_gpus", str(exc).split(": ", 1)[-1].split(" (accepted:")[0], exc.accepted) from None
+            raise InputError("exclude_gpus", exc.message + plan.where("exclude_gpus"), exc.accepted) from None
         filtered = filtered[~filtered["gpu_model"].isin(drop)]
     if plan.region_group:
         want = set(plan.region_group)

@@ -151,6 +151,11 @@ def recommend(
     """Recommend the cheapest mix of GPU instances and purchase options for one or several workloads over a horizon."""
     from gpuopt.plan_spec import named_as_options
 
+    # a path typed on the command line is relative to the current folder (a plan file's own paths: to its folder)
+    if demand_profile and not Path(demand_profile).is_absolute():
+        demand_profile = str(Path(demand_profile).absolute())
+    if catalog is not None and not Path(catalog).is_absolute():
+        catalog = Path(catalog).absolute()
     opts = dict(
         budget=budget, model=model, params=params, task=task, tokens_per_second=tokens_per_second,
         tokens=tokens, deadline_hours=deadline_hours, precision=precision, context_tokens=context,
@@ -164,7 +169,11 @@ def recommend(
         max_commitment=max_commitment, horizon_months=horizon, leftover_value=leftover_value,
         placement=placement, region_group=region_group or [], spread=spread,
         include_local_zones=include_local_zones, start=start_month, end=end_month, months=months)
-    with _boundary(), named_as_options(opts, every=workload is None, extra={"format": "--format"}):
+    from gpuopt.api import _plan_path
+
+    # every key is an option when no plan file is read (neither --workload nor ./gpuopt.yaml)
+    every = _plan_path(workload, None) is None
+    with _boundary(), named_as_options(opts, every=every, extra={"format": "--format"}):
         _check_format(fmt, FILE_FORMATS)
         from gpuopt import api, render
 

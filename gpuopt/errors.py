@@ -16,6 +16,7 @@ class InputError(GpuoptError, ValueError):
 
     def __init__(self, field: str, message: str, accepted: str | None = None):
         self.field = field
+        self.message = message
         self.accepted = accepted
         text = f"{field}: {message}"
         if accepted:

@@ -80,7 +80,8 @@ def _file_next_to_plan(v: str | None, info: ValidationInfo) -> str | None:
     if v is not None and base is not None:
         p = Path(v) if Path(v).is_absolute() else Path(base) / v
         if not p.is_file():
-            raise _fail(f"file not found: {p} (a relative path is relative to the plan file's folder)")
+            raise _fail(f"file not found: {p}" + ("" if Path(v).is_absolute()
+                                                  else " (a relative path is relative to the plan file's folder)"))
     return v
 
 
@@ -293,6 +294,7 @@ class PlanFile(BaseModel):
     _origin: str = PrivateAttr(default="command-line options")
     _single: bool = PrivateAttr(default=False)
     _profiles: dict | None = PrivateAttr(default=None)
+    _lines: dict | None = PrivateAttr(default=None)
 
     @field_validator("prices_on", mode="before")
     @classmethod
@@ -373,6 +375,14 @@ class PlanFile(BaseModel):
     @property
     def training(self) -> list[WorkloadItem]:
         return [w for w in self.workloads if w.task in TRAINING_TASKS]
+
+    def where(self, key: str) -> str:
+        """`` (file, line N)`` of a top-level key of a plan file (`` (file)`` without its line; "" for a plan
+        made from options), to append to a message about that key."""
+        if not self._origin or self._origin == "command-line options":
+            return ""
+        line = (self._lines or {}).get((key,))
+        return f" ({self._origin}, line {line})" if line is not None else f" ({self._origin})"
 
     def field_path(self, index: int, key: str) -> str:
         """The dotted path of a workload's key as errors name it (``workloads[1].demand``; ``demand`` for a
@@ -637,7 +647,7 @@ def _validate(data: dict, origin: str, base_dir: Path | None, lines: dict[tuple,
         plan = PlanFile.model_validate(data, context={"base_dir": base_dir})
     except ValidationError as exc:
         _raise_validation(exc, origin, lines, single)
-    plan._base_dir, plan._origin, plan._single = base_dir, origin, single
+    plan._base_dir, plan._origin, plan._single, plan._lines = base_dir, origin, single, dict(lines)
     if check_profiles:  # read every demand profile now, so a bad CSV is reported with the plan
         profiles = plan.demand_profiles()
         if len(profiles) > 1:
@@ -725,11 +735,7 @@ def named_as_options(options: Mapping[str, Any], *, every: bool = False, extra: 
                                              else None)
         if option is None:
             raise
-        text = str(exc)
-        msg = text[len(exc.field) + 2:] if text.startswith(exc.field + ": ") else text
-        if exc.accepted and msg.endswith(f" (accepted: {exc.accepted})"):
-            msg = msg[: -len(f" (accepted: {exc.accepted})")]
-        msg = re.sub(r" \([^()]*, line \d+\)$", "", msg)
+        msg = re.sub(r" \([^()]*, line \d+\)$", "", exc.message)
         raise InputError(option.split("/")[0], msg, exc.accepted) from None
 
 

@@ -1274,6 +1274,7 @@ def fleet_lines(problem: FleetProblem, sol: FleetSolution, od_rates: dict) -> li
         inst_hours = sum(v * problem.blocks[bi].hours for bi, v in h["per_block"].items())
         ln = _line(h["offer"], count, round(inst_hours / count, 2), h["cost"], h["users"], None, None, 0.0, 0.0)
         ln.total_usd = round(h["cost"] * p.months, 2)
+        ln._total_exact = h["cost"] * p.months  # not a field: _merge_periods rounds the sum once
         ln.start_month, ln.end_month = p.start_month + 1, p.end_month
         c0 = next(iter(h["users"].values()))
         ln.replicas = int(math.floor(count * c0.replicas_per_unit / c0.instances_per_unit + 1e-9))
@@ -1302,7 +1303,9 @@ def _merge_periods(lines: list[FleetLine]) -> list[FleetLine]:
         prev = last.get(key)
         if prev is not None and prev.end_month + 1 == ln.start_month:
             prev.end_month = ln.end_month
-            prev.total_usd = round(prev.total_usd + ln.total_usd, 2)
+            # the sum of the periods' unrounded totals, rounded once (the lines add up to the plan's total)
+            prev._total_exact = getattr(prev, "_total_exact", prev.total_usd) + getattr(ln, "_total_exact", ln.total_usd)
+            prev.total_usd = round(prev._total_exact, 2)
             continue
         last[key] = ln
         out.append(ln)

@@ -71,16 +71,16 @@ def _share(t_end: float, left: int) -> float:
 
 
 def _fits(sub: FleetProblem, seconds: float, allowed: set[str] | None = None) -> bool:
-    """Whether a solve of ``sub`` can be started in ``seconds``: the enumeration (optimizer.exact) needs no model;
-    the MILP's model must be built, written and read back in time (MODEL_SECONDS_PER_VARIABLE per candidate and
-    block)."""
+    """Whether a solve of ``sub`` can be started in ``seconds``: the enumeration (optimizer.exact) needs no model
+    and the placement search keeps to its time by itself; one MILP's model must be built, written and read back in
+    time (MODEL_SECONDS_PER_VARIABLE per candidate and block)."""
     from optimizer.exact import separable
-    from optimizer.fleet import MODEL_SECONDS_PER_VARIABLE
+    from optimizer.fleet import MODEL_SECONDS_PER_VARIABLE, _placed
 
     if seconds < MIN_SOLVE_S:
         return False
-    if separable(sub, allowed) is None:
-        return True
+    if separable(sub, allowed) is None or (sub.placement != "any" and _placed(sub)):
+        return True  # the enumeration; or the placement search, which starts no node it could not finish
     n = len(sub.blocks) * sum(len(cs) for cs in sub.cands.values())
     return MODEL_SECONDS_PER_VARIABLE * n + MIN_SOLVE_S <= seconds
 
@@ -442,7 +442,7 @@ def explain_into(res, problem: FleetProblem, sol: FleetSolution, solver, time_li
     # one deadline for all the families: a family that waits for a worker gets what is left, and a solve that
     # could not end before it is not started
     deadline = _time.perf_counter() + ex_limit
-    with ThreadPoolExecutor(max_workers=max(1, min(3, os.cpu_count() or 1))) as pool:
+    with ThreadPoolExecutor(max_workers=4) as pool:  # one per family: none waits for a worker (and the deadline)
         f_st = pool.submit(single, strategies, problem, solver, ex_limit, ex_gap, plan_money, deadline)
         f_mg = pool.submit(single, marginal, here, solver, ex_limit, deadline)
         f_nb = pool.submit(single, next_best, problem, sol, solver, ex_limit, ex_gap, deadline)

@@ -223,34 +223,41 @@ def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, g
 def demand_flip(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, gap_rel,
                 deadline: float | None = None) -> list[dict[str, Any]]:
     """What a change in demand does to the choice: the plan re-solved with every serving demand and training job
-    halved and doubled (sharing ``time_limit_s``, or the time up to ``deadline``; one that cannot be started in the
-    time left is left out); when the providers or pricing models it uses change, the change is said."""
+    halved and doubled, side by side, each within ``time_limit_s`` or up to ``deadline`` (one that cannot be
+    started in the time left is left out); when the providers or pricing models it uses change, the change is said."""
     import time as _time
 
     t_end = deadline if deadline is not None else _time.perf_counter() + time_limit_s
+
     def used(x: FleetSolution) -> tuple[str, ...]:
         keys = [k.split("@")[0] for k in x.N] + [ok for (_, ok, _) in x.X]
         return tuple(sorted({f"{k.split('|')[0]} {k.split('|')[4]}" for k in keys}))
 
     base = used(sol)
-    out = []
-    for i, factor in enumerate((0.5, 2.0)):
-        time_limit_s = _share(t_end, 2 - i)
+
+    def one(factor: float) -> dict[str, Any] | None:
+        _SOLVE_THREADS.n = 1
+        time_limit_s = _share(t_end, 1)
         blocks = [FleetBlock(b.start_hour, b.hours, {w: d * factor for w, d in b.demand.items()}, b.label, b.end_hour,
                              b.period) for b in problem.blocks]
         scaled = problem.replace(budgets=Budgets(), budget_usd=None, objective="cost", blocks=blocks,
                                  work_flops={w: f * factor for w, f in problem.work_flops.items()})
         if not _fits(scaled, time_limit_s):
-            continue
+            return None
         s2 = solve_cost(scaled, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
         if s2.report.status not in ("optimal", "time_limit"):
-            continue
+            return None
         now = used(s2)
-        out.append({"demand_factor": factor, "total_usd": round(s2.cost, 2),
-                    "monthly_usd": round(s2.cost / problem.horizon_months, 2), "uses": list(now), "flips": now != base,
-                    "note": (f"at {factor:g}x the demand the plan would use {', '.join(now)} instead of {', '.join(base)}"
-                             if now != base else f"at {factor:g}x the demand the same providers and pricing models stay best")})
-    return out
+        return {"demand_factor": factor, "total_usd": round(s2.cost, 2),
+                "monthly_usd": round(s2.cost / problem.horizon_months, 2), "uses": list(now), "flips": now != base,
+                "note": (f"at {factor:g}x the demand the plan would use {', '.join(now)} instead of {', '.join(base)}"
+                         if now != base else f"at {factor:g}x the demand the same providers and pricing models stay best")}
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2) as pool:  # side by side, each up to the deadline
+        got = list(pool.map(one, (0.5, 2.0)))
+    return [r for r in got if r is not None]
 
 
 def binding(problem: FleetProblem, sol: FleetSolution) -> list[str]:

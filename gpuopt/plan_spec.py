@@ -662,7 +662,8 @@ def apply_options(data: Mapping[str, Any], options: Mapping[str, Any]) -> dict:
 
     ``options`` are keys of the plan file (``CLI_OPTIONS``); None and empty lists are "not given". Workload keys
     go to the plan's only workload (an error when it has several: edit the file); a model replaces the file's
-    params and params its model; a demand key replaces the file's other demand keys."""
+    params and params its model; a demand key replaces the file's other demand keys; end replaces months and months
+    end."""
     out = copy.deepcopy(dict(data))
     workloads = out.get("workloads")
     if workloads is None:
@@ -687,6 +688,8 @@ def apply_options(data: Mapping[str, Any], options: Mapping[str, Any]) -> dict:
         elif k in DEMAND_KEYS:
             for other in DEMAND_KEYS:
                 item.pop(other, None)
+        elif k in ("end", "months"):  # one of the two says when a workload stops: the option replaces the file's
+            item.pop("months" if k == "end" else "end", None)
         item[k] = list(v) if isinstance(v, tuple) else v
     if len(workloads) == 1 and isinstance(workloads[0], dict) and workloads[0].get("name") is None:
         workloads[0]["name"] = "workload"

@@ -242,6 +242,15 @@ def test_options_override_the_file(tmp_path):
     assert (plan.budget, plan.providers) == (20, ["aws"])  # an empty option list does not erase the file's list
 
 
+def test_an_end_or_months_option_replaces_the_other_in_the_file(tmp_path):
+    # breaker: --months 2 over a file's end: 3 said "give either end or months, not both"
+    f = _write(tmp_path, "model: meta-llama/Llama-2-7b-hf\ntokens_per_second: 100\nend: 3\nhorizon_months: 12\n")
+    assert load_plan_file(f, {"months": 2}).workloads[0].month_window() == load_plan_file(
+        _write(tmp_path, "model: meta-llama/Llama-2-7b-hf\ntokens_per_second: 100\nmonths: 2\nhorizon_months: 12\n",
+               "b.yaml")).workloads[0].month_window()
+    assert load_plan_file(f, {"end": 5}).workloads[0].month_window()[1] == 5
+
+
 def test_workload_option_over_several_workloads_is_refused(tmp_path):
     with pytest.raises(InputError) as exc:
         load_plan_file(_write(tmp_path, PLAN), {"tokens_per_second": 5})

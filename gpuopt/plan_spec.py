@@ -678,8 +678,8 @@ def apply_options(data: Mapping[str, Any], options: Mapping[str, Any]) -> dict:
             raise InputError(k, "is not a plan option", accepted=", ".join(PLAN_KEYS + ITEM_KEYS))
         if not isinstance(workloads, list) or len(workloads) != 1 or not isinstance(workloads[0], dict):
             n = len(workloads) if isinstance(workloads, list) else 0
-            raise InputError(k, f"{CLI_OPTIONS.get(k, k)} sets a key of one workload, and the plan has {n} "
-                             "workloads: set it in the file, under the workload it belongs to")
+            raise InputError(k, f"is a key of one workload, and the plan has {n} workloads: set it in the file, "
+                             "under the workload it belongs to")
         item = workloads[0]
         if k == "model":
             item.pop("params", None)

@@ -322,7 +322,7 @@ def _plan(con, plan) -> None:
     sv = plan.solver
     how = "exact enumeration (no MILP)" if sv.get("method") == "enumeration" else sv.get("name")
     con.print(f"Solver: {how} {sv.get('status')}" + (f", gap {100 * sv['gap']:.3g} %" if sv.get("gap") is not None else "")
-              + f", {sv.get('seconds', 0):g} s; {sv.get('blocks')} blocks in {sv.get('periods', 1)} period(s)"
+              + f", {sv.get('seconds', 0):g} s; {_n(sv.get('blocks') or 0, 'block')} in {_n(sv.get('periods', 1), 'period')}"
               + (f" ({sv['merge']})" if sv.get("merge") else "") + f"; {sv.get('pruned', 0)} dominated candidates pruned")
     if not plan.feasible:
         reason = plan.reason or {}
@@ -350,7 +350,9 @@ def _plan(con, plan) -> None:
                   "—" if ln.break_even_utilization is None else f"{100 * ln.break_even_utilization:.0f} %")
     con.print(t)
     con.print(f"[bold]Total over {H} month{'s' if H != 1 else ''}: {_usd(plan.total_usd)} "
-              f"(average {_usd(plan.monthly_usd)} a month; the most in one month {_usd(plan.max_month_usd)})[/]")
+              f"(average {_usd(plan.monthly_usd)} a month over the horizon"
+              + (", counting what commitments still cost after it" if (plan.after_horizon_usd or 0) > 0 else "")
+              + f"; the most paid in one month of the horizon {_usd(plan.max_month_usd)})[/]")
     if plan.commitment_usd:
         ends = sorted({ln.term_end for ln in plan.lines if ln.term_end})
         con.print(f"Commitments: {_usd(plan.commitment_usd)} owed over their terms (ending {', '.join(ends)}), "
@@ -389,7 +391,7 @@ def _plan(con, plan) -> None:
     con.print(wt)
     if plan.strategies:
         st = Table(title=f"Same demand, priced by strategy (over {H} months)", title_justify="left")
-        for col in ("strategy", "total", "average $/month", "most in a month", "upfront", "commitment",
+        for col in ("strategy", "total", "total / months", "most paid in a month", "upfront", "commitment",
                     "savings vs on-demand"):
             st.add_column(col, justify="left" if col == "strategy" else "right")
         for nm, v in plan.strategies.items():

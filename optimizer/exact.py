@@ -7,7 +7,8 @@ relaxation is weak there (fractional reservations against fractional instances).
 already optimal; this enumeration proves it in well under a second.
 
 When it applies (:func:`separable`; otherwise ``None`` and the MILP plans): minimum cost; every workload serving
-(not divisible) in the one period of the horizon; no zone spread; no committed offer that two workloads could both
+(not divisible); one period of the horizon, or several with no committed candidate (hourly units only: every block
+stands alone, and a workload's blocks outside the months it runs cost nothing); no zone spread; no committed offer that two workloads could both
 use, and no capped spot group (instance type and region) two candidates share; budgets and quotas only through
 :func:`solve_within_limits` (the plan without them, when it keeps them). Then the plan splits into one problem per
 workload and placement group (the placement rule puts a workload in one group; without it all its offers are one
@@ -66,17 +67,20 @@ def separable(problem: FleetProblem, allowed: set[str] | None = None, apart: boo
         return "objective is not cost"
     if problem.budgets.any() or problem.max_instances is not None or problem.spread:
         return "budgets, quotas or zone spread"
-    if len(problem.periods or []) != 1:
-        return "several periods"
-    p = problem.periods[0]
+    periods = problem.periods or []
     seen: dict[str, str] = {}
     spot_seen: dict[tuple, str] = {}
     for w in problem.workloads:
-        if w.training or w.divisible or w.name not in p.serving:
-            return f"{w.name} is not a serving workload running through the period"
+        if w.training or w.divisible:
+            return f"{w.name} is not a serving workload"
+        if len(periods) == 1 and w.name not in periods[0].serving:
+            return f"{w.name} does not run in the period"
         for c in problem.cands.get(w.name, []):
             if allowed is not None and c.offer["pricing"] not in allowed:
                 continue
+            if c.committed and len(periods) != 1:
+                # a term may span periods: the committed base is then not one number for every block
+                return "several periods with commitments"
             if c.offer["pricing"] == "spot":
                 # the spot cap is per instance type and region: one candidate of one workload per capped group
                 g = spot_group(c.offer)
@@ -195,7 +199,8 @@ def _hourly_units(w, hourly, spot_capacity: int) -> list[tuple]:
     return out
 
 
-def _plan_group(w, cands, problem: FleetProblem, slot_for: dict[str, tuple[str, float]], blocks_idx, demand, hours):
+def _plan_group(w, cands, problem: FleetProblem, slot_for: dict[str, tuple[str, float]], blocks_idx, demand, hours,
+                active=None):
     """Exact cheapest plan of serving workload ``w`` on ``cands`` (one placement group). Returns
     (cost, committed combo, committed units, hourly units, hourly combo per block), or None when no plan exists in
     the group. Raises TooBig when a frontier outgrows its limits."""
@@ -218,6 +223,18 @@ def _plan_group(w, cands, problem: FleetProblem, slot_for: dict[str, tuple[str, 
         raise TooBig(w.name)
     table = _hourly_table(hf, m)
     need = demand * (1.0 - _TOL)
+    if active is not None and not active.all():
+        # a workload that stops in some periods (no commitment then, separable): in its blocks the cheapest hourly
+        # cover of the demand and the floors, elsewhere nothing
+        caps, order, combos = table[(m, m)]
+        if len(caps) == 0:
+            return None
+        idx = np.searchsorted(caps, need, side="left")
+        if (idx[active] >= len(caps)).any():
+            return None
+        cost_b = np.where(active, order[np.minimum(idx, len(caps) - 1)], 0.0)
+        per_block = [combos[int(j)] if a else () for j, a in zip(idx, active)]
+        return float(cost_b @ hours), (), committed, hourly, per_block
     best = (math.inf, None, None)
     for (r, i), lst in cf.items():
         caps, order, combos = table[(m - r, m - i)]
@@ -275,21 +292,23 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
     if separable(problem, allowed, apart) is not None:
         return None
     t0 = time.perf_counter()
-    p = problem.periods[0]
-    months = p.months
     blocks_idx = list(range(len(problem.blocks)))
-    hours = np.array([problem.blocks[b].hours * months for b in blocks_idx])
+    hours = np.array([problem.blocks[b].hours * problem.months(problem.blocks[b]) for b in blocks_idx])
     slot_for: dict[str, tuple[str, float]] = {}
-    for ok in {s.okey for s in problem.slots.values()}:
-        cover = problem.covering(ok, p)
-        if cover:
-            k = min(cover, key=lambda s: (problem.slot_cost(problem.slots[s]), s))
-            slot_for[ok] = (k, problem.slot_cost(problem.slots[k]))
+    if len(problem.periods or []) == 1:  # several periods: no committed candidate (separable)
+        p = problem.periods[0]
+        for ok in {s.okey for s in problem.slots.values()}:
+            cover = problem.covering(ok, p)
+            if cover:
+                k = min(cover, key=lambda s: (problem.slot_cost(problem.slots[s]), s))
+                slot_for[ok] = (k, problem.slot_cost(problem.slots[k]))
     sol = FleetSolution(report=SolveReport("optimal", solver="enumeration"))
     evaluated = 0
     for w in problem.workloads:
         cands = [c for c in problem.cands.get(w.name, []) if allowed is None or c.offer["pricing"] in allowed]
-        demand = np.array([float(problem.blocks[b].demand.get(w.name, 0.0)) for b in blocks_idx])
+        active = np.array([problem.active(w, problem.blocks[b]) for b in blocks_idx])
+        demand = np.array([float(problem.blocks[b].demand.get(w.name, 0.0)) if active[b] else 0.0
+                           for b in blocks_idx])
         by_group: dict[Any, list] = {}
         for c in cands:
             g = placement_group(c.offer, problem.placement) if problem.placement != "any" else ()
@@ -298,7 +317,7 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
         # committed unit its cost spread over every hour (as in shared_lower_bound): in every block with demand or a
         # redundancy floor at least one unit runs, and the capacity runs at no less than the lowest USD per
         # throughput-hour
-        busy = (demand > 0) | (w.min_replicas > 0)
+        busy = active & ((demand > 0) | (w.min_replicas > 0))
         okeys = {id(c): _okey(c.offer) for c in cands}
         total_hours = float(hours.sum())
 
@@ -318,7 +337,7 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
                 break
             evaluated += 1
             try:
-                r = _plan_group(w, cs, problem, slot_for, blocks_idx, demand, hours)
+                r = _plan_group(w, cs, problem, slot_for, blocks_idx, demand, hours, active)
             except TooBig:
                 return None
             if r is None:
@@ -364,7 +383,7 @@ def shared_lower_bound(problem: FleetProblem, *, allowed: set[str] | None = None
     """
     import numpy as np
 
-    if separable(problem, allowed, apart=True) is not None:
+    if separable(problem, allowed, apart=True) is not None or len(problem.periods or []) != 1:
         return None
     p = problem.periods[0]
     hours = np.array([b.hours * p.months for b in problem.blocks])
@@ -437,8 +456,8 @@ def solve_within_limits(problem: FleetProblem, *, allowed: set[str] | None = Non
         return None
     if problem.max_instances is not None:
         cidx = {(w, _okey(c.offer)): c for w, cs in problem.cands.items() for c in cs}
-        p = problem.periods[0]
         for bi in range(len(problem.blocks)):
+            p = problem.period_of(problem.blocks[bi])
             count: dict[tuple, float] = {}
             for (w, ok, b), x in sol.X.items():
                 if b == bi:

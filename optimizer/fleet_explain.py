@@ -272,8 +272,10 @@ def binding(problem: FleetProblem, sol: FleetSolution) -> list[str]:
         if limit is None:
             continue
         head = limit - used_
+        # slack alone does not tell whether the limit shaped the plan (a monthly budget may have swapped a term for
+        # a cheaper-a-month one and still have room): say only what is left
         out.append(f"{label}: ${limit:,.2f}, ${head:,.2f} left"
-                   + (" (binding)" if head < 0.005 * limit else " (not binding)"))
+                   + (" (at its limit)" if head < 0.005 * limit else ""))
     idx = _cand_index(problem)
     for k, n in sol.N.items():
         s = problem.slots[k]

@@ -169,3 +169,20 @@ def test_limits_that_do_not_bind_keep_the_enumeration_and_those_that_do_go_to_th
         return  # a limit binds (or nothing fits): the MILP's plan stands
     assert milp.report.status == "optimal"
     assert ex.cost == pytest.approx(milp.cost, rel=1e-6, abs=1e-6)
+
+
+@pytest.mark.parametrize("kw", [dict(horizon=36, pricing=("on_demand",)),
+                                dict(horizon=18, start_month=4, pricing=("on_demand", "spot"), allow_spot=True)])
+def test_several_periods_without_commitments_are_planned_exactly(kw, monkeypatch):
+    # a fresh user: with --horizon 36 even "all on demand" went to the MILP (three periods, cut at the renewals of
+    # 1-year terms) and came back "not proven". With hourly units only, every block stands alone.
+    from gpuopt import api
+    import optimizer.exact as E
+
+    r = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=800, explain=False, **kw)
+    assert r.plan.status == "optimal" and r.plan.solver["method"] == "enumeration" and r.plan.solver["periods"] > 1
+    monkeypatch.setattr(E, "solve_separable", lambda *a, **k: None)
+    m = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=800, explain=False, **kw)
+    assert m.plan.solver["method"] == "milp" and m.plan.status == "optimal"
+    assert r.plan.total_usd == pytest.approx(m.plan.total_usd, abs=0.01)
+    assert r.plan.cash_by_month_usd == pytest.approx(m.plan.cash_by_month_usd, abs=0.01)

@@ -5,36 +5,12 @@ MILP past MAX_GENERATED: speed is measured in benchmarks/, here the outcome), a 
 
 from __future__ import annotations
 
-import dataclasses
-from types import SimpleNamespace
-
 import pytest
 
 import optimizer.exact as E
 from optimizer.exact import solve_separable
-from optimizer.fleet import FleetBlock, FleetProblem, FleetWorkload, _verify, solve_cost
-from optimizer.model import Candidate
-
-
-def _cand(region, itype, pricing, usd, theta, k=1, r=1):
-    offer = {"provider": "t", "region": region, "zone": "", "instance_type": itype, "pricing": pricing,
-             "payment": "no_upfront" if pricing.startswith("reserved") else "", "usd_per_hour": usd,
-             "recurring_usd_per_hour": usd if pricing.startswith("reserved") else 0.0, "upfront_usd": 0.0,
-             "gpu_model": "L4", "gpu_count": 1.0, "gpu_memory_gib": 22.35, "interconnect": "pcie",
-             "source": "test", "as_of": "2026-01-01"}
-    return Candidate(key=f"{region}|{itype}|{pricing}", offer=offer, instances_per_unit=k, replicas_per_unit=r,
-                     sizing=SimpleNamespace(gpus_per_replica=1.0), usd_per_unit_hour=usd * k, throughput_per_unit=theta,
-                     shape=itype)
-
-
-def _problem(cands, demands, mins, H=12, placement="region", **kw):
-    names = list(cands)
-    n = len(next(iter(demands.values())))
-    blocks = [FleetBlock(start_hour=i * 730 / n, hours=730 / n, demand={w: demands[w][i] for w in names},
-                         label=f"b{i}") for i in range(n)]
-    ws = [FleetWorkload(name=w, workload=SimpleNamespace(task="serve", model=SimpleNamespace(name="m")),
-                        min_replicas=mins[w]) for w in names]
-    return FleetProblem(ws, blocks, cands, {}, horizon_months=H, placement=placement, **kw)
+from optimizer.fleet import _verify, solve_cost
+from test_exact import _cand, _problem  # the same tiny catalogs as the enumeration's own tests
 
 
 # ------------------------------------------------------------------------------------------------ (a) dearer plan

@@ -510,7 +510,9 @@ def plan_offers(plan, offers):
     try:
         filtered = filter_offers(offers, providers=plan.providers, regions=plan.regions, gpus=plan.gpus)
     except InputError as exc:  # name the plan's key (gpus, not gpu) and, for a plan file, the file
-        key = {"gpu": "gpus", "provider": "providers", "region": "regions"}.get(exc.field, exc.field)
+        from gpuopt.plan_spec import ERROR_FIELD_KEYS
+
+        key = ERROR_FIELD_KEYS.get(exc.field, exc.field)
         raise InputError(key, exc.message + plan.where(key), exc.accepted) from None
     if plan.exclude_gpus:
         try:

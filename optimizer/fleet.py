@@ -87,6 +87,18 @@ DEFAULT_SPOT_CAPACITY = 16
 #: rounded up; the placement search starts no node that could not end before its time limit.
 MODEL_SECONDS_PER_VARIABLE = 6e-5
 
+#: Seconds a solver process takes to start and answer, however small the model.
+SOLVER_START_SECONDS = 0.3
+
+
+def model_seconds(blocks: int, cands: "dict[str, list[Candidate]]") -> float:
+    """The least a MILP/LP solve of these candidates over ``blocks`` blocks can take, seconds: building the model,
+    writing it and reading the solution back (MODEL_SECONDS_PER_VARIABLE per variable, about one per candidate and
+    block) and the solver's start. The placement search and the explanations start no solve that could not end in
+    the time left."""
+    return MODEL_SECONDS_PER_VARIABLE * blocks * sum(len(cs) for cs in cands.values()) + SOLVER_START_SECONDS
+
+
 PLACEMENTS = ("region", "provider", "any")
 SPREADS = ("", "zones")
 
@@ -1005,11 +1017,10 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
     nblocks = len(problem.blocks)
 
     def node_seconds(allow: dict[str, frozenset]) -> float:
-        """The least a node's solve can take: building the model, PuLP writing it and reading the solution back
-        (MODEL_SECONDS_PER_VARIABLE per variable, about one per candidate and block) and the solver's start."""
-        n = sum(nblocks for w, cs in base.items() for c in cs
-                if w not in allow or placement_group(c.offer, problem.placement) in allow[w])
-        return MODEL_SECONDS_PER_VARIABLE * n + 0.3
+        """The least a node's solve can take (:func:`model_seconds` of its candidates before pruning)."""
+        return model_seconds(nblocks, {w: [c for c in cs if w not in allow or
+                                           placement_group(c.offer, problem.placement) in allow[w]]
+                                       for w, cs in base.items()})
 
     best: FleetSolution | None = start
     open_bounds: list[float] = []

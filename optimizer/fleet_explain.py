@@ -73,16 +73,15 @@ def _share(t_end: float, left: int) -> float:
 def _fits(sub: FleetProblem, seconds: float, allowed: set[str] | None = None) -> bool:
     """Whether a solve of ``sub`` can be started in ``seconds``: the enumeration (optimizer.exact) needs no model
     and the placement search keeps to its time by itself; one MILP's model must be built, written and read back in
-    time (MODEL_SECONDS_PER_VARIABLE per candidate and block)."""
+    time (``optimizer.fleet.model_seconds``)."""
     from optimizer.exact import separable
-    from optimizer.fleet import MODEL_SECONDS_PER_VARIABLE, _placed
+    from optimizer.fleet import _placed, model_seconds
 
     if seconds < MIN_SOLVE_S:
         return False
     if separable(sub, allowed) is None or (sub.placement != "any" and _placed(sub)):
         return True  # the enumeration; or the placement search, which starts no node it could not finish
-    n = len(sub.blocks) * sum(len(cs) for cs in sub.cands.values())
-    return MODEL_SECONDS_PER_VARIABLE * n + MIN_SOLVE_S <= seconds
+    return model_seconds(len(sub.blocks), sub.cands) <= seconds
 
 
 def _restricted(problem: FleetProblem, subset: dict) -> FleetProblem:
@@ -146,12 +145,11 @@ def marginal(problem: FleetProblem, solver, time_limit_s, deadline: float | None
 
     import pulp
 
-    from optimizer.fleet import MODEL_SECONDS_PER_VARIABLE
+    from optimizer.fleet import model_seconds
 
     if deadline is not None:
         time_limit_s = _share(deadline, 1)
-    n = len(problem.blocks) * sum(len(cs) for cs in problem.cands.values())
-    if MODEL_SECONDS_PER_VARIABLE * n + MIN_SOLVE_S > time_limit_s:
+    if model_seconds(len(problem.blocks), problem.cands) > time_limit_s:
         return {}
     t0 = _time.perf_counter()
     m, V = build_fleet_model(problem.replace(objective="cost"), relax=True)

@@ -308,8 +308,8 @@ def _months(a: int, b: int) -> str:
 
 
 def _n(x, noun: str) -> str:
-    """'1 GPU', '2 GPUs', '0.5 GPU' (a share of one)."""
-    return f"{x:g} {noun}" + ("s" if float(x) > 1 else "")
+    """'1 GPU', '2 GPUs', '0 blocks', '0.5 GPU' (a share of one)."""
+    return f"{x:g} {noun}" + ("s" if float(x) > 1 or float(x) == 0 else "")
 
 
 def _plan(con, plan) -> None:

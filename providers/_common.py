@@ -64,38 +64,58 @@ def fill_facts(df: "pd.DataFrame") -> "pd.DataFrame":
     their order are untouched (the two columns are appended when absent). The one place offers get these facts:
     importers through :func:`offers_frame`, the price store when it reads files written before schema 2.
     """
+    import numpy as np
+    import pandas as pd
+
     from providers.facts import fabric_of, zone_kind_of
 
     df = df.copy()
     n = len(df)
 
-    def given(col: str) -> list[str]:
-        if col not in df.columns:
-            return [""] * n
-        return ["" if v is None or (isinstance(v, float) and v != v) or str(v) in ("<NA>", "nan") else str(v).strip()
-                for v in df[col].astype(object).tolist()]
+    def text(col: str) -> np.ndarray:
+        return df[col].astype(object).astype(str).to_numpy(dtype=object)
 
-    prov = [str(v) for v in df["provider"].astype(object).tolist()]
-    itype = [str(v) for v in df["instance_type"].astype(object).tolist()]
-    region = given("region")
-    zone = given("zone")
+    def given(col: str) -> np.ndarray:
+        """The column as stripped text; "" where absent, empty or NaN."""
+        if col not in df.columns:
+            return np.full(n, "", dtype=object)
+        ser = df[col].astype(object)
+        raw = ser.astype(str)
+        bad = (ser.isna() | raw.isin(["<NA>", "nan"])).to_numpy()
+        out = raw.str.strip().to_numpy(dtype=object)
+        out[bad] = ""
+        return out
+
+    def facts(need: np.ndarray, keys: list[np.ndarray], fn) -> np.ndarray:
+        """fn(*key) for the rows in need, computed once per distinct key."""
+        idx = np.flatnonzero(need)
+        out = np.full(len(idx), "", dtype=object)
+        if len(idx):
+            codes, uniq = pd.factorize(pd.MultiIndex.from_arrays([k[idx] for k in keys]))
+            out = np.array([fn(*k) for k in uniq], dtype=object)[codes]
+        return out
+
+    prov, itype = text("provider"), text("instance_type")
+    region, zone = given("region"), given("zone")
     fab, kind = given("fabric"), given("zone_kind")
-    memo_f: dict[tuple[str, str], str] = {}
-    memo_z: dict[tuple[str, str, str], str] = {}
-    for i in range(n):
-        if not fab[i]:
-            k = (prov[i], itype[i])
-            if k not in memo_f:
-                memo_f[k] = fabric_of(*k)
-            fab[i] = memo_f[k]
-        if not kind[i]:
-            kz = (prov[i], region[i], zone[i])
-            if kz not in memo_z:
-                memo_z[kz] = zone_kind_of(*kz)
-            kind[i] = memo_z[kz]
+    need_f, need_z = fab == "", kind == ""
+    fab[need_f] = facts(need_f, [prov, itype], fabric_of)
+    kind[need_z] = facts(need_z, [prov, region, zone], zone_kind_of)
     df["fabric"] = fab
     df["zone_kind"] = kind
     return df
+
+
+def offers_frame_from_columns(df: "pd.DataFrame") -> "pd.DataFrame":
+    """:func:`offers_frame` of a DataFrame already built column by column (same checks, facts and dtypes)."""
+    if "provider" in df.columns and "instance_type" in df.columns:
+        df = fill_facts(df)
+    missing = [c for c in OFFER_COLUMNS if c not in df.columns]
+    extra = [c for c in df.columns if c not in OFFER_COLUMNS]
+    if missing or extra:
+        raise PriceDataError(f"offer rows have missing columns {missing} or unknown columns {extra}")
+    df = df[list(OFFER_COLUMNS)]
+    return df.astype(OFFER_DTYPES)
 
 
 def offers_frame(rows: Iterable[dict[str, Any]]) -> "pd.DataFrame":
@@ -109,15 +129,7 @@ def offers_frame(rows: Iterable[dict[str, Any]]) -> "pd.DataFrame":
     rows = list(rows)
     if not rows:
         return empty_offers()
-    df = pd.DataFrame.from_records(rows)
-    if "provider" in df.columns and "instance_type" in df.columns:
-        df = fill_facts(df)
-    missing = [c for c in OFFER_COLUMNS if c not in df.columns]
-    extra = [c for c in df.columns if c not in OFFER_COLUMNS]
-    if missing or extra:
-        raise PriceDataError(f"offer rows have missing columns {missing} or unknown columns {extra}")
-    df = df[list(OFFER_COLUMNS)]
-    return df.astype(OFFER_DTYPES)
+    return offers_frame_from_columns(pd.DataFrame.from_records(rows))
 
 
 def hourly_row(pricing: str, usd_per_hour: float, **kw: Any) -> dict[str, Any]:

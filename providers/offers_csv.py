@@ -38,11 +38,13 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuopt.errors import InputError
-from gpuopt.records import (CANONICAL_GPUS, FABRICS, INTERCONNECTS, OFFER_COLUMNS, PAYMENT_OPTIONS, PRICING_MODELS,
+from gpuopt.records import (CANONICAL_GPUS, FABRICS, INTERCONNECTS, OFFER_COLUMNS, OFFER_DTYPES, PAYMENT_OPTIONS,
+                             PRICING_MODELS,
                              TERM_HOURS, ZONE_KINDS)
 from providers._common import OFFER_KEY, offers_frame
 from providers.gpu_names import canonical_gpu
@@ -82,7 +84,9 @@ def _num(line: int, col: str, value: str, *, required: bool, positive: bool = Fa
 
 def parse_offers_csv(text: str, name: str = "<text>") -> "pd.DataFrame":
     """Validate and normalize offers CSV text (see the module docstring); returns OFFER_COLUMNS / OFFER_DTYPES."""
-    reader = csv.reader(io.StringIO(text))
+    first = text.find("\n")
+    # the header alone when its line has no quote (a quoted header may span lines): copying a big file is costly
+    reader = csv.reader(io.StringIO(text if first < 0 or '"' in text[:first] else text[:first + 1]))
     try:
         header = [h.strip() for h in next(reader)]
     except StopIteration:
@@ -96,6 +100,11 @@ def parse_offers_csv(text: str, name: str = "<text>") -> "pd.DataFrame":
     dup_cols = sorted({h for h in header if header.count(h) > 1})
     if dup_cols:
         raise _err(1, f"column(s) given twice: {', '.join(dup_cols)}")
+    fast = None if not COLUMNAR else _parse_columnar(text, header, name)
+    if fast is not None:
+        return fast
+    reader = csv.reader(io.StringIO(text))
+    next(reader)
     rows: list[dict[str, Any]] = []
     seen: dict[tuple, int] = {}
     currencies: dict[str, int] = {}
@@ -105,102 +114,324 @@ def parse_offers_csv(text: str, name: str = "<text>") -> "pd.DataFrame":
             continue
         if len(rec) != len(header):
             raise _err(line, f"{len(rec)} fields, the header has {len(header)}")
-        f = {h: v.strip() for h, v in zip(header, rec)}
-        g = lambda c: f.get(c, "")  # noqa: E731
-        for c in ("provider", "region", "instance_type", "gpu_model", "pricing"):
-            if not g(c):
-                raise _err(line, f"{c} is empty")
-        pricing = g("pricing")
-        if pricing not in PRICING_MODELS:
-            raise _err(line, f"pricing '{pricing}' is not known", accepted=", ".join(PRICING_MODELS))
-        price = _num(line, "usd_per_hour", g("usd_per_hour"), required=True, positive=True)
-        gpu_count = _num(line, "gpu_count", g("gpu_count"), required=True, positive=True)
-        gpu_mem = _num(line, "gpu_memory_gib", g("gpu_memory_gib"), required=True, positive=True)
-        raw_gpu = g("gpu_model")
-        gpu = raw_gpu if raw_gpu in CANONICAL_GPUS else canonical_gpu(raw_gpu, memory_mib=gpu_mem * 1024)
-        if gpu is None:
-            raise _err(line, f"gpu_model '{raw_gpu}' is not a known GPU", accepted=", ".join(CANONICAL_GPUS))
-        currency = (g("currency") or "USD").upper()
-        currencies.setdefault(currency, line)
-        if len(currencies) > 1:
-            shown = ", ".join(f"{c} (first on line {n})" for c, n in currencies.items())
-            raise _err(line, f"mixed currencies in one file: {shown}; gpuopt never adds prices of different "
-                             "currencies. Convert to USD with a dated FX rate first", accepted="USD")
-        if currency != "USD":
-            raise _err(line, f"currency {currency}: prices must be in USD (convert with a dated FX rate and say so "
-                             "in source)", accepted="USD")
-        payment = g("payment")
-        term_given = _num(line, "term_hours", g("term_hours"), required=False, nonneg=True)
-        upfront = _num(line, "upfront_usd", g("upfront_usd"), required=False, nonneg=True)
-        recurring = _num(line, "recurring_usd_per_hour", g("recurring_usd_per_hour"), required=False, nonneg=True)
-        if pricing in TERM_HOURS:
-            if payment not in PAYMENT_OPTIONS:
-                raise _err(line, f"payment '{payment}' for a {pricing} row", accepted=", ".join(PAYMENT_OPTIONS))
-            term = TERM_HOURS[pricing]
-            if term_given is not None and abs(term_given - term) > 1e-9:
-                raise _err(line, f"term_hours {term_given:g} does not match {pricing} ({term:g})")
-            if payment == "no_upfront":
-                upfront = 0.0 if upfront is None else upfront
-                recurring = price if recurring is None else recurring
-            elif payment == "all_upfront":
-                upfront = price * term if upfront is None else upfront
-                recurring = 0.0 if recurring is None else recurring
-            else:
-                if upfront is None and recurring is None:
-                    raise _err(line, "partial_upfront needs upfront_usd or recurring_usd_per_hour")
-                if upfront is None:
-                    upfront = (price - recurring) * term
-                if recurring is None:
-                    recurring = price - upfront / term
-                if upfront < -0.01 or recurring < -1e-6:
-                    raise _err(line, "upfront_usd and recurring_usd_per_hour do not fit usd_per_hour")
-                upfront, recurring = max(upfront, 0.0), max(recurring, 0.0)  # cents rounding of the fee
-            if abs(recurring + upfront / term - price) > max(1e-6, 1e-6 * price):
-                raise _err(line, f"usd_per_hour {price:g} != recurring_usd_per_hour {recurring:g} + upfront_usd "
-                                 f"{upfront:g} / term_hours {term:g}")
-        else:
-            if payment:
-                raise _err(line, f"payment '{payment}' given for a {pricing} row (payment is for reserved rows only)")
-            if term_given not in (None, 0.0):
-                raise _err(line, f"term_hours {term_given:g} given for a {pricing} row")
-            if (upfront or 0.0) != 0.0:
-                raise _err(line, f"upfront_usd given for a {pricing} row")
-            if recurring is not None and abs(recurring - price) > 1e-9:
-                raise _err(line, "recurring_usd_per_hour differs from usd_per_hour for a non-reserved row")
-            term, upfront, recurring = 0.0, 0.0, price
-        interconnect = g("interconnect") or "pcie"
-        if interconnect not in INTERCONNECTS:
-            raise _err(line, f"interconnect '{interconnect}'", accepted=", ".join(INTERCONNECTS))
-        fabric = g("fabric").lower()
-        if fabric and fabric not in FABRICS:
-            raise _err(line, f"fabric '{g('fabric')}' is not known (leave it empty to take it from the documented "
-                             "facts)", accepted=", ".join(FABRICS))
-        zone_kind = g("zone_kind").lower()
-        if zone_kind and zone_kind not in ZONE_KINDS:
-            raise _err(line, f"zone_kind '{g('zone_kind')}' is not known (leave it empty for a normal zone)",
-                       accepted=", ".join(k for k in ZONE_KINDS if k))
-        row = {"provider": g("provider").lower(), "region": g("region"), "zone": g("zone"),
-               "instance_type": g("instance_type"), "gpu_model": gpu, "gpu_count": gpu_count,
-               "gpu_memory_gib": gpu_mem,
-               "vcpus": _num(line, "vcpus", g("vcpus"), required=False, positive=True),
-               "memory_gib": _num(line, "memory_gib", g("memory_gib"), required=False, positive=True),
-               "interconnect": interconnect, "fabric": fabric, "zone_kind": zone_kind, "pricing": pricing,
-               "payment": payment, "upfront_usd": upfront,
-               "recurring_usd_per_hour": recurring, "usd_per_hour": price, "term_hours": term,
-               "currency": currency, "source": g("source") or f"user:{name}", "as_of": g("as_of") or "unknown"}
-        for c in ("vcpus", "memory_gib"):
-            if row[c] is None:
-                row[c] = float("nan")
-        key = tuple(row[c] for c in OFFER_KEY)
-        if key in seen:
-            raise _err(line, f"duplicate offer {'/'.join(str(k) for k in key if k)} (same key as line {seen[key]})",
-                       accepted="one row per " + ", ".join(OFFER_KEY))
-        seen[key] = line
-        rows.append(row)
+        rows.append(_row(line, header, rec, name, seen, currencies))
     if not rows:
         raise _err(2, "no offer rows after the header")
     _check_reserved_below_on_demand(rows, seen)
     return offers_frame(rows)
+
+
+#: Read large files column by column (pyarrow + numpy) when they are clean; any row the columnar checks find at
+#: fault, and any file they cannot vouch for line by line (blank lines, quoted line breaks, odd whitespace, a
+#: number pyarrow does not parse), goes through the row-by-row reader, whose error names the line. Tests compare
+#: the two (``tests/test_offers_csv_columnar.py``); set False to force the row-by-row reader.
+COLUMNAR = True
+#: Below this many data rows the row-by-row reader is as fast (and pyarrow is not imported).
+COLUMNAR_MIN_ROWS = 2000
+
+# characters Python's str.strip() removes that pyarrow's trim functions may not (or the reverse)
+_ODD_SPACE = re.compile("[\x1c-\x1f\x85\u180e\u200b\ufeff]")
+
+
+def _parse_columnar(text: str, header: list[str], name: str) -> "pd.DataFrame | None":
+    """The offers of a clean file, read a column at a time (pyarrow); None when the file has a row at fault or a
+    shape the columnar reader does not vouch for (the caller then reads it row by row, which names the line).
+
+    Equal to the row-by-row reader on every file it accepts (same values, dtypes and order): the row-by-row reader
+    is the definition, this is its fast path. Line i of the data is row i - 2, which holds when the file has
+    exactly one physical line per row (checked by counting them).
+    """
+    n_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+    if n_lines - 1 < COLUMNAR_MIN_ROWS or ("\r" in text and text.count("\r") != text.count("\r\n")):
+        return None
+    ascii_text = text.isascii()
+    data = text.encode("utf-8")
+    if ascii_text:
+        if any(ch in data for ch in (b"\x1c", b"\x1d", b"\x1e", b"\x1f")):
+            return None
+    elif _ODD_SPACE.search(text):
+        return None
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    names = [f"c{i}" for i in range(len(header))]
+    try:
+        tbl = pacsv.read_csv(
+            io.BytesIO(data),
+            read_options=pacsv.ReadOptions(skip_rows=1, column_names=names),
+            parse_options=pacsv.ParseOptions(newlines_in_values=False, ignore_empty_lines=True),
+            convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in names},
+                                                 strings_can_be_null=False, quoted_strings_can_be_null=False))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    del data
+    n = tbl.num_rows
+    if n == 0 or n_lines != n + 1:  # blank lines, or a row over several lines: line numbers would not hold
+        return None
+    trim = pc.ascii_trim_whitespace if ascii_text else pc.utf8_trim_whitespace
+    col = {h: trim(tbl.column(c).combine_chunks()) for h, c in zip(header, names)}
+    none = pa.array(np.full(n, "", dtype=object), pa.string()) if len(col) < len(OFFER_COLUMNS) else None
+
+    def s(c: str) -> "pa.Array":  # a trimmed string column, "" when absent
+        return col[c] if c in col else none
+
+    def mask(a) -> np.ndarray:
+        return np.asarray(a.to_numpy(zero_copy_only=False), dtype=bool)
+
+    def all_in(a, values) -> bool:
+        return bool(pc.all(pc.is_in(a, value_set=pa.array(list(values), pa.string()))).as_py())
+
+    def default(a, value: str):
+        return pc.if_else(pc.equal(a, ""), pa.scalar(value, pa.string()), a)
+
+    if any(mask(pc.equal(s(c), "")).any() for c in ("provider", "region", "instance_type", "gpu_model", "pricing")):
+        return None  # an empty required field (or an all-empty row, which the row-by-row reader skips)
+
+    def num(c: str):
+        """(values with NaN where empty, empty mask) or None when a value is not a finite number."""
+        if c not in col:
+            return np.full(n, np.nan), np.ones(n, dtype=bool)
+        a = col[c]
+        isempty = pc.equal(a, "")
+        try:
+            f = pc.cast(pc.if_else(isempty, pa.scalar(None, pa.string()), a), pa.float64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        v = np.asarray(f.to_numpy(zero_copy_only=False), dtype=float)
+        e = mask(isempty)
+        if not np.isfinite(v[~e]).all():
+            return None
+        return v, e
+
+    nums = {c: num(c) for c in ("usd_per_hour", "gpu_count", "gpu_memory_gib", "term_hours", "upfront_usd",
+                                "recurring_usd_per_hour", "vcpus", "memory_gib")}
+    if any(v is None for v in nums.values()):
+        return None
+    price, price_empty = nums["usd_per_hour"]
+    gcount, gcount_empty = nums["gpu_count"]
+    gmem, gmem_empty = nums["gpu_memory_gib"]
+    if price_empty.any() or gcount_empty.any() or gmem_empty.any():
+        return None
+    if (price <= 0).any() or (gcount <= 0).any() or (gmem <= 0).any():
+        return None
+    for c in ("vcpus", "memory_gib"):
+        v, e = nums[c]
+        if (v[~e] <= 0).any():
+            return None
+    for c in ("term_hours", "upfront_usd", "recurring_usd_per_hour"):
+        v, e = nums[c]
+        if (v[~e] < 0).any():
+            return None
+    pricing = s("pricing")
+    if not all_in(pricing, PRICING_MODELS):
+        return None
+    # the GPU: canonical as given, or mapped once per distinct (name, memory)
+    gpu = s("gpu_model")
+    odd = ~mask(pc.is_in(gpu, value_set=pa.array(list(CANONICAL_GPUS), pa.string())))
+    if odd.any():
+        raw = np.asarray(gpu.to_numpy(zero_copy_only=False), dtype=object)
+        pairs = pd.DataFrame({"g": raw[odd], "m": gmem[odd]})
+        codes, uniq = pd.factorize(pd.MultiIndex.from_frame(pairs))
+        mapped = np.array([canonical_gpu(g, memory_mib=m * 1024) for g, m in uniq], dtype=object)
+        if any(x is None for x in mapped):
+            return None
+        raw[odd] = mapped[codes]
+        gpu = pa.array(raw, pa.string())
+    if not all_in(pc.utf8_upper(s("currency")), ("USD", "")):
+        return None
+    payment = s("payment")
+    is_p = {p: mask(pc.equal(pricing, p)) for p in PRICING_MODELS}
+    pay = {p: mask(pc.equal(payment, p)) for p in ("", ) + PAYMENT_OPTIONS}
+    term_given, term_empty = nums["term_hours"]
+    up_given, up_empty = nums["upfront_usd"]
+    rec_given, rec_empty = nums["recurring_usd_per_hour"]
+    reserved = is_p["reserved_1y"] | is_p["reserved_3y"]
+    term = np.where(is_p["reserved_1y"], TERM_HOURS["reserved_1y"], np.where(is_p["reserved_3y"],
+                                                                             TERM_HOURS["reserved_3y"], 0.0))
+    if (reserved & pay[""]).any() or not all_in(payment, ("",) + PAYMENT_OPTIONS):
+        return None
+    if (reserved & ~term_empty & (np.abs(term_given - term) > 1e-9)).any():
+        return None
+    no_up, all_up, part = (reserved & pay[p] for p in ("no_upfront", "all_upfront", "partial_upfront"))
+    upfront = np.where(no_up & up_empty, 0.0, up_given)
+    recurring = np.where(no_up & rec_empty, price, rec_given)
+    upfront = np.where(all_up & up_empty, price * term, upfront)
+    recurring = np.where(all_up & rec_empty, 0.0, recurring)
+    if (part & up_empty & rec_empty).any():
+        return None
+    safe_term = np.where(term > 0, term, 1.0)
+    with np.errstate(invalid="ignore"):
+        upfront = np.where(part & up_empty, (price - recurring) * term, upfront)
+        recurring = np.where(part & rec_empty, price - upfront / safe_term, recurring)
+        if (part & ((upfront < -0.01) | (recurring < -1e-6))).any():
+            return None
+        upfront = np.where(part, np.maximum(upfront, 0.0), upfront)
+        recurring = np.where(part, np.maximum(recurring, 0.0), recurring)
+        mismatch = np.abs(recurring + upfront / safe_term - price) > np.maximum(1e-6, 1e-6 * price)
+    if (reserved & mismatch).any():
+        return None
+    hourly = ~reserved
+    if (hourly & ~pay[""]).any() or (hourly & ~term_empty & (term_given != 0.0)).any():
+        return None
+    if (hourly & ~up_empty & (up_given != 0.0)).any():
+        return None
+    if (hourly & ~rec_empty & (np.abs(rec_given - price) > 1e-9)).any():
+        return None
+    upfront = np.where(hourly, 0.0, upfront)
+    recurring = np.where(hourly, price, recurring)
+    interconnect = default(s("interconnect"), "pcie")
+    fabric, zone_kind = pc.utf8_lower(s("fabric")), pc.utf8_lower(s("zone_kind"))
+    if not all_in(interconnect, INTERCONNECTS) or not all_in(fabric, ("",) + FABRICS) or \
+            not all_in(zone_kind, ZONE_KINDS):
+        return None
+    provider, region, zone, itype = pc.utf8_lower(s("provider")), s("region"), s("zone"), s("instance_type")
+    key = pc.binary_join_element_wise(provider, region, zone, itype, pricing, payment, "\x00")
+    if pc.count_distinct(key).as_py() != n:  # a duplicate offer key
+        return None
+    # reserved and spot rows against the on-demand rate of their instance type and region (the last on-demand row
+    # of a key, as the row-by-row check reads them)
+    place = np.asarray(pc.dictionary_encode(pc.binary_join_element_wise(provider, region, itype, "\x00"))
+                       .indices.to_numpy(zero_copy_only=False))
+    od_price = np.full(int(place.max()) + 1, np.nan)
+    od_rows = np.flatnonzero(is_p["on_demand"])
+    od_price[place[od_rows]] = price[od_rows]  # numpy assigns in order: the last row of a key wins
+    base = od_price[place]
+    has = ~np.isnan(base)
+    with np.errstate(invalid="ignore"):
+        if (is_p["spot"] & has & (price >= base)).any() or (reserved & has & (price > base * (1 + 1e-9))).any():
+            return None
+    # fabric and zone_kind from the documented facts where not given, once per distinct key
+    from providers.facts import fabric_of, zone_kind_of
+
+    def facts(given, keys, fn):
+        need = mask(pc.equal(given, ""))
+        if not need.any():
+            return given
+        enc = pc.dictionary_encode(pc.binary_join_element_wise(*keys, "\x00"))
+        uniq = [fn(*k.split("\x00")) for k in enc.dictionary.to_pylist()]
+        filled = np.asarray(pa.array(uniq, pa.string()).take(enc.indices).to_numpy(zero_copy_only=False), dtype=object)
+        out = np.asarray(given.to_numpy(zero_copy_only=False), dtype=object)
+        out[need] = filled[need]
+        return pa.array(out, pa.string())
+
+    fabric = facts(fabric, [provider, itype], fabric_of)
+    zone_kind = facts(zone_kind, [provider, region, zone], zone_kind_of)
+
+    def text_col(a) -> "pd.Series":
+        if isinstance(a, pa.ChunkedArray):
+            a = a.combine_chunks()
+        return pd.Series(pd.arrays.ArrowStringArray(a))
+
+    out = {
+        "provider": text_col(provider), "region": text_col(region), "zone": text_col(zone),
+        "instance_type": text_col(itype), "gpu_model": text_col(gpu), "gpu_count": gcount, "gpu_memory_gib": gmem,
+        "vcpus": nums["vcpus"][0], "memory_gib": nums["memory_gib"][0], "interconnect": text_col(interconnect),
+        "fabric": text_col(fabric), "zone_kind": text_col(zone_kind), "pricing": text_col(pricing),
+        "payment": text_col(payment), "upfront_usd": upfront, "recurring_usd_per_hour": recurring,
+        "usd_per_hour": price, "term_hours": np.where(hourly, 0.0, term),
+        "currency": text_col(pa.array(np.full(n, "USD", dtype=object), pa.string())),
+        "source": text_col(default(s("source"), f"user:{name}")), "as_of": text_col(default(s("as_of"), "unknown"))}
+    return pd.DataFrame(out)[list(OFFER_COLUMNS)].astype(OFFER_DTYPES)
+
+def _row(line: int, header: list[str], rec: list[str], name: str, seen: dict[tuple, int],
+         currencies: dict[str, int]) -> dict[str, Any]:
+    """One data row validated and normalized (see the module docstring); ``seen`` (offer key -> line) and
+    ``currencies`` (currency -> first line) carry what earlier rows said. Raises InputError naming the line."""
+    f = {h: v.strip() for h, v in zip(header, rec)}
+    g = lambda c: f.get(c, "")  # noqa: E731
+    for c in ("provider", "region", "instance_type", "gpu_model", "pricing"):
+        if not g(c):
+            raise _err(line, f"{c} is empty")
+    pricing = g("pricing")
+    if pricing not in PRICING_MODELS:
+        raise _err(line, f"pricing '{pricing}' is not known", accepted=", ".join(PRICING_MODELS))
+    price = _num(line, "usd_per_hour", g("usd_per_hour"), required=True, positive=True)
+    gpu_count = _num(line, "gpu_count", g("gpu_count"), required=True, positive=True)
+    gpu_mem = _num(line, "gpu_memory_gib", g("gpu_memory_gib"), required=True, positive=True)
+    raw_gpu = g("gpu_model")
+    gpu = raw_gpu if raw_gpu in CANONICAL_GPUS else canonical_gpu(raw_gpu, memory_mib=gpu_mem * 1024)
+    if gpu is None:
+        raise _err(line, f"gpu_model '{raw_gpu}' is not a known GPU", accepted=", ".join(CANONICAL_GPUS))
+    currency = (g("currency") or "USD").upper()
+    currencies.setdefault(currency, line)
+    if len(currencies) > 1:
+        shown = ", ".join(f"{c} (first on line {n})" for c, n in currencies.items())
+        raise _err(line, f"mixed currencies in one file: {shown}; gpuopt never adds prices of different "
+                         "currencies. Convert to USD with a dated FX rate first", accepted="USD")
+    if currency != "USD":
+        raise _err(line, f"currency {currency}: prices must be in USD (convert with a dated FX rate and say so "
+                         "in source)", accepted="USD")
+    payment = g("payment")
+    term_given = _num(line, "term_hours", g("term_hours"), required=False, nonneg=True)
+    upfront = _num(line, "upfront_usd", g("upfront_usd"), required=False, nonneg=True)
+    recurring = _num(line, "recurring_usd_per_hour", g("recurring_usd_per_hour"), required=False, nonneg=True)
+    if pricing in TERM_HOURS:
+        if payment not in PAYMENT_OPTIONS:
+            raise _err(line, f"payment '{payment}' for a {pricing} row", accepted=", ".join(PAYMENT_OPTIONS))
+        term = TERM_HOURS[pricing]
+        if term_given is not None and abs(term_given - term) > 1e-9:
+            raise _err(line, f"term_hours {term_given:g} does not match {pricing} ({term:g})")
+        if payment == "no_upfront":
+            upfront = 0.0 if upfront is None else upfront
+            recurring = price if recurring is None else recurring
+        elif payment == "all_upfront":
+            upfront = price * term if upfront is None else upfront
+            recurring = 0.0 if recurring is None else recurring
+        else:
+            if upfront is None and recurring is None:
+                raise _err(line, "partial_upfront needs upfront_usd or recurring_usd_per_hour")
+            if upfront is None:
+                upfront = (price - recurring) * term
+            if recurring is None:
+                recurring = price - upfront / term
+            if upfront < -0.01 or recurring < -1e-6:
+                raise _err(line, "upfront_usd and recurring_usd_per_hour do not fit usd_per_hour")
+            upfront, recurring = max(upfront, 0.0), max(recurring, 0.0)  # cents rounding of the fee
+        if abs(recurring + upfront / term - price) > max(1e-6, 1e-6 * price):
+            raise _err(line, f"usd_per_hour {price:g} != recurring_usd_per_hour {recurring:g} + upfront_usd "
+                             f"{upfront:g} / term_hours {term:g}")
+    else:
+        if payment:
+            raise _err(line, f"payment '{payment}' given for a {pricing} row (payment is for reserved rows only)")
+        if term_given not in (None, 0.0):
+            raise _err(line, f"term_hours {term_given:g} given for a {pricing} row")
+        if (upfront or 0.0) != 0.0:
+            raise _err(line, f"upfront_usd given for a {pricing} row")
+        if recurring is not None and abs(recurring - price) > 1e-9:
+            raise _err(line, "recurring_usd_per_hour differs from usd_per_hour for a non-reserved row")
+        term, upfront, recurring = 0.0, 0.0, price
+    interconnect = g("interconnect") or "pcie"
+    if interconnect not in INTERCONNECTS:
+        raise _err(line, f"interconnect '{interconnect}'", accepted=", ".join(INTERCONNECTS))
+    fabric = g("fabric").lower()
+    if fabric and fabric not in FABRICS:
+        raise _err(line, f"fabric '{g('fabric')}' is not known (leave it empty to take it from the documented "
+                         "facts)", accepted=", ".join(FABRICS))
+    zone_kind = g("zone_kind").lower()
+    if zone_kind and zone_kind not in ZONE_KINDS:
+        raise _err(line, f"zone_kind '{g('zone_kind')}' is not known (leave it empty for a normal zone)",
+                   accepted=", ".join(k for k in ZONE_KINDS if k))
+    row = {"provider": g("provider").lower(), "region": g("region"), "zone": g("zone"),
+           "instance_type": g("instance_type"), "gpu_model": gpu, "gpu_count": gpu_count,
+           "gpu_memory_gib": gpu_mem,
+           "vcpus": _num(line, "vcpus", g("vcpus"), required=False, positive=True),
+           "memory_gib": _num(line, "memory_gib", g("memory_gib"), required=False, positive=True),
+           "interconnect": interconnect, "fabric": fabric, "zone_kind": zone_kind, "pricing": pricing,
+           "payment": payment, "upfront_usd": upfront,
+           "recurring_usd_per_hour": recurring, "usd_per_hour": price, "term_hours": term,
+           "currency": currency, "source": g("source") or f"user:{name}", "as_of": g("as_of") or "unknown"}
+    for c in ("vcpus", "memory_gib"):
+        if row[c] is None:
+            row[c] = float("nan")
+    key = tuple(row[c] for c in OFFER_KEY)
+    if key in seen:
+        raise _err(line, f"duplicate offer {'/'.join(str(k) for k in key if k)} (same key as line {seen[key]})",
+                   accepted="one row per " + ", ".join(OFFER_KEY))
+    seen[key] = line
+    return row
 
 
 def _check_reserved_below_on_demand(rows: list[dict[str, Any]], lines: dict) -> None:

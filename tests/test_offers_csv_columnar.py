@@ -1,0 +1,126 @@
+"""The offers CSV's columnar reader (pyarrow, for big files) against the row-by-row reader, which defines it.
+
+The columnar reader either returns exactly the frame the row-by-row reader returns, or None (the file goes row by
+row, whose error names the line). Random files mix valid and faulty fields of every column.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import providers.offers_csv as oc
+from gpuopt.errors import InputError
+
+COLUMNS = ("provider", "region", "zone", "instance_type", "gpu_model", "gpu_count", "gpu_memory_gib", "vcpus",
+           "interconnect", "fabric", "zone_kind", "pricing", "payment", "upfront_usd", "recurring_usd_per_hour",
+           "usd_per_hour", "term_hours", "currency", "source", "as_of")
+VALUES = {
+    "provider": ["myco", "AWS", " gcp ", "", "aws"],
+    "region": ["dc1", "us-east-1", " eu ", ""],
+    "zone": ["", "us-east-1a", "use1-atl2-az1", "us-east-1-wl1-bos-wlz-1"],
+    "instance_type": ["box", "p4d.24xlarge", "a2-highgpu-1g", ""],
+    "gpu_model": ["A100-80GB", "A100", "H100", "bogus", "nvidia a10g", ""],
+    "gpu_count": ["8", "0.5", "1", "0", "-1", "x", "inf", ""],
+    "gpu_memory_gib": ["80", "40", "24", "0", "nan", ""],
+    "vcpus": ["", "96", "0", "1e3"],
+    "interconnect": ["", "nvlink", "pcie", "NVLINK"],
+    "fabric": ["", "efa", "EFA", "infiniband", "carrier-pigeon"],
+    "zone_kind": ["", "local_zone", "LOCAL_ZONE", "moon"],
+    "pricing": ["on_demand", "spot", "reserved_1y", "reserved_3y", "bad", ""],
+    "payment": ["", "no_upfront", "all_upfront", "partial_upfront", "some"],
+    "upfront_usd": ["", "0", "1000", "-5", "87600"],
+    "recurring_usd_per_hour": ["", "0", "10", "9.5", "-1"],
+    "usd_per_hour": ["10", "9.5", "12.0", "5", "0", "", "abc", "1e308", " 7 "],
+    "term_hours": ["", "0", "8760", "26280", "100"],
+    "currency": ["", "USD", "usd", "EUR"],
+    "source": ["", "user:x, with a comma", "quote \"q\""],
+    "as_of": ["", "2026-11-30"],
+}
+
+
+@pytest.fixture(autouse=True)
+def _columnar_for_small_files(monkeypatch):
+    monkeypatch.setattr(oc, "COLUMNAR_MIN_ROWS", 0)
+
+
+def _text(cols: list[str], rows: list[list[str]]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(cols)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def _row_by_row(text: str) -> "pd.DataFrame | InputError":
+    old = oc.COLUMNAR
+    oc.COLUMNAR = False
+    try:
+        return oc.parse_offers_csv(text, "t.csv")
+    except InputError as e:
+        return e
+    finally:
+        oc.COLUMNAR = old
+
+
+@st.composite
+def offer_files(draw):
+    cols = [c for c in COLUMNS if c in oc.REQUIRED_COLUMNS or draw(st.booleans())]
+    n = draw(st.integers(1, 6))
+    rows = []
+    for _ in range(n):
+        # mostly coherent rows (a valid reserved or hourly offer), some with a random fault
+        pricing = draw(st.sampled_from(["on_demand", "spot", "reserved_1y", "reserved_3y"]))
+        price = draw(st.sampled_from(["10", "9.5", "4", "12.5"]))
+        base = {"provider": "myco", "region": draw(st.sampled_from(["dc1", "dc2"])), "zone": "",
+                "instance_type": draw(st.sampled_from(["box", "box2", "box3"])), "gpu_model": "A100-80GB",
+                "gpu_count": "8", "gpu_memory_gib": "80", "vcpus": "", "interconnect": "", "fabric": "",
+                "zone_kind": "", "pricing": pricing,
+                "payment": draw(st.sampled_from(oc.PAYMENT_OPTIONS)) if pricing.startswith("reserved") else "",
+                "upfront_usd": "", "recurring_usd_per_hour": "", "usd_per_hour": price, "term_hours": "",
+                "currency": "", "source": "", "as_of": ""}
+        for c in draw(st.lists(st.sampled_from(COLUMNS), max_size=3)):
+            base[c] = draw(st.sampled_from(VALUES[c]))
+        rows.append([base[c] for c in cols])
+    return _text(cols, rows)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(offer_files())
+def test_columnar_equals_row_by_row(text):
+    header = next(csv.reader(io.StringIO(text)))
+    fast = oc._parse_columnar(text, [h.strip() for h in header], "t.csv")
+    slow = _row_by_row(text)
+    if fast is None:
+        return  # the row-by-row reader decides (its error or its frame is what the user gets)
+    assert not isinstance(slow, InputError), f"columnar accepted a file the row-by-row reader refuses: {slow}"
+    pd.testing.assert_frame_equal(fast, slow)
+
+
+def test_columnar_reads_a_clean_file_and_refuses_to_guess_line_numbers():
+    rows = [["myco", f"dc{i}", "box", "A100", "8", "80", "on_demand", "10"] for i in range(50)]
+    cols = ["provider", "region", "instance_type", "gpu_model", "gpu_count", "gpu_memory_gib", "pricing",
+            "usd_per_hour"]
+    text = _text(cols, rows)
+    fast = oc._parse_columnar(text, cols, "t.csv")
+    assert fast is not None and len(fast) == 50
+    assert fast.iloc[0]["gpu_model"] == "A100-80GB"  # "A100" mapped by its memory, as the row-by-row reader does
+    pd.testing.assert_frame_equal(fast, _row_by_row(text))
+    # a blank line or a quoted line break: line numbers could not be told column by column -> row by row
+    assert oc._parse_columnar(text.replace("\n", "\n\n", 3), cols, "t.csv") is None
+    assert oc._parse_columnar(text.replace("box", '"b\nox"', 1), cols, "t.csv") is None
+
+
+def test_a_fault_deep_in_a_big_file_is_named_by_its_line():
+    cols = ["provider", "region", "instance_type", "gpu_model", "gpu_count", "gpu_memory_gib", "pricing",
+            "usd_per_hour"]
+    rows = [["myco", f"dc{i}", "box", "A100-80GB", "8", "80", "on_demand", "10"] for i in range(3000)]
+    rows[2500][7] = "inf"
+    with pytest.raises(InputError) as ei:
+        oc.parse_offers_csv(_text(cols, rows), "t.csv")
+    assert "line 2502" in str(ei.value) and "usd_per_hour" in str(ei.value)

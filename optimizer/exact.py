@@ -42,7 +42,7 @@ import math
 import time
 from typing import Any
 
-from optimizer.fleet import FleetProblem, FleetSolution, _okey, placement_group, spot_group
+from optimizer.fleet import FleetProblem, FleetSolution, placement_group, spot_group
 from optimizer.solve import SolveReport
 
 #: Most Pareto-optimal partial combinations kept per frontier before the problem is handed back to the MILP.
@@ -88,7 +88,7 @@ def separable(problem: FleetProblem, allowed: set[str] | None = None, apart: boo
                     return "a capped spot group two candidates share"
                 spot_seen[g] = w.name
             if c.committed and not apart:
-                ok = _okey(c.offer)
+                ok = c.okey
                 if seen.setdefault(ok, w.name) != w.name:
                     return "a committed offer two workloads can share"
     return None
@@ -209,14 +209,14 @@ def _plan_group(w, cands, problem: FleetProblem, slot_for: dict[str, tuple[str, 
     m = int(w.min_replicas)
     peak = float(demand.max()) if len(demand) else 0.0
     hourly = [c for c in cands if not c.committed]
-    committed = [c for c in cands if c.committed and _okey(c.offer) in slot_for]
+    committed = [c for c in cands if c.committed and c.okey in slot_for]
     if not hourly and not committed:
         return None
     capmax = peak
     hourly = [c for c in hourly if c.offer["pricing"] != "spot" or int(problem.spot_capacity) >= c.instances_per_unit]
     hu = _hourly_units(w, hourly, problem.spot_capacity)  # aligned with ``hourly``: combos index both
     cu = [(c.throughput_per_unit, int(c.replicas_per_unit), int(c.instances_per_unit),
-           slot_for[_okey(c.offer)][1] * c.instances_per_unit) for c in committed]
+           slot_for[c.okey][1] * c.instances_per_unit) for c in committed]
     hf = _frontier(hu, capmax, m)
     cf = _frontier(cu, capmax, m) if hf is not None else None
     if hf is None or cf is None:
@@ -318,7 +318,7 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
         # redundancy floor at least one unit runs, and the capacity runs at no less than the lowest USD per
         # throughput-hour
         busy = active & ((demand > 0) | (w.min_replicas > 0))
-        okeys = {id(c): _okey(c.offer) for c in cands}
+        okeys = {id(c): c.okey for c in cands}
         total_hours = float(hours.sum())
 
         def bound(cs):
@@ -351,14 +351,14 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
         _total, ccombo, committed, hourly, per_block = best
         for j, n in ccombo:
             c = committed[j]
-            ok = _okey(c.offer)
+            ok = c.okey
             key = slot_for[ok][0]
             sol.N[key] = sol.N.get(key, 0) + n * int(c.instances_per_unit)
             for b in blocks_idx:
                 sol.A[(w.name, ok, b)] = sol.A.get((w.name, ok, b), 0.0) + float(n)
         for b, combo in zip(blocks_idx, per_block):
             for j, n in combo:
-                ok = _okey(hourly[j].offer)
+                ok = hourly[j].okey
                 sol.X[(w.name, ok, b)] = sol.X.get((w.name, ok, b), 0.0) + float(n)
     sol.cost = fleet_cost(problem, sol)
     sol.value = 0.0
@@ -408,8 +408,8 @@ def shared_lower_bound(problem: FleetProblem, *, allowed: set[str] | None = None
         for cs in by_group.values():
             units = _hourly_units(w, [c for c in cs if not c.committed], problem.spot_capacity)
             units += [(c.throughput_per_unit, int(c.replicas_per_unit), int(c.instances_per_unit),
-                       slot_cost[_okey(c.offer)] * c.instances_per_unit / total_hours)
-                      for c in cs if c.committed and _okey(c.offer) in slot_cost]
+                       slot_cost[c.okey] * c.instances_per_unit / total_hours)
+                      for c in cs if c.committed and c.okey in slot_cost]
             if not units:
                 continue
             front = _frontier(units, float(demand.max(initial=0.0)), m)
@@ -455,7 +455,7 @@ def solve_within_limits(problem: FleetProblem, *, allowed: set[str] | None = Non
     if bg.commitment is not None and mo["commitment_usd"] > bg.commitment:
         return None
     if problem.max_instances is not None:
-        cidx = {(w, _okey(c.offer)): c for w, cs in problem.cands.items() for c in cs}
+        cidx = {(w, c.okey): c for w, cs in problem.cands.items() for c in cs}
         for bi in range(len(problem.blocks)):
             p = problem.period_of(problem.blocks[bi])
             count: dict[tuple, float] = {}

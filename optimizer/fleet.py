@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING, Any
 from gpuopt.errors import InputError
 from gpuopt.records import HOURS_PER_MONTH, is_estimated
 from optimizer.horizon import TERM_MONTHS, Activity, Period, commitment_cost_factor, month_label, slot_starts
-from optimizer.model import COMMITTED, Candidate, candidates_for
+from optimizer.model import COMMITTED, Candidate, candidates_for, offer_key
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -232,7 +232,7 @@ class FleetProblem:
             for c in cs:
                 if not c.committed:
                     continue
-                ok = _okey(c.offer)
+                ok = c.okey
                 t = TERM_MONTHS[c.offer["pricing"]]
                 for s in slot_starts(acts, self.horizon_months, t):
                     key = f"{ok}@{s}"
@@ -312,8 +312,6 @@ class FleetProblem:
         return b.hours * min(1.0, share)
 
 
-def _okey(o: dict[str, Any]) -> str:
-    return "|".join(str(o.get(c) or "") for c in ("provider", "region", "zone", "instance_type", "pricing", "payment"))
 
 
 def commitment_parts(offer: dict[str, Any]) -> tuple[float, float]:
@@ -415,7 +413,7 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
     offer_of: dict[str, dict[str, Any]] = {}
     for w, cs in cands.items():
         for c in cs:
-            k = _okey(c.offer)
+            k = c.okey
             by_offer.setdefault(k, {})[w] = c
             offer_of[k] = c.offer
 
@@ -485,18 +483,18 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
             groups = {(): od_all} if od_all else {}
         for grp in groups.values():
             if w.training:
-                od.append(min(grp, key=lambda c: (c.usd_per_unit_hour / c.throughput_per_unit, _okey(c.offer))))
+                od.append(min(grp, key=lambda c: (c.usd_per_unit_hour / c.throughput_per_unit, c.okey)))
                 continue
             front, best = [], -1.0
-            for c in sorted(grp, key=lambda c: (c.usd_per_unit_hour, -c.throughput_per_unit, _okey(c.offer))):
+            for c in sorted(grp, key=lambda c: (c.usd_per_unit_hour, -c.throughput_per_unit, c.okey)):
                 if c.throughput_per_unit > best * (1 + 1e-12):
                     front.append(c)
                     best = c.throughput_per_unit
             # uncapped and billed per block: an offer that m copies of a cheaper one match is never needed
             od += [c for c in front if not any(
                 d is not c and _dominates({w.name: d}, {w.name: c}, d.usd_per_unit_hour, c.usd_per_unit_hour)
-                for d in front if (d.usd_per_unit_hour, _okey(d.offer)) < (c.usd_per_unit_hour, _okey(c.offer)))]
-        out[w.name] = od + [c for c in cs if c.offer["pricing"] != "on_demand" and _okey(c.offer) in keep]
+                for d in front if (d.usd_per_unit_hour, d.okey) < (c.usd_per_unit_hour, c.okey))]
+        out[w.name] = od + [c for c in cs if c.offer["pricing"] != "on_demand" and c.okey in keep]
     return out, before - sum(len(v) for v in out.values())
 
 
@@ -607,7 +605,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
             zone_terms: dict[str, dict] = {}
             regional: dict = {}
             for c in cands:
-                ok = _okey(c.offer)
+                ok = c.okey
                 vid += 1
                 k = float(c.instances_per_unit)
                 if c.committed:
@@ -647,7 +645,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
             if w.training:
                 # a job's data-parallel group crosses instances only over a cluster fabric: on offers without one
                 # (Candidate.max_units = 1) it runs on one instance at a time
-                lone = {V.A.get((w.name, _okey(c.offer), bi)) or V.X.get((w.name, _okey(c.offer), bi)):
+                lone = {V.A.get((w.name, c.okey, bi)) or V.X.get((w.name, c.okey, bi)):
                         float(c.instances_per_unit) for c in cands if c.max_units == 1}
                 lone = {v: k for v, k in lone.items() if v is not None}
                 if len(lone) > 0:
@@ -782,7 +780,7 @@ def read_solution(problem: FleetProblem, V: FleetVars, report: SolveReport) -> F
 
 
 def _cand_index(problem: FleetProblem) -> dict[tuple[str, str], Candidate]:
-    return {(w, _okey(c.offer)): c for w, cs in problem.cands.items() for c in cs}
+    return {(w, c.okey): c for w, cs in problem.cands.items() for c in cs}
 
 
 def fleet_cost(problem: FleetProblem, sol: FleetSolution) -> float:

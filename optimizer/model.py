@@ -11,6 +11,7 @@ price is ``k`` x the offer's effective hourly rate and its throughput ``r`` x a 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,17 @@ class Candidate:
     @property
     def committed(self) -> bool:
         return self.offer["pricing"] in COMMITTED
+
+    @functools.cached_property
+    def okey(self) -> str:
+        """The offer's key ``provider|region|zone|instance_type|pricing|payment`` (optimizer.fleet's offer key),
+        computed once."""
+        return offer_key(self.offer)
+
+
+def offer_key(o: dict[str, Any]) -> str:
+    """``provider|region|zone|instance_type|pricing|payment`` of an offer dict (missing values empty)."""
+    return "|".join(str(o.get(c) or "") for c in ("provider", "region", "zone", "instance_type", "pricing", "payment"))
 
 
 def _replica_gpu_counts() -> list[int]:
@@ -162,9 +174,6 @@ def candidates_for(
         replica would need several instances and the offer has no cluster fabric, ``pricing_not_allowed``,
         ``spot_not_allowed``); sizing_by_gpu holds the replica sizing used per GPU shape (:func:`shape_label`).
     """
-    from optimizer.sizing import offer_network, size_replica
-    from optimizer.specs import load_gpu_board
-
     allowed = set(pricing) if pricing else {"on_demand", "reserved_1y", "reserved_3y", "spot"}
     if not allow_spot:
         allowed.discard("spot")
@@ -174,71 +183,84 @@ def candidates_for(
     networks: dict[tuple, Any] = {}
     sizing_by_gpu: dict[str, ReplicaSizing] = {}
     cands: list[Candidate] = []
+    if len(offers) and "pricing" in offers.columns:  # the pricing filter a column at a time (big catalogs)
+        pricing_col = offers["pricing"].astype(object)
+        for p, n in pricing_col[~pricing_col.isin(sorted(allowed))].value_counts().items():
+            reason = "spot_not_allowed" if p == "spot" and not allow_spot else "pricing_not_allowed"
+            rejected[reason] = rejected.get(reason, 0) + int(n)
+        offers = offers[pricing_col.isin(sorted(allowed)).to_numpy()]
+    # what an offer's hardware gives a replica, once per distinct hardware (not per price row)
+    per_hw: dict[tuple, tuple] = {}
     for off in offer_records(offers):
         p = off["pricing"]
-        if p not in allowed:
+        if p not in allowed:  # pragma: no cover - filtered above; kept for frames without the column filter
             reason = "spot_not_allowed" if p == "spot" and not allow_spot else "pricing_not_allowed"
             rejected[reason] = rejected.get(reason, 0) + 1
             continue
-        gm = off["gpu_model"]
-        board = (gm, str(off["interconnect"]))
-        if board not in gpu_cache:
-            try:
-                gpu_cache[board] = load_gpu_board(gm, str(off["interconnect"]))
-            except InputError:
-                gpu_cache[board] = None
-        gpu = gpu_cache[board]
-        if gpu is None:
-            rejected["no_spec"] = rejected.get("no_spec", 0) + 1
+        hw = (off["gpu_model"], off["interconnect"], off.get("gpu_memory_gib"), off["gpu_count"], off.get("provider"),
+              off.get("instance_type"), off.get("fabric", "<absent>"))
+        got = per_hw.get(hw)
+        if got is None:
+            got = per_hw[hw] = _hardware(workload, off, gpu_cache, networks, shapes, sizing_by_gpu)
+        if got[0] is None:
+            rejected[got[1]] = rejected.get(got[1], 0) + 1
             continue
-        net_key = (str(off.get("provider")), str(off.get("instance_type")), str(off.get("fabric", "<absent>")),
-                   str(off.get("gpu_count")))
-        if net_key not in networks:
-            networks[net_key] = offer_network(off)
-        net = networks[net_key]
-        # Size against the offer's own per-GPU memory (AWS reports an L4 as 22.35 GiB, not the datasheet's 24 GB;
-        # a user catalog may say less): the datasheet row gives bandwidth and FLOPs only.
-        mem = usable_gpu_memory_gib(gm, off.get("gpu_memory_gib"), gpu.memory_gib)
-        shape_key = (gm, float(off["gpu_count"]), str(off["interconnect"]), round(mem, 4), net)
-        if shape_key not in shapes:
-            g = dataclasses.replace(gpu, memory_gib=mem) if abs(mem - gpu.memory_gib) > 1e-9 else gpu
-            shapes[shape_key] = _unit_shape(size_replica, workload, g, float(off["gpu_count"]), str(off["interconnect"]),
-                                            net)
-        k, r, s = shapes[shape_key]
-        if k is None:
-            rejected[s] = rejected.get(s, 0) + 1
-            continue
-        label = shape_label(gm, float(off["gpu_count"]), mem, str(off["interconnect"]), instances=k,
-                            tensor_parallel=s.tensor_parallel, pipeline_parallel=s.pipeline_parallel,
-                            fabric=net.fabric, gbps_per_node=net.gbps_per_node)
-        sizing_by_gpu[label] = s
-        if workload.task == "serve":
-            theta = s.tokens_per_second_per_replica
-        else:
-            theta = s.flops_per_second_per_replica or 0.0
+        k, r, s, label, theta, fabric, max_units = got
         if p == "spot":
             theta *= 1.0 - SPOT_INTERRUPTION_OVERHEAD
         if theta <= 0:
             rejected["no_throughput"] = rejected.get("no_throughput", 0) + 1
             continue
         key = "|".join(str(off.get(c) or "") for c in ("provider", "region", "zone", "instance_type", "pricing", "payment"))
-        cands.append(
-            Candidate(
-                key=key,
-                offer=off,
-                instances_per_unit=k,
-                replicas_per_unit=r,
-                sizing=s,
-                usd_per_unit_hour=k * float(off["usd_per_hour"]),
-                throughput_per_unit=r * theta,
-                shape=label,
-                tensor_parallel=s.tensor_parallel,
-                pipeline_parallel=s.pipeline_parallel,
-                fabric=net.fabric,
-                max_units=None if workload.task == "serve" or net.cluster else 1,
-            )
-        )
+        cand = Candidate(key=key, offer=off, instances_per_unit=k, replicas_per_unit=r, sizing=s,
+                         usd_per_unit_hour=k * float(off["usd_per_hour"]), throughput_per_unit=r * theta, shape=label,
+                         tensor_parallel=s.tensor_parallel, pipeline_parallel=s.pipeline_parallel, fabric=fabric,
+                         max_units=max_units)
+        cand.__dict__["okey"] = key  # the same string offer_key computes (cached_property's slot)
+        cands.append(cand)
     return cands, rejected, sizing_by_gpu
+
+
+def _hardware(workload: "Workload", off: dict[str, Any], gpu_cache: dict, networks: dict, shapes: dict,
+              sizing_by_gpu: dict) -> tuple:
+    """What one offer's hardware gives a replica of ``workload``: (instances per unit, replicas per unit, sizing,
+    shape label, throughput per replica (tokens/s or FLOP/s, before the spot reduction), fabric, max_units), or
+    (None, rejection reason). The caches are shared over a catalog (GPU datasheet rows, networks, shapes)."""
+    from optimizer.sizing import offer_network, size_replica
+    from optimizer.specs import load_gpu_board
+
+    gm = off["gpu_model"]
+    board = (gm, str(off["interconnect"]))
+    if board not in gpu_cache:
+        try:
+            gpu_cache[board] = load_gpu_board(gm, str(off["interconnect"]))
+        except InputError:
+            gpu_cache[board] = None
+    gpu = gpu_cache[board]
+    if gpu is None:
+        return None, "no_spec"
+    net_key = (str(off.get("provider")), str(off.get("instance_type")), str(off.get("fabric", "<absent>")),
+               str(off.get("gpu_count")))
+    if net_key not in networks:
+        networks[net_key] = offer_network(off)
+    net = networks[net_key]
+    # Size against the offer's own per-GPU memory (AWS reports an L4 as 22.35 GiB, not the datasheet's 24 GB;
+    # a user catalog may say less): the datasheet row gives bandwidth and FLOPs only.
+    mem = usable_gpu_memory_gib(gm, off.get("gpu_memory_gib"), gpu.memory_gib)
+    shape_key = (gm, float(off["gpu_count"]), str(off["interconnect"]), round(mem, 4), net)
+    if shape_key not in shapes:
+        g = dataclasses.replace(gpu, memory_gib=mem) if abs(mem - gpu.memory_gib) > 1e-9 else gpu
+        shapes[shape_key] = _unit_shape(size_replica, workload, g, float(off["gpu_count"]), str(off["interconnect"]),
+                                        net)
+    k, r, s = shapes[shape_key]
+    if k is None:
+        return None, s
+    label = shape_label(gm, float(off["gpu_count"]), mem, str(off["interconnect"]), instances=k,
+                        tensor_parallel=s.tensor_parallel, pipeline_parallel=s.pipeline_parallel,
+                        fabric=net.fabric, gbps_per_node=net.gbps_per_node)
+    sizing_by_gpu[label] = s
+    theta = s.tokens_per_second_per_replica if workload.task == "serve" else (s.flops_per_second_per_replica or 0.0)
+    return k, r, s, label, theta, net.fabric, None if workload.task == "serve" or net.cluster else 1
 
 
 def offer_records(offers: "pd.DataFrame") -> list[dict[str, Any]]:

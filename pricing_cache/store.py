@@ -132,12 +132,14 @@ def read_offers_file(path: Path) -> "pd.DataFrame":
 def _providers_from_frame(df: "pd.DataFrame") -> dict[str, ProviderInfo]:
     out = {}
     for prov, grp in df.groupby("provider", sort=True):
-        dates = tuple(sorted({str(x) for x in grp["as_of"]}))
+        dates = tuple(sorted({str(x) for x in grp["as_of"].unique()}))  # distinct values first: big catalogs
+        counts = grp["source"].value_counts()
+        sources = [str(k) for k in counts.index]
         out[str(prov)] = ProviderInfo(
             as_of=dates[-1] if dates else None, as_of_dates=dates, rows=int(len(grp)),
             rows_by_pricing={str(k): int(v) for k, v in sorted(grp["pricing"].value_counts().items())},
-            estimated_rows=int(grp["source"].astype(str).str.startswith("rule:").sum()),
-            sources=tuple(sorted({str(s) for s in grp["source"] if not str(s).startswith("rule:")})))
+            estimated_rows=int(sum(int(v) for k, v in counts.items() if str(k).startswith("rule:"))),
+            sources=tuple(sorted({s for s in sources if not s.startswith("rule:")})))
     return out
 
 
@@ -221,9 +223,10 @@ def _load_base(catalog: "str | Path | None" = None,
 
         path = Path(catalog)
         df = read_offers_csv(path)
+        per = _providers_from_frame(df)
         return df, SnapshotInfo(path=path, kind="offers_csv", schema_version=SCHEMA_VERSION, built_at=None,
-                                providers=_providers_from_frame(df), rows=int(len(df)),
-                                estimated_rows=int(df["source"].astype(str).str.startswith("rule:").sum()),
+                                providers=per, rows=int(len(df)),
+                                estimated_rows=sum(p.estimated_rows for p in per.values()),
                                 sha256=_sha256(path))
     d = Path(snapshot_dir) if snapshot_dir is not None else SNAPSHOT_DIR
     meta = read_snapshot_meta(d)

@@ -48,7 +48,7 @@ def _price_provenance(offers, info, catalog, prices_on=None) -> dict[str, Any]:
     warnings = list(getattr(info, "warnings", ()) or ())
     per = {}
     for prov, grp in offers.groupby("provider"):
-        dates = sorted({str(x)[:10] for x in grp["as_of"].dropna() if str(x)[:4].isdigit()})
+        dates = sorted({str(x)[:10] for x in grp["as_of"].dropna().unique() if str(x)[:4].isdigit()})
         newest = dates[-1] if dates else None
         age = _price_age_days(newest)
         origin = origins.get(str(prov), "user catalog" if catalog else "shipped snapshot")
@@ -59,7 +59,8 @@ def _price_provenance(offers, info, catalog, prices_on=None) -> dict[str, Any]:
             "oldest_as_of": dates[0] if dates else None,
             "age_days": age,
             "stale": bool(age is not None and age > limit),
-            "estimated_rows": int(grp["source"].astype(str).str.startswith("rule:").sum()),
+            "estimated_rows": int(sum(int(v) for k, v in grp["source"].value_counts().items()
+                                      if str(k).startswith("rule:"))),
         }
         oldest_age = _price_age_days(dates[0] if dates else None)
         per[str(prov)]["oldest_age_days"] = oldest_age
@@ -541,7 +542,7 @@ def _zone_kinds(df):
     import pandas as pd
 
     if "zone_kind" in df.columns:
-        return df["zone_kind"].fillna("").astype(str)
+        return df["zone_kind"].fillna("")
     try:
         from providers.facts import zone_kind_of
     except ImportError:  # pragma: no cover - facts ship with gpuopt

@@ -405,7 +405,10 @@ def _plan(con, plan) -> None:
                        _usd(v.get("commitment_usd")) if v.get("total_usd") is not None else "—", sav)
         con.print(st)
     m = plan.marginal or {}
-    for d in (m.get("demand") or [])[:3]:
+    priced = [d for d in (m.get("demand") or []) if round(d["usd_per_month_per_token_per_s"], 4) > 0]
+    if m.get("demand") and not priced:
+        con.print("One more token/s costs nothing more in any block (LP relaxation: capacity to spare)")
+    for d in priced[:3]:
         con.print(f"One more token/s for {d['workload']} in {d['block']}"
                   + (f" (months {d['months']})" if d.get("months") else "")
                   + f" costs about ${d['usd_per_month_per_token_per_s']:,.4f} a month (LP relaxation)")

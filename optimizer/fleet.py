@@ -228,13 +228,16 @@ class FleetProblem:
             raise InputError("placement", f"unknown placement {self.placement!r}", accepted=", ".join(PLACEMENTS))
         acts = [w.activity() for w in self.workloads]
         slots: dict[str, Slot] = {}
+        starts: dict[int, list[int]] = {}  # term -> the months a commitment of that term may be bought
         for cs in self.cands.values():
             for c in cs:
                 if not c.committed:
                     continue
                 ok = c.okey
                 t = TERM_MONTHS[c.offer["pricing"]]
-                for s in slot_starts(acts, self.horizon_months, t):
+                if t not in starts:
+                    starts[t] = list(slot_starts(acts, self.horizon_months, t))
+                for s in starts[t]:
                     key = f"{ok}@{s}"
                     if key not in slots:
                         slots[key] = Slot(key, ok, c.offer, s, t)
@@ -427,11 +430,11 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
         return cc[k] if k in cc else price(k) * HOURS_PER_MONTH * TERM_MONTHS[o["pricing"]]
 
     def commit_dominates(j: str, k: str) -> bool:
+        """j replaces k; j is a rival of k (below): same loc, and the same term unless both are in cc, so
+        _same_place holds by construction."""
         if j in cc and k in cc:  # both bought once for the whole horizon: compare what they cost in it
-            return _same_place(offer_of[j], offer_of[k], placement, spread, any_term=True,
-                               same_payment=same_payment) and _dominates(by_offer[j], by_offer[k], cc[j], cc[k])
-        return _same_place(offer_of[j], offer_of[k], placement, spread, same_payment=same_payment) and \
-            _dominates(by_offer[j], by_offer[k], price(j), price(k))
+            return _dominates(by_offer[j], by_offer[k], cc[j], cc[k])
+        return _dominates(by_offer[j], by_offer[k], price(j), price(k))
 
     def loc(o: dict[str, Any]) -> tuple:
         """What _same_place compares besides the term: only offers with the same loc can dominate each other."""

@@ -258,12 +258,13 @@ def _parse_columnar(text: str, header: list[str], name: str) -> "pd.DataFrame | 
     no_up, all_up, part = (reserved & pay[p] for p in ("no_upfront", "all_upfront", "partial_upfront"))
     upfront = np.where(no_up & up_empty, 0.0, up_given)
     recurring = np.where(no_up & rec_empty, price, rec_given)
-    upfront = np.where(all_up & up_empty, price * term, upfront)
+    with np.errstate(over="ignore"):  # 1e308 x a term is inf: the effective-rate check below refuses the row
+        upfront = np.where(all_up & up_empty, price * term, upfront)
     recurring = np.where(all_up & rec_empty, 0.0, recurring)
     if (part & up_empty & rec_empty).any():
         return None
     safe_term = np.where(term > 0, term, 1.0)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
         upfront = np.where(part & up_empty, (price - recurring) * term, upfront)
         recurring = np.where(part & rec_empty, price - upfront / safe_term, recurring)
         if (part & ((upfront < -0.01) | (recurring < -1e-6))).any():

@@ -124,3 +124,25 @@ def test_a_fault_deep_in_a_big_file_is_named_by_its_line():
     with pytest.raises(InputError) as ei:
         oc.parse_offers_csv(_text(cols, rows), "t.csv")
     assert "line 2502" in str(ei.value) and "usd_per_hour" in str(ei.value)
+
+
+def test_candidates_built_without_init_equal_the_dataclass():
+    """candidates_for fills each Candidate's __dict__ at once (big catalogs); every field of the dataclass must be
+    there and the object must equal one built by Candidate(...)."""
+    import dataclasses
+
+    from optimizer.model import Candidate, candidates_for, offer_key
+    from optimizer.sizing import Workload
+    from optimizer.specs import load_model
+    from pricing_cache.store import load_offers
+
+    offers, _ = load_offers(use_cache=False)
+    cands, _, _ = candidates_for(Workload(task="serve", model=load_model("meta-llama/Llama-2-7b-hf"),
+                                          tokens_per_second=500.0), offers.head(300), allow_spot=True)
+    assert len(cands) > 100
+    names = [f.name for f in dataclasses.fields(Candidate)]
+    for c in cands:
+        assert c == Candidate(**{n: getattr(c, n) for n in names})
+        assert c.okey == offer_key(c.offer) == c.key
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            c.key = "x"

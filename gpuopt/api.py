@@ -28,6 +28,38 @@ def _price_age_days(as_of: str | None, today: _dt.date | None = None) -> float |
     return float(((today or _dt.date.today()) - d).days)
 
 
+def _old_quotes(lines, prices_on=None) -> list[str]:
+    """A note for each plan line priced from a quote older than the price-age limit (GPUOPT_MAX_PRICE_AGE_DAYS,
+    default 7), whatever the snapshot it came in: a fresh user was sold a $121,860 3-year p3 reservation priced from
+    an ec2instances.info quote of 2017-11-12 under a header that said "aws as of 2026-11-30 or earlier". Not for a
+    plan priced as of a past date (``prices_on``), whose quotes are meant to be old."""
+    from pricing_cache.cache import max_age_days
+
+    if prices_on:
+        return []
+    limit = max_age_days()
+    out, seen = [], set()
+    for ln in lines:
+        age = _price_age_days(getattr(ln, "as_of", None))
+        key = (ln.provider, ln.region, ln.instance_type, ln.pricing, ln.payment)
+        if age is None or age <= limit or key in seen:
+            continue
+        seen.add(key)
+        what = f"{ln.instance_type} {ln.pricing}" + (f" {ln.payment}" if ln.payment else "")
+        src = _short_source(getattr(ln, "source", "") or "")
+        out.append(f"{what} ({ln.provider} {ln.region}) is priced from a quote of {str(ln.as_of)[:10]}, "
+                   f"{age:,.0f} days old" + (f" ({src})" if src else "") + ": check the current price before buying")
+    return out
+
+
+def _short_source(source: str) -> str:
+    """The source of a price without its rule text: ``ec2instances.info`` of a long ``rule:...`` or file path."""
+    s = str(source)
+    if s.startswith("rule:"):
+        return "estimated by a discount rule"
+    return s.split("@")[0][:60]
+
+
 def _load(catalog: str | Path | None, on_date=None):
     from pricing_cache.store import load_offers
 
@@ -595,6 +627,7 @@ def _recommend_plan(plan_path, cwd, options: dict[str, Any], explain: bool = Tru
                         time_limit_s=plan.time_limit_s, horizon_months=plan.horizon_months,
                         leftover_value=plan.leftover_value, placement=plan.placement, spread=plan.spread or "")
     result.notes.extend(notes)
+    result.notes.extend(_old_quotes(result.lines, plan.prices_on))
     for item in plan.workloads:
         ignored = item.ignored_fields()
         if ignored:

@@ -285,7 +285,7 @@ class FleetProblem:
 
     def slot_cost(self, s: Slot) -> float:
         """USD over the horizon of one instance of slot s (the whole term, less the leftover value)."""
-        return float(s.offer["usd_per_hour"]) * HOURS_PER_MONTH * commitment_cost_factor(
+        return committed_rate(s.offer) * HOURS_PER_MONTH * commitment_cost_factor(
             s.start_month, s.term_months, self.horizon_months, self.leftover_value)
 
     def committed_offers(self) -> dict[str, dict[str, Any]]:
@@ -325,6 +325,16 @@ def commitment_parts(offer: dict[str, Any]) -> tuple[float, float]:
     if not rec and not up:
         rec = float(offer["usd_per_hour"])
     return up, rec
+
+
+def committed_rate(offer: dict[str, Any]) -> float:
+    """Effective USD per hour of a committed offer from its quoted parts: (upfront + recurring x term hours) / term
+    hours. The offer's ``usd_per_hour`` is the same figure rounded (6 decimals in the snapshot); over a 3-year term
+    that rounding is cents per instance, enough that an upfront came out above the commitment it is part of. An
+    offer that quotes neither part (a user's catalog with only usd_per_hour) is taken at its ``usd_per_hour``."""
+    hours = TERM_MONTHS[offer["pricing"]] * HOURS_PER_MONTH
+    up, rec = commitment_parts(offer)
+    return (up + rec * hours) / hours
 
 
 def placement_group(offer: dict[str, Any], placement: str) -> tuple[str, ...]:
@@ -563,7 +573,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
         V.cost_terms[v] = problem.slot_cost(s)
         upfront, recurring = commitment_parts(s.offer)
         V.upfront_terms[v] = upfront
-        V.commitment_terms[v] = float(s.offer["usd_per_hour"]) * HOURS_PER_MONTH * s.term_months
+        V.commitment_terms[v] = committed_rate(s.offer) * HOURS_PER_MONTH * s.term_months
         for p in periods:
             if s.start_month <= p.start_month < s.end_month:
                 cash = V.cash_terms.setdefault(p.index, {})
@@ -825,7 +835,7 @@ def money(problem: FleetProblem, sol: FleetSolution) -> dict[str, Any]:
         s = problem.slots[k]
         up, rec = commitment_parts(s.offer)
         upfront += up * n
-        commitment += float(s.offer["usd_per_hour"]) * HOURS_PER_MONTH * s.term_months * n
+        commitment += committed_rate(s.offer) * HOURS_PER_MONTH * s.term_months * n
         cash[s.start_month] += up * n
         for mo in range(s.start_month, s.end_month):
             if mo < H:
@@ -833,7 +843,7 @@ def money(problem: FleetProblem, sol: FleetSolution) -> dict[str, Any]:
             else:
                 after += rec * HOURS_PER_MONTH * n
         outlive = max(0, s.end_month - H)
-        credit += problem.leftover_value * float(s.offer["usd_per_hour"]) * HOURS_PER_MONTH * outlive * n
+        credit += problem.leftover_value * committed_rate(s.offer) * HOURS_PER_MONTH * outlive * n
     for (w, ok, bi), x in sol.X.items():
         b = problem.blocks[bi]
         p = problem.period_of(b)
@@ -1262,7 +1272,7 @@ def fleet_lines(problem: FleetProblem, sol: FleetSolution, od_rates: dict) -> li
         ln = _line(o, n, HOURS_PER_MONTH, rec * HOURS_PER_MONTH * n, users,
                    round(busy / (n * HOURS_PER_MONTH * months_in), 4) if months_in else None,
                    None if not od else round(float(o["usd_per_hour"]) / od, 4), up * n,
-                   float(o["usd_per_hour"]) * HOURS_PER_MONTH * s.term_months * n)
+                   committed_rate(o) * HOURS_PER_MONTH * s.term_months * n)
         ln.total_usd = round(problem.slot_cost(s) * n, 2)
         ln.start_month, ln.end_month = s.start_month + 1, min(s.end_month, H)
         ln.term_end = month_label(start, s.end_month - 1) if start else f"month {s.end_month}"

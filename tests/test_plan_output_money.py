@@ -1,0 +1,67 @@
+"""Plan output that must add up and say only what is true: shadow prices of $0.0000 are not printed as costs;
+an upfront is never above the commitment it is part of."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from gpuopt import api, render
+
+
+def _text(plan) -> str:
+    buf = io.StringIO()
+    render._plan(Console(file=buf, width=200, color_system=None), plan)
+    return buf.getvalue()
+
+
+def test_zero_duals_are_not_printed_as_prices():
+    res = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=500, explain=False)
+    plan = res.plan
+    plan.marginal = {"demand": [{"workload": "w", "block": "hour 3", "months": "1-12",
+                                 "usd_per_month_per_token_per_s": 0.0},
+                                {"workload": "w", "block": "hour 4", "months": "1-12",
+                                 "usd_per_month_per_token_per_s": 0.00001}]}
+    out = _text(plan)
+    assert "$0.0000" not in out
+    assert "One more token/s costs nothing more in any block" in out
+    plan.marginal["demand"].insert(0, {"workload": "w", "block": "hour 20", "months": "1-12",
+                                       "usd_per_month_per_token_per_s": 2.5})
+    out = _text(plan)
+    assert "One more token/s for w in hour 20 (months 1-12) costs about $2.5000 a month" in out
+    assert "hour 3" not in out and "costs nothing more" not in out
+
+
+def test_upfront_never_exceeds_the_commitment_it_is_part_of(tmp_path):
+    """A fresh user saw upfront $18,038,096.58 above the commitment $18,038,096.24: the commitment came from
+    usd_per_hour, rounded to 6 decimals (3.378171 for 29,592.78 upfront over 8,760 h), times the term's hours. The
+    commitment is now upfront + recurring x hours, as quoted."""
+    csv = tmp_path / "c.csv"
+    csv.write_text("provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,usd_per_hour,payment,"
+                   "upfront_usd\n"
+                   "myco,dc1,box,A100-80GB,1,80,on_demand,5,,\n"
+                   "myco,dc1,box,A100-80GB,1,80,reserved_1y,3.378171,all_upfront,29592.78\n")
+    res = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=40000, catalog=str(csv),
+                        pricing=["reserved_1y"], explain=False)
+    d = res.plan.to_dict() if hasattr(res.plan, "to_dict") else res.to_dict()["plan"]
+    lines = d["lines"]
+    n = sum(ln["count"] for ln in lines)
+    assert n >= 20 and {ln["payment"] for ln in lines} == {"all_upfront"}
+    # 29,592.78 per instance, exactly, for the upfront, the commitment and the total over the 12-month horizon
+    assert d["upfront_usd"] == d["commitment_usd"] == d["total_usd"] == round(29592.78 * n, 2)
+
+
+def test_a_line_priced_from_an_old_quote_says_so(tmp_path):
+    """A plan line priced from a quote older than the price-age limit carries a note with its date, whichever
+    snapshot or catalog it came from (a fresh user was sold a 3-year p3 reservation priced from a 2017 quote)."""
+    csv = tmp_path / "c.csv"
+    csv.write_text("provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,usd_per_hour,as_of\n"
+                   "myco,dc1,box,A100-80GB,1,80,on_demand,5,2017-11-12\n"
+                   "myco,dc1,new,A100-80GB,1,80,on_demand,6,2099-01-01\n")
+    res = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=100, catalog=str(csv), explain=False)
+    notes = [n for n in res.plan.notes if "priced from a quote" in n]
+    assert len(notes) == 1 and notes[0].startswith("box on_demand (myco dc1) is priced from a quote of 2017-11-12")
+    # a plan priced as of a past date (--prices-on) asked for the quotes of then
+    assert api._old_quotes(res.plan.lines, prices_on="2018-01-01") == []
+    assert api._old_quotes(res.plan.lines) == notes

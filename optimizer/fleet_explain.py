@@ -77,10 +77,14 @@ def _fits(sub: FleetProblem, seconds: float, allowed: set[str] | None = None) ->
     from optimizer.exact import separable
     from optimizer.fleet import _placed, model_seconds
 
+    if seconds <= 0:
+        return False
+    if separable(sub, allowed) is None:
+        return True  # the enumeration: milliseconds (a fresh user saw one-provider plans of 0.01 s "not computed")
     if seconds < MIN_SOLVE_S:
         return False
-    if separable(sub, allowed) is None or (sub.placement != "any" and _placed(sub)):
-        return True  # the enumeration; or the placement search, which starts no node it could not finish
+    if sub.placement != "any" and _placed(sub):
+        return True  # the placement search, which starts no node it could not finish
     return model_seconds(len(sub.blocks), sub.cands) <= seconds
 
 
@@ -213,8 +217,12 @@ def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, g
         best_other = min(others, key=lambda r: r["total_usd"])
         for r in out:
             if r["provider"] == used[0]:
+                missing = [x["provider"] for x in out if x.get("total_usd") is None
+                           and x["provider"] not in used and x.get("note") != "cannot host every workload alone"]
                 r["flip"] = (f"{used[0]} stays the choice until its prices rise "
-                             f"{100 * (best_other['total_usd'] / sol.cost - 1):.1f} % (then {best_other['provider']})")
+                             f"{100 * (best_other['total_usd'] / sol.cost - 1):.1f} % (then {best_other['provider']})"
+                             + (f" — among the providers priced; {', '.join(missing)} not priced"
+                                if missing else ""))
     return out
 
 

@@ -65,3 +65,22 @@ def test_a_line_priced_from_an_old_quote_says_so(tmp_path):
     # a plan priced as of a past date (--prices-on) asked for the quotes of then
     assert api._old_quotes(res.plan.lines, prices_on="2018-01-01") == []
     assert api._old_quotes(res.plan.lines) == notes
+
+
+def test_the_stays_the_choice_claim_names_the_providers_it_could_not_price(monkeypatch):
+    """'X stays the choice until its prices rise N %' compares X with the providers priced; when one could not be
+    priced in the explanation's time the claim says so (a fresh user read it with three providers missing)."""
+    from optimizer import fleet_explain
+
+    real = fleet_explain._fits
+
+    def fits(sub, seconds, allowed=None):
+        provs = {c.offer["provider"] for cs in sub.cands.values() for c in cs}
+        return False if provs == {"lambda"} else real(sub, seconds, allowed)
+
+    monkeypatch.setattr(fleet_explain, "_fits", fits)
+    res = api.recommend(model="meta-llama/Llama-2-70b-hf", tokens_per_second=2000)
+    nb = {r["provider"]: r for r in res.plan.next_best}
+    assert nb["lambda"]["total_usd"] is None
+    flips = [r["flip"] for r in nb.values() if "stays the choice" in (r.get("flip") or "")]
+    assert len(flips) == 1 and flips[0].endswith("— among the providers priced; lambda not priced")

@@ -185,7 +185,7 @@ def candidates_for(
     cands: list[Candidate] = []
     if len(offers) and "pricing" in offers.columns:  # the pricing filter a column at a time (big catalogs)
         pricing_col = offers["pricing"].astype(object)
-        for p, n in pricing_col[~pricing_col.isin(sorted(allowed))].value_counts().items():
+        for p, n in pricing_col[~pricing_col.isin(sorted(allowed))].value_counts(dropna=False).items():
             reason = "spot_not_allowed" if p == "spot" and not allow_spot else "pricing_not_allowed"
             rejected[reason] = rejected.get(reason, 0) + int(n)
         offers = offers[pricing_col.isin(sorted(allowed)).to_numpy()]

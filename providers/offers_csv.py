@@ -144,8 +144,13 @@ def _parse_columnar(text: str, header: list[str], name: str) -> "pd.DataFrame | 
     n_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
     if n_lines - 1 < COLUMNAR_MIN_ROWS or ("\r" in text and text.count("\r") != text.count("\r\n")):
         return None
+    if "\x00" in text:  # keys below are joined with NUL: a NUL in a field could join two into one
+        return None
     ascii_text = text.isascii()
-    data = text.encode("utf-8")
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (text given in Python): the row-by-row reader says where
+        return None
     if ascii_text:
         if any(ch in data for ch in (b"\x1c", b"\x1d", b"\x1e", b"\x1f")):
             return None
@@ -240,6 +245,11 @@ def _parse_columnar(text: str, header: list[str], name: str) -> "pd.DataFrame | 
             return None
         raw[odd] = mapped[codes]
         gpu = pa.array(raw, pa.string())
+    # pyarrow's Unicode case mapping is not Python's (final sigma, dotted capital I, newer letters): the columns
+    # that are lower- or upper-cased must be ASCII here
+    if not ascii_text and not all(pc.all(pc.string_is_ascii(s(c))).as_py()
+                                  for c in ("provider", "fabric", "zone_kind", "currency")):
+        return None
     if not all_in(pc.utf8_upper(s("currency")), ("USD", "")):
         return None
     payment = s("payment")

@@ -146,3 +146,28 @@ def test_candidates_built_without_init_equal_the_dataclass():
         assert c.okey == offer_key(c.offer) == c.key
         with pytest.raises(dataclasses.FrozenInstanceError):
             c.key = "x"
+
+
+@pytest.mark.parametrize("extra", [
+    "ΑΣ,r,box,H100,8,80,on_demand,30,,\n",                      # final sigma: Python lowers to 'ας', pyarrow 'ασ'
+    "myco,r,box,H100,8,80,on_demand,30,İnfiniband,\n",          # dotted capital I: not a known fabric in Python
+    "İBM,r,box,H100,8,80,on_demand,30,,\ni̇bm,r,box,H100,8,80,on_demand,31,,\n",  # a duplicate once lowered
+    "my\x00co,r,box,H100,8,80,on_demand,30,,\n",               # a NUL: keys are joined with NUL
+    "myco,b\x00c,d,H100,8,80,on_demand,10,ethernet,local_zone\nmyco,b,c\x00d,H100,8,80,on_demand,20,ethernet,"
+    "local_zone\nmyco,b\x00c,d,H100,8,80,spot,15,ethernet,local_zone\n",  # two places, one NUL-joined key
+])
+def test_the_breakers_files_read_as_the_row_by_row_reader_reads_them(extra):
+    """A breaker's reproducers: the columnar reader lower-cased with pyarrow's Unicode case mapping (not Python's)
+    and joined keys with NUL; it now hands such files to the row-by-row reader."""
+    head = "provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,usd_per_hour,fabric,zone_kind\n"
+    fill = "".join(f"myco,dc{i},box,A100-80GB,8,80,on_demand,20,ethernet,local_zone\n" for i in range(20))
+    text = head + fill + extra
+    header = [h.strip() for h in next(csv.reader(io.StringIO(text)))]
+    assert oc._parse_columnar(text, header, "t.csv") is None
+    slow = _row_by_row(text)
+    try:
+        got = oc.parse_offers_csv(text, "t.csv")
+    except InputError as e:
+        assert isinstance(slow, InputError) and str(e) == str(slow)
+    else:
+        pd.testing.assert_frame_equal(got, slow)

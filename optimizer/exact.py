@@ -78,9 +78,6 @@ def separable(problem: FleetProblem, allowed: set[str] | None = None, apart: boo
         for c in problem.cands.get(w.name, []):
             if allowed is not None and c.offer["pricing"] not in allowed:
                 continue
-            if c.committed and len(periods) != 1:
-                # a term may span periods: the committed base is then not one number for every block
-                return "several periods with commitments"
             if c.offer["pricing"] == "spot":
                 # the spot cap is per instance type and region: one candidate of one workload per capped group
                 g = spot_group(c.offer)
@@ -275,6 +272,134 @@ def _plan_group(w, cands, problem: FleetProblem, slot_for: dict[str, tuple[str, 
     return total, ccombo, committed, hourly, per_block
 
 
+#: Most states of a frontier over several periods (vectors of capacity): its dominance check is quadratic.
+MAX_VECTOR_STATES = 3_000
+
+
+def _vector_frontier(units: list[tuple], capmax: tuple, floors: tuple) -> list | None:
+    """Pareto frontier of integer combinations of committed ``units`` over several periods.
+
+    A unit is (capacity, replicas, instances, cost, coverage): ``coverage`` a 0/1 tuple per period (the periods its
+    term covers in which the workload runs). A state is (capacities, replicas, instances, cost, combo), the first
+    three tuples per period, capped at ``capmax`` and ``floors``; a state is dropped when another has at least its
+    capacity, replicas and instances in every period for no more money. A unit is not added to a state that its
+    periods no longer need. Returns the states, or None past MAX_VECTOR_STATES or MAX_GENERATED (the MILP plans).
+    """
+    import numpy as np
+
+    P = len(capmax)
+    zero = (0.0,) * P
+    states = [(zero, (0,) * P, (0,) * P, 0.0, ())]
+    generated = 0
+    for j, (cap, reps, inst, cost, cov) in enumerate(units):
+        new = list(states)
+        for c0, r0, i0, k0, combo in states:
+            n, c, r, i = 0, c0, r0, i0
+            while any(cov[p] and (c[p] < capmax[p] or (reps and r[p] < floors[p]) or (inst and i[p] < floors[p]))
+                      for p in range(P)):
+                n += 1
+                c = tuple(min(c0[p] + n * cap * cov[p], capmax[p]) for p in range(P))
+                r = tuple(min(r0[p] + n * reps * cov[p], floors[p]) for p in range(P))
+                i = tuple(min(i0[p] + n * inst * cov[p], floors[p]) for p in range(P))
+                new.append((c, r, i, k0 + n * cost, combo + ((j, n),)))
+                generated += 1
+                if generated > MAX_GENERATED:
+                    return None
+        # dominance: cheapest first (ties: more of everything first); kept states that cover another drop it
+        new.sort(key=lambda s: (s[3], -sum(s[0]) - sum(s[1]) - sum(s[2])))
+        feats = np.array([s[0] + s[1] + s[2] for s in new], dtype=float).reshape(len(new), 3 * P)
+        kept = np.empty_like(feats)
+        kept_idx: list[int] = []
+        for x in range(len(new)):
+            n_kept = len(kept_idx)
+            if n_kept and np.all(kept[:n_kept] >= feats[x] - 1e-9, axis=1).any():
+                continue
+            kept[n_kept] = feats[x]
+            kept_idx.append(x)
+            if len(kept_idx) > MAX_VECTOR_STATES:
+                return None
+        states = [new[x] for x in kept_idx]
+    return states
+
+
+def _plan_group_periods(w, cands, problem: FleetProblem, demand, hours, active, bper):
+    """Exact cheapest plan of serving workload ``w`` on ``cands`` (one placement group) over several periods with
+    commitments: every term covers the periods it spans (``FleetProblem.covering``), so a combination of committed
+    slots gives a capacity per period, and once it is fixed every block stands alone (the cheapest hourly cover of
+    what is left, as in one period). Returns (cost, committed combo, committed units, hourly units, hourly combo per
+    block) with committed units (candidate, slot key, coverage), or None when no plan exists in the group. Raises
+    TooBig when a frontier outgrows its limits."""
+    import numpy as np
+
+    periods = problem.periods
+    P = len(periods)
+    m = int(w.min_replicas)
+    runs = [bool(active[bper == p].any()) for p in range(P)]
+    peak = tuple(float(demand[bper == p].max(initial=0.0)) if runs[p] else 0.0 for p in range(P))
+    floors = tuple(m if runs[p] else 0 for p in range(P))
+    hourly = [c for c in cands if not c.committed and
+              (c.offer["pricing"] != "spot" or int(problem.spot_capacity) >= c.instances_per_unit)]
+    hu = _hourly_units(w, hourly, problem.spot_capacity)
+    committed = []  # (candidate, slot key, coverage)
+    units = []
+    for c in cands:
+        if not c.committed:
+            continue
+        for sk in problem._slots_of.get(c.okey, ()):
+            sl = problem.slots[sk]
+            cov = tuple(int(runs[p] and sl.start_month <= periods[p].start_month and
+                            periods[p].end_month <= sl.end_month) for p in range(P))
+            if not any(cov):
+                continue  # a term over none of the workload's periods is never worth buying for it
+            committed.append((c, sk, cov))
+            units.append((c.throughput_per_unit, int(c.replicas_per_unit), int(c.instances_per_unit),
+                          problem.slot_cost(sl) * c.instances_per_unit, cov))
+    if not hourly and not committed:
+        return None
+    hf = _frontier(hu, max(peak), m)
+    cf = _vector_frontier(units, peak, floors) if hf is not None else None
+    if hf is None or cf is None:
+        raise TooBig(w.name)
+    table = _hourly_table(hf, m)
+    need = demand * (1.0 - _TOL)
+    blocks_of = [np.flatnonzero((bper == p) & active) for p in range(P)]
+    best = (math.inf, None, None)
+    for caps_v, reps_v, inst_v, cost, combo in cf:
+        total = cost
+        for p in range(P):
+            bs = blocks_of[p]
+            if not len(bs):
+                continue
+            caps, order, _ = table[(floors[p] - reps_v[p], floors[p] - inst_v[p])]
+            if len(caps) == 0:
+                if reps_v[p] >= floors[p] and inst_v[p] >= floors[p] and caps_v[p] >= float(need[bs].max()):
+                    continue
+                total = math.inf
+                break
+            idx = np.searchsorted(caps, need[bs] - caps_v[p], side="left")
+            if (idx >= len(caps)).any():
+                total = math.inf
+                break
+            total += float(order[idx] @ hours[bs])
+            if total >= best[0]:
+                break
+        if total < best[0] - 1e-9:
+            best = (total, combo, (caps_v, reps_v, inst_v))
+    if not math.isfinite(best[0]):
+        return None
+    total, ccombo, (caps_v, reps_v, inst_v) = best
+    per_block = []
+    for b in range(len(demand)):
+        p = int(bper[b])
+        caps, order, combos = table[(floors[p] - reps_v[p], floors[p] - inst_v[p])]
+        if not active[b] or len(caps) == 0:
+            per_block.append(())
+            continue
+        j = int(np.searchsorted(caps, need[b] - caps_v[p], side="left"))
+        per_block.append(combos[j])
+    return total, ccombo, committed, hourly, per_block
+
+
 def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
                     apart: bool = False) -> FleetSolution | None:
     """The exact minimum-cost plan of a separable problem (:func:`separable`), or None when it is not separable,
@@ -304,8 +429,11 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
                 slot_for[ok] = (k, problem.slot_cost(problem.slots[k]))
     sol = FleetSolution(report=SolveReport("optimal", solver="enumeration"))
     evaluated = 0
+    bper = np.array([int(problem.blocks[b].period) for b in blocks_idx])
     for w in problem.workloads:
         cands = [c for c in problem.cands.get(w.name, []) if allowed is None or c.offer["pricing"] in allowed]
+        # several periods with commitments: a term's capacity is one number per period (_plan_group_periods)
+        by_periods = len(problem.periods or []) > 1 and any(c.committed for c in cands)
         active = np.array([problem.active(w, problem.blocks[b]) for b in blocks_idx])
         demand = np.array([float(problem.blocks[b].demand.get(w.name, 0.0)) if active[b] else 0.0
                            for b in blocks_idx])
@@ -321,10 +449,24 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
         okeys = {id(c): c.okey for c in cands}
         total_hours = float(hours.sum())
 
+        def slot_rate(c) -> float | None:
+            """Least USD per hour of use of one committed unit: its cost over the hours it can serve."""
+            if not by_periods:
+                return slot_for[okeys[id(c)]][1] * c.instances_per_unit / total_hours \
+                    if okeys[id(c)] in slot_for else None
+            rates = []
+            for sk in problem._slots_of.get(okeys[id(c)], ()):
+                sl = problem.slots[sk]
+                inside = [p.index for p in problem.periods
+                          if sl.start_month <= p.start_month and p.end_month <= sl.end_month]
+                h = float(hours[np.isin(bper, inside) & active].sum())
+                if h > 0:
+                    rates.append(problem.slot_cost(sl) * c.instances_per_unit / h)
+            return min(rates) if rates else None
+
         def bound(cs):
             units = [(c.usd_per_unit_hour, c.throughput_per_unit) for c in cs if not c.committed]
-            units += [(slot_for[okeys[id(c)]][1] * c.instances_per_unit / total_hours, c.throughput_per_unit)
-                      for c in cs if c.committed and okeys[id(c)] in slot_for]
+            units += [(r, c.throughput_per_unit) for c in cs if c.committed for r in (slot_rate(c),) if r is not None]
             if not units:
                 return math.inf
             rate = min(u / t for u, t in units)
@@ -337,7 +479,8 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
                 break
             evaluated += 1
             try:
-                r = _plan_group(w, cs, problem, slot_for, blocks_idx, demand, hours, active)
+                r = _plan_group_periods(w, cs, problem, demand, hours, active, bper) if by_periods else \
+                    _plan_group(w, cs, problem, slot_for, blocks_idx, demand, hours, active)
             except TooBig:
                 return None
             if r is None:
@@ -350,11 +493,15 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
             return None
         _total, ccombo, committed, hourly, per_block = best
         for j, n in ccombo:
-            c = committed[j]
+            if by_periods:  # a slot's units serve the blocks of the periods it covers (where the workload runs)
+                c, key, cov = committed[j]
+                served = [b for b in blocks_idx if cov[bper[b]] and active[b]]
+            else:
+                c = committed[j]
+                key, served = slot_for[c.okey][0], blocks_idx
             ok = c.okey
-            key = slot_for[ok][0]
             sol.N[key] = sol.N.get(key, 0) + n * int(c.instances_per_unit)
-            for b in blocks_idx:
+            for b in served:
                 sol.A[(w.name, ok, b)] = sol.A.get((w.name, ok, b), 0.0) + float(n)
         for b, combo in zip(blocks_idx, per_block):
             for j, n in combo:

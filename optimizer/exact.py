@@ -273,7 +273,7 @@ def _plan_group(w, cands, problem: FleetProblem, slot_for: dict[str, tuple[str, 
 
 
 #: Most states of a frontier over several periods (vectors of capacity): its dominance check is quadratic.
-MAX_VECTOR_STATES = 3_000
+MAX_VECTOR_STATES = 1_500
 
 
 def _vector_frontier(units: list[tuple], capmax: tuple, floors: tuple) -> list | None:
@@ -326,9 +326,14 @@ def _plan_group_periods(w, cands, problem: FleetProblem, demand, hours, active, 
     """Exact cheapest plan of serving workload ``w`` on ``cands`` (one placement group) over several periods with
     commitments: every term covers the periods it spans (``FleetProblem.covering``), so a combination of committed
     slots gives a capacity per period, and once it is fixed every block stands alone (the cheapest hourly cover of
-    what is left, as in one period). Returns (cost, committed combo, committed units, hourly units, hourly combo per
-    block) with committed units (candidate, slot key, coverage), or None when no plan exists in the group. Raises
-    TooBig when a frontier outgrows its limits."""
+    what is left, as in one period).
+
+    Terms over several periods (a 3-year term on a 36-month horizon cut at the 1-year renewals) are enumerated as a
+    Pareto frontier of capacity vectors (:func:`_vector_frontier`); for each of its states, every period is then
+    planned alone with the terms that cover only it (a scalar frontier per period, as in :func:`_plan_group`), once
+    per distinct capacity the long terms leave it. Returns (cost, committed combo, committed units, hourly units,
+    hourly combo per block) with committed units (candidate, slot key, coverage), or None when no plan exists in the
+    group. Raises TooBig when a frontier outgrows its limits."""
     import numpy as np
 
     periods = problem.periods
@@ -357,48 +362,89 @@ def _plan_group_periods(w, cands, problem: FleetProblem, demand, hours, active, 
     if not hourly and not committed:
         return None
     hf = _frontier(hu, max(peak), m)
-    cf = _vector_frontier(units, peak, floors) if hf is not None else None
-    if hf is None or cf is None:
+    if hf is None:
         raise TooBig(w.name)
     table = _hourly_table(hf, m)
     need = demand * (1.0 - _TOL)
     blocks_of = [np.flatnonzero((bper == p) & active) for p in range(P)]
-    best = (math.inf, None, None)
-    for caps_v, reps_v, inst_v, cost, combo in cf:
-        total = cost
-        for p in range(P):
-            bs = blocks_of[p]
-            if not len(bs):
+    long_j = [j for j, u in enumerate(units) if sum(u[4]) > 1]
+    short_j = {p: [j for j, u in enumerate(units) if sum(u[4]) == 1 and u[4][p]] for p in range(P)}
+    lf = _vector_frontier([units[j] for j in long_j], peak, floors)
+    sf = {p: _frontier([units[j][:4] for j in short_j[p]], peak[p], floors[p]) for p in range(P) if runs[p]}
+    if lf is None or any(v is None for v in sf.values()):
+        raise TooBig(w.name)
+    memo: dict[tuple, tuple] = {}
+
+    def period_best(p: int, oc: float, orr: int, oi: int) -> tuple:
+        """(cost, short combo, (short capacity, replicas, instances)) of period p's blocks given the long terms'
+        capacity ``oc`` and floors ``orr``/``oi`` there: the cheapest short-term state plus hourly cover."""
+        key = (p, oc, orr, oi)
+        if key in memo:
+            return memo[key]
+        bs = blocks_of[p]
+        best = (math.inf, None, None)
+        for (r, i), lst in sf[p].items():
+            if not lst:
                 continue
-            caps, order, _ = table[(floors[p] - reps_v[p], floors[p] - inst_v[p])]
-            if len(caps) == 0:
-                if reps_v[p] >= floors[p] and inst_v[p] >= floors[p] and caps_v[p] >= float(need[bs].max()):
-                    continue
-                total = math.inf
-                break
-            idx = np.searchsorted(caps, need[bs] - caps_v[p], side="left")
-            if (idx >= len(caps)).any():
-                total = math.inf
-                break
-            total += float(order[idx] @ hours[bs])
+            a, ii = max(0, floors[p] - orr - r), max(0, floors[p] - oi - i)
+            caps, order, _ = table[(a, ii)]
+            ccap = np.array([x[0] for x in lst]) + oc
+            ccost = np.array([x[1] for x in lst])
+            if len(caps) == 0:  # no hourly combination gives the missing floors
+                if a == 0 and ii == 0:
+                    ok = ccap >= float(need[bs].max(initial=0.0))
+                    if ok.any():
+                        j = int(np.argmin(np.where(ok, ccost, np.inf)))
+                        if ccost[j] < best[0] - 1e-9:
+                            best = (float(ccost[j]), lst[j][2], (lst[j][0], r, i))
+                continue
+            idx = np.searchsorted(caps, need[bs][None, :] - ccap[:, None], side="left")
+            feas = (idx < len(caps)).all(axis=1)
+            if not feas.any():
+                continue
+            tot = ccost + np.where(idx < len(caps), order[np.minimum(idx, len(caps) - 1)], 0.0) @ hours[bs]
+            tot = np.where(feas, tot, np.inf)
+            j = int(np.argmin(tot))
+            if tot[j] < best[0] - 1e-9:
+                best = (float(tot[j]), lst[j][2], (lst[j][0], r, i))
+        memo[key] = best
+        return best
+
+    best = (math.inf, None, None)
+    for caps_v, reps_v, inst_v, cost, combo in lf:
+        total, picks = cost, {}
+        for p in range(P):
+            if not runs[p]:
+                continue
+            got = period_best(p, caps_v[p], reps_v[p], inst_v[p])
+            total += got[0]
+            picks[p] = got
             if total >= best[0]:
                 break
         if total < best[0] - 1e-9:
-            best = (total, combo, (caps_v, reps_v, inst_v))
+            best = (total, combo, (caps_v, reps_v, inst_v, picks))
     if not math.isfinite(best[0]):
         return None
-    total, ccombo, (caps_v, reps_v, inst_v) = best
+    total, lcombo, (caps_v, reps_v, inst_v, picks) = best
+    ccombo = [(long_j[j], n) for j, n in lcombo]
+    offset = {}
+    for p, (_cost, scombo, (sc, sr, si)) in picks.items():
+        ccombo += [(short_j[p][j], n) for j, n in scombo]
+        offset[p] = (caps_v[p] + sc, reps_v[p] + sr, inst_v[p] + si)
     per_block = []
     for b in range(len(demand)):
         p = int(bper[b])
-        caps, order, combos = table[(floors[p] - reps_v[p], floors[p] - inst_v[p])]
-        if not active[b] or len(caps) == 0:
+        if not active[b] or p not in offset:
             per_block.append(())
             continue
-        j = int(np.searchsorted(caps, need[b] - caps_v[p], side="left"))
+        oc, orr, oi = offset[p]
+        caps, order, combos = table[(max(0, floors[p] - orr), max(0, floors[p] - oi))]
+        if len(caps) == 0:
+            per_block.append(())
+            continue
+        j = int(np.searchsorted(caps, need[b] - min(oc, peak[p]), side="left"))
         per_block.append(combos[j])
     return total, ccombo, committed, hourly, per_block
-
 
 def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
                     apart: bool = False) -> FleetSolution | None:

@@ -182,6 +182,13 @@ IO_SECONDS_PER_CONSTRAINT = 1.0e-5
 SOLVER_SHARE = 0.8
 
 
+#: CBC's command-line options. Its preprocessing (CglProbing on general integers) returns wrong "optimal" answers
+#: in the CBC 2.10.3 that PuLP bundles: on a reservation of 2-instance units plus one capped spot unit it reported
+#: $35,040 optimal where $26,280 is feasible (HiGHS and the enumeration find it). The bug and the workaround,
+#: preprocessing off, are coin-or/Cbc issue #293 (fixed in later CBC releases, not in PuLP's binary).
+CBC_OPTIONS = ["preprocess off"]
+
+
 def solver_time_limit(model: "pulp.LpProblem", time_limit_s: float) -> float:
     """The time limit (s) to hand the solver so that writing the model, solving and reading the solution back
     together keep to ``time_limit_s``: ``SOLVER_SHARE x (time_limit_s - the I/O estimate)``, at least 0.2 s."""
@@ -210,7 +217,7 @@ def run_solver(model: "pulp.LpProblem", *, solver: str = "auto", time_limit_s: f
         fd, log = tempfile.mkstemp(prefix="gpuopt-cbc-", suffix=".log")
         os.close(fd)
         backend = pulp.PULP_CBC_CMD(msg=False, timeLimit=limit, gapRel=gap_rel, logPath=log, timeMode="elapsed",
-                                    threads=_cbc_threads())
+                                    threads=_cbc_threads(), options=CBC_OPTIONS)
     elif solver == "highs":
         if "HiGHS" not in pulp.listSolvers(onlyAvailable=True):
             raise InputError("solver", "HiGHS is not installed (pip install highspy)", accepted=", ".join(SOLVERS))

@@ -7,8 +7,8 @@ relaxation is weak there (fractional reservations against fractional instances).
 already optimal; this enumeration proves it in well under a second.
 
 When it applies (:func:`separable`; otherwise ``None`` and the MILP plans): minimum cost; every workload serving
-(not divisible); one period of the horizon, or several with no committed candidate (hourly units only: every block
-stands alone, and a workload's blocks outside the months it runs cost nothing); no zone spread; no committed offer that two workloads could both
+(not divisible); one period of the horizon or several (a horizon cut at term renewals and at the months workloads
+start or stop: see "Several periods" below); no zone spread; no committed offer that two workloads could both
 use, and no capped spot group (instance type and region) two candidates share; budgets and quotas only through
 :func:`solve_within_limits` (the plan without them, when it keeps them). Then the plan splits into one problem per
 workload and placement group (the placement rule puts a workload in one group; without it all its offers are one
@@ -23,6 +23,13 @@ instances (m = min_replicas; committed units count towards both floors, as in th
 rows; spot units count only when ``spot_only_ok``, else the non-spot floors, which imply the others, are the ones
 to meet; a spot unit is used at most ``spot_capacity // instances`` times, the MILP's ``spot`` rows). A committed
 unit is paid whatever its use, so using all of them in every block is optimal.
+
+Several periods (:func:`_plan_group_periods`): a term covers the periods it spans, so a combination of committed
+slots gives one capacity per period, and once it is fixed every block again stands alone. Terms that span several
+periods (3 years on a 36-month horizon cut at the 1-year renewals) are enumerated as a Pareto frontier of capacity
+vectors (:func:`_vector_frontier`, at most :data:`MAX_VECTOR_STATES` states); for each, every period is planned
+alone with the terms that cover only it, as in one period, once per distinct capacity the long terms leave it.
+With no committed candidate every block stands alone, and a workload's blocks outside its months cost nothing.
 
 Both the committed units and g are enumerated exactly as Pareto frontiers: unit types are added one at a time and
 a partial combination is dropped when another gives at least its capacity (capped at the peak demand), replicas

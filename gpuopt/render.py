@@ -331,9 +331,11 @@ def _plan(con, plan) -> None:
     H = plan.horizon_months
     t = Table(title=f"Plan ({plan.status}, objective {plan.objective}; months 1-{H} from {plan.start_month})",
               title_justify="left")
-    cols = ("where", "instance_type", "purchase", "count", "months", "$/h each", "$/month", "upfront", "commitment",
-            "term ends", "GPUs each", "replicas", "workloads", "used", "break-even")
-    right = {"count", "months", "$/h each", "$/month", "upfront", "commitment", "replicas", "used", "break-even"}
+    # h/month: hours a month each instance runs, so $/h x h/month x count = $/month can be checked on every line
+    cols = ("where", "instance_type", "purchase", "count", "months", "$/h each", "h/month", "$/month", "upfront",
+            "commitment", "term ends", "GPUs each", "replicas", "workloads", "used", "break-even")
+    right = {"count", "months", "$/h each", "h/month", "$/month", "upfront", "commitment", "replicas", "used",
+             "break-even"}
     for col in cols:
         t.add_column(col, justify="right" if col in right else "left", overflow="fold")
     for ln in plan.lines:
@@ -343,7 +345,7 @@ def _plan(con, plan) -> None:
         t.add_row(f"{ln.provider} {ln.region}" + (f"/{ln.zone}" if ln.zone else ""), ln.instance_type,
                   ln.pricing + (f" {ln.payment}" if ln.payment else ""), str(ln.count),
                   _months(ln.start_month, ln.end_month),
-                  f"{ln.usd_per_hour:,.4f}" + ("*" if ln.estimated else ""), _usd(ln.monthly_usd),
+                  f"{ln.usd_per_hour:,.4f}" + ("*" if ln.estimated else ""), f"{ln.hours:,.4g}", _usd(ln.monthly_usd),
                   _usd(ln.upfront_usd) if ln.upfront_usd else "—", _usd(ln.commitment_usd) if ln.commitment_usd else "—",
                   ln.term_end or "—", f"{ln.gpu_count:g}x {ln.gpu_model}", layout, ", ".join(ln.workloads),
                   "—" if ln.utilization is None else f"{100 * ln.utilization:.0f} %",

@@ -454,7 +454,7 @@ def _plan_group_periods(w, cands, problem: FleetProblem, demand, hours, active, 
     return total, ccombo, committed, hourly, per_block
 
 def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
-                    apart: bool = False) -> FleetSolution | None:
+                    apart: bool = False, deadline: float | None = None) -> FleetSolution | None:
     """The exact minimum-cost plan of a separable problem (:func:`separable`), or None when it is not separable,
     a frontier is too large, or some workload has no feasible plan (the MILP then reports why).
 
@@ -484,6 +484,8 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
     evaluated = 0
     bper = np.array([int(problem.blocks[b].period) for b in blocks_idx])
     for w in problem.workloads:
+        if deadline is not None and time.perf_counter() > deadline:
+            return None  # out of the caller's time (time.perf_counter() seconds): no plan rather than a late one
         cands = [c for c in problem.cands.get(w.name, []) if allowed is None or c.offer["pricing"] in allowed]
         # several periods with commitments: a term's capacity is one number per period (_plan_group_periods)
         by_periods = len(problem.periods or []) > 1 and any(c.committed for c in cands)
@@ -571,7 +573,8 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
     return sol
 
 
-def shared_lower_bound(problem: FleetProblem, *, allowed: set[str] | None = None) -> float | None:
+def shared_lower_bound(problem: FleetProblem, *, allowed: set[str] | None = None,
+                       deadline: float | None = None) -> float | None:
     """A lower bound (USD) on the minimum cost when workloads may share committed offers, or None when the problem
     is not one :func:`separable` takes with ``apart=True``.
 
@@ -595,6 +598,8 @@ def shared_lower_bound(problem: FleetProblem, *, allowed: set[str] | None = None
             slot_cost[ok] = min(problem.slot_cost(problem.slots[k]) for k in cover)
     lb = 0.0
     for w in problem.workloads:
+        if deadline is not None and time.perf_counter() > deadline:
+            return None
         m = int(w.min_replicas)
         demand = np.array([float(b.demand.get(w.name, 0.0)) for b in problem.blocks])
         need = demand * (1.0 - _TOL)
@@ -628,7 +633,8 @@ def shared_lower_bound(problem: FleetProblem, *, allowed: set[str] | None = None
     return lb
 
 
-def solve_within_limits(problem: FleetProblem, *, allowed: set[str] | None = None) -> FleetSolution | None:
+def solve_within_limits(problem: FleetProblem, *, allowed: set[str] | None = None,
+                        deadline: float | None = None) -> FleetSolution | None:
     """The exact plan of ``problem`` when its budgets and quota do not bind: the plan of the problem without them
     (:func:`solve_separable`) is returned, labelled optimal, when it keeps every limit — cash in every month
     <= the monthly budget (the MILP bounds the first month of each period, which this implies), total <=
@@ -641,7 +647,7 @@ def solve_within_limits(problem: FleetProblem, *, allowed: set[str] | None = Non
     if not (problem.budgets.any() or problem.max_instances is not None):
         return None
     free = problem.replace(budgets=Budgets(), budget_usd=None, max_instances=None)
-    sol = solve_separable(free, allowed=allowed)
+    sol = solve_separable(free, allowed=allowed, deadline=deadline)
     if sol is None:
         return None
     bg = problem.budgets

@@ -200,7 +200,10 @@ def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, g
             continue
         s = solve_cost(sub, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
         if s.report.status not in ("optimal", "time_limit"):
-            out.append({"provider": p, "total_usd": None, "monthly_usd": None, "note": f"no plan ({s.report.status})"})
+            # not_solved: no plan found in the time given (a fresh user read "no plan (not_solved)" as "cannot")
+            note = ("not computed: no plan found within the explanation's time limit" if s.report.status == "not_solved"
+                    else f"no plan ({s.report.status})")
+            out.append({"provider": p, "total_usd": None, "monthly_usd": None, "note": note})
             continue
         mo = money(sub, s)
         row = {"provider": p, **_money_keys(mo), "delta_usd": round(s.cost - sol.cost, 2), "status": s.report.status}

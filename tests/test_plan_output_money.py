@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
 
 from gpuopt import api, render
@@ -84,3 +85,20 @@ def test_the_stays_the_choice_claim_names_the_providers_it_could_not_price(monke
     assert nb["lambda"]["total_usd"] is None
     flips = [r["flip"] for r in nb.values() if "stays the choice" in (r.get("flip") or "")]
     assert len(flips) == 1 and flips[0].endswith("— among the providers priced; lambda not priced")
+
+
+def test_every_line_shows_its_hours_so_the_month_can_be_checked():
+    """A fresh user could not check $/h x 730 against $/month on part-time lines: the table now shows each line's
+    hours a month, and $/h x h/month x count = $/month on every line."""
+    from pathlib import Path
+
+    profile = Path(api.__file__).resolve().parent / "data" / "chat_daily.csv"
+    res = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=500, demand_profile=str(profile),
+                        explain=False)
+    lines = res.plan.lines
+    assert any(ln.hours < 730 for ln in lines) and "h/month" in _text(res.plan)
+    out = _text(res.plan)
+    for ln in lines:
+        assert f"{ln.hours:,.4g}" in out
+        if ln.pricing in ("on_demand", "spot"):
+            assert ln.usd_per_hour * ln.hours * ln.count == pytest.approx(ln.monthly_usd, abs=0.01)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from gpuopt.errors import InputError
-from gpuopt.records import PRICING_MODELS
+from gpuopt.records import PRICING_MODELS, short_source
 
 
 # ----------------------------------------------------------------------------------------------- prices
@@ -46,18 +46,10 @@ def _old_quotes(lines, prices_on=None) -> list[str]:
             continue
         seen.add(key)
         what = f"{ln.instance_type} {ln.pricing}" + (f" {ln.payment}" if ln.payment else "")
-        src = _short_source(getattr(ln, "source", "") or "")
+        src = short_source(getattr(ln, "source", "") or "")
         out.append(f"{what} ({ln.provider} {ln.region}) is priced from a quote of {str(ln.as_of)[:10]}, "
                    f"{age:,.0f} days old" + (f" ({src})" if src else "") + ": check the current price before buying")
     return out
-
-
-def _short_source(source: str) -> str:
-    """The source of a price without its rule text: ``ec2instances.info`` of a long ``rule:...`` or file path."""
-    s = str(source)
-    if s.startswith("rule:"):
-        return "estimated by a discount rule"
-    return s.split("@")[0][:60]
 
 
 def _load(catalog: str | Path | None, on_date=None):

@@ -92,6 +92,12 @@ OFFER_DTYPES: dict[str, str] = {
 }
 
 
+def short_source(source) -> str:
+    """The source up to its first space: 'rule:aws-1y-all_upfront' or 'skypilot-catalog:catalogs/v8/aws/vms.csv@00148f2a'."""
+    text = str(source or "")
+    return text.split(" ", 1)[0]
+
+
 def is_estimated(source: str) -> bool:
     """True when a price row was derived by a documented rule rather than quoted (``source`` starts with ``rule:``)."""
     return str(source).startswith("rule:")

@@ -6,6 +6,8 @@ import json
 import math
 from typing import Any
 
+from gpuopt.records import short_source as _short_source
+
 
 def _console():
     import shutil
@@ -40,10 +42,6 @@ def _usd(x: float | None) -> str:
     return "—" if x is None else f"${x:,.2f}"
 
 
-def _short_source(source) -> str:
-    """The source up to its first space: 'rule:aws-1y-all_upfront' or 'skypilot-catalog:catalogs/v8/aws/vms.csv@00148f2a'."""
-    text = str(source or "")
-    return text.split(" ", 1)[0]
 
 
 def _prices_line(prices: dict) -> str:

@@ -889,6 +889,7 @@ def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_r
             # the bound of committed instances charged as if always used (optimizer.exact) may be tighter
             from optimizer.exact import shared_lower_bound
 
+            # the bound only narrows the reported gap: a tenth of the limit past it at most, else the gap stands
             lb = shared_lower_bound(problem, allowed=allowed, deadline=t_end + 0.1 * float(time_limit_s))
             if lb is not None and lb > (sol.report.bound or 0.0):
                 gap = max(0.0, (sol.cost - lb) / sol.cost)

@@ -211,7 +211,7 @@ def candidates_for(
         if theta <= 0:
             rejected["no_throughput"] = rejected.get("no_throughput", 0) + 1
             continue
-        key = "|".join(str(off.get(c) or "") for c in ("provider", "region", "zone", "instance_type", "pricing", "payment"))
+        key = offer_key(off)
         # a frozen dataclass's __init__ sets each field through object.__setattr__ (~4 us); big catalogs make
         # hundreds of thousands: fill the instance's dict at once (same fields, no __post_init__ to skip), and
         # the okey cached_property's slot with the same string offer_key computes

@@ -80,7 +80,9 @@ def _fits(sub: FleetProblem, seconds: float, allowed: set[str] | None = None) ->
     if seconds <= 0:
         return False
     if separable(sub, allowed) is None:
-        return True  # the enumeration: milliseconds (a fresh user saw one-provider plans of 0.01 s "not computed")
+        # the enumeration: milliseconds for a few workloads (a fresh user saw one-provider plans of 0.01 s "not
+        # computed"), and solve_cost stops it between workloads when the time given is over
+        return True
     if seconds < MIN_SOLVE_S:
         return False
     if sub.placement != "any" and _placed(sub):

@@ -46,7 +46,8 @@ def _old_quotes(lines, prices_on=None) -> list[str]:
             continue
         seen.add(key)
         what = f"{ln.instance_type} {ln.pricing}" + (f" {ln.payment}" if ln.payment else "")
-        src = short_source(getattr(ln, "source", "") or "")
+        src = str(getattr(ln, "source", "") or "")
+        src = src if len(src) <= 60 else short_source(src)  # a user's "my quote" whole; a long rule text cut
         out.append(f"{what} ({ln.provider} {ln.region}) is priced from a quote of {str(ln.as_of)[:10]}, "
                    f"{age:,.0f} days old" + (f" ({src})" if src else "") + ": check the current price before buying")
     return out

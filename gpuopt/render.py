@@ -415,6 +415,9 @@ def _plan(con, plan) -> None:
     for nb in plan.next_best:
         alone = (f"{nb['provider']} alone: {_usd(nb['total_usd'])} over the horizon" if nb.get("total_usd") is not None
                  else f"{nb['provider']} alone: {nb.get('note') or 'no plan'}")
+        if nb.get("total_usd") is not None and nb.get("max_month_usd") is not None:
+            # what a budget would meet: the dearest month and the upfront (a note says they are shown)
+            alone += f", most in a month {_usd(nb['max_month_usd'])}, upfront {_usd(nb.get('upfront_usd') or 0.0)}"
         if nb.get("total_usd") is not None and nb.get("note"):
             alone += f" ({nb['note']})"
         con.print(f"Alternative — {alone}" + (f"; {nb['flip']}" if nb.get("flip") else ""))

@@ -116,3 +116,14 @@ def test_cash_by_month_adds_up_to_the_cent():
     p = res.plan
     assert len(p.cash_by_month_usd) == 36
     assert sum(p.cash_by_month_usd) + p.after_horizon_usd - p.leftover_credit_usd == pytest.approx(p.total_usd, abs=0.011)
+
+
+def test_alternatives_show_the_dearest_month_and_the_upfront():
+    """Under a budget a note says the alternatives' dearest month and upfront are shown: the lines show them."""
+    res = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=500, budget=50000)
+    out = _text(res.plan)
+    priced = [nb for nb in res.plan.next_best if nb.get("total_usd") is not None]
+    assert priced
+    for nb in priced:
+        assert (f"{nb['provider']} alone: ${nb['total_usd']:,.2f} over the horizon, most in a month "
+                f"${nb['max_month_usd']:,.2f}, upfront ${nb['upfront_usd']:,.2f}") in out

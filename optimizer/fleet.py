@@ -823,20 +823,6 @@ def fleet_value(problem: FleetProblem, sol: FleetSolution) -> float:
     return total
 
 
-def cents_preserving_sum(values: list[float]) -> list[float]:
-    """``values`` (USD) rounded to cents so that they add up to their exact sum rounded to cents (the largest
-    remainders get the leftover cents): months rounded one by one drifted 7 cents from the plan's 36-month total."""
-    if not values:
-        return []
-    cents = [v * 100.0 for v in values]
-    floors = [math.floor(c + 1e-9) for c in cents]
-    short = int(round(sum(cents))) - sum(floors)
-    order = sorted(range(len(values)), key=lambda i: (-(cents[i] - floors[i]), i))
-    for i in order[:max(0, short)]:
-        floors[i] += 1
-    return [f / 100.0 for f in floors]
-
-
 def money(problem: FleetProblem, sol: FleetSolution) -> dict[str, Any]:
     """The plan's money over the horizon: total, average per month, upfront, commitment over the terms, cash paid in
     each month of the horizon, what the commitments still cost after it and the leftover value credited."""
@@ -866,7 +852,7 @@ def money(problem: FleetProblem, sol: FleetSolution) -> dict[str, Any]:
             cash[mo] += per_month
     total = sol.cost
     return {"total_usd": round(total, 2), "monthly_usd": round(total / H, 2), "upfront_usd": round(upfront, 2),
-            "commitment_usd": round(commitment, 2), "cash_by_month_usd": cents_preserving_sum(cash),
+            "commitment_usd": round(commitment, 2), "cash_by_month_usd": [round(c, 2) for c in cash],
             "after_horizon_usd": round(after, 2), "leftover_credit_usd": round(credit, 2),
             "max_month_usd": round(max(cash) if cash else 0.0, 2)}
 

@@ -104,20 +104,6 @@ def test_every_line_shows_its_hours_so_the_month_can_be_checked():
             assert ln.usd_per_hour * ln.hours * ln.count == pytest.approx(ln.monthly_usd, abs=0.01)
 
 
-def test_cash_by_month_adds_up_to_the_cent():
-    """A fresh user added up 36 months of cash and found the total 7 cents off: months are rounded so that they add
-    up to their exact sum rounded (the largest remainders take the leftover cents)."""
-    from optimizer.fleet import cents_preserving_sum
-
-    assert cents_preserving_sum([1.004, 1.004, 1.004]) == [1.01, 1.0, 1.0]  # 3.012 -> 3.01; ties: the first month
-    assert cents_preserving_sum([0.3333334] * 3) == [0.34, 0.33, 0.33]  # 1.0000002 -> 1.00
-    assert cents_preserving_sum([2.996, 1.001]) == [3.0, 1.0]  # 3.997 -> 4.00
-    res = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=500, horizon=36, explain=False)
-    p = res.plan
-    assert len(p.cash_by_month_usd) == 36
-    assert sum(p.cash_by_month_usd) + p.after_horizon_usd - p.leftover_credit_usd == pytest.approx(p.total_usd, abs=0.011)
-
-
 def test_alternatives_show_the_dearest_month_and_the_upfront():
     """Under a budget a note says the alternatives' dearest month and upfront are shown: the lines show them."""
     res = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=500, budget=50000)

@@ -301,6 +301,13 @@ def price_diff(diff, fmt: str, limit: int | None) -> None:
         con.print(t)
 
 
+def _rate(usd_per_hour: float) -> str:
+    """A plan line's USD per hour to the precision of the price data (6 decimals, trailing zeros dropped, at least
+    4): 1.031037, not 1.0310, so $/h x h/month x count gives the line's $/month to the cent."""
+    text = f"{usd_per_hour:,.6f}".rstrip("0")
+    return text + "0" * max(0, 4 - len(text.split(".")[1]))
+
+
 def _months(a: int, b: int) -> str:
     return f"{a}" if a == b else f"{a}-{b}"
 
@@ -343,7 +350,7 @@ def _plan(con, plan) -> None:
         t.add_row(f"{ln.provider} {ln.region}" + (f"/{ln.zone}" if ln.zone else ""), ln.instance_type,
                   ln.pricing + (f" {ln.payment}" if ln.payment else ""), str(ln.count),
                   _months(ln.start_month, ln.end_month),
-                  f"{ln.usd_per_hour:,.4f}" + ("*" if ln.estimated else ""), f"{ln.hours:,.4g}", _usd(ln.monthly_usd),
+                  _rate(ln.usd_per_hour) + ("*" if ln.estimated else ""), f"{ln.hours:,.4g}", _usd(ln.monthly_usd),
                   _usd(ln.upfront_usd) if ln.upfront_usd else "—", _usd(ln.commitment_usd) if ln.commitment_usd else "—",
                   ln.term_end or "—", f"{ln.gpu_count:g}x {ln.gpu_model}", layout, ", ".join(ln.workloads),
                   "—" if ln.utilization is None else f"{100 * ln.utilization:.0f} %",

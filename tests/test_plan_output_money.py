@@ -113,3 +113,19 @@ def test_alternatives_show_the_dearest_month_and_the_upfront():
     for nb in priced:
         assert (f"{nb['provider']} alone: ${nb['total_usd']:,.2f} over the horizon, most in a month "
                 f"${nb['max_month_usd']:,.2f}, upfront ${nb['upfront_usd']:,.2f}") in out
+
+
+def test_a_lines_rate_is_shown_to_the_precision_that_gives_its_month():
+    """A fresh user multiplied 1.0310 x 730 x 2 = $1,505.26 against $1,505.31 shown: the rate was 1.031037, shown
+    to 4 decimals. Rates are shown to the price data's 6 decimals (trailing zeros dropped, at least 4)."""
+    from gpuopt.render import _rate
+
+    assert [_rate(x) for x in (1.031037, 5.38327, 2.0)] == ["1.031037", "5.38327", "2.0000"]
+    res = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=500, horizon=24, min_replicas=2,
+                        explain=False)
+    out = _text(res.plan)
+    for ln in res.plan.lines:
+        shown = _rate(ln.usd_per_hour)
+        assert shown in out
+        if ln.pricing == "on_demand" or ln.payment == "no_upfront":
+            assert float(shown.replace(",", "")) * ln.hours * ln.count == pytest.approx(ln.monthly_usd, abs=0.01)

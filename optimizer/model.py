@@ -183,20 +183,16 @@ def candidates_for(
     networks: dict[tuple, Any] = {}
     sizing_by_gpu: dict[str, ReplicaSizing] = {}
     cands: list[Candidate] = []
-    if len(offers) and "pricing" in offers.columns:  # the pricing filter a column at a time (big catalogs)
-        pricing_col = offers["pricing"].astype(object)
-        for p, n in pricing_col[~pricing_col.isin(sorted(allowed))].value_counts(dropna=False).items():
-            reason = "spot_not_allowed" if p == "spot" and not allow_spot else "pricing_not_allowed"
-            rejected[reason] = rejected.get(reason, 0) + int(n)
-        offers = offers[pricing_col.isin(sorted(allowed)).to_numpy()]
+    # the pricing filter a column at a time (big catalogs)
+    pricing_col = offers["pricing"].astype(object)
+    for p, n in pricing_col[~pricing_col.isin(sorted(allowed))].value_counts(dropna=False).items():
+        reason = "spot_not_allowed" if p == "spot" and not allow_spot else "pricing_not_allowed"
+        rejected[reason] = rejected.get(reason, 0) + int(n)
+    offers = offers[pricing_col.isin(sorted(allowed)).to_numpy()]
     # what an offer's hardware gives a replica, once per distinct hardware (not per price row)
     per_hw: dict[tuple, tuple] = {}
     for off in offer_records(offers):
         p = off["pricing"]
-        if p not in allowed:  # pragma: no cover - filtered above; kept for frames without the column filter
-            reason = "spot_not_allowed" if p == "spot" and not allow_spot else "pricing_not_allowed"
-            rejected[reason] = rejected.get(reason, 0) + 1
-            continue
         hw = (off["gpu_model"], off["interconnect"], off.get("gpu_memory_gib"), off["gpu_count"], off.get("provider"),
               off.get("instance_type"), off.get("fabric", "<absent>"))
         got = per_hw.get(hw)

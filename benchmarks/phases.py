@@ -2,9 +2,12 @@
 the wall time spent in each, so a run says where its time went without a profiler's overhead.
 
 Phases (inclusive wall time, summed over calls):
-    make_problem          periods, blocks, candidates and pruning (contains the two below)
-    candidates_for        sizing every offer into candidate units (optimizer.model), per workload
+    make_problem          periods, blocks, candidates and pruning (contains the four below)
+    unit_table            sizing every offer row into unit arrays, once per distinct hardware (optimizer.model)
+    _prefilter_rows       dropping, on those arrays, rows pruning would drop (optimizer.fleet)
+    make_candidates       Candidate objects for the rows kept (optimizer.model.UnitTable.candidates)
     prune_fleet           dominance pruning (optimizer.fleet), in make_problem and again in every placement node
+    solve_separable       the exact enumeration (optimizer.exact), when the plan splits by workload
     build_fleet_model     writing the MILP with PuLP (variables, rows)
     solve_fleet           the solver call (contains the three below)
       pulp_write_mps      PuLP writing the MPS file CBC reads
@@ -28,8 +31,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-_FLEET = ("make_problem", "candidates_for", "prune_fleet", "build_fleet_model", "solve_fleet", "read_solution",
-          "trim_allocations", "fleet_lines", "workload_summaries", "_verify")
+_FLEET = ("make_problem", "unit_table", "_prefilter_rows", "prune_fleet", "build_fleet_model", "solve_fleet",
+          "read_solution", "trim_allocations", "fleet_lines", "workload_summaries", "_verify")
 _EXPLAIN = ("explain_into", "binding", "prune_fleet", "build_fleet_model", "solve_fleet")
 
 
@@ -85,8 +88,12 @@ class PhaseTimer:
 
         from optimizer import fleet, fleet_explain
 
+        from optimizer import exact, model
+
         for n in _FLEET:
             self._wrap(fleet, n)
+        self._wrap(model.UnitTable, "candidates", "make_candidates")
+        self._wrap(exact, "solve_separable")
         for n in _EXPLAIN:
             self._wrap(fleet_explain, n)
         self._wrap(pulp.LpProblem, "writeMPS", "pulp_write_mps")

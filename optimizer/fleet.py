@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING, Any
 from gpuopt.errors import InputError
 from gpuopt.records import HOURS_PER_MONTH, is_estimated
 from optimizer.horizon import TERM_MONTHS, Activity, Period, commitment_cost_factor, month_label, slot_starts
-from optimizer.model import COMMITTED, Candidate, candidates_for, offer_key
+from optimizer.model import COMMITTED, Candidate, UnitTable, candidates_for, offer_key, unit_table
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -1449,12 +1449,15 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
                  spot_capacity: int = DEFAULT_SPOT_CAPACITY, prune: bool = True,
                  max_instances: int | None = None, horizon_months: int | None = None, leftover_value: float = 0.0,
                  placement: str = "region", spread: str = "", budgets: Budgets | None = None,
-                 start_date: _dt.date | None = None) -> FleetProblem:
+                 start_date: _dt.date | None = None, keep_unpruned: bool = True) -> FleetProblem:
     """The problem: periods of the horizon, the blocks of each, candidates per workload (sizing on every offer,
     filtered by pricing and spot permission), then pruned.
 
     Args: profiles: serving workload name -> optimizer.demand.DemandProfile (blocks are made per period with
         merge_blocks, split at deadlines); or a list of FleetBlock of one typical month (then one period: horizon 1).
+    Candidates are made only for the offer rows :func:`_prefilter_rows` keeps (prune_fleet then keeps what it would
+    keep of all of them); ``keep_unpruned``: also make every candidate, for ``FleetProblem.unpruned`` (the
+    explanations price other pricing sets with them), else it is None.
     Raises InputError for bad input (objective, placement, spread, leftover value, duplicate names, horizon).
     """
     from optimizer.horizon import horizon_for, periods as make_periods
@@ -1481,35 +1484,264 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
         merged: list[str] = []
         blocks = blocks_for_periods(periods, profiles, merged)
         note_m = "; ".join(merged)
+    import numpy as np
+
     allowed_pricing = set(pricing) if pricing else {"on_demand", "reserved_1y", "reserved_3y", "spot"}
-    cands: dict[str, list[Candidate]] = {}
     rejected: dict[str, dict[str, int]] = {}
+    tables: dict[str, UnitTable] = {}
+    usable: dict[str, Any] = {}
     for w in workloads:
-        cs, rej, _ = candidates_for(w.workload, offers, allow_spot=True, pricing=None)
-        keep = []
-        for c in cs:
-            p = c.offer["pricing"]
-            if p not in allowed_pricing:
-                rej["pricing_not_allowed"] = rej.get("pricing_not_allowed", 0) + 1
-            elif p == "spot" and not w.allow_spot:
-                rej["spot_not_allowed"] = rej.get("spot_not_allowed", 0) + 1
+        t = unit_table(w.workload, offers, allow_spot=True, pricing=None)
+        pr = t.offers["pricing"].astype(object).to_numpy()
+        allowed = np.isin(pr, sorted(allowed_pricing))
+        spot = pr == "spot"
+        rej = dict(t.rejected)
+        for reason, n in (("pricing_not_allowed", int((t.ok & ~allowed).sum())),
+                          ("spot_not_allowed", int((t.ok & allowed & spot).sum()) if not w.allow_spot else 0)):
+            if n:
+                rej[reason] = rej.get(reason, 0) + n
+        tables[w.name], rejected[w.name] = t, rej
+        usable[w.name] = t.ok & allowed & (~spot if not w.allow_spot else True)
+    budgets_ = budgets
+    do_prune = prune and max_instances is None  # with quotas, dominance is not safe (DESIGN.md): keep every candidate
+    n_all = sum(int(u.sum()) for u in usable.values())
+    keep_rows = None
+    if do_prune and workloads:
+        keep_rows = _prefilter_rows(tables, usable, workloads, placement=placement, spread=spread,
+                                    same_payment=budgets_.monthly is not None or budgets_.upfront is not None,
+                                    cc_factor=_single_slot_factors(workloads, H, float(leftover_value), budgets_))
+    cands: dict[str, list[Candidate]] = {}
+    full: dict[str, list[Candidate]] = {}
+    for w in workloads:
+        t, u = tables[w.name], usable[w.name]
+        if keep_unpruned or keep_rows is None:
+            full[w.name] = t.candidates(np.flatnonzero(u))
+            if keep_rows is not None:
+                kr = keep_rows[np.flatnonzero(u)]
+                cands[w.name] = [c for c, k in zip(full[w.name], kr.tolist()) if k]
             else:
-                keep.append(c)
-        cands[w.name] = keep
-        rejected[w.name] = rej
+                cands[w.name] = full[w.name]
+        else:
+            cands[w.name] = t.candidates(np.flatnonzero(u & keep_rows))
     work = {w.name: float(train_flops(w.workload)) for w in workloads if w.training}
+    pruned = 0
+    if do_prune:
+        # the terms bought once over the horizon, by their cost over it: FleetProblem.single_slot_costs, computed
+        # here for the candidates before the problem (and its slots) exists
+        factor = _single_slot_factors(workloads, H, float(leftover_value), budgets)
+        cc = {c.okey: committed_rate(c.offer) * HOURS_PER_MONTH * factor[c.offer["pricing"]]
+              for cs in cands.values() for c in cs if c.offer["pricing"] in factor}
+        cands, _ = prune_fleet(cands, workloads, blocks, work, spot_capacity, placement, spread, cc,
+                               budgets.monthly is not None or budgets.upfront is not None)
+        pruned = n_all - sum(len(v) for v in cands.values())
     problem = FleetProblem(workloads=workloads, blocks=blocks, cands=cands, work_flops=work, objective=objective,
                            spot_capacity=spot_capacity, rejected=rejected, max_instances=max_instances,
                            horizon_months=H, periods=periods, leftover_value=float(leftover_value),
                            placement=placement, spread=spread, budgets=budgets, start_date=start_date,
                            horizon_note=note, profiles=None if isinstance(profiles, list) else dict(profiles),
-                           merge_note=note_m)
-    problem.unpruned = cands
-    if prune and max_instances is None:  # with quotas, dominance is not safe (DESIGN.md): keep every candidate
-        kept, dropped = prune_fleet(cands, workloads, blocks, work, spot_capacity, placement, spread,
-                                    problem.single_slot_costs(), problem.payment_matters())
-        problem = problem.replace(cands=kept, pruned=dropped)
+                           merge_note=note_m, pruned=pruned)
+    problem.unpruned = full if keep_unpruned else None
     return problem
+
+
+#: Largest class of committed rows the prefilter compares pairwise (larger ones are left to prune_fleet).
+_PAIRWISE_MAX = 2_000
+
+
+def _unit_dominated(rows, cost, g, cls, tables, usable, workloads):
+    """Which committed rows (positions ``rows``, cost ``cost``, class ``g``/``cls`` as in :func:`_prefilter_rows`)
+    one unit of a cheaper row of their class replaces for every workload that can use them (prune_fleet's
+    ``_dominates``, unit for unit): both rows single-instance units for each such workload, with at least the
+    throughput and replicas, at a cost below the row's by more than the margin. Only single-instance rows and
+    only one for one: then whatever prune_fleet finds dominating the dominator (one for one or m copies for one)
+    dominates the row too, so prune_fleet drops it whichever rows it keeps. (Its m-copies rule is not applied
+    here: a chain of m copies through a row with a multi-instance unit for a third workload does not carry over;
+    a random catalog found it.) Returns a boolean array over ``rows``."""
+    import numpy as np
+    import pandas as pd
+
+    out = np.zeros(len(rows), dtype=bool)
+    if len(rows) < 2:
+        return out
+    grp = pd.DataFrame({"g": g, "cls": cls}).groupby(["g", "cls"], sort=False).ngroup().to_numpy()
+    order = np.argsort(grp, kind="stable")
+    bounds = np.flatnonzero(np.diff(grp[order])) + 1
+    per_w = [(usable[w.name][rows], tables[w.name].instances[rows], tables[w.name].throughput[rows],
+              tables[w.name].replicas[rows]) for w in workloads]
+    margin = 1.0 + _PREFILTER_MARGIN
+    for idx in np.split(order, bounds):
+        s = len(idx)
+        if s < 2 or s > _PAIRWISE_MAX:
+            continue
+        c = cost[idx]
+        dom = np.ones((s, s), dtype=bool)  # [j, i]: j's copies replace i
+        m = np.ones((s, s))
+        for u_a, k_a, t_a, r_a in per_w:
+            u, k, t, r = u_a[idx], k_a[idx], t_a[idx], r_a[idx]
+            single = (k == 1) & (t > 0) & (r > 0)
+            dom &= ~u[None, :] | (u[:, None] & single[:, None] & single[None, :])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                mw = np.maximum(np.ceil(t[None, :] / t[:, None]), np.ceil(r[None, :] / r[:, None]))
+            m = np.where(u[None, :] & single[:, None], np.maximum(m, np.nan_to_num(mw, nan=np.inf)), m)
+        with np.errstate(invalid="ignore"):
+            dom &= (m <= 1) & (c[:, None] * margin < c[None, :])
+        np.fill_diagonal(dom, False)
+        out[idx] = dom.any(axis=0)
+    return out
+
+
+def _single_slot_factors(workloads: list[FleetWorkload], horizon: int, leftover_value: float,
+                         budgets: Budgets) -> dict[str, float]:
+    """pricing -> commitment_cost_factor of a term bought once at month 0 and covering the whole horizon (the
+    terms :meth:`FleetProblem.single_slot_costs` prices by their cost over the horizon); {} when that method gives
+    nothing (a cash, upfront or commitment limit)."""
+    if budgets.monthly is not None or budgets.upfront is not None or budgets.commitment is not None:
+        return {}
+    acts = [w.activity() for w in workloads]
+    out = {}
+    for p, t in TERM_MONTHS.items():
+        if list(slot_starts(acts, horizon, t)) == [0] and t >= horizon:
+            out[p] = commitment_cost_factor(0, t, horizon, leftover_value)
+    return out
+
+
+#: Relative price margin below which the row prefilter keeps both rows (prune_fleet, which compares the same
+#: figures computed one at a time, decides between them).
+_PREFILTER_MARGIN = 1e-9
+
+
+def _prefilter_rows(tables: dict[str, "UnitTable"], usable: dict[str, Any], workloads: list[FleetWorkload], *,
+                    placement: str, spread: str, same_payment: bool, cc_factor: dict[str, float]):
+    """Rows of the offers frame that :func:`prune_fleet` may keep, found on arrays before any candidate exists
+    (500,000 offers: candidates for every row took 5 s and pruning them 5 s). Returns a boolean array over the
+    rows of the unit tables (the same frame for every workload: make_problem sizes with the same filter).
+
+    A row is dropped only when prune_fleet drops it, and only for a reason that leaves every other decision of
+    prune_fleet as it was — so prune_fleet on the kept rows keeps exactly what it keeps on all of them
+    (tests/test_prefilter.py checks this on random catalogs and on the snapshot):
+
+    - on-demand, for each serving workload and placement group (zone too when spreading): a row is needed by the
+      workload unless another row of the group costs less per unit-hour with at least its throughput, or the same
+      with more throughput (then it is not on prune_fleet's staircase); for a training job, unless its USD per
+      unit of work is above the lowest. A row is kept when some workload needs it.
+    - committed: among rows of the same placement group (zone when spreading, payment under a cash or upfront
+      limit), the same hardware (:data:`optimizer.model.HARDWARE_COLUMNS`: the same units for every workload)
+      and the same term — or both terms bought once over the whole horizon (``cc_factor``), compared by their
+      cost over it — only the cheapest are kept: the others are dominated unit for unit by a row that comes first
+      in prune_fleet's order, and whatever they dominate, that row dominates too. Then, across hardware, a
+      single-instance row that one unit of a cheaper one replaces for every workload (:func:`_unit_dominated`).
+    - spot (not spreading over zones): of one instance type in one region with the same hardware, the cheapest
+      zones (prune_fleet keeps only the cheapest zone of a capped group; the hardware, and so the capacity
+      prune_fleet counts, is the same).
+
+    Prices closer than :data:`_PREFILTER_MARGIN` (relative) count as equal: both rows are kept.
+    """
+    import numpy as np
+    import pandas as pd
+
+    first = tables[workloads[0].name]
+    frame = first.offers
+    n = len(frame)
+    keep = np.zeros(n, dtype=bool)
+    if n == 0:
+        return keep
+    hw = first.hw
+    pr = frame["pricing"].astype(object).to_numpy()
+    price = pd.to_numeric(frame["usd_per_hour"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    any_use = np.zeros(n, dtype=bool)
+    for u in usable.values():
+        any_use |= u
+
+    def codes(cols: list[str]):
+        """Group number of each row by ``cols`` (a missing value is a group of its own: finer than prune_fleet's
+        str() of it, so never a comparison prune_fleet would not make)."""
+        cols = [c for c in cols if c in frame.columns]
+        if not cols:
+            return np.zeros(n, dtype=np.int64)
+        return frame.groupby(cols, dropna=False, sort=False, observed=True).ngroup().to_numpy()
+
+    pg_cols = {"region": ["provider", "region"], "provider": ["provider"]}.get(placement, [])
+    zone_cols = ["zone"] if spread == "zones" else []
+    margin = 1.0 + _PREFILTER_MARGIN
+
+    # on-demand: the per-workload staircase of (USD per unit-hour, throughput) in each group
+    od = pr == "on_demand"
+    if od.any():
+        g_od = codes(pg_cols + zone_cols)
+        for w in workloads:
+            t = tables[w.name]
+            rows = np.flatnonzero(usable[w.name] & od)
+            if len(rows) == 0:
+                continue
+            p, th = t.usd_per_unit_hour[rows], t.throughput[rows]
+            if w.training:
+                ratio = p / th
+                best = np.nanmin(ratio)
+                keep[rows[~(ratio > best * margin)]] = True
+                continue
+            g = g_od[rows]
+            order = np.lexsort((-th, p, g))
+            gs, ps, ts = g[order], p[order], th[order]
+            # running max of throughput within each group, in (price, -throughput) order
+            cm = pd.Series(ts).groupby(gs).cummax().to_numpy()
+            start = np.ones(len(order), dtype=bool)  # first row of each run of equal (group, price)
+            start[1:] = (gs[1:] != gs[:-1]) | (ps[1:] != ps[:-1])
+            run = np.cumsum(start) - 1
+            run_first = np.flatnonzero(start)
+            # best throughput over strictly cheaper rows of the group: the running max just before the run
+            before = np.full(len(run_first), -np.inf)
+            prev = run_first - 1
+            same_g = (prev >= 0) & (gs[np.maximum(prev, 0)] == gs[run_first])
+            before[same_g] = cm[prev[same_g]]
+            cheaper = before[run]
+            run_max = ts[run_first][run]  # the run's best (sorted by -throughput inside it)
+            needed = ~((cheaper >= ts) | (run_max > ts))
+            keep[rows[order[needed]]] = True
+
+    # committed: the cheapest of each (group, hardware, term or bought-over-the-horizon) class
+    com = np.isin(pr, sorted(COMMITTED)) & any_use
+    if com.any():
+        rows = np.flatnonzero(com)
+        up = pd.to_numeric(frame["upfront_usd"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)[rows] \
+            if "upfront_usd" in frame.columns else np.zeros(len(rows))
+        rec = pd.to_numeric(frame["recurring_usd_per_hour"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)[rows] \
+            if "recurring_usd_per_hour" in frame.columns else np.zeros(len(rows))
+        cost = price[rows].copy()
+        cls = pr[rows].copy()
+        for p_name, factor in cc_factor.items():
+            sel = pr[rows] == p_name
+            if not sel.any():
+                continue
+            hours = TERM_MONTHS[p_name] * HOURS_PER_MONTH
+            u = np.where(np.isnan(up[sel]), 0.0, up[sel])
+            r = np.where(np.isnan(rec[sel]), 0.0, rec[sel])
+            neither = (u == 0) & (r == 0)
+            r = np.where(neither, price[rows][sel], r)
+            cost[sel] = (u + r * hours) / hours * HOURS_PER_MONTH * factor
+            cls[sel] = "cc"
+        pay_cols = ["payment"] if same_payment else []
+        g = codes(pg_cols + zone_cols + pay_cols)[rows]
+        key = pd.DataFrame({"g": g, "hw": hw[rows], "cls": cls}).groupby(["g", "hw", "cls"], sort=False).ngroup()
+        best = pd.Series(cost).groupby(key.to_numpy()).transform("min").to_numpy()
+        left = ~(cost > best * margin)
+        rows, cost, g, cls = rows[left], cost[left], g[left], cls[left]
+        keep[rows[~_unit_dominated(rows, cost, g, cls, tables, usable, workloads)]] = True
+
+    # spot: the cheapest zones of each instance type, region and hardware
+    sp = (pr == "spot") & any_use
+    if sp.any():
+        rows = np.flatnonzero(sp)
+        if spread == "zones":
+            keep[rows] = True
+        else:
+            g = codes(["provider", "region", "instance_type"])[rows]
+            key = pd.DataFrame({"g": g, "hw": hw[rows]}).groupby(["g", "hw"], sort=False).ngroup().to_numpy()
+            best = pd.Series(price[rows]).groupby(key).transform("min").to_numpy()
+            keep[rows[~(price[rows] > best * margin)]] = True
+    # rows of any other pricing (none today) are left to prune_fleet
+    other = any_use & ~od & ~np.isin(pr, sorted(COMMITTED)) & (pr != "spot")
+    keep |= other
+    return keep
 
 
 def blocks_for_periods(periods: list[Period], profiles: dict, notes: list[str] | None = None) -> list[FleetBlock]:
@@ -1644,7 +1876,7 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
     problem = make_problem(workloads, profiles, offers, budget_usd=budget_usd, objective=objective, pricing=pricing,
                            spot_capacity=spot_capacity, max_instances=max_instances, horizon_months=horizon_months,
                            leftover_value=leftover_value, placement=placement, spread=spread, budgets=budgets,
-                           start_date=start_date)
+                           start_date=start_date, keep_unpruned=explain)
     solver = resolve_solver(solver)
     res = FleetResult(status="infeasible", objective=objective, horizon_months=problem.horizon_months,
                       horizon_note=problem.horizon_note, start_month=month_label(start_date, 0),
@@ -1708,7 +1940,10 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
     res.status = rep.status
     sol = trim_allocations(problem, sol)
     res.recurring = problem.recurring
-    res.lines = fleet_lines(problem, sol, on_demand_rates(offers))
+    cidx = _cand_index(problem)
+    used_types = {problem.slots[k].offer["instance_type"] for k in sol.N} | \
+        {cidx[(w, ok)].offer["instance_type"] for (w, ok, _) in list(sol.X) + list(sol.A)}
+    res.lines = fleet_lines(problem, sol, on_demand_rates(offers, used_types))
     mo = money(problem, sol)
     for k, v in mo.items():
         setattr(res, k, v)

@@ -149,6 +149,114 @@ def _unit_shape(sizing_fn, workload, gpu, offer_gpus: float, interconnect: str =
     return None, None, "does_not_fit"
 
 
+@dataclass
+class UnitTable:
+    """What every offer row of a frame gives one workload, as arrays over the rows (no Python object per row), so
+    a big catalog can be pruned before candidates exist (``optimizer.fleet.make_problem``).
+
+    ``offers``: the frame the arrays index (candidates_for's pricing filter applied). Per row: ``ok`` — the row
+    makes a candidate; ``instances`` (k), ``replicas`` (r), ``throughput`` (tokens/s or FLOP/s of a unit, r x a
+    replica's, spot reduced), ``usd_per_unit_hour`` (k x usd_per_hour) and ``hw`` (index of the row's distinct
+    hardware in ``hardware``: (k, r, sizing, shape label, theta, fabric, max_units) or (None, reason)). Rows of the
+    same ``hw`` give every workload the same units. ``rejected`` counts rows by reason, as candidates_for does.
+    """
+
+    offers: "pd.DataFrame"
+    ok: Any
+    instances: Any
+    replicas: Any
+    throughput: Any
+    usd_per_unit_hour: Any
+    hw: Any
+    hardware: list
+    rejected: dict[str, int]
+    sizing_by_gpu: dict[str, "ReplicaSizing"]
+
+    def candidates(self, rows=None) -> list[Candidate]:
+        """Candidates of the rows ``rows`` (positions in ``offers``, ascending; default every row that makes one),
+        in frame order, equal to what candidates_for gives for them."""
+        import numpy as np
+
+        idx = np.flatnonzero(self.ok) if rows is None else np.asarray(rows, dtype=np.int64)
+        if len(idx) == 0:
+            return []
+        recs = offer_records(self.offers.iloc[idx])
+        out: list[Candidate] = []
+        k_a, t_a, u_a, h_a = (self.instances[idx].tolist(), self.throughput[idx].tolist(),
+                              self.usd_per_unit_hour[idx].tolist(), self.hw[idx].tolist())
+        for off, k, theta_r, usd, h in zip(recs, k_a, t_a, u_a, h_a):
+            _, r, s, label, _, fabric, max_units = self.hardware[h]
+            key = offer_key(off)
+            # a frozen dataclass's __init__ sets each field through object.__setattr__ (~4 us); big catalogs make
+            # hundreds of thousands: fill the instance's dict at once (same fields, no __post_init__ to skip), and
+            # the okey cached_property's slot with the same string offer_key computes
+            cand = object.__new__(Candidate)
+            cand.__dict__.update(key=key, offer=off, instances_per_unit=int(k), replicas_per_unit=r, sizing=s,
+                                 usd_per_unit_hour=usd, throughput_per_unit=theta_r, shape=label,
+                                 tensor_parallel=s.tensor_parallel, pipeline_parallel=s.pipeline_parallel,
+                                 fabric=fabric, max_units=max_units, okey=key)
+            out.append(cand)
+        return out
+
+
+#: Columns that make an offer's hardware (what sizing looks at): rows equal in these give the same units.
+HARDWARE_COLUMNS = ("gpu_model", "interconnect", "gpu_memory_gib", "gpu_count", "provider", "instance_type", "fabric")
+
+
+def unit_table(workload: "Workload", offers: "pd.DataFrame", *, allow_spot: bool = False,
+               pricing: tuple[str, ...] | None = None) -> UnitTable:
+    """The :class:`UnitTable` of ``workload`` over ``offers``: the layout is computed once per distinct hardware
+    (:data:`HARDWARE_COLUMNS`), then spread over the rows as arrays. Arguments as :func:`candidates_for`."""
+    import numpy as np
+    import pandas as pd
+
+    allowed = set(pricing) if pricing else {"on_demand", "reserved_1y", "reserved_3y", "spot"}
+    if not allow_spot:
+        allowed.discard("spot")
+    rejected: dict[str, int] = {}
+    # the pricing filter a column at a time (big catalogs)
+    pricing_col = offers["pricing"].astype(object)
+    for p, n in pricing_col[~pricing_col.isin(sorted(allowed))].value_counts(dropna=False).items():
+        reason = "spot_not_allowed" if p == "spot" and not allow_spot else "pricing_not_allowed"
+        rejected[reason] = rejected.get(reason, 0) + int(n)
+    offers = offers[pricing_col.isin(sorted(allowed)).to_numpy()]
+    n = len(offers)
+    cols = [c for c in HARDWARE_COLUMNS if c in offers.columns]
+    if n:
+        hw = offers.groupby(cols, dropna=False, sort=False, observed=True).ngroup().to_numpy()
+        first = np.full(int(hw.max()) + 1, -1, dtype=np.int64)
+        first[hw[::-1]] = np.arange(n - 1, -1, -1)  # the first row of each distinct hardware
+    else:
+        hw, first = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    shapes: dict[tuple, tuple] = {}
+    gpu_cache: dict[str, Any] = {}
+    networks: dict[tuple, Any] = {}
+    sizing_by_gpu: dict[str, ReplicaSizing] = {}
+    hardware = [_hardware(workload, off, gpu_cache, networks, shapes, sizing_by_gpu)
+                for off in offer_records(offers.iloc[first])] if n else []
+    fits = np.array([h[0] is not None for h in hardware], dtype=bool)
+    K = np.array([h[0] if h[0] is not None else 0 for h in hardware], dtype=np.int64)
+    R = np.array([h[1] if h[0] is not None else 0 for h in hardware], dtype=np.int64)
+    TH = np.array([h[4] if h[0] is not None else 0.0 for h in hardware], dtype=float)
+    for h, cnt in zip(hardware, np.bincount(hw, minlength=len(hardware)).tolist() if n else []):
+        if h[0] is None and cnt:
+            rejected[h[1]] = rejected.get(h[1], 0) + int(cnt)
+    ok = fits[hw] if n else np.zeros(0, dtype=bool)
+    theta = TH[hw] if n else np.zeros(0)
+    spot = (offers["pricing"].astype(object) == "spot").to_numpy()
+    theta = np.where(spot, theta * (1.0 - SPOT_INTERRUPTION_OVERHEAD), theta)
+    bad = ok & ~(theta > 0)
+    if bad.any():
+        rejected["no_throughput"] = rejected.get("no_throughput", 0) + int(bad.sum())
+    ok = ok & (theta > 0)
+    k = K[hw] if n else np.zeros(0, dtype=np.int64)
+    r = R[hw] if n else np.zeros(0, dtype=np.int64)
+    usd = pd.to_numeric(offers["usd_per_hour"], errors="coerce").to_numpy(dtype=float, na_value=np.nan) if n \
+        else np.zeros(0)
+    return UnitTable(offers=offers, ok=ok, instances=k, replicas=r, throughput=r * theta, usd_per_unit_hour=k * usd,
+                     hw=hw, hardware=hardware, rejected=rejected, sizing_by_gpu=sizing_by_gpu)
+
+
 def candidates_for(
     workload: "Workload",
     offers: "pd.DataFrame",
@@ -160,7 +268,8 @@ def candidates_for(
 
     Each offer's network between instances comes from its ``fabric`` column (``optimizer.sizing.offer_network``:
     bandwidth from ``providers.facts.fabric_gbps_per_node``; a frame without the column gets the documented fabric
-    of the instance type). :func:`_unit_shape` lays the replica out on the offer.
+    of the instance type). :func:`_unit_shape` lays the replica out on the offer, once per distinct hardware
+    (:func:`unit_table`).
 
     Args:
         workload: optimizer.sizing.Workload (validated).
@@ -172,52 +281,11 @@ def candidates_for(
         (candidates, rejected, sizing_by_gpu): rejected counts offers by reason (``no_spec`` — the GPU has no
         datasheet row, ``does_not_fit`` — no replica of up to 64 GPUs fits, ``no_cluster_fabric`` — a training
         replica would need several instances and the offer has no cluster fabric, ``pricing_not_allowed``,
-        ``spot_not_allowed``); sizing_by_gpu holds the replica sizing used per GPU shape (:func:`shape_label`).
+        ``spot_not_allowed``, ``no_throughput``); sizing_by_gpu holds the replica sizing used per GPU shape
+        (:func:`shape_label`).
     """
-    allowed = set(pricing) if pricing else {"on_demand", "reserved_1y", "reserved_3y", "spot"}
-    if not allow_spot:
-        allowed.discard("spot")
-    rejected: dict[str, int] = {}
-    shapes: dict[tuple, tuple] = {}
-    gpu_cache: dict[str, Any] = {}
-    networks: dict[tuple, Any] = {}
-    sizing_by_gpu: dict[str, ReplicaSizing] = {}
-    cands: list[Candidate] = []
-    # the pricing filter a column at a time (big catalogs)
-    pricing_col = offers["pricing"].astype(object)
-    for p, n in pricing_col[~pricing_col.isin(sorted(allowed))].value_counts(dropna=False).items():
-        reason = "spot_not_allowed" if p == "spot" and not allow_spot else "pricing_not_allowed"
-        rejected[reason] = rejected.get(reason, 0) + int(n)
-    offers = offers[pricing_col.isin(sorted(allowed)).to_numpy()]
-    # what an offer's hardware gives a replica, once per distinct hardware (not per price row)
-    per_hw: dict[tuple, tuple] = {}
-    for off in offer_records(offers):
-        p = off["pricing"]
-        hw = (off["gpu_model"], off["interconnect"], off.get("gpu_memory_gib"), off["gpu_count"], off.get("provider"),
-              off.get("instance_type"), off.get("fabric", "<absent>"))
-        got = per_hw.get(hw)
-        if got is None:
-            got = per_hw[hw] = _hardware(workload, off, gpu_cache, networks, shapes, sizing_by_gpu)
-        if got[0] is None:
-            rejected[got[1]] = rejected.get(got[1], 0) + 1
-            continue
-        k, r, s, label, theta, fabric, max_units = got
-        if p == "spot":
-            theta *= 1.0 - SPOT_INTERRUPTION_OVERHEAD
-        if theta <= 0:
-            rejected["no_throughput"] = rejected.get("no_throughput", 0) + 1
-            continue
-        key = offer_key(off)
-        # a frozen dataclass's __init__ sets each field through object.__setattr__ (~4 us); big catalogs make
-        # hundreds of thousands: fill the instance's dict at once (same fields, no __post_init__ to skip), and
-        # the okey cached_property's slot with the same string offer_key computes
-        cand = object.__new__(Candidate)
-        cand.__dict__.update(key=key, offer=off, instances_per_unit=k, replicas_per_unit=r, sizing=s,
-                             usd_per_unit_hour=k * float(off["usd_per_hour"]), throughput_per_unit=r * theta,
-                             shape=label, tensor_parallel=s.tensor_parallel, pipeline_parallel=s.pipeline_parallel,
-                             fabric=fabric, max_units=max_units, okey=key)
-        cands.append(cand)
-    return cands, rejected, sizing_by_gpu
+    t = unit_table(workload, offers, allow_spot=allow_spot, pricing=pricing)
+    return t.candidates(), t.rejected, t.sizing_by_gpu
 
 
 def _hardware(workload: "Workload", off: dict[str, Any], gpu_cache: dict, networks: dict, shapes: dict,

@@ -160,3 +160,78 @@ def test_candidates_for_equals_row_by_row_sizing(snapshot):
     assert [(c.okey, c.instances_per_unit, c.replicas_per_unit, c.usd_per_unit_hour, c.throughput_per_unit, c.shape)
             for c in cs] == want
     assert sum(rej.values()) + len(cs) == len(snapshot)
+
+
+# --------------------------------------------------------------------------------------------- group bounds
+DAY = [150, 150, 150, 160, 200, 300, 500, 800, 1100, 1300, 1400, 1400, 1300, 1350, 1400, 1400, 1300, 1200, 1000,
+       800, 600, 400, 250, 180]  # a diurnal chat load (tokens/s), as benchmarks/bench_fleet.py
+
+
+def _plan(offers, ws, profiles, bound: bool, monkeypatch, **kw):
+    import optimizer.fleet as fleet
+
+    monkeypatch.setattr(fleet, "GROUP_BOUND_MIN_ROWS", 0 if bound else 10**12)
+    return fleet.plan_fleet(ws, profiles, offers, explain=False, time_limit_s=60.0, gap_rel=0.0, **kw)
+
+
+def _serve(name, model, tps, **kw):
+    return FleetWorkload(name, Workload(task="serve", model=load_model(model), tokens_per_second=tps), **kw)
+
+
+@pytest.mark.parametrize("case", ["flat", "diurnal-2-replicas", "36-months-leftover", "provider", "window",
+                                  "two-workloads"])
+def test_group_bounds_keep_the_optimum(snapshot, monkeypatch, case):
+    # the placement groups _bound_groups leaves out never hold a cheaper plan: the plan with the bound equals the
+    # plan without it (both proven optimal), while fewer candidates reach the solver
+    from optimizer.demand import inline_profile
+
+    ws = [_serve("chat", "Llama-2-7B", 500, min_replicas=1)]
+    profiles = {"chat": flat_profile(500)}
+    kw = {}
+    if case == "diurnal-2-replicas":
+        ws = [_serve("chat", "Llama-2-13B", 1400, min_replicas=2)]
+        profiles = {"chat": inline_profile(DAY)}
+    elif case == "36-months-leftover":
+        kw = {"horizon_months": 36, "leftover_value": 0.5}
+    elif case == "provider":
+        kw = {"placement": "provider"}
+    elif case == "window":
+        ws = [_serve("chat", "Llama-2-7B", 500, min_replicas=1, start_month=4, end_month=16)]
+        kw = {"horizon_months": 24}
+    elif case == "two-workloads":
+        ws = [_serve("chat", "Llama-2-7B", 500, min_replicas=1), _serve("code", "Mistral-7B-v0.1", 900)]
+        profiles = {"chat": flat_profile(500), "code": flat_profile(900)}
+    a = _plan(snapshot, ws, profiles, True, monkeypatch, **kw)
+    b = _plan(snapshot, ws, profiles, False, monkeypatch, **kw)
+    assert a.status == b.status == "optimal"
+    assert a.total_usd == pytest.approx(b.total_usd, rel=1e-9)
+    assert sum(a.solver["candidates"].values()) < sum(b.solver["candidates"].values())
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                   HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), model=st.sampled_from(["Llama-2-7B", "Llama-2-13B", "Mistral-7B-v0.1"]),
+       tps=st.sampled_from([100.0, 500.0, 2500.0]), reps=st.sampled_from([1, 2]),
+       diurnal=st.booleans(), horizon=st.sampled_from([12, 36]))
+def test_group_bounds_on_random_catalogs(snapshot, monkeypatch, seed, model, tps, reps, diurnal, horizon):
+    """Regions copied with prices scaled per instance type (the benchmark's catalog in small): same optimum."""
+    from optimizer.demand import inline_profile
+
+    rng = np.random.default_rng(seed)
+    base = snapshot.sample(n=1500, random_state=seed)
+    frames = [base]
+    for i in range(1, 3):
+        f = base.copy()
+        f["region"] = f["region"].astype(str) + f"-s{i}"
+        k = rng.uniform(0.8, 1.25, len(f))
+        for c in ("usd_per_hour", "upfront_usd", "recurring_usd_per_hour"):
+            f[c] = f[c].astype(float) * k
+        frames.append(f)
+    cat = pd.concat(frames, ignore_index=True)
+    ws = [_serve("svc", model, tps, min_replicas=reps)]
+    profiles = {"svc": inline_profile([tps * v / 1400.0 for v in DAY]) if diurnal else flat_profile(tps)}
+    a = _plan(cat, ws, profiles, True, monkeypatch, horizon_months=horizon)
+    b = _plan(cat, ws, profiles, False, monkeypatch, horizon_months=horizon)
+    assert a.status == b.status
+    if b.status == "optimal":
+        assert a.total_usd == pytest.approx(b.total_usd, rel=1e-9)

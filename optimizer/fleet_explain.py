@@ -272,7 +272,8 @@ def demand_flip(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s,
 
 
 def binding(problem: FleetProblem, sol: FleetSolution) -> list[str]:
-    """Statements of the constraints that bind (budgets, committed capacity, deadlines, spot caps)."""
+    """Statements of the constraints that bind (budgets, committed capacity, redundancy floors, deadlines, spot
+    caps)."""
     out = []
     mo = money(problem, sol)
     bg = problem.budgets
@@ -301,6 +302,31 @@ def binding(problem: FleetProblem, sol: FleetSolution) -> list[str]:
         if peak >= n - 1e-9:
             out.append(f"committed {s.okey.split('|')[3]} ({s.okey.split('|')[1]}, from month {s.start_month + 1}): "
                        f"all {n} instances busy in the peak block (binding)")
+    # the redundancy floor: blocks where a serving workload has exactly its min_replicas and would meet its demand
+    # without one of its units (the floor, not the demand, sets what is bought there); spot replicas count only
+    # when spot_only_ok, as in the model's floor rows
+    for w in problem.workloads:
+        m = int(w.min_replicas or 0)
+        if w.training or m < 1:
+            continue
+        reps: dict[int, float] = {}
+        cap: dict[int, float] = {}
+        smallest: dict[int, float] = {}
+        for store in (sol.A, sol.X):
+            for (wn, ok, bi), x in store.items():
+                if wn != w.name or x <= 1e-9:
+                    continue
+                c = idx[(wn, ok)]
+                cap[bi] = cap.get(bi, 0.0) + c.throughput_per_unit * x
+                smallest[bi] = min(smallest.get(bi, math.inf), c.throughput_per_unit)
+                if c.offer["pricing"] != "spot" or w.spot_only_ok:
+                    reps[bi] = reps.get(bi, 0.0) + c.replicas_per_unit * x
+        active = [bi for bi, b in enumerate(problem.blocks) if problem.active(w, b)]
+        floor = [bi for bi in active if bi in cap and reps.get(bi, 0.0) <= m + 1e-9 and
+                 cap[bi] - smallest[bi] >= float(problem.blocks[bi].demand.get(w.name, 0.0)) * (1 + 1e-9)]
+        if floor:
+            out.append(f"{w.name}: the redundancy floor ({m} replica{'s' if m > 1 else ''}, --min-replicas) sets its "
+                       f"capacity in {len(floor)} of {len(active)} blocks (more capacity than demand there; binding)")
     for w in problem.workloads:
         if w.training and w.deadline_hours is not None:
             out.append(f"{w.name}: must finish within {w.deadline_hours:g} h of the start of month {w.start_month + 1}")

@@ -129,3 +129,19 @@ def test_a_lines_rate_is_shown_to_the_precision_that_gives_its_month():
         assert shown in out
         if ln.pricing == "on_demand" or ln.payment == "no_upfront":
             assert float(shown.replace(",", "")) * ln.hours * ln.count == pytest.approx(ln.monthly_usd, abs=0.01)
+
+
+def test_binding_names_the_redundancy_floor_when_it_sets_the_capacity():
+    """A fresh user saw "all 2 instances busy in the peak block (binding)" for a service one replica covers: what
+    binds is --min-replicas 2, and the plan now says so. On the snapshot a Llama-2-13B replica on GCP g2-standard-48
+    (4 x L4) serves 89.41 tokens/s (optimizer.sizing): 50 tokens/s needs one, the floor buys the second."""
+    res = api.recommend(model="meta-llama/Llama-2-13b-hf", tokens_per_second=50, min_replicas=2, explain=False)
+    plan = res.plan
+    assert plan.workloads[0]["sizing"][0]["tokens_per_second_per_replica"] == pytest.approx(89.41)
+    assert [b for b in plan.binding if "redundancy floor" in b] == [
+        "workload: the redundancy floor (2 replicas, --min-replicas) sets its capacity in 1 of 1 blocks "
+        "(more capacity than demand there; binding)"]
+    # 100 tokens/s needs both replicas anyway (2 x 89.41 = 178.82): the floor does not set the capacity
+    res = api.recommend(model="meta-llama/Llama-2-13b-hf", tokens_per_second=100, min_replicas=2, explain=False)
+    assert res.plan.workloads[0]["capacity_peak"] == pytest.approx(178.83)
+    assert not [b for b in res.plan.binding if "redundancy floor" in b]

@@ -436,6 +436,10 @@ def _plan(con, plan) -> None:
         con.print(f"[yellow]Note:[/] {n}")
     if any(ln.estimated for ln in plan.lines):
         con.print("* estimated price (derived by a documented discount rule; see `gpuopt prices status`)")
+    if any(ln.upfront_usd and ln.pricing != "on_demand" for ln in plan.lines):
+        # a fresh user read "$0.00 a month" next to an all-upfront term's $/h as a free instance
+        con.print("$/month is the cash paid each month (hourly use, recurring fees); a term paid upfront pays its "
+                  "upfront in its first month and its $/h is that upfront spread over the term's hours (amortized)")
 
 
 def review(result, fmt: str) -> None:

@@ -145,3 +145,17 @@ def test_binding_names_the_redundancy_floor_when_it_sets_the_capacity():
     res = api.recommend(model="meta-llama/Llama-2-13b-hf", tokens_per_second=100, min_replicas=2, explain=False)
     assert res.plan.workloads[0]["capacity_peak"] == pytest.approx(178.83)
     assert not [b for b in res.plan.binding if "redundancy floor" in b]
+
+
+def test_a_term_paid_upfront_is_explained_under_the_table():
+    """A fresh user read "$0.00" a month next to an all-upfront line's $/h as a free instance: a legend says what
+    $/month and $/h are when a line has an upfront; plans without one do not get it."""
+    res = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=500, explain=False)
+    plan = res.plan
+    legend = "a term paid upfront pays its upfront in its first month"
+    # on the snapshot: one GCP a2-highgpu-2g 1-year CUD, no upfront
+    assert [(ln.instance_type, ln.payment, ln.upfront_usd) for ln in plan.lines] == [("a2-highgpu-2g", "no_upfront", 0.0)]
+    assert legend not in _text(plan).replace("\n", " ")
+    ln = plan.lines[0]
+    ln.pricing, ln.payment, ln.upfront_usd, ln.monthly_usd = "reserved_1y", "all_upfront", 21439.21, 0.0
+    assert legend in _text(plan).replace("\n", " ")

@@ -620,7 +620,8 @@ def _recommend_plan(plan_path, cwd, options: dict[str, Any], explain: bool = Tru
                         time_limit_s=plan.time_limit_s, horizon_months=plan.horizon_months,
                         leftover_value=plan.leftover_value, placement=plan.placement, spread=plan.spread or "")
     result.notes.extend(notes)
-    result.notes.extend(_old_quotes(result.lines, plan.prices_on))
+    old_quotes = _old_quotes(result.lines, plan.prices_on)
+    result.notes.extend(old_quotes)
     for item in plan.workloads:
         ignored = item.ignored_fields()
         if ignored:
@@ -631,9 +632,10 @@ def _recommend_plan(plan_path, cwd, options: dict[str, Any], explain: bool = Tru
                       for i, w in enumerate(ws))
     origin = plan.origin if plan.origin else "command-line options"
     headline = f"Plan of {len(ws)} workload{'s' if len(ws) > 1 else ''} ({parts}) from {origin}"
+    prices = _price_provenance(filtered if len(filtered) else offers, info, catalog, plan.prices_on)
+    prices["warnings"].extend(old_quotes)  # on stderr too, and in the JSON's prices.warnings for pipelines
     return RecommendResult(workload=plan.model_dump(mode="json"), workload_origin=origin, headline=headline,
-                           prices=_price_provenance(filtered if len(filtered) else offers, info, catalog, plan.prices_on),
-                           plan=result)
+                           prices=prices, plan=result)
 
 
 # ------------------------------------------------------------------------------------------------- review

@@ -66,6 +66,8 @@ def test_a_line_priced_from_an_old_quote_says_so(tmp_path):
     # a plan priced as of a past date (--prices-on) asked for the quotes of then
     assert api._old_quotes(res.plan.lines, prices_on="2018-01-01") == []
     assert api._old_quotes(res.plan.lines) == notes
+    # and among the price warnings (stderr, and prices.warnings in the JSON)
+    assert [w for w in res.prices["warnings"] if "priced from a quote" in w] == notes
 
 
 def test_the_stays_the_choice_claim_names_the_providers_it_could_not_price(monkeypatch):

@@ -419,6 +419,9 @@ def _plan(con, plan) -> None:
         con.print(f"One more token/s for {d['workload']} in {d['block']}"
                   + (f" (months {d['months']})" if d.get("months") else "")
                   + f" costs about ${d['usd_per_month_per_token_per_s']:,.4f} a month (LP relaxation)")
+    if priced:  # the blocks and periods not listed (a fresh user read their absence as "not computed")
+        con.print("In every other block and period one more token/s costs at most the last figure above, and "
+                  "nothing where the plan has capacity to spare")
     for nb in plan.next_best:
         alone = (f"{nb['provider']} alone: {_usd(nb['total_usd'])} over the horizon" if nb.get("total_usd") is not None
                  else f"{nb['provider']} alone: {nb.get('note') or 'no plan'}")

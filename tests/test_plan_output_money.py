@@ -31,6 +31,7 @@ def test_zero_duals_are_not_printed_as_prices():
                                        "usd_per_month_per_token_per_s": 2.5})
     out = _text(plan)
     assert "One more token/s for w in hour 20 (months 1-12) costs about $2.5000 a month" in out
+    assert "In every other block and period one more token/s costs at most the last figure above" in out.replace("\n", " ")
     assert "hour 3" not in out and "costs nothing more" not in out
 
 

@@ -159,7 +159,8 @@ def marginal(problem: FleetProblem, solver, time_limit_s, deadline: float | None
         return {}
     t0 = _time.perf_counter()
     m, V = build_fleet_model(problem.replace(objective="cost"), relax=True)
-    rep = solve_fleet(m, solver="cbc", time_limit_s=max(MIN_SOLVE_S, time_limit_s - (_time.perf_counter() - t0)))
+    rep = solve_fleet(m, solver="cbc", time_limit_s=max(MIN_SOLVE_S, time_limit_s - (_time.perf_counter() - t0)),
+                      presolve=False)
     if rep.status != "optimal":
         return {}
     names = {_safe(w.name): w for w in problem.workloads}

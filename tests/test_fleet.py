@@ -225,3 +225,28 @@ def test_an_hourly_offer_running_alike_through_consecutive_periods_is_one_line()
     od = sorted((ln.start_month, ln.end_month, ln.count, ln.total_usd) for ln in out if ln.pricing == "on_demand")
     assert od == [(1, 12, 2, 1168.0 * 12), (13, 13, 3, 1752.0), (15, 18, 2, 1168.0 * 4)]
     assert sum(1 for ln in out if ln.pricing == "reserved_1y") == 2  # commitments stay as bought
+
+
+@pytest.mark.parametrize("solver", ["cbc", "highs"])
+def test_lp_relaxation_without_presolve_has_the_same_optimum_and_duals(solver):
+    """The shadow prices' LP is solved with presolve off (optimizer.solve.run_solver(presolve=False): measured 0.7 s
+    instead of 3.3 s in CBC on a one-region LP of 720 blocks); its optimum and the demand rows' duals are those of
+    the LP with presolve. Reserved 0.6 $/h (12-month term), on-demand 1.0 $/h, units of 250 tokens/s, demand 1,000
+    by day and 200 by night: the LP reserves 0.8 unit (the night) and buys the day's rest on demand."""
+    from optimizer.fleet import build_fleet_model
+    from optimizer.solve import run_solver
+
+    w = _wl("chat")
+    p = FleetProblem([w], _blocks(1000.0, 200.0), {"chat": [_cand("t", "reserved_1y", 0.6, 250.0),
+                                                            _cand("t", "on_demand", 1.0, 250.0)]}, {},
+                     horizon_months=12)
+    out = []
+    for pre in (True, False):
+        m, _ = build_fleet_model(p, relax=True)
+        rep = run_solver(m, solver=solver, time_limit_s=30, presolve=pre)
+        assert rep.status == "optimal"
+        out.append((rep.objective, {n: round(c.pi, 9) for n, c in m.constraints.items() if n.startswith("demand_")}))
+    assert out[0][0] == pytest.approx(out[1][0], rel=1e-9)
+    assert out[0][1] == pytest.approx(out[1][1], rel=1e-6)
+    # per month: 0.8 reserved unit x 0.6 x 730 + day's 3.2 units x 1.0 x 365 -> x 12 months
+    assert out[1][0] == pytest.approx(12 * (0.8 * 0.6 * 730 + 3.2 * 365.0), rel=1e-6)

@@ -39,7 +39,16 @@ def _json(obj: Any) -> None:
 
 
 def _usd(x: float | None) -> str:
-    return "—" if x is None else f"${x:,.2f}"
+    """$1,234.56; a negative amount -$91,867.71 (not $-91,867.71)."""
+    if x is None:
+        return "—"
+    return f"-${-x:,.2f}" if x < 0 and round(x, 2) != 0 else f"${abs(x) if round(x, 2) == 0 else x:,.2f}"
+
+
+def _hours(h: float) -> str:
+    """Hours a month of a plan line to the JSON's 6 decimals, trailing zeros dropped (334.583333, 730): with $/h and
+    the count they give the line's $/month to the cent (a fresh user could not: 31.2 shown for 31.196319)."""
+    return f"{h:,.6f}".rstrip("0").rstrip(".")
 
 
 
@@ -317,6 +326,25 @@ def _n(x, noun: str) -> str:
     return f"{x:g} {noun}" + ("s" if float(x) > 1 or float(x) == 0 else "")
 
 
+def _least_headroom(plan) -> str:
+    """The least spare capacity of a serving workload in a block of the plan: '0.23 tokens/s (workload in
+    08:00-09:00)' (and the period when the horizon has several), or '' without serving blocks."""
+    best = None
+    for b in getattr(plan, "blocks", None) or []:
+        for w, d in (b.get("demand") or {}).items():
+            cap = (b.get("capacity") or {}).get(w)
+            if cap is None or not d:
+                continue
+            if best is None or cap - d < best[0]:
+                best = (cap - d, w, b)
+    if best is None:
+        return ""
+    spare, w, b = best
+    several = len({x.get("period", 0) for x in plan.blocks}) > 1
+    return (f"{spare:,.2f} tokens/s ({w} in {b.get('label') or 'its peak block'}"
+            + (f", period {b.get('period', 0) + 1}" if several else "") + ")")
+
+
 def _plan(con, plan) -> None:
     """Render an optimizer.fleet.FleetResult: the rules first, then the plan, its money and commitments, the
     workloads, the strategies (each with its commitment) and the explanation."""
@@ -334,7 +362,8 @@ def _plan(con, plan) -> None:
         con.print(f"[bold red]No plan:[/] {reason.get('message', plan.status)}")
         return
     H = plan.horizon_months
-    t = Table(title=f"Plan ({plan.status}, objective {plan.objective}; months 1-{H} from {plan.start_month})",
+    t = Table(title=f"Plan ({plan.status}, objective {plan.objective}; "
+                    f"{'months 1-' + str(H) if H > 1 else 'month 1'} from {plan.start_month})",
               title_justify="left")
     # h/month: hours a month each instance runs, so $/h x h/month x count = $/month can be checked on every line
     cols = ("where", "instance_type", "purchase", "count", "months", "$/h each", "h/month", "$/month", "upfront",
@@ -350,16 +379,26 @@ def _plan(con, plan) -> None:
         t.add_row(f"{ln.provider} {ln.region}" + (f"/{ln.zone}" if ln.zone else ""), ln.instance_type,
                   ln.pricing + (f" {ln.payment}" if ln.payment else ""), str(ln.count),
                   _months(ln.start_month, ln.end_month),
-                  _rate(ln.usd_per_hour) + ("*" if ln.estimated else ""), f"{ln.hours:,.4g}", _usd(ln.monthly_usd),
+                  _rate(ln.usd_per_hour) + ("*" if ln.estimated else ""), _hours(ln.hours), _usd(ln.monthly_usd),
                   _usd(ln.upfront_usd) if ln.upfront_usd else "—", _usd(ln.commitment_usd) if ln.commitment_usd else "—",
                   ln.term_end or "—", f"{ln.gpu_count:g}x {ln.gpu_model}", layout, ", ".join(ln.workloads),
                   "—" if ln.utilization is None else f"{100 * ln.utilization:.0f} %",
                   "—" if ln.break_even_utilization is None else f"{100 * ln.break_even_utilization:.0f} %")
     con.print(t)
-    con.print(f"[bold]Total over {H} month{'s' if H != 1 else ''}: {_usd(plan.total_usd)} "
-              f"(average {_usd(plan.monthly_usd)} a month over the horizon"
-              + (", counting what commitments still cost after it" if (plan.after_horizon_usd or 0) > 0 else "")
-              + f"; the most paid in one month of the horizon {_usd(plan.max_month_usd)})[/]")
+    after = plan.after_horizon_usd or 0.0
+    if after > 0:
+        # a fresh user read an average above the dearest month: the total counts what terms still cost after the
+        # horizon, so the cash in the horizon and what is owed after it are said apart
+        inside = (plan.total_usd or 0.0) - after + (plan.leftover_credit_usd or 0.0)  # the parts add up to the total
+        con.print(f"[bold]Total over {_n(H, 'month')}: {_usd(plan.total_usd)} = {_usd(inside)} paid in the "
+                  f"{_n(H, 'month')} + {_usd(after)} still owed after them for terms that outlive the horizon"
+                  + (f" - {_usd(plan.leftover_credit_usd)} leftover value" if plan.leftover_credit_usd else "")
+                  + f" (average {_usd(plan.monthly_usd)} a month counting what is owed after; "
+                  f"the most paid in one month of the horizon {_usd(plan.max_month_usd)})[/]")
+    else:
+        con.print(f"[bold]Total over {_n(H, 'month')}: {_usd(plan.total_usd)} "
+                  f"(average {_usd(plan.monthly_usd)} a month over the horizon"
+                  + f"; the most paid in one month of the horizon {_usd(plan.max_month_usd)})[/]")
     if plan.commitment_usd:
         ends = sorted({ln.term_end for ln in plan.lines if ln.term_end})
         con.print(f"Commitments: {_usd(plan.commitment_usd)} owed over their terms (ending {', '.join(ends)}), "
@@ -397,7 +436,7 @@ def _plan(con, plan) -> None:
                        f"{w['blocks_short']} blocks below demand" if w.get("blocks_short") else "")
     con.print(wt)
     if plan.strategies:
-        st = Table(title=f"Same demand, priced by strategy (over {H} months)", title_justify="left")
+        st = Table(title=f"Same demand, priced by strategy (over {_n(H, 'month')})", title_justify="left")
         for col in ("strategy", "total", "total / months", "most paid in a month", "upfront", "commitment",
                     "savings vs on-demand"):
             st.add_column(col, justify="left" if col == "strategy" else "right")
@@ -414,14 +453,18 @@ def _plan(con, plan) -> None:
     m = plan.marginal or {}
     priced = [d for d in (m.get("demand") or []) if round(d["usd_per_month_per_token_per_s"], 4) > 0]
     if m.get("demand") and not priced:
-        con.print("One more token/s costs nothing more in any block (LP relaxation: capacity to spare)")
+        # the LP's duals are 0 when its fractional floors or commitments cover the demand; the plan bought whole
+        # units and may have almost no headroom (a fresh user saw "capacity to spare" at 0.22 tokens/s of it)
+        tight = _least_headroom(plan)
+        con.print("One more token/s costs nothing more in the LP relaxation (its redundancy floors or commitments "
+                  "cover it)" + (f"; this plan's least headroom is {tight}" if tight else ""))
     for d in priced[:3]:
         con.print(f"One more token/s for {d['workload']} in {d['block']}"
                   + (f" (months {d['months']})" if d.get("months") else "")
                   + f" costs about ${d['usd_per_month_per_token_per_s']:,.4f} a month (LP relaxation)")
     if priced:  # the blocks and periods not listed (a fresh user read their absence as "not computed")
         con.print("In every other block and period one more token/s costs at most the last figure above, and "
-                  "nothing where the plan has capacity to spare")
+                  "nothing where the LP relaxation has capacity to spare")
     for nb in plan.next_best:
         alone = (f"{nb['provider']} alone: {_usd(nb['total_usd'])} over the horizon" if nb.get("total_usd") is not None
                  else f"{nb['provider']} alone: {nb.get('note') or 'no plan'}")

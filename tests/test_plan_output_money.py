@@ -26,7 +26,7 @@ def test_zero_duals_are_not_printed_as_prices():
                                  "usd_per_month_per_token_per_s": 0.00001}]}
     out = _text(plan)
     assert "$0.0000" not in out
-    assert "One more token/s costs nothing more in any block" in out
+    assert "One more token/s costs nothing more in the LP relaxation" in out
     plan.marginal["demand"].insert(0, {"workload": "w", "block": "hour 20", "months": "1-12",
                                        "usd_per_month_per_token_per_s": 2.5})
     out = _text(plan)
@@ -102,7 +102,7 @@ def test_every_line_shows_its_hours_so_the_month_can_be_checked():
     assert any(ln.hours < 730 for ln in lines) and "h/month" in _text(res.plan)
     out = _text(res.plan)
     for ln in lines:
-        assert f"{ln.hours:,.4g}" in out
+        assert render._hours(ln.hours) in out
         if ln.pricing in ("on_demand", "spot"):
             assert ln.usd_per_hour * ln.hours * ln.count == pytest.approx(ln.monthly_usd, abs=0.01)
 
@@ -162,3 +162,26 @@ def test_a_term_paid_upfront_is_explained_under_the_table():
     ln = plan.lines[0]
     ln.pricing, ln.payment, ln.upfront_usd, ln.monthly_usd = "reserved_1y", "all_upfront", 21439.21, 0.0
     assert legend in _text(plan).replace("\n", " ")
+
+
+def test_money_wording_a_fresh_user_misread():
+    """Four things a fresh user misread, said plainly: a total that counts what terms still cost after the horizon
+    (its average was above the dearest month), "capacity to spare" at 0.23 tokens/s of headroom, hours rounded to
+    3 figures (31.2 for 31.196319, so $/h x h/month was 19 cents off), and "$-91,867.71"."""
+    res = api.recommend(model="meta-llama/Llama-2-13b-hf", tokens_per_second=1500, horizon=36,
+                        explain=False)
+    plan = res.plan
+    plan.after_horizon_usd, plan.horizon_months = 1000.0, 24  # a 36-month term on a 24-month horizon, in small
+    out = _text(plan).replace("\n", " ")
+    inside = plan.total_usd - 1000.0
+    assert f"Total over 24 months: {render._usd(plan.total_usd)} = {render._usd(inside)} paid in the 24 months + " \
+           f"$1,000.00 still owed after them" in out
+    assert render._usd(-91867.714) == "-$91,867.71" and render._usd(-0.001) == "$0.00"
+    assert render._hours(31.196319) == "31.196319" and render._hours(730.0) == "730"
+    plan.marginal = {"demand": [{"workload": "workload", "block": "b", "months": "1-12",
+                                 "usd_per_month_per_token_per_s": 0.0}]}
+    plan.blocks = [{"label": "08:00-09:00", "period": 0, "months": 12, "demand": {"workload": 900.0},
+                    "capacity": {"workload": 900.2251}}]
+    out = _text(plan).replace("\n", " ")
+    assert "this plan's least headroom is 0.23 tokens/s (workload in 08:00-09:00)" in out
+    assert "capacity to spare" not in out

@@ -2010,6 +2010,27 @@ def trim_allocations(problem: FleetProblem, sol: FleetSolution) -> FleetSolution
     return out
 
 
+#: Why an offer cannot hold a replica (optimizer.model.candidates_for's reasons), as the plan's notes say it.
+_UNUSABLE = {"does_not_fit": "have too little GPU memory for a replica of up to 64 GPUs",
+             "no_cluster_fabric": "would need a replica over several instances and have no cluster fabric",
+             "no_spec": "have a GPU with no datasheet row", "no_throughput": "give no throughput"}
+
+
+def _unusable_notes(problem: FleetProblem, n_offers: int) -> list[str]:
+    """One note per workload for the offers its replica cannot use, by reason (a fresh user's catalog of five
+    offers planned an 8-GPU reservation for 100 tokens/s with nothing saying the 1-GPU offers could not hold the
+    model): "chat: 1,787 of 4,675 offers cannot hold a replica (33 too little GPU memory ..., ...)"."""
+    out = []
+    for w in problem.workloads:
+        rej = problem.rejected.get(w.name, {})
+        parts = [(n, _UNUSABLE[k]) for k, n in rej.items() if k in _UNUSABLE and n]
+        if parts:
+            total = sum(n for n, _ in parts)
+            out.append(f"{w.name}: {total:,} of {n_offers:,} offers cannot hold a replica ("
+                       + ", ".join(f"{n:,} {why}" for n, why in sorted(parts, key=lambda x: -x[0])) + ")")
+    return out
+
+
 def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock], offers: "pd.DataFrame", *,
                budget_usd: float | None = None, objective: str = "cost", pricing: tuple[str, ...] | None = None,
                spot_capacity: int = DEFAULT_SPOT_CAPACITY, solver: str = "auto", time_limit_s: float = 60.0,
@@ -2041,7 +2062,8 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
     res.rules = fx.rules(problem)
     res.solver = {"name": solver, "blocks": len(problem.blocks), "periods": len(problem.periods or []),
                   "merge": merge_note or problem.merge_note, "pruned": problem.pruned,
-                  "candidates": {w: len(cs) for w, cs in problem.cands.items()}}
+                  "candidates": {w: len(cs) for w, cs in problem.cands.items()},
+                  "rejected": {w: dict(r) for w, r in problem.rejected.items()}}
     empty = [w for w in workloads if not problem.cands.get(w.name)]
     if empty:
         w = empty[0]
@@ -2129,6 +2151,7 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
                          f"is still paid after it, counted in the total at {100 * (1 - problem.leftover_value):.0f} %"
                          " (--leftover-value)")
     res.binding = fx.binding(problem, sol)
+    res.notes.extend(_unusable_notes(problem, len(offers)))
     if explain and objective == "roi":
         res.notes.append("the strategy comparison and the provider alternatives price the FULL demand; an ROI plan "
                          "may serve less, so they are not shown (run --objective cost to compare)")

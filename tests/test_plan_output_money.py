@@ -185,3 +185,21 @@ def test_money_wording_a_fresh_user_misread():
     out = _text(plan).replace("\n", " ")
     assert "this plan's least headroom is 0.23 tokens/s (workload in 08:00-09:00)" in out
     assert "capacity to spare" not in out
+
+
+def test_offers_a_replica_cannot_use_are_counted_in_a_note(tmp_path):
+    """A fresh user's five-offer catalog planned an 8 x A100 reservation for 100 tokens/s with nothing saying why
+    the 1-GPU offers were not used: a 7B replica at the default 16 sequences of 4,096 tokens needs ~47 GiB
+    (optimizer.sizing), more than one L4 (22.35 GiB as AWS reports it) or A10G has, and one replica over several
+    of those instances needs a cluster fabric. The plan now counts them by reason, and the JSON's solver.rejected
+    has the counts."""
+    csv = tmp_path / "c.csv"
+    csv.write_text("provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,usd_per_hour\n"
+                   "myco,dc1,l4x1,L4,1,24,on_demand,0.8\n"
+                   "myco,dc1,a10x1,A10G,1,24,on_demand,1.0\n"
+                   "myco,dc1,a100x8,A100-80GB,8,80,on_demand,30\n")
+    res = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=100, catalog=str(csv), explain=False)
+    assert [ln.instance_type for ln in res.plan.lines] == ["a100x8"]
+    assert "workload: 2 of 3 offers cannot hold a replica (2 would need a replica over several instances and have " \
+           "no cluster fabric)" in res.plan.notes
+    assert res.plan.solver["rejected"]["workload"] == {"no_cluster_fabric": 2}

@@ -367,8 +367,9 @@ def _plan(con, plan) -> None:
               title_justify="left")
     # h/month: hours a month each instance runs, so $/h x h/month x count = $/month can be checked on every line
     cols = ("where", "instance_type", "purchase", "count", "months", "$/h each", "h/month", "$/month", "upfront",
-            "commitment", "term ends", "GPUs each", "replicas", "workloads", "used", "break-even")
-    right = {"count", "months", "$/h each", "h/month", "$/month", "upfront", "commitment", "replicas", "used",
+            "commitment", "term ends", "GPUs each", "replicas", "workloads", "hours used", "break-even")
+    # "hours used": the share of its hours an instance is busy (a fresh user read "used 100 %" as its capacity)
+    right = {"count", "months", "$/h each", "h/month", "$/month", "upfront", "commitment", "replicas", "hours used",
              "break-even"}
     for col in cols:
         t.add_column(col, justify="right" if col in right else "left", overflow="fold")

@@ -317,14 +317,60 @@ class FleetProblem:
 
 
 
+#: Parts of a commitment that add up to its effective rate within this (relative, and at least 1e-6 USD/h): the
+#: offers-CSV reader's own check (providers/offers_csv.py), so every row it accepts is priced by its parts.
+PARTS_TOLERANCE = 1e-6
+
+
 def commitment_parts(offer: dict[str, Any]) -> tuple[float, float]:
-    """(upfront USD per instance, recurring USD per hour) of a committed offer, as quoted; an offer that quotes
-    neither (a user's catalog with only usd_per_hour) is all recurring at its effective rate."""
-    up = float(offer.get("upfront_usd") or 0.0)
-    rec = float(offer.get("recurring_usd_per_hour") or 0.0)
-    if not rec and not up:
-        rec = float(offer["usd_per_hour"])
+    """(upfront USD per instance, recurring USD per hour) of a committed offer, as quoted. A part that is missing
+    (None or NaN) is 0; an offer that quotes neither (a user's catalog with only usd_per_hour), or whose parts do
+    not add up to its effective rate (upfront / term hours + recurring = usd_per_hour, within
+    :data:`PARTS_TOLERANCE`: a frame given to the API with a part missing), is all recurring at that rate — the
+    figure every other step (candidates, pruning) prices it by. :func:`commitment_parts_arrays` is the same rule
+    over a frame's columns."""
+    up = _part(offer.get("upfront_usd"))
+    rec = _part(offer.get("recurring_usd_per_hour"))
+    usd = float(offer["usd_per_hour"])
+    hours = TERM_MONTHS.get(offer.get("pricing"), 0) * HOURS_PER_MONTH
+    if (not rec and not up) or (hours and abs(rec + up / hours - usd) > max(PARTS_TOLERANCE, PARTS_TOLERANCE * usd)):
+        return 0.0, usd
     return up, rec
+
+
+def _part(x) -> float:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return 0.0
+    return 0.0 if v != v else v
+
+
+def commitment_parts_arrays(frame: "pd.DataFrame"):
+    """:func:`commitment_parts` of every row of ``frame`` as arrays (upfront, recurring, usd_per_hour, term hours;
+    term hours 0 on hourly rows), computed with the same operations so the figures are the same floats."""
+    import numpy as np
+    import pandas as pd
+
+    n = len(frame)
+
+    def col(c):
+        if c not in frame.columns:
+            return np.zeros(n)
+        v = pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        return np.where(np.isnan(v), 0.0, v)
+
+    up, rec = col("upfront_usd"), col("recurring_usd_per_hour")
+    usd = pd.to_numeric(frame["usd_per_hour"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    pr = frame["pricing"].astype(object).to_numpy()
+    hours = np.zeros(n)
+    for p_name, t in TERM_MONTHS.items():
+        hours[pr == p_name] = t * HOURS_PER_MONTH
+    with np.errstate(invalid="ignore", divide="ignore"):
+        off = (hours > 0) & (np.abs(rec + up / np.where(hours > 0, hours, 1.0) - usd) >
+                             np.maximum(PARTS_TOLERANCE, PARTS_TOLERANCE * usd))
+    flat = ((rec == 0) & (up == 0)) | off
+    return np.where(flat, 0.0, up), np.where(flat, usd, rec), usd, hours
 
 
 def committed_rate(offer: dict[str, Any]) -> float:
@@ -1533,6 +1579,13 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
                 cands[w.name] = full[w.name]
         else:
             cands[w.name] = t.candidates(np.flatnonzero(u & keep_rows))
+    for w in workloads:  # the model keys offers by provider|region|zone|instance_type|pricing|payment
+        seen: set[str] = set()
+        for c in cands[w.name]:
+            if c.okey in seen:
+                raise InputError("offers", f"two offers have the same key {c.okey!r} (provider|region|zone|"
+                                           "instance_type|pricing|payment): give each its zone, or drop one")
+            seen.add(c.okey)
     work = {w.name: float(train_flops(w.workload)) for w in workloads if w.training}
     pruned = 0
     if do_prune:
@@ -1648,12 +1701,8 @@ def _bound_groups(workloads, profiles, offers, tables, usable, blocks, periods, 
     com = np.isin(pr, sorted(COMMITTED))
     rate = np.zeros(n)
     if com.any():
-        def col(c):
-            return pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=float, na_value=np.nan) \
-                if c in frame.columns else np.zeros(n)
-        price, up, rec = col("usd_per_hour"), np.nan_to_num(col("upfront_usd")), np.nan_to_num(col("recurring_usd_per_hour"))
-        hours = np.where(pr == "reserved_3y", TERM_MONTHS["reserved_3y"], TERM_MONTHS["reserved_1y"]) * HOURS_PER_MONTH
-        rec = np.where((up == 0) & (rec == 0), price, rec)
+        up, rec, _, hours = commitment_parts_arrays(frame)
+        hours = np.where(com, hours, 1.0)
         # committed_rate, row by row, x the least a term costs per hour it covers inside the horizon (a 3-year
         # term on a 12-month horizon is paid for 36 months and covers 12: 3x; the leftover value lowers it)
         acts = [w.activity() for w in workloads]
@@ -1859,22 +1908,16 @@ def _prefilter_rows(tables: dict[str, "UnitTable"], usable: dict[str, Any], work
     com = np.isin(pr, sorted(COMMITTED)) & any_use
     if com.any():
         rows = np.flatnonzero(com)
-        up = pd.to_numeric(frame["upfront_usd"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)[rows] \
-            if "upfront_usd" in frame.columns else np.zeros(len(rows))
-        rec = pd.to_numeric(frame["recurring_usd_per_hour"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)[rows] \
-            if "recurring_usd_per_hour" in frame.columns else np.zeros(len(rows))
+        up_a, rec_a, _, hours_a = commitment_parts_arrays(frame)
+        up, rec, hrs = up_a[rows], rec_a[rows], hours_a[rows]
         cost = price[rows].copy()
         cls = pr[rows].copy()
         for p_name, factor in cc_factor.items():
             sel = pr[rows] == p_name
             if not sel.any():
                 continue
-            hours = TERM_MONTHS[p_name] * HOURS_PER_MONTH
-            u = np.where(np.isnan(up[sel]), 0.0, up[sel])
-            r = np.where(np.isnan(rec[sel]), 0.0, rec[sel])
-            neither = (u == 0) & (r == 0)
-            r = np.where(neither, price[rows][sel], r)
-            cost[sel] = (u + r * hours) / hours * HOURS_PER_MONTH * factor
+            # committed_rate x 730 x the factor, as FleetProblem.slot_cost computes it
+            cost[sel] = (up[sel] + rec[sel] * hrs[sel]) / hrs[sel] * HOURS_PER_MONTH * factor
             cls[sel] = "cc"
         pay_cols = ["payment"] if same_payment else []
         g = codes(pg_cols + zone_cols + pay_cols)[rows]

@@ -138,6 +138,12 @@ def test_prefilter_on_random_catalogs(snapshot, seed, kind, placement, spread, h
     for c in ("usd_per_hour", "upfront_usd", "recurring_usd_per_hour"):
         twins[c] = twins[c].astype(float) * scale
     cat = pd.concat([base, twins], ignore_index=True)
+    # a frame given to the API may miss a part of a commitment (a breaker's NaN upfronts made the prefilter price
+    # a row the pruning could not): some upfronts or recurring fees blanked
+    com = cat["pricing"].isin(["reserved_1y", "reserved_3y"]).to_numpy()
+    blank = com & (rng.random(len(cat)) < 0.15)
+    cat.loc[blank & (rng.random(len(cat)) < 0.5), "upfront_usd"] = np.nan
+    cat.loc[blank & (rng.random(len(cat)) >= 0.5), "recurring_usd_per_hour"] = np.nan
     _check(cat, kind, placement, spread, horizon, Budgets(monthly=monthly))
 
 
@@ -235,3 +241,44 @@ def test_group_bounds_on_random_catalogs(snapshot, monkeypatch, seed, model, tps
     assert a.status == b.status
     if b.status == "optimal":
         assert a.total_usd == pytest.approx(b.total_usd, rel=1e-9)
+
+
+def test_commitment_parts_row_by_row_and_as_arrays_agree():
+    """optimizer.fleet.commitment_parts: a missing part is 0; parts that do not add up to the effective rate (a part
+    missing) price the row all recurring at usd_per_hour, as every other step does; commitment_parts_arrays gives
+    the same floats over a frame."""
+    from optimizer.fleet import commitment_parts, commitment_parts_arrays, committed_rate
+
+    rows = [  # pricing, payment, usd_per_hour, upfront, recurring
+        ("reserved_1y", "all_upfront", 3.378171, 29592.78, 0.0),       # quoted: 29,592.78 / 8,760 h
+        ("reserved_1y", "partial_upfront", 4.001141, 17454.35, 2.008635292),
+        ("reserved_1y", "partial_upfront", 4.001141, np.nan, 2.008635292),  # upfront missing: all recurring
+        ("reserved_3y", "no_upfront", 3.07224, 0.0, np.nan),            # neither: all recurring
+        ("reserved_3y", "no_upfront", 3.07224, None, 3.07224),
+        ("on_demand", "", 6.88, 0.0, 6.88),
+    ]
+    frame = pd.DataFrame(rows, columns=["pricing", "payment", "usd_per_hour", "upfront_usd", "recurring_usd_per_hour"])
+    up, rec, usd, hours = commitment_parts_arrays(frame)
+    for i, r in enumerate(frame.to_dict("records")):
+        assert commitment_parts(r) == (up[i], rec[i])
+    assert commitment_parts(frame.iloc[0].to_dict()) == (29592.78, 0.0)
+    assert commitment_parts(frame.iloc[2].to_dict()) == (0.0, 4.001141)
+    assert commitment_parts(frame.iloc[3].to_dict()) == (0.0, 3.07224)
+    assert committed_rate(frame.iloc[0].to_dict()) == pytest.approx(29592.78 / 8760.0)
+    assert list(hours) == [8760.0, 8760.0, 8760.0, 26280.0, 26280.0, 0.0]
+
+
+def test_two_offers_with_one_key_are_refused(snapshot):
+    """A frame given to the API with two rows of one offer key (a breaker left zones empty): the model keys offers by
+    it, so which row it priced was arbitrary; it is an input error naming the key (the CSV readers refuse such
+    files already)."""
+    from gpuopt.errors import InputError
+
+    rows = snapshot[(snapshot["provider"] == "aws") & (snapshot["instance_type"] == "p4d.24xlarge") &
+                    (snapshot["pricing"] == "on_demand")].head(1)  # 8 x A100-40GB: hosts a 7B replica
+    twin = rows.copy()
+    twin["usd_per_hour"] = twin["usd_per_hour"].astype(float) * 1.0  # the same key, the same price
+    cat = pd.concat([rows, twin], ignore_index=True)
+    ws = _workloads("one")
+    with pytest.raises(InputError, match="two offers have the same key 'aws|"):
+        make_problem(ws, {"chat": flat_profile(500)}, cat)

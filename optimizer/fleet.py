@@ -346,9 +346,10 @@ def _part(x) -> float:
     return 0.0 if v != v else v
 
 
-def commitment_parts_arrays(frame: "pd.DataFrame"):
+def commitment_parts_arrays(frame: "pd.DataFrame", pricing=None):
     """:func:`commitment_parts` of every row of ``frame`` as arrays (upfront, recurring, usd_per_hour, term hours;
-    term hours 0 on hourly rows), computed with the same operations so the figures are the same floats."""
+    term hours 0 on hourly rows), computed with the same operations so the figures are the same floats.
+    ``pricing``: the frame's pricing column as an object array, when the caller has it."""
     import numpy as np
     import pandas as pd
 
@@ -362,7 +363,7 @@ def commitment_parts_arrays(frame: "pd.DataFrame"):
 
     up, rec = col("upfront_usd"), col("recurring_usd_per_hour")
     usd = pd.to_numeric(frame["usd_per_hour"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    pr = frame["pricing"].astype(object).to_numpy()
+    pr = frame["pricing"].astype(object).to_numpy() if pricing is None else pricing
     hours = np.zeros(n)
     for p_name, t in TERM_MONTHS.items():
         hours[pr == p_name] = t * HOURS_PER_MONTH
@@ -1541,7 +1542,7 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
     usable: dict[str, Any] = {}
     for w in workloads:
         t = _tables[w.name] if _tables is not None else unit_table(w.workload, offers, allow_spot=True, pricing=None)
-        pr = t.offers["pricing"].astype(object).to_numpy()
+        pr = t.pricing if t.pricing is not None else t.offers["pricing"].astype(object).to_numpy()
         allowed = np.isin(pr, sorted(allowed_pricing))
         spot = pr == "spot"
         rej = dict(t.rejected)
@@ -1697,11 +1698,12 @@ def _bound_groups(workloads, profiles, offers, tables, usable, blocks, periods, 
     cols = {"region": ["provider", "region"], "provider": ["provider"]}[kw["placement"]]
     grp = frame.groupby(cols, dropna=False, sort=False, observed=True).ngroup().to_numpy()
     ng = int(grp.max()) + 1
-    pr = frame["pricing"].astype(object).to_numpy()
+    pr = tables[workloads[0].name].pricing
+    pr = frame["pricing"].astype(object).to_numpy() if pr is None else pr
     com = np.isin(pr, sorted(COMMITTED))
     rate = np.zeros(n)
     if com.any():
-        up, rec, _, hours = commitment_parts_arrays(frame)
+        up, rec, _, hours = commitment_parts_arrays(frame, pr)
         hours = np.where(com, hours, 1.0)
         # committed_rate, row by row, x the least a term costs per hour it covers inside the horizon (a 3-year
         # term on a 12-month horizon is paid for 36 months and covers 12: 3x; the leftover value lowers it)
@@ -1843,20 +1845,23 @@ def _prefilter_rows(tables: dict[str, "UnitTable"], usable: dict[str, Any], work
     if n == 0:
         return keep
     hw = first.hw
-    pr = frame["pricing"].astype(object).to_numpy()
-    price = pd.to_numeric(frame["usd_per_hour"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    pr = first.pricing if first.pricing is not None else frame["pricing"].astype(object).to_numpy()
     any_use = np.zeros(n, dtype=bool)
     for u in usable.values():
         any_use |= u
     if any_use.sum() < 0.9 * n:  # the rows some workload may use, alone (cheaper to group)
         idx = np.flatnonzero(any_use)
-        sub = {w: dataclasses.replace(t, offers=t.offers.iloc[idx], ok=t.ok[idx], instances=t.instances[idx],
+        cols = [c for c in ("provider", "region", "zone", "instance_type", "pricing", "payment", "usd_per_hour",
+                            "upfront_usd", "recurring_usd_per_hour") if c in frame.columns]
+        part = frame[cols].iloc[idx]  # the columns the prefilter reads, once for every workload
+        sub = {w: dataclasses.replace(t, offers=part, ok=t.ok[idx], instances=t.instances[idx],
                                       replicas=t.replicas[idx], throughput=t.throughput[idx],
-                                      usd_per_unit_hour=t.usd_per_unit_hour[idx], hw=t.hw[idx])
-               for w, t in tables.items()}
+                                      usd_per_unit_hour=t.usd_per_unit_hour[idx], hw=t.hw[idx],
+                                      pricing=pr[idx]) for w, t in tables.items()}
         keep[idx] = _prefilter_rows(sub, {w: u[idx] for w, u in usable.items()}, workloads, placement=placement,
                                     spread=spread, same_payment=same_payment, cc_factor=cc_factor)
         return keep
+    price = pd.to_numeric(frame["usd_per_hour"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
     def codes(cols: list[str]):
         """Group number of each row by ``cols`` (a missing value is a group of its own: finer than prune_fleet's
@@ -1908,7 +1913,7 @@ def _prefilter_rows(tables: dict[str, "UnitTable"], usable: dict[str, Any], work
     com = np.isin(pr, sorted(COMMITTED)) & any_use
     if com.any():
         rows = np.flatnonzero(com)
-        up_a, rec_a, _, hours_a = commitment_parts_arrays(frame)
+        up_a, rec_a, _, hours_a = commitment_parts_arrays(frame, pr)
         up, rec, hrs = up_a[rows], rec_a[rows], hours_a[rows]
         cost = price[rows].copy()
         cls = pr[rows].copy()

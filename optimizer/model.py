@@ -154,7 +154,8 @@ class UnitTable:
     """What every offer row of a frame gives one workload, as arrays over the rows (no Python object per row), so
     a big catalog can be pruned before candidates exist (``optimizer.fleet.make_problem``).
 
-    ``offers``: the frame the arrays index (candidates_for's pricing filter applied). Per row: ``ok`` — the row
+    ``offers``: the frame the arrays index (candidates_for's pricing filter applied), ``pricing`` its pricing
+    column as an object array. Per row: ``ok`` — the row
     makes a candidate; ``instances`` (k), ``replicas`` (r), ``throughput`` (tokens/s or FLOP/s of a unit, r x a
     replica's, spot reduced), ``usd_per_unit_hour`` (k x usd_per_hour) and ``hw`` (index of the row's distinct
     hardware in ``hardware``: (k, r, sizing, shape label, theta, fabric, max_units) or (None, reason)). Rows of the
@@ -171,6 +172,7 @@ class UnitTable:
     hardware: list
     rejected: dict[str, int]
     sizing_by_gpu: dict[str, "ReplicaSizing"]
+    pricing: Any = None  # the rows' pricing column as an object array (read once: big frames)
 
     def candidates(self, rows=None) -> list[Candidate]:
         """Candidates of the rows ``rows`` (positions in ``offers``, ascending; default every row that makes one),
@@ -243,7 +245,8 @@ def unit_table(workload: "Workload", offers: "pd.DataFrame", *, allow_spot: bool
             rejected[h[1]] = rejected.get(h[1], 0) + int(cnt)
     ok = fits[hw] if n else np.zeros(0, dtype=bool)
     theta = TH[hw] if n else np.zeros(0)
-    spot = (offers["pricing"].astype(object) == "spot").to_numpy()
+    pricing_arr = offers["pricing"].astype(object).to_numpy()
+    spot = pricing_arr == "spot"
     theta = np.where(spot, theta * (1.0 - SPOT_INTERRUPTION_OVERHEAD), theta)
     bad = ok & ~(theta > 0)
     if bad.any():
@@ -254,7 +257,7 @@ def unit_table(workload: "Workload", offers: "pd.DataFrame", *, allow_spot: bool
     usd = pd.to_numeric(offers["usd_per_hour"], errors="coerce").to_numpy(dtype=float, na_value=np.nan) if n \
         else np.zeros(0)
     return UnitTable(offers=offers, ok=ok, instances=k, replicas=r, throughput=r * theta, usd_per_unit_hour=k * usd,
-                     hw=hw, hardware=hardware, rejected=rejected, sizing_by_gpu=sizing_by_gpu)
+                     hw=hw, hardware=hardware, rejected=rejected, sizing_by_gpu=sizing_by_gpu, pricing=pricing_arr)
 
 
 def candidates_for(

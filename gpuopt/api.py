@@ -72,20 +72,28 @@ def _price_provenance(offers, info, catalog, prices_on=None) -> dict[str, Any]:
     origins = dict(getattr(info, "origins", {}) or {})
     warnings = list(getattr(info, "warnings", ()) or ())
     per = {}
-    for prov, grp in offers.groupby("provider"):
-        dates = sorted({str(x)[:10] for x in grp["as_of"].dropna().unique() if str(x)[:4].isdigit()})
+    # a column at a time, then per provider from the distinct (provider, as_of) pairs (500,000 offers: 0.5 s -> less)
+    rows_of = offers["provider"].value_counts(sort=False)
+    est_of = offers["source"].astype(str).str.startswith("rule:").groupby(offers["provider"], observed=True).sum() \
+        if "source" in offers.columns else {}
+    pairs = offers[["provider", "as_of"]].dropna().drop_duplicates()
+    dates_of: dict[str, set] = {}
+    for prov_, x in zip(pairs["provider"].tolist(), pairs["as_of"].tolist()):
+        if str(x)[:4].isdigit():
+            dates_of.setdefault(str(prov_), set()).add(str(x)[:10])
+    for prov in sorted(rows_of.index, key=str):
+        dates = sorted(dates_of.get(str(prov), ()))
         newest = dates[-1] if dates else None
         age = _price_age_days(newest)
         origin = origins.get(str(prov), "user catalog" if catalog else "shipped snapshot")
         per[str(prov)] = {
-            "rows": int(len(grp)),
+            "rows": int(rows_of[prov]),
             "origin": origin,
             "as_of": newest,
             "oldest_as_of": dates[0] if dates else None,
             "age_days": age,
             "stale": bool(age is not None and age > limit),
-            "estimated_rows": int(sum(int(v) for k, v in grp["source"].value_counts().items()
-                                      if str(k).startswith("rule:"))),
+            "estimated_rows": int(est_of.get(prov, 0)) if len(est_of) else 0,
         }
         oldest_age = _price_age_days(dates[0] if dates else None)
         per[str(prov)]["oldest_age_days"] = oldest_age
@@ -94,6 +102,7 @@ def _price_provenance(offers, info, catalog, prices_on=None) -> dict[str, Any]:
         if prices_on is None and oldest_age is not None and oldest_age > limit and origin != "shipped snapshot":
             from providers.base import LIVE_ADAPTERS
 
+            grp = offers[(offers["provider"] == prov).to_numpy()]
             n_old = int((grp["as_of"].astype(str).str[:10] < (_dt.date.today() - _dt.timedelta(days=limit)).isoformat()).sum())
             fix = (f"run `gpuopt prices refresh --provider {prov}`" if str(prov) in LIVE_ADAPTERS
                    else "import newer prices with `gpuopt prices import`")

@@ -276,12 +276,9 @@ def _line_list_price(ln, od: dict) -> float:
     rate = float(ln.usd_per_hour)
     if ln.pricing == "on_demand":
         return rate
-    found = od.get((ln.provider, ln.region, ln.instance_type))
+    found = od.get((ln.provider, ln.region, ln.instance_type)) or getattr(ln, "on_demand_usd_per_hour", None)
     if found:
         return float(found)
-    be = getattr(ln, "break_even_utilization", None)
-    if be:  # reserved: break-even = effective rate / on-demand rate (rounded to 4 digits)
-        return rate / float(be)
     return rate  # no on-demand price known: the line's own rate is the only price there is
 
 

@@ -463,7 +463,8 @@ def _plan(con, plan) -> None:
         con.print(f"One more token/s for {d['workload']} in {d['block']}"
                   + (f" (months {d['months']})" if d.get("months") else "")
                   + f" costs about ${d['usd_per_month_per_token_per_s']:,.4f} a month (LP relaxation)")
-    if priced:  # the blocks and periods not listed (a fresh user read their absence as "not computed")
+    pairs = sum(1 for b in (getattr(plan, "blocks", None) or []) for d in (b.get("demand") or {}).values() if d)
+    if priced and min(3, len(priced)) < pairs:  # the blocks not listed (a fresh user read their absence as "not computed")
         con.print("In every other block and period one more token/s costs at most the last figure above, and "
                   "nothing where the LP relaxation has capacity to spare")
     for nb in plan.next_best:

@@ -1202,7 +1202,10 @@ class FleetLine:
     a month it runs (commitments: 730, billed whatever the use); ``count`` instances (committed: bought; hourly:
     the most running at once). Layout: ``replicas`` the most replicas the line hosts at once; ``gpus_per_replica``,
     ``tensor_parallel``, ``pipeline_parallel`` of its (first) workload's replica. ``utilization``: committed lines,
-    the share of their billed hours within the horizon doing work.
+    the share of their billed hours within the horizon doing work. ``break_even_utilization``: committed lines, the
+    share of their hours inside the horizon they must be busy to cost no more than on-demand — what the plan counts
+    for the term (the whole of it, less the leftover value) / (the on-demand rate x those hours); a 3-year term at
+    0.35 of on-demand on a 24-month horizon breaks even at 0.525, not 0.35 (a fresh user's sign-off found it).
     """
 
     provider: str
@@ -1235,6 +1238,7 @@ class FleetLine:
     tensor_parallel: int = 1
     pipeline_parallel: int = 1
     fabric: str = ""
+    on_demand_usd_per_hour: float | None = None  # committed lines: the same instance type's on-demand rate there
 
 
 @dataclass
@@ -1327,8 +1331,10 @@ def fleet_lines(problem: FleetProblem, sol: FleetSolution, od_rates: dict) -> li
         up, rec = commitment_parts(o)
         ln = _line(o, n, HOURS_PER_MONTH, rec * HOURS_PER_MONTH * n, users,
                    round(busy / (n * HOURS_PER_MONTH * months_in), 4) if months_in else None,
-                   None if not od else round(float(o["usd_per_hour"]) / od, 4), up * n,
+                   None if not od or not months_in else
+                   round(problem.slot_cost(s) / (HOURS_PER_MONTH * months_in) / od, 4), up * n,
                    committed_rate(o) * HOURS_PER_MONTH * s.term_months * n)
+        ln.on_demand_usd_per_hour = od or None
         ln.total_usd = round(problem.slot_cost(s) * n, 2)
         ln.start_month, ln.end_month = s.start_month + 1, min(s.end_month, H)
         ln.term_end = month_label(start, s.end_month - 1) if start else f"month {s.end_month}"
@@ -1482,7 +1488,7 @@ def workload_summaries(problem: FleetProblem, sol: FleetSolution) -> tuple[list[
                       "regions": sorted({"/".join(k.split("|")[:2]) for k in used.get(w.name, ())})})
         out_w.append(d)
     out_b = [{"label": b.label, "period": b.period, "months": problem.months(b), "start_hour": b.start_hour,
-              "hours": b.hours, "demand": {k: v for k, v in b.demand.items()},
+              "hours": round(b.hours, 6), "demand": {k: v for k, v in b.demand.items()},
               "capacity": {w.name: round(cap.get((w.name, bi), 0.0), 4) for w in problem.workloads
                            if not w.training and problem.active(w, b)},
               "training_flops_per_s": {w.name: cap.get((w.name, bi), 0.0) for w in problem.workloads if w.training}}

@@ -31,6 +31,11 @@ def test_zero_duals_are_not_printed_as_prices():
                                        "usd_per_month_per_token_per_s": 2.5})
     out = _text(plan)
     assert "One more token/s for w in hour 20 (months 1-12) costs about $2.5000 a month" in out
+    # the plan has one block, listed: nothing else to say about the others
+    assert "In every other block" not in out
+    plan.blocks = [{"label": f"hour {h}", "period": 0, "months": 12, "demand": {"w": 100.0},
+                    "capacity": {"w": 120.0}} for h in range(24)]
+    out = _text(plan)
     assert "In every other block and period one more token/s costs at most the last figure above" in out.replace("\n", " ")
     assert "hour 3" not in out and "costs nothing more" not in out
 
@@ -203,3 +208,18 @@ def test_offers_a_replica_cannot_use_are_counted_in_a_note(tmp_path):
     assert "workload: 2 of 3 offers cannot hold a replica (2 would need a replica over several instances and have " \
            "no cluster fabric)" in res.plan.notes
     assert res.plan.solver["rejected"]["workload"] == {"no_cluster_fabric": 2}
+
+
+def test_break_even_counts_the_term_months_after_the_horizon():
+    """A fresh user's sign-off: a 3-year term at 0.35 of on-demand on a 24-month horizon showed "break-even 35 %",
+    but it is paid 36 months to cover 24: it breaks even at 52.5 % busy (0.35 x 36 / 24). Break-even is what the
+    plan counts for the term / (on-demand rate x its hours inside the horizon)."""
+    res = api.recommend(model="meta-llama/Llama-2-13b-hf", tokens_per_second=1500, horizon=24, regions=["europe-west4"],
+                        providers=["gcp"], pricing=["reserved_3y"], explain=False)
+    lines = [ln for ln in res.plan.lines if ln.pricing == "reserved_3y"]
+    assert lines
+    for ln in lines:
+        od = ln.on_demand_usd_per_hour
+        assert od and ln.break_even_utilization == pytest.approx(ln.total_usd / ln.count / (730 * 24) / od, abs=1e-4)
+        # the bare rate ratio understates it by the 36/24 the term outlives the horizon
+        assert ln.break_even_utilization == pytest.approx(ln.usd_per_hour / od * 36 / 24, abs=2e-4)

@@ -50,6 +50,20 @@ def _workloads(kind: str) -> list[FleetWorkload]:
                                            tokens_per_second=1500), allow_spot=True)]
 
 
+def _replicated(base: pd.DataFrame, copies: int, rng) -> pd.DataFrame:
+    """``base`` and copies 1..copies-1 of it with every region renamed ``<region>-s<i>`` and each row's prices
+    (hourly, upfront, recurring alike) scaled by a seeded factor in [0.8, 1.25]: the benchmark's catalog in small."""
+    frames = [base]
+    for i in range(1, copies):
+        f = base.copy()
+        f["region"] = f["region"].astype(str) + f"-s{i}"
+        k = rng.uniform(0.8, 1.25, len(f))
+        for c in ("usd_per_hour", "upfront_usd", "recurring_usd_per_hour"):
+            f[c] = f[c].astype(float) * k
+        frames.append(f)
+    return pd.concat(frames, ignore_index=True)
+
+
 def _reference(problem, workloads):
     """What prune_fleet keeps of every candidate (no prefilter): okeys per workload."""
     full = problem.replace(cands=problem.unpruned)  # its slots, so the terms' costs over the horizon, of every row
@@ -99,16 +113,7 @@ def test_prefilter_keeps_what_pruning_keeps_on_the_snapshot(snapshot, kind, plac
 def test_prefilter_drops_most_rows_of_a_replicated_catalog(snapshot):
     # the shape of the 500,000-offer benchmark on a small scale: every region copied with its prices scaled; the
     # prefilter leaves prune_fleet a fraction of the candidates, and pruning keeps what it keeps of all of them
-    rng = np.random.default_rng(3)
-    frames = [snapshot]
-    for i in range(1, 4):
-        f = snapshot.copy()
-        f["region"] = f["region"].astype(str) + f"-s{i}"
-        k = rng.uniform(0.8, 1.25, len(f))
-        for c in ("usd_per_hour", "upfront_usd", "recurring_usd_per_hour"):
-            f[c] = f[c].astype(float) * k
-        frames.append(f)
-    big = pd.concat(frames, ignore_index=True)
+    big = _replicated(snapshot, 4, np.random.default_rng(3))
     ws = _workloads("one")
     t = unit_table(ws[0].workload, big, allow_spot=True)
     p = _check(big, "one")
@@ -223,17 +228,7 @@ def test_group_bounds_on_random_catalogs(snapshot, monkeypatch, seed, model, tps
     """Regions copied with prices scaled per instance type (the benchmark's catalog in small): same optimum."""
     from optimizer.demand import inline_profile
 
-    rng = np.random.default_rng(seed)
-    base = snapshot.sample(n=1500, random_state=seed)
-    frames = [base]
-    for i in range(1, 3):
-        f = base.copy()
-        f["region"] = f["region"].astype(str) + f"-s{i}"
-        k = rng.uniform(0.8, 1.25, len(f))
-        for c in ("usd_per_hour", "upfront_usd", "recurring_usd_per_hour"):
-            f[c] = f[c].astype(float) * k
-        frames.append(f)
-    cat = pd.concat(frames, ignore_index=True)
+    cat = _replicated(snapshot.sample(n=1500, random_state=seed), 3, np.random.default_rng(seed))
     ws = [_serve("svc", model, tps, min_replicas=reps)]
     profiles = {"svc": inline_profile([tps * v / 1400.0 for v in DAY]) if diurnal else flat_profile(tps)}
     a = _plan(cat, ws, profiles, True, monkeypatch, horizon_months=horizon)

@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING, Any
 from gpuopt.errors import InputError
 from gpuopt.records import HOURS_PER_MONTH, is_estimated
 from optimizer.horizon import TERM_MONTHS, Activity, Period, commitment_cost_factor, month_label, slot_starts
-from optimizer.model import COMMITTED, Candidate, UnitTable, candidates_for, offer_key, unit_table
+from optimizer.model import COMMITTED, Candidate, UnitTable, candidates_for, unit_table
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -1690,7 +1690,6 @@ def _bound_groups(workloads, profiles, offers, tables, usable, blocks, periods, 
     Applies to minimum cost without budgets, quotas or zone spread, every workload a placed serving one (training
     jobs are not placed)."""
     import numpy as np
-    import pandas as pd
 
     from optimizer.exact import solve_separable
 

@@ -8,7 +8,6 @@ Every function here solves restricted copies of the problem; none changes the pr
 from __future__ import annotations
 
 import math
-import os
 from typing import Any
 
 from gpuopt.records import HOURS_PER_MONTH

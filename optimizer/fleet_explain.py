@@ -46,8 +46,11 @@ def rules(problem: FleetProblem) -> list[str]:
     out.append("commitments cost everything paid over their whole term (upfront + recurring)"
                + (f", less {100 * lv:.0f} % of the months that outlive the horizon" if lv else
                   "; months after the horizon are counted in full (leftover value 0)"))
-    out.append(f"spot: at most {problem.spot_capacity} instances of one instance type per region, 90 % of their "
-               "throughput counted; never the only capacity behind min_replicas unless spot_only_ok")
+    if any(w.allow_spot for w in problem.workloads):  # else there is no spot rule to hold (a fresh user asked)
+        out.append(f"spot: at most {problem.spot_capacity} instances of one instance type per region, 90 % of their "
+                   "throughput counted; never the only capacity behind min_replicas unless spot_only_ok")
+    else:
+        out.append("spot: not used (no workload allows it: --allow-spot)")
     place = {"region": "each serving workload in one region of one provider",
              "provider": "each serving workload with one provider (any of its regions)",
              "any": "serving workloads may span providers and regions"}[problem.placement]

@@ -223,3 +223,12 @@ def test_break_even_counts_the_term_months_after_the_horizon():
         assert od and ln.break_even_utilization == pytest.approx(ln.total_usd / ln.count / (730 * 24) / od, abs=1e-4)
         # the bare rate ratio understates it by the 36/24 the term outlives the horizon
         assert ln.break_even_utilization == pytest.approx(ln.usd_per_hour / od * 36 / 24, abs=2e-4)
+
+
+def test_the_spot_rule_is_said_only_when_some_workload_may_use_spot():
+    """A fresh user read the spot cap rule on a plan where spot was not allowed; it now says spot is not used."""
+    plain = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=500, explain=False).plan
+    assert "spot: not used (no workload allows it: --allow-spot)" in plain.rules
+    assert not any(r.startswith("spot: at most") for r in plain.rules)
+    spot = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=500, allow_spot=True, explain=False).plan
+    assert any(r.startswith("spot: at most 16 instances of one instance type per region") for r in spot.rules)

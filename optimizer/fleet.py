@@ -374,6 +374,16 @@ def commitment_parts_arrays(frame: "pd.DataFrame", pricing=None):
     return np.where(flat, 0.0, up), np.where(flat, usd, rec), usd, hours
 
 
+def committed_rate_arrays(frame: "pd.DataFrame", pricing=None):
+    """:func:`committed_rate` of every row of ``frame`` (NaN on hourly rows), from :func:`commitment_parts_arrays`
+    with the same operations, so the figures are the same floats."""
+    import numpy as np
+
+    up, rec, _, hours = commitment_parts_arrays(frame, pricing)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(hours > 0, (up + rec * hours) / np.where(hours > 0, hours, 1.0), np.nan)
+
+
 def committed_rate(offer: dict[str, Any]) -> float:
     """Effective USD per hour of a committed offer from its quoted parts: (upfront + recurring x term hours) / term
     hours. The offer's ``usd_per_hour`` is the same figure rounded (6 decimals in the snapshot); over a 3-year term
@@ -1708,8 +1718,6 @@ def _bound_groups(workloads, profiles, offers, tables, usable, blocks, periods, 
     com = np.isin(pr, sorted(COMMITTED))
     rate = np.zeros(n)
     if com.any():
-        up, rec, _, hours = commitment_parts_arrays(frame, pr)
-        hours = np.where(com, hours, 1.0)
         # committed_rate, row by row, x the least a term costs per hour it covers inside the horizon (a 3-year
         # term on a 12-month horizon is paid for 36 months and covers 12: 3x; the leftover value lowers it)
         acts = [w.activity() for w in workloads]
@@ -1719,7 +1727,7 @@ def _bound_groups(workloads, profiles, offers, tables, usable, blocks, periods, 
             per = [(T - lv * max(0, s + T - H)) / (T - max(0, s + T - H)) for s in slot_starts(acts, H, T)]
             factor[p_name] = min(per) if per else 1.0
         f = np.array([factor.get(p, 1.0) for p in pr.tolist()]) if n else np.zeros(0)
-        base_rate = (up + rec * hours) / hours
+        base_rate = committed_rate_arrays(frame, pr)
         rate = base_rate * f
     else:
         base_rate = np.zeros(n)
@@ -1918,8 +1926,7 @@ def _prefilter_rows(tables: dict[str, "UnitTable"], usable: dict[str, Any], work
     com = np.isin(pr, sorted(COMMITTED)) & any_use
     if com.any():
         rows = np.flatnonzero(com)
-        up_a, rec_a, _, hours_a = commitment_parts_arrays(frame, pr)
-        up, rec, hrs = up_a[rows], rec_a[rows], hours_a[rows]
+        rate = committed_rate_arrays(frame, pr)[rows]
         cost = price[rows].copy()
         cls = pr[rows].copy()
         for p_name, factor in cc_factor.items():
@@ -1927,7 +1934,7 @@ def _prefilter_rows(tables: dict[str, "UnitTable"], usable: dict[str, Any], work
             if not sel.any():
                 continue
             # committed_rate x 730 x the factor, as FleetProblem.slot_cost computes it
-            cost[sel] = (up[sel] + rec[sel] * hrs[sel]) / hrs[sel] * HOURS_PER_MONTH * factor
+            cost[sel] = rate[sel] * HOURS_PER_MONTH * factor
             cls[sel] = "cc"
         pay_cols = ["payment"] if same_payment else []
         g = codes(pg_cols + zone_cols + pay_cols)[rows]

@@ -242,7 +242,7 @@ def test_commitment_parts_row_by_row_and_as_arrays_agree():
     """optimizer.fleet.commitment_parts: a missing part is 0; parts that do not add up to the effective rate (a part
     missing) price the row all recurring at usd_per_hour, as every other step does; commitment_parts_arrays gives
     the same floats over a frame."""
-    from optimizer.fleet import commitment_parts, commitment_parts_arrays, committed_rate
+    from optimizer.fleet import commitment_parts, commitment_parts_arrays, committed_rate, committed_rate_arrays
 
     rows = [  # pricing, payment, usd_per_hour, upfront, recurring
         ("reserved_1y", "all_upfront", 3.378171, 29592.78, 0.0),       # quoted: 29,592.78 / 8,760 h
@@ -260,6 +260,8 @@ def test_commitment_parts_row_by_row_and_as_arrays_agree():
     assert commitment_parts(frame.iloc[2].to_dict()) == (0.0, 4.001141)
     assert commitment_parts(frame.iloc[3].to_dict()) == (0.0, 3.07224)
     assert committed_rate(frame.iloc[0].to_dict()) == pytest.approx(29592.78 / 8760.0)
+    rates = committed_rate_arrays(frame)
+    assert [committed_rate(r) for r in frame.to_dict("records")[:5]] == list(rates[:5]) and np.isnan(rates[5])
     assert list(hours) == [8760.0, 8760.0, 8760.0, 26280.0, 26280.0, 0.0]
 
 

@@ -634,13 +634,14 @@ def shared_lower_bound(problem: FleetProblem, *, allowed: set[str] | None = None
 
 
 def solve_within_limits(problem: FleetProblem, *, allowed: set[str] | None = None,
-                        deadline: float | None = None) -> FleetSolution | None:
+                        deadline: float | None = None, gap_rel: float = 0.001) -> FleetSolution | None:
     """The exact plan of ``problem`` when its budgets and quota do not bind: the plan of the problem without them
-    (:func:`solve_separable`) is returned, labelled optimal, when it keeps every limit — cash in every month
+    (:func:`solve_separable`; where workloads could share a commitment ``optimizer.shared.solve_shared``, proven
+    within ``gap_rel``) is returned, labelled optimal, when it keeps every limit — cash in every month
     <= the monthly budget (the MILP bounds the first month of each period, which this implies), total <=
     budget_total, upfront <= max_upfront, commitment <= max_commitment, and at most ``max_instances`` instances of
     one instance type in one region in every block (hourly units and the commitments covering the block). A
-    relaxation's optimum that is feasible is optimal. None when they bind (the MILP plans) or it is not separable.
+    relaxation's optimum that is feasible is optimal. None when they bind (the MILP plans) or neither enumeration applies.
     """
     from optimizer.fleet import Budgets, money
 
@@ -648,6 +649,10 @@ def solve_within_limits(problem: FleetProblem, *, allowed: set[str] | None = Non
         return None
     free = problem.replace(budgets=Budgets(), budget_usd=None, max_instances=None)
     sol = solve_separable(free, allowed=allowed, deadline=deadline)
+    if sol is None:
+        from optimizer.shared import solve_shared
+
+        sol = solve_shared(free, allowed=allowed, gap_rel=gap_rel, deadline=deadline)
     if sol is None:
         return None
     bg = problem.budgets

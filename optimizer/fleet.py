@@ -929,8 +929,11 @@ def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_r
     if exact:
         from optimizer.exact import solve_separable, solve_within_limits
 
+        from optimizer.shared import solve_shared
+
         sol = solve_separable(problem, allowed=allowed, deadline=t_end) or \
-            solve_within_limits(problem, allowed=allowed, deadline=t_end)
+            solve_shared(problem, allowed=allowed, gap_rel=gap_rel, deadline=t_end) or \
+            solve_within_limits(problem, allowed=allowed, deadline=t_end, gap_rel=gap_rel)
         if sol is not None:
             return sol
     if problem.placement != "any" and _placed(problem):

@@ -181,54 +181,44 @@ def _pi_bound(sides: list[_Side]) -> float:
     import numpy as np
 
     B = len(sides[0].need)
+    pts = [np.zeros((1, B))]
     per_side = []
+    final = 0.0 * np.zeros(B)
     for s in sides:
-        c = np.array([st[3] for st in s.states])
-        M = np.vstack([s.block_costs(i, ()) for i in range(len(s.states))])  # states x blocks
+        c = np.array([st[3] for st in s.states], dtype=float)
+        M = np.vstack([s.block_costs(i, ()) for i in range(len(s.states))])  # states x blocks, inf: no cover
+        finite = np.isfinite(M)
+        if not finite.any(axis=0).all():
+            return math.inf  # some block has no cover at all: no plan
         per_side.append((c, M))
-    base = 0.0
-    segments = []  # (slope, length)
-    for b in range(B):
-        # breakpoints of each side's lower envelope in pi (lines c_P pi + M_Pb), then the sum's values at them
-        pts = {0.0}
-        lines = []
-        for c, M in per_side:
-            ok = np.isfinite(M[:, b])
-            if not ok.any():
-                return math.inf
-            cc, mm = c[ok], M[ok, b]
-            lines.append((cc, mm))
-            # envelope from pi = 0: the lowest intercept (ties: the smaller slope), then each next line that crosses
-            j = int(np.lexsort((cc, mm))[0])
-            x = 0.0
-            while True:
-                smaller = cc < cc[j] - 1e-12
-                if not smaller.any():
-                    break
-                xs = (mm[smaller] - mm[j]) / (cc[j] - cc[smaller])  # where each cheaper-sloped line crosses line j
-                idx = np.nonzero(smaller)[0]
-                k = int(np.argmin(np.where(xs >= x - 1e-15, xs, np.inf)))
-                if not math.isfinite(xs[k]):
-                    break
-                x = max(x, float(xs[k]))
-                j = int(idx[k])
-                pts.add(x)
-        t = np.array(sorted(pts))
-        F = sum((np.min(cc[:, None] * t[None, :] + mm[:, None], axis=0) for cc, mm in lines), start=np.zeros(len(t)))
-        base += float(F[0])
-        final_slope = float(sum(cc.min() for cc, _ in lines))
-        for j in range(len(t) - 1):
-            segments.append(((F[j + 1] - F[j]) / (t[j + 1] - t[j]), t[j + 1] - t[j]))
-        segments.append((final_slope, math.inf))
-    segments.sort(key=lambda sl: -sl[0])
-    left, total = 1.0, base
-    for slope, length in segments:
-        if left <= 0 or slope <= 0:
-            break
-        take = min(left, length)
-        total += slope * take
-        left -= take
-    return total
+        # slope of the envelope for large pi: the least-slope line among those that cover the block
+        final = final + np.where(finite, c[:, None], np.inf).min(axis=0)
+        if len(c) > 1:
+            i, j = np.triu_indices(len(c), 1)
+            dc = c[i] - c[j]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                x = (M[j] - M[i]) / dc[:, None]  # where line i meets line j
+            x[~np.isfinite(x) | (x < 0)] = 0.0
+            pts.append(x)
+    T = np.sort(np.vstack(pts), axis=0)  # candidate breakpoints per block (every envelope's are among them)
+    F = np.zeros_like(T)
+    for c, M in per_side:
+        F += np.min(c[:, None, None] * T[None, :, :] + M[:, None, :], axis=0)
+    base = float(F[0].sum())  # pi = 0 everywhere
+    dT = np.diff(T, axis=0)
+    ok = dT > 1e-18
+    slope = np.where(ok, np.diff(F, axis=0) / np.where(ok, dT, 1.0), -np.inf)
+    slopes = np.concatenate([slope[ok], final])
+    lengths = np.concatenate([dT[ok], np.full(B, np.inf)])
+    order = np.argsort(-slopes, kind="stable")
+    slopes, lengths = slopes[order], lengths[order]
+    pos = slopes > 0
+    slopes, lengths = slopes[pos], lengths[pos]
+    if len(slopes) == 0:
+        return base
+    before = np.concatenate([[0.0], np.cumsum(lengths)[:-1]])
+    take = np.clip(1.0 - before, 0.0, lengths)
+    return base + float(slopes @ take)
 
 
 def _vectors(box: tuple[int, ...]) -> list[tuple[int, ...]]:
@@ -408,19 +398,14 @@ def solve_shared(problem: FleetProblem, *, allowed: set[str] | None = None, gap_
     subsets = sum(2 ** len(ws) for ws in by_group.values())
     if subsets > MAX_SUBSETS * max(1, len(by_group)):
         return None
-    # A(w, g) and S(w, g)
-    A: dict[tuple[str, tuple], tuple] = {}
+    # S(w, g) for every workload and group; A(w, g) only where needed (each workload's best group is found in
+    # the order of S, a lower bound on A, and stops once S reaches the best A)
     S: dict[tuple[str, tuple], float] = {}
     for g, ws in by_group.items():
         if deadline is not None and time.perf_counter() > deadline:
             return None
         for wn, cs in ws.items():
             w = wl[wn]
-            try:
-                r = _plan_group(w, cs, problem, slot_for, blocks, demand[wn], hours)
-            except TooBig:
-                return None
-            A[(wn, g)] = r if r is not None else (math.inf,)
             m = int(w.min_replicas)
             units = _hourly_units(w, [c for c in cs if not c.committed], problem.spot_capacity)
             units += [(c.throughput_per_unit, int(c.replicas_per_unit), int(c.instances_per_unit),
@@ -436,8 +421,29 @@ def solve_shared(problem: FleetProblem, *, allowed: set[str] | None = None, gap_
                     idx = np.searchsorted(caps, need[wn], side="left")
                     if (idx < len(caps)).all():
                         sv = float(order[idx] @ hours)
-            S[(wn, g)] = min(sv, A[(wn, g)][0])
-    a_star = {w: min((A[(w, g)][0], g) for g in by_group if (w, g) in A) for w in names}
+            S[(wn, g)] = sv
+    A: dict[tuple[str, tuple], tuple] = {}
+
+    def a_of(wn: str, g: tuple) -> tuple:
+        """_plan_group of w alone in g: (cost, committed combo, committed, hourly, per block), cost inf: no plan."""
+        if (wn, g) not in A:
+            r = _plan_group(wl[wn], by_group[g][wn], problem, slot_for, blocks, demand[wn], hours)
+            A[(wn, g)] = r if r is not None else (math.inf,)
+        return A[(wn, g)]
+
+    a_star: dict[str, tuple[float, tuple]] = {}
+    try:
+        for wn in names:
+            best = (math.inf, ())
+            for g in sorted((g for g in by_group if (wn, g) in S), key=lambda g: (S[(wn, g)], g)):
+                if S[(wn, g)] >= best[0] - 1e-9:
+                    break
+                if deadline is not None and time.perf_counter() > deadline:
+                    return None
+                best = min(best, (a_of(wn, g)[0], g))
+            a_star[wn] = best
+    except TooBig:
+        return None
     if any(not math.isfinite(a_star[w][0]) for w in names):
         return None
     upper = sum(a_star[w][0] for w in names)
@@ -494,8 +500,8 @@ def solve_shared(problem: FleetProblem, *, allowed: set[str] | None = None, gap_
                     users.setdefault(c.okey, set()).add(wn)
         shared = sorted(ok for ok, u in users.items() if len(u) >= 2)
         # only a joint plan below every member's best plan apart can enter the packing (step 3)
-        apart = min(sum(A[(w, g)][0] for w in members), sum(a_star[w][0] for w in members))
         try:
+            apart = min(sum(a_of(w, g)[0] for w in members), sum(a_star[w][0] for w in members))
             sides = [_Side(wl[wn], ws[wn], problem, slot_for, shared, hours, need[wn]) for wn in members]
             t1 = time.perf_counter()
             res = _joint(sides, shared, [slot_for[ok][1] for ok in shared], apart, deadline)
@@ -561,7 +567,7 @@ def solve_shared(problem: FleetProblem, *, allowed: set[str] | None = None, gap_
         if wn in together:
             continue
         g = a_star[wn][1]
-        _total, ccombo, committed, hourly, per_block = A[(wn, g)]
+        _total, ccombo, committed, hourly, per_block = a_of(wn, g)
         for j, cnt in ccombo:
             c = committed[j]
             key = slot_for[c.okey][0]

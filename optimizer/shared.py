@@ -64,7 +64,6 @@ MAX_BOX = 4096
 MAX_WORK = 4e8
 #: Most workload subsets looked at per group before the problem is handed back to the MILP (2^workloads grows fast).
 MAX_SUBSETS = 4096
-_DEBUG = False
 
 
 def applies(problem: FleetProblem, allowed: set[str] | None = None) -> bool:
@@ -448,7 +447,6 @@ def solve_shared(problem: FleetProblem, *, allowed: set[str] | None = None, gap_
         return None
     upper = sum(a_star[w][0] for w in names)
     s_min = {w: min(S[(w, g)] for g in by_group if (w, g) in S) for w in names}
-    W = len(names)
     lone_cache: dict[tuple[str, tuple], _Side] = {}
 
     def lone(wn: str, g: tuple) -> _Side:
@@ -457,10 +455,13 @@ def solve_shared(problem: FleetProblem, *, allowed: set[str] | None = None, gap_
             lone_cache[(wn, g)] = _Side(wl[wn], by_group[g][wn], problem, slot_for, [], hours, need[wn])
         return lone_cache[(wn, g)]
 
-    # step 1: relevant co-locations
+    # step 1: relevant co-locations — first by the even-spread bound (cheap), then by the peak-priced one
     relevant: list[tuple[frozenset, tuple, float]] = []
     lb_irrelevant = math.inf
+    candidates: list[tuple[frozenset, tuple, float, float]] = []
     for g, ws in by_group.items():
+        if deadline is not None and time.perf_counter() > deadline:
+            return None
         members = sorted(ws)
         users: dict[str, set[str]] = {}
         for wn in members:
@@ -476,16 +477,23 @@ def solve_shared(problem: FleetProblem, *, allowed: set[str] | None = None, gap_
                 lo = sum(a_star[w][0] if len(rest) < 2 else s_min[w] for w in rest)
                 lb = sum(S[(w, g)] for w in C) + lo
                 if lb < upper * (1 - gap_rel):
-                    # the commitments' cost put on the hours that need them: a tighter bound, dearer to compute
-                    try:
-                        sides = [lone(wn, g) for wn in C]
-                    except TooBig:
-                        return None
-                    lb = max(lb, _pi_bound(sides) + lo)
-                if lb < upper * (1 - gap_rel):
-                    relevant.append((frozenset(C), g, lb))
+                    candidates.append((frozenset(C), g, lb, lo))
+                    if len(candidates) > 4 * MAX_SETS:
+                        return None  # too many to bound one by one: the MILP plans
                 else:
                     lb_irrelevant = min(lb_irrelevant, lb)
+    for C, g, lb, lo in candidates:
+        if deadline is not None and time.perf_counter() > deadline:
+            return None
+        # the commitments' cost put on the hours that need them: a tighter bound, dearer to compute
+        try:
+            lb = max(lb, _pi_bound([lone(wn, g) for wn in sorted(C)]) + lo)
+        except TooBig:
+            return None
+        if lb < upper * (1 - gap_rel):
+            relevant.append((C, g, lb))
+        else:
+            lb_irrelevant = min(lb_irrelevant, lb)
     if len(relevant) > MAX_SETS:
         return None
     # step 2: J of each relevant set
@@ -503,11 +511,7 @@ def solve_shared(problem: FleetProblem, *, allowed: set[str] | None = None, gap_
         try:
             apart = min(sum(a_of(w, g)[0] for w in members), sum(a_star[w][0] for w in members))
             sides = [_Side(wl[wn], ws[wn], problem, slot_for, shared, hours, need[wn]) for wn in members]
-            t1 = time.perf_counter()
             res = _joint(sides, shared, [slot_for[ok][1] for ok in shared], apart, deadline)
-            if _DEBUG:
-                print("joint", g, members, len(shared), [s.most for s in sides], [len(s.states) for s in sides],
-                      round(time.perf_counter() - t1, 3), res and round(res[0], 2), round(apart, 2))
         except TooBig:
             return None
         if res is not None:

@@ -53,13 +53,13 @@ def _old_quotes(lines, prices_on=None) -> list[str]:
     return out
 
 
-def _load(catalog: str | Path | None, on_date=None):
+def _load(catalog: str | Path | None, on_date=None, categories: bool = False):
     from pricing_cache.store import load_offers
 
     if catalog is not None and on_date is not None:
         raise InputError("prices_on", "--prices-on picks prices from the cache's history; it cannot be used with "
                                       "--catalog (your file has its own prices)")
-    return load_offers(catalog, on_date=on_date)
+    return load_offers(catalog, on_date=on_date, categories=categories)
 
 
 def _price_provenance(offers, info, catalog, prices_on=None) -> dict[str, Any]:
@@ -74,7 +74,9 @@ def _price_provenance(offers, info, catalog, prices_on=None) -> dict[str, Any]:
     per = {}
     # a column at a time, then per provider from the distinct (provider, as_of) pairs (500,000 offers: 0.5 s -> less)
     rows_of = offers["provider"].value_counts(sort=False)
-    est_of = offers["source"].astype(str).str.startswith("rule:").groupby(offers["provider"], observed=True).sum() \
+    rows_of = rows_of[rows_of > 0]  # a categorical column also counts its absent categories
+    # .str on the column itself: a categorical maps its few categories (no 500,000 strings made)
+    est_of = offers["source"].str.startswith("rule:", na=False).groupby(offers["provider"], observed=True).sum() \
         if "source" in offers.columns else {}
     pairs = offers[["provider", "as_of"]].dropna().drop_duplicates()
     dates_of: dict[str, set] = {}
@@ -103,7 +105,8 @@ def _price_provenance(offers, info, catalog, prices_on=None) -> dict[str, Any]:
             from providers.base import LIVE_ADAPTERS
 
             grp = offers[(offers["provider"] == prov).to_numpy()]
-            n_old = int((grp["as_of"].astype(str).str[:10] < (_dt.date.today() - _dt.timedelta(days=limit)).isoformat()).sum())
+            n_old = int((grp["as_of"].str[:10].fillna("") <
+                         (_dt.date.today() - _dt.timedelta(days=limit)).isoformat()).sum())
             fix = (f"run `gpuopt prices refresh --provider {prov}`" if str(prov) in LIVE_ADAPTERS
                    else "import newer prices with `gpuopt prices import`")
             what = "are" if n_old == len(grp) else f"include {n_old} of {len(grp)} offers"
@@ -618,7 +621,8 @@ def _recommend_plan(plan_path, cwd, options: dict[str, Any], explain: bool = Tru
                                 deadline_hours=item.deadline_hours, value_per_million_tokens=item.value_per_million_tokens,
                                 value_usd=item.value_usd, start_month=start, end_month=end))
     catalog = str(plan.resolve_path(plan.catalog)) if plan.catalog else None
-    offers, info = _load(catalog, _date_or_none(plan.prices_on))
+    # text columns as categoricals: selecting rows of a big catalog 30x faster (records.as_categories)
+    offers, info = _load(catalog, _date_or_none(plan.prices_on), categories=True)
     filtered, notes = plan_offers(plan, offers)
     budgets = Budgets(monthly=plan.budget, total=plan.budget_total, upfront=plan.max_upfront,
                       commitment=plan.max_commitment)

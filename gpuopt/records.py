@@ -92,6 +92,21 @@ OFFER_DTYPES: dict[str, str] = {
 }
 
 
+def as_categories(frame: "pd.DataFrame") -> "pd.DataFrame":
+    """The offers with their text columns (OFFER_DTYPES "string") as pandas categoricals, for planning.
+
+    Why: every text column of an offer table has few distinct values (providers, regions, instance types, pricing
+    models), and selecting rows of a pyarrow-backed string column copies the strings: on 500,000 offers one
+    boolean selection of the whole table took 0.72 s with string columns, 0.025 s with categoricals (pandas 3.0,
+    this machine, ``benchmarks/bench_recommend.py``). Values and comparisons are unchanged; a categorical's
+    ``value_counts`` also lists absent categories (count 0), so callers keep counts > 0. Columns already
+    categorical are kept; a frame without the offer columns is returned as is.
+    """
+    cols = {c: "category" for c, t in OFFER_DTYPES.items()
+            if t == "string" and c in frame.columns and str(frame[c].dtype) != "category"}
+    return frame.astype(cols) if cols else frame
+
+
 def short_source(source) -> str:
     """The source up to its first space: 'rule:aws-1y-all_upfront' or 'skypilot-catalog:catalogs/v8/aws/vms.csv@00148f2a'."""
     text = str(source or "")

@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING, Any
 from gpuopt.errors import InputError
 from gpuopt.records import HOURS_PER_MONTH, is_estimated
 from optimizer.horizon import TERM_MONTHS, Activity, Period, commitment_cost_factor, month_label, slot_starts
-from optimizer.model import COMMITTED, Candidate, UnitTable, candidates_for, unit_table
+from optimizer.model import COMMITTED, Candidate, UnitTable, candidates_for, text_values, unit_table
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -363,7 +363,7 @@ def commitment_parts_arrays(frame: "pd.DataFrame", pricing=None):
 
     up, rec = col("upfront_usd"), col("recurring_usd_per_hour")
     usd = pd.to_numeric(frame["usd_per_hour"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    pr = frame["pricing"].astype(object).to_numpy() if pricing is None else pricing
+    pr = text_values(frame["pricing"]) if pricing is None else pricing
     hours = np.zeros(n)
     for p_name, t in TERM_MONTHS.items():
         hours[pr == p_name] = t * HOURS_PER_MONTH
@@ -1561,7 +1561,7 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
     usable: dict[str, Any] = {}
     for w in workloads:
         t = _tables[w.name] if _tables is not None else unit_table(w.workload, offers, allow_spot=True, pricing=None)
-        pr = t.pricing if t.pricing is not None else t.offers["pricing"].astype(object).to_numpy()
+        pr = t.pricing if t.pricing is not None else text_values(t.offers["pricing"])
         allowed = np.isin(pr, sorted(allowed_pricing))
         spot = pr == "spot"
         rej = dict(t.rejected)
@@ -1717,7 +1717,7 @@ def _bound_groups(workloads, profiles, offers, tables, usable, blocks, periods, 
     grp = frame.groupby(cols, dropna=False, sort=False, observed=True).ngroup().to_numpy()
     ng = int(grp.max()) + 1
     pr = tables[workloads[0].name].pricing
-    pr = frame["pricing"].astype(object).to_numpy() if pr is None else pr
+    pr = text_values(frame["pricing"]) if pr is None else pr
     com = np.isin(pr, sorted(COMMITTED))
     rate = np.zeros(n)
     if com.any():
@@ -1729,7 +1729,9 @@ def _bound_groups(workloads, profiles, offers, tables, usable, blocks, periods, 
         for p_name, T in TERM_MONTHS.items():
             per = [(T - lv * max(0, s + T - H)) / (T - max(0, s + T - H)) for s in slot_starts(acts, H, T)]
             factor[p_name] = min(per) if per else 1.0
-        f = np.array([factor.get(p, 1.0) for p in pr.tolist()]) if n else np.zeros(0)
+        f = np.ones(n)
+        for p_name, fac in factor.items():  # a mask per pricing model, not a Python loop over the rows
+            f[pr == p_name] = fac
         base_rate = committed_rate_arrays(frame, pr)
         rate = base_rate * f
     else:
@@ -1861,7 +1863,7 @@ def _prefilter_rows(tables: dict[str, "UnitTable"], usable: dict[str, Any], work
     if n == 0:
         return keep
     hw = first.hw
-    pr = first.pricing if first.pricing is not None else frame["pricing"].astype(object).to_numpy()
+    pr = first.pricing if first.pricing is not None else text_values(frame["pricing"])
     any_use = np.zeros(n, dtype=bool)
     for u in usable.values():
         any_use |= u

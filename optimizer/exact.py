@@ -653,6 +653,8 @@ def solve_within_limits(problem: FleetProblem, *, allowed: set[str] | None = Non
         from optimizer.shared import solve_shared
 
         sol = solve_shared(free, allowed=allowed, gap_rel=gap_rel, deadline=deadline)
+        if sol is not None and sol.report.status != "optimal":
+            return None  # not proven: the MILP plans with the limits
     if sol is None:
         return None
     bg = problem.budgets

@@ -926,19 +926,27 @@ def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_r
     def left() -> float:
         return max(0.0, t_end - time.perf_counter())
 
+    shared_sol = None
     if exact:
         from optimizer.exact import solve_separable, solve_within_limits
-
         from optimizer.shared import solve_shared
 
-        sol = solve_separable(problem, allowed=allowed, deadline=t_end) or \
-            solve_shared(problem, allowed=allowed, gap_rel=gap_rel, deadline=t_end) or \
-            solve_within_limits(problem, allowed=allowed, deadline=t_end, gap_rel=gap_rel)
+        sol = solve_separable(problem, allowed=allowed, deadline=t_end)
+        if sol is not None:
+            return sol
+        # several workloads that can share a commitment: proven (returned), or a plan with its bound when some
+        # co-location is past the enumeration's caps (then the MILP's start, and its bound kept)
+        shared_sol = solve_shared(problem, allowed=allowed, gap_rel=gap_rel, deadline=t_end)
+        if shared_sol is not None and shared_sol.report.status == "optimal":
+            return shared_sol
+        sol = solve_within_limits(problem, allowed=allowed, deadline=t_end, gap_rel=gap_rel)
         if sol is not None:
             return sol
     if problem.placement != "any" and _placed(problem):
-        start = None
-        if exact:
+        start = shared_sol
+        shared_bound = float(shared_sol.report.bound) if shared_sol is not None and \
+            shared_sol.report.bound is not None else None  # (the search rewrites its start's report)
+        if exact and start is None:
             from optimizer.exact import separable, solve_separable
 
             if separable(problem, allowed) is not None:  # else it was just tried, and its frontiers are too big
@@ -946,18 +954,31 @@ def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_r
         sol = _solve_placed(problem, solver=solver, time_limit_s=left(), gap_rel=gap_rel, allowed=allowed,
                             start=start)
         if start is not None and sol.report.status == "time_limit" and sol.cost > 0:
-            # the bound of committed instances charged as if always used (optimizer.exact) may be tighter
+            # the bound of committed instances charged as if always used (optimizer.exact) may be tighter, and
+            # the shared enumeration's bound tighter still
             from optimizer.exact import shared_lower_bound
 
             # the bound only narrows the reported gap: a tenth of the limit past it at most, else the gap stands
             lb = shared_lower_bound(problem, allowed=allowed, deadline=t_end + 0.1 * float(time_limit_s))
+            if shared_bound is not None:
+                lb = max(lb or 0.0, shared_bound)
             if lb is not None and lb > (sol.report.bound or 0.0):
                 gap = max(0.0, (sol.cost - lb) / sol.cost)
                 sol.report = dataclasses.replace(sol.report, bound=lb, gap=gap,
                                                  status="optimal" if gap <= gap_rel + 1e-9 else "time_limit")
         return sol
     m, V = build_fleet_model(problem, allowed=allowed)
-    return read_solution(problem, V, solve_fleet(m, solver=solver, time_limit_s=max(left(), 0.5), gap_rel=gap_rel))
+    sol = read_solution(problem, V, solve_fleet(m, solver=solver, time_limit_s=max(left(), 0.5), gap_rel=gap_rel))
+    if shared_sol is not None and (sol.report.status not in ("optimal", "time_limit") or
+                                   shared_sol.cost < sol.cost - 1e-9):
+        # the enumeration's plan is better than what the MILP found in its time: it, with the better bound
+        lb = max(float(shared_sol.report.bound or 0.0),
+                 float(sol.report.bound or 0.0) if sol.report.status in ("optimal", "time_limit") else 0.0)
+        gap = max(0.0, (shared_sol.cost - lb) / shared_sol.cost) if shared_sol.cost > 0 else 0.0
+        shared_sol.report = dataclasses.replace(shared_sol.report, bound=lb, gap=gap,
+                                                status="optimal" if gap <= gap_rel + 1e-9 else "time_limit")
+        return shared_sol
+    return sol
 
 
 def _placed(problem: FleetProblem) -> list[FleetWorkload]:
@@ -1073,11 +1094,12 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
         return max(0.5, t_end - time.perf_counter())
 
     def relax(sub):
-        """(LP bound, what each placed workload spends per group in the LP solution) or (None, {})."""
+        """(LP bound, what each placed workload spends per group in the LP solution), (None, {}) when the LP is
+        infeasible, or (NaN, {}) when it was not solved in its time."""
         m, V = build_fleet_model(sub, allowed=allowed, relax=True)
         rep = solve_fleet(m, solver=solver, time_limit_s=left(), gap_rel=gap_rel)
         if rep.status != "optimal":
-            return None, {}
+            return (None if rep.status == "infeasible" else math.nan), {}
         sol = FleetSolution(report=rep)
         for store, src in ((sol.A, V.A), (sol.X, V.X)):
             for k, v in src.items():
@@ -1121,7 +1143,14 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
         if all(len(g) == 1 for g in allow.values()):
             milps += 1
             sol, b2 = leaf(sub)
+            if sol.report.status == "infeasible":
+                continue  # no plan in this placement
             if sol.report.status not in ("optimal", "time_limit"):
+                # no plan found in its time (not_solved): its bound stays open. It was dropped as if infeasible, and
+                # a dearer leaf was then called optimal (CBC, 240 blocks, 8 s: $46,643 "optimal" for a $31,799
+                # optimum; tests/test_exact.py::test_a_long_profile_is_exact_where_the_milp_is_slow)
+                open_bounds.append(bound)
+                timed_out = True
                 continue
             if sol.report.status == "time_limit":
                 open_bounds.append(max(bound, b2))
@@ -1133,6 +1162,10 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
         lb, used = relax(sub)
         if lb is None:
             continue  # the relaxation is infeasible: so is every plan below
+        if math.isnan(lb):  # not solved in its time: the node's bound stays open (never dropped as infeasible)
+            open_bounds.append(bound)
+            timed_out = True
+            continue
         lb = max(lb, bound)
         if best is not None and lb >= best.cost * (1 - gap_rel) - 1e-6:
             continue

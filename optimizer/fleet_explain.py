@@ -197,11 +197,18 @@ def marginal(problem: FleetProblem, solver, time_limit_s, deadline: float | None
 
 
 def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, gap_rel,
-              deadline: float | None = None) -> list[dict[str, Any]]:
+              deadline: float | None = None, enum_deadline: float | None = None,
+              plan_money: dict | None = None) -> list[dict[str, Any]]:
     """The cheapest plan on each provider alone, and what price change would flip the choice. The providers share
     ``time_limit_s`` or the time up to ``deadline`` (each gets the time left over the providers left); one stopped
-    by its time gets its gap, one that could not be started says so."""
+    by its time gets its gap, one that could not be started says so. One the enumerations plan may run until
+    ``enum_deadline`` when that is later (as the strategies). The provider a proven-optimal plan without budgets
+    uses alone is that plan (``plan_money``): nothing is solved again for it (a fresh user read "gcp alone: not
+    computed" under a plan all in GCP)."""
     import time as _time
+
+    from optimizer.exact import separable
+    from optimizer.shared import applies as shared_applies
 
     base = problem.unpruned or problem.cands
     providers = sorted({c.offer["provider"] for cs in base.values() for c in cs})
@@ -214,7 +221,15 @@ def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, g
         if any(not cs for cs in subset.values()):
             out.append({"provider": p, "total_usd": None, "monthly_usd": None, "note": "cannot host every workload alone"})
             continue
+        if used == [p] and plan_money is not None and not problem.budgets.any() and \
+                sol.report.status == "optimal" and (sol.report.gap or 0.0) <= gap_rel:
+            out.append({"provider": p, **_money_keys(plan_money), "delta_usd": 0.0, "status": "optimal",
+                        "note": "this plan: it uses this provider alone"})
+            continue
         sub = _restricted(problem, subset)
+        if enum_deadline is not None and enum_deadline > t_end and \
+                (separable(sub) is None or shared_applies(sub)):
+            time_limit_s = max(time_limit_s, _share(enum_deadline, len(providers) - i))
         if not _fits(sub, time_limit_s):
             out.append({"provider": p, "total_usd": None, "monthly_usd": None, "note": _NO_TIME})
             continue
@@ -519,7 +534,7 @@ def explain_into(res, problem: FleetProblem, sol: FleetSolution, solver, time_li
     with ThreadPoolExecutor(max_workers=4) as pool:  # one per family: none waits for a worker (and the deadline)
         f_st = pool.submit(single, strategies, problem, solver, ex_limit, ex_gap, plan_money, deadline, enum_end)
         f_mg = pool.submit(single, marginal, here, solver, ex_limit, deadline)
-        f_nb = pool.submit(single, next_best, problem, sol, solver, ex_limit, ex_gap, deadline)
+        f_nb = pool.submit(single, next_best, problem, sol, solver, ex_limit, ex_gap, deadline, enum_end, plan_money)
         f_df = pool.submit(single, demand_flip, problem, sol, solver, ex_limit, ex_gap, deadline)
         res.strategies, res.marginal, res.next_best = f_st.result(), f_mg.result(), f_nb.result()
         res.demand_sensitivity = f_df.result()

@@ -370,7 +370,9 @@ def solve_shared(problem: FleetProblem, *, allowed: set[str] | None = None, gap_
     the MILP then plans and reports).
 
     Returns a FleetSolution whose report is "optimal" (solver "enumeration") with the proven gap; cost recomputed
-    from the units (``optimizer.fleet.fleet_cost``)."""
+    from the units (``optimizer.fleet.fleet_cost``). When some co-location that could matter is past the
+    enumeration's caps (:data:`MAX_BOX`, :data:`MAX_WORK`), it is left out and its bound kept: the plan (the best
+    of the rest) is then "feasible", with ``bound`` and ``gap`` — optimal still if the gap is within ``gap_rel``."""
     import numpy as np
 
     if not applies(problem, allowed):
@@ -498,6 +500,8 @@ def solve_shared(problem: FleetProblem, *, allowed: set[str] | None = None, gap_
         return None
     # step 2: J of each relevant set
     joint: dict[tuple[frozenset, tuple], tuple] = {}
+    lb_skipped = math.inf  # co-locations past the caps: not enumerated, their bound kept (the plan then says its gap)
+    skipped = 0
     for C, g, lb in sorted(relevant, key=lambda t: t[2]):
         ws = by_group[g]
         members = sorted(C)
@@ -512,8 +516,11 @@ def solve_shared(problem: FleetProblem, *, allowed: set[str] | None = None, gap_
             apart = min(sum(a_of(w, g)[0] for w in members), sum(a_star[w][0] for w in members))
             sides = [_Side(wl[wn], ws[wn], problem, slot_for, shared, hours, need[wn]) for wn in members]
             res = _joint(sides, shared, [slot_for[ok][1] for ok in shared], apart, deadline)
-        except TooBig:
-            return None
+        except TooBig as e:
+            if str(e) == "deadline" or (deadline is not None and time.perf_counter() > deadline):
+                return None
+            lb_skipped, skipped = min(lb_skipped, lb), skipped + 1
+            continue
         if res is not None:
             joint[(C, g)] = (res, sides, shared)
     # step 3: the cheapest packing of relevant sets (disjoint, distinct groups), the rest apart at A*
@@ -586,13 +593,13 @@ def solve_shared(problem: FleetProblem, *, allowed: set[str] | None = None, gap_
     planned = upper - best_gain
     if abs(sol.cost - planned) > 1e-6 * max(1.0, planned):
         return None  # the units do not add up to the enumeration's cost: no plan rather than a wrong one
-    lb = min(sol.cost, lb_irrelevant)
+    lb = min(sol.cost, lb_irrelevant, lb_skipped)
     gap = max(0.0, (sol.cost - lb) / sol.cost) if sol.cost > 0 else 0.0
-    if gap > gap_rel + 1e-12:
-        return None
     sol.value = 0.0
-    sol.report = SolveReport("optimal", objective=sol.cost, bound=lb, gap=gap, seconds=time.perf_counter() - t0,
-                             solver="enumeration",
+    proven = gap <= gap_rel + 1e-12
+    sol.report = SolveReport("optimal" if proven else "feasible", objective=sol.cost, bound=lb,
+                             gap=gap, seconds=time.perf_counter() - t0, solver="enumeration",
                              message=f"exact enumeration with shared commitments: {len(relevant)} co-locations "
-                                     f"that could beat the plan apart, {len(best_pack)} used")
+                                     f"that could beat the plan apart, {len(best_pack)} used" +
+                                     (f", {skipped} past the enumeration's caps (bounded)" if skipped else ""))
     return sol

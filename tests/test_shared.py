@@ -131,7 +131,11 @@ def test_caps_hand_the_problem_back(monkeypatch):
     res = [_cand("r1", "x", "reserved_1y", 1.0, 100.0), _cand("r1", "x", "on_demand", 1.6, 100.0)]
     pr = _problem({"a": res, "b": list(res)}, {"a": [100.0, 0.0], "b": [0.0, 100.0]}, {"a": 0, "b": 0})
     monkeypatch.setattr(shared, "MAX_BOX", 0)
-    assert shared.solve_shared(pr) is None
-    sol = solve_cost(pr, gap_rel=0.0)  # the MILP plans it, to the same optimum
+    # the co-location past the caps is left out with its bound: the plan of each apart (each on demand in its half
+    # of the hours, 2 x 1.6 x 4,380 h), "feasible", its gap from the peak-priced bound (8,760: the optimum here)
+    part = shared.solve_shared(pr)
+    assert part.report.status == "feasible" and part.cost == pytest.approx(2 * 1.6 * 365 * 12)
+    assert part.report.bound == pytest.approx(1.0 * 730 * 12) and part.report.gap == pytest.approx(0.375)
+    sol = solve_cost(pr, gap_rel=0.0)  # the MILP plans it from there, to the optimum: one shared reservation
     assert sol.report.solver != "enumeration" and sol.cost == pytest.approx(1.0 * 730 * 12)
-    assert math.isfinite(sol.cost)
+    assert sol.report.status == "optimal" and math.isfinite(sol.cost)

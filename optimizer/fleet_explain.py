@@ -229,7 +229,7 @@ def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, g
         sub = _restricted(problem, subset)
         if enum_deadline is not None and enum_deadline > t_end and \
                 (separable(sub) is None or shared_applies(sub)):
-            time_limit_s = max(time_limit_s, _share(enum_deadline, len(providers) - i))
+            time_limit_s = max(time_limit_s, _share(enum_deadline, 1))  # they end when done
         if not _fits(sub, time_limit_s):
             out.append({"provider": p, "total_usd": None, "monthly_usd": None, "note": _NO_TIME})
             continue

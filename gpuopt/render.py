@@ -9,6 +9,16 @@ from typing import Any
 from gpuopt.records import short_source as _short_source
 
 
+
+def _pct(frac: float) -> str:
+    """A gap (0..1) as a percent for people: 3 significant digits, float noise (< 1e-9) shown as 0."""
+    return "0" if abs(frac) < 1e-9 else f"{100 * frac:.3g}"
+
+
+def _days(age: float) -> str:
+    n = round(age)
+    return f"{n:.0f} day" + ("" if n == 1 else "s")
+
 def _console():
     import shutil
 
@@ -64,7 +74,7 @@ def _prices_line(prices: dict) -> str:
         else:
             where = "cache" if origin.startswith("cache") else origin
             parts.append(f"{prov} as of {p.get('as_of') or 'unknown'}"
-                         + (f" ({where}, {age:.0f} days old)" if age is not None else f" ({where})"))
+                         + (f" ({where}, {_days(age)} old)" if age is not None else f" ({where})"))
     return "Prices: " + "; ".join(parts)
 
 
@@ -354,7 +364,7 @@ def _plan(con, plan) -> None:
         con.print(f"Rule — {r}")
     sv = plan.solver
     how = "exact enumeration (no MILP)" if sv.get("method") == "enumeration" else sv.get("name")
-    con.print(f"Solver: {how} {sv.get('status')}" + (f", gap {100 * sv['gap']:.3g} %" if sv.get("gap") is not None else "")
+    con.print(f"Solver: {how} {sv.get('status')}" + (f", gap {_pct(sv['gap'])} %" if sv.get("gap") is not None else "")
               + f", {sv.get('seconds', 0):g} s; {_n(sv.get('blocks') or 0, 'block')} in {_n(sv.get('periods', 1), 'period')}"
               + (f" ({sv['merge']})" if sv.get("merge") else "") + f"; {sv.get('pruned', 0)} dominated candidates pruned")
     if not plan.feasible:
@@ -452,6 +462,8 @@ def _plan(con, plan) -> None:
                        _usd(v.get("commitment_usd")) if v.get("total_usd") is not None else "—", sav)
         con.print(st)
     m = plan.marginal or {}
+    if m.get("note"):
+        con.print(f"Shadow prices — {m['note']}")
     priced = [d for d in (m.get("demand") or []) if round(d["usd_per_month_per_token_per_s"], 4) > 0]
     if m.get("demand") and not priced:
         # the LP's duals are 0 when its fractional floors or commitments cover the demand; the plan bought whole
@@ -477,7 +489,8 @@ def _plan(con, plan) -> None:
             alone += f" ({nb['note']})"
         con.print(f"Alternative — {alone}" + (f"; {nb['flip']}" if nb.get("flip") else ""))
     for ds in getattr(plan, "demand_sensitivity", []) or []:
-        con.print(f"Demand — {ds['note']} ({_usd(ds['total_usd'])} over the horizon)")
+        con.print(f"Demand — {ds['note']}" + (f" ({_usd(ds['total_usd'])} over the horizon)"
+                                              if ds.get("total_usd") is not None else ""))
     for b in plan.binding:
         con.print(f"Constraint — {b}")
     for n in plan.notes:

@@ -482,7 +482,7 @@ def _summary(data) -> list[str]:
         else:
             age = p.get("age_days")
             parts.append(f"{prov} as of {p.get('as_of') or 'unknown'} ({origin}"
-                         + (f", {age:.0f} days old)" if age is not None else ")"))
+                         + (f", {age:.0f} day{'' if round(age) == 1 else 's'} old)" if age is not None else ")"))
     if parts:
         out.append("Prices: " + "; ".join(parts) + ".")
     if data["estimated_lines"]:

@@ -224,6 +224,11 @@ def flat_profile(tokens_per_second: float, source: str = "flat") -> DemandProfil
     return _make([v], "flat", source, None, ["whole month"], f"flat {v:g} tokens/s")
 
 
+def _field_of(p: "DemandProfile") -> str:
+    """The plan-file key a profile came from: ``demand`` (an inline list) or ``demand_profile`` (a CSV)."""
+    return "demand" if p.source == "inline" else _FIELD
+
+
 def inline_profile(values: Sequence[float], blocks: int | None = None, source: str = "inline") -> DemandProfile:
     """A profile from a list of demands (tokens/s), one per block: 24 values are hours of the day, 168 hours of the
     week (Monday 00:00 first), any other count consecutive stretches of the month. ``blocks`` rebins it (as
@@ -429,7 +434,7 @@ def _align(profiles: Mapping[str, DemandProfile]) -> tuple[int | None, int, dict
     if CALENDAR in periods and len(periods) > 1:
         cal = next(w for w, p in shaped.items() if p.period_hours == CALENDAR)
         cyc = next(w for w, p in shaped.items() if p.period_hours != CALENDAR)
-        raise InputError(_FIELD, f"cannot align '{cal}' ({len(shaped[cal].blocks)} consecutive blocks of the month) "
+        raise InputError(_field_of(shaped[cal]), f"cannot align '{cal}' ({len(shaped[cal].blocks)} consecutive blocks of the month) "
                          f"with '{cyc}' (a {shaped[cyc].period_hours}-hour cycle): give both as hours of the day/week "
                          "or both as the same number of blocks", accepted="24, 168, or equal block counts")
     out: dict[str, list[float]] = {}
@@ -438,7 +443,7 @@ def _align(profiles: Mapping[str, DemandProfile]) -> tuple[int | None, int, dict
         for w, p in shaped.items():
             if m % len(p.blocks):
                 other = next(x for x, q in shaped.items() if len(q.blocks) == m)
-                raise InputError(_FIELD, f"cannot align '{w}' ({len(p.blocks)} blocks) with '{other}' ({m} blocks): "
+                raise InputError(_field_of(p), f"cannot align '{w}' ({len(p.blocks)} blocks) with '{other}' ({m} blocks): "
                                  "one block count must divide the other", accepted=f"a divisor of {m}")
             n = len(p.blocks)
             out[w] = [p.blocks[j * n // m].demand for j in range(m)]

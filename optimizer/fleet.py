@@ -472,7 +472,8 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
       (:func:`_dominates`) for EVERY workload o1 can host: replacing each o1 instance by o2 keeps every constraint
       and does not raise the cost. Ties keep the first by key.
     - on-demand offers (uncapped, billed per block): per workload, a Pareto front of (USD per unit-hour, throughput)
-      for serving, then "m copies of a cheaper one"; for training (continuous) only the lowest USD per unit of work;
+      for serving (with a redundancy floor, one per replicas and instances per unit), then "m copies of a cheaper
+      one" (with a floor, of as many instances); for training (continuous) only the lowest USD per unit of work;
     - spot offers are capped per instance type and region: of one capped group only its cheapest zone is kept (they
       share the cap; not when spreading over zones), and a spot offer is dropped only when dominating spot offers of
       other groups have, together, the capacity for the peak need of every spot-eligible workload.
@@ -551,18 +552,29 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
         od: list[Candidate] = []
         if w.training:  # not placed, continuous: only the lowest USD per unit of work matters
             groups = {(): od_all} if od_all else {}
+        floors = (not w.training) and w.min_replicas > 0
         for grp in groups.values():
             if w.training:
                 od.append(min(grp, key=lambda c: (c.usd_per_unit_hour / c.throughput_per_unit, c.okey)))
                 continue
-            front, best = [], -1.0
-            for c in sorted(grp, key=lambda c: (c.usd_per_unit_hour, -c.throughput_per_unit, c.okey)):
-                if c.throughput_per_unit > best * (1 + 1e-12):
-                    front.append(c)
-                    best = c.throughput_per_unit
-            # uncapped and billed per block: an offer that m copies of a cheaper one match is never needed
+            # with a redundancy floor, units of other replicas or instances per unit are not on one staircase: a
+            # dearer unit of less throughput may be the cheap way to the floor (a breaker's case: 3 x a 1-replica
+            # unit "optimal" at $3,285 where it plus a 2-replica unit cost $2,263)
+            classes: dict[tuple, list[Candidate]] = {}
+            for c in grp:
+                classes.setdefault((c.replicas_per_unit, c.instances_per_unit) if floors else (), []).append(c)
+            front = []
+            for cls in classes.values():
+                best = -1.0
+                for c in sorted(cls, key=lambda c: (c.usd_per_unit_hour, -c.throughput_per_unit, c.okey)):
+                    if c.throughput_per_unit > best * (1 + 1e-12):
+                        front.append(c)
+                        best = c.throughput_per_unit
+            # uncapped and billed per block: an offer that m copies of a cheaper one match is never needed (with a
+            # floor, only by units of as many instances: one of fewer would not count as many towards it)
             od += [c for c in front if not any(
-                d is not c and _dominates({w.name: d}, {w.name: c}, d.usd_per_unit_hour, c.usd_per_unit_hour)
+                d is not c and (not floors or d.instances_per_unit == c.instances_per_unit)
+                and _dominates({w.name: d}, {w.name: c}, d.usd_per_unit_hour, c.usd_per_unit_hour)
                 for d in front if (d.usd_per_unit_hour, d.okey) < (c.usd_per_unit_hour, c.okey))]
         out[w.name] = od + [c for c in cs if c.offer["pricing"] != "on_demand" and c.okey in keep]
     return out, before - sum(len(v) for v in out.values())
@@ -914,6 +926,11 @@ def money(problem: FleetProblem, sol: FleetSolution) -> dict[str, Any]:
             "max_month_usd": round(max(cash) if cash else 0.0, 2)}
 
 
+#: The share of a solve's time limit the shared-commitment enumeration (optimizer/shared.py) may use before the
+#: MILP gets the rest.
+SHARED_TIME_SHARE = 0.4
+
+
 def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_rel=0.001,
                allowed: set[str] | None = None, exact: bool = True) -> FleetSolution:
     """Minimum-cost plan. Serving workloads that share nothing (``optimizer.exact.separable``): exactly, by
@@ -936,7 +953,10 @@ def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_r
             return sol
         # several workloads that can share a commitment: proven (returned), or a plan with its bound when some
         # co-location is past the enumeration's caps (then the MILP's start, and its bound kept)
-        shared_sol = solve_shared(problem, allowed=allowed, gap_rel=gap_rel, deadline=t_end)
+        # at most SHARED_TIME_SHARE of the time: what it leaves is the MILP's (a breaker's six services in one
+        # region spent all 20 s here and left CBC 0.5 s: no plan, where the MILP alone found one in 16 s)
+        shared_sol = solve_shared(problem, allowed=allowed, gap_rel=gap_rel,
+                                  deadline=min(t_end, time.perf_counter() + SHARED_TIME_SHARE * float(time_limit_s)))
         if shared_sol is not None and shared_sol.report.status == "optimal":
             return shared_sol
         sol = solve_within_limits(problem, allowed=allowed, deadline=t_end, gap_rel=gap_rel)
@@ -947,10 +967,10 @@ def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_r
         shared_bound = float(shared_sol.report.bound) if shared_sol is not None and \
             shared_sol.report.bound is not None else None  # (the search rewrites its start's report)
         if exact and start is None:
-            from optimizer.exact import separable, solve_separable
+            from optimizer.exact import plan_apart, separable
 
             if separable(problem, allowed) is not None:  # else it was just tried, and its frontiers are too big
-                start = solve_separable(problem, allowed=allowed, apart=True, deadline=t_end)
+                start = plan_apart(problem, allowed=allowed, deadline=t_end)
         sol = _solve_placed(problem, solver=solver, time_limit_s=left(), gap_rel=gap_rel, allowed=allowed,
                             start=start)
         if start is not None and sol.report.status == "time_limit" and sol.cost > 0:
@@ -967,13 +987,19 @@ def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_r
                 sol.report = dataclasses.replace(sol.report, bound=lb, gap=gap,
                                                  status="optimal" if gap <= gap_rel + 1e-9 else "time_limit")
         return sol
+    if exact and shared_sol is None and problem.objective == "cost":
+        from optimizer.exact import plan_apart, separable
+
+        if separable(problem, allowed) is not None:  # each apart: the fallback when the MILP does worse in time
+            shared_sol = plan_apart(problem, allowed=allowed, deadline=t_end)
     m, V = build_fleet_model(problem, allowed=allowed)
     sol = read_solution(problem, V, solve_fleet(m, solver=solver, time_limit_s=max(left(), 0.5), gap_rel=gap_rel))
     if shared_sol is not None and (sol.report.status not in ("optimal", "time_limit") or
                                    shared_sol.cost < sol.cost - 1e-9):
         # the enumeration's plan is better than what the MILP found in its time: it, with the better bound
-        lb = max(float(shared_sol.report.bound or 0.0),
-                 float(sol.report.bound or 0.0) if sol.report.status in ("optimal", "time_limit") else 0.0)
+        lb = min(shared_sol.cost, max(float(shared_sol.report.bound or 0.0),
+                                      float(sol.report.bound or 0.0) if sol.report.status in ("optimal", "time_limit")
+                                      else 0.0))
         gap = max(0.0, (shared_sol.cost - lb) / shared_sol.cost) if shared_sol.cost > 0 else 0.0
         shared_sol.report = dataclasses.replace(shared_sol.report, bound=lb, gap=gap,
                                                 status="optimal" if gap <= gap_rel + 1e-9 else "time_limit")
@@ -1870,7 +1896,8 @@ def _prefilter_rows(tables: dict[str, "UnitTable"], usable: dict[str, Any], work
     prune_fleet as it was — so prune_fleet on the kept rows keeps exactly what it keeps on all of them
     (tests/test_prefilter.py checks this on random catalogs and on the snapshot):
 
-    - on-demand, for each serving workload and placement group (zone too when spreading): a row is needed by the
+    - on-demand, for each serving workload and placement group (zone too when spreading; with a redundancy floor,
+      replicas and instances per unit too): a row is needed by the
       workload unless another row of the group costs less per unit-hour with at least its throughput, or the same
       with more throughput (then it is not on prune_fleet's staircase); for a training job, unless its USD per
       unit of work is above the lowest. A row is kept when some workload needs it.
@@ -1942,6 +1969,9 @@ def _prefilter_rows(tables: dict[str, "UnitTable"], usable: dict[str, Any], work
                 keep[rows[~(ratio > best * margin)]] = True
                 continue
             g = g_od[rows]
+            if w.min_replicas > 0:  # a floor: one staircase per (replicas, instances) per unit, as prune_fleet
+                g = pd.DataFrame({"g": g, "r": t.replicas[rows], "k": t.instances[rows]}).groupby(
+                    ["g", "r", "k"], sort=False).ngroup().to_numpy()
             order = np.lexsort((-th, p, g))
             gs, ps, ts = g[order], p[order], th[order]
             # running max of throughput within each group, in (price, -throughput) order

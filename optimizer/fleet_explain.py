@@ -63,6 +63,7 @@ def rules(problem: FleetProblem) -> list[str]:
 #: The least time (s) an explanation's solve is started with; with less left it is reported as not computed.
 MIN_SOLVE_S = 0.3
 _NO_TIME = "not computed: no time left within the explanation's limit"
+_NO_TIME_MARGINAL = "shadow prices not computed: the LP relaxation could not be built and solved within the explanation's time"
 
 
 def _share(t_end: float, left: int) -> float:
@@ -169,7 +170,7 @@ def marginal(problem: FleetProblem, solver, time_limit_s, deadline: float | None
     if deadline is not None:
         time_limit_s = _share(deadline, 1)
     if model_seconds(len(problem.blocks), problem.cands) > time_limit_s:
-        return {}
+        return {"note": _NO_TIME_MARGINAL}
     t0 = _time.perf_counter()
     m, V = build_fleet_model(problem.replace(objective="cost"), relax=True)
     # HiGHS in process when installed (it is a dependency): no solver process to start and no MPS file (a
@@ -179,7 +180,7 @@ def marginal(problem: FleetProblem, solver, time_limit_s, deadline: float | None
     rep = solve_fleet(m, solver=lp_solver, time_limit_s=max(MIN_SOLVE_S, time_limit_s - (_time.perf_counter() - t0)),
                       presolve=False)
     if rep.status != "optimal":
-        return {}
+        return {"note": _NO_TIME_MARGINAL}
     names = {_safe(w.name): w for w in problem.workloads}
     demand = []
     for name, con in m.constraints.items():
@@ -270,8 +271,9 @@ def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, g
 def demand_flip(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, gap_rel,
                 deadline: float | None = None) -> list[dict[str, Any]]:
     """What a change in demand does to the choice: the plan re-solved with every serving demand and training job
-    halved and doubled, side by side, each within ``time_limit_s`` or up to ``deadline`` (one that cannot be
-    started in the time left is left out); when the providers or pricing models it uses change, the change is said."""
+    halved and doubled, side by side, each within ``time_limit_s`` or up to ``deadline`` (one not priced in the
+    time left, or without a plan, has ``total_usd`` None and says why); when the providers or pricing models it uses
+    change, the change is said."""
     import time as _time
 
     t_end = deadline if deadline is not None else _time.perf_counter() + time_limit_s
@@ -289,11 +291,15 @@ def demand_flip(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s,
                              b.period) for b in problem.blocks]
         scaled = problem.replace(budgets=Budgets(), budget_usd=None, objective="cost", blocks=blocks,
                                  work_flops={w: f * factor for w, f in problem.work_flops.items()})
+        missing = {"demand_factor": factor, "total_usd": None, "monthly_usd": None, "uses": [], "flips": False,
+                   "note": f"at {factor:g}x the demand: not computed within the explanation's time"}
         if not _fits(scaled, time_limit_s):
-            return None
+            return missing
         s2 = solve_cost(scaled, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
+        if s2.report.status == "infeasible":
+            return {**missing, "note": f"at {factor:g}x the demand no plan meets every constraint"}
         if s2.report.status not in ("optimal", "time_limit"):
-            return None
+            return missing
         now = used(s2)
         return {"demand_factor": factor, "total_usd": round(s2.cost, 2),
                 "monthly_usd": round(s2.cost / problem.horizon_months, 2), "uses": list(now), "flips": now != base,
@@ -304,7 +310,7 @@ def demand_flip(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s,
 
     with ThreadPoolExecutor(max_workers=2) as pool:  # side by side, each up to the deadline
         got = list(pool.map(one, (0.5, 2.0)))
-    return [r for r in got if r is not None]
+    return got  # every factor, priced or with why not (a fresh user read a missing 2x as "no change")
 
 
 def binding(problem: FleetProblem, sol: FleetSolution) -> list[str]:

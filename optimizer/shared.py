@@ -64,6 +64,9 @@ MAX_BOX = 4096
 MAX_WORK = 4e8
 #: Most workload subsets looked at per group before the problem is handed back to the MILP (2^workloads grows fast).
 MAX_SUBSETS = 4096
+#: Most cells (breakpoints x committed states x blocks) of one peak-priced bound (:func:`_pi_bound`): ~200 MB of
+#: float64 at the cap; past it that bound is skipped (the even-spread one stands).
+PI_MAX_CELLS = 25_000_000
 
 
 def applies(problem: FleetProblem, allowed: set[str] | None = None) -> bool:
@@ -180,6 +183,11 @@ def _pi_bound(sides: list[_Side]) -> float:
     import numpy as np
 
     B = len(sides[0].need)
+    # the candidate breakpoints are the pairs of each side's states, evaluated against every state: past
+    # PI_MAX_CELLS cells the even-spread bound stands instead (a breaker's 535 states x 24 blocks wanted 13.7 GiB)
+    pairs = sum(len(s.states) * (len(s.states) - 1) // 2 for s in sides) + 1
+    if pairs * max(len(s.states) for s in sides) * B > PI_MAX_CELLS:
+        return -math.inf
     pts = [np.zeros((1, B))]
     per_side = []
     final = 0.0 * np.zeros(B)
@@ -296,6 +304,8 @@ def _joint(sides: list[_Side], shared: list[str], unit_cost: list[float], upper:
                         new[u] = v if old is None else np.minimum(old, v)
                 if work > MAX_WORK:
                     raise TooBig("work")
+                if deadline is not None and time.perf_counter() > deadline:
+                    raise TooBig("deadline")
                 if i + 1 < W:
                     # a per-block minimum over the splits still to come needs every allocation kept; an allocation
                     # using more instances is never worse for sides < i+1 (it only leaves less to the rest)

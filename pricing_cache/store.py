@@ -237,12 +237,13 @@ def _load_catalog(path: Path, categories: bool) -> "tuple[pd.DataFrame, Snapshot
     else:
         from providers.offers_csv import read_offers_csv
 
+        read_key = catalog_cache.key(path)  # before reading: a file saved meanwhile is not copied
+        sha = _sha256(path)
         df = read_offers_csv(path)
         per = _providers_from_frame(df)
-        sha = _sha256(path)
         cat = as_categories(df)
         catalog_cache.store(path, cat, {"sha256": sha,
-                                        "providers": {p: dataclasses.asdict(v) for p, v in per.items()}})
+                                        "providers": {p: dataclasses.asdict(v) for p, v in per.items()}}, read_key)
         if categories:
             df = cat
     return df, SnapshotInfo(path=path, kind="offers_csv", schema_version=SCHEMA_VERSION, built_at=None,

@@ -101,3 +101,64 @@ def test_a_bad_csv_is_never_copied(tmp_path):
     with pytest.raises(InputError):
         load_offers(str(f))
     assert not catalog_cache.folder().exists() or not list(catalog_cache.folder().glob("*"))
+
+
+def test_a_same_size_edit_with_its_old_modification_time_is_still_read_again(tmp_path):
+    # cp -p, rsync -t or touch -r keep a file's modification time; a same-size price edit must not keep old prices
+    f = _csv(tmp_path)
+    load_offers(str(f))
+    st = f.stat()
+    edited = [r.replace(",18.5,", ",19.5,") for r in ROWS]  # the same length
+    f.write_text(HEAD + "\n" + "\n".join(edited) + "\n")
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # the modification time put back
+    assert f.stat().st_size == st.st_size and f.stat().st_mtime_ns == st.st_mtime_ns
+    df, _ = load_offers(str(f))
+    assert sorted(df["usd_per_hour"].tolist()) == [0.9, 2.1, 12.0, 19.5]
+
+
+def test_a_file_saved_while_it_is_read_is_not_copied(tmp_path, monkeypatch):
+    # a breaker's race: the file replaced during a long parse; the copy must not keep the old prices under the
+    # new file's key
+    import providers.offers_csv as oc
+
+    f = _csv(tmp_path)
+    real = oc.read_offers_csv
+
+    def read_then_save(path):
+        df = real(path)
+        new = tmp_path / "new.csv"
+        new.write_text(HEAD + "\n" + "\n".join(r.replace(",18.5,", ",17.5,") for r in ROWS) + "\n")
+        os.replace(new, f)  # saved as editors and rsync do: a new file renamed over the old one
+        return df
+    monkeypatch.setattr(oc, "read_offers_csv", read_then_save)
+    load_offers(str(f))
+    monkeypatch.setattr(oc, "read_offers_csv", real)
+    assert catalog_cache.load(f) is None
+    df, _ = load_offers(str(f))
+    assert 17.5 in df["usd_per_hour"].tolist() and 18.5 not in df["usd_per_hour"].tolist()
+
+
+def test_a_symlink_and_its_target_keep_their_own_source_label(tmp_path):
+    f = _csv(tmp_path, name="prices-2026-11.csv")
+    link = tmp_path / "current.csv"
+    link.symlink_to(f)
+    a, _ = load_offers(str(link))
+    b, _ = load_offers(str(f))
+    a2, _ = load_offers(str(link))  # from its copy
+    assert set(a["source"].astype(str)) == set(a2["source"].astype(str)) == {"user:current.csv"}
+    assert set(b["source"].astype(str)) == {"user:prices-2026-11.csv"}
+
+
+def test_pruning_leaves_other_runs_temporary_files_and_removes_stale_orphans(tmp_path):
+    import time
+
+    d = catalog_cache.folder()
+    d.mkdir(parents=True, exist_ok=True)
+    tmp_json = d / ".tmp-abc.json"
+    tmp_json.write_text("{}")
+    orphan = d / "deadbeef.arrow"
+    orphan.write_bytes(b"x")
+    old = time.time() - catalog_cache.ORPHAN_AGE_S - 60
+    os.utime(orphan, (old, old))
+    load_offers(str(_csv(tmp_path)))  # writes a copy, then prunes
+    assert tmp_json.exists() and not orphan.exists()

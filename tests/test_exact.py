@@ -276,3 +276,17 @@ def test_a_placement_leaf_not_solved_in_its_time_is_an_open_bound_not_an_infeasi
         assert sol.cost == pytest.approx(1.0 * 2 * 730 * 12 / 2 + 1.0 * 1 * 730 * 12 / 2)
     else:
         assert sol.report.status in ("time_limit", "not_solved") and (sol.report.gap or 1.0) > 0
+
+
+def test_pruning_keeps_a_dearer_on_demand_unit_that_reaches_the_redundancy_floor_cheaper():
+    # a breaker's case: A (3 instances, 1 replica, 160 tokens/s, $1.5/h a unit) beats B (1 instance, 2 replicas,
+    # 30 tokens/s, $1.6/h) on price and throughput, but with min_replicas 3 one A plus one B ($3.1/h) is the
+    # cheapest way to three replicas; pruning on (price, throughput) alone left 3 x A ($4.5/h) "optimal"
+    a1 = _cand("r1", "A", "on_demand", 0.5, 160.0, k=3, r=1)
+    b1 = _cand("r1", "B", "on_demand", 1.6, 30.0, k=1, r=2)
+    a2 = _cand("r2", "A", "on_demand", 0.5, 160.0, k=3, r=1)
+    pr = _problem({"a": [a1, b1, a2]}, {"a": [100.0]}, {"a": 3})
+    milp = solve_cost(pr, gap_rel=0.0, exact=False)
+    ex = solve_separable(pr)
+    assert milp.report.status == "optimal"
+    assert milp.cost == pytest.approx(3.1 * 730 * 12) and ex.cost == pytest.approx(milp.cost)

@@ -209,7 +209,8 @@ def test_bad_profile_is_reported_with_the_workload_key(tmp_path):
 def test_profiles_that_cannot_share_a_grid_are_refused(tmp_path):
     err = _error(tmp_path, "workloads:\n  - name: a\n    model: x\n    demand_profile: chat_daily.csv\n"
                            "  - name: b\n    model: x\n    demand: [1, 2, 3, 4, 5]\n")
-    assert err.field == "demand_profile" and "cannot align" in str(err)
+    # the key of the workload named in the message: b's inline list (a fresh user was told demand_profile)
+    assert err.field == "demand" and "cannot align 'b'" in str(err)
 
 
 def test_blocks_rebins_every_profile(tmp_path):

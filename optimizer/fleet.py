@@ -472,8 +472,8 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
       (:func:`_dominates`) for EVERY workload o1 can host: replacing each o1 instance by o2 keeps every constraint
       and does not raise the cost. Ties keep the first by key.
     - on-demand offers (uncapped, billed per block): per workload, a Pareto front of (USD per unit-hour, throughput)
-      for serving (with a redundancy floor, one per replicas and instances per unit), then "m copies of a cheaper
-      one" (with a floor, of as many instances); for training (continuous) only the lowest USD per unit of work;
+      for serving (with a redundancy floor of two or more, one per replicas and instances per unit up to it), then
+      "m copies of a cheaper one" (with such a floor, of as many instances up to it); for training (continuous) only the lowest USD per unit of work;
     - spot offers are capped per instance type and region: of one capped group only its cheapest zone is kept (they
       share the cap; not when spreading over zones), and a spot offer is dropped only when dominating spot offers of
       other groups have, together, the capacity for the peak need of every spot-eligible workload.
@@ -552,7 +552,10 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
         od: list[Candidate] = []
         if w.training:  # not placed, continuous: only the lowest USD per unit of work matters
             groups = {(): od_all} if od_all else {}
-        floors = (not w.training) and w.min_replicas > 0
+        # a floor of one replica on one instance is met by any unit: only from two on do replicas and instances per
+        # unit tell units apart (counted up to the floor: more than it is the same)
+        floors = (not w.training) and w.min_replicas > 1
+        mr = int(w.min_replicas)
         for grp in groups.values():
             if w.training:
                 od.append(min(grp, key=lambda c: (c.usd_per_unit_hour / c.throughput_per_unit, c.okey)))
@@ -562,7 +565,8 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
             # unit "optimal" at $3,285 where it plus a 2-replica unit cost $2,263)
             classes: dict[tuple, list[Candidate]] = {}
             for c in grp:
-                classes.setdefault((c.replicas_per_unit, c.instances_per_unit) if floors else (), []).append(c)
+                classes.setdefault((min(c.replicas_per_unit, mr), min(c.instances_per_unit, mr)) if floors else (),
+                                   []).append(c)
             front = []
             for cls in classes.values():
                 best = -1.0
@@ -573,7 +577,7 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
             # uncapped and billed per block: an offer that m copies of a cheaper one match is never needed (with a
             # floor, only by units of as many instances: one of fewer would not count as many towards it)
             od += [c for c in front if not any(
-                d is not c and (not floors or d.instances_per_unit == c.instances_per_unit)
+                d is not c and (not floors or min(d.instances_per_unit, mr) == min(c.instances_per_unit, mr))
                 and _dominates({w.name: d}, {w.name: c}, d.usd_per_unit_hour, c.usd_per_unit_hour)
                 for d in front if (d.usd_per_unit_hour, d.okey) < (c.usd_per_unit_hour, c.okey))]
         out[w.name] = od + [c for c in cs if c.offer["pricing"] != "on_demand" and c.okey in keep]
@@ -1896,8 +1900,8 @@ def _prefilter_rows(tables: dict[str, "UnitTable"], usable: dict[str, Any], work
     prune_fleet as it was — so prune_fleet on the kept rows keeps exactly what it keeps on all of them
     (tests/test_prefilter.py checks this on random catalogs and on the snapshot):
 
-    - on-demand, for each serving workload and placement group (zone too when spreading; with a redundancy floor,
-      replicas and instances per unit too): a row is needed by the
+    - on-demand, for each serving workload and placement group (zone too when spreading; with a redundancy floor
+      of two or more, replicas and instances per unit up to it too): a row is needed by the
       workload unless another row of the group costs less per unit-hour with at least its throughput, or the same
       with more throughput (then it is not on prune_fleet's staircase); for a training job, unless its USD per
       unit of work is above the lowest. A row is kept when some workload needs it.
@@ -1969,8 +1973,10 @@ def _prefilter_rows(tables: dict[str, "UnitTable"], usable: dict[str, Any], work
                 keep[rows[~(ratio > best * margin)]] = True
                 continue
             g = g_od[rows]
-            if w.min_replicas > 0:  # a floor: one staircase per (replicas, instances) per unit, as prune_fleet
-                g = pd.DataFrame({"g": g, "r": t.replicas[rows], "k": t.instances[rows]}).groupby(
+            if w.min_replicas > 1:  # a floor: one staircase per (replicas, instances) per unit up to it, as prune_fleet
+                mr = int(w.min_replicas)
+                g = pd.DataFrame({"g": g, "r": np.minimum(t.replicas[rows], mr),
+                                  "k": np.minimum(t.instances[rows], mr)}).groupby(
                     ["g", "r", "k"], sort=False).ngroup().to_numpy()
             order = np.lexsort((-th, p, g))
             gs, ps, ts = g[order], p[order], th[order]

@@ -588,21 +588,14 @@ def plan_apart(problem: FleetProblem, *, allowed: set[str] | None = None,
     Returns the plan (report status "feasible", solver "enumeration") or None (not applicable: training, budgets,
     zone spread, a frontier too big, past ``deadline``, or no plan for some workload).
     """
-    from optimizer.fleet import _cand_index
+    from optimizer.fleet import spot_use
 
     sol = solve_separable(problem, allowed=allowed, apart=True, deadline=deadline, share_spot=True)
     if sol is None:
         return None
 
     def spot_over(s: FleetSolution) -> bool:
-        idx = _cand_index(problem)
-        used: dict[tuple, float] = {}
-        for (w, ok, bi), x in s.X.items():
-            c = idx[(w, ok)]
-            if c.offer["pricing"] == "spot":
-                key = (spot_group(c.offer), bi)
-                used[key] = used.get(key, 0.0) + x * c.instances_per_unit
-        return any(v > problem.spot_capacity + 1e-9 for v in used.values())
+        return any(v > problem.spot_capacity + 1e-9 for v in spot_use(problem, s).values())
 
     if spot_over(sol):
         k = sum(1 for w in problem.workloads

@@ -2055,6 +2055,19 @@ def blocks_for_periods(periods: list[Period], profiles: dict, notes: list[str] |
     return out
 
 
+def spot_use(problem: FleetProblem, sol: FleetSolution) -> dict[tuple, float]:
+    """Spot instances the plan uses per (spot group (provider, region, instance type), block index): what the spot
+    cap (``problem.spot_capacity``) bounds."""
+    idx = _cand_index(problem)
+    used: dict[tuple, float] = {}
+    for (w, ok, bi), x in sol.X.items():
+        c = idx[(w, ok)]
+        if c.offer["pricing"] == "spot":
+            key = (spot_group(c.offer), bi)
+            used[key] = used.get(key, 0.0) + x * c.instances_per_unit
+    return used
+
+
 def _verify(problem: FleetProblem, sol: FleetSolution) -> str | None:
     """Check the plan meets every serving block, every training job, the redundancy and the sharing rule."""
     idx = _cand_index(problem)

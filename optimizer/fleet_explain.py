@@ -26,6 +26,7 @@ from optimizer.fleet import (
     solve_cost,
     solve_fleet,
     spot_group,
+    spot_use,
 )
 
 STRATEGY_SETS = {
@@ -372,12 +373,7 @@ def binding(problem: FleetProblem, sol: FleetSolution) -> list[str]:
     for w in problem.workloads:
         if w.training and w.deadline_hours is not None:
             out.append(f"{w.name}: must finish within {w.deadline_hours:g} h of the start of month {w.start_month + 1}")
-    spot_full: dict[tuple, float] = {}
-    for (w, ok, bi), x in sol.X.items():
-        c = idx[(w, ok)]
-        if c.offer["pricing"] == "spot":
-            key = (spot_group(c.offer), bi)
-            spot_full[key] = spot_full.get(key, 0.0) + x * c.instances_per_unit
+    spot_full = spot_use(problem, sol)
     if any(v >= problem.spot_capacity - 1e-9 for v in spot_full.values()):
         out.append(f"spot capacity: some spot instance types are used up to the {problem.spot_capacity}-instance cap "
                    "(binding)")

@@ -228,6 +228,17 @@ def _pi_bound(sides: list[_Side]) -> float:
     return base + float(slopes @ take)
 
 
+def _users(ws: dict[str, list], members, slot_for: dict) -> dict[str, set[str]]:
+    """Committed offer key -> the workloads of ``members`` (names; ``ws`` their candidates in one group) that can
+    use it."""
+    users: dict[str, set[str]] = {}
+    for wn in members:
+        for c in ws[wn]:
+            if c.committed and c.okey in slot_for:
+                users.setdefault(c.okey, set()).add(wn)
+    return users
+
+
 def _vectors(box: tuple[int, ...]) -> list[tuple[int, ...]]:
     return list(itertools.product(*(range(n + 1) for n in box)))
 
@@ -475,11 +486,7 @@ def solve_shared(problem: FleetProblem, *, allowed: set[str] | None = None, gap_
         if deadline is not None and time.perf_counter() > deadline:
             return None
         members = sorted(ws)
-        users: dict[str, set[str]] = {}
-        for wn in members:
-            for c in ws[wn]:
-                if c.committed and c.okey in slot_for:
-                    users.setdefault(c.okey, set()).add(wn)
+        users = _users(ws, members, slot_for)
         for r in range(2, len(members) + 1):
             for C in itertools.combinations(members, r):
                 cs_ = set(C)
@@ -515,11 +522,7 @@ def solve_shared(problem: FleetProblem, *, allowed: set[str] | None = None, gap_
     for C, g, lb in sorted(relevant, key=lambda t: t[2]):
         ws = by_group[g]
         members = sorted(C)
-        users: dict[str, set[str]] = {}
-        for wn in members:
-            for c in ws[wn]:
-                if c.committed and c.okey in slot_for:
-                    users.setdefault(c.okey, set()).add(wn)
+        users = _users(ws, members, slot_for)
         shared = sorted(ok for ok, u in users.items() if len(u) >= 2)
         # only a joint plan below every member's best plan apart can enter the packing (step 3)
         try:

@@ -365,7 +365,9 @@ def _plan(con, plan) -> None:
     sv = plan.solver
     how = "exact enumeration (no MILP)" if sv.get("method") == "enumeration" else sv.get("name")
     con.print(f"Solver: {how} {sv.get('status')}" + (f", gap {_pct(sv['gap'])} %" if sv.get("gap") is not None else "")
-              + f", {sv.get('seconds', 0):g} s; {_n(sv.get('blocks') or 0, 'block')} in {_n(sv.get('periods', 1), 'period')}"
+              + f", {sv.get('seconds', 0):g} s"
+              + (f" ({sv['message']})" if sv.get("status") == "time_limit" and sv.get("message") else "")
+              + f"; {_n(sv.get('blocks') or 0, 'block')} in {_n(sv.get('periods', 1), 'period')}"
               + (f" ({sv['merge']})" if sv.get("merge") else "") + f"; {sv.get('pruned', 0)} dominated candidates pruned")
     if not plan.feasible:
         reason = plan.reason or {}

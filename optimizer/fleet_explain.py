@@ -302,10 +302,15 @@ def demand_flip(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s,
         if s2.report.status not in ("optimal", "time_limit"):
             return missing
         now = used(s2)
-        return {"demand_factor": factor, "total_usd": round(s2.cost, 2),
-                "monthly_usd": round(s2.cost / problem.horizon_months, 2), "uses": list(now), "flips": now != base,
-                "note": (f"at {factor:g}x the demand the plan would use {', '.join(now)} instead of {', '.join(base)}"
-                         if now != base else f"at {factor:g}x the demand the same providers and pricing models stay best")}
+        note = (f"at {factor:g}x the demand the plan would use {', '.join(now)} instead of {', '.join(base)}"
+                if now != base else f"at {factor:g}x the demand the same providers and pricing models stay best")
+        out = {"demand_factor": factor, "total_usd": round(s2.cost, 2),
+               "monthly_usd": round(s2.cost / problem.horizon_months, 2), "uses": list(now), "flips": now != base,
+               "status": s2.report.status, "note": note}
+        if s2.report.status == "time_limit":  # priced in its time, not proven: said (as the strategies say it)
+            out["gap"] = s2.report.gap
+            out["note"] += f" (priced within the explanation time, not proven optimal: gap {100 * (s2.report.gap or 0):.1f} %)"
+        return out
 
     from concurrent.futures import ThreadPoolExecutor
 

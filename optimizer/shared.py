@@ -38,7 +38,9 @@ a group holding one workload costs A.
    computed exactly: per block by a min-plus convolution over the workloads (numpy over the blocks), the base
    vectors and private states cut by bounds that hand every workload all of n (valid: a cover never costs more with
    more capacity). The enumeration is capped (:data:`MAX_BOX` base vectors, :data:`MAX_WORK` block evaluations);
-   past the caps the MILP plans.
+   a co-location past the caps is left out with its bound: the plan is then "feasible" with its gap, and
+   ``optimizer.fleet.solve_cost`` starts the MILP from it (the enumeration gets at most
+   ``optimizer.fleet.SHARED_TIME_SHARE`` of the time limit).
 3. **The placement** is the cheapest packing of relevant sets (disjoint, one group each) with every other workload
    at A*: every placement is either made only of relevant sets (then it costs at least that packing) or holds an
    irrelevant one (then at least U (1 - gap)). The plan is proven optimal within ``gap_rel``; the reported gap is

@@ -948,7 +948,7 @@ def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_r
     def left() -> float:
         return max(0.0, t_end - time.perf_counter())
 
-    shared_sol = None
+    fallback = None
     if exact:
         from optimizer.exact import solve_separable, solve_within_limits
         from optimizer.shared import solve_shared
@@ -960,61 +960,54 @@ def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_r
         # co-location is past the enumeration's caps (then the MILP's start, and its bound kept)
         # at most SHARED_TIME_SHARE of the time: what it leaves is the MILP's (a breaker's six services in one
         # region spent all 20 s here and left CBC 0.5 s: no plan, where the MILP alone found one in 16 s)
-        shared_sol = solve_shared(problem, allowed=allowed, gap_rel=gap_rel,
+        fallback = solve_shared(problem, allowed=allowed, gap_rel=gap_rel,
                                   deadline=min(t_end, time.perf_counter() + SHARED_TIME_SHARE * float(time_limit_s)))
-        if shared_sol is not None and shared_sol.report.status == "optimal":
-            return shared_sol
+        if fallback is not None and fallback.report.status == "optimal":
+            return fallback
         sol = solve_within_limits(problem, allowed=allowed, deadline=t_end, gap_rel=gap_rel)
         if sol is not None:
             return sol
-    if problem.placement != "any" and _placed(problem):
-        start = shared_sol
-        shared_bound = float(shared_sol.report.bound) if shared_sol is not None and \
-            shared_sol.report.bound is not None else None  # (the search rewrites its start's report)
-        if exact and start is None:
+        if fallback is None:
             from optimizer.exact import plan_apart, separable
 
             if separable(problem, allowed) is not None:  # else it was just tried, and its frontiers are too big
-                start = plan_apart(problem, allowed=allowed, deadline=t_end)
+                # each workload apart: the MILP's start and its fallback (together never above apart)
+                fallback = plan_apart(problem, allowed=allowed, deadline=t_end)
+    if problem.placement != "any" and _placed(problem):
         sol = _solve_placed(problem, solver=solver, time_limit_s=left(), gap_rel=gap_rel, allowed=allowed,
-                            start=start)
-        if start is not None and sol.report.status == "time_limit" and sol.cost > 0:
+                            start=fallback)
+        if fallback is not None and sol.report.status == "time_limit" and sol.cost > 0:
             # the bound of committed instances charged as if always used (optimizer.exact) may be tighter, and
             # the shared enumeration's bound tighter still
             from optimizer.exact import shared_lower_bound
 
             # the bound only narrows the reported gap: a tenth of the limit past it at most, else the gap stands
             lb = shared_lower_bound(problem, allowed=allowed, deadline=t_end + 0.1 * float(time_limit_s))
-            if shared_bound is not None:
-                lb = max(lb or 0.0, shared_bound)
+            if fallback.report.bound is not None:
+                lb = max(lb or 0.0, float(fallback.report.bound))
             if lb is not None and lb > (sol.report.bound or 0.0):
                 gap = max(0.0, (sol.cost - lb) / sol.cost)
                 sol.report = dataclasses.replace(sol.report, bound=lb, gap=gap,
                                                  status="optimal" if gap <= gap_rel + 1e-9 else "time_limit")
         return sol
-    if exact and shared_sol is None and problem.objective == "cost":
-        from optimizer.exact import plan_apart, separable
-
-        if separable(problem, allowed) is not None:  # each apart: the fallback when the MILP does worse in time
-            shared_sol = plan_apart(problem, allowed=allowed, deadline=t_end)
     m, V = build_fleet_model(problem, allowed=allowed)
     sol = read_solution(problem, V, solve_fleet(m, solver=solver, time_limit_s=max(left(), 0.5), gap_rel=gap_rel))
-    if shared_sol is not None and (sol.report.status not in ("optimal", "time_limit") or
-                                   shared_sol.cost < sol.cost - 1e-9):
-        # the enumeration's plan is better than what the MILP found in its time: it, with the better bound
-        lb = min(shared_sol.cost, max(float(shared_sol.report.bound or 0.0),
+    if fallback is not None and (sol.report.status not in ("optimal", "time_limit") or
+                                   fallback.cost < sol.cost - 1e-9):
+        # the enumeration's plan (shared or apart) beats what the MILP found in its time: it, with the better bound
+        lb = min(fallback.cost, max(float(fallback.report.bound or 0.0),
                                       float(sol.report.bound or 0.0) if sol.report.status in ("optimal", "time_limit")
                                       else 0.0))
-        gap = max(0.0, (shared_sol.cost - lb) / shared_sol.cost) if shared_sol.cost > 0 else 0.0
+        gap = max(0.0, (fallback.cost - lb) / fallback.cost) if fallback.cost > 0 else 0.0
         proven = gap <= gap_rel + 1e-9
         # not proven: the MILP ran and did no better in its time — said so, the solver named (a fresh user read
         # "exact enumeration (no MILP) time_limit, 0.019 s" after 17.5 s of MILP)
-        shared_sol.report = dataclasses.replace(
-            shared_sol.report, bound=lb, gap=gap, status="optimal" if proven else "time_limit",
-            solver=shared_sol.report.solver if proven else solver, seconds=time.perf_counter() - t_start,
-            message=(shared_sol.report.message if proven else
-                     f"the MILP found no better plan in its time; this is {shared_sol.report.message}"))
-        return shared_sol
+        fallback.report = dataclasses.replace(
+            fallback.report, bound=lb, gap=gap, status="optimal" if proven else "time_limit",
+            solver=fallback.report.solver if proven else solver, seconds=time.perf_counter() - t_start,
+            message=(fallback.report.message if proven else
+                     f"the MILP found no better plan in its time; this is {fallback.report.message}"))
+        return fallback
     return sol
 
 
@@ -1228,11 +1221,10 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
     lb = min(open_bounds + [h[0] for h in heap] + [best.cost])
     gap = max(0.0, (best.cost - lb) / best.cost) if best.cost > 0 else 0.0
     status = "optimal" if gap <= gap_rel + 1e-9 and not timed_out else "time_limit"
-    best.report = dataclasses.replace(best.report, solver=solver, status=status,
-                                      gap=gap if status == "time_limit" else 0.0, bound=lb,
-                                      seconds=time.perf_counter() - t0,
-                                      message=f"placement branch and bound: {nodes_note} nodes, {solves}")
-    return best
+    # a copy: the start the caller passed keeps its own report (and bound)
+    return dataclasses.replace(best, report=dataclasses.replace(
+        best.report, solver=solver, status=status, gap=gap if status == "time_limit" else 0.0, bound=lb,
+        seconds=time.perf_counter() - t0, message=f"placement branch and bound: {nodes_note} nodes, {solves}"))
 
 
 def solve_roi(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_rel=0.001,

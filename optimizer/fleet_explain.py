@@ -74,6 +74,15 @@ def _share(t_end: float, left: int) -> float:
     return max(0.0, t_end - _time.perf_counter()) / max(1, left)
 
 
+def _enumerable(sub: FleetProblem) -> bool:
+    """Whether the enumerations (``optimizer.exact``, ``optimizer.shared``) plan ``sub``: no MILP, they end when
+    done (the strategies and provider alternatives they plan may use the rest of ``STRATEGIES_MIN_S``)."""
+    from optimizer.exact import separable
+    from optimizer.shared import applies
+
+    return separable(sub) is None or applies(sub)
+
+
 def _fits(sub: FleetProblem, seconds: float, allowed: set[str] | None = None) -> bool:
     """Whether a solve of ``sub`` can be started in ``seconds``: the enumeration (optimizer.exact) needs no model
     and the placement search keeps to its time by itself; one MILP's model must be built, written and read back in
@@ -110,9 +119,6 @@ def strategies(problem: FleetProblem, solver, time_limit_s, gap_rel, plan_money:
     carries its status and gap, one that could not be started in the time left is ``not_computed``. A strategy the
     enumerations plan (``optimizer.exact``, ``optimizer.shared``: no MILP, they end when done) may run until
     ``enum_deadline`` when that is later (``STRATEGIES_MIN_S``)."""
-    from optimizer.exact import separable
-    from optimizer.shared import applies as shared_applies
-
     import time as _time
 
     out: dict[str, dict[str, Any]] = {}
@@ -129,7 +135,7 @@ def strategies(problem: FleetProblem, solver, time_limit_s, gap_rel, plan_money:
             continue
         sub = _restricted(problem, subset)
         if enum_deadline is not None and enum_deadline > t_end and \
-                (separable(sub) is None or shared_applies(sub)):
+                _enumerable(sub):
             time_limit_s = max(time_limit_s, _share(enum_deadline, 1))
         if not _fits(sub, time_limit_s):
             out[name] = {"status": "not_computed", "total_usd": None, "monthly_usd": None, "note": _NO_TIME}
@@ -209,9 +215,6 @@ def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, g
     computed" under a plan all in GCP)."""
     import time as _time
 
-    from optimizer.exact import separable
-    from optimizer.shared import applies as shared_applies
-
     base = problem.unpruned or problem.cands
     providers = sorted({c.offer["provider"] for cs in base.values() for c in cs})
     used = sorted({k.split("|")[0] for k in list(sol.N) + [ok for (_, ok, _) in sol.X]})
@@ -230,7 +233,7 @@ def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, g
             continue
         sub = _restricted(problem, subset)
         if enum_deadline is not None and enum_deadline > t_end and \
-                (separable(sub) is None or shared_applies(sub)):
+                _enumerable(sub):
             time_limit_s = max(time_limit_s, _share(enum_deadline, 1))  # they end when done
         if not _fits(sub, time_limit_s):
             out.append({"provider": p, "total_usd": None, "monthly_usd": None, "note": _NO_TIME})

@@ -66,11 +66,29 @@ price cannot be checked: reported (``unverifiable_spot``).
 Offers (:func:`parse_region`)
 =============================
 
-Exactly ``OFFER_COLUMNS``: on-demand and **Standard** reserved rows per region (``zone`` ""), spot rows per zone.
-The offer record has no offering-class column, so Convertible reserved rows (the same key, a different product)
-are left out and counted in the notes, as in :mod:`providers.ec2instances`. ``source`` is ``aws-pricing-api`` or
-``aws-ec2-spot-history``. A priced type without GPU facts, a GPU type without a Linux on-demand price, a price row
-of another region: skipped with a reason. ``check_unique`` at the end.
+Exactly ``OFFER_COLUMNS``: on-demand and reserved rows per region (``zone`` ""; Standard and Convertible told apart
+by ``offering_class``, schema 3), spot rows per zone and, when fetched, savings-plan rows (below). ``source`` is
+``aws-pricing-api``, ``aws-ec2-spot-history`` or ``aws-savings-plans-api``. A priced type without GPU facts, a GPU
+type without a Linux on-demand price, a price row of another region: skipped with a reason. ``check_unique`` at the
+end.
+
+Savings plans (:func:`fetch_savings_plans_rates`, :func:`savings_plans_rates_frame`)
+====================================================================================
+
+Only when the refresh asks for them (``FetchOptions.savings_plans``, read with getattr: :func:`wants_savings_plans`).
+``savingsplans.describe_savings_plans_offering_rates`` (botocore model savingsplans 2019-06-28; no paginator, so
+``nextToken`` is followed here, with the same page cap and cycle check as :func:`_all_pages`) with savingsPlanTypes
+Compute and EC2Instance, products EC2, serviceCodes AmazonEC2, operations RunInstances (Linux/UNIX), the three payment
+options, the region filter, and the usage types of the region's GPU types as the price list names them
+(:func:`usage_types_for`: "BoxUsage:p5.48xlarge" in us-east-1, "USW2-BoxUsage:..." elsewhere). The request has no
+duration field: 1- and 3-year rates both come back, told apart by ``durationSeconds`` (31,536,000 / 94,608,000).
+Each rate is what one instance-hour of the type is charged against the plan, in USD per hour (``unit`` Hrs, never a
+term total): rows ``savings_plan_1y`` / ``savings_plan_3y`` with ``offering_class`` ``compute`` or ``ec2_instance``,
+``payment`` no/partial/all upfront, ``upfront_usd`` 0 and ``recurring_usd_per_hour`` = ``usd_per_hour`` = the rate
+(the plan's commitment is a spend per hour, its size chosen by the buyer: records.PRICING_MODELS), ``term_hours``
+8,760 / 26,280. A rate not below the type's on-demand rate (``implausible_commitment``), a rate without an on-demand
+rate (``unverifiable_savings_plan``), a 3-year rate not below the 1-year one (``longer_term_not_cheaper``) are
+reported; a GPU type asked for with no rate, or with only some of its 12, is named in the notes.
 
 Fetching (:func:`fetch_region`)
 ===============================
@@ -84,6 +102,7 @@ chain) with :func:`client_config`. Keys (see :data:`CLIENT_KEYS`):
 * ``"ec2:<region>"`` — the EC2 client of that region (``describe_instance_types``, ``describe_spot_price_history``).
 * ``"ec2"`` — the EC2 client :func:`list_regions` calls ``describe_regions`` on (else ``"ec2:us-east-1"``, else one
   built for us-east-1).
+* ``"savingsplans"`` — the Savings Plans client (global service, built for us-east-1 and shared like "pricing").
 
 Retries are botocore's own (:func:`client_config`): ``retries={"mode": "standard", "total_max_attempts":
 options.max_attempts}`` (the Pricing client's mode is PRICING_RETRY_MODE; ``total_max_attempts`` counts the first
@@ -108,8 +127,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
-from gpuopt.errors import InputError, PriceDataError
-from gpuopt.records import FILLED_FROM_FACTS, OFFER_COLUMNS, OFFER_DTYPES, TERM_HOURS, SkippedRow
+from gpuopt.errors import InputError, PriceDataError, ProviderError
+from gpuopt.records import (FILLED_FROM_FACTS, OFFER_COLUMNS, OFFER_DTYPES, SAVINGS_PLAN_TERM_HOURS, TERM_HOURS,
+                             SkippedRow)
 from providers._common import ParseResult, check_unique, fill_facts, float_or_none, hourly_row, offers_frame
 from providers.base import FetchOptions, MissingCredentials, RegionSkipped, TruncatedPriceList
 from providers.gpu_names import canonical_gpu
@@ -124,6 +144,7 @@ SOURCE_PRICING = "aws-pricing-api"
 SOURCE_SPOT = "aws-ec2-spot-history"
 SOURCE_TYPES = "aws-ec2-describe-instance-types"
 SOURCE_BULK = "aws-bulk-csv"
+SOURCE_SAVINGS_PLANS = "aws-savings-plans-api"
 
 #: The Pricing API's endpoint region (it also answers in eu-central-1 and ap-south-1).
 PRICING_REGION = "us-east-1"
@@ -133,7 +154,22 @@ PRICING_REGION = "us-east-1"
 PRICING_RETRY_MODE = "standard"
 
 #: The keys of FetchOptions.clients this adapter reads (see the module docstring).
-CLIENT_KEYS = ("pricing", "ec2:<region>", "ec2")
+CLIENT_KEYS = ("pricing", "ec2:<region>", "ec2", "savingsplans")
+
+#: The Savings Plans API is global (botocore's model: ``globalEndpoint`` savingsplans.amazonaws.com); its client is
+#: built for this region.
+SAVINGS_PLANS_REGION = "us-east-1"
+#: ``savingsPlanOffering.planType`` -> ``offering_class`` (records.SAVINGS_PLAN_CLASSES). SageMaker and Database
+#: plans do not cover EC2 instances.
+SAVINGS_PLAN_TYPES: dict[str, str] = {"Compute": "compute", "EC2Instance": "ec2_instance"}
+#: ``savingsPlanOffering.durationSeconds`` -> pricing: 365 d and 3 x 365 d (the 8,760 / 26,280 h of
+#: records.SAVINGS_PLAN_TERM_HOURS). Any other duration is reported, never mapped to the nearest term.
+SAVINGS_PLAN_DURATIONS: dict[int, str] = {31536000: "savings_plan_1y", 94608000: "savings_plan_3y"}
+#: Rates per request page (the model's ``PageSize`` maximum) and usage types per request (a chunk is paged to its end).
+SAVINGS_PLANS_PAGE_SIZE = 1000
+SAVINGS_PLANS_USAGE_TYPES_PER_CALL = 100
+#: ``operation`` of a Linux/UNIX instance-hour (Windows is RunInstances:0002, RHEL :0010 ...).
+LINUX_OPERATION = "RunInstances"
 
 #: The product variant that is priced: attribute -> required value (operatingSystem: see ``operating_systems``).
 VARIANT: dict[str, str] = {
@@ -162,12 +198,13 @@ REGION_NOT_ENABLED = ("AuthFailure", "OptInRequired", "UnrecognizedClientExcepti
 CREDENTIALS_HOWTO = ("AWS credentials not found: run `aws configure` (or `aws sso login --profile NAME` and pass "
                      "--profile NAME), or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; the Pricing API and EC2 "
                      "need pricing:GetProducts, ec2:DescribeRegions, ec2:DescribeInstanceTypes, "
-                     "ec2:DescribeSpotPriceHistory")
+                     "ec2:DescribeSpotPriceHistory (and savingsplans:DescribeSavingsPlansOfferingRates for savings "
+                     "plans)")
 
 _PAYMENT = {"No Upfront": "no_upfront", "Partial Upfront": "partial_upfront", "All Upfront": "all_upfront"}
 _LEASE = {"1yr": "reserved_1y", "3yr": "reserved_3y", "1 yr": "reserved_1y", "3 yr": "reserved_3y"}
 _REGION_RE = re.compile(r"^[a-z]{2,4}(-[a-z]+)+-\d+$")
-_PRICE_EXTRA = ("offering_class", "operating_system")
+_PRICE_EXTRA = ("operating_system",)
 
 #: Placeholder spot thresholds (see the module docstring).
 SPOT_MIN_SHARE = 0.01
@@ -867,7 +904,6 @@ def _offers(price_rows: list[dict[str, Any]], facts: dict[str, dict[str, Any]], 
             facts_from: str = "no GpuInfo in describe_instance_types") -> list[dict[str, Any]]:
     """Join price rows, GPU facts and spot prices into offer dicts (OFFER_COLUMNS)."""
     out: list[dict[str, Any]] = []
-    convertible: Counter = Counter()
     reported: set[str] = set()
     od: dict[tuple[str, str], float] = {}
     for r in price_rows:
@@ -882,9 +918,6 @@ def _offers(price_rows: list[dict[str, Any]], facts: dict[str, dict[str, Any]], 
                 col.skip(0, itype, r["region"], f"no_gpu: no GPU facts for {itype} ({facts_from}); its price rows "
                                                 "are not GPU offers")
             continue
-        if r["offering_class"] == "convertible":
-            convertible[itype] += 1
-            continue
         row = {c: r[c] for c in OFFER_COLUMNS if c not in FILLED_FROM_FACTS}  # fabric, zone_kind: by offers_frame
         row.update({k: f[k] for k in _GPU_FIELDS})
         if as_of is not None:
@@ -892,9 +925,6 @@ def _offers(price_rows: list[dict[str, Any]], facts: dict[str, dict[str, Any]], 
         out.append(row)
         if r["pricing"] == "on_demand":
             od[(itype, r["region"])] = float(r["usd_per_hour"])
-    if convertible:
-        col.notes.append(f"{sum(convertible.values())} Convertible reserved row(s) of {len(convertible)} instance "
-                         "type(s) left out: the offer record has no offering-class column; Standard kept")
     priced_types = {(r["instance_type"], r["region"]) for r in price_rows}
     if region is not None:
         for itype in sorted(facts):
@@ -925,6 +955,212 @@ def _offers(price_rows: list[dict[str, Any]], facts: dict[str, dict[str, Any]], 
     return out
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# savings plans: describe_savings_plans_offering_rates -> savings_plan_1y / savings_plan_3y rows
+# ----------------------------------------------------------------------------------------------------------------
+
+SAVINGS_PLAN_COLUMNS = ("instance_type", "region", "pricing", "payment", "offering_class", "usd_per_hour",
+                        "term_hours", "currency", "usage_type", "offering_id")
+
+
+def _sp_results(pages: Any) -> list[dict[str, Any]]:
+    """The ``searchResults`` of describe_savings_plans_offering_rates pages (a response, a list of responses, or
+    fetch_region's ``{"pages": [...]}``)."""
+    data = _load_json(pages)
+    if isinstance(data, dict) and "pages" in data:
+        data = data["pages"]
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, list):
+        raise InputError("savings_plans", f"expected a response or a list of responses, got {type(data).__name__}",
+                         accepted="describe_savings_plans_offering_rates responses")
+    out: list[dict[str, Any]] = []
+    for i, page in enumerate(data, 1):
+        results = page.get("searchResults") if isinstance(page, dict) else None
+        if not isinstance(results, list):
+            raise InputError("savings_plans", f"page {i} has no 'searchResults' list",
+                             accepted="describe_savings_plans_offering_rates responses")
+        out.extend(r for r in results if isinstance(r, dict))
+    return out
+
+
+def savings_plans_rates_frame(pages: Any, *, region: str | None = None) -> "pd.DataFrame":
+    """Savings-plan rates of EC2 Linux instance-hours from ``describe_savings_plans_offering_rates`` pages (pure).
+
+    Each search result is the rate one instance-hour of a type is charged against one savings-plan offering
+    (botocore model savingsplans 2019-06-28, ``SavingsPlanOfferingRate``: ``rate`` a string in ``unit`` "Hrs",
+    ``savingsPlanOffering {planType, paymentOption, durationSeconds, currency, offeringId}``, ``usageType``,
+    ``operation``, ``properties [{name, value}]``). Kept: productType EC2, serviceCode AmazonEC2, operation
+    ``RunInstances`` (Linux/UNIX), a ``BoxUsage`` usage type (shared tenancy), planType Compute or EC2Instance,
+    durationSeconds 31,536,000 or 94,608,000, a payment option of the three, unit Hrs, a currency, a rate > 0.
+
+    Args:
+        pages: one response, a list of responses (every page), fetch_region's ``{"pages": [...]}``, JSON text or a
+            path to a JSON file of any of these.
+        region: when given, results whose ``region`` property names another region are reported (``other_region``).
+
+    Returns:
+        DataFrame with :data:`SAVINGS_PLAN_COLUMNS`, one row per (instance_type, region, pricing, payment,
+        offering_class): ``usd_per_hour`` the rate in ``currency`` per instance-hour (hourly, never a term total),
+        ``pricing`` savings_plan_1y / savings_plan_3y, ``offering_class`` compute / ec2_instance, ``term_hours``
+        8,760 / 26,280. ``df.attrs["skipped"]`` (SkippedRow, reasons ``not_linux``, ``not_shared``, ``not_ec2``,
+        ``unknown_plan_type``, ``unknown_term``, ``unknown_payment``, ``unexpected_unit``, ``unknown_currency``,
+        ``zero_price``, ``unknown_price``, ``other_region``, ``unknown_instance_type``, ``duplicate``,
+        ``conflicting_price``) and ``df.attrs["notes"]``.
+
+    Raises:
+        InputError: not describe_savings_plans_offering_rates output.
+    """
+    import pandas as pd
+
+    col = _Collect(SOURCE_SAVINGS_PLANS)
+    rows: list[dict[str, Any]] = []
+    for r in _sp_results(pages):
+        off = r.get("savingsPlanOffering") or {}
+        props = {str(p.get("name")): str(p.get("value")) for p in (r.get("properties") or []) if isinstance(p, dict)}
+        usage = str(r.get("usageType") or "")
+        itype = props.get("instanceType") or (usage.split("BoxUsage:", 1)[1] if "BoxUsage:" in usage else "")
+        reg = props.get("region") or (region or "")
+
+        def skip(reason: str) -> None:
+            col.skip(0, itype, reg, reason)
+
+        if r.get("productType") not in (None, "EC2") or r.get("serviceCode") not in (None, "AmazonEC2"):
+            skip(f"not_ec2: productType {r.get('productType')} / serviceCode {r.get('serviceCode')}")
+            continue
+        if str(r.get("operation") or "") != LINUX_OPERATION or props.get("productDescription", LINUX_SPOT[0]) \
+                not in LINUX_SPOT:
+            skip(f"not_linux: operation '{r.get('operation')}' / productDescription "
+                 f"'{props.get('productDescription', '')}' (Linux/UNIX is operation RunInstances)")
+            continue
+        if "BoxUsage:" not in usage or props.get("tenancy", "shared").lower() != "shared":
+            skip(f"not_shared: usageType '{usage}' / tenancy '{props.get('tenancy', '')}' (shared-tenancy "
+                 "instance-hours are BoxUsage)")
+            continue
+        if not itype:
+            skip("unknown_instance_type: no instanceType property and no BoxUsage:<type> usage type")
+            continue
+        if region and props.get("region") and props["region"] != region:
+            skip(f"other_region: a rate of {props['region']} in the answer for {region}")
+            continue
+        if not reg:
+            skip("unknown_region: no region property and no region given")
+            continue
+        klass = SAVINGS_PLAN_TYPES.get(str(off.get("planType") or ""))
+        if klass is None:
+            skip(f"unknown_plan_type: planType '{off.get('planType')}' (EC2 instances: "
+                 f"{', '.join(SAVINGS_PLAN_TYPES)})")
+            continue
+        try:
+            pricing = SAVINGS_PLAN_DURATIONS.get(int(off.get("durationSeconds")))
+        except (TypeError, ValueError):
+            pricing = None
+        if pricing is None:
+            skip(f"unknown_term: durationSeconds {off.get('durationSeconds')!r} is not 1 or 3 years "
+                 "(31536000 / 94608000)")
+            continue
+        payment = _PAYMENT.get(str(off.get("paymentOption") or ""))
+        if payment is None:
+            skip(f"unknown_payment: paymentOption {off.get('paymentOption')!r}")
+            continue
+        if str(r.get("unit") or "") != "Hrs":
+            skip(f"unexpected_unit: unit '{r.get('unit')}' (an instance-hour rate is in Hrs)")
+            continue
+        currency = str(off.get("currency") or "")
+        if not currency:
+            skip("unknown_currency: savingsPlanOffering has no currency; a rate's currency is never assumed")
+            continue
+        rate = float_or_none(r.get("rate"))
+        if rate is None:
+            skip(f"unknown_price: rate {r.get('rate')!r}; a missing price is unknown, never 0")
+            continue
+        if rate <= 0:
+            skip(f"zero_price: rate {r.get('rate')} is not a price" if rate == 0 else
+                 f"invalid_price: negative rate {rate}")
+            continue
+        rows.append({"instance_type": itype, "region": reg, "pricing": pricing, "payment": payment,
+                     "offering_class": klass, "usd_per_hour": rate, "term_hours": SAVINGS_PLAN_TERM_HOURS[pricing],
+                     "currency": currency, "usage_type": usage, "offering_id": str(off.get("offeringId") or "")})
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["instance_type"], row["region"], row["pricing"], row["payment"],
+                           row["offering_class"]), []).append(row)
+    kept: list[dict[str, Any]] = []
+    for key, grp in sorted(groups.items()):
+        values = sorted({(g["usd_per_hour"], g["currency"]) for g in grp})
+        if len(values) > 1:
+            for g in grp:
+                col.skip(0, key[0], key[1], f"conflicting_price: {key[2]} {key[3]} {key[4]} has rates {values} in "
+                                            "one answer; none kept")
+            continue
+        kept.append(grp[0])
+        for g in grp[1:]:
+            col.skip(0, key[0], key[1], f"duplicate: the same {key[2]} {key[3]} {key[4]} rate again "
+                                        f"(offering {g['offering_id'] or '?'}); collapsed")
+    df = pd.DataFrame.from_records(kept, columns=list(SAVINGS_PLAN_COLUMNS))
+    df = df.astype({"usd_per_hour": "float64", "term_hours": "float64"})
+    df.attrs["skipped"] = list(col.skipped)
+    df.attrs["notes"] = list(col.notes)
+    return df
+
+
+def _savings_plan_offers(raw: Any, facts: dict[str, dict[str, Any]], offers: list[dict[str, Any]], col: _Collect,
+                         *, region: str, as_of: str) -> list[dict[str, Any]]:
+    """Offer dicts (OFFER_COLUMNS) of the savings-plan rates of the GPU types with facts, each checked against the
+    type's on-demand rate in ``offers``; what is left out is reported in ``col``."""
+    sp = savings_plans_rates_frame(raw, region=region)
+    col.skipped.extend(sp.attrs["skipped"])
+    col.notes.extend(sp.attrs["notes"])
+    od = {(o["instance_type"], o["region"]): o for o in offers if o["pricing"] == "on_demand"}
+    one_year = {(r.instance_type, r.payment, r.offering_class): r.usd_per_hour for r in sp.itertuples()
+                if r.pricing == "savings_plan_1y"}
+    out: list[dict[str, Any]] = []
+    counts: Counter = Counter()
+    for r in sp.itertuples(index=False):
+        what = f"{r.pricing} {r.payment} {r.offering_class}"
+        f = facts.get(r.instance_type)
+        if f is None:
+            counts["no GPU facts"] += 1
+            continue
+        base = od.get((r.instance_type, r.region))
+        if base is None:
+            col.skip(0, r.instance_type, r.region, f"unverifiable_savings_plan: {what} rate {r.usd_per_hour} but no "
+                                                   "on-demand price to check it against", SOURCE_SAVINGS_PLANS)
+            continue
+        if r.currency != base["currency"]:
+            col.skip(0, r.instance_type, r.region, f"currency_mismatch: {what} rate in {r.currency}, on-demand in "
+                                                   f"{base['currency']}", SOURCE_SAVINGS_PLANS)
+            continue
+        if r.usd_per_hour >= float(base["usd_per_hour"]):
+            col.skip(0, r.instance_type, r.region, f"implausible_commitment: {what} rate {r.usd_per_hour} is not "
+                                                   f"below on-demand {base['usd_per_hour']}", SOURCE_SAVINGS_PLANS)
+            continue
+        y1 = one_year.get((r.instance_type, r.payment, r.offering_class))
+        if r.pricing == "savings_plan_3y" and y1 is not None and r.usd_per_hour >= y1:
+            col.skip(0, r.instance_type, r.region, f"longer_term_not_cheaper: {what} rate {r.usd_per_hour} >= the "
+                                                   f"1-year rate {y1}", SOURCE_SAVINGS_PLANS)
+            continue
+        out.append({"provider": NAME, "region": r.region, "zone": "", "instance_type": r.instance_type,
+                    **{k: f[k] for k in _GPU_FIELDS}, "pricing": r.pricing, "payment": r.payment,
+                    "offering_class": r.offering_class, "upfront_usd": 0.0, "recurring_usd_per_hour": r.usd_per_hour,
+                    "usd_per_hour": r.usd_per_hour, "term_hours": r.term_hours, "currency": r.currency,
+                    "source": SOURCE_SAVINGS_PLANS, "as_of": as_of})
+    if counts:
+        col.notes.append(f"{counts['no GPU facts']} savings-plan rate(s) of instance types without GPU facts ignored")
+    asked = sorted((raw.get("usage_types") or {}) if isinstance(raw, dict) else {})
+    full = 2 * len(SAVINGS_PLAN_TYPES) * len(_PAYMENT)  # 1y/3y x plan types x payment options
+    got = Counter(o["instance_type"] for o in out)
+    none = [t for t in asked if t in facts and not got.get(t)]
+    part = [f"{t} ({got[t]} of {full})" for t in asked if t in facts and 0 < got.get(t, 0) < full]
+    if none:
+        col.notes.append(f"savings plans: no usable rate for {len(none)} GPU instance type(s) asked for: "
+                         f"{', '.join(none)}")
+    if part:
+        col.notes.append(f"savings plans: only some of the {full} rates (1y/3y x Compute/EC2 Instance x 3 payment "
+                         f"options) for: {', '.join(part)}")
+    return out
+
+
 def _facts_reasons(col: _Collect) -> dict[str, str]:
     return {s.instance_type: s.reason for s in col.skipped if s.source == SOURCE_TYPES}
 
@@ -933,13 +1169,18 @@ def parse_region(raw: dict[str, Any], region: str, as_of: str) -> ParseResult:
     """PURE: the payloads of :func:`fetch_region` -> normalized offers of ``region`` (see the module docstring).
 
     Args:
-        raw: ``{"price_list": [PriceList JSON strings], "instance_types": [pages], "spot": [pages]}``.
+        raw: ``{"price_list": [PriceList JSON strings], "instance_types": [pages], "spot": [pages]}`` and, when
+            :func:`fetch_region` was asked for savings plans, ``"savings_plans": {"region", "usage_types":
+            {type: usage type}, "pages": [describe_savings_plans_offering_rates pages]}``.
         region: the region fetched (rows of other regions are reported, not kept).
         as_of: ISO date written to every row.
 
     Returns:
-        ParseResult: offers with exactly OFFER_COLUMNS (on-demand, Standard reserved 1y/3y x 3 payments, spot per
-        zone), skipped rows with reasons, notes (filtered variants, Convertible rows left out...).
+        ParseResult: offers with exactly OFFER_COLUMNS (on-demand; reserved 1y/3y x payments x offering class
+        standard/convertible; spot per zone; with savings plans: savings_plan_1y/3y x payments x offering class
+        compute/ec2_instance, USD per instance-hour, upfront 0, source ``aws-savings-plans-api``, each below the
+        type's on-demand rate), skipped rows with reasons, notes (filtered variants, savings-plan rates missing
+        for a type asked for...).
 
     Raises:
         PriceDataError: duplicate products after filtering (BUG-03) or duplicate offer keys.
@@ -956,6 +1197,8 @@ def parse_region(raw: dict[str, Any], region: str, as_of: str) -> ParseResult:
     col.filtered_note("product variants")
     spot = _spot_newest(raw["spot"], col)
     out = _offers(rows, facts, spot, col, region=region, as_of=as_of, no_facts_reason=reasons)
+    if raw.get("savings_plans") is not None:
+        out += _savings_plan_offers(raw["savings_plans"], facts, out, col, region=region, as_of=as_of)
     df = offers_frame(out)
     check_unique(df, f"aws {region}")
     skipped = [s if s.region else replace(s, region=region) for s in col.skipped]
@@ -1135,6 +1378,115 @@ def _spot_window() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
 
 
+def wants_savings_plans(options: FetchOptions) -> bool:
+    """True when the refresh asks for savings-plan rates: ``options.savings_plans`` (read with getattr, so the
+    adapter works with a FetchOptions that has no such field yet: then False)."""
+    return bool(getattr(options, "savings_plans", False))
+
+
+def usage_types_for(price_list: Iterable[Any], instance_types: Iterable[str] | None = None) -> dict[str, str]:
+    """Instance type -> its Linux shared-tenancy usage type, from Pricing API ``get_products`` entries (pure).
+
+    The usage type is the product's ``usagetype`` attribute, region prefix included ("BoxUsage:p5.48xlarge" in
+    us-east-1, "USW2-BoxUsage:p5.48xlarge" in us-west-2): the same string the Savings Plans API files rates under, so
+    it is read from AWS's own price list, never built from a prefix table. Only products of the priced variant
+    (Linux, Shared, NA, No License required, capacitystatus Used: :data:`VARIANT`) with operation RunInstances and a
+    BoxUsage usage type count.
+
+    Args:
+        price_list: PriceList entries (JSON strings or dicts), as in fetch_region's ``price_list``.
+        instance_types: keep only these types (default: every type in the entries).
+    """
+    keep = None if instance_types is None else set(instance_types)
+    out: dict[str, str] = {}
+    for prod in _products_from_entries(list(price_list)):
+        a = prod.attrs
+        itype, usage = a.get("instanceType", ""), a.get("usagetype", "")
+        if not itype or (keep is not None and itype not in keep) or "BoxUsage:" not in usage:
+            continue
+        if _variant_reason(a, ("Linux",)) is not None or a.get("operation", LINUX_OPERATION) != LINUX_OPERATION:
+            continue
+        out.setdefault(itype, usage)
+    return dict(sorted(out.items()))
+
+
+def savings_plans_request(region: str, usage_types: Iterable[str]) -> dict[str, Any]:
+    """The describe_savings_plans_offering_rates parameters :func:`fetch_savings_plans_rates` sends (first page).
+
+    savingsPlanTypes Compute and EC2Instance, products EC2, serviceCodes AmazonEC2, the given usageTypes, operations
+    RunInstances (Linux/UNIX), the three payment options, filter region = ``region``, maxResults 1000. The request
+    has no duration field (botocore's model): both terms come back and are told apart by ``durationSeconds``."""
+    return {"savingsPlanTypes": list(SAVINGS_PLAN_TYPES), "products": ["EC2"], "serviceCodes": ["AmazonEC2"],
+            "usageTypes": list(usage_types), "operations": [LINUX_OPERATION],
+            "savingsPlanPaymentOptions": list(_PAYMENT), "filters": [{"name": "region", "values": [region]}],
+            "maxResults": SAVINGS_PLANS_PAGE_SIZE}
+
+
+def fetch_savings_plans_rates(region: str, usage_types: Iterable[str], options: FetchOptions,
+                              client: Any = None) -> list[dict[str, Any]]:
+    """I/O: every page of Savings Plans offering rates of ``usage_types`` in ``region`` (usable on its own).
+
+    Calls ``savingsplans.describe_savings_plans_offering_rates`` (:func:`savings_plans_request`) for each chunk of
+    :data:`SAVINGS_PLANS_USAGE_TYPES_PER_CALL` usage types and follows ``nextToken`` to the end (botocore has no
+    paginator for this operation); retries are botocore's (:func:`client_config`).
+
+    Args:
+        region: the AWS region whose rates are asked for (the ``region`` filter).
+        usage_types: usage types as the price list names them (:func:`usage_types_for`); none: no call, [].
+        options: max_pages (per chunk), retries, timeouts; ``options.clients["savingsplans"]`` when set.
+        client: a savingsplans client to use (else options.clients["savingsplans"], else one built in
+            SAVINGS_PLANS_REGION and shared through options.clients).
+
+    Returns:
+        The response pages, ResponseMetadata dropped: ``[{"searchResults": [...], "nextToken": ...}, ...]``.
+
+    Raises:
+        TruncatedPriceList: ``options.max_pages`` pages read with a nextToken pending, or a nextToken that comes back
+            (a cycle): never a shorter list (PRICE_FAULTS BUG-08).
+        MissingCredentials: no credentials in the standard chain.
+        ProviderError: the API refused the call (e.g. AccessDenied: the credentials need
+            savingsplans:DescribeSavingsPlansOfferingRates), after botocore's retries.
+    """
+    from botocore.exceptions import ClientError, NoCredentialsError
+
+    usage = list(dict.fromkeys(usage_types))
+    if not usage:
+        return []
+    if client is None:
+        client = _client(options, "savingsplans", "savingsplans", SAVINGS_PLANS_REGION, share=True)
+    pages: list[dict[str, Any]] = []
+    cap = options.max_pages
+    try:
+        for i in range(0, len(usage), SAVINGS_PLANS_USAGE_TYPES_PER_CALL):
+            params = savings_plans_request(region, usage[i:i + SAVINGS_PLANS_USAGE_TYPES_PER_CALL])
+            seen: set[str] = set()
+            n = 0
+            while True:
+                page = client.describe_savings_plans_offering_rates(**params)
+                page = {k: v for k, v in page.items() if k != "ResponseMetadata"}
+                pages.append(page)
+                n += 1
+                token = page.get("nextToken")
+                if not token:
+                    break
+                if token in seen or token == params.get("nextToken"):
+                    raise TruncatedPriceList(f"aws {region} savings-plan rates: nextToken repeated after {n} pages "
+                                             "(a page cycle)", next=token)
+                seen.add(token)
+                if cap is not None and n >= cap:
+                    raise TruncatedPriceList(f"aws {region} savings-plan rates: page cap max_pages={cap} reached "
+                                             "with more pages left", next=token)
+                params = {**params, "nextToken": token}
+    except NoCredentialsError:
+        raise MissingCredentials(CREDENTIALS_HOWTO) from None
+    except ClientError as e:
+        code = e.response.get("Error", {}).get("Code", "?")
+        raise ProviderError(f"aws {region}: savings-plan rates refused ({code}); the credentials need "
+                            "savingsplans:DescribeSavingsPlansOfferingRates, or refresh without savings plans") \
+            from None
+    return pages
+
+
 def fetch_region(region: str, options: FetchOptions) -> dict[str, Any]:
     """I/O ONLY: the raw AWS payloads of one region.
 
@@ -1145,13 +1497,18 @@ def fetch_region(region: str, options: FetchOptions) -> dict[str, Any]:
        the family answer lacks (types AWS files under another family).
     3. EC2 ``describe_spot_price_history`` (paginated): ProductDescriptions ["Linux/UNIX"], the GPU types,
        StartTime = EndTime = now (AWS then answers the price in effect at that instant per type and zone).
+    4. Only when ``options.savings_plans`` is true (:func:`wants_savings_plans`): Savings Plans
+       ``describe_savings_plans_offering_rates`` for the Linux usage types of the GPU types in the price list
+       (:func:`usage_types_for`, :func:`fetch_savings_plans_rates`).
 
-    Returns: ``{"price_list": [PriceList JSON strings], "instance_types": [pages], "spot": [pages]}``.
+    Returns: ``{"price_list": [PriceList JSON strings], "instance_types": [pages], "spot": [pages]}``, plus
+    ``"savings_plans": {"region", "usage_types": {type: usage type}, "pages": [...]}`` in step 4.
 
     Raises:
         RegionSkipped: AuthFailure / OptInRequired / UnrecognizedClientException from this region's EC2.
         MissingCredentials: no credentials in the standard chain (or an unknown profile).
         TruncatedPriceList: page cap reached or a NextToken cycle (never a shorter list).
+        ProviderError: savings-plan rates asked for and refused (step 4).
         botocore ClientError etc.: anything else, after botocore's retries.
     """
     from botocore.exceptions import ClientError, NoCredentialsError
@@ -1197,11 +1554,18 @@ def fetch_region(region: str, options: FetchOptions) -> dict[str, Any]:
             spot = _all_pages(ec2, "describe_spot_price_history", options, f"{region} describe_spot_price_history",
                               ProductDescriptions=["Linux/UNIX"], InstanceTypes=gpu_types, StartTime=now,
                               EndTime=now, PaginationConfig={"PageSize": 1000})
+        raw: dict[str, Any] = {"price_list": price_list, "instance_types": types, "spot": spot}
+        if wants_savings_plans(options):
+            usage = usage_types_for(price_list, gpu_types)
+            options.say(NAME, region, f"describe_savings_plans_offering_rates ({len(usage)} usage types)")
+            raw["savings_plans"] = {"region": region, "usage_types": usage,
+                                    "pages": fetch_savings_plans_rates(region, usage.values(), options)}
     except NoCredentialsError:
         raise MissingCredentials(CREDENTIALS_HOWTO) from None
-    return {"price_list": price_list, "instance_types": types, "spot": spot}
+    return raw
 
 
 __all__ = ["NAME", "CLIENT_KEYS", "client_config", "make_client", "list_regions", "fetch_region", "parse_region",
            "parse_price_list", "parse_bulk_csv", "parse_instance_types", "parse_spot_history", "import_file",
-           "region_for_location"]
+           "region_for_location", "savings_plans_rates_frame", "fetch_savings_plans_rates", "savings_plans_request",
+           "usage_types_for", "wants_savings_plans"]

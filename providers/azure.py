@@ -42,9 +42,16 @@ How items become offers (PRICE_FAULTS cases in brackets):
   and you don't pay any extra fees when you choose to pay monthly" (MicrosoftDocs/azure-docs,
   articles/cost-management-billing/reservations/prepare-buy-reservation.md, "Buy reservations with monthly
   payments"). 21,900 for 1 year -> 2.50 $/h; 52,560 for 3 years -> 2.00 $/h.
-* **Savings plans are ignored**: ``savingsPlan[].unitPrice`` IS hourly (two units in one payload, BUG-01 note), but a
-  savings plan is a spend commitment across sizes and regions, not a per-instance reservation; the offer schema has
-  no pricing model for it.
+* **Savings plans** [BUG-01 note]: a consumption (on-demand, Linux or Windows) item's ``savingsPlan: [{"unitPrice",
+  "retailPrice", "term": "1 Year" | "3 Years"}]`` IS hourly, unlike a reservation item's unitPrice (the term total)
+  in the same payload: two units in one answer. Each term becomes ``savings_plan_1y`` / ``savings_plan_3y`` rows,
+  ``offering_class`` "" (Azure's one savings plan for compute), ``payment`` ``no_upfront`` and ``all_upfront`` at
+  the same rate (billed monthly or upfront, same total), ``upfront_usd`` 0, ``recurring_usd_per_hour`` =
+  ``usd_per_hour`` = the savingsPlan price, ``term_hours`` 8,760 / 26,280 (records.PRICING_MODELS: the rate one
+  instance-hour is charged against the plan; the plan's commitment is an hourly spend). Another term
+  (``unknown_term``), a missing/0/conflicting price, a rate not below the item's on-demand price
+  (``implausible_commitment``) or a 3-year rate not below the 1-year one (``longer_term_not_cheaper``) is reported.
+  Spot, Low Priority and DevTest items carry no savings-plan rows.
 * **Missing and $0 prices** [BUG-07]: an empty/unparseable price is unknown (``unknown_price``) and a 0 price is
   not a price (``zero_price``): both are reported and make no offer, unless the caller names the size in
   ``allow_free`` (an explicit free-tier flag). A spot price >= the on-demand price is a placeholder
@@ -75,7 +82,7 @@ from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping
 from urllib.parse import parse_qsl, urlsplit
 
 from gpuopt.errors import InputError, PriceDataError, ProviderError
-from gpuopt.records import OFFER_COLUMNS, TERM_HOURS, SkippedRow
+from gpuopt.records import OFFER_COLUMNS, SAVINGS_PLAN_TERM_HOURS, TERM_HOURS, SkippedRow
 from providers._common import OFFER_KEY, ParseResult, check_unique, float_or_none, hourly_row, offers_frame, read_text
 from providers.base import FetchOptions, MissingCredentials, TruncatedPriceList, http_session
 from providers.gpu_names import GPU_MEMORY_MIB
@@ -105,6 +112,16 @@ RESERVATION_TERMS: dict[str, tuple[str, float]] = {
     "1 Year": ("reserved_1y", TERM_HOURS["reserved_1y"]),
     "3 Years": ("reserved_3y", TERM_HOURS["reserved_3y"]),
 }
+
+#: ``savingsPlan[].term`` -> (pricing, term hours). Another term is reported (``unknown_term``), never guessed.
+SAVINGS_PLAN_TERMS: dict[str, tuple[str, float]] = {
+    "1 Year": ("savings_plan_1y", SAVINGS_PLAN_TERM_HOURS["savings_plan_1y"]),
+    "3 Years": ("savings_plan_3y", SAVINGS_PLAN_TERM_HOURS["savings_plan_3y"]),
+}
+#: Payment options of a savings-plan row, at the same hourly rate: "the monthly payment option divides the total cost
+#: of the savings plan into 12 or 36 equal payments. The total cost of upfront and monthly savings plans is the same"
+#: (MicrosoftDocs/azure-docs, articles/cost-management-billing/savings-plan/buy-savings-plan.md).
+SAVINGS_PLAN_PAYMENTS: tuple[str, ...] = ("no_upfront", "all_upfront")
 
 #: Columns of :func:`parse_retail_items` beyond OFFER_COLUMNS.
 EXTRA_COLUMNS: tuple[str, ...] = ("operating_system", "meter_name")
@@ -411,12 +428,73 @@ def _classify(pairs: list[tuple[dict[str, Any], str | None]], *, region: str | N
         key = (NAME, reg, "", itype, pricing, payment, osys)
         rows.append(_Row(line=line, key=key, price=price, currency=currency, meter=meter or sku_name,
                          offer_rows=offers))
+        if pricing == "on_demand" and item.get("savingsPlan"):
+            rows.extend(_savings_plan_rows(item, line, price, base, reg, osys, currency, meter or sku_name, rep))
     if non_gpu:
         rep.notes.append(f"{non_gpu} item(s) of non-GPU sizes (armSkuName not Standard_N...) ignored")
     if defaulted_currency:
         rep.notes.append(f"{defaulted_currency} item(s) without currencyCode or BillingCurrency taken as "
                          f"{default_currency} (the Retail Prices API's default currency)")
     return rows
+
+
+def _savings_plan_rows(item: Mapping[str, Any], line: int, on_demand: float, base: dict[str, Any], reg: str,
+                       osys: str, currency: str, meter: str, rep: _Report) -> list[_Row]:
+    """The savings-plan rows of one consumption (on-demand) item: ``savingsPlan[].unitPrice`` IS hourly (unlike a
+    reservation item's unitPrice, the term total: BUG-01), so each term gives ``usd_per_hour`` = that price, paid
+    monthly (``no_upfront``) or all upfront (``all_upfront``) at the same rate, upfront_usd 0 on the row (the plan's
+    commitment is an hourly spend whose size the buyer picks), term 8,760 / 26,280 h, offering_class "" (Azure sells
+    one savings plan for compute). Terms other than "1 Year" / "3 Years", missing, 0, conflicting or not-below-
+    on-demand prices are reported and make no row."""
+    itype = base["instance_type"]
+    out: list[_Row] = []
+    plans = item.get("savingsPlan")
+    if not isinstance(plans, list):
+        rep.skip(line, itype, reg, "unknown_price: savingsPlan is not a list")
+        return out
+    rates: dict[str, float] = {}
+    for sp in plans:
+        if not isinstance(sp, Mapping):
+            rep.skip(line, itype, reg, "unknown_price: a savingsPlan entry is not an object")
+            continue
+        term = _text(sp, "term")
+        if term not in SAVINGS_PLAN_TERMS:
+            rep.skip(line, itype, reg, f"unknown_term: savingsPlan term '{term}' (known: "
+                                       f"{', '.join(SAVINGS_PLAN_TERMS)})")
+            continue
+        pricing, hours = SAVINGS_PLAN_TERMS[term]
+        unit, retail = float_or_none(sp.get("unitPrice")), float_or_none(sp.get("retailPrice"))
+        if unit is not None and retail is not None and abs(unit - retail) > 1e-12:
+            rep.skip(line, itype, reg, f"conflicting_price: savingsPlan {term} unitPrice {unit} != retailPrice "
+                                       f"{retail}")
+            continue
+        rate = unit if unit is not None else retail
+        if rate is None:
+            rep.skip(line, itype, reg, f"unknown_price: savingsPlan {term} has no unitPrice/retailPrice; a missing "
+                                       "price is unknown, never 0")
+            continue
+        if rate <= 0:
+            rep.skip(line, itype, reg, f"zero_price: savingsPlan {term} price {rate} is not a price")
+            continue
+        if rate >= on_demand:
+            rep.skip(line, itype, reg, f"implausible_commitment: savingsPlan {term} {rate} $/h is not below the "
+                                       f"on-demand {on_demand} $/h")
+            continue
+        if pricing in rates:
+            rep.skip(line, itype, reg, f"duplicate: savingsPlan {term} listed twice in one item")
+            continue
+        rates[pricing] = rate
+        offers = [{**base, "pricing": pricing, "payment": pay, "offering_class": "", "upfront_usd": 0.0,
+                   "recurring_usd_per_hour": rate, "usd_per_hour": rate, "term_hours": hours}
+                  for pay in SAVINGS_PLAN_PAYMENTS]
+        out.append(_Row(line=line, key=(NAME, reg, "", itype, pricing, "*", osys), price=rate, currency=currency,
+                        meter=meter, offer_rows=offers))
+    if "savings_plan_3y" in rates and "savings_plan_1y" in rates and rates["savings_plan_3y"] >= rates[
+            "savings_plan_1y"]:
+        rep.skip(line, itype, reg, f"longer_term_not_cheaper: savingsPlan 3 Years {rates['savings_plan_3y']} >= "
+                                   f"1 Year {rates['savings_plan_1y']}")
+        out = [r for r in out if r.key[4] != "savings_plan_3y"]
+    return out
 
 
 def _dedupe(rows: list[_Row], rep: _Report, source: str) -> list[_Row]:
@@ -707,7 +785,9 @@ def parse_region(raw: Mapping[str, Any], region: str, as_of: str) -> ParseResult
     """PURE: :func:`fetch_region`'s payloads -> Linux GPU offers of one region (OFFER_COLUMNS exactly).
 
     On-demand and spot (zone empty) per size; reserved_1y / reserved_3y with ``all_upfront`` and ``no_upfront``
-    (see the module docstring); source ``azure-retail-prices-api``; currency per row. Windows prices are not offers
+    (the reservation's term total / term hours, BUG-01); savings_plan_1y / savings_plan_3y with ``no_upfront`` and
+    ``all_upfront`` at the hourly savingsPlan price (see the module docstring); source ``azure-retail-prices-api``;
+    prices per instance-hour, currency per row. Windows prices are not offers
     (counted in a note); restricted sizes are skipped when resource SKUs were fetched.
 
     Raises:

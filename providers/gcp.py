@@ -39,9 +39,10 @@ the live catalog):
 (``unknown_description`` / ``unknown_gpu``); ``Nvidia H100 80GB Plus GPU`` (``ambiguous_gpu``: public code maps it
 to A3 High, to A3 Mega, or leaves it out; its price equals SkyPilot's H100-MEGA row, but one price match is not
 enough to bill a machine with it); GPUs that attach to N1 machines (T4, V100, P100, P4, K80: ``no_host_series``,
-N1 is not priced here); Sole Tenancy, Custom, Reserved / Calendar Mode, DWS / Defined Duration, Virtual Workstation
-and similar SKUs (``variant``: other products that would otherwise collide with the plain on-demand price, the GCP
-form of PRICE_FAULTS BUG-03/04/05); a zero price (``zero_price``, BUG-07), a negative or missing one
+N1 is not priced here); Calendar-mode SKUs (``calendar_mode``), "Reserved ..." meters (``reserved_capacity``), DWS
+wording of no documented form (``unknown_dws``); Sole Tenancy, Custom, Virtual Workstation and similar SKUs
+(``variant``: other products that would otherwise collide with the plain on-demand price, the GCP form of
+PRICE_FAULTS BUG-03/04/05); a zero price (``zero_price``, BUG-07), a negative or missing one
 (``invalid_price`` / ``unknown_price``); several tiers or a first tier above 0 (``tiered_price``); an unexpected
 usage unit (``unexpected_unit``); a description whose resource disagrees with ``resourceGroup`` or whose commitment
 term disagrees with ``usageType`` (``inconsistent_category``); two SKUs for one (component, region, pricing):
@@ -52,6 +53,27 @@ the public tools that met it, and a note says so. A machine type missing any of 
 above its on-demand part, is reported (``placeholder_spot``); a spot price without an on-demand price to check it
 against (``unverifiable_spot``); a committed rate (or one committed part) not below on-demand
 (``implausible_commitment``).
+
+**Which consumption model a SKU prices** is decided by :func:`classify_sku`, from the description FIRST and the
+usageType second (:data:`CONSUMPTION_MARKERS`): a Flex-start ("... attached to DWS Defined Duration VMs ...", "DWS
+Defined Duration A3 Core ..."), Calendar-mode, "Reserved ..." or Commitment SKU is never the on-demand or spot price
+of a GPU, whatever its usageType says; the plain description is on-demand only under usageType OnDemand. The live
+catalog files the DWS SKUs under OnDemand, and their descriptions CONTAIN the on-demand GPU name ("Nvidia H100 80GB
+GPU attached to DWS Defined Duration VMs running in Americas", 4.200761 $/h, next to the on-demand "Nvidia H100 80GB
+GPU running in Americas", 9.796551 $/h, in the catalog of 2025-06-16): SkyPilot's fetcher took the first OnDemand
+SKU containing "H100 80GB GPU", the DWS one, and priced a3-highgpu-8g us-central1 at 43.07 $/h (on-demand host +
+8 DWS GPUs) instead of the list 88.49 (pricing_cache/data/inputs/PRICES_README.md (a)).
+
+**Flex-start** (Dynamic Workload Scheduler, up to 7 days, queued): composed like the other pricings, from the
+"DWS Defined Duration" SKUs of ALL the machine's parts (GPU + the series' cores and RAM; the A4 slice alone), so a
+``flex_start`` row is a whole-instance price: ``payment`` "", ``upfront_usd`` 0, ``recurring_usd_per_hour`` =
+``usd_per_hour``, ``term_hours`` 0 (a window, records.WINDOW_PRICING). A machine type with a DWS GPU SKU but no DWS
+core/RAM SKU is reported ``missing_part`` (never priced from the GPU alone or with on-demand host parts); a
+Flex-start part above its on-demand part (``implausible_flex_start``) or a total not below on-demand
+(``flex_start_not_below_on_demand``) is reported. The A3 host SKUs exist ("DWS Defined Duration A3 Core running in
+Americas" 9A32-36B2-7FBC, 0.010934 $/vCPU-h; "... A3 Ram ..." ED19-A584-4A84, 0.000952 $/GiB-h: Google Cloud Japan,
+zenn.dev/google_cloud_jp/articles/dws-flex-new-skus): a3-highgpu-8g us-central1 Flex-start = 8 x 4.200761 + 208 x
+0.010934 + 1872 x 0.000952 = 37.66 $/h.
 
 **Committed use** (Commit1Yr / Commit3Yr SKUs for the series' cores and RAM and the GPUs): term-based, billed
 monthly with no upfront payment (reserved_rules.py: "Committed use discounts ... require no upfront costs"), so the
@@ -106,9 +128,18 @@ KEY_HOWTO = ("GCP: no API key for the Cloud Billing Catalog API; create an API k
              "the Cloud Billing API enabled (console: APIs & Services > Credentials) and pass it as "
              f"`gpuopt prices refresh --gcp-api-key KEY` (FetchOptions.gcp_api_key) or set {API_KEY_ENV}")
 
-#: usageType -> gpuopt pricing.
+#: usageType -> gpuopt pricing, for a SKU whose description names no other consumption model (see
+#: :func:`classify_sku`: the description decides the model first, the usageType must then agree with it).
 USAGE_TYPES = {"OnDemand": "on_demand", "Preemptible": "spot", "Commit1Yr": "reserved_1y", "Commit3Yr": "reserved_3y"}
-PRICINGS = ("on_demand", "spot", "reserved_1y", "reserved_3y")
+#: Pricing options composed per machine type. ``flex_start``: Dynamic Workload Scheduler Flex-start, priced only
+#: from whole sets of "DWS Defined Duration" SKUs (GPU + the series' cores and RAM, or the A4 slice).
+PRICINGS = ("on_demand", "spot", "reserved_1y", "reserved_3y", "flex_start")
+#: usageTypes a Flex-start ("DWS Defined Duration") SKU may carry. The live catalog files them under OnDemand
+#: (the reason SkyPilot's fetcher, which takes the first OnDemand SKU whose description CONTAINS the GPU name, priced
+#: a3-highgpu-8g us-central1 with the DWS H100 SKU: pricing_cache/data/inputs/PRICES_README.md (a); a public test of
+#: a GCP cost tool records the DWS and Calendar-mode SKUs with usageType OnDemand too); Flex-start uses preemptible
+#: quota, so Preemptible is accepted as well. The description decides: such a SKU is never on-demand or spot.
+FLEX_START_USAGE_TYPES = frozenset({"OnDemand", "Preemptible"})
 #: The usage unit each component kind must be priced in.
 UNITS = {"core": "h", "ram": "GiBy.h", "gpu": "h"}
 
@@ -178,9 +209,35 @@ N1_GPU_PHRASES: dict[str, str] = {
     "nvidia tesla t4 gpu": "T4", "nvidia tesla v100 gpu": "V100", "nvidia tesla p100 gpu": "P100",
     "nvidia tesla p4 gpu": "P4", "nvidia tesla k80 gpu": "K80",
 }
-#: Other products that share resource groups with the plain SKUs (excluded and reported).
-_VARIANT_RE = re.compile(r"sole tenancy|\bcustom\b|\bpremium\b|\breserved\b|calendar mode|\bdws\b|defined duration|"
-                         r"virtual workstation|\bflex\b|suspended|extended memory|\bmanaged\b", re.IGNORECASE)
+#: Other products that share resource groups with the plain SKUs (excluded and reported). Flex-start (DWS),
+#: Calendar mode and "Reserved ..." SKUs are told apart before this by :data:`CONSUMPTION_MARKERS`.
+_VARIANT_RE = re.compile(r"sole tenancy|\bcustom\b|\bpremium\b|virtual workstation|\bflex\b|suspended|"
+                         r"extended memory|\bmanaged\b", re.IGNORECASE)
+#: Consumption models a SKU description names, each with the wording that names it (lower-case, whitespace
+#: normalized). Checked on every Compute SKU before anything else, in this order of precedence:
+#:
+#: * ``calendar_mode``: "Reserved Nvidia H100 80GB GPU in Americas in Calendar Mode", "... DWS Calendar Mode ..."
+#:   (DWS Calendar mode, a future reservation: no pricing model of gpuopt; reported, never used);
+#: * ``reserved``: "Reserved Nvidia Tesla A100 GPU in Americas" (a reservation's own meter, seen at $0 with usageType
+#:   OnDemand; reported, never used);
+#: * ``flex_start``: "Nvidia H100 80GB GPU attached to DWS Defined Duration VMs running in Americas", "DWS Defined
+#:   Duration A3 Core running in Americas" (real SKUs 341A-49A5-0C07 and 9A32-36B2-7FBC: Google Cloud Japan,
+#:   zenn.dev/google_cloud_jp/articles/dws-flex-new-skus), "DWS Flex Start ..." (the prefix of H4D's Flex-start SKUs);
+#: * ``other_dws``: any other DWS / "Defined Duration" / "Flex-start" wording (reported: not a documented form);
+#: * ``commitment``: "Commitment v1: ... for 1 Year" / "for 3 Years";
+#: * ``spot``: "Spot Preemptible ...", "Preemptible ...", "... attached to Spot Preemptible VMs ...".
+#:
+#: A description with none of them is the plain on-demand SKU, and only when its usageType is OnDemand.
+CONSUMPTION_MARKERS: tuple[tuple[str, "re.Pattern[str]"], ...] = (
+    ("calendar_mode", re.compile(r"\bcalendar mode\b|\bdws calendar\b", re.IGNORECASE)),
+    ("reserved", re.compile(r"^reserved\b", re.IGNORECASE)),
+    ("flex_start", re.compile(r"\battached to dws defined duration vms\b|^dws defined duration\b|^dws flex start\b",
+                              re.IGNORECASE)),
+    ("other_dws", re.compile(r"\bdws\b|\bdefined duration\b|\bflex[- ]start\b", re.IGNORECASE)),
+    ("commitment", re.compile(r"^commitment(?: v\d+)?:", re.IGNORECASE)),
+    ("spot", re.compile(r"^(?:commitment(?: v\d+)?:\s*)?(?:spot )?preemptible\b|\battached to spot preemptible vms\b",
+                        re.IGNORECASE)),
+)
 _HOST_RE = re.compile(r"^(?P<series>a2|a3|a3plus|a3ultra|a4|g2)\s+(?:instance\s+)?(?P<res>core|cpu|ram)$")
 _SERIES_WORD_RE = re.compile(r"\b(?:a2|a3|a3plus|a3ultra|a4|g2)\b", re.IGNORECASE)
 
@@ -213,74 +270,185 @@ class _Report:
 
 
 @dataclass(frozen=True)
-class _Parsed:
-    kind: str  # core | ram | gpu
-    series: str  # core/ram: series; gpu: ""
-    accelerator: str  # gpu: accelerator name; core/ram: ""
-    spot_in_description: bool
-    commit_years: int | None
+class SkuClass:
+    """How :func:`classify_sku` reads one Cloud Billing Catalog SKU.
+
+    Attributes:
+        status: ``ok`` (a component price of a GPU machine series), ``skip`` (a SKU of a GPU machine series that is
+            not used; ``reason`` says why, as ``code: detail``) or ``ignore`` (outside the GPU machine series).
+        pricing: for ``ok``: ``on_demand``, ``spot``, ``reserved_1y``, ``reserved_3y`` or ``flex_start``.
+        kind: ``core``, ``ram`` or ``gpu``. series: the core/RAM series (a2, a3, a3plus, a3ultra, a4, g2).
+        accelerator: the GPU (providers.skypilot.GCP_MACHINE_GPUS name) of a GPU SKU.
+        model: the consumption model the description names (a key of :data:`CONSUMPTION_MARKERS`, or ``plain``).
+        reason: why a SKU is skipped or ignored. note: something the caller should report about a SKU that is used.
+    """
+
+    status: str
+    pricing: str = ""
+    kind: str = ""
+    series: str = ""
+    accelerator: str = ""
+    model: str = ""
+    reason: str = ""
+    note: str = ""
 
 
 def _norm(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def _classify(description: str, group: str) -> tuple[str, Any]:
-    """("ok", _Parsed) | ("skip", reason) | ("ignore", why) for one Compute-family SKU.
+def _models(text: str) -> list[str]:
+    """The consumption models the description names (:data:`CONSUMPTION_MARKERS` order)."""
+    return [name for name, rx in CONSUMPTION_MARKERS if rx.search(text)]
 
-    Only SKUs of resourceGroup GPU, CPU or RAM are considered; CPU/RAM SKUs only when they name a GPU machine series
-    (A2, A3, A3Plus, A3Ultra, A4, G2). Everything else (N1/E2/C3... cores and RAM, local SSD...) is ignored."""
-    if group not in ("GPU", "CPU", "RAM"):
-        return "ignore", "resource group"
-    text = _norm(description)
-    if group != "GPU" and not _SERIES_WORD_RE.search(text):
-        return "ignore", "not a GPU machine series"
-    if _VARIANT_RE.search(text):
-        return "skip", ("variant: not the plain on-demand/spot/commitment SKU of a machine (Sole Tenancy, Custom, "
-                        "Reserved/Calendar Mode, DWS, Virtual Workstation ...)")
-    commit = False
-    for prefix in ("commitment v1: ", "commitment: "):
-        if text.lower().startswith(prefix):
-            commit, text = True, text[len(prefix):]
-            break
+
+def _strip_markers(text: str) -> tuple[str, int | None]:
+    """The description without its consumption-model wording and location: (resource phrase, years of a term)."""
+    for rx in (r"^commitment(?: v\d+)?:\s*", r"^dws defined duration\s+", r"^dws flex start\s+",
+               r"^(?:spot )?preemptible\s+"):
+        text = re.sub(rx, "", text, flags=re.IGNORECASE)
     years = None
     m = re.search(r"\s+for\s+(\d+)\s+years?$", text, re.IGNORECASE)
     if m:
         years, text = int(m.group(1)), text[:m.start()]
-    spot = False
-    for prefix in ("spot preemptible ", "preemptible "):
-        if text.lower().startswith(prefix):
-            spot, text = True, text[len(prefix):]
-            break
-    m = re.search(r"\s+attached to spot preemptible vms", text, re.IGNORECASE)
-    if m:
-        spot, text = True, text[:m.start()] + text[m.end():]
+    text = re.sub(r"\s+attached to (?:spot preemptible|dws defined duration) vms", "", text, flags=re.IGNORECASE)
     m = re.match(r"^(?P<phrase>.*)\s+in\s+(?P<loc>[^()]+)$", text, re.IGNORECASE)
     if m:
         text = re.sub(r"\s+running$", "", m.group("phrase"), flags=re.IGNORECASE)
-    phrase = text.lower().strip()
-    if years is not None and not commit:
-        return "skip", f"unknown_description: a term ('for {years} Years') without 'Commitment'"
-    cy = (years or 0) if commit else None
+    return text.lower().strip(), years
+
+
+def classify_sku(description: str, resource_group: str, usage_type: str) -> SkuClass:
+    """Classify one Compute-family Cloud Billing Catalog SKU by its description AND its usageType (pure).
+
+    The description decides the consumption model first (:data:`CONSUMPTION_MARKERS`); the usageType must then agree
+    with it, or the SKU is not used. So a Flex-start ("DWS Defined Duration"), Calendar-mode, "Reserved ..." or
+    Commitment SKU is never the on-demand or spot price of a GPU whatever its usageType says (the SkyPilot fault:
+    the DWS H100 SKU, usageType OnDemand, priced as on-demand; pricing_cache/data/inputs/PRICES_README.md (a)):
+
+    ==============  =========================  ==================================================================
+    model           usageType accepted          result
+    ==============  =========================  ==================================================================
+    calendar_mode   any                         skip ``calendar_mode`` (DWS Calendar mode: no gpuopt pricing)
+    reserved        any                         skip ``reserved_capacity`` (a reservation's meter, often $0)
+    flex_start      OnDemand, Preemptible       ``flex_start`` (FLEX_START_USAGE_TYPES); else skip
+    other_dws       any                         skip ``unknown_dws`` (DWS wording of no documented form)
+    commitment      Commit1Yr / Commit3Yr       ``reserved_1y`` / ``reserved_3y`` (the term must match); else skip
+    spot            Preemptible (OnDemand)      ``spot``; OnDemand is taken as spot with a note (the live A4 spot
+                                                slice SKU carries it: the description wins)
+    plain           OnDemand only               ``on_demand``; Preemptible without Spot wording and Commit* are
+                                                skipped ``inconsistent_category``; others ``unknown_usage_type``
+    ==============  =========================  ==================================================================
+
+    Two models in one description (Flex-start with a commitment or Spot wording, a commitment with Spot wording)
+    are skipped ``inconsistent_category``. Then the resource phrase (location and model wording removed) must be a
+    GPU of :data:`GPU_PHRASES` or a core/RAM of a GPU machine series, matching ``resource_group`` (GPU/CPU/RAM).
+
+    Args:
+        description: the SKU's ``description``.
+        resource_group: ``category.resourceGroup`` (only GPU, CPU and RAM are read; anything else is ignored, and
+            CPU/RAM SKUs are ignored unless they name A2, A3, A3Plus, A3Ultra, A4 or G2).
+        usage_type: ``category.usageType``.
+
+    Returns:
+        :class:`SkuClass`. Never raises.
+    """
+    group, usage = str(resource_group or ""), str(usage_type or "")
+    if group not in ("GPU", "CPU", "RAM"):
+        return SkuClass("ignore", reason="resource group")
+    text = _norm(description)
+    if group != "GPU" and not _SERIES_WORD_RE.search(text):
+        return SkuClass("ignore", reason="not a GPU machine series")
+    models = _models(text)
+    if "calendar_mode" in models:
+        return SkuClass("skip", model="calendar_mode", reason=(
+            "calendar_mode: a DWS Calendar-mode SKU (capacity reserved for future dates); never an on-demand, spot "
+            "or committed-use price, and gpuopt has no pricing model for it"))
+    if "reserved" in models:
+        return SkuClass("skip", model="reserved", reason=(
+            "reserved_capacity: a 'Reserved ...' SKU (a reservation's own meter); never an on-demand or spot price"))
+    if "flex_start" in models:
+        model = "flex_start"
+        clash = [m for m in ("commitment", "spot") if m in models]
+        if clash:
+            return SkuClass("skip", model=model, reason=(
+                f"inconsistent_category: the description names Flex-start (DWS Defined Duration) and {clash[0]}"))
+    elif "other_dws" in models:
+        return SkuClass("skip", model="other_dws", reason=(
+            "unknown_dws: DWS / Defined Duration / Flex-start wording not in a documented form (CONSUMPTION_MARKERS); "
+            "not used"))
+    elif "commitment" in models and "spot" in models:
+        return SkuClass("skip", model="commitment", reason=(
+            "inconsistent_category: the description names a commitment and Spot"))
+    elif "commitment" in models:
+        model = "commitment"
+    elif "spot" in models:
+        model = "spot"
+    else:
+        model = "plain"
+    phrase, years = _strip_markers(text)
+    if _VARIANT_RE.search(phrase):
+        return SkuClass("skip", model=model, reason=(
+            "variant: not the plain SKU of a machine (Sole Tenancy, Custom, Virtual Workstation ...)"))
+    if years is not None and model != "commitment":
+        return SkuClass("skip", model=model, reason=(
+            f"unknown_description: a term ('for {years} Years') without 'Commitment'"))
+    kind = series = acc = ""
     if phrase in GPU_PHRASES:
-        parsed = _Parsed("gpu", "", GPU_PHRASES[phrase], spot, cy)
+        kind, acc = "gpu", GPU_PHRASES[phrase]
     elif phrase in AMBIGUOUS_GPU_PHRASES:
-        return "skip", f"ambiguous_gpu: '{phrase}' ({AMBIGUOUS_GPU_PHRASES[phrase]}); not used"
+        return SkuClass("skip", model=model, reason=(
+            f"ambiguous_gpu: '{phrase}' ({AMBIGUOUS_GPU_PHRASES[phrase]}); not used"))
     elif phrase in N1_GPU_PHRASES:
-        return "skip", (f"no_host_series: {N1_GPU_PHRASES[phrase]} attaches to N1 machines, whose prices this adapter "
-                        "does not compose")
+        return SkuClass("skip", model=model, reason=(
+            f"no_host_series: {N1_GPU_PHRASES[phrase]} attaches to N1 machines, whose prices this adapter does not "
+            "compose"))
     else:
         h = _HOST_RE.match(phrase)
         if h is None:
             if group == "GPU":
-                return "skip", f"unknown_gpu: GPU SKU '{phrase}' is not in the documented table (GPU_PHRASES)"
-            return "skip", f"unknown_description: '{phrase}' names a GPU machine series but no known resource"
-        parsed = _Parsed("core" if h.group("res") in ("core", "cpu") else "ram", h.group("series"), "", spot, cy)
-    expected_group = {"core": "CPU", "ram": "RAM", "gpu": "GPU"}[parsed.kind]
+                return SkuClass("skip", model=model, reason=(
+                    f"unknown_gpu: GPU SKU '{phrase}' is not in the documented table (GPU_PHRASES)"))
+            return SkuClass("skip", model=model, reason=(
+                f"unknown_description: '{phrase}' names a GPU machine series but no known resource"))
+        kind, series = ("core" if h.group("res") in ("core", "cpu") else "ram"), h.group("series")
+    expected_group = {"core": "CPU", "ram": "RAM", "gpu": "GPU"}[kind]
     if group != expected_group:
-        return "skip", (f"inconsistent_category: the description is a {parsed.kind} SKU but resourceGroup is "
-                        f"'{group}' (expected {expected_group})")
-    return "ok", parsed
+        return SkuClass("skip", model=model, reason=(
+            f"inconsistent_category: the description is a {kind} SKU but resourceGroup is '{group}' (expected "
+            f"{expected_group})"))
+    note = ""
+    if model == "flex_start":
+        if usage not in FLEX_START_USAGE_TYPES:
+            return SkuClass("skip", model=model, reason=(
+                f"inconsistent_category: a Flex-start (DWS Defined Duration) SKU with usageType '{usage}' (expected "
+                f"{' or '.join(sorted(FLEX_START_USAGE_TYPES))})"))
+        pricing = "flex_start"
+    elif model == "commitment":
+        want = {1: "Commit1Yr", 3: "Commit3Yr"}.get(years or 0)
+        if usage not in ("Commit1Yr", "Commit3Yr") or (years and usage != want):
+            return SkuClass("skip", model=model, reason=(
+                f"inconsistent_category: a commitment for {years or '?'} year(s) with usageType '{usage}'"))
+        pricing = USAGE_TYPES[usage]
+    elif model == "spot":
+        if usage not in ("Preemptible", "OnDemand"):
+            return SkuClass("skip", model=model, reason=(
+                f"inconsistent_category: a Spot/Preemptible description with usageType '{usage}'"))
+        if usage != "Preemptible":
+            note = f"usageType '{usage}' but the description says Spot; taken as spot (the description wins)"
+        pricing = "spot"
+    else:
+        if usage in ("Commit1Yr", "Commit3Yr"):
+            return SkuClass("skip", model=model, reason=(
+                f"inconsistent_category: usageType '{usage}' but no 'Commitment' description"))
+        if usage == "Preemptible":
+            return SkuClass("skip", model=model, reason=(
+                "inconsistent_category: usageType 'Preemptible' but no Spot/Preemptible wording in the description; "
+                "taken as neither spot nor on-demand"))
+        if usage != "OnDemand":
+            return SkuClass("skip", model=model, reason=f"unknown_usage_type: '{usage}'")
+        pricing = "on_demand"
+    return SkuClass("ok", pricing=pricing, kind=kind, series=series, accelerator=acc, model=model, note=note)
 
 
 def _decimal(value: Any) -> float | None:
@@ -385,34 +553,17 @@ def _components(skus: Iterable[dict[str, Any]], report: _Report, regions: set[st
             continue
         where = ",".join(wanted) if len(wanted) <= 3 else f"{','.join(wanted[:3])},+{len(wanted) - 3}"
         what = f"{desc} [sku {sku_id}]"
-        status, parsed = _classify(desc, group)
-        if status == "ignore":
+        usage = str(cat.get("usageType", ""))
+        parsed = classify_sku(desc, group, usage)
+        if parsed.status == "ignore":
             ignored += 1
             continue
-        if status == "skip":
-            report.skip(what, where, parsed)
+        if parsed.status == "skip":
+            report.skip(what, where, parsed.reason)
             continue
-        usage = str(cat.get("usageType", ""))
-        if parsed.commit_years is not None:
-            want = {1: "Commit1Yr", 3: "Commit3Yr"}.get(parsed.commit_years)
-            if usage not in ("Commit1Yr", "Commit3Yr") or (parsed.commit_years and usage != want):
-                report.skip(what, where, f"inconsistent_category: a commitment for {parsed.commit_years or '?'} "
-                                         f"year(s) with usageType '{usage}'")
-                continue
-            pricing = USAGE_TYPES[usage]
-        elif usage in ("Commit1Yr", "Commit3Yr"):
-            report.skip(what, where, f"inconsistent_category: usageType '{usage}' but no 'Commitment' description")
-            continue
-        elif parsed.spot_in_description:
-            if usage != "Preemptible":
-                report.notes.append(f"sku {sku_id} '{desc}': usageType '{usage}' but the description says Spot; "
-                                    "taken as spot (the description wins)")
-            pricing = "spot"
-        elif usage in USAGE_TYPES:
-            pricing = USAGE_TYPES[usage]
-        else:
-            report.skip(what, where, f"unknown_usage_type: '{usage}'")
-            continue
+        if parsed.note:
+            report.notes.append(f"sku {sku_id} '{desc}': {parsed.note}")
+        pricing = parsed.pricing
         price, unit, currency, when, problem = _unit_price(sku)
         if problem:
             report.skip(what, where, problem)
@@ -485,9 +636,9 @@ def parse_skus(skus: Any, *, regions: Iterable[str] | None = None) -> "pd.DataFr
         providers.skypilot.GCP_MACHINE_GPUS; ``gpu_model`` holds the canonical GPU name; H100 and H100-MEGA are one
         canonical model at two prices, hence the accelerator key), ``core:<series>`` or ``ram:<series>`` (series a2,
         a3, a3plus, a3ultra, g2); ``unit_price`` per ``usage_unit`` (h or GiBy.h) in ``currency``; ``pricing``
-        on_demand | spot | reserved_1y | reserved_3y; ``bundles_host`` True for the A4 B200 slice (vCPUs + RAM
-        included). ``df.attrs["skipped"]`` lists the SKUs not used (SkippedRow, line 0, reason codes as in the
-        module docstring) and ``df.attrs["notes"]`` what was ignored or overridden.
+        on_demand | spot | reserved_1y | reserved_3y | flex_start (:func:`classify_sku`); ``bundles_host`` True for
+        the A4 B200 slice (vCPUs + RAM included). ``df.attrs["skipped"]`` lists the SKUs not used (SkippedRow,
+        line 0, reason codes as in the module docstring) and ``df.attrs["notes"]`` what was ignored or overridden.
 
     Raises:
         InputError: not a SKU listing (or an unreadable file).
@@ -581,6 +732,21 @@ def _compose(rows: list[dict], as_of: str, report: _Report, regions: Iterable[st
                                                    f"{_fmt(od[0])}")
                         continue
                     offers.append(hourly_row("spot", price, **base))
+                elif pricing == "flex_start":
+                    # a whole-instance Flex-start rate (every part a DWS Defined Duration SKU): billed per hour run,
+                    # nothing upfront, no term (records.WINDOW_PRICING: a window of up to 7 days)
+                    above = [] if od is None else [parts[k] for k, v in got.items()
+                                                   if v["unit_price"] > od[1][k]["unit_price"]]
+                    if above:
+                        report.skip(itype, region, f"implausible_flex_start: Flex-start price of {', '.join(above)} "
+                                                   "is above its on-demand price")
+                        continue
+                    if od is not None and price >= od[0]:
+                        report.skip(itype, region, f"flex_start_not_below_on_demand: Flex-start {_fmt(price)} >= "
+                                                   f"on-demand {_fmt(od[0])} (no saving; the offer validation refuses "
+                                                   "it too)")
+                        continue
+                    offers.append(hourly_row("flex_start", price, **base))
                 else:
                     above = [] if od is None else [parts[k] for k, v in got.items()
                                                    if v["unit_price"] >= od[1][k]["unit_price"]]
@@ -613,8 +779,10 @@ def parse_region(raw: dict[str, Any], region: str, as_of: str) -> ParseResult:
     """Offers of one region from ``fetch_region``'s raw payload (pure).
 
     Returns a ParseResult: ``offers`` with exactly OFFER_COLUMNS (zone empty: catalog prices are regional; source
-    ``gcp-cloud-billing-catalog``; on_demand, spot, reserved_1y / reserved_3y no_upfront), ``skipped`` (SKUs and
-    machine types not priced, with reasons), ``notes``.
+    ``gcp-cloud-billing-catalog``; on_demand, spot, reserved_1y / reserved_3y no_upfront, flex_start from whole sets
+    of DWS Defined Duration SKUs; all in USD per instance-hour), ``skipped`` (SKUs and machine types not priced, with
+    reasons: a Flex-start GPU SKU without its DWS cores/RAM is a ``missing_part`` of every machine type using it),
+    ``notes``.
 
     Raises:
         PriceDataError: parts priced in a currency other than USD, or an offer key twice (check_unique).

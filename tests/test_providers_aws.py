@@ -77,9 +77,9 @@ def _opts(**kw) -> FetchOptions:
 def test_m5_large_on_demand_and_all_12_reserved_terms_from_the_real_payload():
     raw = json.loads(M5.read_text())
     df = aws.parse_price_list(M5)
-    assert tuple(df.columns) == OFFER_COLUMNS + ("offering_class", "operating_system")
+    assert tuple(df.columns) == OFFER_COLUMNS + ("operating_system",)
     assert len(df) == 13 and df.attrs["skipped"] == []
-    assert (df.groupby(list(OFFER_KEY) + ["offering_class"]).size() == 1).all()
+    assert (df.groupby(list(OFFER_KEY)).size() == 1).all()  # offering_class is part of the key since schema 3
     assert set(df["region"]) == {"us-east-1"}  # mapped from "US East (N. Virginia)": the 2021 entry has no regionCode
     assert set(df["currency"]) == {"USD"} and set(df["as_of"]) == {"2021-02-05"}
     od = _one(df, pricing="on_demand")
@@ -332,14 +332,19 @@ def test_parse_region_on_demand_standard_reserved_and_spot_per_zone():
     assert set(df["as_of"]) == {"2026-11-30"} and set(df["currency"]) == {"USD"} and (df["usd_per_hour"] > 0).all()
     assert set(df.loc[df["pricing"] == "spot", "source"]) == {"aws-ec2-spot-history"}
     assert set(df.loc[df["pricing"] != "spot", "source"]) == {"aws-pricing-api"}
-    # p3.2xlarge: on-demand + Standard reserved only (1y/3y x no/all upfront); Convertible counted in the notes
+    # p3.2xlarge: on-demand + Standard and Convertible reserved (1y/3y x no/all upfront), told apart by
+    # offering_class (schema 3; before it the Convertible rows were left out)
     p3 = df[(df["instance_type"] == "p3.2xlarge") & (df["pricing"] != "spot")]
-    assert sorted(zip(p3["pricing"], p3["payment"])) == [
-        ("on_demand", ""), ("reserved_1y", "all_upfront"), ("reserved_1y", "no_upfront"),
-        ("reserved_3y", "all_upfront"), ("reserved_3y", "no_upfront")]
-    r1 = _one(p3, pricing="reserved_1y", payment="no_upfront")
+    assert sorted(zip(p3["pricing"], p3["payment"], p3["offering_class"])) == [
+        ("on_demand", "", ""),
+        ("reserved_1y", "all_upfront", "convertible"), ("reserved_1y", "all_upfront", "standard"),
+        ("reserved_1y", "no_upfront", "convertible"), ("reserved_1y", "no_upfront", "standard"),
+        ("reserved_3y", "all_upfront", "convertible"), ("reserved_3y", "all_upfront", "standard"),
+        ("reserved_3y", "no_upfront", "convertible"), ("reserved_3y", "no_upfront", "standard")]
+    r1 = _one(p3, pricing="reserved_1y", payment="no_upfront", offering_class="standard")
     assert r1["usd_per_hour"] == 2.088 and r1["gpu_model"] == "V100-16GB"  # ec2instances 2017 Standard 1y no upfront
-    assert any("4 Convertible reserved row(s) of 1 instance type(s)" in n for n in res.notes)
+    c1 = _one(p3, pricing="reserved_1y", payment="no_upfront", offering_class="convertible")
+    assert c1["usd_per_hour"] > r1["usd_per_hour"]  # a Convertible term is dearer than the Standard one
     # g6f.4xlarge: half an L4, on-demand and spot per zone (AZ ids)
     g6f = df[df["instance_type"] == "g6f.4xlarge"]
     assert set(g6f["gpu_count"]) == {0.5} and set(g6f["gpu_memory_gib"] * 1024) == {22888}
@@ -389,7 +394,7 @@ def test_parse_region_reports_other_regions_and_missing_payloads():
 def test_import_file_json_and_bulk_csv_with_gpu_facts(tmp_path):
     facts = [_moto_page(), json.loads(P3_2X.read_text())]
     res = aws.import_file(GPU_PRICES, "2026-11-30", gpu_facts=facts)
-    assert tuple(res.offers.columns) == OFFER_COLUMNS and len(res.offers) == 6 + 4
+    assert tuple(res.offers.columns) == OFFER_COLUMNS and len(res.offers) == 6 + 4 + 4  # + 4 Convertible rows
     assert set(res.offers["source"]) == {"import:GetProducts_gpu_us-east-1.derived.json"}
     csv_res = aws.import_file(BULK, "2021-02-05", gpu_facts=facts)
     assert set(csv_res.offers["instance_type"]) == {"g4dn.xlarge", "p3.2xlarge"}  # m5.large: no GPU facts

@@ -128,10 +128,14 @@ def test_parse_skus_reports_what_it_does_not_use():
         "FX20-H1PL-OD00": "ambiguous_gpu",  # "Nvidia H100 80GB Plus GPU": not guessed
         "FX24-T4OD-GPU0": "no_host_series",
         "FX25-T4ST-GPU0": "variant",  # Sole Tenancy
-        "FX26-H1MG-DWS0": "variant",  # DWS Defined Duration
-        "FX27-H1MG-CAL0": "variant",  # Reserved ... Calendar Mode
+        "976A-D3D9-74CD": "calendar_mode",  # Reserved ... in Calendar Mode: never an on-demand price
         "FX28-RTX6-OD00": "unknown_gpu",
     }
+    # the DWS Defined Duration H100 Mega SKU (C564-6E87-E1B8, usageType OnDemand) is a Flex-start component, never
+    # the on-demand H100 Mega price (that stays FX17's 10.344276)
+    uc = df[df.region == "us-central1"].set_index(["component", "pricing"])
+    assert uc.loc[("gpu:H100-MEGA", "flex_start"), "sku_id"] == "C564-6E87-E1B8"
+    assert uc.loc[("gpu:H100-MEGA", "on_demand"), "unit_price"] == pytest.approx(10.344276)
     assert any("FX23-B200-SPOT" in n and "description wins" in n for n in df.attrs["notes"])
     assert any("1 SKU(s) outside" in n for n in df.attrs["notes"])  # the Network egress SKU
 
@@ -304,9 +308,19 @@ def test_spot_rows_and_placeholders(us_central1):
     spot = _offer(df, "a2-highgpu-1g", "spot")
     assert spot.usd_per_hour == pytest.approx(12 * 0.01581 + 85 * 0.002118 + 1.4341, abs=1e-9)  # 1.80385
     assert (spot.payment, spot.term_hours, spot.zone) == ("", 0, "")
-    # A100 80GB spot 1.964 > on-demand 1.8462 (the SkyPilot file's own placeholder): no a2-ultragpu spot row
-    assert df[(df.instance_type.str.startswith("a2-ultragpu")) & (df.pricing == "spot")].empty
-    assert "placeholder_spot" in {reason_code(r) for r in _reasons(us_central1.skipped, "a2-ultragpu-1g")}
+    # A100 80GB: the real on-demand and spot SKUs of the 2025-06-16 catalog (3.92808 / 1.5712, tests/fixtures/gcp/
+    # README.md) on the A2 cores/RAM; the SkyPilot file had priced the on-demand GPU with the DWS SKU (1.8462)
+    ultra = _offer(df, "a2-ultragpu-1g", "spot")
+    assert ultra.usd_per_hour == pytest.approx(12 * 0.01581 + 170 * 0.002118 + 1.5712, abs=1e-9)
+    assert _offer(df, "a2-ultragpu-1g", "on_demand").usd_per_hour == pytest.approx(
+        12 * 0.031611 + 170 * 0.004237 + 3.92808, abs=1e-9)
+    # a spot GPU part above its on-demand part (1.964, the SkyPilot file's own A100-80GB placeholder, against the
+    # DWS-derived 1.8462 it took as on-demand): no spot row, reported
+    skus = [_set_price(s, "1", 964000000) if s["skuId"] == "DD90-547C-2AAA" else
+            _set_price(s, "1", 846200000) if s["skuId"] == "EDA0-3A70-3138" else s for s in _skus()]
+    res = gcp.parse_region({"skus": skus}, "us-central1", AS_OF)
+    assert res.offers[(res.offers.instance_type.str.startswith("a2-ultragpu")) & (res.offers.pricing == "spot")].empty
+    assert "placeholder_spot" in {reason_code(r) for r in _reasons(res.skipped, "a2-ultragpu-1g")}
     # one spot part above its on-demand part (A2 spot cores at 0.04 > 0.031611): refused even if the total is lower
     skus = [_set_price(s, "0", 40000000) if s["skuId"] == "FX01-A2SP-CORE" else s for s in _skus()]
     res = gcp.parse_region({"skus": skus}, "us-central1", AS_OF)

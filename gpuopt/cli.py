@@ -348,15 +348,25 @@ def prices_import(
     file: Annotated[Path, typer.Argument(help="The price file to import.")],
     import_format: Annotated[str, typer.Option("--format", help="skypilot, ec2instances, offers, aws-price-list, aws-bulk-csv, azure-retail, gcp-skus.")],
     provider: Annotated[Optional[str], typer.Option("--provider", help="Provider of a SkyPilot file: aws, azure, gcp, lambda.")] = None,
-    as_of: Annotated[Optional[str], typer.Option("--as-of", help="Date the prices were valid (YYYY-MM-DD; default today).")] = None,
+    as_of: Annotated[Optional[str], typer.Option("--as-of", help="Date the prices held (YYYY-MM-DD, or 'today'). The file's own date is used where it states one (AWS price files: publicationDate; offers CSV: the as_of column) and --as-of may not contradict it; required for skypilot, ec2instances, azure-retail and gcp-skus files, which carry no date. Never the day of the import by default.")] = None,
+    replace_region: Annotated[bool, typer.Option("--replace-region", help="Replace the regions in the file whole: their previous offers the file does not list are removed. Default: replace only the offers the file carries and keep every other.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON (--format names the file's format here).")] = False,
 ):
-    """Import a price file (for air-gapped machines) into your price cache as a new snapshot."""
-    with _boundary():
-        from gpuopt import api, render
+    """Import a price file (for air-gapped machines) into your price cache as a new snapshot.
 
-        render.import_summary(api.prices_import(file=file, fmt=import_format, provider=provider, as_of=as_of),
-                              "json" if as_json else "table")
+    Says per provider how many offers were added, changed, unchanged, kept and removed. A file older than the
+    current prices goes into the price history only (used by --prices-on), leaving the current prices as they are.
+    """
+    with _boundary():
+        from gpuopt import render
+        from pricing_cache.importing import import_file
+
+        result = import_file(file, import_format, provider=provider, as_of=as_of, replace_region=replace_region)
+        if as_json:
+            render.import_summary(result, "json")
+        else:
+            for line in result["messages"]:
+                typer.echo(line)
 
 
 @prices_app.command("diff")

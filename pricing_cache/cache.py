@@ -4,7 +4,11 @@ Layout (``cache_dir()``, the platformdirs user cache folder, or ``$GPUOPT_CACHE_
 
     snapshots/<provider>/<stamp>.csv    offers (gpuopt.records.OFFER_COLUMNS), stamp = UTC YYYYmmddTHHMMSSffffffZ
     snapshots/<provider>/<stamp>.json   its metadata: schema_version, provider, created_at, as_of, rows,
-                                        regions (done / failed / skipped / kept_previous), sha256 of the .csv
+                                        regions (done / failed / skipped / kept_previous), sha256 of the .csv,
+                                        skipped (rows refused, counted by reason), skipped_total, skipped_file
+    snapshots/<provider>/<stamp>.skipped.csv  the rows refused by the importer or the validation
+                                        (providers.validate), one per line: SKIPPED_COLUMNS, like the shipped
+                                        pricing_cache/data/skipped.csv (written when there are any)
     .lock                               the write lock (filelock)
 
 Rules (DESIGN.md "pricing_cache"):
@@ -44,6 +48,8 @@ if TYPE_CHECKING:  # pragma: no cover
 DEFAULT_MAX_AGE_DAYS = 7.0
 DEFAULT_RETENTION_DAYS = 400.0
 LOCK_TIMEOUT_S = 600.0
+#: Columns of a snapshot's skipped list (and of the shipped pricing_cache/data/skipped.csv).
+SKIPPED_COLUMNS: tuple[str, ...] = ("provider", "source", "line", "instance_type", "region", "reason")
 
 
 def cache_dir() -> Path:
@@ -177,13 +183,37 @@ def lock(timeout_s: float = LOCK_TIMEOUT_S):
 
 def offers_csv_bytes(df: "pd.DataFrame") -> bytes:
     """The offers as CSV bytes, formatted like the shipped snapshot (stable floats, sorted rows)."""
-    key = ["provider", "region", "zone", "instance_type", "pricing", "payment"]
+    key = ["provider", "region", "zone", "instance_type", "pricing", "payment", "offering_class"]
     df = df[list(OFFER_COLUMNS)].sort_values(key, kind="mergesort").reset_index(drop=True)
     return df.to_csv(index=False, float_format="%.10g", na_rep="", lineterminator="\n").encode("utf-8")
 
 
+def skipped_csv_bytes(skipped: list[dict[str, Any]]) -> bytes:
+    """A skipped list as CSV bytes (SKIPPED_COLUMNS, sorted like the shipped skipped.csv)."""
+    import csv
+    import io
+
+    rows = sorted(({k: ("" if r.get(k) is None else r.get(k)) for k in SKIPPED_COLUMNS} for r in skipped),
+                  key=lambda r: tuple(str(r[k]) for k in SKIPPED_COLUMNS))
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(SKIPPED_COLUMNS), lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue().encode("utf-8")
+
+
+def skipped_counts(skipped: list[dict[str, Any]]) -> dict[str, int]:
+    """Rows of a skipped list counted by reason code (the part of ``reason`` before the first ':'), sorted."""
+    out: dict[str, int] = {}
+    for r in skipped:
+        code = str(r.get("reason", "")).split(":", 1)[0].strip()
+        out[code] = out.get(code, 0) + 1
+    return dict(sorted(out.items()))
+
+
 def write_snapshot(provider: str, offers: "pd.DataFrame", *, regions: dict[str, Any], as_of: str | None = None,
-                   created_at: dt.datetime | None = None, extra: dict[str, Any] | None = None) -> CachedSnapshot:
+                   created_at: dt.datetime | None = None, extra: dict[str, Any] | None = None,
+                   skipped: list[dict[str, Any]] | None = None) -> CachedSnapshot:
     """Write one provider's snapshot atomically (caller holds :func:`lock`) and apply the retention.
 
     Args:
@@ -191,6 +221,11 @@ def write_snapshot(provider: str, offers: "pd.DataFrame", *, regions: dict[str, 
         offers: normalized offers (OFFER_COLUMNS).
         regions: {"done": [...], "failed": {region: error}, "skipped": {region: note}, "kept_previous": [...]}.
         as_of: date the prices were valid (default: the UTC date of created_at).
+        extra: more metadata keys (source, counts of the merge).
+        skipped: the rows refused while making this snapshot (dicts with SKIPPED_COLUMNS); when given, the
+            metadata gets ``skipped`` ({reason code: rows}) and ``skipped_total`` — the keys the shipped
+            snapshot.json has per provider — and, when there are any, ``<stamp>.skipped.csv`` is written
+            (``skipped_file``, ``skipped_sha256``; read back with :func:`read_skipped`).
     Returns: the written CachedSnapshot. Raises SnapshotError if rows of another provider are present.
     """
     other = set(offers["provider"].astype(str)) - {provider}
@@ -212,6 +247,15 @@ def write_snapshot(provider: str, offers: "pd.DataFrame", *, regions: dict[str, 
         **(extra or {}),
     }
     csv_path, meta_path = d / f"{stamp}.csv", d / f"{stamp}.json"
+    if skipped is not None:
+        meta["skipped"] = skipped_counts(skipped)
+        meta["skipped_total"] = int(len(skipped))
+        if skipped:
+            sk = skipped_csv_bytes(skipped)
+            sk_path = d / f"{stamp}.skipped.csv"
+            atomic_write_bytes(sk_path, sk)
+            meta["skipped_file"] = sk_path.name
+            meta["skipped_sha256"] = hashlib.sha256(sk).hexdigest()
     atomic_write_bytes(csv_path, data)
     atomic_write_bytes(meta_path, (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     apply_retention(provider)
@@ -241,6 +285,27 @@ def _read_meta(meta_path: Path) -> CachedSnapshot:
         if actual != meta.get("sha256"):
             err = "checksum mismatch (the file was edited or truncated)"
     return CachedSnapshot(provider, created, as_of, csv_path, meta_path, meta, err)
+
+
+def read_skipped(snap: CachedSnapshot) -> list[dict[str, str]]:
+    """The skipped list of a snapshot (dicts with SKIPPED_COLUMNS, as text), [] when it has none.
+
+    Raises SnapshotError when the metadata names a skipped file that is missing or fails its sha256."""
+    import csv
+    import io
+
+    name = snap.meta.get("skipped_file")
+    if not name:
+        return []
+    path = snap.meta_path.parent / str(name)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise SnapshotError(f"skipped list {path} of cached snapshot {snap.meta_path.name} unreadable: "
+                            f"{e.strerror or e}") from None
+    if hashlib.sha256(data).hexdigest() != snap.meta.get("skipped_sha256"):
+        raise SnapshotError(f"skipped list {path} fails its checksum (edited or truncated)")
+    return list(csv.DictReader(io.StringIO(data.decode("utf-8"))))
 
 
 def list_snapshots(provider: str | None = None) -> list[CachedSnapshot]:
@@ -319,7 +384,8 @@ def apply_retention(provider: str, now: dt.datetime | None = None) -> list[Path]
         except ValueError:
             continue
         if created < keep_from:
-            for p in (s.meta_path, s.csv_path):  # metadata first: a half-deleted snapshot is not a snapshot
+            skipped_file = s.meta_path.parent / str(s.meta.get("skipped_file") or f"{s.csv_path.stem}.skipped.csv")
+            for p in (s.meta_path, s.csv_path, skipped_file):  # metadata first: a half-deleted one is not a snapshot
                 try:
                     p.unlink()
                     deleted.append(p)

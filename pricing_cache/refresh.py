@@ -30,6 +30,12 @@ class ProviderOutcome:
 
     status: "refreshed" (every region asked for was fetched), "partial" (some regions failed or were skipped and
     kept their previous rows), "failed" (nothing written: the previous data stays current).
+    rows_skipped / skipped_by_reason: price rows of the regions done that were not turned into offers — by the
+    adapter's parser or refused by the validation every offer passes (providers.validate: bad_price,
+    gpu_memory_mismatch, spot_not_below_on_demand, ...) — counted by reason code; they are listed in the
+    snapshot's skipped list (cache.write_snapshot).
+    offers_added / offers_changed / offers_removed: how the snapshot differs from the previous prices of the
+    regions done (refresh.MergeCounts).
     """
 
     provider: str
@@ -44,6 +50,11 @@ class ProviderOutcome:
     error: str | None = None
     notes: list[str] = field(default_factory=list)
     rows_by_region: dict[str, int] = field(default_factory=dict)
+    rows_skipped: int = 0
+    skipped_by_reason: dict[str, int] = field(default_factory=dict)
+    offers_added: int = 0
+    offers_changed: int = 0
+    offers_removed: int = 0
 
 
 @dataclass
@@ -73,62 +84,239 @@ def _adapter(name: str, adapters: dict[str, Any] | None):
     return import_module(LIVE_ADAPTERS[name])
 
 
+def shipped_day() -> str:
+    """The date (YYYY-MM-DD) the price store gives the shipped snapshot: its ``built_at``. A cached snapshot whose
+    ``as_of`` is before it is not used as the current prices while the shipped ones exist (store.load_offers);
+    the refresh and the import decide "current or history" by the same rule, here. "" when the snapshot has none."""
+    from pricing_cache.store import read_snapshot_meta
+
+    return str(read_snapshot_meta().get("built_at") or "")[:10]
+
+
+def current_as_of(provider: str) -> str | None:
+    """The date (YYYY-MM-DD) of the prices of ``provider`` that are current now, by the store's rule
+    (store.load_offers): the newest good cache snapshot's ``as_of`` unless it is older than the shipped snapshot
+    (:func:`shipped_day`), which then stands for the provider. None when neither has the provider.
+
+    A new snapshot with ``as_of`` >= this date becomes the current prices; an older one only enters the history
+    (``--prices-on``)."""
+    from pricing_cache import cache
+    from pricing_cache.store import read_snapshot_meta
+
+    dates = [s.as_of[:10] for s in cache.list_snapshots(provider) if s.ok and s.as_of[:4].isdigit()]
+    if provider in (read_snapshot_meta().get("providers") or {}):
+        dates.append(shipped_day())
+    dates = [d for d in dates if d]
+    return max(dates) if dates else None
+
+
 def _previous_rows(provider: str, as_of: str | None = None):
-    """The provider's rows in effect on ``as_of`` (default today): the newest good cache snapshot valid on or before
-    that date, else the shipped snapshot's rows — but for a date before the shipped catalog (a back-dated import)
-    nothing: rows valid later must never leak into an earlier date's history."""
+    """The provider's rows in effect on ``as_of`` (default today), the base a new snapshot of that date is merged
+    with, by the store's rule: the newest good cache snapshot valid on or before that date — unless the shipped
+    snapshot is newer than it and the date is not before the shipped snapshot (then the shipped rows). For a date
+    before the shipped snapshot with no cached prices, the shipped rows whose own ``as_of`` is on or before the date
+    (none with an unknown date): rows valid later never leak into an earlier date's history."""
     import datetime as dt
 
     from pricing_cache import cache
     from pricing_cache.store import load_offers
 
-    day = dt.date.fromisoformat(as_of) if as_of else None
-    for snap in cache.good_snapshots(provider, day):
+    day = (dt.date.fromisoformat(as_of[:10]) if as_of else dt.datetime.now(dt.timezone.utc).date()).isoformat()
+    df, info = load_offers(use_cache=False)
+    rows = df[df["provider"] == provider]
+    ship = str(info.built_at or "")[:10]
+    for snap in cache.good_snapshots(provider, dt.date.fromisoformat(day)):
         if not snap.ok:
             continue
+        if len(rows) and ship and snap.as_of[:10] < ship <= day:
+            return rows  # the shipped prices are newer than any cached ones valid on that date
         try:
             return cache.read_snapshot(snap)
         except GpuoptError:
             continue
-    df, info = load_offers(use_cache=False)
-    rows = df[df["provider"] == provider]
-    if day is not None and info.built_at and day < dt.date.fromisoformat(str(info.built_at)[:10]):
-        return rows.iloc[0:0]
+    if ship and day < ship:
+        dates = rows["as_of"].astype(str).str[:10]
+        return rows[(dates.str[:4].str.isdigit() & (dates <= day)).to_numpy()]
     return rows
 
 
-def merge_and_write(provider: str, new, regions_done: list[str], *, as_of: str, regions_meta: dict[str, Any],
-                    source: str):
-    """Write a new snapshot of ``provider``: the ``new`` rows for ``regions_done`` plus the previous rows of every
-    other region (kept, and listed). The caller holds the cache lock.
+#: Price columns compared to tell a changed offer from an unchanged one (USD; a difference above 1e-9 counts).
+PRICE_COLUMNS = ("usd_per_hour", "upfront_usd", "recurring_usd_per_hour")
 
-    Returns (CachedSnapshot, merged frame, regions kept from the previous data).
-    Raises PriceDataError if an offer key would appear twice."""
+
+@dataclass
+class MergeCounts:
+    """What a new snapshot did to a provider's previous offers, counted by offer key (providers._common.OFFER_KEY).
+
+    Attributes:
+        added: offers of the new rows the previous data did not have.
+        changed: offers in both whose price differs (PRICE_COLUMNS, by more than 1e-9 USD).
+        unchanged: offers in both at the same price (their date and source are the new rows').
+        kept: previous offers the new rows do not carry, kept as they were.
+        removed: previous offers of a replaced region that the new rows do not carry (0 when only offers are
+            replaced).
+        kept_regions: regions with kept offers.
+        kept_quoted: offers of the new rows estimated by rule (``source`` ``rule:...``) not written because the
+            previous data has a quote for the same key (a quote is never replaced by an estimate).
+        kept_estimated: estimated offers of the new rows not written because the previous row of the key is an
+            estimate derived from the same on-demand price (the previous ratio, refreshed from quotes by the
+            snapshot build, stays).
+        estimated: offers written from the new rows that are estimated by rule (among added/changed/unchanged).
+    """
+
+    added: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    kept: int = 0
+    removed: int = 0
+    kept_regions: list[str] = field(default_factory=list)
+    kept_quoted: int = 0
+    kept_estimated: int = 0
+    estimated: int = 0
+
+
+def offer_keys(df) -> list[tuple[str, ...]]:
+    """The offer key (providers._common.OFFER_KEY: provider, region, zone, instance_type, pricing, payment,
+    offering_class) of every row of an offers frame, as tuples of text (missing values as "")."""
+    from providers._common import OFFER_KEY
+
+    return list(map(tuple, df[list(OFFER_KEY)].astype(object).where(df[list(OFFER_KEY)].notna(), "")
+                    .astype(str).values.tolist()))
+
+
+def merge_offers(previous, new, *, replace_regions=None):
+    """Merge ``new`` rows of one provider into its ``previous`` rows (both OFFER_COLUMNS frames).
+
+    Args:
+        previous: the provider's rows in effect before (:func:`_previous_rows`).
+        new: the rows fetched or imported (validated).
+        replace_regions: None to replace only the offers ``new`` carries, by offer key (an import); or the
+            regions replaced whole (a live refresh of a region, ``prices import --replace-region``): every previous
+            row of those regions goes, the rest is kept.
+    Returns:
+        (merged frame, MergeCounts). Rows of ``new`` estimated by rule (``source`` ``rule:``) whose key has a
+        quoted previous row are left out (counted in ``kept_quoted``) when only offers are replaced, and so are
+        those whose previous row is an estimate from the same on-demand price (``kept_estimated``).
+    Raises:
+        PriceDataError if an offer key would appear twice.
+    """
+    import numpy as np
     import pandas as pd
 
-    from pricing_cache import cache
     from providers._common import check_unique
 
-    previous = _previous_rows(provider, as_of)
-    keep = previous[~previous["region"].isin(regions_done)]
-    kept = sorted(set(keep["region"].astype(str)))
-    merged = pd.concat([new, keep], ignore_index=True) if len(keep) else new
-    check_unique(merged, f"{provider} snapshot")
-    replaced = previous[previous["region"].isin(regions_done)]
-    key = ["region", "zone", "instance_type", "pricing", "payment"]
-    old_keys = set(map(tuple, replaced[key].fillna("").astype(str).values.tolist()))
-    new_keys = set(map(tuple, new[key].fillna("").astype(str).values.tolist()))
-    removed = len(old_keys - new_keys)
-    snap = cache.write_snapshot(provider, merged, as_of=as_of,
-                                regions={"done": sorted(regions_done), **regions_meta, "kept_previous": kept},
-                                extra={"source": source, "offers_removed": removed, "offers_added": len(new_keys - old_keys)})
-    return snap, merged, kept
+    counts = MergeCounts()
+    prev_keys = offer_keys(previous)
+    prev_index = dict(zip(prev_keys, range(len(prev_keys))))
+    if replace_regions is None:
+        prev_src = previous["source"].astype(str).to_numpy(dtype=object)
+        new_keys = offer_keys(new)
+        estimated = new["source"].astype(str).str.startswith("rule:").to_numpy()
+
+        def on_demand(df) -> dict[tuple, float]:
+            od = df[(df["pricing"].astype(str) == "on_demand").to_numpy()]
+            return {(str(r), str(t)): float(v) for r, t, v in
+                    zip(od["region"].astype(str), od["instance_type"].astype(str), od["usd_per_hour"])}
+
+        od_new, od_prev = on_demand(new), on_demand(previous)
+        quoted, same_base = [], []
+        for k, e, reg, it in zip(new_keys, estimated, new["region"].astype(str), new["instance_type"].astype(str)):
+            j = prev_index.get(k) if e else None
+            if j is None:
+                quoted.append(False)
+                same_base.append(False)
+                continue
+            prev_is_rule = str(prev_src[j]).startswith("rule:")
+            quoted.append(not prev_is_rule)
+            a, b = od_new.get((reg, it)), od_prev.get((reg, it))
+            same_base.append(prev_is_rule and (a is None or (b is not None and abs(a - b) <= 1e-9)))
+        quoted_a, same_a = np.array(quoted, dtype=bool), np.array(same_base, dtype=bool)
+        counts.kept_quoted, counts.kept_estimated = int(quoted_a.sum()), int(same_a.sum())
+        drop = quoted_a | same_a
+        new = new[~drop].reset_index(drop=True) if drop.any() else new
+        new_set = set(offer_keys(new))
+        keep = previous[np.array([k not in new_set for k in prev_keys], dtype=bool)] if len(previous) else previous
+    else:
+        regions = set(map(str, replace_regions))
+        new_set = set(offer_keys(new))
+        in_replaced = previous["region"].astype(str).isin(regions).to_numpy()
+        keep = previous[~in_replaced]
+        counts.removed = sum(1 for k, r in zip(prev_keys, in_replaced) if r and k not in new_set)
+    new_keys = offer_keys(new)
+    prev_prices = previous[list(PRICE_COLUMNS)].to_numpy(dtype=float, na_value=np.nan)
+    new_prices = new[list(PRICE_COLUMNS)].to_numpy(dtype=float, na_value=np.nan)
+    for i, k in enumerate(new_keys):
+        j = prev_index.get(k)
+        if j is None:
+            counts.added += 1
+            continue
+        a, b = prev_prices[j], new_prices[i]
+        same = (np.isnan(a) & np.isnan(b)) | (np.abs(a - b) <= 1e-9)
+        if same.all():
+            counts.unchanged += 1
+        else:
+            counts.changed += 1
+    counts.kept = int(len(keep))
+    counts.estimated = int(new["source"].astype(str).str.startswith("rule:").sum())
+    counts.kept_regions = sorted(set(keep["region"].astype(str)))
+    merged = pd.concat([new, keep], ignore_index=True) if len(keep) else new.reset_index(drop=True)
+    check_unique(merged, f"{merged['provider'].iloc[0] if len(merged) else ''} snapshot".strip())
+    return merged, counts
+
+
+def skipped_rows(skipped, provider: str) -> list[dict[str, Any]]:
+    """SkippedRow objects (or dicts) as the rows of a snapshot's skipped list (cache.SKIPPED_COLUMNS: provider,
+    source, line, instance_type, region, reason — the columns of pricing_cache/data/skipped.csv); ``provider``
+    where a row names none."""
+    from pricing_cache.cache import SKIPPED_COLUMNS
+
+    out = []
+    for s in skipped:
+        d = dict(s) if isinstance(s, dict) else dict(s.__dict__)
+        if not d.get("provider"):
+            d["provider"] = provider
+        out.append({k: ("" if d.get(k) is None else d.get(k)) for k in SKIPPED_COLUMNS})
+    return out
+
+
+def merge_and_write(provider: str, new, regions_done: list[str], *, as_of: str, regions_meta: dict[str, Any],
+                    source: str, replace_regions: bool = True, skipped: list | None = None,
+                    previous=None, extra: dict[str, Any] | None = None):
+    """Write a new snapshot of ``provider`` (the caller holds the cache lock): the ``new`` rows merged into the
+    rows in effect on ``as_of`` (:func:`_previous_rows`, or ``previous`` when given) by :func:`merge_offers` —
+    the regions ``regions_done`` replaced whole when ``replace_regions`` (a live refresh), else only the offers
+    ``new`` carries (an import). ``skipped``: the rows refused (dicts of :func:`skipped_rows`), written to the
+    snapshot's skipped list (cache.write_snapshot).
+
+    Returns (CachedSnapshot, merged frame, MergeCounts). Raises PriceDataError if an offer key would appear twice."""
+    from pricing_cache import cache
+
+    if previous is None:
+        previous = _previous_rows(provider, as_of)
+    merged, counts = merge_offers(previous, new, replace_regions=regions_done if replace_regions else None)
+    snap = cache.write_snapshot(
+        provider, merged, as_of=as_of,
+        regions={"done": sorted(regions_done), **regions_meta, "kept_previous": counts.kept_regions},
+        skipped=skipped,
+        extra={"source": source, "mode": "region" if replace_regions else "offers",
+               "offers_added": counts.added, "offers_changed": counts.changed,
+               "offers_unchanged": counts.unchanged, "offers_kept": counts.kept, "offers_removed": counts.removed,
+               **(extra or {})})
+    return snap, merged, counts
 
 
 def _one_region(mod, region: str, options: FetchOptions, as_of: str):
+    """fetch_region + parse_region + validate_offers of one region: (ParseResult of the offers that pass, with
+    the parser's skipped rows and the refused ones; seconds)."""
+    from providers._common import ParseResult
+    from providers.validate import validate_offers
+
     t0 = time.perf_counter()
     raw = mod.fetch_region(region, options)
     result = mod.parse_region(raw, region, as_of)
+    checked = validate_offers(result.offers, f"{getattr(mod, 'NAME', '')} {region}".strip())
+    result = ParseResult(offers=checked.offers, skipped=list(getattr(result, "skipped", [])) + checked.skipped,
+                         notes=list(getattr(result, "notes", [])) + checked.notes)
     return result, time.perf_counter() - t0
 
 
@@ -151,6 +339,7 @@ def refresh_provider(name: str, options: FetchOptions, *, as_of: str, max_worker
         return out
     emit("start", name, total=len(regions))
     frames = []
+    skipped: list = []
     with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(regions) or 1))) as pool:
         futures = {pool.submit(_one_region, mod, r, options, as_of): r for r in regions}
         for fut in as_completed(futures):
@@ -174,6 +363,7 @@ def refresh_provider(name: str, options: FetchOptions, *, as_of: str, max_worker
                     emit("region", name, region=region, status="failed", message=out.regions_failed[region])
                     continue
             frames.append(result.offers)
+            skipped.extend(result.skipped)
             out.notes.extend(f"{region}: {n}" for n in getattr(result, "notes", [])[:5])
             out.regions_done.append(region)
             out.rows_by_region[region] = int(len(result.offers))
@@ -191,11 +381,22 @@ def refresh_provider(name: str, options: FetchOptions, *, as_of: str, max_worker
         out.seconds = time.perf_counter() - t0
         emit("end", name, status=out.status)
         return out
+    from pricing_cache.cache import skipped_counts
+
+    rows_skipped = skipped_rows(skipped, name)
+    out.rows_skipped = len(rows_skipped)
+    out.skipped_by_reason = skipped_counts(rows_skipped)
+    if rows_skipped:
+        out.notes.append(f"{len(rows_skipped)} price rows not used, by reason: "
+                         + ", ".join(f"{k} {v}" for k, v in out.skipped_by_reason.items())
+                         + " (listed in the snapshot's skipped list)")
     try:
-        snap, merged, out.kept_previous = merge_and_write(
+        snap, merged, counts = merge_and_write(
             name, new, out.regions_done, as_of=as_of,
             regions_meta={"failed": out.regions_failed, "skipped": out.regions_skipped},
-            source=f"gpuopt prices refresh ({name})")
+            source=f"gpuopt prices refresh ({name})", skipped=rows_skipped)
+        out.kept_previous = counts.kept_regions
+        out.offers_added, out.offers_changed, out.offers_removed = counts.added, counts.changed, counts.removed
     except PriceDataError as exc:
         out.error = str(exc)
         out.seconds = time.perf_counter() - t0

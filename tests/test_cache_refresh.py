@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from gpuopt.errors import ProviderError
-from gpuopt.records import FILLED_FROM_FACTS, SCHEMA_VERSION
+from gpuopt.records import ADDED_IN_V3, FILLED_FROM_FACTS, SCHEMA_VERSION
 from pricing_cache import cache
 from pricing_cache.refresh import refresh
 from pricing_cache.store import load_offers
@@ -275,13 +275,22 @@ def test_import_a_skypilot_file_into_the_cache():
     from gpuopt.cli import app
     from pricing_cache.build_snapshot import INPUTS_DIR
 
+    from pricing_cache.refresh import _previous_rows, offer_keys
+
     f = INPUTS_DIR / "lambda_vms_v8_gpu_us-east-1.csv"
+    base = _previous_rows("lambda", "2026-11-01")  # the lambda offers in effect that day, before the import
     r = CliRunner().invoke(app, ["prices", "import", str(f), "--format", "skypilot", "--provider", "lambda",
                                  "--as-of", "2026-11-01", "--json"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     (snap,) = d["snapshots"]
-    assert snap["provider"] == "lambda" and snap["rows"] == 18 and snap["as_of"] == "2026-11-01"
+    # 2026-11-01 is before the shipped snapshot (2026-11-30): a history snapshot, merged with the lambda offers
+    # in effect that day (the shipped rows dated on or before it; rows of unknown date are not): the file's 18
+    # offers (19 rows, 1 unknown_gpu) added or unchanged, the other offers of that day kept
+    assert snap["provider"] == "lambda" and snap["as_of"] == "2026-11-01" and snap["current"] is False
+    assert snap["added"] + snap["changed"] + snap["unchanged"] == 18 and snap["changed"] == 0
+    assert snap["unchanged"] == len(base) - snap["kept"] and snap["rows"] == 18 + snap["kept"]
+    assert set(base["as_of"]) <= {"2026-09-20"} and len(set(offer_keys(base))) == len(base)
     assert d["skipped_by_reason"] == {"unknown_gpu": 1}
     r = CliRunner().invoke(app, ["prices", "import", str(f), "--format", "skypilot"])
     assert r.exit_code == 1 and "provider: a SkyPilot catalog needs --provider" in r.stderr
@@ -377,7 +386,7 @@ def test_a_cached_snapshot_of_schema_1_is_read_with_its_facts_filled(shipped):
 
     import pandas as pd
 
-    old = pd.read_csv(snap.csv_path, dtype=str, keep_default_na=False).drop(columns=list(FILLED_FROM_FACTS))
+    old = pd.read_csv(snap.csv_path, dtype=str, keep_default_na=False).drop(columns=list(FILLED_FROM_FACTS) + list(ADDED_IN_V3), errors="ignore")
     data = old.to_csv(index=False, lineterminator="\n").encode()
     snap.csv_path.write_bytes(data)
     meta = json.loads(snap.meta_path.read_text())
@@ -389,3 +398,92 @@ def test_a_cached_snapshot_of_schema_1_is_read_with_its_facts_filled(shipped):
     lam = df[df["provider"] == "lambda"]
     assert info.origins["lambda"].startswith("cache ") and len(lam) == len(old)
     assert set(lam["fabric"]) == {"ethernet"} and set(lam["zone_kind"]) == {""}
+
+
+def test_a_refresh_validates_every_offer_and_lists_the_refused_rows(shipped):
+    """Issue 9 point 2 on the live path: the rows an adapter returns pass providers.validate.validate_offers; the
+    refused ones are counted by reason, reported and written to the snapshot's skipped list."""
+
+    class Faulty(FakeAdapter):
+        def parse_region(self, raw, region, as_of):
+            res = super().parse_region(raw, region, as_of)
+            df = res.offers.reset_index(drop=True)
+            od = (df["pricing"] == "on_demand").to_numpy()
+            first = df.index[od][0]
+            df.loc[first, "usd_per_hour"] = float("inf")  # a sentinel no cloud quotes
+            df.loc[df.index[od][1], "usd_per_hour"] = 1e-300
+            # AWS reports the instance total in the per-GPU field (issue 9: g6.48xlarge read as 8 x 178.8 GiB L4s)
+            g6 = (df["instance_type"] == "g6.48xlarge").to_numpy()
+            df.loc[g6, "gpu_memory_gib"] = df.loc[g6, "gpu_memory_gib"] * df.loc[g6, "gpu_count"]
+            return ParseResult(offers=df, skipped=list(res.skipped))
+
+    aws = Faulty(shipped, provider="aws", factor=1.0)
+    s = refresh(["aws"], FetchOptions(regions=["us-east-1"]), adapters={"aws": aws})
+    (p,) = s.providers
+    assert p.status == "refreshed"
+    assert p.skipped_by_reason == {"bad_price": 2} and p.rows_skipped == 2
+    assert any(n.startswith("2 price rows not used, by reason: bad_price 2") for n in p.notes)
+    assert any("g6.48xlarge us-east-1: gpu_memory_gib 178.8" in n and "divided to 22.35" in n for n in p.notes)
+    assert s.to_dict()["providers"][0]["skipped_by_reason"] == {"bad_price": 2}
+    snap = cache.list_snapshots("aws")[-1]
+    assert snap.meta["skipped"] == {"bad_price": 2} and snap.meta["skipped_total"] == 2
+    listed = cache.read_skipped(snap)
+    assert [x["reason"].split(":")[0] for x in listed] == ["bad_price", "bad_price"]
+    df, _ = load_offers()
+    east = df[(df["provider"] == "aws") & (df["region"] == "us-east-1")]
+    assert east["usd_per_hour"].between(1e-3, 1e3).all()  # neither sentinel reached the offers
+    g6 = east[east["instance_type"] == "g6.48xlarge"]
+    assert len(g6) and g6["gpu_memory_gib"].round(2).eq(22.35).all()  # 178.8 / 8, the L4's 24 GB as GiB
+    # the retention deletes an old snapshot's skipped list with it
+    refresh(["aws"], FetchOptions(regions=["us-east-1"]), adapters={"aws": aws})
+    first = snap.meta_path.parent / snap.meta["skipped_file"]
+    assert first.is_file()
+    gone = cache.apply_retention("aws", now=dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=401))
+    assert first in gone and not first.exists() and len(cache.list_snapshots("aws")) == 1
+
+
+def test_an_older_import_is_never_the_base_of_a_refresh(shipped):
+    """A back-dated import is history: a later refresh of one region merges with the current (shipped) offers of
+    the other regions, not with the old file's."""
+    from pricing_cache.build_snapshot import INPUTS_DIR
+    from pricing_cache.importing import import_file
+
+    out = import_file(INPUTS_DIR / "ec2instances_2017-11-12_gpu_subset.json", "ec2instances", as_of="2017-11-12")
+    assert out["snapshots"][0]["current"] is False
+    aws = FakeAdapter(shipped, provider="aws", factor=1.0)
+    s = refresh(["aws"], FetchOptions(regions=["us-east-1"]), adapters={"aws": aws})
+    assert s.providers[0].status == "refreshed"
+    df, info = load_offers()
+    a = df[df["provider"] == "aws"]
+    ship = shipped[shipped["provider"] == "aws"]
+    assert info.origins["aws"].startswith("cache ") and set(a["region"]) == set(ship["region"])
+    assert len(a) == len(ship)
+
+
+def test_merge_counts_of_an_import_and_of_a_region_refresh():
+    """merge_offers on hand-made rows: by key, an import adds, changes and keeps; a region refresh removes."""
+    import pandas as pd
+
+    from pricing_cache.refresh import merge_offers
+    from providers._common import offers_frame
+
+    def row(region, itype, pricing, price, source="quote", payment=""):
+        return {"provider": "onprem", "region": region, "zone": "", "instance_type": itype, "gpu_model": "L4",
+                "gpu_count": 1.0, "gpu_memory_gib": 22.35, "vcpus": 4.0, "memory_gib": 16.0, "interconnect": "pcie",
+                "pricing": pricing, "payment": payment, "upfront_usd": 0.0, "recurring_usd_per_hour": price,
+                "usd_per_hour": price, "term_hours": 8760.0 if pricing == "reserved_1y" else 0.0,
+                "currency": "USD", "source": source, "as_of": "2026-10-01"}
+
+    prev = offers_frame([row("a", "x", "on_demand", 1.0), row("a", "y", "on_demand", 2.0), row("b", "x", "on_demand", 1.5),
+                         row("a", "x", "reserved_1y", 0.6, payment="no_upfront")])
+    new = offers_frame([row("a", "x", "on_demand", 1.0), row("a", "y", "on_demand", 2.2), row("a", "z", "on_demand", 3.0),
+                        row("a", "x", "reserved_1y", 0.7, source="rule:ratio", payment="no_upfront")])
+    merged, c = merge_offers(prev, new)
+    assert (c.added, c.changed, c.unchanged, c.kept, c.removed, c.kept_quoted) == (1, 1, 1, 2, 0, 1)
+    assert len(merged) == 5 and c.kept_regions == ["a", "b"]
+    res = merged[(merged["instance_type"] == "x") & (merged["pricing"] == "reserved_1y")]
+    assert float(res["usd_per_hour"].iloc[0]) == 0.6  # the quote stays; the estimate is not written over it
+    merged, c = merge_offers(prev, new.iloc[:3], replace_regions=["a"])
+    assert (c.added, c.changed, c.unchanged, c.kept, c.removed) == (1, 1, 1, 1, 1)
+    assert sorted(merged["region"] + "/" + merged["instance_type"]) == ["a/x", "a/y", "a/z", "b/x"]
+    assert isinstance(merged, pd.DataFrame)

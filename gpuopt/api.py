@@ -80,9 +80,16 @@ def _price_provenance(offers, info, catalog, prices_on=None) -> dict[str, Any]:
         if "source" in offers.columns else {}
     pairs = offers[["provider", "as_of"]].dropna().drop_duplicates()
     dates_of: dict[str, set] = {}
+    undated_of: dict[str, int] = {}
     for prov_, x in zip(pairs["provider"].tolist(), pairs["as_of"].tolist()):
         if str(x)[:4].isdigit():
             dates_of.setdefault(str(prov_), set()).add(str(x)[:10])
+        else:  # "unknown": a catalog row no dated source confirms (pricing_cache/build_snapshot.UNDATED)
+            undated_of[str(prov_)] = -1
+    if undated_of:
+        odd = ~offers["as_of"].astype(str).str[:4].str.isdigit()
+        for prov_, n in offers.loc[odd.to_numpy(), "provider"].astype(str).value_counts().items():
+            undated_of[str(prov_)] = int(n)
     for prov in sorted(rows_of.index, key=str):
         dates = sorted(dates_of.get(str(prov), ()))
         newest = dates[-1] if dates else None
@@ -96,6 +103,7 @@ def _price_provenance(offers, info, catalog, prices_on=None) -> dict[str, Any]:
             "age_days": age,
             "stale": bool(age is not None and age > limit),
             "estimated_rows": int(est_of.get(prov, 0)) if len(est_of) else 0,
+            "undated_rows": max(0, undated_of.get(str(prov), 0)),
         }
         oldest_age = _price_age_days(dates[0] if dates else None)
         per[str(prov)]["oldest_age_days"] = oldest_age
@@ -114,8 +122,10 @@ def _price_provenance(offers, info, catalog, prices_on=None) -> dict[str, Any]:
                             f"{oldest_age:.0f} days): {fix}")
     if not catalog and prices_on is None and any(v["origin"] == "shipped snapshot" for v in per.values()):
         shipped = sorted(p for p, v in per.items() if v["origin"] == "shipped snapshot")
-        warnings.append(f"{', '.join(shipped)}: prices from the shipped snapshot (catalog dates are upper bounds, "
-                        "see `gpuopt prices status`); `gpuopt prices refresh` fetches current ones")
+        undated = sum(per[p]["undated_rows"] for p in shipped)
+        warnings.append(f"{', '.join(shipped)}: prices from the shipped snapshot (each row dated by its source"
+                        + (f"; {undated} catalog rows have no known date" if undated else "")
+                        + ", see `gpuopt prices status`); `gpuopt prices refresh` fetches current ones")
     return {
         "catalog": str(catalog) if catalog else "shipped snapshot",
         "snapshot": getattr(info, "path", None) and str(info.path),
@@ -232,8 +242,16 @@ def prices_status(catalog: str | Path | None = None) -> dict[str, Any]:
     prov = _price_provenance(offers, info, catalog)
     counts = offers.groupby(["provider", "pricing"]).size()
     for (p, pr), n in counts.items():
-        prov["providers"].setdefault(str(p), {}).setdefault("rows_by_pricing", {})[str(pr)] = int(n)
+        if n:
+            prov["providers"].setdefault(str(p), {}).setdefault("rows_by_pricing", {})[str(pr)] = int(n)
     status["prices"] = prov
+    # each source and the date its prices held (issue 9: "prices status shows each source's date and age")
+    src = offers["source"].astype(str).str.split(";").str[0].str.split(" ").str[0].str.split("@").str[0]
+    src = src.where(~src.str.startswith("rule:"), "rule (estimated)")
+    by = offers.assign(_src=src.to_numpy(), _asof=offers["as_of"].astype(str).to_numpy())\
+        .groupby(["provider", "_src", "_asof"], observed=True).size()
+    status["source_dates"] = [{"provider": str(p), "source": str(s_), "as_of": str(a), "age_days": _price_age_days(a),
+                               "rows": int(n)} for (p, s_, a), n in by.items() if n]
     from pricing_cache import cache
 
     status["cache"] = {
@@ -241,7 +259,9 @@ def prices_status(catalog: str | Path | None = None) -> dict[str, Any]:
         "retention_days": cache.retention_days(),
         "snapshots": [{"provider": s.provider, "created_at": s.created_at, "as_of": s.as_of, "rows": s.meta.get("rows"),
                        "file": str(s.csv_path), "ok": s.ok, "error": s.error,
-                       "regions": s.meta.get("regions")} for s in cache.list_snapshots()],
+                       "regions": s.meta.get("regions"), "skipped": s.meta.get("skipped"),
+                       "skipped_total": s.meta.get("skipped_total"), "skipped_file": s.meta.get("skipped_file")}
+                      for s in cache.list_snapshots()],
     }
     return status
 
@@ -249,7 +269,8 @@ def prices_status(catalog: str | Path | None = None) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------- refresh / import / diff
 def prices_refresh(*, providers: Iterable[str] = (), regions: Iterable[str] = (), profile: str | None = None,
                    gcp_api_key: str | None = None, workers: int = 4, timeout_s: float = 30.0, max_attempts: int = 5,
-                   on_event=None, adapters: dict[str, Any] | None = None, endpoints: dict[str, str] | None = None):
+                   on_event=None, adapters: dict[str, Any] | None = None, endpoints: dict[str, str] | None = None,
+                   savings_plans: bool = False):
     """Fetch current prices from the clouds' APIs into the user cache (pricing_cache.refresh.refresh).
 
     Returns a RefreshSummary (``.to_dict()``: per provider status, rows, regions done/failed/skipped, kept
@@ -271,15 +292,17 @@ def prices_refresh(*, providers: Iterable[str] = (), regions: Iterable[str] = ()
                      if os.environ.get(v)}
     opts = FetchOptions(regions=_names(regions) or None, profile=profile, gcp_api_key=gcp_api_key,
                         timeout_s=float(timeout_s), max_attempts=int(max_attempts),
-                        endpoints={**env_endpoints, **dict(endpoints or {})})
+                        endpoints={**env_endpoints, **dict(endpoints or {})}, savings_plans=bool(savings_plans))
     return refresh(_names(providers) or None, opts, max_workers=workers, adapters=adapters, on_event=on_event)
 
 
-def prices_import(*, file: str | Path, fmt: str, provider: str | None = None, as_of: str | None = None) -> dict[str, Any]:
-    """Import a price file into the user cache (pricing_cache.importing.import_file)."""
+def prices_import(*, file: str | Path, fmt: str, provider: str | None = None, as_of: str | None = None,
+                  replace_region: bool = False) -> dict[str, Any]:
+    """Import a price file into the user cache (pricing_cache.importing.import_file): only the offers the file
+    carries are replaced unless ``replace_region``; returns the counts added/changed/kept and the messages."""
     from pricing_cache.importing import import_file
 
-    return import_file(file, fmt, provider=provider, as_of=as_of)
+    return import_file(file, fmt, provider=provider, as_of=as_of, replace_region=replace_region)
 
 
 def prices_diff(*, since: str, providers: Iterable[str] = ()):

@@ -313,6 +313,7 @@ def prices_refresh(
     workers: Annotated[int, typer.Option("--workers", help="Regions fetched at once per provider.")] = 4,
     timeout: Annotated[float, typer.Option("--timeout", help="Timeout of one API call, seconds.")] = 30.0,
     attempts: Annotated[int, typer.Option("--attempts", help="Attempts per API call, retries of throttling and 5xx included.")] = 5,
+    savings_plans: Annotated[bool, typer.Option("--savings-plans", help="Also fetch AWS Savings Plans rates (needs savingsplans:DescribeSavingsPlansOfferingRates); Azure's come with its prices.")] = False,
     fmt: FormatOpt = "table",
 ):
     """Fetch current prices from the AWS, Azure and GCP APIs into your price cache (keeps good data on failure)."""
@@ -331,7 +332,8 @@ def prices_refresh(
             with render.RefreshProgress(enabled=fmt == "table" and sys.stderr.isatty()) as progress:
                 summary = api.prices_refresh(providers=provider or (), regions=region or (), profile=profile,
                                              gcp_api_key=gcp_api_key, workers=workers, timeout_s=timeout,
-                                             max_attempts=attempts, on_event=progress.event)
+                                             max_attempts=attempts, on_event=progress.event,
+                                             savings_plans=savings_plans)
         except KeyboardInterrupt:
             # worker threads may be inside an HTTP call: leave at once; nothing half-written is ever used
             typer.echo("gpuopt: refresh interrupted: snapshots not written are not used; the previous prices stay "
@@ -358,15 +360,11 @@ def prices_import(
     current prices goes into the price history only (used by --prices-on), leaving the current prices as they are.
     """
     with _boundary():
-        from gpuopt import render
-        from pricing_cache.importing import import_file
+        from gpuopt import api, render
 
-        result = import_file(file, import_format, provider=provider, as_of=as_of, replace_region=replace_region)
-        if as_json:
-            render.import_summary(result, "json")
-        else:
-            for line in result["messages"]:
-                typer.echo(line)
+        result = api.prices_import(file=file, fmt=import_format, provider=provider, as_of=as_of,
+                                   replace_region=replace_region)
+        render.import_summary(result, "json" if as_json else "table")
 
 
 @prices_app.command("diff")

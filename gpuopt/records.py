@@ -10,14 +10,18 @@ from dataclasses import dataclass
 
 #: Version of the on-disk offer schema; bump it when OFFER_COLUMNS change.
 #: 2: ``fabric`` and ``zone_kind`` added after ``interconnect``.
-SCHEMA_VERSION = 2
+#: 3: ``offering_class`` added after ``payment``; pricing ``capacity_block`` and ``flex_start``.
+SCHEMA_VERSION = 3
 
 #: Schema versions the price store still reads: a version-1 file (no ``fabric``/``zone_kind``) gets both
 #: columns filled from the documented facts (providers/facts.py) when it is loaded; it is never refused.
-READABLE_SCHEMA_VERSIONS: tuple[int, ...] = (1, 2)
+READABLE_SCHEMA_VERSIONS: tuple[int, ...] = (1, 2, 3)
 
 #: The columns version 2 added; what a version-1 file lacks.
 FILLED_FROM_FACTS: tuple[str, ...] = ("fabric", "zone_kind")
+
+#: The column version 3 added; a file of version 1 or 2 gets it filled by :func:`default_offering_class`.
+ADDED_IN_V3: tuple[str, ...] = ("offering_class",)
 
 #: Hours in the billing month used everywhere (AWS, Azure and GCP all bill 730 h/month = 8760 / 12).
 HOURS_PER_MONTH = 730.0
@@ -26,8 +30,39 @@ HOURS_PER_MONTH = 730.0
 TERM_HOURS = {"reserved_1y": 8760.0, "reserved_3y": 26280.0}
 
 PROVIDERS = ("aws", "azure", "gcp", "lambda")
-PRICING_MODELS = ("on_demand", "spot", "reserved_1y", "reserved_3y")
+#: Pricing options of an offer row. ``reserved_1y``/``reserved_3y``: a reservation or committed-use discount for a
+#: term (AWS reserved instance, Azure reservation, GCP resource-based CUD). ``capacity_block``: AWS EC2 Capacity
+#: Blocks for ML, capacity for a fixed window (a start date and 1-182 days) paid whole when bought; ``usd_per_hour``
+#: is the rate per instance-hour, ``upfront_usd`` 0 on the row because it depends on the block's length (rate x
+#: hours), ``term_hours`` 0. ``flex_start``: GCP Dynamic Workload Scheduler Flex-start, up to 7 days, queued
+#: (Google Cloud docs, "About Flex-start VMs"): whole-instance rows from the live GCP adapter when the GPU, core and
+#: RAM Flex-start SKUs are all listed; the shipped data has per-GPU component prices only, so no shipped row.
+#: ``savings_plan_1y``/``savings_plan_3y``: the rate one instance-hour of the type is charged against a savings
+#: plan (AWS Compute or EC2 Instance Savings Plans, the Azure savings plan for compute): a commitment of a spend
+#: per hour for the term, not of an instance; ``offering_class`` says which plan (SAVINGS_PLAN_CLASSES), ``payment``
+#: how the commitment is paid; ``upfront_usd`` 0 and ``recurring_usd_per_hour`` = ``usd_per_hour`` on the row (the
+#: payment splits the commitment, whose size the plan chooses), ``term_hours`` the plan's term.
+PRICING_MODELS = ("on_demand", "spot", "reserved_1y", "reserved_3y", "capacity_block", "flex_start",
+                  "savings_plan_1y", "savings_plan_3y")
+#: Savings-plan pricing options and their terms in hours.
+SAVINGS_PLAN_TERM_HOURS: dict[str, float] = {"savings_plan_1y": 8760.0, "savings_plan_3y": 26280.0}
+#: ``offering_class`` of a savings-plan row: AWS ``compute`` (any family, region, OS) or ``ec2_instance`` (one
+#: family in one region; AWS "Savings Plans User Guide", plan types); "" for Azure's one savings plan for compute.
+SAVINGS_PLAN_CLASSES: tuple[str, ...] = ("compute", "ec2_instance", "")
+#: Pricing options a term commitment is bought under (TERM_HOURS), and the hourly ones.
+RESERVED_PRICING: tuple[str, ...] = ("reserved_1y", "reserved_3y")
+#: Pricing options bought for a fixed window and paid whole: capacity blocks (AWS, 1-182 days) and Flex-start
+#: (GCP, up to 7 days). Rows of these are listed and validated; the planner uses them only where asked.
+WINDOW_PRICING: tuple[str, ...] = ("capacity_block", "flex_start")
+#: Longest window of each, in days (AWS EC2 User Guide, "Capacity Blocks for ML": 1-14 days in 1-day steps and
+#: up to 182 days in 7-day steps; Google Cloud docs, "Flex-start VMs": up to 7 days).
+WINDOW_MAX_DAYS: dict[str, int] = {"capacity_block": 182, "flex_start": 7}
 PAYMENT_OPTIONS = ("no_upfront", "partial_upfront", "all_upfront")
+#: Offering classes of a reservation (the ``offering_class`` column): AWS reserved instances are ``standard`` or
+#: ``convertible`` (exchangeable for another family, dearer; AWS EC2 User Guide, "Types of Reserved Instances
+#: (offering classes)"). "" for every other row: on-demand, spot, windows, and the one kind of commitment Azure
+#: and GCP sell.
+OFFERING_CLASSES: tuple[str, ...] = ("", "standard", "convertible", "compute", "ec2_instance")
 INTERCONNECTS = ("nvlink", "pcie")
 #: Inter-node fabrics of an instance (the ``fabric`` column). Every one but ``ethernet`` is a cluster fabric that
 #: allows multi-node training; "" (not listed) means unknown. Values and sources: providers/facts.py.
@@ -58,6 +93,7 @@ OFFER_COLUMNS: tuple[str, ...] = (
     "zone_kind",
     "pricing",
     "payment",
+    "offering_class",
     "upfront_usd",
     "recurring_usd_per_hour",
     "usd_per_hour",
@@ -82,6 +118,7 @@ OFFER_DTYPES: dict[str, str] = {
     "zone_kind": "string",
     "pricing": "string",
     "payment": "string",
+    "offering_class": "string",
     "upfront_usd": "float64",
     "recurring_usd_per_hour": "float64",
     "usd_per_hour": "float64",
@@ -105,6 +142,12 @@ def as_categories(frame: "pd.DataFrame") -> "pd.DataFrame":
     cols = {c: "category" for c, t in OFFER_DTYPES.items()
             if t == "string" and c in frame.columns and str(frame[c].dtype) != "category"}
     return frame.astype(cols) if cols else frame
+
+
+def default_offering_class(provider, pricing) -> str:
+    """The ``offering_class`` of a row that does not give one (a file of schema 1 or 2, an importer's row):
+    ``standard`` for an AWS reservation (the only class gpuopt read before version 3), "" otherwise."""
+    return "standard" if str(provider) == "aws" and str(pricing) in RESERVED_PRICING else ""
 
 
 def short_source(source) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import json
 import math
 from typing import Any
@@ -63,14 +65,22 @@ def _hours(h: float) -> str:
 
 
 
+def _date_span(p: dict) -> str:
+    """'as of D' or 'as of D1 to D2' of a provider's prices, with the rows no source dates ("412 undated")."""
+    new, old = p.get("as_of"), p.get("oldest_as_of")
+    span = f"as of {new or 'unknown'}" if not old or old == new else f"as of {old} to {new}"
+    n = p.get("undated_rows") or 0
+    return span + (f", {n} rows undated" if n else "")
+
+
 def _prices_line(prices: dict) -> str:
     """One line: per provider, the date of its prices and where they came from (cache, shipped snapshot, catalog)."""
     parts = []
     for prov, p in sorted(prices.get("providers", {}).items()):
         origin = str(p.get("origin") or prices.get("catalog"))
         age = p.get("age_days")
-        if origin == "shipped snapshot":  # its catalog dates are upper bounds: "0 days old" would mislead
-            parts.append(f"{prov} as of {p.get('as_of') or 'unknown'} or earlier (shipped snapshot)")
+        if origin == "shipped snapshot":  # rows of several source dates: the span, and how many have none
+            parts.append(f"{prov} {_date_span(p)} (shipped snapshot)")
         else:
             where = "cache" if origin.startswith("cache") else origin
             parts.append(f"{prov} as of {p.get('as_of') or 'unknown'}"
@@ -144,7 +154,8 @@ def prices_list(result, fmt: str) -> None:
         zone = (r.get("zone") or "") + (f" ({r['zone_kind']})" if r.get("zone_kind") else "")
         t.add_row(r["provider"], r["region"], zone, r["instance_type"],
                   f"{r['gpu_count']:g} x {r['gpu_model']} ({r['gpu_memory_gib']:g} GiB)", r.get("fabric") or "?",
-                  r["pricing"], r.get("payment") or "",
+                  r["pricing"], (r.get("payment") or "") + (f" ({r['offering_class']})" if r.get("offering_class")
+                                                             and r.get("pricing") != "on_demand" else ""),
                   f"{r['usd_per_hour']:,.4f}" + ("*" if est else ""), f"{r['usd_per_gpu_hour']:,.4f}",
                   f"{(r.get('upfront_usd') or 0):,.0f}", _short_source(r.get("source")), str(r.get("as_of") or ""))
     con.print(t)
@@ -170,7 +181,9 @@ def prices_status(status: dict, fmt: str) -> None:
     if status.get("as_of_note"):
         con.print(f"[yellow]Note on dates:[/] {status['as_of_note']}")
     t = Table(title="Rows per provider", title_justify="left")
-    for col in ("provider", "in use", "rows", "on_demand", "spot", "reserved_1y", "reserved_3y", "estimated", "as of", "age (days)", "skipped"):
+    shown = ["on_demand", "spot", "reserved_1y", "reserved_3y"]
+    shown += sorted({k for p in prices.get("providers", {}).values() for k in p.get("rows_by_pricing", {})} - set(shown))
+    for col in ("provider", "in use", "rows", *shown, "estimated", "undated", "as of", "age (days)", "skipped"):
         t.add_column(col, justify="left" if col in ("provider", "as of") else "right")
     prov_meta = status.get("providers", {}) if isinstance(status.get("providers"), dict) else {}
     for prov, p in sorted(prices.get("providers", {}).items()):
@@ -179,10 +192,34 @@ def prices_status(status: dict, fmt: str) -> None:
         skipped = meta.get("skipped_total")
         if skipped is None and isinstance(meta.get("skipped"), dict):
             skipped = sum(meta["skipped"].values())
-        t.add_row(prov, str(p.get("origin", "")).split(" ")[0], str(p.get("rows")), *(str(rbp.get(k, 0)) for k in ("on_demand", "spot", "reserved_1y", "reserved_3y")),
-                  str(p.get("estimated_rows")), str(p.get("as_of")), "—" if p.get("age_days") is None else f"{p['age_days']:.0f}",
+        if str(p.get("origin", "")).startswith("cache"):  # the cache snapshot in use, not the shipped one
+            used = [c for c in (status.get("cache") or {}).get("snapshots") or []
+                    if c.get("provider") == prov and c.get("ok") and str(p.get("origin")).endswith(f"({Path(str(c.get('file'))).name})")]
+            skipped = used[0].get("skipped_total") if used else None
+        old, new = p.get("oldest_as_of"), p.get("as_of")
+        dates = str(new) if not old or old == new else f"{old} to {new}"
+        ages = "—" if p.get("age_days") is None else (
+            f"{p['age_days']:.0f}" if p.get("oldest_age_days") is None or round(p["oldest_age_days"]) == round(p["age_days"])
+            else f"{p['age_days']:.0f}-{p['oldest_age_days']:.0f}")
+        t.add_row(prov, str(p.get("origin", "")).split(" ")[0], str(p.get("rows")), *(str(rbp.get(k, 0)) for k in shown),
+                  str(p.get("estimated_rows")), str(p.get("undated_rows", 0)), dates, ages,
                   "—" if skipped is None else str(skipped))
     con.print(t)
+    if isinstance(status.get("source_dates"), list) and status["source_dates"]:
+        st = Table(title="Sources and the dates their prices held", title_justify="left")
+        for col in ("provider", "source", "as of", "age (days)", "rows"):
+            st.add_column(col, justify="right" if col in ("age (days)", "rows") else "left")
+        for r in status["source_dates"]:
+            st.add_row(r["provider"], r["source"], r["as_of"], "—" if r["age_days"] is None else f"{r['age_days']:.0f}",
+                       str(r["rows"]))
+        con.print(st)
+    reasons = {}
+    for prov, meta in prov_meta.items():
+        for code, n in (meta.get("skipped") or {}).items():
+            reasons[code] = reasons.get(code, 0) + n
+    if reasons:
+        con.print("Rows refused or left out (pricing_cache/data/skipped.csv): "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])))
     snaps = (status.get("cache") or {}).get("snapshots") or []
     con.print(f"Price cache: {(status.get('cache') or {}).get('dir')} — {len(snaps)} snapshot(s), "
               f"history kept {(status.get('cache') or {}).get('retention_days', 0):g} days")
@@ -277,6 +314,9 @@ def refresh_summary(summary, fmt: str) -> None:
             con.print(f"{p.provider} {r}: failed ({e}); its previous prices are kept")
         for r, e in sorted(p.regions_skipped.items()):
             con.print(f"{p.provider} {r}: skipped ({e})")
+        if getattr(p, "skipped_by_reason", None):
+            con.print(f"{p.provider}: rows refused or left out: "
+                      + ", ".join(f"{k} {v}" for k, v in sorted(p.skipped_by_reason.items(), key=lambda kv: -kv[1])))
         if p.snapshot:
             con.print(f"{p.provider}: wrote {p.snapshot}")
 
@@ -285,14 +325,8 @@ def import_summary(result: dict, fmt: str) -> None:
     if fmt == "json":
         _json(result)
         return
-    con = _console()
-    for w in result.get("snapshots", []):
-        con.print(f"{w['provider']}: {w['rows']} offers in the new snapshot {w['file']} (prices as of {w['as_of']}); "
-                  f"regions from the file: {', '.join(w['regions'])} — {w.get('offers_added', 0)} offers added, "
-                  f"{w.get('offers_removed', 0)} removed (offers of those regions that the file does not list); "
-                  f"{len(w.get('kept_previous', []))} other regions kept")
-    if result.get("skipped"):
-        con.print(f"{result['skipped']} rows skipped (reasons: {result.get('skipped_by_reason')})")
+    for line in result.get("messages") or []:  # pricing_cache.importing.summary_lines: added/changed/kept, dates
+        print(line)  # whole lines (a console would wrap them at its width)
 
 
 def price_diff(diff, fmt: str, limit: int | None) -> None:

@@ -423,14 +423,16 @@ def _workload_table(data) -> tuple[list[str], list[list[str]]]:
 
 
 def _price_table(data) -> tuple[list[str], list[list[str]]]:
-    head = ["provider", "prices from", "as of", "oldest price", "age (days)", "estimated offers", "stale"]
+    head = ["provider", "prices from", "newest price", "oldest price", "age (days)", "undated offers",
+            "estimated offers", "stale"]
     rows = []
     for prov, p in sorted((data["prices"].get("providers") or {}).items()):
         origin = str(p.get("origin") or data["prices"].get("catalog") or "")
-        shipped = origin == "shipped snapshot"
-        age = p.get("age_days")
-        rows.append([prov, origin, (p.get("as_of") or "unknown") + (" or earlier" if shipped else ""),
-                     p.get("oldest_as_of") or "—", "—" if age is None or shipped else f"{age:.0f}",
+        age, oldest = p.get("age_days"), p.get("oldest_age_days")
+        ages = "—" if age is None else (f"{age:.0f}" if oldest is None or round(oldest) == round(age)
+                                        else f"{age:.0f}-{oldest:.0f}")
+        rows.append([prov, origin, p.get("as_of") or "unknown", p.get("oldest_as_of") or "—", ages,
+                     f"{p.get('undated_rows', 0)} of {p.get('rows', 0)}",
                      f"{p.get('estimated_rows', 0)} of {p.get('rows', 0)}", "yes" if p.get("stale") else "no"])
     return head, rows
 
@@ -478,7 +480,9 @@ def _summary(data) -> list[str]:
     for prov, p in sorted((data["prices"].get("providers") or {}).items()):
         origin = str(p.get("origin") or data["prices"].get("catalog") or "")
         if origin == "shipped snapshot":
-            parts.append(f"{prov} as of {p.get('as_of') or 'unknown'} or earlier (shipped snapshot)")
+            from gpuopt.render import _date_span
+
+            parts.append(f"{prov} {_date_span(p)} (shipped snapshot)")
         else:
             age = p.get("age_days")
             parts.append(f"{prov} as of {p.get('as_of') or 'unknown'} ({origin}"

@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING, Any
 from gpuopt.errors import InputError
 from gpuopt.records import HOURS_PER_MONTH, is_estimated
 from optimizer.horizon import TERM_MONTHS, Activity, Period, commitment_cost_factor, month_label, slot_starts
-from optimizer.model import COMMITTED, Candidate, UnitTable, candidates_for, text_values, unit_table
+from optimizer.model import COMMITTED, DEFAULT_PRICING, Candidate, UnitTable, candidates_for, text_values, unit_table
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -1617,7 +1617,7 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
         note_m = "; ".join(merged)
     import numpy as np
 
-    allowed_pricing = set(pricing) if pricing else {"on_demand", "reserved_1y", "reserved_3y", "spot"}
+    allowed_pricing = set(pricing) if pricing else set(DEFAULT_PRICING)
     rejected: dict[str, dict[str, int]] = {}
     tables: dict[str, UnitTable] = {}
     usable: dict[str, Any] = {}
@@ -2220,7 +2220,7 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
         if rej.get("spot_not_allowed") or rej.get("pricing_not_allowed"):
             fits, _, _ = candidates_for(w.workload, offers, allow_spot=True, pricing=None)
             offered = sorted({c.offer["pricing"] for c in fits})
-            asked = sorted(set(pricing or ("on_demand", "reserved_1y", "reserved_3y", "spot"))
+            asked = sorted(set(pricing or DEFAULT_PRICING)
                            - ({"spot"} if not w.allow_spot else set()))
             why = {"kind": "pricing", "message": (
                 f"none of the offers that can hold a replica is sold as {', '.join(asked)}; they are offered as: "

@@ -388,28 +388,40 @@ def binding(problem: FleetProblem, sol: FleetSolution) -> list[str]:
     return out
 
 
-def _min_of(problem: FleetProblem, what: str, solver, time_limit_s) -> float | None:
-    """The least any plan needs of ``what`` (monthly | total | upfront | commitment) with no budget rows."""
+def _min_of(problem: FleetProblem, what: str, solver, time_limit_s) -> tuple[float | None, bool]:
+    """(the least any plan needs of ``what`` (monthly | upfront | commitment) with no budget rows, exact).
+
+    First the problem as it is, placement rule included: when that MILP is solved to optimality the figure is
+    exact (a budget of it admits a plan). Otherwise (not proven in its time) the least without the one-group
+    placement rule, pruned across groups with the limits in place (then terms and payment options are compared only
+    with their own kind: a term dearer over the horizon may pay less a month) and only then the limits taken off: a
+    lower bound, which is what "needs at least" promises, flagged not exact."""
     import pulp
 
-    # without the one-group placement rule: a lower bound, which is what "needs at least" promises
     from optimizer.fleet import as_unplaced
 
-    m, V = build_fleet_model(as_unplaced(problem.replace(budgets=Budgets(), budget_usd=None, objective="cost")),
-                             with_budgets=False)
-    if what == "monthly":
-        z = pulp.LpVariable("max_month", lowBound=0)
-        for pi, terms in V.cash_terms.items():
-            m += pulp.LpAffineExpression({**terms, z: -1.0}) <= 0, f"mm_{pi}"
-        m.setObjective(pulp.LpAffineExpression({z: 1.0}))
-    elif what == "upfront":
-        m.setObjective(pulp.LpAffineExpression(V.upfront_terms) if V.upfront_terms else pulp.LpAffineExpression())
-    elif what == "commitment":
-        m.setObjective(pulp.LpAffineExpression(V.commitment_terms) if V.commitment_terms else pulp.LpAffineExpression())
-    rep = solve_fleet(m, solver=solver, time_limit_s=time_limit_s, gap_rel=0.001)
-    if rep.status not in ("optimal", "time_limit"):
-        return None
-    return float(pulp.value(m.objective) or 0.0)
+    def least(p: FleetProblem) -> tuple[float | None, str]:
+        m, V = build_fleet_model(p.replace(budgets=Budgets(), budget_usd=None, objective="cost"), with_budgets=False)
+        if what == "monthly":
+            z = pulp.LpVariable("max_month", lowBound=0)
+            for pi, terms in V.cash_terms.items():
+                m += pulp.LpAffineExpression({**terms, z: -1.0}) <= 0, f"mm_{pi}"
+            m.setObjective(pulp.LpAffineExpression({z: 1.0}))
+        elif what == "upfront":
+            m.setObjective(pulp.LpAffineExpression(V.upfront_terms) if V.upfront_terms else pulp.LpAffineExpression())
+        elif what == "commitment":
+            m.setObjective(pulp.LpAffineExpression(V.commitment_terms) if V.commitment_terms else
+                           pulp.LpAffineExpression())
+        rep = solve_fleet(m, solver=solver, time_limit_s=time_limit_s, gap_rel=0.0)
+        if rep.status != "optimal":
+            return None, rep.status
+        return float(pulp.value(m.objective) or 0.0), rep.status
+
+    value, _ = least(problem)
+    if value is not None:
+        return value, True
+    value, status = least(as_unplaced(problem))
+    return (value if status == "optimal" else None), False
 
 
 def why_infeasible(problem: FleetProblem, solver, time_limit_s, gap_rel) -> dict[str, Any]:
@@ -430,9 +442,9 @@ def why_infeasible(problem: FleetProblem, solver, time_limit_s, gap_rel) -> dict
                                             ("commitment", "in commitments", "--max-commitment", bg.commitment)):
                 if limit is None:
                     continue
-                need = s.cost if what == "total" else _min_of(problem, what, solver, time_limit_s)
+                need, exact = (s.cost, True) if what == "total" else _min_of(problem, what, solver, time_limit_s)
                 if need is not None and need > limit + 0.005:
-                    bound = "" if what == "total" else " (a lower bound: counted without the one-region rule)"
+                    bound = "" if exact else " (a lower bound: counted without the one-region rule)"
                     parts.append(f"any plan that meets every workload needs at least ${need:,.2f} {label} "
                                  f"({opt} {limit:,.2f}){bound}")
                     out[f"{what}_needed_usd"] = round(need, 2)

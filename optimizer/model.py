@@ -27,6 +27,10 @@ if TYPE_CHECKING:  # pragma: no cover
 SPOT_INTERRUPTION_OVERHEAD = 0.10
 
 COMMITTED = frozenset({"reserved_1y", "reserved_3y"})
+#: The pricing options a plan considers unless ``--pricing`` names others: on-demand, spot (with --allow-spot) and
+#: reservations. Capacity blocks, Flex-start and savings-plan rates are listed by ``gpuopt prices list`` and used
+#: only where a plan asks for them (records.WINDOW_PRICING, records.SAVINGS_PLAN_TERM_HOURS).
+DEFAULT_PRICING: tuple[str, ...] = ("on_demand", "reserved_1y", "reserved_3y", "spot")
 
 #: Right-hand side the demand/work row is scaled to (see the module docstring).
 ROW_SCALE = 1000.0
@@ -228,7 +232,7 @@ def unit_table(workload: "Workload", offers: "pd.DataFrame", *, allow_spot: bool
     import numpy as np
     import pandas as pd
 
-    allowed = set(pricing) if pricing else {"on_demand", "reserved_1y", "reserved_3y", "spot"}
+    allowed = set(pricing) if pricing else set(DEFAULT_PRICING)
     if not allow_spot:
         allowed.discard("spot")
     rejected: dict[str, int] = {}

@@ -12,7 +12,7 @@ from typing import Any
 
 from gpuopt.errors import InputError
 
-KEY = ["provider", "region", "zone", "instance_type", "pricing", "payment"]
+KEY = ["provider", "region", "zone", "instance_type", "pricing", "payment", "offering_class"]
 
 
 @dataclass
@@ -66,8 +66,8 @@ def diff_since(since: str | dt.date, providers: list[str] | None = None) -> Pric
             raise InputError("provider", f"unknown provider '{bad[0]}'", accepted=", ".join(sorted(known)))
         then = then[then["provider"].isin(providers)]
         now = now[now["provider"].isin(providers)]
-    a = then[KEY + ["usd_per_hour"]].fillna({"zone": "", "payment": ""})
-    b = now[KEY + ["usd_per_hour"]].fillna({"zone": "", "payment": ""})
+    a = then[KEY + ["usd_per_hour"]].fillna({"zone": "", "payment": "", "offering_class": ""})
+    b = now[KEY + ["usd_per_hour"]].fillna({"zone": "", "payment": "", "offering_class": ""})
     m = pd.merge(a, b, on=KEY, how="outer", suffixes=("_then", "_now"), indicator=True)
     out = PriceDiff(since=day.isoformat(), origins_then=dict(info_then.origins), origins_now=dict(info_now.origins),
                     warnings=list(info_then.warnings))

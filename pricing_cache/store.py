@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuopt.errors import GpuoptError, SnapshotError
-from gpuopt.records import FILLED_FROM_FACTS, OFFER_COLUMNS, OFFER_DTYPES, READABLE_SCHEMA_VERSIONS, SCHEMA_VERSION
+from gpuopt.records import (ADDED_IN_V3, FILLED_FROM_FACTS, OFFER_COLUMNS, OFFER_DTYPES, READABLE_SCHEMA_VERSIONS,
+                             SCHEMA_VERSION)
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -101,15 +102,18 @@ def read_snapshot_meta(snapshot_dir: Path | None = None) -> dict[str, Any]:
     return meta
 
 
-#: The offer columns of schema version 1 (before ``fabric`` and ``zone_kind``).
-OFFER_COLUMNS_V1: tuple[str, ...] = tuple(c for c in OFFER_COLUMNS if c not in FILLED_FROM_FACTS)
+#: The offer columns of schema version 2 (before ``offering_class``) and 1 (before ``fabric`` and ``zone_kind`` too).
+OFFER_COLUMNS_V2: tuple[str, ...] = tuple(c for c in OFFER_COLUMNS if c not in ADDED_IN_V3)
+OFFER_COLUMNS_V1: tuple[str, ...] = tuple(c for c in OFFER_COLUMNS_V2 if c not in FILLED_FROM_FACTS)
 
 
 def read_offers_file(path: Path) -> "pd.DataFrame":
     """Read an offers.csv written by the snapshot build or a refresh: exactly OFFER_COLUMNS, OFFER_DTYPES.
 
     A file of schema version 1 (OFFER_COLUMNS_V1: no ``fabric``/``zone_kind``) is read too: the two columns are
-    filled from the documented facts. Any other set of columns raises SnapshotError.
+    filled from the documented facts; one of version 1 or 2 gets ``offering_class`` filled (``standard`` for AWS
+    reservations, the only class read before version 3; "" otherwise). Any other set of columns raises
+    SnapshotError.
     """
     import pandas as pd
 
@@ -122,7 +126,11 @@ def read_offers_file(path: Path) -> "pd.DataFrame":
     if tuple(df.columns) == OFFER_COLUMNS_V1:
         from providers._common import fill_facts
 
-        df = fill_facts(df)[list(OFFER_COLUMNS)]
+        df = fill_facts(df)[list(OFFER_COLUMNS_V2)]
+    if tuple(df.columns) == OFFER_COLUMNS_V2:
+        from providers._common import fill_offering_class
+
+        df = fill_offering_class(df)[list(OFFER_COLUMNS)]
     if tuple(df.columns) != OFFER_COLUMNS:
         raise SnapshotError(f"price snapshot {path} has columns {list(df.columns)}, expected {list(OFFER_COLUMNS)}; "
                             f"{REBUILD_HINT}")

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 #: The columns that identify one offer; after normalization each key appears exactly once.
-OFFER_KEY: tuple[str, ...] = ("provider", "region", "zone", "instance_type", "pricing", "payment")
+OFFER_KEY: tuple[str, ...] = ("provider", "region", "zone", "instance_type", "pricing", "payment", "offering_class")
 
 
 @dataclass
@@ -106,10 +106,38 @@ def fill_facts(df: "pd.DataFrame") -> "pd.DataFrame":
     return df
 
 
+def fill_offering_class(df: "pd.DataFrame") -> "pd.DataFrame":
+    """The frame with ``offering_class`` (schema 3) where a row has none: ``records.default_offering_class``
+    (``standard`` for an AWS reservation, "" otherwise). A frame without ``provider``/``pricing`` is returned as is;
+    given values are kept; works on a copy when it changes anything."""
+    from gpuopt.records import default_offering_class
+
+    if "provider" not in df.columns or "pricing" not in df.columns:
+        return df
+    if "offering_class" in df.columns:
+        col = df["offering_class"].astype(object)
+        missing = (col.isna() | (col.astype(str).str.strip() == "")).to_numpy()
+        if not missing.any():
+            return df
+    else:
+        missing = None
+    fill = [default_offering_class(p, q) for p, q in zip(df["provider"].astype(object), df["pricing"].astype(object))]
+    df = df.copy()
+    if missing is None:
+        cols = list(df.columns)
+        at = cols.index("payment") + 1 if "payment" in cols else len(cols)
+        df.insert(at, "offering_class", fill)
+    else:
+        vals = df["offering_class"].astype(object).where(~missing, other=None).tolist()
+        df["offering_class"] = [f if m else v for v, f, m in zip(vals, fill, missing)]
+    return df
+
+
 def offers_frame_from_columns(df: "pd.DataFrame") -> "pd.DataFrame":
     """:func:`offers_frame` of a DataFrame already built column by column (same checks, facts and dtypes)."""
     if "provider" in df.columns and "instance_type" in df.columns:
         df = fill_facts(df)
+    df = fill_offering_class(df)
     missing = [c for c in OFFER_COLUMNS if c not in df.columns]
     extra = [c for c in df.columns if c not in OFFER_COLUMNS]
     if missing or extra:

@@ -68,6 +68,8 @@ class FetchOptions:
             {"azure": "http://127.0.0.1:8080/api/retail/prices", "gcp": "http://127.0.0.1:8081/v1"}.
         clients: pre-built SDK clients for tests (e.g. {"pricing": botocore client with a Stubber}).
         progress: called as progress(provider, region, message) from worker threads.
+        savings_plans: also fetch AWS Savings Plans rates (``savingsplans`` DescribeSavingsPlansOfferingRates; needs
+            ``savingsplans:DescribeSavingsPlansOfferingRates``); Azure's come with its retail prices anyway.
     """
 
     regions: list[str] | None = None
@@ -79,6 +81,7 @@ class FetchOptions:
     max_pages: int | None = 10_000
     endpoints: dict[str, str] = field(default_factory=dict)
     clients: dict[str, Any] = field(default_factory=dict)
+    savings_plans: bool = False
     progress: Callable[[str, str, str], None] | None = None
 
     def say(self, provider: str, region: str, message: str) -> None:

@@ -13,7 +13,9 @@ fabric                     from the documented facts (``providers.facts.fabric_o
                            Name it (one of ``FABRICS``: efa, infiniband, rdma, tcpxo, tcpx, ethernet) for your
                            own cluster; its bandwidth is then the fabric's documented default
 zone_kind                  from the zone (``providers.facts.zone_kind_of``): "", local_zone or wavelength
-payment                    "" for on_demand/spot; REQUIRED for reserved_1y/reserved_3y
+payment                    "" for on_demand/spot/capacity_block/flex_start; REQUIRED for reserved_1y/reserved_3y
+offering_class             reserved rows: ``standard`` or ``convertible`` (AWS reserved instances); default
+                           ``standard`` for AWS, "" for other providers; "" for every other pricing
 term_hours                 0, or 8,760 / 26,280 for reserved_1y / reserved_3y (a given value must match)
 upfront_usd,               on_demand/spot: 0 and usd_per_hour. Reserved: no_upfront -> 0 and usd_per_hour;
 recurring_usd_per_hour     all_upfront -> usd_per_hour x term_hours and 0; partial_upfront -> give one of the
@@ -43,9 +45,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuopt.errors import InputError
-from gpuopt.records import (CANONICAL_GPUS, FABRICS, INTERCONNECTS, OFFER_COLUMNS, OFFER_DTYPES, PAYMENT_OPTIONS,
-                             PRICING_MODELS,
-                             TERM_HOURS, ZONE_KINDS)
+from gpuopt.records import (CANONICAL_GPUS, FABRICS, INTERCONNECTS, OFFER_COLUMNS, OFFER_DTYPES, OFFERING_CLASSES,
+                             PAYMENT_OPTIONS, PRICING_MODELS, TERM_HOURS, ZONE_KINDS, default_offering_class)
 from providers._common import OFFER_KEY, offers_frame
 from providers.gpu_names import canonical_gpu
 
@@ -305,6 +306,15 @@ def _parse_columnar(text: str, header: list[str], name: str) -> "pd.DataFrame | 
     hourly = ~reserved
     if (hourly & ~pay[""]).any() or (hourly & ~term_empty & (term_given != 0.0)).any():
         return None
+    oclass = pc.utf8_lower(s("offering_class"))
+    if not all_in(oclass, OFFERING_CLASSES) or (hourly & ~mask(pc.equal(oclass, ""))).any():
+        return None
+    need_class = reserved & mask(pc.equal(oclass, ""))
+    if need_class.any():
+        raw_class = np.asarray(oclass.to_numpy(zero_copy_only=False), dtype=object)
+        low_prov = np.asarray(pc.utf8_lower(s("provider")).to_numpy(zero_copy_only=False), dtype=object)
+        raw_class[need_class] = [default_offering_class(p, "reserved_1y") for p in low_prov[need_class]]
+        oclass = pa.array(raw_class, pa.string())
     if (hourly & ~up_empty & (up_given != 0.0)).any():
         return None
     if (hourly & ~rec_empty & (np.abs(rec_given - price) > 1e-9)).any():
@@ -317,7 +327,7 @@ def _parse_columnar(text: str, header: list[str], name: str) -> "pd.DataFrame | 
             not all_in(zone_kind, ZONE_KINDS):
         return None
     provider, region, zone, itype = pc.utf8_lower(s("provider")), s("region"), s("zone"), s("instance_type")
-    key = pc.binary_join_element_wise(provider, region, zone, itype, pricing, payment, "\x00")
+    key = pc.binary_join_element_wise(provider, region, zone, itype, pricing, payment, oclass, "\x00")
     if pc.count_distinct(key).as_py() != n:  # a duplicate offer key
         return None
     # reserved and spot rows against the on-demand rate of their instance type and region (the last on-demand row
@@ -359,7 +369,8 @@ def _parse_columnar(text: str, header: list[str], name: str) -> "pd.DataFrame | 
         "instance_type": text_col(itype), "gpu_model": text_col(gpu), "gpu_count": gcount, "gpu_memory_gib": gmem,
         "vcpus": nums["vcpus"][0], "memory_gib": nums["memory_gib"][0], "interconnect": text_col(interconnect),
         "fabric": text_col(fabric), "zone_kind": text_col(zone_kind), "pricing": text_col(pricing),
-        "payment": text_col(payment), "upfront_usd": upfront, "recurring_usd_per_hour": recurring,
+        "payment": text_col(payment), "offering_class": text_col(oclass), "upfront_usd": upfront,
+        "recurring_usd_per_hour": recurring,
         "usd_per_hour": price, "term_hours": np.where(hourly, 0.0, term),
         "currency": text_col(pa.array(np.full(n, "USD", dtype=object), pa.string())),
         "source": text_col(default(s("source"), f"user:{name}")), "as_of": text_col(default(s("as_of"), "unknown"))}
@@ -422,7 +433,15 @@ def _row(line: int, header: list[str], rec: list[str], name: str, seen: dict[tup
         if abs(recurring + upfront / term - price) > max(1e-6, 1e-6 * price):
             raise _err(line, f"usd_per_hour {price:g} != recurring_usd_per_hour {recurring:g} + upfront_usd "
                              f"{upfront:g} / term_hours {term:g}")
+        oclass = g("offering_class").lower() or default_offering_class(g("provider").lower(), pricing)
+        if oclass not in OFFERING_CLASSES:
+            raise _err(line, f"offering_class '{g('offering_class')}' is not known",
+                       accepted=", ".join(c for c in OFFERING_CLASSES if c))
     else:
+        oclass = g("offering_class").lower()
+        if oclass:
+            raise _err(line, f"offering_class '{g('offering_class')}' given for a {pricing} row (offering_class is "
+                             "for reserved rows only)")
         if payment:
             raise _err(line, f"payment '{payment}' given for a {pricing} row (payment is for reserved rows only)")
         if term_given not in (None, 0.0):
@@ -449,7 +468,7 @@ def _row(line: int, header: list[str], rec: list[str], name: str, seen: dict[tup
            "vcpus": _num(line, "vcpus", g("vcpus"), required=False, positive=True),
            "memory_gib": _num(line, "memory_gib", g("memory_gib"), required=False, positive=True),
            "interconnect": interconnect, "fabric": fabric, "zone_kind": zone_kind, "pricing": pricing,
-           "payment": payment, "upfront_usd": upfront,
+           "payment": payment, "offering_class": oclass, "upfront_usd": upfront,
            "recurring_usd_per_hour": recurring, "usd_per_hour": price, "term_hours": term,
            "currency": currency, "source": g("source") or f"user:{name}", "as_of": g("as_of") or "unknown"}
     for c in ("vcpus", "memory_gib"):

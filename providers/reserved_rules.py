@@ -147,7 +147,7 @@ def derive_reserved(offers_on_demand: "pd.DataFrame", ratios: Ratios,
     for o in od.to_dict("records"):
         prov = str(o["provider"])
         rules = ratios.get(prov)
-        if not rules:
+        if rules is None:  # (an empty dict: the real quotes only, no rule)
             continue
         meta = {c: o[c] for c in meta_cols}
         meta["zone"] = ""
@@ -174,3 +174,133 @@ def derive_reserved(offers_on_demand: "pd.DataFrame", ratios: Ratios,
     df = offers_frame(rows)
     check_unique(df, "derived reserved offers")
     return df
+
+
+# --- ratios refreshed from the published quotes (issue 9): per provider and GPU generation -----------------------
+
+#: AWS instance types with no published reservation: the published data (ec2instances.info, 2025-11-30) has no
+#: reserved rate for them, and a code comment of June 2026 quoted in shared/data/prices/README.md says AWS had "not
+#: yet published" reserved prices for p5e, p5en and p6-b200. No reserved row is derived for them: capacity blocks
+#: (and savings plans) are how they are bought.
+NO_PUBLISHED_RESERVATIONS: dict[str, tuple[str, ...]] = {
+    "aws": ("p5e.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge"),
+}
+
+
+def gpu_generation(gpu_model: str) -> str:
+    """The GPU's architecture (``Hopper``, ``Ampere``, ``Ada Lovelace``...) from optimizer/data/gpu_specs.csv
+    (column ``architecture``, up to the first parenthesis), "" when the spec table has no row for it."""
+    from gpuopt.records import CANONICAL_GPUS
+
+    table = _architectures()
+    row = CANONICAL_GPUS.get(str(gpu_model))
+    return table.get(row, "") if row else ""
+
+
+_ARCH: dict[str, str] | None = None
+
+
+def _architectures() -> dict[str, str]:
+    global _ARCH
+    if _ARCH is None:
+        import csv
+        from pathlib import Path
+
+        path = Path(__file__).resolve().parent.parent / "optimizer" / "data" / "gpu_specs.csv"
+        with open(path, newline="", encoding="utf-8") as fh:
+            _ARCH = {r["name"]: r["architecture"].split("(", 1)[0].strip() for r in csv.DictReader(fh)}
+    return _ARCH
+
+
+@dataclass(frozen=True)
+class LevelRatio:
+    """A median ratio (reserved effective rate / on-demand rate of the same type and region) and what it is over."""
+
+    ratio: float
+    level: str      # "type", "generation" or "provider"
+    over: str       # the instance type, the generation, or the provider
+    quotes: int     # how many quoted rows the median is over
+
+
+def quoted_ratios(offers: "pd.DataFrame") -> dict[tuple, LevelRatio]:
+    """Median ratios of the QUOTED reservations in ``offers`` (rows whose source is not ``rule:``) to the on-demand
+    rate of the same provider, type and region, at three levels, keyed
+    (level, provider, type|generation|"", pricing, payment, offering_class)."""
+    import pandas as pd
+
+    from gpuopt.records import RESERVED_PRICING, is_estimated
+
+    od = offers[offers["pricing"] == "on_demand"].set_index(["provider", "region", "instance_type"])["usd_per_hour"]
+    od = od[~od.index.duplicated()]
+    res = offers[offers["pricing"].isin(list(RESERVED_PRICING))]
+    res = res[[not is_estimated(s) for s in res["source"].astype(str)]]
+    if res.empty or od.empty:
+        return {}
+    j = res.join(od.rename("od"), on=["provider", "region", "instance_type"], how="inner")
+    j = j[j["od"] > 0].copy()
+    j["ratio"] = j["usd_per_hour"].astype(float) / j["od"].astype(float)
+    j["generation"] = [gpu_generation(g) for g in j["gpu_model"].astype(str)]
+    j["all"] = ""
+    out: dict[tuple, LevelRatio] = {}
+    for level, col in (("type", "instance_type"), ("generation", "generation"), ("provider", "all")):
+        keys = ["provider", col, "pricing", "payment", "offering_class"]
+        grouped = j.groupby(keys, dropna=False)["ratio"]
+        for k, s in grouped:
+            k = tuple(str(x) for x in k)
+            if level == "generation" and not k[1]:
+                continue
+            out[(level, *k)] = LevelRatio(round(float(pd.Series(s).median()), 4), level, k[1] or k[0], int(len(s)))
+    return out
+
+
+def derive_by_ratio(offers: "pd.DataFrame", ratios: dict[tuple, LevelRatio],
+                    providers: tuple[str, ...] = ("aws", "azure", "gcp")) -> "pd.DataFrame":
+    """Reserved rows by rule for every on-demand row of ``providers`` that has no quoted reservation for its
+    provider, type and region: for each (pricing, payment, offering_class) quoted at the most specific level
+    available — the same instance type in other regions, else the same GPU generation, else the provider — the
+    on-demand rate x that median ratio. Types in :data:`NO_PUBLISHED_RESERVATIONS` get none.
+
+    Returns an offer frame; each row's ``source`` is ``rule:<provider>-<term>-<payment>:<ratio> = median of N quoted
+    <level> <what> rows`` and ``as_of`` the on-demand row's (an estimate is as old as what it is derived from).
+    """
+    from gpuopt.records import RESERVED_PRICING
+
+    has_res = set(map(tuple, offers[offers["pricing"].isin(list(RESERVED_PRICING))][
+        ["provider", "region", "instance_type"]].astype(str).values.tolist()))
+    levels: dict[tuple[str, str, str], dict[tuple[str, str, str], LevelRatio]] = {}
+    for k, r in ratios.items():
+        levels.setdefault((k[0], k[1], k[2]), {})[(k[3], k[4], k[5])] = r
+    meta_cols = ("provider", "region", "instance_type", "gpu_model", "gpu_count", "gpu_memory_gib", "vcpus",
+                 "memory_gib", "interconnect", "currency")
+    rows = []
+    od = offers[(offers["pricing"] == "on_demand") & offers["provider"].isin(list(providers))]
+    for o in od.to_dict("records"):
+        prov, itype = str(o["provider"]), str(o["instance_type"])
+        if (prov, str(o["region"]), itype) in has_res or itype in NO_PUBLISHED_RESERVATIONS.get(prov, ()):
+            continue
+        gen = gpu_generation(str(o["gpu_model"]))
+        found = (levels.get(("type", prov, itype)) or levels.get(("generation", prov, gen))
+                 or _standard_first(levels.get(("provider", prov, ""), {})))
+        for (pricing, payment, klass), r in sorted(found.items()):
+            hours = TERM_HOURS[pricing]
+            usd = round(float(o["usd_per_hour"]) * r.ratio, 6)
+            years = 1 if pricing == "reserved_1y" else 3
+            upfront, recurring = split_reserved(usd, payment, hours,
+                                                PARTIAL_UPFRONT_SHARE[(years, klass or "standard")])
+            cite = f"{r.ratio:.4f} = median of {r.quotes} quoted {r.level} {r.over} rows"
+            if payment == "partial_upfront":
+                cite += f"; {PARTIAL_SPLIT_CITE}"
+            rows.append({**{c: o[c] for c in meta_cols}, "zone": "", "pricing": pricing, "payment": payment,
+                         "offering_class": klass, "upfront_usd": upfront, "recurring_usd_per_hour": recurring,
+                         "usd_per_hour": usd, "term_hours": hours,
+                         "source": rule_source(prov, pricing, payment, cite), "as_of": o["as_of"]})
+    df = offers_frame(rows)
+    check_unique(df, "derived reserved offers")
+    return df
+
+
+def _standard_first(found: dict[tuple[str, str, str], LevelRatio]) -> dict[tuple[str, str, str], LevelRatio]:
+    """Provider-level ratios without a Convertible term where a Standard one of the same term and payment exists
+    (AWS sells Convertible 1-year p5 terms only because it sells no Standard one: not a class to derive for
+    other types)."""
+    return {k: r for k, r in found.items() if k[2] != "convertible" or (k[0], k[1], "standard") not in found}

@@ -408,6 +408,49 @@ def _parse_flat(provider: str, rows: list[_Raw], as_of: str, source: str, col: _
     return _collapse_on_demand(od_cands, col) + spot_rows
 
 
+#: The GCP Billing Catalog's per-GPU SKU prices that are NOT on-demand (Flex-start/DWS, Calendar mode, commitments)
+#: and the on-demand ones, per canonical GPU: ``pricing_cache/data/inputs/gcp_gpu_sku_prices.csv`` (a Cloud Billing
+#: Catalog dump, effectiveTime 2025-06-16; PROVENANCE.md). Read once, on first use.
+_GCP_SKUS: dict[str, dict[str, list[float]]] | None = None
+GCP_SKU_FILE = "gcp_gpu_sku_prices.csv"
+
+
+def _gcp_skus() -> dict[str, dict[str, list[float]]]:
+    global _GCP_SKUS
+    if _GCP_SKUS is None:
+        import csv as _csv
+
+        from pricing_cache.build_snapshot import INPUTS_DIR
+
+        out: dict[str, dict[str, list[float]]] = {}
+        path = INPUTS_DIR / GCP_SKU_FILE
+        if path.is_file():
+            with open(path, newline="", encoding="utf-8") as fh:
+                for r in _csv.DictReader(fh):
+                    gpu = r["gpu_model"].split(" ", 1)[0]
+                    out.setdefault(gpu, {}).setdefault(r["pricing"], []).append(float(r["usd_per_gpu_hour"]))
+        _GCP_SKUS = out
+    return _GCP_SKUS
+
+
+def gcp_non_on_demand_sku(gpu: str, usd_per_gpu_hour: float, tol: float = 5e-6) -> str | None:
+    """The kind of GCP GPU SKU (``dws_flex``, ``dws_calendar_reservation``, ``cud_1y``...) whose per-GPU price equals
+    ``usd_per_gpu_hour`` when no on-demand SKU of that GPU has that price; None otherwise (an on-demand price, or a
+    GPU the SKU table does not list). The SkyPilot GCP fetcher takes the first SKU whose description CONTAINS "H100
+    80GB GPU" / "A100 80GB GPU", which is the DWS (Flex-start) SKU: a3-highgpu-8g us-central1 priced 43.07 USD/h for
+    a list price of 88.49 (shared/data/prices/README.md (a); skypilot-org/skypilot
+    sky/catalog/data_fetchers/fetch_gcp.py ``get_gpu_df``@21fd5541)."""
+    skus = _gcp_skus().get(gpu)
+    if not skus:
+        return None
+    if any(abs(v - usd_per_gpu_hour) <= tol for v in skus.get("on_demand", [])):
+        return None
+    for kind in sorted(k for k in skus if k != "on_demand"):
+        if any(abs(v - usd_per_gpu_hour) <= tol for v in skus[kind]):
+            return kind
+    return None
+
+
 def _parse_gcp(rows: list[_Raw], as_of: str, source: str, col: _Collector) -> list[dict]:
     hosts = [r for r in rows if r.instance_type]
     accs = [r for r in rows if not r.instance_type]
@@ -459,14 +502,19 @@ def _parse_gcp(rows: list[_Raw], as_of: str, source: str, col: _Collector) -> li
         base = _base("gcp", h, h.instance_type, gpu, n, mem, h.vcpus, h.memory_gib, as_of, source)
         od_ok = (_price_check(h, h.price, "Price (on-demand, host vCPU+RAM)", col)
                  and _price_check(h, acc.price, f"Price (on-demand) of accelerator line {acc.line}", col))
-        od = round(h.price + acc.price, 6) if od_ok else None
+        sku = gcp_non_on_demand_sku(gpu, acc.price / n) if od_ok else None
+        if sku:
+            col.skip(h, f"flex_start_sku_as_on_demand: accelerator line {acc.line} prices one {gpu} at "
+                        f"{acc.price / n:.6g} USD/h, the {sku} SKU, not on-demand (the catalog fetcher matched the "
+                        "GPU SKU by substring); no on-demand row")
+        od = round(h.price + acc.price, 6) if od_ok and not sku else None
         if od is not None:
             od_cands.append((h, hourly_row("on_demand", od, **base)))
         # spot = host spot + accelerator spot, each checked against its own on-demand part
         if not (_price_check(h, h.spot, "SpotPrice (host)", col)
                 and _price_check(h, acc.spot, f"SpotPrice of accelerator line {acc.line}", col)):
             continue
-        if od is None:
+        if od is None and not sku:
             col.skip(h, "unverifiable_spot: the on-demand price is unknown, so the spot price cannot be checked")
             continue
         if h.spot >= h.price:
@@ -477,8 +525,8 @@ def _parse_gcp(rows: list[_Raw], as_of: str, source: str, col: _Collector) -> li
                         f"{acc.price}")
             continue
         spot = round(h.spot + acc.spot, 6)
-        if not _spot_check(h, spot, od, "gcp", col, detail="composed SpotPrice"):
-            continue
+        if od is not None and not _spot_check(h, spot, od, "gcp", col, detail="composed SpotPrice"):
+            continue  # (without an on-demand row, each part was checked against its own on-demand part above)
         spot_rows.append(hourly_row("spot", spot, **{**base, "zone": h.zone}))
     for r in usable_accs:
         if r.line not in used:

@@ -402,6 +402,17 @@ def example_fleet_result():
     return _PLANS["fleet"]
 
 
+def one_reserved_result():
+    """The README's one-workload plan kept to Azure (``providers=["azure"]``): one quoted 1-year reservation of
+    Standard_ND96isr_H200_v5 in westus2, paid monthly (planned once)."""
+    if "azure" not in _PLANS:
+        import gpuopt
+
+        _PLANS["azure"] = gpuopt.recommend(budget=50000, model="meta-llama/Llama-2-70b-hf", task="serve",
+                                           tokens_per_second=2000, providers=["azure"])
+    return _PLANS["azure"]
+
+
 def one_workload_result():
     """The README's one-workload plan: Llama-2-70B serving 2,000 tokens/s within $50,000 a month, over the default
     12-month horizon from next month (planned once)."""

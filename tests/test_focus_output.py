@@ -13,7 +13,7 @@ import pytest
 import gpuopt
 from gpuopt.focus import (COLUMNS, Charge, charges_from_plan, focus_csv_text, focus_rows, next_month_start,
                           write_focus_csv)
-from focus_validator import (MANDATORY, example_fleet_result, one_workload_result, validate_focus)
+from focus_validator import (MANDATORY, example_fleet_result, one_reserved_result, one_workload_result, validate_focus)
 
 # the FOCUS sample and spec v1.2 examples, copied unchanged into the repo (tests/fixtures/usage/README.md, CC BY 4.0)
 DATA = Path(__file__).parent / "fixtures" / "usage"
@@ -213,13 +213,18 @@ def test_money_over_the_horizon_is_the_plans(request, which):
 
 
 def test_one_workload_plan_rows():
-    result = one_workload_result()
+    # the README plan on Azure: one quoted 1-year reservation paid monthly, all 12 months
+    result = one_reserved_result()
     plan = result.plan
     rows = focus_rows(charges_from_plan(result))
     first = plan.start_month  # next month when it was planned
-    (ln,) = plan.lines  # the README example: gcp a3-ultragpu-8g-nolssd, 1-year no upfront, all 12 months
+    (ln,) = plan.lines
+    assert (ln.provider, ln.region, ln.instance_type) == ("azure", "westus2", "Standard_ND96isr_H200_v5")
     assert (ln.pricing, ln.payment, ln.start_month, ln.end_month, ln.term_end) == (
         "reserved_1y", "no_upfront", 1, 12, _label(first, 11))
+    # Azure Retail Prices API 2025-06-21 (pricing_cache/data/inputs/azure_prices.csv): 1-year term 45.223858 USD/h
+    # (term total / 8,760), on demand 84.8 USD/h
+    assert ln.usd_per_hour == pytest.approx(45.223858, abs=1e-6)
     used = [r for r in rows if r["ChargeCategory"] == "Usage"]
     fees = [r for r in rows if r["ChargeFrequency"] == "Recurring"]
     assert len(used) == 12 and len(fees) == 12 and len(rows) == 24  # no upfront, no idle hours
@@ -233,15 +238,15 @@ def test_one_workload_plan_rows():
     assert rows[0]["ChargePeriodStart"] == f"{first}-01T00:00:00Z"
     assert rows[0]["ChargePeriodEnd"] == f"{_label(first, 1)}-01T00:00:00Z"
     assert {r["CommitmentDiscountId"] for r in rows} == {
-        f"gpuopt-plan/gcp/asia-south1/a3-ultragpu-8g-nolssd/reserved_1y-no_upfront/{first}"}
+        f"gpuopt-plan/azure/westus2/Standard_ND96isr_H200_v5/reserved_1y-no_upfront/{first}"}
     assert {r["CommitmentDiscountName"] for r in rows} == {
-        "1-year no upfront committed use discount: 1 x a3-ultragpu-8g-nolssd in asia-south1, "
+        "1-year no upfront reservation: 1 x Standard_ND96isr_H200_v5 in westus2, "
         f"{first} to {ln.term_end}"}
     u = used[0]
-    assert u["ProviderName"] == "Google Cloud" and u["ServiceName"] == "Compute Engine"
-    assert u["CommitmentDiscountType"] == "Committed Use Discount" and u["CommitmentDiscountCategory"] == "Usage"
-    assert u["ListUnitPrice"] == pytest.approx(ln.usd_per_hour / ln.break_even_utilization, rel=1e-3)
-    assert u["x_PriceSource"].startswith("estimated: rule:") and u["x_GpuModel"] == ln.gpu_model
+    assert u["ProviderName"] == "Microsoft" and u["ServiceName"] == "Virtual Machines"
+    assert u["CommitmentDiscountType"] == "Reservation" and u["CommitmentDiscountCategory"] == "Usage"
+    assert u["ListUnitPrice"] == pytest.approx(84.8)  # the on-demand list price the term discounts
+    assert u["x_PriceSource"].startswith("github.com/Jumbo2020/gpu_prices") and u["x_GpuModel"] == ln.gpu_model
     assert _sum(rows, "EffectiveCost") == pytest.approx(plan.total_usd, abs=0.01) == ln.commitment_usd
 
 
@@ -319,7 +324,9 @@ def test_daily_rows_add_up_to_the_months():
     for col in ("EffectiveCost", "BilledCost", "ListCost", "PricingQuantity"):
         assert _sum(days, col) == pytest.approx(_sum(month, col), rel=1e-6)
     feb = [r for r in days if r["BillingPeriodStart"] == "2027-02-01T00:00:00Z" and r["ChargeCategory"] == "Usage"]
-    assert len(feb) == 28 and sum(r["PricingQuantity"] for r in feb) == pytest.approx(730)  # a plan month is 730 h
+    n = sum(ln.count for ln in result.plan.lines)
+    assert len(feb) == 28 * len(result.plan.lines)
+    assert sum(r["PricingQuantity"] for r in feb) == pytest.approx(730 * n)  # a plan month is 730 h an instance
 
 
 def test_default_start_is_the_plans_first_month_and_infeasible_plans_have_no_rows():

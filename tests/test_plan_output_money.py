@@ -85,14 +85,15 @@ def test_the_stays_the_choice_claim_names_the_providers_it_could_not_price(monke
 
     def fits(sub, seconds, allowed=None):
         provs = {c.offer["provider"] for cs in sub.cands.values() for c in cs}
-        return False if provs == {"lambda"} else real(sub, seconds, allowed)
+        return False if provs == {"azure"} else real(sub, seconds, allowed)
 
     monkeypatch.setattr(fleet_explain, "_fits", fits)
     res = api.recommend(model="meta-llama/Llama-2-70b-hf", tokens_per_second=2000)
+    assert {ln.provider for ln in res.plan.lines} != {"azure"}  # the provider left unpriced is not the plan's
     nb = {r["provider"]: r for r in res.plan.next_best}
-    assert nb["lambda"]["total_usd"] is None
+    assert nb["azure"]["total_usd"] is None
     flips = [r["flip"] for r in nb.values() if "stays the choice" in (r.get("flip") or "")]
-    assert len(flips) == 1 and flips[0].endswith("— among the providers priced; lambda not priced")
+    assert len(flips) == 1 and flips[0].endswith("— among the providers priced; azure not priced")
 
 
 def test_every_line_shows_its_hours_so_the_month_can_be_checked():
@@ -161,8 +162,8 @@ def test_a_term_paid_upfront_is_explained_under_the_table():
     res = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=500, explain=False)
     plan = res.plan
     legend = "a term paid upfront pays its upfront in its first month"
-    # on the snapshot: one GCP a2-highgpu-2g 1-year CUD, no upfront
-    assert [(ln.instance_type, ln.payment, ln.upfront_usd) for ln in plan.lines] == [("a2-highgpu-2g", "no_upfront", 0.0)]
+    # on the snapshot: a plan with no upfront payment (no legend)
+    assert len(plan.lines) == 1 and all(ln.upfront_usd == 0 for ln in plan.lines)
     assert legend not in _text(plan).replace("\n", " ")
     ln = plan.lines[0]
     ln.pricing, ln.payment, ln.upfront_usd, ln.monthly_usd = "reserved_1y", "all_upfront", 21439.21, 0.0

@@ -311,8 +311,10 @@ def test_training_lines_count_replicas_and_the_finish_hour():
 
 
 @pytest.mark.parametrize("limit, narrower", [
-    (["--budget", "20000"], ["--pricing", "reserved_3y"]),
-    (["--leftover-value", "1", "--max-commitment", "300000"], ["--pricing", "reserved_1y"]),
+    # on the shipped snapshot (issue 9's prices): $23,000 a month is met only by 3-year terms (p4d + p4de
+    # reserved_3y, $22,240.33 in the dearest month); a $400,000 commitment cap by 1-year ones ($369,912)
+    (["--budget", "23000"], ["--pricing", "reserved_3y"]),
+    (["--leftover-value", "1", "--max-commitment", "400000"], ["--pricing", "reserved_1y"]),
 ])
 def test_a_limit_never_hides_a_plan_that_fewer_choices_find(limit, narrower):
     # found by a breaking test: comparing 1- and 3-year terms by their cost over the horizon pruned the only terms
@@ -337,9 +339,9 @@ def _week(peak: float, shift: int, seed: int) -> list[float]:
             for h in range(168)]
 
 
-def test_three_services_over_168_distinct_hours_are_proven_optimal_and_share_reservations(tmp_path):
+def test_three_services_over_168_distinct_hours_are_proven_optimal_and_never_dearer_than_apart(tmp_path):
     # the issue: three serving workloads over 168 distinct hourly demands ran past 55 s with no proof of optimality.
-    # Now: proven optimal (optimizer/shared.py, no MILP), and planned together for less than each apart.
+    # Now: proven optimal (optimizer/shared.py, no MILP), and never dearer than each apart.
     specs = [("chat", "meta-llama/Llama-2-13b-hf", 1400, 0, 2), ("code", "mistralai/Mistral-7B-v0.1", 2500, 3, 1),
              ("assistant", "meta-llama/Meta-Llama-3-70B", 600, 6, 1)]
     bodies = {n: (f"  - name: {n}\n    model: {m}\n    min_replicas: {r}\n    demand: {_week(p, s, i)}\n")
@@ -353,9 +355,8 @@ def test_three_services_over_168_distinct_hours_are_proven_optimal_and_share_res
         one, _ = _json("recommend", "--workload", str(_plan_file(tmp_path, f"{n}.yaml", body)), "--no-explain")
         assert one["status"] == "optimal"
         apart += one["total_usd"]
-    # measured on the shipped snapshot: $212,955.53 together, $214,579.79 apart — chat and code time-share two
-    # a2-ultragpu-2g reservations in us-central1, chat and the assistant one a2-ultragpu-4g (their peaks 3 and 6
-    # hours apart), where apart the code assistant ran on Lambda on demand
-    assert both["total_usd"] < apart - 100.0
-    shared = [ln for ln in both["lines"] if ln["pricing"].startswith("reserved") and len(ln["workloads"]) > 1]
-    assert shared and {ln["region"] for ln in shared} == {ln["region"] for ln in both["lines"]}
+    # planning together never costs more than apart (issue 8 point 2). On the snapshot of issue 9's list prices
+    # the three plans share nothing ($252,729.08 together and apart: GCP's A2 Ultra on-demand rows were half the
+    # list price before, which made its CUDs look cheap enough to time-share); time-sharing reservations is
+    # checked on small catalogs in tests/test_shared.py
+    assert both["total_usd"] <= apart + 0.01

@@ -154,13 +154,15 @@ def test_prefilter_on_random_catalogs(snapshot, seed, kind, placement, spread, h
 
 def test_candidates_for_equals_row_by_row_sizing(snapshot):
     # the array path sizes once per distinct hardware; every candidate equals the one a row-by-row loop makes
-    from optimizer.model import _hardware, offer_key, offer_records
+    from optimizer.model import DEFAULT_PRICING, _hardware, offer_key, offer_records
 
     w = Workload(task="serve", model=load_model("Llama-2-70B"), tokens_per_second=2000)
     cs, rej, _ = candidates_for(w, snapshot, allow_spot=True)
     caches = ({}, {}, {}, {})
     want = []
     for off in offer_records(snapshot):
+        if off["pricing"] not in DEFAULT_PRICING:  # capacity blocks etc.: only where a plan asks for them
+            continue
         got = _hardware(w, off, *caches)
         if got[0] is None:
             continue
@@ -216,7 +218,10 @@ def test_group_bounds_keep_the_optimum(snapshot, monkeypatch, case):
     b = _plan(snapshot, ws, profiles, False, monkeypatch, **kw)
     assert a.status == b.status == "optimal"
     assert a.total_usd == pytest.approx(b.total_usd, rel=1e-9)
-    assert sum(a.solver["candidates"].values()) < sum(b.solver["candidates"].values())
+    # the bound leaves groups out (fewer candidates) except where every group could still beat the plan in hand
+    # (placement provider on the shipped snapshot: four providers, each within the bound)
+    fewer = sum(a.solver["candidates"].values()) < sum(b.solver["candidates"].values())
+    assert fewer or (case == "provider" and a.solver["candidates"] == b.solver["candidates"])
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,

@@ -140,7 +140,9 @@ def test_html_report_of_the_example_fleet_plan(tmp_path, fleet):
     for w in plan.workloads:
         assert f"<td>{w['name']}</td>" in text
     assert any(ln.pricing == "reserved_1y" for ln in plan.lines) and "terms ending " in text
-    assert "shipped snapshot" in text and "as of 2026-11-30 or earlier" in text  # where prices come from, how old
+    # where prices come from and how old: the span of the sources' dates, never the copy date (issue 9)
+    assert "shipped snapshot" in text and re.search(r"as of 20\d\d-\d\d-\d\d to 20\d\d-\d\d-\d\d", text)
+    assert "2026-11-30 or earlier" not in text
     _check_companions(path, fleet)
     data = report_data(fleet)
     cash = data["cash_by_month"]
@@ -165,7 +167,11 @@ def test_html_report_of_the_one_workload_plan(tmp_path, one):
     _check_numbers(text, one)
     _check_summary(text, one)
     (ln,) = one.plan.lines
-    assert f"{ln.usd_per_hour:,.4f}*" in text and "* estimated price" in text  # the estimated rate is marked
+    from gpuopt.records import is_estimated
+
+    # an estimated rate is marked, a quoted one is not (the snapshot's Lambda rows are quoted: lambda.ai, 2026-09-20)
+    marked = f"{ln.usd_per_hour:,.4f}*" in text
+    assert marked == is_estimated(ln.source) and ("* estimated price" in text) == marked
     _check_companions(path, one)
     dc = report_data(one)["demand_capacity"]
     assert dc["labels"] == ["whole month"] and dc["series"]["workload"]["demand"] == [2000.0]

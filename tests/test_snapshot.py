@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpuopt.errors import SnapshotError
-from gpuopt.records import FILLED_FROM_FACTS, OFFER_COLUMNS, OFFER_DTYPES, SCHEMA_VERSION
+from gpuopt.records import ADDED_IN_V3, FILLED_FROM_FACTS, OFFER_COLUMNS, OFFER_DTYPES, SCHEMA_VERSION
 from pricing_cache import build_snapshot
 from pricing_cache.store import load_offers, snapshot_status
 from providers._common import OFFER_KEY
@@ -52,7 +52,7 @@ def test_hand_edited_offers_are_detected(snapshot_copy):
     path = snapshot_copy / "offers.csv"
     text = path.read_text()
     # make one on-demand price look cheaper, as a hand edit would
-    path.write_text(text.replace(",on_demand,,0,3.06,3.06,", ",on_demand,,0,0.06,0.06,", 1))
+    path.write_text(text.replace(",on_demand,,,0,3.06,3.06,", ",on_demand,,,0,0.06,0.06,", 1))
     assert path.read_text() != text
     with pytest.raises(SnapshotError, match="sha256"):
         load_offers(snapshot_dir=snapshot_copy)
@@ -81,15 +81,18 @@ def test_a_snapshot_of_schema_1_is_read_with_fabric_and_zone_kind_from_the_facts
 
     shipped = snap[0]
     offers = snapshot_copy / "offers.csv"
-    v1 = pd.read_csv(offers, dtype=str, keep_default_na=False).drop(columns=list(FILLED_FROM_FACTS))
+    full = pd.read_csv(offers, dtype=str, keep_default_na=False)
+    # a file of schema 1 held no Convertible reservation (schema 3 added the offering_class that tells them apart)
+    older = full["offering_class"] != "convertible"
+    v1 = full[older].drop(columns=list(FILLED_FROM_FACTS) + list(ADDED_IN_V3))
     v1.to_csv(offers, index=False, lineterminator="\n")
     meta_path = snapshot_copy / "snapshot.json"
     meta = json.loads(meta_path.read_text())
-    meta.update(schema_version=1, offers_sha256=hashlib.sha256(offers.read_bytes()).hexdigest())
+    meta.update(schema_version=1, offers_sha256=hashlib.sha256(offers.read_bytes()).hexdigest(), rows=len(v1))
     meta_path.write_text(json.dumps(meta))
     df, info = load_offers(snapshot_dir=snapshot_copy, use_cache=False)
     assert info.schema_version == 1 and tuple(df.columns) == OFFER_COLUMNS
-    pd.testing.assert_frame_equal(df, shipped)
+    pd.testing.assert_frame_equal(df, shipped[older.to_numpy()].reset_index(drop=True))
 
 
 def test_shipped_rows_carry_documented_fabrics_and_zone_kinds(snap):
@@ -102,6 +105,7 @@ def test_shipped_rows_carry_documented_fabrics_and_zone_kinds(snap):
     assert set(fab[("lambda",)]) == {"ethernet"}
     special = df[df["zone_kind"] != ""]
     assert sorted(set(zip(special["zone"], special["zone_kind"]))) == [
+        ("us-east-1-atl-2a", "local_zone"),  # a p5 capacity block in the Atlanta Local Zone (AWS page, 2026-07-22)
         ("use1-atl2-az1", "local_zone"), ("usw2-lax1-az1", "local_zone"), ("usw2-lax1-az2", "local_zone")]
 
 
@@ -125,7 +129,9 @@ def test_invariants(snap):
     assert (df.groupby(list(OFFER_KEY)).size() == 1).all()
     assert (df["usd_per_hour"] > 0).all() and df["usd_per_hour"].notna().all()  # BUG-07
     assert set(df["currency"]) == {"USD"}  # BUG-12: one currency, carried on every row
-    assert df["as_of"].str.fullmatch(r"\d{4}-\d{2}-\d{2}").all() and (df["source"] != "").all()
+    # a source's date, or "unknown" for a catalog row no dated quote confirms (never the copy date)
+    assert (df["as_of"].str.fullmatch(r"\d{4}-\d{2}-\d{2}") | (df["as_of"] == "unknown")).all()
+    assert (df["source"] != "").all()
     eff = df["recurring_usd_per_hour"] + df["upfront_usd"] / df["term_hours"].where(df["term_hours"] > 0)
     res = df["term_hours"] > 0
     assert ((eff[res] - df["usd_per_hour"][res]).abs() < 1e-5).all()
@@ -138,19 +144,28 @@ def test_row_counts_per_provider(snap):
     counts = df.groupby(["provider", "pricing"]).size().to_dict()
     assert counts == {(p, k): v for p, m in meta["providers"].items() for k, v in m["rows_by_pricing"].items()}
     assert set(df[df.provider == "lambda"]["pricing"]) == {"on_demand"}  # no spot, no reservations
-    for prov, per_od in (("aws", 3), ("azure", 2), ("gcp", 1)):  # payment options per term
-        n_od = counts[(prov, "on_demand")]
-        assert counts[(prov, "reserved_1y")] == counts[(prov, "reserved_3y")] == per_od * n_od
+    assert set(df[df.pricing == "capacity_block"]["provider"]) == {"aws"}
+    # payment options per term: AWS three (per offering class), Azure two (upfront or monthly, same rate), GCP CUDs
+    # one (monthly, no upfront)
+    res = df[df.pricing.isin(["reserved_1y", "reserved_3y"])]
+    pays = res.groupby(["provider", "region", "instance_type", "pricing", "offering_class"])["payment"].nunique()
+    assert set(pays.loc["aws"]) == {3} and set(pays.loc["azure"]) == {2} and set(pays.loc["gcp"]) == {1}
+    for p, m in meta["providers"].items():
+        assert m["quoted_rows"] + m["estimated_rows"] == m["rows"]
+        assert m["undated_rows"] == int((df[df.provider == p]["as_of"] == "unknown").sum())
 
 
 def test_reserved_rows_are_quoted_or_marked_rule(snap):
     df, _, _ = snap
     res = df[df["pricing"].isin(["reserved_1y", "reserved_3y"])]
     quoted = res[~res["source"].str.startswith("rule:")]
-    assert quoted["source"].str.startswith("ec2instances.info:2017-11-12").all()
-    assert (quoted["as_of"] == "2017-11-12").all()
-    assert set(zip(quoted["instance_type"], quoted["region"])) == {
-        (t, r) for t in ("p3.2xlarge", "p3.8xlarge", "p3.16xlarge") for r in ("eu-west-1", "us-east-1", "us-west-2")}
+    firsts = set(quoted["source"].str.split(" ").str[0].str.split(";").str[0])
+    assert firsts == {"github.com/tsaol/aws-gpu", "github.com/Cyclenerd/google-cloud-pricing-cost-calculator",
+                      "github.com/Jumbo2020/gpu_prices", "ec2instances.info:2017-11-12"}
+    # the 2017 quotes are used for p3 only, where their on-demand equals the snapshot's (AWS has no newer p3 quote)
+    old = quoted[quoted["source"].str.startswith("ec2instances.info:2017-11-12")]
+    assert (old["as_of"] == "2017-11-12").all() and set(old["instance_type"]) <= {"p3.2xlarge", "p3.8xlarge",
+                                                                                  "p3.16xlarge"}
     # ap-northeast-1: the 2017 on-demand (5.243) differs from the snapshot's (4.194) -> rule, not the stale quote
     tokyo = res[(res.instance_type == "p3.2xlarge") & (res.region == "ap-northeast-1")]
     assert len(tokyo) == 6 and tokyo["source"].str.startswith("rule:aws-").all()
@@ -170,12 +185,15 @@ def test_quirks_visible_in_the_snapshot(snap):
     assert set(df[df.instance_type == "Standard_ND96isr_H100_v5"]["gpu_count"]) == {8.0}
     g6f = df[df.instance_type.str.startswith("g6f.")]
     assert set(g6f["gpu_count"]) == {0.25, 0.5}
-    assert set(df[df.instance_type.isin(["g4dn.8xlarge", "g5.4xlarge", "p5.4xlarge"])]["region"]) == {
-        "us-east-1", "us-west-2"}
+    od_only_two = df[df.instance_type.isin(["g4dn.8xlarge", "g5.4xlarge", "p5.4xlarge"]) & (df.pricing == "on_demand")]
+    assert set(od_only_two["region"]) == {"us-east-1", "us-west-2"}  # their reservations are quoted in more regions
     od = df[(df.instance_type == "p5.48xlarge") & (df.pricing == "on_demand")].set_index("region")["usd_per_hour"]
     assert od["us-west-1"] == 68.8 and od["us-east-1"] == 55.04
     spot = df[df.pricing == "spot"]
-    assert (spot[spot.provider.isin(["aws", "gcp"])]["zone"] != "").all()  # spot per zone
+    assert (spot[spot.provider == "aws"]["zone"] != "").all()  # AWS spot per zone
+    # GCP: the list's spot prices are per region (one price for every zone), the catalog's remaining rows per zone
+    gs = spot[spot.provider == "gcp"]
+    assert ((gs["zone"] == "") == gs["source"].str.contains("Cyclenerd")).all()
     assert (spot[spot.provider == "azure"]["zone"] == "").all()  # Azure rows have no zone
 
 

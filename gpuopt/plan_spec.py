@@ -42,7 +42,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr
 from pydantic_core import PydanticCustomError
 
 from gpuopt.errors import InputError
-from gpuopt.records import PRICING_MODELS
+from gpuopt.records import PLANNED_PRICING
 
 if TYPE_CHECKING:  # pragma: no cover
     from optimizer.demand import DemandProfile
@@ -132,7 +132,8 @@ Month = Annotated[int, BeforeValidator(_not_bool), Field(ge=1, le=120)]
 #: Accepted values of the keys with a closed set (the ``accepted`` of their errors).
 ACCEPTED = {
     "task": ", ".join(TASKS), "precision": ", ".join(PRECISIONS), "objective": ", ".join(OBJECTIVES),
-    "solver": ", ".join(SOLVERS), "pricing": ", ".join(PRICING_MODELS), "zero_stage": "0, 1, 2, 3",
+    "solver": ", ".join(SOLVERS), "pricing": ", ".join(PLANNED_PRICING) + "; capacity_block, flex_start and savings plans are listed by "
+               "`gpuopt prices list`, not planned yet", "zero_stage": "0, 1, 2, 3",
     "allow_spot": "true, false", "spot_only_ok": "true, false", "include_local_zones": "true, false",
     "placement": "region, provider, any", "spread": "zones", "region_group": "us, eu, europe, na, apac, latam, mea",
     "blocks": "24 (hours of the day), 168 (hours of the week) or another positive whole number",

@@ -157,3 +157,22 @@ def test_published_parsers_skip_with_reasons(tmp_path):
     assert [(r["instance_type"], r["pricing"]) for r in rows] == [("a3-highgpu-4g", "spot")]
     assert sorted(s.reason.split(":")[0] for s in skipped) == ["not_sold_on_demand", "unknown_pricing"]
     assert [s.line for s in skipped] == [2, 4]
+
+
+def test_capacity_blocks_are_listed_but_not_planned_yet():
+    # a capacity block is bought for a fixed window and paid whole: the planning model does not buy it yet, so a plan
+    # never prices one as if it were on-demand capacity; prices list shows the blocks
+    from typer.testing import CliRunner
+
+    from gpuopt.cli import app
+
+    r = CliRunner().invoke(app, ["recommend", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "500",
+                                 "--pricing", "capacity_block", "--no-explain"])
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert "not planned yet" in r.output and "accepted: on_demand, spot, reserved_1y, reserved_3y" in r.output
+    r = CliRunner().invoke(app, ["prices", "list", "--pricing", "capacity_block", "--gpu", "H100", "--provider",
+                                 "aws", "--region", "us-east-1", "--format", "json"])
+    assert r.exit_code == 0
+    rows = json.loads(r.stdout)["rows"]
+    p5 = [x for x in rows if x["instance_type"] == "p5.48xlarge" and not x["zone"]]
+    assert [x["usd_per_hour"] for x in p5] == [41.528]  # AWS capacity blocks page, 2026-07-22

@@ -30,7 +30,7 @@ def _price_age_days(as_of: str | None, today: _dt.date | None = None) -> float |
 
 def _old_quotes(lines, prices_on=None) -> list[str]:
     """A note for each plan line priced from a quote older than the price-age limit (GPUOPT_MAX_PRICE_AGE_DAYS,
-    default 7), whatever the snapshot it came in: a fresh user was sold a $121,860 3-year p3 reservation priced from
+    default 7) or of no known date (``as_of`` unknown), whatever the snapshot it came in: a fresh user was sold a $121,860 3-year p3 reservation priced from
     an ec2instances.info quote of 2017-11-12 under a header that said "aws as of 2026-11-30 or earlier". Not for a
     plan priced as of a past date (``prices_on``), whose quotes are meant to be old."""
     from pricing_cache.cache import max_age_days
@@ -40,14 +40,20 @@ def _old_quotes(lines, prices_on=None) -> list[str]:
     limit = max_age_days()
     out, seen = [], set()
     for ln in lines:
-        age = _price_age_days(getattr(ln, "as_of", None))
+        as_of = str(getattr(ln, "as_of", None) or "")
+        age = _price_age_days(as_of)
         key = (ln.provider, ln.region, ln.instance_type, ln.pricing, ln.payment)
-        if age is None or age <= limit or key in seen:
+        undated = as_of == "unknown"  # a catalog row no dated source confirms (pricing_cache/build_snapshot.UNDATED)
+        if key in seen or not (undated or (age is not None and age > limit)):
             continue
         seen.add(key)
         what = f"{ln.instance_type} {ln.pricing}" + (f" {ln.payment}" if ln.payment else "")
-        src = str(getattr(ln, "source", "") or "")
+        src = str(getattr(ln, "source", "") or "").split(";", 1)[0]
         src = src if len(src) <= 60 else short_source(src)  # a user's "my quote" whole; a long rule text cut
+        if undated:
+            out.append(f"{what} ({ln.provider} {ln.region}) is priced from a catalog row whose date is not known"
+                       + (f" ({src})" if src else "") + ": check the current price before buying")
+            continue
         out.append(f"{what} ({ln.provider} {ln.region}) is priced from a quote of {str(ln.as_of)[:10]}, "
                    f"{age:,.0f} days old" + (f" ({src})" if src else "") + ": check the current price before buying")
     return out
@@ -207,6 +213,7 @@ class PricesResult:
     rows: list[dict[str, Any]]
     prices: dict[str, Any]
     total_matching: int
+    pricing: list[str] = field(default_factory=list)  # the pricing filter asked for (empty: every option)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -230,7 +237,8 @@ def prices_list(*, gpu: Iterable[str] = (), provider: Iterable[str] = (), region
         df = df.head(limit)
     rows = [{k: (None if (isinstance(v, float) and math.isnan(v)) else v) for k, v in r.items()}
             for r in df.astype(object).where(df.notna(), None).to_dict("records")]
-    return PricesResult(rows=rows, prices=_price_provenance(offers, info, catalog, prices_on), total_matching=total)
+    return PricesResult(rows=rows, prices=_price_provenance(offers, info, catalog, prices_on), total_matching=total,
+                        pricing=list(_names(pricing)))
 
 
 def prices_status(catalog: str | Path | None = None) -> dict[str, Any]:

@@ -81,10 +81,10 @@ def _prices_line(prices: dict) -> str:
         age = p.get("age_days")
         if origin == "shipped snapshot":  # rows of several source dates: the span, and how many have none
             parts.append(f"{prov} {_date_span(p)} (shipped snapshot)")
-        else:
+        else:  # a cache snapshot keeps the rows a partial import did not carry: their span, not just the newest
             where = "cache" if origin.startswith("cache") else origin
-            parts.append(f"{prov} as of {p.get('as_of') or 'unknown'}"
-                         + (f" ({where}, {_days(age)} old)" if age is not None else f" ({where})"))
+            parts.append(f"{prov} {_date_span(p)}"
+                         + (f" ({where}, newest {_days(age)} old)" if age is not None else f" ({where})"))
     return "Prices: " + "; ".join(parts)
 
 
@@ -159,6 +159,14 @@ def prices_list(result, fmt: str) -> None:
                   f"{r['usd_per_hour']:,.4f}" + ("*" if est else ""), f"{r['usd_per_gpu_hour']:,.4f}",
                   f"{(r.get('upfront_usd') or 0):,.0f}", _short_source(r.get("source")), str(r.get("as_of") or ""))
     con.print(t)
+    if not result.rows:
+        from gpuopt.records import SAVINGS_PLAN_TERM_HOURS, WINDOW_PRICING
+
+        asked = set(getattr(result, "pricing", None) or ())
+        if asked & (set(SAVINGS_PLAN_TERM_HOURS) | set(WINDOW_PRICING)):
+            con.print("No offer matches. The shipped data has no savings-plan or Flex-start rows (no public source "
+                      "of GPU rates was found; README \"Where the prices come from\"): `gpuopt prices refresh "
+                      "--savings-plans` (AWS), a refresh of Azure, or of GCP for Flex-start, fetches them.")
     if any(str(r.get("source") or "").startswith("rule:") for r in result.rows):
         con.print("* estimated: a reserved rate derived by a documented discount rule, not a quote")
 
@@ -424,7 +432,8 @@ def _plan(con, plan) -> None:
         if ln.pipeline_parallel > 1 or ln.tensor_parallel > 1:
             layout += f" (TP{ln.tensor_parallel}" + (f"xPP{ln.pipeline_parallel}" if ln.pipeline_parallel > 1 else "") + ")"
         t.add_row(f"{ln.provider} {ln.region}" + (f"/{ln.zone}" if ln.zone else ""), ln.instance_type,
-                  ln.pricing + (f" {ln.payment}" if ln.payment else ""), str(ln.count),
+                  ln.pricing + (f" {ln.payment}" if ln.payment else "")
+                  + (" convertible" if ln.offering_class == "convertible" else ""), str(ln.count),
                   _months(ln.start_month, ln.end_month),
                   _rate(ln.usd_per_hour) + ("*" if ln.estimated else ""), _hours(ln.hours), _usd(ln.monthly_usd),
                   _usd(ln.upfront_usd) if ln.upfront_usd else "—", _usd(ln.commitment_usd) if ln.commitment_usd else "—",

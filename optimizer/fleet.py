@@ -1314,6 +1314,7 @@ class FleetLine:
     pipeline_parallel: int = 1
     fabric: str = ""
     on_demand_usd_per_hour: float | None = None  # committed lines: the same instance type's on-demand rate there
+    offering_class: str = ""  # reservations: standard | convertible (AWS); "" otherwise (records.OFFERING_CLASSES)
 
 
 @dataclass
@@ -1487,7 +1488,13 @@ def _line(o, count, hours, monthly, users: dict[str, Candidate], util, be, upfro
                      tensor_parallel=int(getattr(c, "tensor_parallel", 0) or getattr(sizing, "tensor_parallel", 0)
                                          or max(1, int(getattr(sizing, "gpus_per_replica", 1) or 1))),
                      pipeline_parallel=int(getattr(c, "pipeline_parallel", 0) or getattr(sizing, "pipeline_parallel", 0) or 1),
-                     fabric=str(o.get("fabric") or ""))
+                     fabric=str(o.get("fabric") or ""), offering_class=_text(o.get("offering_class")))
+
+
+def _text(v) -> str:
+    """A text field of an offer dict ("" for missing: None, NaN, pandas NA)."""
+    s = "" if v is None else str(v)
+    return "" if s in ("nan", "<NA>", "None") else s
 
 
 def workload_summaries(problem: FleetProblem, sol: FleetSolution) -> tuple[list[dict], list[dict]]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpuopt.errors import InputError
+from gpuopt.records import default_offering_class
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -81,8 +82,15 @@ class Candidate:
 
 
 def offer_key(o: dict[str, Any]) -> str:
-    """``provider|region|zone|instance_type|pricing|payment`` of an offer dict (missing values empty)."""
-    return "|".join(str(o.get(c) or "") for c in ("provider", "region", "zone", "instance_type", "pricing", "payment"))
+    """``provider|region|zone|instance_type|pricing|payment`` of an offer dict (missing values empty), then
+    ``|<offering_class>`` when the class is not the default one (``records.default_offering_class``: standard for an
+    AWS reservation, "" otherwise), so a Convertible term and a Standard one of the same payment are two offers and
+    the keys of every other offer stay as they were."""
+    key = "|".join(str(o.get(c) or "") for c in ("provider", "region", "zone", "instance_type", "pricing", "payment"))
+    cls = str(o.get("offering_class") or "")
+    if cls in ("nan", "<NA>"):
+        cls = ""
+    return key + (f"|{cls}" if cls and cls != default_offering_class(o.get("provider"), o.get("pricing")) else "")
 
 
 def _replica_gpu_counts() -> list[int]:

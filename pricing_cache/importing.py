@@ -90,19 +90,25 @@ def parse_as_of(value: str | None) -> str | None:
 
 
 def _skypilot(path: Path, provider: str | None, as_of: str):
-    from providers.reserved_rules import default_ratios, derive_reserved
-    from providers.skypilot import parse_skypilot_csv
-
+    """A SkyPilot catalog's on-demand and spot rows, validated, and reservations for them by the snapshot's rule
+    (``reserved_rules.derive_by_ratio``: the median ratios of the shipped snapshot's QUOTED reservations, per
+    instance type, GPU generation or provider; none for types AWS publishes no reservation for, none from a refused
+    on-demand row). A SkyPilot catalog holds no reservation price of its own."""
     import pandas as pd
 
-    from providers.ec2instances import parse_instances_json
-    from pricing_cache.build_snapshot import INPUTS_DIR
+    from pricing_cache.store import load_offers
+    from providers.reserved_rules import derive_by_ratio, quoted_ratios
+    from providers.skypilot import parse_skypilot_csv
+    from providers.validate import skipped_dicts, validate_offers
 
     res = parse_skypilot_csv(path, provider, as_of, f"import:{path.name}")
-    quotes = parse_instances_json(INPUTS_DIR / "ec2instances_2017-11-12_gpu_subset.json", "2017-11-12",
-                                  "ec2instances.info:2017-11-12")
-    reserved = derive_reserved(res.offers, default_ratios(quotes.offers), quotes=quotes.offers)
-    return pd.concat([res.offers, reserved], ignore_index=True), res.skipped, list(res.notes)
+    checked = validate_offers(res.offers, f"import:{path.name}")
+    shipped, _ = load_offers(use_cache=False)
+    ratios = quoted_ratios(shipped[(shipped["provider"] == provider).to_numpy()])
+    reserved = derive_by_ratio(checked.offers, ratios)
+    # the refused rows as dicts with their provider (refresh.skipped_rows takes both forms)
+    return pd.concat([checked.offers, reserved], ignore_index=True), list(res.skipped) + skipped_dicts(checked), \
+        list(res.notes) + list(checked.notes)
 
 
 def _adapter_file(module: str, path: Path, as_of: str | None):
@@ -225,7 +231,7 @@ def _next_as_of(provider: str, day: str) -> str | None:
     from pricing_cache.refresh import shipped_day
 
     later = [s.as_of[:10] for s in cache.list_snapshots(provider) if s.ok and s.as_of[:10] > day]
-    ship = shipped_day()
+    ship = shipped_day(provider)
     if ship and ship > day:
         later.append(ship)
     return min(later) if later else None
@@ -309,8 +315,11 @@ def import_file(file: str | Path, fmt: str, *, provider: str | None = None, as_o
             if checked.offers.empty:
                 plans.append((prov, None, None, None, regions, snap_day, is_current, current, mine + refused))
                 continue
+            # --replace-region replaces the regions the file still has offers for after the checks: a region whose
+            # rows were all refused is left as it was (a breaker emptied us-west-2 with one refused row)
+            kept_regions = sorted(set(checked.offers["region"].astype(str)))
             merged, counts = merge_offers(previous, checked.offers,
-                                          replace_regions=regions if replace_region else None)
+                                          replace_regions=kept_regions if replace_region else None)
             plans.append((prov, checked.offers, merged, counts, regions, snap_day, is_current, current,
                           mine + refused))
         if all(p[1] is None for p in plans):

@@ -84,13 +84,17 @@ def _adapter(name: str, adapters: dict[str, Any] | None):
     return import_module(LIVE_ADAPTERS[name])
 
 
-def shipped_day() -> str:
-    """The date (YYYY-MM-DD) the price store gives the shipped snapshot: its ``built_at``. A cached snapshot whose
-    ``as_of`` is before it is not used as the current prices while the shipped ones exist (store.load_offers);
-    the refresh and the import decide "current or history" by the same rule, here. "" when the snapshot has none."""
+def shipped_day(provider: str | None = None) -> str:
+    """The date (YYYY-MM-DD) the price store gives the shipped prices of ``provider``: the newest source date of its
+    rows (snapshot.json ``providers.<p>.as_of``; issue 9: never the copy date), else ``built_at``. A cached snapshot
+    whose ``as_of`` is before it is not used as the current prices while the shipped ones exist
+    (store.load_offers, :func:`pricing_cache.store.shipped_days`); the refresh and the import decide "current or
+    history" by the same rule, here. "" when the snapshot has none."""
     from pricing_cache.store import read_snapshot_meta
 
-    return str(read_snapshot_meta().get("built_at") or "")[:10]
+    meta = read_snapshot_meta()
+    day = str(((meta.get("providers") or {}).get(provider) or {}).get("as_of") or "")[:10] if provider else ""
+    return day if day[:4].isdigit() else str(meta.get("built_at") or "")[:10]
 
 
 def current_as_of(provider: str) -> str | None:
@@ -105,7 +109,7 @@ def current_as_of(provider: str) -> str | None:
 
     dates = [s.as_of[:10] for s in cache.list_snapshots(provider) if s.ok and s.as_of[:4].isdigit()]
     if provider in (read_snapshot_meta().get("providers") or {}):
-        dates.append(shipped_day())
+        dates.append(shipped_day(provider))
     dates = [d for d in dates if d]
     return max(dates) if dates else None
 
@@ -114,7 +118,7 @@ def _previous_rows(provider: str, as_of: str | None = None):
     """The provider's rows in effect on ``as_of`` (default today), the base a new snapshot of that date is merged
     with, by the store's rule: the newest good cache snapshot valid on or before that date — unless the shipped
     snapshot is newer than it and the date is not before the shipped snapshot (then the shipped rows). For a date
-    before the shipped snapshot with no cached prices, the shipped rows whose own ``as_of`` is on or before the date
+    before the shipped prices with no cached prices, the shipped rows whose own ``as_of`` is on or before the date
     (none with an unknown date): rows valid later never leak into an earlier date's history."""
     import datetime as dt
 
@@ -124,7 +128,7 @@ def _previous_rows(provider: str, as_of: str | None = None):
     day = (dt.date.fromisoformat(as_of[:10]) if as_of else dt.datetime.now(dt.timezone.utc).date()).isoformat()
     df, info = load_offers(use_cache=False)
     rows = df[df["provider"] == provider]
-    ship = str(info.built_at or "")[:10]
+    ship = shipped_day(provider)
     for snap in cache.good_snapshots(provider, dt.date.fromisoformat(day)):
         if not snap.ok:
             continue
@@ -135,6 +139,8 @@ def _previous_rows(provider: str, as_of: str | None = None):
         except GpuoptError:
             continue
     if ship and day < ship:
+        # the shipped rows valid on that date: those dated on or before it (a row of unknown date may be from
+        # after it: never leaked into an earlier date's history)
         dates = rows["as_of"].astype(str).str[:10]
         return rows[(dates.str[:4].str.isdigit() & (dates <= day)).to_numpy()]
     return rows

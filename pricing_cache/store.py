@@ -137,6 +137,21 @@ def read_offers_file(path: Path) -> "pd.DataFrame":
     return df.astype(OFFER_DTYPES)
 
 
+def shipped_days(df: "pd.DataFrame", built_at: str | None = None) -> dict[str, str]:
+    """provider -> the newest source date (YYYY-MM-DD) of its rows in the shipped snapshot ``df`` (rows dated
+    ``unknown`` do not count; ``built_at`` for a provider with no dated row). A cached snapshot older than this does
+    not replace the shipped prices; the import and refresh decide "current or history" by the same dates."""
+    out: dict[str, str] = {}
+    pairs = df[["provider", "as_of"]].astype(str).drop_duplicates()
+    for prov, day in zip(pairs["provider"], pairs["as_of"]):
+        day = day[:10]
+        if day[:4].isdigit() and day > out.get(prov, ""):
+            out[prov] = day
+    for prov in set(pairs["provider"]) - set(out):
+        out[prov] = str(built_at or "")[:10]
+    return out
+
+
 def _providers_from_frame(df: "pd.DataFrame") -> dict[str, ProviderInfo]:
     out = {}
     for prov, grp in df.groupby("provider", sort=True):
@@ -180,9 +195,11 @@ def _load_offers(catalog, snapshot_dir, *, on_date, use_cache, categories) -> "t
 
     cached_providers = {s.provider for s in cache.list_snapshots()}
     shipped_providers = set(df["provider"].astype(str))
-    shipped_day = str(info.built_at or "")[:10]
+    # the date of each provider's shipped prices: its newest source date (issue 9: never the copy date, built_at)
+    ship = shipped_days(df, info.built_at)
     frames, origins, warnings = [], {}, []
     for prov in sorted(shipped_providers | cached_providers):
+        shipped_day = ship.get(prov, str(info.built_at or "")[:10])
         found = False
         for snap in cache.good_snapshots(prov, on_date):  # newest first; a bad one falls back to the one before
             if not snap.ok:
@@ -208,7 +225,7 @@ def _load_offers(catalog, snapshot_dir, *, on_date, use_cache, categories) -> "t
             continue
         if on_date is not None and (prov in cached_providers or on_date.isoformat() < shipped_day):
             warnings.append(f"{prov}: no cached prices valid on or before {on_date}; using the shipped snapshot "
-                            f"(catalog of {shipped_day} or earlier)")
+                            f"(its newest prices of {shipped_day})")
         frames.append(df[df["provider"] == prov])
         origins[prov] = "shipped snapshot"
     merged = pd.concat(frames, ignore_index=True) if frames else df
@@ -231,6 +248,10 @@ def _load_catalog(path: Path, categories: bool) -> "tuple[pd.DataFrame, Snapshot
     from gpuopt.records import as_categories
     from pricing_cache import catalog_cache
 
+    if not Path(path).is_file():  # (before anything reads it: the checksum, the copy)
+        from gpuopt.errors import InputError
+
+        raise InputError("catalog", f"no such file: {path}")
     hit = catalog_cache.load(path)
     if hit is not None:
         df, meta = hit
@@ -245,18 +266,38 @@ def _load_catalog(path: Path, categories: bool) -> "tuple[pd.DataFrame, Snapshot
     else:
         from providers.offers_csv import read_offers_csv
 
+        from providers.validate import validate_offers
+
         read_key = catalog_cache.key(path)  # before reading: a file saved meanwhile is not copied
         sha = _sha256(path)
         df = read_offers_csv(path)
+        # the same checks as the snapshot build, imports and refreshes (issue 9): a planted price (1e-300 USD/h,
+        # a capacity block at 1e308) never reaches a plan; refused rows are counted per provider and warned about
+        checked = validate_offers(df, f"user:{path.name}")
+        df = checked.offers
         per = _providers_from_frame(df)
+        for prov, srow in zip(checked.providers, checked.skipped):
+            if prov not in per:
+                per[prov] = ProviderInfo(as_of=None, as_of_dates=(), rows=0, rows_by_pricing={}, estimated_rows=0,
+                                         skipped={}, sources=())
+            code = srow.reason.split(":", 1)[0]
+            per[prov].skipped[code] = per[prov].skipped.get(code, 0) + 1
         cat = as_categories(df)
         catalog_cache.store(path, cat, {"sha256": sha,
                                         "providers": {p: dataclasses.asdict(v) for p, v in per.items()}}, read_key)
         if categories:
             df = cat
+    refused = {}
+    for p in per.values():
+        for code, n in (p.skipped or {}).items():
+            refused[code] = refused.get(code, 0) + n
+    warnings = [f"{path.name}: {sum(refused.values())} rows refused by the price checks ("
+                + ", ".join(f"{k} {v}" for k, v in sorted(refused.items())) + "); see `gpuopt prices list --catalog` "
+                "for what is left"] if refused else []
     return df, SnapshotInfo(path=path, kind="offers_csv", schema_version=SCHEMA_VERSION, built_at=None,
                             providers=per, rows=int(len(df)),
-                            estimated_rows=sum(p.estimated_rows for p in per.values()), sha256=sha)
+                            estimated_rows=sum(p.estimated_rows for p in per.values()), sha256=sha,
+                            warnings=tuple(warnings))
 
 
 def _load_base(catalog: "str | Path | None" = None, snapshot_dir: Path | None = None,

@@ -45,8 +45,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuopt.errors import InputError
-from gpuopt.records import (CANONICAL_GPUS, FABRICS, INTERCONNECTS, OFFER_COLUMNS, OFFER_DTYPES, OFFERING_CLASSES,
-                             PAYMENT_OPTIONS, PRICING_MODELS, TERM_HOURS, ZONE_KINDS, default_offering_class)
+from gpuopt.records import (CANONICAL_GPUS, FABRICS, INTERCONNECTS, OFFER_COLUMNS, OFFER_DTYPES, PAYMENT_OPTIONS,
+                             PRICING_MODELS, SAVINGS_PLAN_CLASSES, SAVINGS_PLAN_TERM_HOURS, TERM_HOURS, ZONE_KINDS,
+                             default_offering_class)
+
+#: Offering classes of a reservation row (AWS reserved instances; "" for Azure and GCP's one kind).
+RESERVATION_CLASSES: tuple[str, ...] = ("", "standard", "convertible")
+_DATE = __import__("re").compile(r"\d{4}-\d{2}-\d{2}")
 from providers._common import OFFER_KEY, offers_frame
 from providers.gpu_names import canonical_gpu
 
@@ -307,7 +312,14 @@ def _parse_columnar(text: str, header: list[str], name: str) -> "pd.DataFrame | 
     if (hourly & ~pay[""]).any() or (hourly & ~term_empty & (term_given != 0.0)).any():
         return None
     oclass = pc.utf8_lower(s("offering_class"))
-    if not all_in(oclass, OFFERING_CLASSES) or (hourly & ~mask(pc.equal(oclass, ""))).any():
+    if not all_in(oclass, RESERVATION_CLASSES) or (hourly & ~mask(pc.equal(oclass, ""))).any():
+        return None  # (savings-plan rows and bad classes: the row-by-row reader checks them, naming the line)
+    if any(is_p[p].any() for p in SAVINGS_PLAN_TERM_HOURS):
+        return None
+    as_of_given = s("as_of")
+    if not mask(pc.or_(pc.equal(as_of_given, ""), pc.or_(pc.equal(as_of_given, "unknown"),
+                                                        pc.match_substring_regex(as_of_given,
+                                                                                 r"^\d{4}-\d{2}-\d{2}$")))).all():
         return None
     need_class = reserved & mask(pc.equal(oclass, ""))
     if need_class.any():
@@ -434,9 +446,27 @@ def _row(line: int, header: list[str], rec: list[str], name: str, seen: dict[tup
             raise _err(line, f"usd_per_hour {price:g} != recurring_usd_per_hour {recurring:g} + upfront_usd "
                              f"{upfront:g} / term_hours {term:g}")
         oclass = g("offering_class").lower() or default_offering_class(g("provider").lower(), pricing)
-        if oclass not in OFFERING_CLASSES:
-            raise _err(line, f"offering_class '{g('offering_class')}' is not known",
-                       accepted=", ".join(c for c in OFFERING_CLASSES if c))
+        if oclass not in RESERVATION_CLASSES:
+            raise _err(line, f"offering_class '{g('offering_class')}' is not a reservation's",
+                       accepted=", ".join(c for c in RESERVATION_CLASSES if c))
+    elif pricing in SAVINGS_PLAN_TERM_HOURS:
+        # the rate of an instance-hour under a savings plan: the payment and the class are the plan's, the term its
+        # length; no upfront on the row (records.PRICING_MODELS)
+        if payment not in PAYMENT_OPTIONS:
+            raise _err(line, f"payment '{payment}' for a {pricing} row", accepted=", ".join(PAYMENT_OPTIONS))
+        term = SAVINGS_PLAN_TERM_HOURS[pricing]
+        if term_given is not None and abs(term_given - term) > 1e-9:
+            raise _err(line, f"term_hours {term_given:g} does not match {pricing} ({term:g})")
+        oclass = g("offering_class").lower()
+        if oclass not in SAVINGS_PLAN_CLASSES:
+            raise _err(line, f"offering_class '{g('offering_class')}' is not a savings plan's",
+                       accepted=", ".join(c for c in SAVINGS_PLAN_CLASSES if c) + ' or "" (Azure)')
+        if (upfront or 0.0) != 0.0:
+            raise _err(line, f"upfront_usd given for a {pricing} row (the row is a rate; the plan's commitment is "
+                             "paid as its payment says)")
+        if recurring is not None and abs(recurring - price) > 1e-9:
+            raise _err(line, "recurring_usd_per_hour differs from usd_per_hour for a savings-plan row")
+        upfront, recurring = 0.0, price
     else:
         oclass = g("offering_class").lower()
         if oclass:
@@ -471,6 +501,8 @@ def _row(line: int, header: list[str], rec: list[str], name: str, seen: dict[tup
            "payment": payment, "offering_class": oclass, "upfront_usd": upfront,
            "recurring_usd_per_hour": recurring, "usd_per_hour": price, "term_hours": term,
            "currency": currency, "source": g("source") or f"user:{name}", "as_of": g("as_of") or "unknown"}
+    if row["as_of"] != "unknown" and not _DATE.fullmatch(row["as_of"]):
+        raise _err(line, f"as_of '{row['as_of']}' is not a date", accepted="YYYY-MM-DD, or empty / unknown")
     for c in ("vcpus", "memory_gib"):
         if row[c] is None:
             row[c] = float("nan")

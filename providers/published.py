@@ -31,6 +31,10 @@ from gpuopt.records import TERM_HOURS, SkippedRow
 _GCP_PRICING = {"on_demand": "on_demand", "spot": "spot", "cud_1y": "reserved_1y", "cud_3y": "reserved_3y"}
 
 
+#: An AWS Local Zone name: <parent region>-<metro>-<n><letter> (us-east-1-atl-2a, us-west-2-lax-1a).
+_LOCAL_ZONE = __import__("re").compile(r"([a-z]{2}(?:-gov)?-[a-z]+-\d+)-[a-z]+-\d+[a-z]")
+
+
 def _rows(path: Path) -> Iterable[tuple[int, dict[str, str]]]:
     with open(path, newline="", encoding="utf-8") as fh:
         for i, r in enumerate(csv.DictReader(fh), start=2):
@@ -94,9 +98,9 @@ def aws_commitments(path: Path) -> tuple[list[dict[str, Any]], list[SkippedRow],
         source = _short(r["source"])
         region, zone = r["region"], ""
         if r["pricing"] == "capacity_block":
-            parts = region.split("-")
-            if len(parts) > 3:  # a Local Zone name: us-east-1-atl-2a
-                region, zone = "-".join(parts[:3]), r["region"]
+            lz = _LOCAL_ZONE.fullmatch(region)
+            if lz:  # a Local Zone name: us-east-1-atl-2a (GovCloud us-gov-east-1 is a region)
+                region, zone = lz.group(1), r["region"]
             row = {"provider": "aws", "region": region, "zone": zone, "instance_type": r["instance_type"],
                    "currency": "USD", "source": source, "as_of": r["as_of"], **_hourly("capacity_block", price)}
             key = (region, zone, r["instance_type"])
@@ -207,7 +211,12 @@ HARDWARE = ("gpu_model", "gpu_count", "gpu_memory_gib", "vcpus", "memory_gib", "
 #: microsoft/aspire src/Aspire.Hosting.Azure.Kubernetes/AksNodeVmSizes.cs@5bd693ae, "Standard_ND96isr_H200_v5 -- 96
 #: vCPUs -- 1850 GB RAM -- 8 GPU(s)"); 8 x H200 141 GB on NVLink as the ND H200 v5 series is documented by
 #: Microsoft Learn ("ND H200 v5 sizes series"); the GPU memory is the datasheet's 141 GB (gpu_specs.csv).
+#: p5e.48xlarge: the SkyPilot catalog's own rows describe it (8 x H200, MemoryInfo 144,384 MiB = 141 GiB each,
+#: 192 vCPUs, 2,048 GiB: inputs/aws_vms_v8_gpu_all_regions.csv) but price none on demand, so no catalog offer
+#: carries the facts; its capacity blocks need them. NVLink as every AWS p5-family instance (providers/skypilot).
 HARDWARE_FACTS: dict[tuple[str, str], dict[str, Any]] = {
+    ("aws", "p5e.48xlarge"): {"gpu_model": "H200-141GB", "gpu_count": 8.0, "gpu_memory_gib": 141.0,
+                              "vcpus": 192.0, "memory_gib": 2048.0, "interconnect": "nvlink"},
     ("azure", "Standard_ND96isr_H200_v5"): {"gpu_model": "H200-141GB", "gpu_count": 8.0, "gpu_memory_gib": 141.0,
                                             "vcpus": 96.0, "memory_gib": 1850.0, "interconnect": "nvlink"},
 }

@@ -20,6 +20,8 @@ and listed in ``skipped.csv``) and a detail naming the values:
                                1-year one of the same type, region, payment and offering class
 ``not_sold_on_demand``         an on-demand row for a shape the provider does not sell on demand
                                (:data:`NOT_SOLD_ON_DEMAND`, with sources)
+``not_sold_as``                a commitment (or other option) row for a shape sold only as spot or Flex-start
+                               (:data:`SOLD_ONLY_AS`)
 =============================  ===================================================================================
 
 The bounds are wide on purpose: they catch unit faults and sentinels, not unusual prices.
@@ -63,11 +65,31 @@ NOT_SOLD_ON_DEMAND: tuple[tuple[str, str, str], ...] = (
 )
 
 
+#: Shapes sold ONLY through the listed pricing options (no on-demand and no commitment either), with sources:
+#: (provider, regular expression on the instance type, pricing options sold, source).
+SOLD_ONLY_AS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
+    ("gcp", r"a3-highgpu-[124]g", ("spot", "flex_start"), NOT_SOLD_ON_DEMAND[0][2]),
+)
+
+
 def not_sold_on_demand(provider: str, instance_type: str) -> str | None:
-    """The source saying ``provider`` does not sell ``instance_type`` on demand, or None when it does."""
+    """The source saying ``provider`` does not sell ``instance_type`` on demand, or None when it does (names
+    compared in lower case)."""
+    itype = str(instance_type).lower()
     for prov, pattern, source in NOT_SOLD_ON_DEMAND:
-        if prov == provider and re.fullmatch(pattern, instance_type):
+        if prov == str(provider).lower() and re.fullmatch(pattern, itype):
             return source
+    return None
+
+
+def not_sold_as(provider: str, instance_type: str, pricing: str) -> str | None:
+    """Why ``provider`` does not sell ``instance_type`` under ``pricing`` (a shape sold only as spot or Flex-start,
+    :data:`SOLD_ONLY_AS`: a commitment price computed from SKUs, as the GCP calculator lists for a3-highgpu-1g, is
+    not an offer), or None."""
+    itype = str(instance_type).lower()
+    for prov, pattern, sold, source in SOLD_ONLY_AS:
+        if prov == str(provider).lower() and re.fullmatch(pattern, itype) and pricing not in sold:
+            return f"{provider} sells {instance_type} only as {' or '.join(sold)} ({source})"
     return None
 
 
@@ -193,6 +215,10 @@ def validate_offers(offers: "pd.DataFrame", source: str = "") -> Validated:
         if why[i] is not None:
             continue
         key = (prov[i], region[i], itype[i])
+        only = not_sold_as(prov[i], itype[i], pricing[i]) if pricing[i] != "on_demand" else None
+        if only:
+            refuse(i, f"not_sold_as: {only}")
+            continue
         if pricing[i] == "on_demand":
             src_ = not_sold_on_demand(prov[i], itype[i])
             if src_:

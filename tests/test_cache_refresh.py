@@ -208,9 +208,10 @@ def test_history_prices_a_past_date_and_diff_shows_changes(shipped):
     from pricing_cache.history import diff_since
 
     lam = shipped[shipped["provider"] == "lambda"].copy()
-    old = lam.assign(as_of="2026-09-15")
+    # dated after the shipped lambda prices (lambda.ai, 2026-09-20), so that day's prices are the cached ones
+    old = lam.assign(as_of="2026-09-25")
     with cache.lock():
-        cache.write_snapshot("lambda", old, regions={"done": ["us-east-1"]}, as_of="2026-09-15")
+        cache.write_snapshot("lambda", old, regions={"done": ["us-east-1"]}, as_of="2026-09-25")
     refresh(["lambda"], FetchOptions(), adapters={"lambda": FakeAdapter(shipped, factor=1.25)})
     past, info = load_offers(on_date=dt.date(2026, 9, 30))
     assert info.origins["lambda"].startswith("cache")
@@ -278,19 +279,19 @@ def test_import_a_skypilot_file_into_the_cache():
     from pricing_cache.refresh import _previous_rows, offer_keys
 
     f = INPUTS_DIR / "lambda_vms_v8_gpu_us-east-1.csv"
-    base = _previous_rows("lambda", "2026-11-01")  # the lambda offers in effect that day, before the import
+    base = _previous_rows("lambda", "2026-09-01")  # the lambda offers in effect that day, before the import
     r = CliRunner().invoke(app, ["prices", "import", str(f), "--format", "skypilot", "--provider", "lambda",
-                                 "--as-of", "2026-11-01", "--json"])
+                                 "--as-of", "2026-09-01", "--json"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     (snap,) = d["snapshots"]
-    # 2026-11-01 is before the shipped snapshot (2026-11-30): a history snapshot, merged with the lambda offers
-    # in effect that day (the shipped rows dated on or before it; rows of unknown date are not): the file's 18
-    # offers (19 rows, 1 unknown_gpu) added or unchanged, the other offers of that day kept
-    assert snap["provider"] == "lambda" and snap["as_of"] == "2026-11-01" and snap["current"] is False
-    assert snap["added"] + snap["changed"] + snap["unchanged"] == 18 and snap["changed"] == 0
-    assert snap["unchanged"] == len(base) - snap["kept"] and snap["rows"] == 18 + snap["kept"]
-    assert set(base["as_of"]) <= {"2026-09-20"} and len(set(offer_keys(base))) == len(base)
+    # 2026-09-01 is before the shipped lambda prices (lambda.ai as of 2026-09-20): a history snapshot, merged with
+    # the lambda offers in effect that day (the shipped rows dated on or before it: none; rows of unknown date may be
+    # later, so they are not): the file's 18 offers (19 rows, 1 unknown_gpu) added
+    assert snap["provider"] == "lambda" and snap["as_of"] == "2026-09-01" and snap["current"] is False
+    assert snap["added"] + snap["changed"] + snap["unchanged"] == 18
+    assert snap["unchanged"] + snap["changed"] == len(base) - snap["kept"] and snap["rows"] == 18 + snap["kept"]
+    assert len(base) == 0 and snap["added"] == 18 and snap["kept"] == 0
     assert d["skipped_by_reason"] == {"unknown_gpu": 1}
     r = CliRunner().invoke(app, ["prices", "import", str(f), "--format", "skypilot"])
     assert r.exit_code == 1 and "provider: a SkyPilot catalog needs --provider" in r.stderr

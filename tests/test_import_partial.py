@@ -101,7 +101,7 @@ def test_a_partial_aws_price_file_keeps_every_other_offer_and_says_what_it_chang
     assert w["kept"] == len(base) - (w["changed"] + w["unchanged"])
     assert w["rows"] == len(snap) == len(base) + w["added"]
     after, info = load_offers()
-    assert w["current"] == ("2026-11-30" >= shipped_day())
+    assert w["current"] == ("2026-11-30" >= shipped_day("aws"))
     if w["current"]:  # then every command uses it, and the other us-east-1 offers are still there
         assert info.origins["aws"].startswith("cache") and Path(w["file"]).name in info.origins["aws"]
         assert _key_set(before, "aws", "us-east-1") <= _key_set(after, "aws", "us-east-1")
@@ -164,7 +164,7 @@ def test_an_older_aws_file_goes_into_the_history_and_leaves_the_current_prices(t
     assert r.exit_code == 0, r.output
     first = r.stdout.splitlines()[0]
     assert first.startswith(f"aws: prices as of 2021-02-05 (the file's publicationDate) are older than the current "
-                            f"aws prices (as of {shipped_day()}): written to the price history only, used by "
+                            f"aws prices (as of {shipped_day('aws')}): written to the price history only, used by "
                             "`--prices-on` dates from 2021-02-05 to ")
     assert "the current prices are unchanged" in first
     after, info = load_offers()
@@ -207,20 +207,21 @@ def test_prices_no_cloud_quotes_are_refused_at_import(tmp_path, price):
         # the SkyPilot importer itself calls the spot price 0.7956 >= 1e-300 a placeholder; nothing is left
         assert r.exit_code == 1
         assert r.stderr == ("gpuopt: error: file: azure_one_row_1e-300.csv holds no GPU offers gpuopt can use "
-                            "(6 rows not usable: bad_price 5, placeholder_spot 1)\n")
+                            "(2 rows not usable: bad_price 1, placeholder_spot 1)\n")
         assert cache.list_snapshots() == []
         return
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     (w,) = d["snapshots"]
-    # the on-demand row and the 4 reservations derived from it are refused; the real spot price is imported
-    assert d["skipped_by_reason"] == {"bad_price": 5} and w["unchanged"] == 1
+    # the on-demand row is refused (and no reservation is derived from a refused row); the real spot price is
+    # imported
+    assert d["skipped_by_reason"] == {"bad_price": 1} and w["unchanged"] == 1
     after, _ = load_offers()
     assert _price(after, "azure", "eastus", "Standard_NC12s_v3", "on_demand") == 6.12  # the previous price stays
     snap = cache.list_snapshots("azure")[-1]
-    assert snap.meta["skipped"] == {"bad_price": 5} and snap.meta["skipped_total"] == 5
+    assert snap.meta["skipped"] == {"bad_price": 1} and snap.meta["skipped_total"] == 1
     listed = cache.read_skipped(snap)
-    assert len(listed) == 5 and {x["provider"] for x in listed} == {"azure"}
+    assert len(listed) == 1 and {x["provider"] for x in listed} == {"azure"}
     assert {x["instance_type"] for x in listed} == {"Standard_NC12s_v3"}
     assert all(x["reason"].startswith("bad_price: ") for x in listed)
 

@@ -123,9 +123,10 @@ def test_prefilter_drops_most_rows_of_a_replicated_catalog(snapshot):
     usable = {"chat": t.ok & (t.offers["pricing"] != "spot").to_numpy()}
     keep = _prefilter_rows({"chat": t}, usable, ws, placement="region", spread="", same_payment=False,
                            cc_factor=_single_slot_factors(ws, 12, 0.0, Budgets()))
-    # measured: 3,356 of 11,468 candidate rows are left for prune_fleet (the snapshot's terms and payment options
-    # collapse to the cheapest of each instance type and region; the on-demand staircase drops the rest)
-    assert int((keep & usable["chat"]).sum()) < 0.35 * int(usable["chat"].sum())
+    # measured: 5,228 of 14,244 candidate rows are left for prune_fleet (the snapshot's terms and payment options
+    # collapse to the cheapest of each instance type and region; the on-demand staircase drops the rest; issue 9's
+    # quoted reservations differ more between terms and regions than the fixed-ratio ones did: 3,356 of 11,468)
+    assert int((keep & usable["chat"]).sum()) < 0.4 * int(usable["chat"].sum())
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,

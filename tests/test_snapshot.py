@@ -106,7 +106,9 @@ def test_shipped_rows_carry_documented_fabrics_and_zone_kinds(snap):
     special = df[df["zone_kind"] != ""]
     assert sorted(set(zip(special["zone"], special["zone_kind"]))) == [
         ("us-east-1-atl-2a", "local_zone"),  # a p5 capacity block in the Atlanta Local Zone (AWS page, 2026-07-22)
+        ("us-west-2-phx-2a", "local_zone"),  # p5e capacity blocks in the Phoenix Local Zone (the same page)
         ("use1-atl2-az1", "local_zone"), ("usw2-lax1-az1", "local_zone"), ("usw2-lax1-az2", "local_zone")]
+    assert not df[df["region"].str.startswith("us-gov-")]["zone"].str.len().any()  # GovCloud regions, not zones
 
 
 def test_loaded_frame_and_info(snap):

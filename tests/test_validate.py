@@ -112,3 +112,51 @@ def test_a_clean_frame_passes_unchanged():
     res = validate_offers(df)
     assert not res.skipped and not res.notes
     pd.testing.assert_frame_equal(res.offers, df.reset_index(drop=True))
+
+
+def test_user_catalog_rows_of_the_new_options_and_dates():
+    # offers CSV (--catalog, prices import --format offers): a savings-plan row keeps its payment, class and term;
+    # a class that is not a reservation's, a savings plan without its payment and a date with trailing text are
+    # refused naming the line (a breaker's cases)
+    from gpuopt.errors import InputError
+    from providers.offers_csv import parse_offers_csv
+
+    head = ("provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,payment,offering_class,"
+            "usd_per_hour,as_of\n")
+    od = "aws,us-east-1,p5.48xlarge,H100-80GB,8,80,on_demand,,,55.04,2025-11-30\n"
+    df = parse_offers_csv(head + od + "aws,us-east-1,p5.48xlarge,H100-80GB,8,80,savings_plan_1y,no_upfront,compute,"
+                          "40,2025-11-30\n", "x.csv")
+    sp = df[df["pricing"] == "savings_plan_1y"].iloc[0]
+    assert (sp["payment"], sp["offering_class"], sp["term_hours"], sp["upfront_usd"]) == (
+        "no_upfront", "compute", 8760.0, 0.0)
+    for bad, said in (("reserved_1y,no_upfront,compute,40,2025-11-30", "is not a reservation's"),
+                      ("savings_plan_3y,,compute,30,2025-11-30", "payment '' for a savings_plan_3y row"),
+                      ("spot,,,20,2025-11-30garbage", "as_of '2025-11-30garbage' is not a date")):
+        with pytest.raises(InputError, match="line 3: .*" + said.replace("(", r"\(")):
+            parse_offers_csv(head + od + "aws,us-east-1,p5.48xlarge,H100-80GB,8,80," + bad + "\n", "x.csv")
+
+
+def test_a_user_catalog_is_validated_like_the_snapshot(tmp_path):
+    # a planted 1e-300 USD/h row never reaches a plan: refused with a warning naming the reason (breaker's case)
+    from pricing_cache.store import load_offers
+
+    p = tmp_path / "mine.csv"
+    p.write_text("provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,usd_per_hour\n"
+                 "myco,dc1,box,A100-40GB,8,40,on_demand,1e-300\nmyco,dc1,box2,A100-40GB,8,40,on_demand,12\n")
+    df, info = load_offers(p)
+    assert list(df["instance_type"]) == ["box2"]
+    assert info.warnings == ("mine.csv: 1 rows refused by the price checks (bad_price 1); see `gpuopt prices list "
+                             "--catalog` for what is left",)
+    again, info2 = load_offers(p)  # from the checked copy: the same rows and the same warning
+    assert list(again["instance_type"]) == ["box2"] and info2.warnings == info.warnings
+
+
+def test_not_sold_as_refuses_commitments_of_spot_only_shapes():
+    # GCP sells a3-highgpu-1g/2g/4g as Spot or Flex-start only; the calculator still lists CUD prices computed from
+    # SKUs for them, which are not offers (a fresh user's plan bought one)
+    h = dict(provider="gcp", region="us-central1", gpu="H100-80GB", mem=80.0, itype="a3-highgpu-2g", count=2.0)
+    rows = [_row("spot", 12.7, **h), _row("reserved_3y", 10.1, payment="no_upfront", term=26280.0, **h),
+            _row(usd=44.2, itype="a3-highgpu-8g".upper(), count=8.0, provider="gcp", region="us-central1",
+                 gpu="H100-80GB", mem=80.0)]
+    _, why = _check(rows)
+    assert why == {("a3-highgpu-2g", "not_sold_as")}  # and A3-HIGHGPU-8G on demand (any case) is sold

@@ -84,18 +84,17 @@ def _price_provenance(offers, info, catalog, prices_on=None) -> dict[str, Any]:
     # .str on the column itself: a categorical maps its few categories (no 500,000 strings made)
     est_of = offers["source"].str.startswith("rule:", na=False).groupby(offers["provider"], observed=True).sum() \
         if "source" in offers.columns else {}
-    pairs = offers[["provider", "as_of"]].dropna().drop_duplicates()
+    # rows per distinct (provider, as_of): few pairs, counted once (categorical columns: no string made per row)
+    pairs = offers.groupby(["provider", "as_of"], observed=True, sort=False).size()
     dates_of: dict[str, set] = {}
     undated_of: dict[str, int] = {}
-    for prov_, x in zip(pairs["provider"].tolist(), pairs["as_of"].tolist()):
+    for (prov_, x), n in pairs.items():
+        if not n:
+            continue
         if str(x)[:4].isdigit():
             dates_of.setdefault(str(prov_), set()).add(str(x)[:10])
         else:  # "unknown": a catalog row no dated source confirms (pricing_cache/build_snapshot.UNDATED)
-            undated_of[str(prov_)] = -1
-    if undated_of:
-        odd = ~offers["as_of"].astype(str).str[:4].str.isdigit()
-        for prov_, n in offers.loc[odd.to_numpy(), "provider"].astype(str).value_counts().items():
-            undated_of[str(prov_)] = int(n)
+            undated_of[str(prov_)] = undated_of.get(str(prov_), 0) + int(n)
     for prov in sorted(rows_of.index, key=str):
         dates = sorted(dates_of.get(str(prov), ()))
         newest = dates[-1] if dates else None
@@ -109,7 +108,7 @@ def _price_provenance(offers, info, catalog, prices_on=None) -> dict[str, Any]:
             "age_days": age,
             "stale": bool(age is not None and age > limit),
             "estimated_rows": int(est_of.get(prov, 0)) if len(est_of) else 0,
-            "undated_rows": max(0, undated_of.get(str(prov), 0)),
+            "undated_rows": undated_of.get(str(prov), 0),
         }
         oldest_age = _price_age_days(dates[0] if dates else None)
         per[str(prov)]["oldest_age_days"] = oldest_age

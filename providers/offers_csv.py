@@ -388,6 +388,16 @@ def _parse_columnar(text: str, header: list[str], name: str) -> "pd.DataFrame | 
         "source": text_col(default(s("source"), f"user:{name}")), "as_of": text_col(default(s("as_of"), "unknown"))}
     return pd.DataFrame(out)[list(OFFER_COLUMNS)].astype(OFFER_DTYPES)
 
+def _term(line: int, pricing: str, payment: str, term_given: float | None, term: float) -> float:
+    """The term in hours of a reservation or savings-plan row: its payment must be one of PAYMENT_OPTIONS and a
+    given ``term_hours`` must be the pricing's own. Raises InputError naming the line."""
+    if payment not in PAYMENT_OPTIONS:
+        raise _err(line, f"payment '{payment}' for a {pricing} row", accepted=", ".join(PAYMENT_OPTIONS))
+    if term_given is not None and abs(term_given - term) > 1e-9:
+        raise _err(line, f"term_hours {term_given:g} does not match {pricing} ({term:g})")
+    return term
+
+
 def _row(line: int, header: list[str], rec: list[str], name: str, seen: dict[tuple, int],
          currencies: dict[str, int]) -> dict[str, Any]:
     """One data row validated and normalized (see the module docstring); ``seen`` (offer key -> line) and
@@ -421,11 +431,7 @@ def _row(line: int, header: list[str], rec: list[str], name: str, seen: dict[tup
     upfront = _num(line, "upfront_usd", g("upfront_usd"), required=False, nonneg=True)
     recurring = _num(line, "recurring_usd_per_hour", g("recurring_usd_per_hour"), required=False, nonneg=True)
     if pricing in TERM_HOURS:
-        if payment not in PAYMENT_OPTIONS:
-            raise _err(line, f"payment '{payment}' for a {pricing} row", accepted=", ".join(PAYMENT_OPTIONS))
-        term = TERM_HOURS[pricing]
-        if term_given is not None and abs(term_given - term) > 1e-9:
-            raise _err(line, f"term_hours {term_given:g} does not match {pricing} ({term:g})")
+        term = _term(line, pricing, payment, term_given, TERM_HOURS[pricing])
         if payment == "no_upfront":
             upfront = 0.0 if upfront is None else upfront
             recurring = price if recurring is None else recurring
@@ -452,11 +458,7 @@ def _row(line: int, header: list[str], rec: list[str], name: str, seen: dict[tup
     elif pricing in SAVINGS_PLAN_TERM_HOURS:
         # the rate of an instance-hour under a savings plan: the payment and the class are the plan's, the term its
         # length; no upfront on the row (records.PRICING_MODELS)
-        if payment not in PAYMENT_OPTIONS:
-            raise _err(line, f"payment '{payment}' for a {pricing} row", accepted=", ".join(PAYMENT_OPTIONS))
-        term = SAVINGS_PLAN_TERM_HOURS[pricing]
-        if term_given is not None and abs(term_given - term) > 1e-9:
-            raise _err(line, f"term_hours {term_given:g} does not match {pricing} ({term:g})")
+        term = _term(line, pricing, payment, term_given, SAVINGS_PLAN_TERM_HOURS[pricing])
         oclass = g("offering_class").lower()
         if oclass not in SAVINGS_PLAN_CLASSES:
             raise _err(line, f"offering_class '{g('offering_class')}' is not a savings plan's",

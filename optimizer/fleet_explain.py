@@ -307,6 +307,10 @@ def demand_flip(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s,
         now = used(s2)
         note = (f"at {factor:g}x the demand the plan would use {', '.join(now)} instead of {', '.join(base)}"
                 if now != base else f"at {factor:g}x the demand the same providers and pricing models stay best")
+        if problem.budgets.any() or problem.budget_usd is not None:
+            # re-solved without the limits, as the strategies are (a fresh user read an all-upfront plan here as
+            # one that kept a $50,000 monthly budget)
+            note += " (priced without your budgets)"
         out = {"demand_factor": factor, "total_usd": round(s2.cost, 2),
                "monthly_usd": round(s2.cost / problem.horizon_months, 2), "uses": list(now), "flips": now != base,
                "status": s2.report.status, "note": note}

@@ -233,3 +233,13 @@ def test_the_spot_rule_is_said_only_when_some_workload_may_use_spot():
     assert not any(r.startswith("spot: at most") for r in plain.rules)
     spot = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=500, allow_spot=True, explain=False).plan
     assert any(r.startswith("spot: at most 16 instances of one instance type per region") for r in spot.rules)
+
+
+def test_the_demand_what_ifs_say_they_ignore_the_budgets():
+    """A fresh user read "at 0.5x the demand the plan would use aws reserved_1y" (an all-upfront plan) as one that
+    kept the $50,000 monthly budget: the re-solves are priced without the limits, and now say so."""
+    with_budget = api.recommend(model="meta-llama/Llama-2-70b-hf", tokens_per_second=2000, budget=50000)
+    notes = [d["note"] for d in with_budget.plan.demand_sensitivity]
+    assert notes and all("(priced without your budgets)" in n for n in notes if "not computed" not in n)
+    free = api.recommend(model="meta-llama/Llama-2-70b-hf", tokens_per_second=2000)
+    assert not any("priced without your budgets" in d["note"] for d in free.plan.demand_sensitivity)

@@ -419,11 +419,12 @@ def _gcp_skus() -> dict[str, dict[str, list[float]]]:
     global _GCP_SKUS
     if _GCP_SKUS is None:
         import csv as _csv
-
-        from pricing_cache.build_snapshot import INPUTS_DIR
+        from pathlib import Path as _Path
 
         out: dict[str, dict[str, list[float]]] = {}
-        path = INPUTS_DIR / GCP_SKU_FILE
+        # pricing_cache/data/inputs (build_snapshot.INPUTS_DIR), read without importing the build (providers stay
+        # below pricing_cache)
+        path = _Path(__file__).resolve().parent.parent / "pricing_cache" / "data" / "inputs" / GCP_SKU_FILE
         if path.is_file():
             with open(path, newline="", encoding="utf-8") as fh:
                 for r in _csv.DictReader(fh):

@@ -12,3 +12,17 @@ def _isolated_price_cache(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("GPUOPT_MAX_PRICE_AGE_DAYS", raising=False)
     monkeypatch.delenv("GPUOPT_RETENTION_DAYS", raising=False)
     yield d
+
+
+@pytest.fixture(scope="module")
+def server():
+    """A local HTTP server on 127.0.0.1 (pytest-httpserver) for the live adapters' REST calls: no test reaches a
+    cloud API."""
+    from pytest_httpserver import HTTPServer
+
+    srv = HTTPServer(host="127.0.0.1", port=0, threaded=True)
+    srv.start()
+    yield srv
+    srv.clear()
+    if srv.is_running():
+        srv.stop()

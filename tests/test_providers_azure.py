@@ -54,16 +54,6 @@ def _no_subscription(monkeypatch):
     monkeypatch.delenv("AZURE_SUBSCRIPTION_ID", raising=False)
 
 
-@pytest.fixture(scope="module")
-def server():
-    srv = HTTPServer(host="127.0.0.1", port=0, threaded=True)
-    srv.start()
-    yield srv
-    srv.clear()
-    if srv.is_running():
-        srv.stop()
-
-
 @pytest.fixture
 def azure_server(server):
     server.clear()

@@ -30,7 +30,6 @@ from pathlib import Path
 import boto3
 import pytest
 from botocore.stub import Stubber
-from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from gpuopt.errors import InputError, PriceDataError, ProviderError
@@ -375,16 +374,6 @@ def test_savings_plan_edge_cases_are_reported():
     both = azure.parse_retail_items([base, spot])
     assert set(both.pricing) == {"on_demand", "spot", "savings_plan_1y", "savings_plan_3y"}
     assert len(both[both.pricing.str.startswith("savings_plan")]) == 4  # the on-demand item's 2 terms x 2 payments
-
-
-@pytest.fixture(scope="module")
-def server():
-    srv = HTTPServer(host="127.0.0.1", port=0, threaded=True)
-    srv.start()
-    yield srv
-    srv.clear()
-    if srv.is_running():
-        srv.stop()
 
 
 def test_azure_region_through_a_local_server_reservation_and_savings_plan_in_one_answer(server, monkeypatch):

@@ -121,7 +121,8 @@ Task = Annotated[Literal["serve", "train", "finetune", "lora"], BeforeValidator(
 Precision = Annotated[Literal["fp32", "bf16", "fp16", "int8", "int4"], BeforeValidator(_lower)]
 Objective = Annotated[Literal["cost", "roi"], BeforeValidator(_lower)]
 Solver = Annotated[Literal["cbc", "highs"], BeforeValidator(_lower)]
-PricingList = Annotated[list[Literal["on_demand", "spot", "reserved_1y", "reserved_3y"]], BeforeValidator(_lower_names)]
+PricingList = Annotated[list[Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "capacity_block", "flex_start",
+                                     "savings_plan_1y", "savings_plan_3y"]], BeforeValidator(_lower_names)]
 Placement = Annotated[Literal["region", "provider", "any"], BeforeValidator(_lower)]
 Spread = Annotated[Literal["zones"], BeforeValidator(_lower)]
 RegionGroupList = Annotated[list[Literal["us", "eu", "europe", "na", "apac", "latam", "mea"]], BeforeValidator(_lower_names)]
@@ -132,8 +133,7 @@ Month = Annotated[int, BeforeValidator(_not_bool), Field(ge=1, le=120)]
 #: Accepted values of the keys with a closed set (the ``accepted`` of their errors).
 ACCEPTED = {
     "task": ", ".join(TASKS), "precision": ", ".join(PRECISIONS), "objective": ", ".join(OBJECTIVES),
-    "solver": ", ".join(SOLVERS), "pricing": ", ".join(PLANNED_PRICING) + "; capacity_block, flex_start and savings plans are listed by "
-               "`gpuopt prices list`, not planned yet", "zero_stage": "0, 1, 2, 3",
+    "solver": ", ".join(SOLVERS), "pricing": ", ".join(PLANNED_PRICING), "zero_stage": "0, 1, 2, 3",
     "allow_spot": "true, false", "spot_only_ok": "true, false", "include_local_zones": "true, false",
     "placement": "region, provider, any", "spread": "zones", "region_group": "us, eu, europe, na, apac, latam, mea",
     "blocks": "24 (hours of the day), 168 (hours of the week) or another positive whole number",

@@ -44,10 +44,11 @@ PROVIDERS = ("aws", "azure", "gcp", "lambda")
 #: payment splits the commitment, whose size the plan chooses), ``term_hours`` the plan's term.
 PRICING_MODELS = ("on_demand", "spot", "reserved_1y", "reserved_3y", "capacity_block", "flex_start",
                   "savings_plan_1y", "savings_plan_3y")
-#: The pricing options the planning model buys (``recommend --pricing``, plan-file ``pricing``): on-demand, spot and
-#: reservations. Capacity blocks, Flex-start and savings plans are offers (listed by ``gpuopt prices list``) that
-#: plans do not buy yet.
-PLANNED_PRICING: tuple[str, ...] = ("on_demand", "spot", "reserved_1y", "reserved_3y")
+#: The pricing options the planning model buys (``recommend --pricing``, plan-file ``pricing``): every one.
+#: On-demand, spot and Flex-start by the hour (Flex-start for training jobs only); reservations one instance-term at
+#: a time; capacity blocks sized by the plan (a training job's unit-days, a short serving period's instances) and
+#: paid whole; savings plans as a spend per hour over their scope (optimizer/fleet.py).
+PLANNED_PRICING: tuple[str, ...] = PRICING_MODELS
 #: Savings-plan pricing options and their terms in hours.
 SAVINGS_PLAN_TERM_HOURS: dict[str, float] = {"savings_plan_1y": 8760.0, "savings_plan_3y": 26280.0}
 #: ``offering_class`` of a savings-plan row: AWS ``compute`` (any family, region, OS) or ``ec2_instance`` (one

@@ -431,13 +431,20 @@ def _plan(con, plan) -> None:
         layout = f"{ln.replicas}"
         if ln.pipeline_parallel > 1 or ln.tensor_parallel > 1:
             layout += f" (TP{ln.tensor_parallel}" + (f"xPP{ln.pipeline_parallel}" if ln.pipeline_parallel > 1 else "") + ")"
+        days = getattr(ln, "days", 0) or 0
+        covered = getattr(ln, "covered_by", "") or ""
+        purchase = (ln.pricing + (f" {ln.payment}" if ln.payment else "")
+                    + (f" {ln.offering_class}" if ln.offering_class in ("convertible", "compute", "ec2_instance")
+                       and not covered else "")
+                    + (f", {days} days paid whole" if days else "") + (" (runs on the savings plan)" if covered else ""))
         t.add_row(f"{ln.provider} {ln.region}" + (f"/{ln.zone}" if ln.zone else ""), ln.instance_type,
-                  ln.pricing + (f" {ln.payment}" if ln.payment else "")
-                  + (" convertible" if ln.offering_class == "convertible" else ""), str(ln.count),
+                  purchase, str(ln.count),
                   _months(ln.start_month, ln.end_month),
-                  _rate(ln.usd_per_hour) + ("*" if ln.estimated else ""), _hours(ln.hours), _usd(ln.monthly_usd),
+                  _rate(ln.usd_per_hour) + ("*" if ln.estimated else ""), _hours(ln.hours),
+                  "in the plan's $/h" if covered else _usd(ln.monthly_usd),
                   _usd(ln.upfront_usd) if ln.upfront_usd else "—", _usd(ln.commitment_usd) if ln.commitment_usd else "—",
-                  ln.term_end or "—", f"{ln.gpu_count:g}x {ln.gpu_model}", layout, ", ".join(ln.workloads),
+                  ln.term_end or "—", f"{ln.gpu_count:g}x {ln.gpu_model}" if ln.gpu_model else "—", layout,
+                  ", ".join(ln.workloads),
                   "—" if ln.utilization is None else f"{100 * ln.utilization:.0f} %",
                   "—" if ln.break_even_utilization is None else f"{100 * ln.break_even_utilization:.0f} %")
     con.print(t)

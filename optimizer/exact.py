@@ -74,6 +74,8 @@ def separable(problem: FleetProblem, allowed: set[str] | None = None, apart: boo
     they share no capped spot group (:func:`plan_apart` then splits the cap)."""
     if problem.objective != "cost":
         return "objective is not cost"
+    if problem.has_purchases(allowed):
+        return "capacity blocks or savings plans (sized purchases the MILP plans)"
     if problem.budgets.any() or problem.max_instances is not None or problem.spread:
         return "budgets, quotas or zone spread"
     periods = problem.periods or []

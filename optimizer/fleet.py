@@ -65,7 +65,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gpuopt.errors import InputError
-from gpuopt.records import HOURS_PER_MONTH, is_estimated
+from gpuopt.records import HOURS_PER_MONTH, PRICING_MODELS, SAVINGS_PLAN_TERM_HOURS, WINDOW_MAX_DAYS, is_estimated
 from optimizer.horizon import TERM_MONTHS, Activity, Period, commitment_cost_factor, month_label, slot_starts
 from optimizer.model import COMMITTED, DEFAULT_PRICING, Candidate, UnitTable, candidates_for, text_values, unit_table
 
@@ -101,6 +101,77 @@ def model_seconds(blocks: int, cands: "dict[str, list[Candidate]]") -> float:
 
 PLACEMENTS = ("region", "provider", "any")
 SPREADS = ("", "zones")
+
+#: Purchases the plan sizes itself (not one instance-term at a time): AWS EC2 Capacity Blocks for ML, paid whole
+#: for a window, and savings plans, a spend per hour committed for a term.
+CAPACITY_BLOCK = "capacity_block"
+SAVINGS_PLANS = frozenset(SAVINGS_PLAN_TERM_HOURS)
+PURCHASED = frozenset({CAPACITY_BLOCK}) | SAVINGS_PLANS
+#: AWS EC2 User Guide, "Capacity Blocks for ML": 1 to 64 instances per block; 1-14 days in 1-day steps, then up to
+#: 182 days in 7-day steps.
+CAPACITY_BLOCK_MAX_INSTANCES = 64
+CAPACITY_BLOCK_MAX_DAYS = WINDOW_MAX_DAYS[CAPACITY_BLOCK]
+CAPACITY_BLOCK_DAYS: tuple[int, ...] = tuple(range(1, 15)) + tuple(range(21, CAPACITY_BLOCK_MAX_DAYS + 1, 7))
+#: Months of a savings plan's term.
+SAVINGS_PLAN_TERM_MONTHS = {k: int(round(v / HOURS_PER_MONTH)) for k, v in SAVINGS_PLAN_TERM_HOURS.items()}
+#: Share of a savings plan's commitment paid upfront, by payment option: AWS Savings Plans User Guide, "Payment
+#: options" (All Upfront: the whole commitment; Partial Upfront: at least half upfront, the rest monthly — planned
+#: as half; No Upfront: monthly). Azure's savings plan is paid monthly or upfront the same way.
+SAVINGS_PLAN_UPFRONT_SHARE = {"all_upfront": 1.0, "partial_upfront": 0.5, "no_upfront": 0.0, "": 0.0}
+
+
+def purchase_kind(offer: dict[str, Any]) -> str | None:
+    """"capacity_block", "savings_plan" or None (an instance-term commitment or an hourly offer)."""
+    pr = offer.get("pricing")
+    return CAPACITY_BLOCK if pr == CAPACITY_BLOCK else "savings_plan" if pr in SAVINGS_PLANS else None
+
+
+def capacity_block_days(hours: float) -> int:
+    """The shortest capacity block (days, :data:`CAPACITY_BLOCK_DAYS`) that lasts ``hours``; raises ValueError past
+    182 days."""
+    need = hours / 24.0
+    for d in CAPACITY_BLOCK_DAYS:
+        if d >= need - 1e-9:
+            return d
+    raise ValueError(f"a capacity block lasts at most {CAPACITY_BLOCK_MAX_DAYS} days, not {need:.1f}")
+
+
+def capacity_block_split(unit_days: int, units_max: int, days_max: int) -> list[tuple[int, int]]:
+    """Capacity blocks that give exactly ``unit_days`` unit-days: [(units, days), ...], at most three blocks, each of
+    at most ``units_max`` units and a duration AWS sells (:data:`CAPACITY_BLOCK_DAYS`), the longest at most
+    ``days_max`` days: n units for d days, then n units for q more days (q < 7), then r units for one day (r < n).
+    Raises ValueError when ``unit_days`` > units_max x days_max."""
+    if unit_days <= 0:
+        return []
+    days_max = min(int(days_max), CAPACITY_BLOCK_MAX_DAYS)
+    if unit_days > units_max * days_max:
+        raise ValueError(f"{unit_days} unit-days exceed {units_max} units x {days_max} days")
+    n = -(-unit_days // days_max)
+    d = max(x for x in CAPACITY_BLOCK_DAYS if x <= min(days_max, unit_days // n))
+    out = [(n, d)]
+    rest = unit_days - n * d
+    q, r = divmod(rest, n)
+    if q:
+        out.append((n, q))
+    if r:
+        out.append((r, 1))
+    return out
+
+
+def savings_plan_scope(offer: dict[str, Any]) -> str:
+    """What one savings-plan commitment covers, as a key: ``provider|pricing|payment|class|region|family``. AWS
+    Compute Savings Plans and the Azure savings plan cover every region and family (``*``); an AWS EC2 Instance
+    Savings Plan one instance family (the type's prefix, ``p5`` of ``p5.48xlarge``) in one region (AWS Savings Plans
+    User Guide, "Savings Plans types")."""
+    cls = str(offer.get("offering_class") or "")
+    cls = "" if cls in ("nan", "<NA>", "None") else cls
+    if cls == "ec2_instance":
+        region, family = str(offer["region"]), str(offer["instance_type"]).split(".")[0]
+    else:
+        region = family = "*"
+    pay = str(offer.get("payment") or "")
+    pay = "" if pay in ("nan", "<NA>", "None") else pay
+    return "|".join((str(offer["provider"]), str(offer["pricing"]), pay, cls, region, family))
 
 
 @dataclass
@@ -164,6 +235,23 @@ class Slot:
         return self.start_month + self.term_months
 
 
+@dataclass(frozen=True)
+class PlanSlot:
+    """A savings plan that can be bought: a spend per hour (USD/h, the plan chooses it) over scope ``scope``
+    (:func:`savings_plan_scope`) for ``term_months`` from ``start_month``; ``upfront_share`` of it paid upfront."""
+
+    key: str
+    scope: str
+    offer: dict[str, Any]
+    start_month: int
+    term_months: int
+    upfront_share: float
+
+    @property
+    def end_month(self) -> int:
+        return self.start_month + self.term_months
+
+
 @dataclass
 class Budgets:
     """Limits on money (USD; None = no limit): ``monthly`` the most spent in any month of the horizon (cash:
@@ -210,6 +298,7 @@ class FleetProblem:
     merge_note: str = ""
     profiles: dict | None = field(default=None, repr=False)   # serving name -> DemandProfile (to re-cut periods)
     slots: dict[str, Slot] = field(default_factory=dict, init=False)
+    plan_slots: dict[str, PlanSlot] = field(default_factory=dict, init=False)   # savings plans that can be bought
     _slots_of: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -242,6 +331,21 @@ class FleetProblem:
                     if key not in slots:
                         slots[key] = Slot(key, ok, c.offer, s, t)
         self.slots = dict(sorted(slots.items(), key=lambda kv: (kv[1].okey, kv[1].start_month)))
+        plan_slots: dict[str, PlanSlot] = {}
+        for cs in self.cands.values():
+            for c in cs:
+                if purchase_kind(c.offer) != "savings_plan":
+                    continue
+                scope = savings_plan_scope(c.offer)
+                t = SAVINGS_PLAN_TERM_MONTHS[c.offer["pricing"]]
+                if t not in starts:
+                    starts[t] = list(slot_starts(acts, self.horizon_months, t))
+                share = SAVINGS_PLAN_UPFRONT_SHARE.get(scope.split("|")[2], 0.0)
+                for s in starts[t]:
+                    key = f"{scope}@{s}"
+                    if key not in plan_slots:
+                        plan_slots[key] = PlanSlot(key, scope, c.offer, s, t, share)
+        self.plan_slots = dict(sorted(plan_slots.items(), key=lambda kv: (kv[1].scope, kv[1].start_month)))
         self._slots_of = {}
         for k, sl in self.slots.items():
             self._slots_of.setdefault(sl.okey, []).append(k)
@@ -282,6 +386,39 @@ class FleetProblem:
         """Slot keys of offer ``okey`` whose term covers period ``p``."""
         return [k for k in self._slots_of.get(okey, ())
                 if self.slots[k].start_month <= p.start_month and p.end_month <= self.slots[k].end_month]
+
+    def covering_plans(self, scope: str, p: Period) -> list[str]:
+        """Savings-plan slot keys of ``scope`` whose term covers period ``p``."""
+        return [k for k, sl in self.plan_slots.items()
+                if sl.scope == scope and sl.start_month <= p.start_month and p.end_month <= sl.end_month]
+
+    def plan_slot_cost(self, s: PlanSlot) -> float:
+        """USD over the horizon of 1 USD/h of savings-plan commitment bought in slot s (the whole term, less the
+        leftover value of the months past the horizon)."""
+        return HOURS_PER_MONTH * commitment_cost_factor(s.start_month, s.term_months, self.horizon_months,
+                                                        self.leftover_value)
+
+    def block_days(self, p: Period) -> int | None:
+        """Days of the capacity block that holds a serving workload through period ``p`` (the shortest duration AWS
+        sells covering its months of 730 h), or None past 182 days (a period over 5 months)."""
+        try:
+            return capacity_block_days(p.months * HOURS_PER_MONTH)
+        except ValueError:
+            return None
+
+    def job_block_days(self, w: FleetWorkload) -> int:
+        """The longest capacity block (days) training job ``w`` can use: its window (deadline, else the horizon left
+        from its start), at most 182 days."""
+        hours = w.deadline_hours if w.deadline_hours else (self.horizon_months - w.start_month) * HOURS_PER_MONTH
+        return max(1, min(CAPACITY_BLOCK_MAX_DAYS, int(math.floor(hours / 24.0 + 1e-9))))
+
+    def workloads_by_name(self) -> dict[str, FleetWorkload]:
+        return {w.name: w for w in self.workloads}
+
+    def has_purchases(self, allowed: set[str] | None = None) -> bool:
+        """Some candidate is a capacity block or a savings-plan rate (planned by the MILP only)."""
+        return any(purchase_kind(c.offer) and (allowed is None or c.offer["pricing"] in allowed)
+                   for cs in self.cands.values() for c in cs)
 
     def slot_cost(self, s: Slot) -> float:
         """USD over the horizon of one instance of slot s (the whole term, less the leftover value)."""
@@ -477,8 +614,16 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
     - spot offers are capped per instance type and region: of one capped group only its cheapest zone is kept (they
       share the cap; not when spreading over zones), and a spot offer is dropped only when dominating spot offers of
       other groups have, together, the capacity for the peak need of every spot-eligible workload.
+    - capacity blocks and savings-plan rates are kept, every one: the model sizes them (a block's days, a plan's
+      USD/h), so no instance-for-instance rule compares them with hourly or reserved offers.
     Returns (kept candidates per workload, number dropped).
     """
+    bought = {w: [c for c in cs if purchase_kind(c.offer)] for w, cs in cands.items()}
+    if any(bought.values()):
+        rest = {w: [c for c in cs if not purchase_kind(c.offer)] for w, cs in cands.items()}
+        kept, dropped = prune_fleet(rest, workloads, blocks, work_flops, spot_capacity, placement, spread,
+                                    commit_cost, same_payment)
+        return {w: kept.get(w, []) + bought[w] for w in cands}, dropped
     before = sum(len(v) for v in cands.values())
     by_offer: dict[str, dict[str, Candidate]] = {}
     offer_of: dict[str, dict[str, Any]] = {}
@@ -600,6 +745,8 @@ class FleetVars:
     """The model's variables, keyed for reading the solution, and the money expressions."""
 
     N: dict[str, Any] = field(default_factory=dict)                    # slot key -> var
+    CB: dict[tuple, Any] = field(default_factory=dict)   # ("job", w, ok) unit-days | ("period", ok, p) instances
+    SP: dict[str, Any] = field(default_factory=dict)     # savings-plan slot key -> USD/h committed
     A: dict[tuple[str, str, int], Any] = field(default_factory=dict)   # (workload, offer key, block) -> var
     X: dict[tuple[str, str, int], Any] = field(default_factory=dict)
     S: dict[tuple[str, int], Any] = field(default_factory=dict)
@@ -659,6 +806,33 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
             covering_cache[key] = [k for k in problem.covering(ok, p) if k in V.N]
         return covering_cache[key]
 
+    plan_slots = {k: s for k, s in problem.plan_slots.items() if allowed is None or s.offer["pricing"] in allowed}
+    for i, (k, s) in enumerate(plan_slots.items()):
+        # a savings plan: v USD/h of spend at the plan's rates, committed for the term
+        v = V.SP[k] = pulp.LpVariable(f"SP_{i}", lowBound=0)
+        V.cost_terms[v] = problem.plan_slot_cost(s)
+        whole = HOURS_PER_MONTH * s.term_months
+        V.upfront_terms[v] = s.upfront_share * whole
+        V.commitment_terms[v] = whole
+        for p in periods:
+            if s.start_month <= p.start_month < s.end_month:
+                cash = V.cash_terms.setdefault(p.index, {})
+                cash[v] = cash.get(v, 0.0) + (1.0 - s.upfront_share) * HOURS_PER_MONTH + (
+                    s.upfront_share * whole if s.start_month == p.start_month else 0.0)
+    plans_cache: dict[tuple[str, int], list[str]] = {}
+
+    def covering_plans(scope: str, p: Period) -> list[str]:
+        key = (scope, p.index)
+        if key not in plans_cache:
+            plans_cache[key] = [k for k in problem.covering_plans(scope, p) if k in V.SP]
+        return plans_cache[key]
+
+    sp_use: dict[tuple[str, int], dict] = {}
+    cb_job: dict[tuple[str, str], dict] = {}
+    cb_units: dict[tuple[str, str], float] = {}
+    cb_serve: dict[tuple[str, int], dict[int, dict]] = {}
+    cb_par: dict[tuple[str, int], dict] = {}
+    cb_offer: dict[str, dict] = {}
     share: dict[tuple[str, int], dict] = {}
     spot: dict[tuple[tuple, int], dict] = {}
     quota: dict[tuple[tuple, int], dict] = {}
@@ -694,7 +868,27 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                 ok = c.okey
                 vid += 1
                 k = float(c.instances_per_unit)
-                if c.committed:
+                kind = purchase_kind(c.offer)
+                if kind == CAPACITY_BLOCK:
+                    if not w.training and problem.block_days(p) is None:
+                        continue  # a block lasts at most 182 days: not through a period of over 5 months
+                    v = pulp.LpVariable(f"A_{vid}", lowBound=0, cat=cat)
+                    V.A[(w.name, ok, bi)] = v
+                    if w.training:  # unit-hours used, bought as whole unit-days
+                        cb_job.setdefault((w.name, ok), {})[v] = usable * p.months
+                        cb_units.setdefault((w.name, ok), float(c.instances_per_unit))
+                    else:  # instances running, bought for the whole period
+                        cb_serve.setdefault((ok, p.index), {}).setdefault(bi, {})[v] = k
+                    cb_offer[ok] = c.offer
+                    cb_par.setdefault((ok, bi), {})[v] = k
+                elif kind == "savings_plan":
+                    scope = savings_plan_scope(c.offer)
+                    if not covering_plans(scope, p):
+                        continue
+                    v = pulp.LpVariable(f"A_{vid}", lowBound=0, cat=cat)
+                    V.A[(w.name, ok, bi)] = v
+                    sp_use.setdefault((scope, bi), {})[v] = c.usd_per_unit_hour
+                elif c.committed:
                     if not covering(ok, p):
                         continue
                     v = pulp.LpVariable(f"A_{vid}", lowBound=0, cat=cat)
@@ -708,7 +902,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                     cash[v] = cash.get(v, 0.0) + c.usd_per_unit_hour * b.hours
                     if c.offer["pricing"] == "spot":
                         spot.setdefault((spot_group(c.offer), bi), {})[v] = k
-                if problem.max_instances is not None and not c.committed:  # committed: counted by N below
+                if problem.max_instances is not None and not c.committed:  # reservations: counted by N below
                     q = quota.setdefault((spot_group(c.offer), bi), {})
                     q[v] = q.get(v, 0.0) + k
                 if (w.name, placement_group(c.offer, problem.placement)) in V.Y:
@@ -782,6 +976,38 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
             f"share_{ok_index[ok]}_{bi}"
     for j, ((g, bi), terms) in enumerate(sorted(spot.items(), key=lambda kv: (kv[0][0], kv[0][1]))):
         m += pulp.LpAffineExpression(terms) <= float(problem.spot_capacity), f"spot_{j}_{bi}"
+    scope_index = {sc: i for i, sc in enumerate(sorted({sc for sc, _ in sp_use}))}
+    for (scope, bi), terms in sp_use.items():
+        p = problem.period_of(problem.blocks[bi])
+        m += pulp.LpAffineExpression({**terms, **{V.SP[k]: -1.0 for k in covering_plans(scope, p)}}) <= 0, \
+            f"plan_{scope_index[scope]}_{bi}"
+    cb_index = {ok: i for i, ok in enumerate(sorted(cb_offer))}
+    for (ok, bi), terms in cb_par.items():
+        m += pulp.LpAffineExpression(terms) <= float(CAPACITY_BLOCK_MAX_INSTANCES), f"cbmax_{cb_index[ok]}_{bi}"
+    wl = {w.name: w for w in problem.workloads}
+    for j, ((wn, ok), terms) in enumerate(sorted(cb_job.items())):
+        # training on capacity blocks: unit-hours used <= 24 x unit-days bought, paid whole in the job's first month
+        w, k = wl[wn], cb_units[(wn, ok)]
+        units_max = max(1, int(CAPACITY_BLOCK_MAX_INSTANCES // k))
+        d = V.CB[("job", wn, ok)] = pulp.LpVariable(f"CBJ_{j}", lowBound=0, upBound=units_max * problem.job_block_days(w),
+                                                     cat=cat_int)
+        m += pulp.LpAffineExpression({**terms, d: -24.0}) <= 0, f"cbjob_{j}"
+        usd = float(cb_offer[ok]["usd_per_hour"]) * k * 24.0
+        V.cost_terms[d] = V.upfront_terms[d] = V.commitment_terms[d] = usd
+        first = next((p.index for p in periods if p.start_month <= w.start_month < p.end_month), 0)
+        cash = V.cash_terms.setdefault(first, {})
+        cash[d] = cash.get(d, 0.0) + usd
+    for j, ((ok, pi), by_block) in enumerate(sorted(cb_serve.items())):
+        # serving on capacity blocks: instances bought for the whole period, paid whole in its first month
+        p = periods[pi]
+        n = V.CB[("period", ok, pi)] = pulp.LpVariable(f"CBP_{j}", lowBound=0, upBound=CAPACITY_BLOCK_MAX_INSTANCES,
+                                                        cat=cat_int)
+        for bi, terms in by_block.items():
+            m += pulp.LpAffineExpression({**terms, n: -1.0}) <= 0, f"cbserve_{j}_{bi}"
+        usd = float(cb_offer[ok]["usd_per_hour"]) * 24.0 * problem.block_days(p)
+        V.cost_terms[n] = V.upfront_terms[n] = V.commitment_terms[n] = usd
+        cash = V.cash_terms.setdefault(pi, {})
+        cash[n] = cash.get(n, 0.0) + usd
     if problem.max_instances is not None:
         # committed instances count in every block of the periods they cover
         for k in keys:
@@ -831,6 +1057,8 @@ class FleetSolution:
     X: dict[tuple[str, str, int], float] = field(default_factory=dict)
     S: dict[tuple[str, int], float] = field(default_factory=dict)
     Z: dict[str, float] = field(default_factory=dict)
+    CB: dict[tuple, int] = field(default_factory=dict)   # capacity blocks: ("job", w, ok) unit-days, ("period", ok, p) instances
+    SP: dict[str, float] = field(default_factory=dict)   # savings plans: slot key -> USD/h committed
     cost: float = 0.0
     value: float = 0.0
 
@@ -849,6 +1077,14 @@ def read_solution(problem: FleetProblem, V: FleetVars, report: SolveReport) -> F
         n = round(_val(v))
         if n > 0:
             sol.N[k] = n
+    for k, v in V.CB.items():
+        n = round(_val(v)) if v.cat == "Integer" else _val(v)
+        if n > 1e-9:
+            sol.CB[k] = n
+    for k, v in V.SP.items():
+        x = _val(v)
+        if x > 1e-9:
+            sol.SP[k] = x
     for store, src in ((sol.A, V.A), (sol.X, V.X)):
         for k, v in src.items():
             x = _val(v)
@@ -877,7 +1113,30 @@ def fleet_cost(problem: FleetProblem, sol: FleetSolution) -> float:
     for (w, ok, bi), x in sol.X.items():
         b = problem.blocks[bi]
         total += idx[(w, ok)].usd_per_unit_hour * b.hours * problem.months(b) * x
+    total += sum(problem.plan_slot_cost(problem.plan_slots[k]) * x for k, x in sol.SP.items())
+    total += sum(usd for _, usd, _ in capacity_block_purchases(problem, sol))
     return total
+
+
+def capacity_block_purchases(problem: FleetProblem, sol: FleetSolution) -> list[tuple[tuple, float, int]]:
+    """The capacity blocks of a plan: (key of ``sol.CB``, USD paid whole, month bought (0-based)) each. A training
+    job's unit-days cost the block's rate x instances per unit x 24 h each, bought in the job's first month; a
+    serving period's instances the rate x the block's days (:meth:`FleetProblem.block_days`) x 24 h each, bought in
+    the period's first month."""
+    idx = _cand_index(problem)
+    offers = {c.okey: c for cs in problem.cands.values() for c in cs}
+    wl = {w.name: w for w in problem.workloads}
+    out = []
+    for key, n in sol.CB.items():
+        if key[0] == "job":
+            _, wn, ok = key
+            c = idx[(wn, ok)]
+            out.append((key, float(c.offer["usd_per_hour"]) * c.instances_per_unit * 24.0 * n, wl[wn].start_month))
+        else:
+            _, ok, pi = key
+            p = problem.periods[pi]  # type: ignore[index]
+            out.append((key, float(offers[ok].offer["usd_per_hour"]) * 24.0 * problem.block_days(p) * n, p.start_month))
+    return out
 
 
 def fleet_value(problem: FleetProblem, sol: FleetSolution) -> float:
@@ -923,6 +1182,22 @@ def money(problem: FleetProblem, sol: FleetSolution) -> dict[str, Any]:
         per_month = idx[(w, ok)].usd_per_unit_hour * b.hours * x
         for mo in range(p.start_month, p.end_month):
             cash[mo] += per_month
+    for k, x in sol.SP.items():
+        s = problem.plan_slots[k]
+        whole = HOURS_PER_MONTH * s.term_months * x
+        upfront += s.upfront_share * whole
+        commitment += whole
+        cash[s.start_month] += s.upfront_share * whole
+        for mo in range(s.start_month, s.end_month):
+            if mo < H:
+                cash[mo] += (1.0 - s.upfront_share) * HOURS_PER_MONTH * x
+            else:
+                after += (1.0 - s.upfront_share) * HOURS_PER_MONTH * x
+        credit += problem.leftover_value * HOURS_PER_MONTH * max(0, s.end_month - H) * x
+    for _, usd, mo in capacity_block_purchases(problem, sol):
+        upfront += usd
+        commitment += usd
+        cash[min(mo, H - 1)] += usd
     total = sol.cost
     return {"total_usd": round(total, 2), "monthly_usd": round(total / H, 2), "upfront_usd": round(upfront, 2),
             "commitment_usd": round(commitment, 2), "cash_by_month_usd": [round(c, 2) for c in cash],
@@ -1315,6 +1590,8 @@ class FleetLine:
     fabric: str = ""
     on_demand_usd_per_hour: float | None = None  # committed lines: the same instance type's on-demand rate there
     offering_class: str = ""  # reservations: standard | convertible (AWS); "" otherwise (records.OFFERING_CLASSES)
+    days: int = 0  # capacity blocks: the block's length in days (paid whole when bought)
+    covered_by: str = ""  # instances run under a savings plan: that plan's scope (its line carries the cost)
 
 
 @dataclass
@@ -1427,6 +1704,19 @@ def fleet_lines(problem: FleetProblem, sol: FleetSolution, od_rates: dict) -> li
         h["reps"][bi] = h["reps"].get(bi, 0.0) + x * c.replicas_per_unit
         h["cost"] += c.usd_per_unit_hour * b.hours * x
         h["users"].setdefault(w, c)
+    kinds = {c.okey: purchase_kind(c.offer) for cs in problem.cands.values() for c in cs}
+    for (w, ok, bi), a in sol.A.items():
+        if kinds.get(ok) != "savings_plan":
+            continue
+        # instances run under a savings plan: listed like hourly lines, their cost on the plan's line
+        c = idx[(w, ok)]
+        b = problem.blocks[bi]
+        p = problem.period_of(b)
+        h = hourly.setdefault((ok, p.index), {"offer": c.offer, "per_block": {}, "reps": {}, "cost": 0.0, "users": {},
+                                              "covered_by": savings_plan_scope(c.offer)})
+        h["per_block"][bi] = h["per_block"].get(bi, 0.0) + a * c.instances_per_unit
+        h["reps"][bi] = h["reps"].get(bi, 0.0) + a * c.replicas_per_unit
+        h["users"].setdefault(w, c)
     for (ok, pi), h in hourly.items():
         p = problem.periods[pi]  # type: ignore[index]
         peak = max(h["per_block"].values())
@@ -1439,7 +1729,9 @@ def fleet_lines(problem: FleetProblem, sol: FleetSolution, od_rates: dict) -> li
         ln.start_month, ln.end_month = p.start_month + 1, p.end_month
         c0 = next(iter(h["users"].values()))
         ln.replicas = int(math.floor(count * c0.replicas_per_unit / c0.instances_per_unit + 1e-9))
+        ln.covered_by = h.get("covered_by", "")
         lines.append(ln)
+    lines += _purchase_lines(problem, sol, hourly_users=hourly)
     lines = _merge_periods(lines)
     # dearest offer first, each offer's lines together in month order
     offer = lambda ln: (ln.provider, ln.region, ln.zone, ln.instance_type, ln.pricing, ln.payment)  # noqa: E731
@@ -1450,13 +1742,96 @@ def fleet_lines(problem: FleetProblem, sol: FleetSolution, od_rates: dict) -> li
     return lines
 
 
+def _purchase_lines(problem: FleetProblem, sol: FleetSolution, hourly_users=None) -> list[FleetLine]:
+    """Lines of the purchases the plan sizes: each capacity block (a training job's unit-days split into at most
+    three blocks AWS sells, :func:`capacity_block_split`; a serving period's instances for the period's block) and
+    each savings plan (USD/h committed; ``count`` 1, ``usd_per_hour`` the commitment)."""
+    idx = _cand_index(problem)
+    offers = {c.okey: c for cs in problem.cands.values() for c in cs}
+    wl = problem.workloads_by_name()
+    H = problem.horizon_months
+    lines: list[FleetLine] = []
+    for key, usd, month in capacity_block_purchases(problem, sol):
+        n = sol.CB[key]
+        if key[0] == "job":
+            _, wn, ok = key
+            c = idx[(wn, ok)]
+            k = c.instances_per_unit
+            used = sum(a * problem.before_deadline(wl[wn], problem.blocks[bi]) * problem.months(problem.blocks[bi])
+                       for (w2, o2, bi), a in sol.A.items() if w2 == wn and o2 == ok)
+            units_max = max(1, int(CAPACITY_BLOCK_MAX_INSTANCES // k))
+            parts = capacity_block_split(int(n), units_max, problem.job_block_days(wl[wn]))
+            util = round(min(1.0, used / (24.0 * n)), 4) if n else None
+            users = {wn: c}
+            end = month + 1
+        else:
+            _, ok, pi = key
+            c = offers[ok]
+            p = problem.periods[pi]  # type: ignore[index]
+            days = problem.block_days(p)
+            parts = [(int(n), days)]
+            k = 1
+            users = {}
+            busy = 0.0
+            for (w2, o2, bi), a in sol.A.items():
+                if o2 == ok and problem.blocks[bi].period == pi:
+                    users.setdefault(w2, idx[(w2, o2)])
+                    busy += idx[(w2, o2)].instances_per_unit * a * problem.blocks[bi].hours * p.months
+            util = round(min(1.0, busy / (n * days * 24.0)), 4) if n else None
+            end = p.end_month
+        o = c.offer
+        for units, days in parts:
+            inst = units * k
+            part_usd = float(o["usd_per_hour"]) * 24.0 * days * inst
+            ln = _line(o, inst, 24.0 * days, part_usd, users, util, None, part_usd, part_usd)
+            ln.total_usd = round(part_usd, 2)
+            ln.days = int(days)
+            ln.start_month, ln.end_month = month + 1, min(end, H)
+            c0 = next(iter(users.values()), c)
+            ln.replicas = int(math.floor(inst * c0.replicas_per_unit / c0.instances_per_unit + 1e-9))
+            lines.append(ln)
+    spend: dict[str, float] = {}
+    for (w, ok, bi), a in sol.A.items():
+        c = idx[(w, ok)]
+        if purchase_kind(c.offer) == "savings_plan":
+            b = problem.blocks[bi]
+            key = f"{savings_plan_scope(c.offer)}@{b.period}"
+            spend[key] = spend.get(key, 0.0) + c.usd_per_unit_hour * a * b.hours * problem.months(b)
+    for k, x in sol.SP.items():
+        s = problem.plan_slots[k]
+        o = s.offer
+        _, pricing, payment, cls, region, family = s.scope.split("|")
+        used = sum(v for kk, v in spend.items() if kk.split("@")[0] == s.scope
+                   and s.start_month <= problem.periods[int(kk.split("@")[1])].start_month < s.end_month)
+        months_in = max(0, min(s.end_month, H) - s.start_month)
+        whole = HOURS_PER_MONTH * s.term_months * x
+        ln = FleetLine(provider=str(o["provider"]), region="all regions" if region == "*" else region, zone="",
+                       instance_type="any instance type" if family == "*" else f"{family} family",
+                       pricing=pricing, payment=payment, count=1, hours=HOURS_PER_MONTH, usd_per_hour=round(x, 6),
+                       monthly_usd=round((1.0 - s.upfront_share) * HOURS_PER_MONTH * x, 2), gpu_model="",
+                       gpu_count=0.0, gpu_memory_gib=0.0,
+                       workloads=sorted({w for (w, ok, _), a in sol.A.items()
+                                         if purchase_kind(idx[(w, ok)].offer) == "savings_plan"
+                                         and savings_plan_scope(idx[(w, ok)].offer) == s.scope}),
+                       utilization=round(min(1.0, used / (x * HOURS_PER_MONTH * months_in)), 4) if months_in else None,
+                       break_even_utilization=None, upfront_usd=round(s.upfront_share * whole, 2),
+                       commitment_usd=round(whole, 2), source=str(o.get("source") or ""),
+                       as_of=str(o.get("as_of") or ""), estimated=is_estimated(o.get("source") or ""),
+                       offering_class=cls)
+        ln.total_usd = round(problem.plan_slot_cost(s) * x, 2)
+        ln.start_month, ln.end_month = s.start_month + 1, min(s.end_month, H)
+        ln.term_end = month_label(problem.start_date, s.end_month - 1) if problem.start_date else f"month {s.end_month}"
+        lines.append(ln)
+    return lines
+
+
 def _merge_periods(lines: list[FleetLine]) -> list[FleetLine]:
     """One line for an hourly offer running alike through consecutive periods (same count, hours, monthly cost,
     replicas and workloads): months m..n instead of a line per period. Commitment lines are kept as bought."""
     out: list[FleetLine] = []
     last: dict[tuple, FleetLine] = {}
     for ln in sorted(lines, key=lambda ln: ln.start_month):
-        if ln.pricing in COMMITTED:
+        if ln.pricing in COMMITTED or ln.pricing in PURCHASED and not ln.covered_by:
             out.append(ln)
             continue
         key = (ln.provider, ln.region, ln.zone, ln.instance_type, ln.pricing, ln.payment, ln.count, ln.hours,
@@ -1629,7 +2004,7 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
     tables: dict[str, UnitTable] = {}
     usable: dict[str, Any] = {}
     for w in workloads:
-        t = _tables[w.name] if _tables is not None else unit_table(w.workload, offers, allow_spot=True, pricing=None)
+        t = _tables[w.name] if _tables is not None else unit_table(w.workload, offers, allow_spot=True, pricing=PRICING_MODELS)
         pr = t.pricing if t.pricing is not None else text_values(t.offers["pricing"])
         allowed = np.isin(pr, sorted(allowed_pricing))
         spot = pr == "spot"
@@ -1638,14 +2013,28 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
                           ("spot_not_allowed", int((t.ok & allowed & spot).sum()) if not w.allow_spot else 0)):
             if n:
                 rej[reason] = rej.get(reason, 0) + n
+        use = t.ok & allowed & (~spot if not w.allow_spot else True)
+        if not w.training:
+            # Flex-start runs at most 7 days, queued: capacity for training jobs, not for a service
+            flex = use & (pr == "flex_start")
+            if flex.any():
+                rej["flex_start_training_only"] = rej.get("flex_start_training_only", 0) + int(flex.sum())
+                use = use & ~flex
         tables[w.name], rejected[w.name] = t, rej
-        usable[w.name] = t.ok & allowed & (~spot if not w.allow_spot else True)
+        usable[w.name] = use
+    # capacity blocks and savings-plan rates are sized by the model itself (no instance-for-instance dominance with
+    # hourly or reserved rows): kept out of the prefilter, the group bounds and the pruning, every one a candidate
+    bought = {w: u & np.isin(tables[w].pricing if tables[w].pricing is not None
+                             else text_values(tables[w].offers["pricing"]), sorted(PURCHASED))
+              for w, u in usable.items()}
+    usable = {w: u & ~bought[w] for w, u in usable.items()}
+    any_bought = any(b.any() for b in bought.values())
     budgets_ = budgets
     do_prune = prune and max_instances is None  # with quotas, dominance is not safe (DESIGN.md): keep every candidate
-    n_all = sum(int(u.sum()) for u in usable.values())
+    n_all = sum(int(u.sum()) for u in usable.values()) + sum(int(b.sum()) for b in bought.values())
     if _rows is not None:
         usable = {w: u & _rows[w] for w, u in usable.items()}
-    elif do_prune and not keep_unpruned and n_all >= GROUP_BOUND_MIN_ROWS:
+    elif do_prune and not keep_unpruned and n_all >= GROUP_BOUND_MIN_ROWS and not any_bought:
         usable = _bound_groups(workloads, profiles, offers, tables, usable, blocks, periods, H,
                                objective=objective, pricing=pricing, spot_capacity=spot_capacity,
                                leftover_value=leftover_value, placement=placement, spread=spread, budgets=budgets,
@@ -1668,6 +2057,12 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
                 cands[w.name] = full[w.name]
         else:
             cands[w.name] = t.candidates(np.flatnonzero(u & keep_rows))
+    for w in workloads:
+        if bought[w.name].any():
+            extra = tables[w.name].candidates(np.flatnonzero(bought[w.name]))
+            cands[w.name] = list(cands[w.name]) + extra
+            if keep_unpruned or keep_rows is None:
+                full[w.name] = list(full[w.name]) + extra
     for w in workloads:  # the model keys offers by provider|region|zone|instance_type|pricing|payment
         seen: set[str] = set()
         for c in cands[w.name]:
@@ -2096,11 +2491,43 @@ def _verify(problem: FleetProblem, sol: FleetSolution) -> str | None:
     used: dict[tuple[str, int], float] = {}
     for (w, ok, bi), a in sol.A.items():
         used[(ok, bi)] = used.get((ok, bi), 0.0) + idx[(w, ok)].instances_per_unit * a
+    kinds = {c.okey: purchase_kind(c.offer) for cs in problem.cands.values() for c in cs}
+    spend: dict[tuple[str, int], float] = {}
+    block_use: dict[tuple[str, str], float] = {}
+    serve_use: dict[tuple[str, int], float] = {}
+    for (w, ok, bi), a in sol.A.items():
+        c = idx[(w, ok)]
+        b = problem.blocks[bi]
+        if kinds.get(ok) == "savings_plan":
+            key = (savings_plan_scope(c.offer), bi)
+            spend[key] = spend.get(key, 0.0) + c.usd_per_unit_hour * a
+        elif kinds.get(ok) == CAPACITY_BLOCK and problem.workloads_by_name()[w].training:
+            block_use[(w, ok)] = block_use.get((w, ok), 0.0) + a * problem.before_deadline(
+                problem.workloads_by_name()[w], b) * problem.months(b)
+        elif kinds.get(ok) == CAPACITY_BLOCK:
+            key = (ok, bi)
+            serve_use[key] = serve_use.get(key, 0.0) + c.instances_per_unit * a
     for (ok, bi), u in used.items():
         p = problem.period_of(problem.blocks[bi])
+        kind = kinds.get(ok)
+        if kind == "savings_plan":
+            continue
+        if kind == CAPACITY_BLOCK:
+            if u > CAPACITY_BLOCK_MAX_INSTANCES + 1e-6:
+                return f"capacity block {ok} over {CAPACITY_BLOCK_MAX_INSTANCES} instances in block {bi}"
+            if serve_use.get((ok, bi), 0.0) > sol.CB.get(("period", ok, p.index), 0) + 1e-6:
+                return f"capacity block {ok} over-used in block {bi}"
+            continue
         have = sum(sol.N.get(k, 0) for k in problem.covering(ok, p))
         if u > have + 1e-6:
             return f"committed offer {ok} over-used in block {bi}"
+    for (scope, bi), u in spend.items():
+        have = sum(sol.SP.get(k, 0.0) for k in problem.covering_plans(scope, problem.period_of(problem.blocks[bi])))
+        if u > have * (1 + 1e-6) + 1e-6:
+            return f"savings plan {scope} over-spent in block {bi}: {u:.6g} USD/h for {have:.6g}"
+    for (w, ok), hours in block_use.items():
+        if hours > 24.0 * sol.CB.get(("job", w, ok), 0) * (1 + 1e-6) + 1e-6:
+            return f"capacity block {ok} of {w} used {hours:.6g} unit-hours for {sol.CB.get(('job', w, ok), 0)} unit-days"
     return None
 
 
@@ -2167,6 +2594,39 @@ def trim_allocations(problem: FleetProblem, sol: FleetSolution) -> FleetSolution
 _UNUSABLE = {"does_not_fit": "have too little GPU memory for a replica of up to 64 GPUs",
              "no_cluster_fabric": "would need a replica over several instances and have no cluster fabric",
              "no_spec": "have a GPU with no datasheet row", "no_throughput": "give no throughput"}
+
+
+def _blocks_too_short(problem: FleetProblem) -> str:
+    """Why capacity blocks could not hold a serving workload, or "": a block lasts at most 182 days, so a service
+    runs on one only in a period of at most 5 months (of 730 h)."""
+    out = []
+    for w in problem.workloads:
+        if w.training or not any(purchase_kind(c.offer) == CAPACITY_BLOCK for c in problem.cands.get(w.name, [])):
+            continue
+        long = [p for p in problem.periods or [] if w.name in p.serving and problem.block_days(p) is None]
+        if long:
+            out.append(f"{w.name} runs {long[0].months} months in a row, and a capacity block lasts at most "
+                       f"{CAPACITY_BLOCK_MAX_DAYS} days (5 months): it serves on blocks only over a shorter --horizon "
+                       "or --months")
+    return "; ".join(out)
+
+
+def _purchase_notes(problem: FleetProblem, sol: FleetSolution) -> list[str]:
+    """What a buyer must know of the capacity blocks, Flex-start and savings plans a plan uses."""
+    idx = _cand_index(problem)
+    used = {idx[(w, ok)].offer["pricing"] for store in (sol.A, sol.X) for (w, ok, _) in store}
+    notes = []
+    if CAPACITY_BLOCK in used:
+        notes.append("capacity blocks: bought for dates AWS offers (1-64 instances, 1-14 days or up to 182 in 7-day "
+                     "steps, paid whole when bought; `aws ec2 describe-capacity-block-offerings` lists what is for "
+                     "sale); a training job's blocks are its unit-days, run in its window in any order")
+    if "flex_start" in used:
+        notes.append("Flex-start (GCP Dynamic Workload Scheduler): VMs run at most 7 days and start when capacity is "
+                     "found; a longer job runs as several requests, resuming from a checkpoint")
+    if used & SAVINGS_PLANS:
+        notes.append("savings plans: the commitment is a spend per hour at the plan's rates; instances listed "
+                     "'runs on the savings plan' are paid by it, up to that spend in every hour")
+    return notes
 
 
 def _unusable_notes(problem: FleetProblem, n_offers: int) -> list[str]:
@@ -2258,6 +2718,9 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
                        "method": "enumeration" if rep.solver == "enumeration" else "milp"})
     if rep.status == "infeasible":
         res.reason = fx.why_infeasible(problem, solver, time_limit_s, gap_rel)
+        long = _blocks_too_short(problem)
+        if long and res.reason:
+            res.reason = {**res.reason, "message": f"{long} (else: {res.reason.get('message', '')})"}
         return res
     if rep.status not in ("optimal", "time_limit"):
         res.status = rep.status
@@ -2306,6 +2769,7 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
                          " (--leftover-value)")
     res.binding = fx.binding(problem, sol)
     res.notes.extend(_unusable_notes(problem, len(offers)))
+    res.notes.extend(_purchase_notes(problem, sol))
     if explain and objective == "roi":
         res.notes.append("the strategy comparison and the provider alternatives price the FULL demand; an ROI plan "
                          "may serve less, so they are not shown (run --objective cost to compare)")

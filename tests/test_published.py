@@ -158,9 +158,9 @@ def test_published_parsers_skip_with_reasons(tmp_path):
     assert [s.line for s in skipped] == [2, 4]
 
 
-def test_capacity_blocks_are_listed_but_not_planned_yet():
-    # a capacity block is bought for a fixed window and paid whole: the planning model does not buy it yet, so a plan
-    # never prices one as if it were on-demand capacity; prices list shows the blocks
+def test_capacity_blocks_are_listed_and_a_year_long_service_is_not_put_on_them():
+    # a capacity block lasts at most 182 days (AWS EC2 User Guide, "Capacity Blocks for ML"): a service running 12
+    # months cannot run on blocks alone, and the error says so; prices list shows the blocks
     from typer.testing import CliRunner
 
     from gpuopt.cli import app
@@ -168,7 +168,7 @@ def test_capacity_blocks_are_listed_but_not_planned_yet():
     r = CliRunner().invoke(app, ["recommend", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "500",
                                  "--pricing", "capacity_block", "--no-explain"])
     assert r.exit_code == 1 and "Traceback" not in r.output
-    assert "not planned yet" in r.output and "accepted: on_demand, spot, reserved_1y, reserved_3y" in r.output
+    assert "runs 12 months in a row, and a capacity block lasts at most 182 days" in " ".join(r.output.split())
     r = CliRunner().invoke(app, ["prices", "list", "--pricing", "capacity_block", "--gpu", "H100", "--provider",
                                  "aws", "--region", "us-east-1", "--format", "json"])
     assert r.exit_code == 0

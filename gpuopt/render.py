@@ -153,7 +153,9 @@ def prices_list(result, fmt: str) -> None:
         est = str(r.get("source") or "").startswith("rule:")
         zone = (r.get("zone") or "") + (f" ({r['zone_kind']})" if r.get("zone_kind") else "")
         t.add_row(r["provider"], r["region"], zone, r["instance_type"],
-                  f"{r['gpu_count']:g} x {r['gpu_model']} ({r['gpu_memory_gib']:g} GiB)", r.get("fabric") or "?",
+                  f"{r['gpu_count']:g} x {r['gpu_model']} ("
+                  + ("?" if r.get("gpu_memory_gib") is None else f"{r['gpu_memory_gib']:g}") + " GiB)",
+                  r.get("fabric") or "?",
                   r["pricing"], (r.get("payment") or "") + (f" ({r['offering_class']})" if r.get("offering_class")
                                                              and r.get("pricing") != "on_demand" else ""),
                   f"{r['usd_per_hour']:,.4f}" + ("*" if est else ""), f"{r['usd_per_gpu_hour']:,.4f}",

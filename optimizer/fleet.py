@@ -120,6 +120,10 @@ SAVINGS_PLAN_TERM_MONTHS = {k: int(round(v / HOURS_PER_MONTH)) for k, v in SAVIN
 SAVINGS_PLAN_UPFRONT_SHARE = {"all_upfront": 1.0, "partial_upfront": 0.5, "no_upfront": 0.0, "": 0.0}
 
 
+#: Hourly pricing without a capacity cap: on-demand, and Flex-start (training jobs only).
+HOURLY_UNCAPPED = frozenset({"on_demand", "flex_start"})
+
+
 def purchase_kind(offer: dict[str, Any]) -> str | None:
     """"capacity_block", "savings_plan" or None (an instance-term commitment or an hourly offer)."""
     pr = offer.get("pricing")
@@ -134,6 +138,13 @@ def capacity_block_days(hours: float) -> int:
         if d >= need - 1e-9:
             return d
     raise ValueError(f"a capacity block lasts at most {CAPACITY_BLOCK_MAX_DAYS} days, not {need:.1f}")
+
+
+def _block_days_of(months: int) -> int | None:
+    try:
+        return capacity_block_days(months * HOURS_PER_MONTH)
+    except ValueError:
+        return None
 
 
 def capacity_block_split(unit_days: int, units_max: int, days_max: int) -> list[tuple[int, int]]:
@@ -608,7 +619,7 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
     - committed offers are shared by the workloads: offer o1 is dropped when another committed offer o2 dominates it
       (:func:`_dominates`) for EVERY workload o1 can host: replacing each o1 instance by o2 keeps every constraint
       and does not raise the cost. Ties keep the first by key.
-    - on-demand offers (uncapped, billed per block): per workload, a Pareto front of (USD per unit-hour, throughput)
+    - on-demand and Flex-start offers (uncapped, billed per block; Flex-start only training jobs use): per workload, a Pareto front of (USD per unit-hour, throughput)
       for serving (with a redundancy floor of two or more, one per replicas and instances per unit up to it), then
       "m copies of a cheaper one" (with such a floor, of as many instances up to it); for training (continuous) only the lowest USD per unit of work;
     - spot offers are capped per instance type and region: of one capped group only its cheapest zone is kept (they
@@ -689,7 +700,7 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
     out: dict[str, list[Candidate]] = {}
     for w in workloads:
         cs = cands.get(w.name, [])
-        od_all = [c for c in cs if c.offer["pricing"] == "on_demand"]
+        od_all = [c for c in cs if c.offer["pricing"] in HOURLY_UNCAPPED]
         groups: dict[tuple, list[Candidate]] = {}
         for c in od_all:
             key = placement_group(c.offer, placement) + ((str(c.offer.get("zone") or ""),) if spread == "zones" else ())
@@ -725,7 +736,7 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
                 d is not c and (not floors or min(d.instances_per_unit, mr) == min(c.instances_per_unit, mr))
                 and _dominates({w.name: d}, {w.name: c}, d.usd_per_unit_hour, c.usd_per_unit_hour)
                 for d in front if (d.usd_per_unit_hour, d.okey) < (c.usd_per_unit_hour, c.okey))]
-        out[w.name] = od + [c for c in cs if c.offer["pricing"] != "on_demand" and c.okey in keep]
+        out[w.name] = od + [c for c in cs if c.offer["pricing"] not in HOURLY_UNCAPPED and c.okey in keep]
     return out, before - sum(len(v) for v in out.values())
 
 
@@ -2070,6 +2081,18 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
                 raise InputError("offers", f"two offers have the same key {c.okey!r} (provider|region|zone|"
                                            "instance_type|pricing|payment): give each its zone, or drop one")
             seen.add(c.okey)
+    for w in workloads:
+        # a capacity block lasts at most 182 days: a service runs on one only in a period of at most 5 months
+        if w.training:
+            continue
+        runs = [p.months for p in periods if w.name in p.serving] if periods is not None else [H]
+        if runs and all(_block_days_of(m) is None for m in runs):
+            n = sum(1 for c in cands[w.name] if purchase_kind(c.offer) == CAPACITY_BLOCK)
+            if n:
+                rejected[w.name]["capacity_block_past_182_days"] = n
+                cands[w.name] = [c for c in cands[w.name] if purchase_kind(c.offer) != CAPACITY_BLOCK]
+                if full.get(w.name) is not None:
+                    full[w.name] = [c for c in full[w.name] if purchase_kind(c.offer) != CAPACITY_BLOCK]
     work = {w.name: float(train_flops(w.workload)) for w in workloads if w.training}
     pruned = 0
     if do_prune:
@@ -2601,7 +2624,7 @@ def _blocks_too_short(problem: FleetProblem) -> str:
     runs on one only in a period of at most 5 months (of 730 h)."""
     out = []
     for w in problem.workloads:
-        if w.training or not any(purchase_kind(c.offer) == CAPACITY_BLOCK for c in problem.cands.get(w.name, [])):
+        if w.training or not problem.rejected.get(w.name, {}).get("capacity_block_past_182_days"):
             continue
         long = [p for p in problem.periods or [] if w.name in p.serving and problem.block_days(p) is None]
         if long:
@@ -2694,6 +2717,9 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
                 f"{', '.join(offered)} (change --pricing" + (" or add --allow-spot" if "spot" in offered and
                                                               not w.allow_spot else "") + ")")}
         res.reason = {**why, "workload": w.name, "message": f"{w.name}: {why['message']}"}
+        long = _blocks_too_short(problem)
+        if long:
+            res.reason = {**res.reason, "kind": "pricing", "message": long}
         return res
     if objective == "roi":
         roi_problem = problem

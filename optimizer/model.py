@@ -28,10 +28,11 @@ if TYPE_CHECKING:  # pragma: no cover
 SPOT_INTERRUPTION_OVERHEAD = 0.10
 
 COMMITTED = frozenset({"reserved_1y", "reserved_3y"})
-#: The pricing options a plan considers unless ``--pricing`` names others: on-demand, spot (with --allow-spot) and
-#: reservations. Capacity blocks, Flex-start and savings-plan rates are listed by ``gpuopt prices list`` and used
-#: only where a plan asks for them (records.WINDOW_PRICING, records.SAVINGS_PLAN_TERM_HOURS).
-DEFAULT_PRICING: tuple[str, ...] = ("on_demand", "reserved_1y", "reserved_3y", "spot")
+#: The pricing options a plan considers unless ``--pricing`` names others: every one (spot only with --allow-spot).
+#: Capacity blocks serve training jobs and periods of at most 5 months; Flex-start training jobs only; savings
+#: plans where the offers carry their rates (the shipped snapshot has none: records.PRICING_MODELS).
+DEFAULT_PRICING: tuple[str, ...] = ("on_demand", "reserved_1y", "reserved_3y", "spot", "capacity_block", "flex_start",
+                                    "savings_plan_1y", "savings_plan_3y")
 
 #: Right-hand side the demand/work row is scaled to (see the module docstring).
 ROW_SCALE = 1000.0

@@ -92,6 +92,14 @@ INPUTS: tuple[Input, ...] = (
           "on-demand, spot, reservations 1y/3y for 9 A100/H100/H200 sizes in 18 regions"),
     Input("lambda", "other_clouds.csv", "api-evangelist/lambda-labs plans (lambda.ai/instances read 2026-09-20), "
           "via shared/data/prices", "1929382e", "not checked", "Lambda on-demand prices of 2026-09-20"),
+    Input("coreweave", "other_clouds.csv", "api-evangelist/coreweave plans (coreweave.com/pricing read "
+          "2026-09-20), via shared/data/prices", "27bcc25e", "not checked",
+          "CoreWeave on-demand and North America spot per instance, 2026-09-20"),
+    Input("runpod", "other_clouds.csv", "tgarg01/silybench-data prices/gpu_hourly.yaml (runpod.io/pricing, checked "
+          "2026-09-25), via shared/data/prices", "045df3bf", "CC BY 4.0",
+          "RunPod Community and Secure Cloud per GPU-hour, 2026-09-25"),
+    Input("nebius", "other_clouds.csv", "tgarg01/silybench-data prices/gpu_hourly.yaml (nebius.com prices, checked "
+          "2026-09-25), via shared/data/prices", "045df3bf", "CC BY 4.0", "Nebius per GPU-hour, 2026-09-25"),
 )
 
 
@@ -125,7 +133,7 @@ def build_offers(inputs_dir: Path = INPUTS_DIR) -> tuple[Any, list, dict]:
     import pandas as pd
 
     from providers import published
-    from providers._common import OFFER_KEY, check_unique
+    from providers._common import OFFER_KEY, check_unique, offers_frame
     from providers.ec2instances import PARTIAL_UPFRONT_SHARE, parse_instances_json, partial_upfront_shares
     from providers.reserved_rules import derive_by_ratio, derive_reserved, quoted_ratios
     from providers.skypilot import parse_skypilot_csv
@@ -182,6 +190,10 @@ def build_offers(inputs_dir: Path = INPUTS_DIR) -> tuple[Any, list, dict]:
     skipped.extend({"provider": "lambda", **s.__dict__} for s in sk)
     quoted, sk = published.with_hardware(rows, catalog)
     skipped.extend(sk)
+    # CoreWeave, RunPod, Nebius: no catalog describes them; their rows carry what the page and the datasheet give
+    got, sk = published.other_cloud_prices(inputs_dir / "other_clouds.csv")
+    skipped.extend({"provider": prov, **s.__dict__} for prov, s in sk)
+    quoted = pd.concat([quoted, offers_frame(got)], ignore_index=True)
 
     # a quote replaces the catalog rows of its provider, type, region and pricing (GCP and Azure quotes are per
     # region: they replace the catalog's per-zone spot rows too)

@@ -188,6 +188,75 @@ def lambda_prices(path: Path, catalog_types: dict[tuple[str, float], "str | list
     return out, skipped
 
 
+#: Clouds of ``other_clouds.csv`` besides Lambda, priced per instance from their pricing pages (the file's
+#: README names each source). ``region`` is the price region the page states (CoreWeave prices North America);
+#: RunPod and Nebius quote one price for all their regions: "global".
+OTHER_CLOUDS: tuple[str, ...] = ("coreweave", "runpod", "nebius")
+#: Rows of other_clouds.csv that are not a price one can buy at: Vast.ai's row is the median of a marketplace's
+#: asks (silybench-data), not a list price.
+NOT_LIST_PRICES: frozenset[str] = frozenset({"vast"})
+
+
+def _slug(text: str) -> str:
+    import re
+
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def other_cloud_prices(path: Path) -> tuple[list[dict[str, Any]], list[tuple[str, SkippedRow]]]:
+    """CoreWeave, RunPod and Nebius rows of ``other_clouds.csv`` as offers, with their hardware from the product
+    name and the GPU datasheet: ``instance_type`` the product's slug (``nvidia-hgx-h100``,
+    ``h100-sxm-community-cloud``), the GPU count the page's, per-GPU memory the datasheet's
+    (optimizer.specs.load_gpu), ``interconnect`` ``nvlink`` for an HGX board (NVIDIA HGX is the SXM
+    baseboard whose GPUs NVLink/NVSwitch join: NVIDIA HGX platform datasheet) and for several SXM GPUs, else
+    unknown (""); vCPUs and memory unknown (NaN, the pages do not give them); fabric unknown (""), so a training
+    replica never spans two of these instances. A GPU with no datasheet row is listed and never planned (GH200),
+    and refused when nothing gives its memory (GB200). Vast.ai's marketplace median is refused (:data:`NOT_LIST_PRICES`)."""
+    from gpuopt.errors import InputError
+    from optimizer.specs import load_gpu
+
+    out, skipped = [], []
+    for line, r in _rows(path):
+        prov = r["provider"]
+        if prov in NOT_LIST_PRICES:
+            skipped.append((prov, SkippedRow(path.name, line, r["product"], r.get("region") or "",
+                                             "not_a_list_price: a marketplace median, not a price one can buy at")))
+            continue
+        if prov not in OTHER_CLOUDS:
+            continue
+        gpu = _gpu_of(r["gpu_model"]) or r["gpu_model"]
+        count = float(r["gpu_count"])
+        try:
+            mem = float(load_gpu(gpu).memory_gib)
+        except InputError:  # no datasheet row (GH200): the page's memory; listed, never planned
+            mem = _gpu_mem_of(r["gpu_model"])
+        if mem is None:
+            skipped.append((prov, SkippedRow(path.name, line, r["product"], r.get("region") or "",
+                                             "no_hardware_facts: neither the page nor the GPU datasheet table gives "
+                                             "the GPU memory")))
+            continue
+        product = r["product"]
+        nvlink = "hgx" in product.lower() or ("sxm" in product.lower() and count > 1)
+        try:  # a GPU the datasheet makes a PCIe card (L40S, L40: no NVLink) is PCIe-linked in any instance
+            pcie = load_gpu(gpu).interconnect == "pcie"
+        except InputError:
+            pcie = False
+        out.append({"provider": prov, "region": r.get("region") or "global", "zone": "",
+                    "instance_type": _slug(product), "gpu_model": gpu, "gpu_count": count, "gpu_memory_gib": mem,
+                    "vcpus": float("nan"), "memory_gib": float("nan"), "interconnect": "nvlink" if nvlink else "pcie" if pcie and count > 1 else "",
+                    "currency": "USD", "source": _short(r["source"]), "as_of": r["as_of"],
+                    **_hourly(r["pricing"], float(r["usd_per_hour"]))})
+    return out, skipped
+
+
+def _gpu_mem_of(name: str) -> float | None:
+    """GiB of a ``-96GB`` suffix (GB as the page writes it, read as GiB like the catalogs' GPU memory)."""
+    import re
+
+    m = re.search(r"-(\d+)GB$", name)
+    return float(m.group(1)) if m else None
+
+
 def _gpu_of(name: str) -> str | None:
     """The canonical GPU of a name as the shared price files write it: ``B200-180GB``, ``RTX-A6000-48GB``,
     ``H100-PCIe-80GB`` (the memory suffix read as the board's memory; the form factor is the catalog's)."""

@@ -11,6 +11,8 @@ The rules read the providers' own region codes (AWS, GCP and Lambda codes start 
 ``af-``/``africa-``, ``il-``, ``mx-``, ``northamerica-``); Azure region names (``eastus``, ``westeurope``,
 ``uksouth`` ...) are listed by geography as Azure's documentation groups them ("Azure geographies").
 Regions in Europe outside the EU/EEA (London, Zurich) are in ``europe`` only (:data:`_EUROPE_NOT_EU`).
+CoreWeave's ``north-america`` (the price region of its page) is in ``na``; RunPod's and Nebius's ``global`` (one
+price for every region they run) is in no group, so a residency rule leaves them out.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def region_groups_of(provider: str, region: str) -> set[str]:
         return out
     if r.startswith("us-"):
         out |= {"us", "na"}
-    elif r.startswith(("ca-", "northamerica-")):
+    elif r.startswith(("ca-", "northamerica-")) or r == "north-america":  # CoreWeave's price region
         out.add("na")
     elif r.startswith(("mx-",)):
         out |= {"na", "latam"}

@@ -1,0 +1,276 @@
+"""Purchases the planner sizes itself: AWS EC2 Capacity Blocks for ML, savings plans, GCP Flex-start
+(optimizer/fleet.py, issue 9 point 3).
+
+Numbers:
+
+* Capacity-block rates are the shipped quotes (pricing_cache/data/inputs/aws_commitments.csv, the AWS capacity blocks
+  pricing page as scraped on 2026-07-22 by github.com/koyakimu/ec2-capacity-blocks-for-ml-pricing-json): p5.48xlarge
+  us-east-1 41.528 $/h, p4d.24xlarge us-west-2 11.80 $/h. The rules (1-64 instances; 1-14 days in 1-day steps, then
+  up to 182 days in 7-day steps; paid whole when bought) are the AWS EC2 User Guide's, "Capacity Blocks for ML".
+* On-demand rates are the shipped snapshot's (SkyPilot AWS catalog and published quotes).
+* Savings-plan RATES are test values, not AWS prices (no real Savings Plans rate of a GPU instance is in the stored
+  data: pricing_cache/data/inputs/PRICES_README.md (d)): the on-demand rate x 0.5, the Compute Savings Plans discount
+  of the AWS Savings Plans User Guide's illustrative example (c5.9xlarge 4.00 on-demand, 2.00 under the plan).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuopt.records import HOURS_PER_MONTH
+from optimizer.demand import inline_profile
+from optimizer.fleet import (CAPACITY_BLOCK_DAYS, FleetWorkload, _verify, capacity_block_days,
+                             capacity_block_split, make_problem, money, plan_fleet, solve_cost)
+from optimizer.sizing import Workload
+from pricing_cache.store import load_offers
+
+SP_RATIO = 2.00 / 4.00  # AWS Savings Plans User Guide example (illustrative): Compute Savings Plans 50 % off
+
+
+def _model(name):
+    from gpuopt.api import _model_spec
+
+    return _model_spec(name, None)
+
+
+@pytest.fixture(scope="module")
+def snapshot():
+    return load_offers()[0]
+
+
+def _aws(offers, regions, pricing, types=None):
+    d = offers[(offers["provider"] == "aws") & offers["region"].isin(regions) & offers["pricing"].isin(pricing)
+               & (offers["zone"].astype(str) == "")]
+    if types is not None:
+        d = d[d["instance_type"].isin(types)]
+    return d.reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------------------------ capacity-block rules
+def test_capacity_block_durations_are_the_ones_aws_sells():
+    # AWS EC2 User Guide, "Capacity Blocks for ML": 1-14 days in 1-day steps, then up to 182 days in 7-day steps
+    assert CAPACITY_BLOCK_DAYS[:14] == tuple(range(1, 15))
+    assert CAPACITY_BLOCK_DAYS[14:16] == (21, 28) and CAPACITY_BLOCK_DAYS[-1] == 182
+    assert capacity_block_days(10) == 1                       # a 10-hour window still buys a whole day
+    assert capacity_block_days(13.5 * 24) == 14
+    assert capacity_block_days(HOURS_PER_MONTH) == 35         # one month of 730 h is 30.4 days: a 35-day block
+    assert capacity_block_days(2 * HOURS_PER_MONTH) == 63
+    assert capacity_block_days(5 * HOURS_PER_MONTH) == 154
+    with pytest.raises(ValueError):
+        capacity_block_days(6 * HOURS_PER_MONTH)              # 182.5 days: longer than any block
+
+
+@settings(max_examples=300, deadline=None)
+@given(units_max=st.integers(1, 64), days_max=st.integers(1, 182), data=st.data())
+def test_capacity_block_split_buys_exactly_the_unit_days(units_max, days_max, data):
+    unit_days = data.draw(st.integers(1, units_max * days_max))
+    parts = capacity_block_split(unit_days, units_max, days_max)
+    assert sum(u * d for u, d in parts) == unit_days and 1 <= len(parts) <= 3
+    assert all(1 <= u <= units_max and d in CAPACITY_BLOCK_DAYS for u, d in parts)
+    # the units run the first blocks back to back, the last one-day block alongside: within the job's window
+    n = parts[0][0]
+    run = sum(d for u, d in parts if u == n)
+    assert run <= days_max
+    if parts[-1][0] < n:  # r < n units one more day
+        assert parts[-1][1] == 1 and run + 1 <= days_max
+
+
+def test_capacity_block_split_refuses_more_than_fits():
+    with pytest.raises(ValueError):
+        capacity_block_split(65 * 10, 64, 10)
+
+
+# ------------------------------------------------------------------------------------------ training on blocks
+def _train(name="job", tokens=2e11, deadline=1000.0, model="llama-2-70b"):
+    w = Workload(model=_model(model), task="train", tokens=tokens, deadline_hours=deadline)
+    return FleetWorkload(name=name, workload=w, deadline_hours=deadline)
+
+
+def test_a_training_job_buys_capacity_blocks_when_they_are_cheaper(snapshot):
+    offers = _aws(snapshot, ["us-east-1"], ["on_demand", "capacity_block"], ["p5.48xlarge"])
+    rates = {p: float(offers[offers["pricing"] == p]["usd_per_hour"].iloc[0]) for p in ("on_demand", "capacity_block")}
+    assert rates == {"on_demand": 55.04, "capacity_block": 41.528}  # snapshot: catalog / AWS page 2026-07-22
+    job = _train()
+    od = plan_fleet([job], {}, offers, pricing=("on_demand",), horizon_months=2, explain=False)
+    res = plan_fleet([job], {}, offers, horizon_months=2, explain=False)
+    assert res.status == "optimal" and res.solver["method"] == "milp"
+    blocks = [ln for ln in res.lines if ln.pricing == "capacity_block"]
+    assert blocks and res.total_usd < od.total_usd
+    for ln in blocks:
+        assert 1 <= ln.count <= 64 and ln.days in CAPACITY_BLOCK_DAYS
+        assert ln.total_usd == pytest.approx(41.528 * 24 * ln.days * ln.count, abs=0.01)
+        assert ln.upfront_usd == ln.total_usd and ln.hours == 24 * ln.days
+    assert sum(ln.total_usd for ln in res.lines) == pytest.approx(res.total_usd, abs=0.02)
+    # paid whole in the job's first month
+    cb = sum(ln.total_usd for ln in blocks)
+    assert res.upfront_usd == pytest.approx(cb, abs=0.02) and res.cash_by_month_usd[0] >= cb - 0.02
+    # the on-demand plan of the same work costs 55.04 / 41.528 as much per instance-hour (the blocks round up to
+    # whole days, so at most that)
+    assert res.total_usd >= od.total_usd * 41.528 / 55.04 - 0.01
+
+
+def test_blocks_hold_at_most_64_instances_at_once(snapshot):
+    # 48 hours for a job that needs ~120 p5 instances at once: 64 of them on blocks, the rest on demand
+    offers = _aws(snapshot, ["us-east-1"], ["on_demand", "capacity_block"], ["p5.48xlarge"])
+    job = _train(tokens=2e11, deadline=48.0)
+    problem = make_problem([job], {}, offers, horizon_months=1)
+    sol = solve_cost(problem)
+    assert sol.report.status == "optimal" and _verify(problem, sol) is None
+    idx = {(w, c.okey): c for w, cs in problem.cands.items() for c in cs}
+    par: dict[tuple, float] = {}
+    for (w, ok, bi), a in sol.A.items():
+        if "capacity_block" in ok:
+            par[(ok, bi)] = par.get((ok, bi), 0.0) + a * idx[(w, ok)].instances_per_unit
+    assert par and max(par.values()) <= 64 + 1e-6
+    assert sol.X, "the instances past 64 run on demand"
+    # the check refuses a plan that puts 65 instances on one block
+    (key, a), = [(k, v) for k, v in sol.A.items() if "capacity_block" in k[1]][:1]
+    bad = type(sol)(report=sol.report, N=dict(sol.N), A={**sol.A, key: a + 64}, X=dict(sol.X), CB=dict(sol.CB))
+    assert "over 64 instances" in (_verify(problem, bad) or "") or "capacity block" in (_verify(problem, bad) or "")
+
+
+def test_a_short_service_runs_on_a_capacity_block_for_its_months(snapshot):
+    offers = _aws(snapshot, ["us-west-2"], ["on_demand", "capacity_block"], ["p4d.24xlarge"])
+    w = FleetWorkload(name="launch", workload=Workload(model=_model("llama-2-70b"), task="serve", tokens_per_second=1000),
+                      min_replicas=1)
+    res = plan_fleet([w], {"launch": inline_profile([1000.0])}, offers, horizon_months=2, explain=False)
+    assert res.status == "optimal"
+    (ln,) = [x for x in res.lines if x.pricing == "capacity_block"]
+    assert ln.days == 63 and ln.start_month == 1 and ln.end_month == 2   # 2 x 730 h = 60.8 days -> 63
+    assert ln.total_usd == pytest.approx(11.80 * 24 * 63 * ln.count, abs=0.01)
+    assert 0 < ln.utilization <= 1
+    od_rate = float(offers[offers["pricing"] == "on_demand"]["usd_per_hour"].iloc[0])
+    assert res.total_usd == pytest.approx(11.80 * 24 * 63 * ln.count, abs=0.02)
+    assert res.total_usd < od_rate * 2 * HOURS_PER_MONTH * ln.count
+
+
+# ------------------------------------------------------------------------------------------ savings plans
+def _with_savings_plans(od: pd.DataFrame, pricing="savings_plan_1y", payment="no_upfront", cls="compute"):
+    sp = od.copy()
+    sp["pricing"], sp["payment"], sp["offering_class"] = pricing, payment, cls
+    sp["usd_per_hour"] = sp["usd_per_hour"] * SP_RATIO
+    sp["recurring_usd_per_hour"], sp["upfront_usd"] = sp["usd_per_hour"], 0.0
+    sp["term_hours"] = 8760.0 if pricing.endswith("1y") else 26280.0
+    sp["source"] = "test value: on-demand x 0.5 (AWS Savings Plans User Guide example, illustrative)"
+    return pd.concat([od, sp], ignore_index=True)
+
+
+def _serve(name, tps, model="llama-2-70b"):
+    return FleetWorkload(name=name, workload=Workload(model=_model(model), task="serve", tokens_per_second=tps),
+                         min_replicas=1)
+
+
+def test_a_savings_plan_covers_the_base_and_on_demand_the_peak(snapshot):
+    od = _aws(snapshot, ["us-east-1"], ["on_demand"], ["p4d.24xlarge"])
+    offers = _with_savings_plans(od)
+    rate = float(od["usd_per_hour"].iloc[0])
+    w = _serve("chat", 1)
+    problem0 = make_problem([w], {"chat": inline_profile([1.0])}, offers, pricing=("on_demand",), horizon_months=12)
+    unit = problem0.cands["chat"][0]
+    # one unit's throughput in 16 hours of the day, two units' in 8 (a peak a third of the day)
+    one, two = unit.throughput_per_unit * 0.9, unit.throughput_per_unit * 1.9
+    prof = inline_profile([one] * 16 + [two] * 8)
+    res = plan_fleet([w], {"chat": prof}, offers, horizon_months=12, explain=False)
+    assert res.status == "optimal"
+    plan_line = [ln for ln in res.lines if ln.pricing == "savings_plan_1y" and not ln.covered_by]
+    assert len(plan_line) == 1
+    k = unit.instances_per_unit
+    # covering the second unit by the plan costs 0.5 r x 730 h, on demand r x 730/3 h: the peak stays on demand
+    assert plan_line[0].usd_per_hour == pytest.approx(rate * SP_RATIO * k, rel=1e-6)
+    assert plan_line[0].region == "all regions" and plan_line[0].offering_class == "compute"
+    assert plan_line[0].utilization == pytest.approx(1.0)
+    peak = [ln for ln in res.lines if ln.pricing == "on_demand"]
+    assert len(peak) == 1 and peak[0].count == k
+    expected = rate * SP_RATIO * k * 8760 + rate * k * HOURS_PER_MONTH / 3 * 12
+    assert res.total_usd == pytest.approx(expected, rel=1e-6)
+    covered = [ln for ln in res.lines if ln.covered_by]
+    assert covered and all(ln.total_usd == 0 for ln in covered)
+
+
+def test_savings_plan_scopes():
+    # AWS Savings Plans User Guide, "Savings Plans types": Compute Savings Plans apply to any family and region,
+    # EC2 Instance Savings Plans to one family in one region
+    from optimizer.fleet import savings_plan_scope
+
+    a = {"provider": "aws", "pricing": "savings_plan_1y", "payment": "no_upfront", "region": "us-east-1",
+         "instance_type": "p4d.24xlarge", "offering_class": "compute"}
+    b = {**a, "region": "us-west-2", "instance_type": "p5.48xlarge"}
+    assert savings_plan_scope(a) == savings_plan_scope(b) == "aws|savings_plan_1y|no_upfront|compute|*|*"
+    ea, eb = ({**x, "offering_class": "ec2_instance"} for x in (a, b))
+    assert savings_plan_scope(ea) == "aws|savings_plan_1y|no_upfront|ec2_instance|us-east-1|p4d"
+    assert savings_plan_scope(eb) == "aws|savings_plan_1y|no_upfront|ec2_instance|us-west-2|p5"
+    assert savings_plan_scope({**ea, "instance_type": "p4de.24xlarge"}) != savings_plan_scope(ea)  # another family
+
+
+def test_one_compute_savings_plan_covers_workloads_in_two_regions(snapshot):
+    od = _aws(snapshot, ["us-east-1", "us-west-2"], ["on_demand"], ["p4d.24xlarge"])
+    # each service in its own region: the other region's offers of each are taken away
+    offers = _with_savings_plans(od, cls="compute")
+    ws = [_serve("east", 300), _serve("west", 300)]
+    problem = make_problem(ws, {"east": inline_profile([300.0]), "west": inline_profile([300.0])}, offers,
+                           horizon_months=12)
+    problem = problem.replace(cands={w: [c for c in cs if c.offer["region"] == {"east": "us-east-1",
+                                                                                 "west": "us-west-2"}[w]]
+                                     for w, cs in problem.cands.items()})
+    sol = solve_cost(problem)
+    assert sol.report.status == "optimal" and _verify(problem, sol) is None
+    assert len(sol.SP) == 1  # one plan, both regions
+    rates = [float(od[od["region"] == r]["usd_per_hour"].iloc[0]) for r in ("us-east-1", "us-west-2")]
+    (spend,) = sol.SP.values()
+    assert spend == pytest.approx(sum(rates) * SP_RATIO, rel=1e-6)
+    assert sol.cost == pytest.approx(spend * 8760, rel=1e-9)
+
+
+def test_an_all_upfront_savings_plan_is_paid_in_the_first_month(snapshot):
+    od = _aws(snapshot, ["us-east-1"], ["on_demand"], ["p4d.24xlarge"])
+    offers = _with_savings_plans(od, payment="all_upfront")
+    res = plan_fleet([_serve("chat", 300)], {"chat": inline_profile([300.0])}, offers, horizon_months=12, explain=False)
+    (pl,) = [ln for ln in res.lines if ln.pricing == "savings_plan_1y" and not ln.covered_by]
+    whole = pl.usd_per_hour * 8760
+    assert pl.upfront_usd == pytest.approx(whole, abs=0.01) and pl.monthly_usd == 0
+    assert res.cash_by_month_usd[0] == pytest.approx(whole, abs=0.02) and res.cash_by_month_usd[1] == 0
+    # a --max-upfront below it keeps the plan off the all-upfront savings plan
+    res2 = plan_fleet([_serve("chat", 300)], {"chat": inline_profile([300.0])}, offers, horizon_months=12,
+                      explain=False, budgets=__import__("optimizer.fleet", fromlist=["Budgets"]).Budgets(upfront=1000.0))
+    assert res2.status == "optimal" and res2.upfront_usd <= 1000.0
+    assert not [ln for ln in res2.lines if ln.pricing == "savings_plan_1y" and not ln.covered_by]
+
+
+def test_the_check_refuses_spend_beyond_the_savings_plan(snapshot):
+    od = _aws(snapshot, ["us-east-1"], ["on_demand"], ["p4d.24xlarge"])
+    problem = make_problem([_serve("chat", 300)], {"chat": inline_profile([300.0])}, _with_savings_plans(od),
+                           horizon_months=12)
+    sol = solve_cost(problem)
+    assert sol.SP and _verify(problem, sol) is None
+    sol.SP = {k: v / 2 for k, v in sol.SP.items()}
+    assert "over-spent" in _verify(problem, sol)
+
+
+# ------------------------------------------------------------------------------------------ Flex-start
+def _flex(offers: pd.DataFrame) -> pd.DataFrame:
+    fx = offers[offers["pricing"] == "on_demand"].copy()
+    fx["pricing"] = "flex_start"
+    fx["usd_per_hour"] = fx["usd_per_hour"] * 0.6
+    fx["recurring_usd_per_hour"] = fx["usd_per_hour"]
+    fx["source"] = "test value: on-demand x 0.6"
+    return pd.concat([offers, fx], ignore_index=True)
+
+
+def test_flex_start_is_for_training_jobs_only(snapshot):
+    gcp = snapshot[(snapshot["provider"] == "gcp") & (snapshot["region"] == "us-central1")
+                   & (snapshot["instance_type"] == "a2-ultragpu-8g") & (snapshot["pricing"] == "on_demand")]
+    offers = _flex(gcp.reset_index(drop=True))
+    serve = make_problem([_serve("chat", 300)], {"chat": inline_profile([300.0])}, offers, horizon_months=1)
+    assert serve.rejected["chat"].get("flex_start_training_only") == 1
+    assert all(c.offer["pricing"] != "flex_start" for c in serve.cands["chat"])
+    res = plan_fleet([_train(tokens=2e10, deadline=700.0, model="llama-2-7b")], {}, offers, horizon_months=1,
+                     explain=False)
+    assert res.status == "optimal" and {ln.pricing for ln in res.lines} == {"flex_start"}
+    assert any("Flex-start" in n and "7 days" in n for n in res.notes)
+    flex_rate = float(offers[offers["pricing"] == "flex_start"]["usd_per_hour"].iloc[0])
+    assert all(math.isclose(ln.usd_per_hour, flex_rate, rel_tol=1e-9) for ln in res.lines)

@@ -81,7 +81,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, TextIO
 
-from gpuopt.records import HOURS_PER_MONTH, TERM_HOURS
+from gpuopt.records import HOURS_PER_MONTH, SAVINGS_PLAN_TERM_HOURS, TERM_HOURS
 
 FOCUS_VERSION = "1.2"
 
@@ -121,7 +121,8 @@ _PROVIDERS = {
 }
 
 _PRICING_LABEL = {"on_demand": "on-demand", "spot": "spot", "reserved_1y": "1-year reserved",
-                  "reserved_3y": "3-year reserved"}
+                  "reserved_3y": "3-year reserved", "capacity_block": "capacity block", "flex_start": "Flex-start",
+                  "savings_plan_1y": "1-year savings plan", "savings_plan_3y": "3-year savings plan"}
 
 
 # ------------------------------------------------------------------------------------------------- charges
@@ -319,13 +320,17 @@ def charges_from_plan(result, period_start=None, *, granularity: str = "month",
     default_workload = _workload_name(result)
     out: list[Charge] = []
     for ln in plan.lines:
+        if getattr(ln, "covered_by", ""):
+            continue  # an instance run under a savings plan: its cost is the plan's line (Used / Unused rows)
         users = getattr(ln, "workloads", None)
         workload = ", ".join(users) if users else default_workload
         first = max(1, int(getattr(ln, "start_month", 1) or 1))
         last = min(H, int(getattr(ln, "end_month", H) or H))
         rate = float(ln.usd_per_hour)
         count = int(ln.count)
-        term = TERM_HOURS.get(ln.pricing)
+        term = TERM_HOURS.get(ln.pricing) or SAVINGS_PLAN_TERM_HOURS.get(ln.pricing)
+        if ln.pricing == "capacity_block":
+            last = first  # paid whole in the month it is bought: one charge of the block's hours
         common = dict(provider=ln.provider, region=ln.region, zone=ln.zone or "", instance_type=ln.instance_type,
                       pricing=ln.pricing, payment=ln.payment or "", list_unit_price=_line_list_price(ln, od),
                       contracted_unit_price=rate, commitment_term_hours=term, gpu_model=ln.gpu_model,
@@ -481,7 +486,9 @@ def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     period = {"ChargePeriodStart": _iso(c.period_start), "ChargePeriodEnd": _iso(c.period_end)}
     if not c.committed:
-        category = "Dynamic" if c.pricing == "spot" else "Standard"
+        # a capacity block: capacity bought for a window at a fixed price, none of FOCUS's standard, dynamic or
+        # committed (commitment-discount) pricing
+        category = "Dynamic" if c.pricing == "spot" else "Other" if c.pricing == "capacity_block" else "Standard"
         p = priced(c.usage_hours, c.list_unit_price, c.contracted_unit_price)
         desc = c.description or (f"{c.instance_type} ({gpus}) {_PRICING_LABEL.get(c.pricing, c.pricing)} usage in "
                                  f"{c.region} at ${c.contracted_unit_price:,.4f}/h for {c.workload}")
@@ -552,6 +559,12 @@ def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
                                           f"per instance for {term:g} h",
                      "CommitmentDiscountQuantity": p["PricingQuantity"], "SkuMeter": "Upfront Fee",
                      "SkuPriceId": f"{line_key}/{option}/upfront"})
+    if c.pricing in SAVINGS_PLAN_TERM_HOURS:
+        # a savings plan is a spend commitment (FOCUS CommitmentDiscountCategory "Spend"): its quantities are the
+        # currency's units of commitment (its "hours" are hours of a USD/h commitment)
+        for r in rows:
+            r.update(CommitmentDiscountCategory="Spend", CommitmentDiscountUnit=currency,
+                     CommitmentDiscountQuantity=r["EffectiveCost"] if r["ChargeCategory"] == "Usage" else r["BilledCost"])
     return [_ordered(r) for r in rows]
 
 

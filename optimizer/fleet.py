@@ -714,7 +714,7 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
         mr = int(w.min_replicas)
         for grp in groups.values():
             if w.training:
-                od.append(min(grp, key=lambda c: (c.usd_per_unit_hour / c.throughput_per_unit, c.okey)))
+                od.extend(_training_front(grp))
                 continue
             # with a redundancy floor, units of other replicas or instances per unit are not on one staircase: a
             # dearer unit of less throughput may be the cheap way to the floor (a breaker's case: 3 x a 1-replica
@@ -738,6 +738,26 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
                 for d in front if (d.usd_per_unit_hour, d.okey) < (c.usd_per_unit_hour, c.okey))]
         out[w.name] = od + [c for c in cs if c.offer["pricing"] not in HOURLY_UNCAPPED and c.okey in keep]
     return out, before - sum(len(v) for v in out.values())
+
+
+def _training_front(grp: list[Candidate]) -> list[Candidate]:
+    """The hourly candidates a training job may need: the lowest USD per unit of work among those without a unit
+    limit, and, of those limited to one instance at a time (``max_units`` 1, no cluster fabric: they share
+    build_fleet_model's ``nofabric`` row, sum of k x units <= 1), the front of (USD per unit of work, throughput
+    per instance) that is cheaper per unit of work than it — a job with a near deadline needs the fastest of them,
+    not the cheapest (the example plan's pretrain-1b on a one-GPU RunPod L40S: cheapest per FLOP, too slow alone)."""
+    ratio = lambda c: c.usd_per_unit_hour / c.throughput_per_unit  # noqa: E731
+    free = [c for c in grp if c.max_units is None]
+    out = [min(free, key=lambda c: (ratio(c), c.okey))] if free else []
+    limit = ratio(out[0]) if out else math.inf
+    best = -1.0
+    for c in sorted((c for c in grp if c.max_units is not None and ratio(c) < limit),
+                    key=lambda c: (ratio(c), -c.throughput_per_unit / c.instances_per_unit, c.okey)):
+        th = c.throughput_per_unit / c.instances_per_unit
+        if th > best * (1 + 1e-12):
+            out.append(c)
+            best = th
+    return out
 
 
 def _peak_units(w: FleetWorkload, c: Candidate, blocks: list[FleetBlock], work_flops: dict[str, float]) -> float:
@@ -2026,6 +2046,13 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
                 rej[reason] = rej.get(reason, 0) + n
         use = t.ok & allowed & (~spot if not w.allow_spot else True)
         if not w.training:
+            # a capacity block lasts at most 182 days: a service runs on one only in a period of at most 5 months
+            runs = [p.months for p in periods if w.name in p.serving] if periods is not None else [H]
+            if runs and all(_block_days_of(m) is None for m in runs):
+                cb = use & (pr == CAPACITY_BLOCK)
+                if cb.any():
+                    rej["capacity_block_past_182_days"] = rej.get("capacity_block_past_182_days", 0) + int(cb.sum())
+                    use = use & ~cb
             # Flex-start runs at most 7 days, queued: capacity for training jobs, not for a service
             flex = use & (pr == "flex_start")
             if flex.any():
@@ -2039,17 +2066,21 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
                              else text_values(tables[w].offers["pricing"]), sorted(PURCHASED))
               for w, u in usable.items()}
     usable = {w: u & ~bought[w] for w, u in usable.items()}
-    any_bought = any(b.any() for b in bought.values())
     budgets_ = budgets
     do_prune = prune and max_instances is None  # with quotas, dominance is not safe (DESIGN.md): keep every candidate
     n_all = sum(int(u.sum()) for u in usable.values()) + sum(int(b.sum()) for b in bought.values())
     if _rows is not None:
         usable = {w: u & _rows[w] for w, u in usable.items()}
-    elif do_prune and not keep_unpruned and n_all >= GROUP_BOUND_MIN_ROWS and not any_bought:
-        usable = _bound_groups(workloads, profiles, offers, tables, usable, blocks, periods, H,
-                               objective=objective, pricing=pricing, spot_capacity=spot_capacity,
-                               leftover_value=leftover_value, placement=placement, spread=spread, budgets=budgets,
-                               max_instances=max_instances, start_date=start_date)
+        bought = {w: b & _rows[w] for w, b in bought.items()}
+    elif do_prune and not keep_unpruned and n_all >= GROUP_BOUND_MIN_ROWS:
+        # capacity blocks and savings-plan rows enter the groups' lower bounds at their rate per unit-hour (a block
+        # or a plan costs at least that per hour used) and never the plan in hand (they are not paid by the hour)
+        kept = _bound_groups(workloads, profiles, offers, tables, {w: u | bought[w] for w, u in usable.items()},
+                             blocks, periods, H, objective=objective, pricing=pricing, spot_capacity=spot_capacity,
+                             leftover_value=leftover_value, placement=placement, spread=spread, budgets=budgets,
+                             max_instances=max_instances, start_date=start_date)
+        usable = {w: kept[w] & ~bought[w] for w in usable}
+        bought = {w: kept[w] & bought[w] for w in bought}
     keep_rows = None
     if do_prune and workloads:
         keep_rows = _prefilter_rows(tables, usable, workloads, placement=placement, spread=spread,
@@ -2081,18 +2112,6 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
                 raise InputError("offers", f"two offers have the same key {c.okey!r} (provider|region|zone|"
                                            "instance_type|pricing|payment): give each its zone, or drop one")
             seen.add(c.okey)
-    for w in workloads:
-        # a capacity block lasts at most 182 days: a service runs on one only in a period of at most 5 months
-        if w.training:
-            continue
-        runs = [p.months for p in periods if w.name in p.serving] if periods is not None else [H]
-        if runs and all(_block_days_of(m) is None for m in runs):
-            n = sum(1 for c in cands[w.name] if purchase_kind(c.offer) == CAPACITY_BLOCK)
-            if n:
-                rejected[w.name]["capacity_block_past_182_days"] = n
-                cands[w.name] = [c for c in cands[w.name] if purchase_kind(c.offer) != CAPACITY_BLOCK]
-                if full.get(w.name) is not None:
-                    full[w.name] = [c for c in full[w.name] if purchase_kind(c.offer) != CAPACITY_BLOCK]
     work = {w.name: float(train_flops(w.workload)) for w in workloads if w.training}
     pruned = 0
     if do_prune:
@@ -2392,9 +2411,15 @@ def _prefilter_rows(tables: dict[str, "UnitTable"], usable: dict[str, Any], work
                 continue
             p, th = t.usd_per_unit_hour[rows], t.throughput[rows]
             if w.training:
+                # as prune_fleet's _training_front: the cheapest per unit of work without a unit limit, and every
+                # row limited to one instance at a time (no cluster fabric) that is cheaper per unit of work
                 ratio = p / th
-                best = np.nanmin(ratio)
-                keep[rows[~(ratio > best * margin)]] = True
+                lone_hw = np.array([h[0] is not None and len(h) > 6 and h[6] is not None for h in t.hardware] + [False])
+                lone = lone_hw[t.hw[rows]]
+                free = ratio[~lone]
+                best = np.nanmin(free) if free.size else np.inf
+                keep[rows[~lone & ~(ratio > best * margin)]] = True
+                keep[rows[lone & ~(ratio > best * margin)]] = True
                 continue
             g = g_od[rows]
             if w.min_replicas > 1:  # a floor: one staircase per (replicas, instances) per unit up to it, as prune_fleet

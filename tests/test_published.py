@@ -125,10 +125,25 @@ def test_lambda_page_prices_and_dates(df):
 def test_dates_are_source_dates_never_the_copy_date(df):
     assert "2026-11-30" not in set(df["as_of"])
     assert set(df["as_of"]) <= {"unknown", "2017-11-12", "2025-06-21", "2025-11-30", "2026-07-22", "2026-07-30",
-                                "2026-09-20"}
+                                "2026-09-20", "2026-09-25"}  # 2026-09-25: RunPod and Nebius (silybench-data)
     # a catalog on-demand row a dated quote confirms takes its date: p5.48xlarge us-east-1 = ec2instances 2025-11-30
     od = _one(df, provider="aws", region="us-east-1", instance_type="p5.48xlarge", pricing="on_demand")
     assert od["as_of"] == "2025-11-30" and "confirmed by" in od["source"]
+
+
+def test_other_clouds_from_their_pages(df):
+    # other_clouds.csv (shared/data/prices): CoreWeave's page read 2026-09-20, RunPod and Nebius via silybench-data
+    h100 = _one(df, provider="coreweave", region="north-america", instance_type="nvidia-hgx-h100", pricing="on_demand")
+    assert h100["usd_per_hour"] == 49.24 and h100["gpu_count"] == 8 and h100["interconnect"] == "nvlink"
+    assert h100["fabric"] == "" and h100["as_of"] == "2026-09-20"   # no fabric on the page: never multi-node training
+    spot = _one(df, provider="coreweave", region="north-america", instance_type="nvidia-hgx-h100", pricing="spot")
+    assert spot["usd_per_hour"] == 19.71
+    rp = _one(df, provider="runpod", region="global", instance_type="h100-sxm-community-cloud", pricing="on_demand")
+    assert rp["usd_per_hour"] == 2.69 and rp["gpu_memory_gib"] == 80 and rp["as_of"] == "2026-09-25"
+    assert _one(df, provider="nebius", region="global", instance_type="hgx-h200", pricing="on_demand")["usd_per_hour"] == 4.5
+    assert not len(df[df.provider == "vast"])  # a marketplace median is not a list price
+    skipped = (build_snapshot.DATA_DIR / "skipped.csv").read_text()
+    assert "not_a_list_price" in skipped and "NVIDIA GB200 NVL72" in skipped
 
 
 def test_estimated_rows_name_their_ratio_and_level(df):

@@ -274,3 +274,67 @@ def test_flex_start_is_for_training_jobs_only(snapshot):
     assert any("Flex-start" in n and "7 days" in n for n in res.notes)
     flex_rate = float(offers[offers["pricing"] == "flex_start"]["usd_per_hour"].iloc[0])
     assert all(math.isclose(ln.usd_per_hour, flex_rate, rel_tol=1e-9) for ln in res.lines)
+
+
+# ------------------------------------------------------------------------------------------ as users get them
+def _month_cash_matches(result, rows):
+    from gpuopt.focus import next_month_start  # noqa: F401  (the rows' months are the plan's)
+
+    plan = result.plan
+    months = sorted({r["BillingPeriodStart"] for r in rows})
+    billed = [sum(r["BilledCost"] for r in rows if r["BillingPeriodStart"] == m) for m in months]
+    cash = [c for c in plan.cash_by_month_usd if c > 0.005]
+    assert billed == pytest.approx(cash, abs=0.02 * len(plan.lines) + 0.01)
+
+
+def test_a_capacity_block_plan_through_the_api_json_and_focus():
+    import gpuopt
+    from focus_validator import validate_focus
+    from gpuopt.focus import charges_from_plan, focus_rows
+
+    r = gpuopt.recommend(task="train", model="llama-2-70b", tokens=2e11, deadline_hours=1000, providers=["aws"],
+                         pricing=["on_demand", "capacity_block"], horizon=2, explain=False)
+    assert r.feasible
+    d = r.to_dict()
+    blocks = [ln for ln in d["lines"] if ln["pricing"] == "capacity_block"]
+    assert blocks and all(ln["days"] in CAPACITY_BLOCK_DAYS and ln["upfront_usd"] == ln["total_usd"] for ln in blocks)
+    assert any("describe-capacity-block-offerings" in n for n in d["notes"])
+    rows = focus_rows(charges_from_plan(r))
+    assert validate_focus(rows) == []
+    cb = [x for x in rows if x["x_PricingModel"] == "capacity_block"]
+    assert cb and {x["PricingCategory"] for x in cb} == {"Other"}
+    assert len({x["BillingPeriodStart"] for x in cb}) == 1  # paid whole in the month it is bought
+    assert sum(x["EffectiveCost"] for x in rows) == pytest.approx(r.plan.total_usd, abs=0.05)
+    _month_cash_matches(r, rows)
+
+
+def test_a_savings_plan_from_a_users_catalog_through_the_cli_and_focus(snapshot, tmp_path):
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    import gpuopt
+    from focus_validator import validate_focus
+    from gpuopt.cli import app
+    from gpuopt.focus import charges_from_plan, focus_rows
+
+    od = _aws(snapshot, ["us-east-1"], ["on_demand"], ["p4d.24xlarge"])
+    path = tmp_path / "offers.csv"
+    _with_savings_plans(od, payment="partial_upfront").to_csv(path, index=False)
+    # partial upfront: half of the commitment upfront, the rest monthly (AWS Savings Plans User Guide)
+    out = CliRunner().invoke(app, ["recommend", "--model", "meta-llama/Llama-2-70b-hf", "--tokens-per-second", "300",
+                                   "--catalog", str(path), "--no-explain", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    lines = _json.loads(out.stdout)["lines"]
+    (pl,) = [ln for ln in lines if ln["pricing"] == "savings_plan_1y" and not ln["covered_by"]]
+    assert pl["offering_class"] == "compute" and pl["upfront_usd"] == pytest.approx(pl["commitment_usd"] / 2, abs=0.01)
+    table = CliRunner().invoke(app, ["recommend", "--model", "meta-llama/Llama-2-70b-hf", "--tokens-per-second",
+                                     "300", "--catalog", str(path), "--no-explain"], env={"COLUMNS": "250"})
+    assert "runs on the savings plan" in table.output and "savings plans: the commitment is a spend" in table.output
+    r = gpuopt.recommend(model="meta-llama/Llama-2-70b-hf", tokens_per_second=300, catalog=path, explain=False)
+    rows = focus_rows(charges_from_plan(r))
+    assert validate_focus(rows) == []
+    sp = [x for x in rows if x["CommitmentDiscountCategory"] == "Spend"]
+    assert sp and {x["CommitmentDiscountUnit"] for x in sp} == {"USD"}
+    assert sum(x["EffectiveCost"] for x in rows) == pytest.approx(r.plan.total_usd, abs=0.05)
+    _month_cash_matches(r, rows)

@@ -118,6 +118,9 @@ _PROVIDERS = {
     "azure": ("Microsoft", "Virtual Machines", "Reservation"),
     "gcp": ("Google Cloud", "Compute Engine", "Committed Use Discount"),
     "lambda": ("Lambda", "Lambda Cloud", "Reservation"),
+    "coreweave": ("CoreWeave", "CoreWeave Compute", "Reservation"),
+    "runpod": ("RunPod", "RunPod Pods", "Reservation"),
+    "nebius": ("Nebius", "Nebius Compute", "Reservation"),
 }
 
 _PRICING_LABEL = {"on_demand": "on-demand", "spot": "spot", "reserved_1y": "1-year reserved",
@@ -188,6 +191,7 @@ class Charge:
     description: str | None = None
     term_start: dt.datetime | None = None
     term_end: dt.datetime | None = None
+    offering_class: str = ""  # AWS reservations: standard | convertible; savings plans: compute | ec2_instance
 
     @property
     def committed(self) -> bool:
@@ -286,7 +290,10 @@ def _line_list_price(ln, od: dict) -> float:
 def commitment_id(ln, term_start: dt.datetime) -> str:
     """CommitmentDiscountId of a plan's commitment: the offer, its payment and the month its term starts."""
     where = f"{ln.provider}/{ln.region}" + (f"/{ln.zone}" if getattr(ln, "zone", "") else "")
-    return f"gpuopt-plan/{where}/{ln.instance_type}/{ln.pricing}-{ln.payment or 'none'}/{term_start:%Y-%m}"
+    cls = str(getattr(ln, "offering_class", "") or "")
+    # a Convertible and a Standard term of one offer bought the same month are two commitments
+    option = f"{ln.pricing}-{ln.payment or 'none'}" + (f"-{cls}" if cls and cls != "standard" else "")
+    return f"gpuopt-plan/{where}/{ln.instance_type}/{option}/{term_start:%Y-%m}"
 
 
 def charges_from_plan(result, period_start=None, *, granularity: str = "month",
@@ -335,7 +342,7 @@ def charges_from_plan(result, period_start=None, *, granularity: str = "month",
                       pricing=ln.pricing, payment=ln.payment or "", list_unit_price=_line_list_price(ln, od),
                       contracted_unit_price=rate, commitment_term_hours=term, gpu_model=ln.gpu_model,
                       gpu_count=float(ln.gpu_count), workload=workload, instances=count, source=ln.source,
-                      estimated=bool(ln.estimated))
+                      estimated=bool(ln.estimated), offering_class=str(getattr(ln, "offering_class", "") or ""))
         if term:
             term_start = add_months(start, first - 1)
             term_end = add_months(start, first - 1 + round(term / HOURS_PER_MONTH))
@@ -433,6 +440,8 @@ def focus_rows(charges: Iterable[Charge], billing_account: str = "gpuopt-plan", 
 
 def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
     provider_name, service_name, commitment_type = _provider_names(c.provider)
+    if c.pricing in SAVINGS_PLAN_TERM_HOURS:
+        commitment_type = "Savings Plan"
     bps = c.billing_period_start or c.period_start
     bpe = c.billing_period_end or c.period_end
     gpus = f"{c.gpu_count:g} x {c.gpu_model}"
@@ -504,8 +513,11 @@ def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
     # ---- a commitment: usage rows covered by it (Used / Unused) and its purchases (recurring fee, upfront)
     term = float(c.commitment_term_hours or 0.0)
     term_label = f"{term / 8760:g}-year" if term else ""
+    cls = {"convertible": "convertible ", "standard": "standard ", "compute": "compute ",
+           "ec2_instance": "EC2 instance "}.get(c.offering_class, "")
+    kind = commitment_type.lower()
     cd_name = (f"{term_label} {c.payment.replace('_', ' ') if c.payment else ''} "
-               f"{commitment_type.lower()}: {c.instances} x {c.instance_type} in {c.region}").replace("  ", " ").strip()
+               f"{cls}{kind}: {c.instances} x {c.instance_type} in {c.region}").replace("  ", " ").strip()
     if c.term_start is not None and c.term_end is not None:  # the months of its term: "2027-01 to 2027-12"
         cd_name += f", {_utc(c.term_start):%Y-%m} to {_utc(c.term_end) - dt.timedelta(days=1):%Y-%m}"
     term_end = _utc(c.term_end) if c.term_end is not None else c.period_start + dt.timedelta(hours=term)

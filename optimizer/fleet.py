@@ -2045,6 +2045,13 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
             if n:
                 rej[reason] = rej.get(reason, 0) + n
         use = t.ok & allowed & (~spot if not w.allow_spot else True)
+        if not w.training and not pricing:
+            # by default a service is not put on capacity blocks (bursts on blocks are asked for: --pricing
+            # capacity_block); training jobs are
+            cb = use & (pr == CAPACITY_BLOCK)
+            if cb.any():
+                rej["pricing_not_allowed"] = rej.get("pricing_not_allowed", 0) + int(cb.sum())
+                use = use & ~cb
         if not w.training:
             # a capacity block lasts at most 182 days: a service runs on one only in a period of at most 5 months
             runs = [p.months for p in periods if w.name in p.serving] if periods is not None else [H]

@@ -28,9 +28,10 @@ if TYPE_CHECKING:  # pragma: no cover
 SPOT_INTERRUPTION_OVERHEAD = 0.10
 
 COMMITTED = frozenset({"reserved_1y", "reserved_3y"})
-#: The pricing options a plan considers unless ``--pricing`` names others: every one (spot only with --allow-spot).
-#: Capacity blocks serve training jobs and periods of at most 5 months; Flex-start training jobs only; savings
-#: plans where the offers carry their rates (the shipped snapshot has none: records.PRICING_MODELS).
+#: The pricing options a plan considers unless ``--pricing`` names others: every one (spot only with --allow-spot),
+#: but capacity blocks for services (optimizer.fleet.make_problem: a service runs on blocks, in periods of at most
+#: 5 months, only when --pricing names capacity_block; training jobs use them by default). Flex-start serves
+#: training jobs only; savings plans where the offers carry their rates (the shipped snapshot has none).
 DEFAULT_PRICING: tuple[str, ...] = ("on_demand", "reserved_1y", "reserved_3y", "spot", "capacity_block", "flex_start",
                                     "savings_plan_1y", "savings_plan_3y")
 

@@ -222,7 +222,17 @@ def _validate_in_context(new, previous, replace_regions):
         refused_keys = again
     mine = checked.offers[kept < n].drop(columns="_gpuopt_row").reset_index(drop=True)
     pairs = [(s, p) for i, s, p in zip(refused, checked.skipped, checked.providers) if i < n]
-    return Validated(mine.astype(new.dtypes.to_dict()), [s for s, _ in pairs], checked.notes, [p for _, p in pairs])
+    notes = list(checked.notes)
+    stale = [s for i, s in zip(refused, checked.skipped) if i >= n]
+    if stale:
+        # previous offers the file does not carry, now inconsistent with its prices (a kept reservation above the
+        # file's new on-demand rate): kept, never dropped in silence, and said
+        why = sorted({s.reason.split(":")[0] for s in stale})
+        ex = stale[0]
+        notes.append(f"{len(stale)} kept offer(s) the file does not carry fail the checks against its prices "
+                     f"({', '.join(why)}; e.g. {ex.instance_type} in {ex.region}): kept as they were — import "
+                     "their prices too, or use --replace-region to drop the region's old offers")
+    return Validated(mine.astype(new.dtypes.to_dict()), [s for s, _ in pairs], notes, [p for _, p in pairs])
 
 
 def _next_as_of(provider: str, day: str) -> str | None:

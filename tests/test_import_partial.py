@@ -306,3 +306,26 @@ def test_a_bulk_offer_csv_is_dated_by_its_publication_date():
     assert _price(then, "aws", "us-east-1", "p3.2xlarge", "on_demand") == 3.06
     assert _price(then, "aws", "us-east-1", "g4dn.xlarge", "on_demand") == 0.526
     assert any(line.startswith("aws: 1 row not imported: no_gpu 1 (listed in ") for line in out["messages"])
+
+
+def test_kept_offers_that_the_files_prices_contradict_are_said(tmp_path):
+    # an offers CSV with a new, lower on-demand rate for p4d.24xlarge us-east-1 (a made-up price, not AWS's): the
+    # snapshot's reservations of that type, which the file does not carry, are now above on-demand. They are kept
+    # (an import replaces only the offers it carries) and the import says so.
+    offers, _ = load_offers(use_cache=False)
+    res = offers[(offers["provider"] == "aws") & (offers["region"] == "us-east-1")
+                 & (offers["instance_type"] == "p4d.24xlarge") & (offers["pricing"] == "reserved_1y")]
+    assert len(res) and float(res["usd_per_hour"].min()) > 5.0
+    f = tmp_path / "p4d.csv"
+    f.write_text("provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,usd_per_hour,as_of\n"
+                 "aws,us-east-1,p4d.24xlarge,A100-40GB,8,40,on_demand,5.0,2026-12-01\n")
+    r = _cli(str(f), "--format", "offers", "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    (note,) = [n for n in out["notes"] if "kept offer(s) the file does not carry" in n]
+    assert "commitment_not_below_on_demand" in note and "p4d.24xlarge in us-east-1" in note
+    after, _ = load_offers()
+    assert _price(after, "aws", "us-east-1", "p4d.24xlarge", "on_demand") == 5.0
+    kept = after[(after["provider"] == "aws") & (after["region"] == "us-east-1")
+                 & (after["instance_type"] == "p4d.24xlarge") & (after["pricing"] == "reserved_1y")]
+    assert len(kept) == len(res)  # kept, not dropped in silence

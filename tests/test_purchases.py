@@ -138,7 +138,11 @@ def test_a_short_service_runs_on_a_capacity_block_for_its_months(snapshot):
     offers = _aws(snapshot, ["us-west-2"], ["on_demand", "capacity_block"], ["p4d.24xlarge"])
     w = FleetWorkload(name="launch", workload=Workload(model=_model("llama-2-70b"), task="serve", tokens_per_second=1000),
                       min_replicas=1)
-    res = plan_fleet([w], {"launch": inline_profile([1000.0])}, offers, horizon_months=2, explain=False)
+    # a service is put on blocks only when asked (by default they are for training jobs)
+    dflt = plan_fleet([w], {"launch": inline_profile([1000.0])}, offers, horizon_months=2, explain=False)
+    assert {ln.pricing for ln in dflt.lines} == {"on_demand"}
+    res = plan_fleet([w], {"launch": inline_profile([1000.0])}, offers, horizon_months=2, explain=False,
+                     pricing=("on_demand", "capacity_block"))
     assert res.status == "optimal"
     (ln,) = [x for x in res.lines if x.pricing == "capacity_block"]
     assert ln.days == 63 and ln.start_month == 1 and ln.end_month == 2   # 2 x 730 h = 60.8 days -> 63

@@ -192,6 +192,7 @@ class Charge:
     term_start: dt.datetime | None = None
     term_end: dt.datetime | None = None
     offering_class: str = ""  # AWS reservations: standard | convertible; savings plans: compute | ec2_instance
+    used_elsewhere: bool = False  # a savings plan's own charge: its used hours are the covered instances' rows
 
     @property
     def committed(self) -> bool:
@@ -326,9 +327,11 @@ def charges_from_plan(result, period_start=None, *, granularity: str = "month",
     od = _list_prices(result) if list_prices is None else list_prices
     default_workload = _workload_name(result)
     out: list[Charge] = []
+    plans = [ln for ln in plan.lines if getattr(ln, "scope", "")]  # savings plans bought
     for ln in plan.lines:
         if getattr(ln, "covered_by", ""):
-            continue  # an instance run under a savings plan: its cost is the plan's line (Used / Unused rows)
+            out.extend(_covered_charges(ln, plans, start, months, od, default_workload, granularity))
+            continue
         users = getattr(ln, "workloads", None)
         workload = ", ".join(users) if users else default_workload
         first = max(1, int(getattr(ln, "start_month", 1) or 1))
@@ -352,7 +355,8 @@ def charges_from_plan(result, period_start=None, *, granularity: str = "month",
             # the recurring fee is the line's monthly_usd (exact to the cent); 0 for all upfront
             recurring = float(ln.monthly_usd) / committed if committed else 0.0
             common.update(commitment_id=commitment_id(ln, term_start), term_start=term_start, term_end=term_end,
-                          recurring_unit_price=recurring, unused_hours=committed - used, usage_hours=used)
+                          recurring_unit_price=recurring, unused_hours=committed - used, usage_hours=used,
+                          used_elsewhere=bool(getattr(ln, "scope", "")))
         else:
             # the line's cost is the truth (hours are rounded in the lines): hours = cost / rate
             used = float(ln.monthly_usd) / rate if rate > 0 else count * float(ln.hours)
@@ -363,6 +367,34 @@ def charges_from_plan(result, period_start=None, *, granularity: str = "month",
             base = Charge(**common, upfront_usd=upfront, period_start=a, period_end=b, billing_period_start=a,
                           billing_period_end=b)
             out.extend([base] if granularity == "month" else _split_days(base))
+    return out
+
+
+def _covered_charges(ln, plans, start, months, od, default_workload, granularity) -> list[Charge]:
+    """Charges of an instance run under a savings plan: its hours each month, at the plan's rate (EffectiveCost)
+    against the on-demand rate (ListCost), under the CommitmentDiscountId of the plan covering that month (its
+    purchase and unused rows come from the plan's own line)."""
+    users = getattr(ln, "workloads", None)
+    workload = ", ".join(users) if users else default_workload
+    H = len(months)
+    out = []
+    for m in range(max(1, ln.start_month), min(H, ln.end_month) + 1):
+        sp = next((p for p in plans if p.scope == ln.covered_by and p.start_month <= m <= p.end_month), None)
+        if sp is None:  # pragma: no cover - a covered line always has its plan
+            continue
+        term = SAVINGS_PLAN_TERM_HOURS[sp.pricing]
+        term_start = add_months(start, sp.start_month - 1)
+        a, b = months[m - 1]
+        base = Charge(provider=ln.provider, region=ln.region, zone=ln.zone or "", instance_type=ln.instance_type,
+                      pricing=ln.pricing, payment=ln.payment or "", usage_hours=ln.count * float(ln.hours),
+                      list_unit_price=_line_list_price(ln, od), contracted_unit_price=float(ln.usd_per_hour),
+                      upfront_usd=0.0, commitment_id=commitment_id(sp, term_start), commitment_term_hours=term,
+                      gpu_model=ln.gpu_model, gpu_count=float(ln.gpu_count), workload=workload, period_start=a,
+                      period_end=b, instances=int(ln.count), recurring_unit_price=0.0, billing_period_start=a,
+                      billing_period_end=b, source=ln.source, estimated=bool(ln.estimated), term_start=term_start,
+                      term_end=add_months(start, sp.start_month - 1 + round(term / HOURS_PER_MONTH)),
+                      offering_class=str(getattr(sp, "offering_class", "") or ""))
+        out.extend([base] if granularity == "month" else _split_days(base))
     return out
 
 
@@ -516,8 +548,14 @@ def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
     cls = {"convertible": "convertible ", "standard": "standard ", "compute": "compute ",
            "ec2_instance": "EC2 instance "}.get(c.offering_class, "")
     kind = commitment_type.lower()
+    if c.pricing in SAVINGS_PLAN_TERM_HOURS:  # one name for the plan and the instances it covers
+        fam = c.instance_type.split(".")[0].replace(" family", "")
+        what = f"the {fam} family in {c.region}" if c.offering_class == "ec2_instance" else "all regions"
+        what = f"{c.provider} {what}"
+    else:
+        what = f"{c.instances} x {c.instance_type} in {c.region}"
     cd_name = (f"{term_label} {c.payment.replace('_', ' ') if c.payment else ''} "
-               f"{cls}{kind}: {c.instances} x {c.instance_type} in {c.region}").replace("  ", " ").strip()
+               f"{cls}{kind}: {what}").replace("  ", " ").strip()
     if c.term_start is not None and c.term_end is not None:  # the months of its term: "2027-01 to 2027-12"
         cd_name += f", {_utc(c.term_start):%Y-%m} to {_utc(c.term_end) - dt.timedelta(days=1):%Y-%m}"
     term_end = _utc(c.term_end) if c.term_end is not None else c.period_start + dt.timedelta(hours=term)
@@ -527,7 +565,7 @@ def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
     covered = {"ChargeCategory": "Usage", "ChargeFrequency": "Usage-Based", "PricingCategory": "Committed",
                "BilledCost": 0.0, "SkuMeter": "Instance Hours", "SkuPriceId": f"{line_key}/{option}",
                "x_EffectiveUnitPrice": _price(c.contracted_unit_price)}
-    if c.usage_hours > 1e-9:
+    if c.usage_hours > 1e-9 and not c.used_elsewhere:
         # ContractedUnitPrice excludes commitment discounts: the on-demand (list) rate; the discount is in EffectiveCost
         p = priced(c.usage_hours, c.list_unit_price, c.list_unit_price)
         rows.append({**common, **commitment, **period, **p, **covered,

@@ -438,12 +438,14 @@ def _plan(con, plan) -> None:
         purchase = (ln.pricing + (f" {ln.payment}" if ln.payment else "")
                     + (f" {ln.offering_class}" if ln.offering_class in ("convertible", "compute", "ec2_instance")
                        and not covered else "")
-                    + (f", {days} days paid whole" if days else "") + (" (runs on the savings plan)" if covered else ""))
+                    + (f", {days} day{'s' if days > 1 else ''} paid whole when bought" if days else "")
+                    + (" (runs on the savings plan)" if covered else ""))
         t.add_row(f"{ln.provider} {ln.region}" + (f"/{ln.zone}" if ln.zone else ""), ln.instance_type,
                   purchase, str(ln.count),
                   _months(ln.start_month, ln.end_month),
-                  _rate(ln.usd_per_hour) + ("*" if ln.estimated else ""), _hours(ln.hours),
-                  "in the plan's $/h" if covered else _usd(ln.monthly_usd),
+                  _rate(ln.usd_per_hour) + ("*" if ln.estimated else ""),
+                  _hours(ln.hours) + (" (the block)" if days else ""),
+                  "in the plan's $/h" if covered else _usd(ln.monthly_usd) + (" once" if days else ""),
                   _usd(ln.upfront_usd) if ln.upfront_usd else "—", _usd(ln.commitment_usd) if ln.commitment_usd else "—",
                   ln.term_end or "—", f"{ln.gpu_count:g}x {ln.gpu_model}" if ln.gpu_model else "—", layout,
                   ", ".join(ln.workloads),

@@ -147,17 +147,21 @@ def _block_days_of(months: int) -> int | None:
         return None
 
 
-def capacity_block_split(unit_days: int, units_max: int, days_max: int) -> list[tuple[int, int]]:
+def capacity_block_split(unit_days: int, units_max: int, days_max: int, units: int | None = None) -> list[tuple[int, int]]:
     """Capacity blocks that give exactly ``unit_days`` unit-days: [(units, days), ...], at most three blocks, each of
     at most ``units_max`` units and a duration AWS sells (:data:`CAPACITY_BLOCK_DAYS`), the longest at most
     ``days_max`` days: n units for d days, then n units for q more days (q < 7), then r units for one day (r < n).
-    Raises ValueError when ``unit_days`` > units_max x days_max."""
+    ``units``: the units the job runs at once (n is at least that, when the unit-days allow, so the blocks run as
+    the plan's work does; else the fewest that fit in ``days_max``). Raises ValueError when ``unit_days`` >
+    units_max x days_max."""
     if unit_days <= 0:
         return []
     days_max = min(int(days_max), CAPACITY_BLOCK_MAX_DAYS)
     if unit_days > units_max * days_max:
         raise ValueError(f"{unit_days} unit-days exceed {units_max} units x {days_max} days")
     n = -(-unit_days // days_max)
+    if units:
+        n = max(n, min(int(units), units_max, unit_days))
     d = max(x for x in CAPACITY_BLOCK_DAYS if x <= min(days_max, unit_days // n))
     out = [(n, d)]
     rest = unit_days - n * d
@@ -1623,6 +1627,7 @@ class FleetLine:
     offering_class: str = ""  # reservations: standard | convertible (AWS); "" otherwise (records.OFFERING_CLASSES)
     days: int = 0  # capacity blocks: the block's length in days (paid whole when bought)
     covered_by: str = ""  # instances run under a savings plan: that plan's scope (its line carries the cost)
+    scope: str = ""  # a savings plan's line: the scope it covers (optimizer.fleet.savings_plan_scope)
 
 
 @dataclass
@@ -1791,7 +1796,9 @@ def _purchase_lines(problem: FleetProblem, sol: FleetSolution, hourly_users=None
             used = sum(a * problem.before_deadline(wl[wn], problem.blocks[bi]) * problem.months(problem.blocks[bi])
                        for (w2, o2, bi), a in sol.A.items() if w2 == wn and o2 == ok)
             units_max = max(1, int(CAPACITY_BLOCK_MAX_INSTANCES // k))
-            parts = capacity_block_split(int(n), units_max, problem.job_block_days(wl[wn]))
+            at_once = max((a for (w2, o2, _), a in sol.A.items() if w2 == wn and o2 == ok), default=0.0)
+            parts = capacity_block_split(int(n), units_max, problem.job_block_days(wl[wn]),
+                                         units=math.ceil(at_once - 1e-9))
             util = round(min(1.0, used / (24.0 * n)), 4) if n else None
             users = {wn: c}
             end = month + 1
@@ -1818,6 +1825,10 @@ def _purchase_lines(problem: FleetProblem, sol: FleetSolution, hourly_users=None
             ln.total_usd = round(part_usd, 2)
             ln.days = int(days)
             ln.start_month, ln.end_month = month + 1, min(end, H)
+            # the last month the block runs, started with the job (or the period): a block of 35 days bought in
+            # month 1 ends in month 2
+            last = month + max(1, math.ceil(days * 24.0 / HOURS_PER_MONTH - 1e-9)) - 1
+            ln.term_end = month_label(problem.start_date, last) if problem.start_date else f"month {last + 1}"
             c0 = next(iter(users.values()), c)
             ln.replicas = int(math.floor(inst * c0.replicas_per_unit / c0.instances_per_unit + 1e-9))
             lines.append(ln)
@@ -1850,6 +1861,7 @@ def _purchase_lines(problem: FleetProblem, sol: FleetSolution, hourly_users=None
                        as_of=str(o.get("as_of") or ""), estimated=is_estimated(o.get("source") or ""),
                        offering_class=cls)
         ln.total_usd = round(problem.plan_slot_cost(s) * x, 2)
+        ln.scope = s.scope
         ln.start_month, ln.end_month = s.start_month + 1, min(s.end_month, H)
         ln.term_end = month_label(problem.start_date, s.end_month - 1) if problem.start_date else f"month {s.end_month}"
         lines.append(ln)
@@ -2661,8 +2673,8 @@ def _blocks_too_short(problem: FleetProblem) -> str:
         long = [p for p in problem.periods or [] if w.name in p.serving and problem.block_days(p) is None]
         if long:
             out.append(f"{w.name} runs {long[0].months} months in a row, and a capacity block lasts at most "
-                       f"{CAPACITY_BLOCK_MAX_DAYS} days (5 months): it serves on blocks only over a shorter --horizon "
-                       "or --months")
+                       f"{CAPACITY_BLOCK_MAX_DAYS} days (5 months of 730 h fit, 6 do not by half a day): it serves on "
+                       "blocks only over a shorter --horizon or --months")
     return "; ".join(out)
 
 
@@ -2681,6 +2693,21 @@ def _purchase_notes(problem: FleetProblem, sol: FleetSolution) -> list[str]:
     if used & SAVINGS_PLANS:
         notes.append("savings plans: the commitment is a spend per hour at the plan's rates; instances listed "
                      "'runs on the savings plan' are paid by it, up to that spend in every hour")
+    kinds = {"compute": "Compute Savings Plan", "ec2_instance": "EC2 Instance Savings Plan"}
+    for k, x in sorted(sol.SP.items()):
+        sl = problem.plan_slots[k]
+        prov, pricing, pay, cls, region, family = sl.scope.split("|")
+        what = kinds.get(cls, "savings plan") + (f" for the {family} family in {region}" if family != "*" else "")
+        when = month_label(problem.start_date, sl.start_month) if problem.start_date else f"month {sl.start_month + 1}"
+        notes.append(f"buy: a {prov} {what}, {SAVINGS_PLAN_TERM_MONTHS[pricing] // 12}-year, "
+                     f"{pay.replace('_', ' ') or 'no upfront'}, committing ${x:,.4f}/h "
+                     f"(${x * HOURS_PER_MONTH * sl.term_months:,.2f} over the term) from {when}")
+    for w in problem.workloads:
+        n = problem.rejected.get(w.name, {}).get("capacity_block_past_182_days")
+        if n:
+            long = max((p.months for p in problem.periods or [] if w.name in p.serving), default=problem.horizon_months)
+            notes.append(f"{w.name}: {n} capacity-block offers left out: it runs {long} months in a row, and a block "
+                         f"lasts at most {CAPACITY_BLOCK_MAX_DAYS} days (5 months of 730 h fit, 6 do not by half a day)")
     return notes
 
 

@@ -217,7 +217,8 @@ def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, g
 
     base = problem.unpruned or problem.cands
     providers = sorted({c.offer["provider"] for cs in base.values() for c in cs})
-    used = sorted({k.split("|")[0] for k in list(sol.N) + [ok for (_, ok, _) in sol.X]})
+    # capacity blocks and savings plans are used through A (units on what was bought)
+    used = sorted({k.split("|")[0] for k in list(sol.N) + [ok for (_, ok, _) in sol.X] + [ok for (_, ok, _) in sol.A]})
     out = []
     t_end = deadline if deadline is not None else _time.perf_counter() + time_limit_s
     for i, p in enumerate(providers):
@@ -283,7 +284,7 @@ def demand_flip(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s,
     t_end = deadline if deadline is not None else _time.perf_counter() + time_limit_s
 
     def used(x: FleetSolution) -> tuple[str, ...]:
-        keys = [k.split("@")[0] for k in x.N] + [ok for (_, ok, _) in x.X]
+        keys = [k.split("@")[0] for k in x.N] + [ok for (_, ok, _) in x.X] + [ok for (_, ok, _) in x.A]
         return tuple(sorted({f"{k.split('|')[0]} {k.split('|')[4]}" for k in keys}))
 
     base = used(sol)

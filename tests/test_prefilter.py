@@ -117,12 +117,10 @@ def test_prefilter_drops_most_rows_of_a_replicated_catalog(snapshot):
     ws = _workloads("one")
     t = unit_table(ws[0].workload, big, allow_spot=True)
     p = _check(big, "one")
-    # every row the replica fits but spot (not allowed) and capacity blocks (a 12-month service cannot run on a
-    # block of at most 182 days: refused as capacity_block_past_182_days)
+    # every row the replica fits but spot (not allowed) and capacity blocks (a service runs on blocks only when
+    # --pricing names them)
     plain = (t.offers["pricing"] != "spot").to_numpy() & (t.offers["pricing"] != "capacity_block").to_numpy()
     assert len(p.unpruned["chat"]) == int((t.ok & plain).sum())
-    assert p.rejected["chat"]["capacity_block_past_182_days"] == int((t.ok & (t.offers["pricing"]
-                                                                            == "capacity_block").to_numpy()).sum())
     from optimizer.fleet import _prefilter_rows, _single_slot_factors
 
     usable = {"chat": t.ok & (t.offers["pricing"] != "spot").to_numpy()}

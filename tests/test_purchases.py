@@ -69,7 +69,10 @@ def test_capacity_block_durations_are_the_ones_aws_sells():
 @given(units_max=st.integers(1, 64), days_max=st.integers(1, 182), data=st.data())
 def test_capacity_block_split_buys_exactly_the_unit_days(units_max, days_max, data):
     unit_days = data.draw(st.integers(1, units_max * days_max))
-    parts = capacity_block_split(unit_days, units_max, days_max)
+    at_once = data.draw(st.one_of(st.none(), st.integers(1, 64)))
+    parts = capacity_block_split(unit_days, units_max, days_max, units=at_once)
+    if at_once:  # as many units at once as the plan runs, when the unit-days allow
+        assert parts[0][0] >= min(at_once, units_max, unit_days)
     assert sum(u * d for u, d in parts) == unit_days and 1 <= len(parts) <= 3
     assert all(1 <= u <= units_max and d in CAPACITY_BLOCK_DAYS for u, d in parts)
     # the units run the first blocks back to back, the last one-day block alongside: within the job's window
@@ -340,5 +343,15 @@ def test_a_savings_plan_from_a_users_catalog_through_the_cli_and_focus(snapshot,
     assert validate_focus(rows) == []
     sp = [x for x in rows if x["CommitmentDiscountCategory"] == "Spend"]
     assert sp and {x["CommitmentDiscountUnit"] for x in sp} == {"USD"}
+    assert {x["CommitmentDiscountType"] for x in sp} == {"Savings Plan"}
+    # the instances run under the plan: committed usage at the plan's rate against the on-demand list price
+    used = [x for x in sp if x["CommitmentDiscountStatus"] == "Used"]
+    assert used and {x["x_InstanceType"] for x in used} == {"p4d.24xlarge"}
+    assert all(x["PricingCategory"] == "Committed" and x["BilledCost"] == 0 for x in used)
+    assert all(x["ListCost"] == pytest.approx(x["EffectiveCost"] / SP_RATIO, rel=1e-6) for x in used)
+    names: dict = {}
+    for x in sp:
+        names.setdefault(x["CommitmentDiscountId"], set()).add(x["CommitmentDiscountName"])
+    assert all(len(v) == 1 for v in names.values())
     assert sum(x["EffectiveCost"] for x in rows) == pytest.approx(r.plan.total_usd, abs=0.05)
     _month_cash_matches(r, rows)

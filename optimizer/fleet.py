@@ -147,27 +147,27 @@ def _block_days_of(months: int) -> int | None:
         return None
 
 
-def capacity_block_split(unit_days: int, units_max: int, days_max: int, units: int | None = None) -> list[tuple[int, int]]:
-    """Capacity blocks that give exactly ``unit_days`` unit-days: [(units, days), ...], at most three blocks, each of
-    at most ``units_max`` units and a duration AWS sells (:data:`CAPACITY_BLOCK_DAYS`), the longest at most
-    ``days_max`` days: n units for d days, then n units for q more days (q < 7), then r units for one day (r < n).
-    ``units``: the units the job runs at once (n is at least that, when the unit-days allow, so the blocks run as
-    the plan's work does; else the fewest that fit in ``days_max``). Raises ValueError when ``unit_days`` >
-    units_max x days_max."""
+def capacity_block_split(unit_days: int, units: int) -> list[tuple[int, int]]:
+    """Capacity blocks AWS sells that give exactly ``unit_days`` on ``units`` units run at once: [(units, days),
+    ...]. Each unit runs ``t = unit_days // units`` days as blocks back to back (182-day blocks, then the longest
+    duration sold, :data:`CAPACITY_BLOCK_DAYS`, then q < 7 more days), and ``r = unit_days % units`` of them one day
+    more. Raises ValueError when ``units`` < 1 or ``unit_days`` < ``units`` (each unit is bought for a day at
+    least)."""
     if unit_days <= 0:
         return []
-    days_max = min(int(days_max), CAPACITY_BLOCK_MAX_DAYS)
-    if unit_days > units_max * days_max:
-        raise ValueError(f"{unit_days} unit-days exceed {units_max} units x {days_max} days")
-    n = -(-unit_days // days_max)
-    if units:
-        n = max(n, min(int(units), units_max, unit_days))
-    d = max(x for x in CAPACITY_BLOCK_DAYS if x <= min(days_max, unit_days // n))
-    out = [(n, d)]
-    rest = unit_days - n * d
-    q, r = divmod(rest, n)
-    if q:
-        out.append((n, q))
+    if units < 1 or unit_days < units:
+        raise ValueError(f"{unit_days} unit-days cannot be bought as {units} units of one day or more")
+    t, r = divmod(int(unit_days), int(units))
+    out: list[tuple[int, int]] = []
+    left = t
+    while left >= CAPACITY_BLOCK_MAX_DAYS:
+        out.append((units, CAPACITY_BLOCK_MAX_DAYS))
+        left -= CAPACITY_BLOCK_MAX_DAYS
+    if left:
+        d = max(x for x in CAPACITY_BLOCK_DAYS if x <= left)
+        out.append((units, d))
+        if left - d:
+            out.append((units, left - d))
     if r:
         out.append((r, 1))
     return out
@@ -422,10 +422,18 @@ class FleetProblem:
             return None
 
     def job_block_days(self, w: FleetWorkload) -> int:
-        """The longest capacity block (days) training job ``w`` can use: its window (deadline, else the horizon left
-        from its start), at most 182 days."""
+        """The most days one unit of training job ``w`` can run on capacity blocks: its window (deadline, else the
+        horizon left from its start) in whole days, rounded up (a 5-hour window still buys a day; a window past 182
+        days is covered by blocks bought back to back)."""
         hours = w.deadline_hours if w.deadline_hours else (self.horizon_months - w.start_month) * HOURS_PER_MONTH
-        return max(1, min(CAPACITY_BLOCK_MAX_DAYS, int(math.floor(hours / 24.0 + 1e-9))))
+        return max(1, int(math.ceil(hours / 24.0 - 1e-9)))
+
+    def block_windows(self) -> list[tuple[int, int]]:
+        """(start month, end month) of the capacity blocks a service may run on: from one period boundary to a later
+        one at most 5 months on (a block lasts at most 182 days), so a block spans the periods a service runs
+        through alike (an unrelated job's start does not cut it in two)."""
+        bounds = sorted({p.start_month for p in self.periods or []} | {self.horizon_months})
+        return [(a, b) for i, a in enumerate(bounds) for b in bounds[i + 1:] if _block_days_of(b - a) is not None]
 
     def workloads_by_name(self) -> dict[str, FleetWorkload]:
         return {w.name: w for w in self.workloads}
@@ -588,6 +596,13 @@ def _dominates(o2: dict[str, Candidate], o1: dict[str, Candidate], p2: float, p1
             return False
     if m > 1 and any(c.instances_per_unit != 1 for c in list(o1.values()) + list(o2.values())):
         return False
+    # a unit limited to one instance at a time (a training job on an offer without a cluster fabric: the model's
+    # nofabric row) replaces only another such unit, one for one (a breaker's 4 x g6e.xlarge spot "replaced" the
+    # EFA g6e.12xlarge a 24-hour job needed)
+    for w, c1 in o1.items():
+        c2 = o2[w]
+        if c2.max_units is not None and (c1.max_units is None or m > 1):
+            return False
     return m * p2 <= p1 * (1 + 1e-9)
 
 
@@ -780,7 +795,8 @@ class FleetVars:
     """The model's variables, keyed for reading the solution, and the money expressions."""
 
     N: dict[str, Any] = field(default_factory=dict)                    # slot key -> var
-    CB: dict[tuple, Any] = field(default_factory=dict)   # ("job", w, ok) unit-days | ("period", ok, p) instances
+    CB: dict[tuple, Any] = field(default_factory=dict)   # ("job", w, ok) unit-days | ("job_units", w, ok) units |
+    #                                                      ("window", ok, start, end) instances
     SP: dict[str, Any] = field(default_factory=dict)     # savings-plan slot key -> USD/h committed
     A: dict[tuple[str, str, int], Any] = field(default_factory=dict)   # (workload, offer key, block) -> var
     X: dict[tuple[str, str, int], Any] = field(default_factory=dict)
@@ -866,8 +882,9 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
     cb_job: dict[tuple[str, str], dict] = {}
     cb_units: dict[tuple[str, str], float] = {}
     cb_serve: dict[tuple[str, int], dict[int, dict]] = {}
-    cb_par: dict[tuple[str, int], dict] = {}
+    cb_at_once: dict[tuple[str, str], list] = {}
     cb_offer: dict[str, dict] = {}
+    windows = problem.block_windows()
     share: dict[tuple[str, int], dict] = {}
     spot: dict[tuple[tuple, int], dict] = {}
     quota: dict[tuple[tuple, int], dict] = {}
@@ -905,17 +922,17 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                 k = float(c.instances_per_unit)
                 kind = purchase_kind(c.offer)
                 if kind == CAPACITY_BLOCK:
-                    if not w.training and problem.block_days(p) is None:
+                    if not w.training and not any(a <= p.start_month and p.end_month <= b for a, b in windows):
                         continue  # a block lasts at most 182 days: not through a period of over 5 months
                     v = pulp.LpVariable(f"A_{vid}", lowBound=0, cat=cat)
                     V.A[(w.name, ok, bi)] = v
-                    if w.training:  # unit-hours used, bought as whole unit-days
+                    if w.training:  # unit-hours used, bought as whole unit-days of as many units as run at once
                         cb_job.setdefault((w.name, ok), {})[v] = usable * p.months
                         cb_units.setdefault((w.name, ok), float(c.instances_per_unit))
-                    else:  # instances running, bought for the whole period
+                        cb_at_once.setdefault((w.name, ok), []).append(v)
+                    else:  # instances running, bought for a window of whole periods
                         cb_serve.setdefault((ok, p.index), {}).setdefault(bi, {})[v] = k
                     cb_offer[ok] = c.offer
-                    cb_par.setdefault((ok, bi), {})[v] = k
                 elif kind == "savings_plan":
                     scope = savings_plan_scope(c.offer)
                     if not covering_plans(scope, p):
@@ -960,9 +977,15 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
             if w.training:
                 # a job's data-parallel group crosses instances only over a cluster fabric: on offers without one
                 # (Candidate.max_units = 1) it runs on one instance at a time
-                lone = {V.A.get((w.name, c.okey, bi)) or V.X.get((w.name, c.okey, bi)):
-                        float(c.instances_per_unit) for c in cands if c.max_units == 1}
-                lone = {v: k for v, k in lone.items() if v is not None}
+                # (an LpVariable is falsy before the solve: `A.get(...) or X.get(...)` dropped every A variable)
+                lone = {}
+                for c in cands:
+                    if c.max_units == 1:
+                        v = V.A.get((w.name, c.okey, bi))
+                        if v is None:
+                            v = V.X.get((w.name, c.okey, bi))
+                        if v is not None:
+                            lone[v] = float(c.instances_per_unit)
                 if len(lone) > 0:
                     m += pulp.LpAffineExpression(lone) <= 1.0, f"nofabric_{_safe(w.name)}_{bi}"
                 continue
@@ -1016,33 +1039,49 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
         p = problem.period_of(problem.blocks[bi])
         m += pulp.LpAffineExpression({**terms, **{V.SP[k]: -1.0 for k in covering_plans(scope, p)}}) <= 0, \
             f"plan_{scope_index[scope]}_{bi}"
-    cb_index = {ok: i for i, ok in enumerate(sorted(cb_offer))}
-    for (ok, bi), terms in cb_par.items():
-        m += pulp.LpAffineExpression(terms) <= float(CAPACITY_BLOCK_MAX_INSTANCES), f"cbmax_{cb_index[ok]}_{bi}"
     wl = {w.name: w for w in problem.workloads}
     for j, ((wn, ok), terms) in enumerate(sorted(cb_job.items())):
-        # training on capacity blocks: unit-hours used <= 24 x unit-days bought, paid whole in the job's first month
+        # training on capacity blocks: U units bought (as many as run at once, at most one block's 64 instances;
+        # quota), D unit-days (each unit at least a day, at most the job's window in days): unit-hours used
+        # <= 24 D; paid whole in the job's first month
         w, k = wl[wn], cb_units[(wn, ok)]
         units_max = max(1, int(CAPACITY_BLOCK_MAX_INSTANCES // k))
-        d = V.CB[("job", wn, ok)] = pulp.LpVariable(f"CBJ_{j}", lowBound=0, upBound=units_max * problem.job_block_days(w),
-                                                     cat=cat_int)
+        if problem.max_instances is not None:
+            units_max = max(0, min(units_max, int(problem.max_instances // k)))
+        days_max = problem.job_block_days(w)
+        u = V.CB[("job_units", wn, ok)] = pulp.LpVariable(f"CBU_{j}", lowBound=0, upBound=units_max, cat=cat_int)
+        d = V.CB[("job", wn, ok)] = pulp.LpVariable(f"CBJ_{j}", lowBound=0, upBound=units_max * days_max, cat=cat_int)
         m += pulp.LpAffineExpression({**terms, d: -24.0}) <= 0, f"cbjob_{j}"
+        m += pulp.LpAffineExpression({u: 1.0, d: -1.0}) <= 0, f"cbday_{j}"
+        m += pulp.LpAffineExpression({d: 1.0, u: -float(days_max)}) <= 0, f"cbwin_{j}"
+        for i, v in enumerate(cb_at_once[(wn, ok)]):
+            m += pulp.LpAffineExpression({v: 1.0, u: -1.0}) <= 0, f"cbonce_{j}_{i}"
         usd = float(cb_offer[ok]["usd_per_hour"]) * k * 24.0
         V.cost_terms[d] = V.upfront_terms[d] = V.commitment_terms[d] = usd
         first = next((p.index for p in periods if p.start_month <= w.start_month < p.end_month), 0)
         cash = V.cash_terms.setdefault(first, {})
         cash[d] = cash.get(d, 0.0) + usd
-    for j, ((ok, pi), by_block) in enumerate(sorted(cb_serve.items())):
-        # serving on capacity blocks: instances bought for the whole period, paid whole in its first month
-        p = periods[pi]
-        n = V.CB[("period", ok, pi)] = pulp.LpVariable(f"CBP_{j}", lowBound=0, upBound=CAPACITY_BLOCK_MAX_INSTANCES,
-                                                        cat=cat_int)
-        for bi, terms in by_block.items():
-            m += pulp.LpAffineExpression({**terms, n: -1.0}) <= 0, f"cbserve_{j}_{bi}"
-        usd = float(cb_offer[ok]["usd_per_hour"]) * 24.0 * problem.block_days(p)
-        V.cost_terms[n] = V.upfront_terms[n] = V.commitment_terms[n] = usd
-        cash = V.cash_terms.setdefault(pi, {})
-        cash[n] = cash.get(n, 0.0) + usd
+    serve_ok = sorted({ok for ok, _ in cb_serve})
+    for j, ok in enumerate(serve_ok):
+        # serving on capacity blocks: instances bought for a window of whole periods (at most 5 months), paid whole
+        # in its first month; the blocks covering a period hold what runs in each of its blocks
+        cover: dict[int, dict] = {}
+        for wi, (a, b) in enumerate(windows):
+            n = V.CB[("window", ok, a, b)] = pulp.LpVariable(f"CBW_{j}_{wi}", lowBound=0,
+                                                             upBound=CAPACITY_BLOCK_MAX_INSTANCES, cat=cat_int)
+            usd = float(cb_offer[ok]["usd_per_hour"]) * 24.0 * _block_days_of(b - a)
+            V.cost_terms[n] = V.upfront_terms[n] = V.commitment_terms[n] = usd
+            pi = next(p.index for p in periods if p.start_month == a)
+            cash = V.cash_terms.setdefault(pi, {})
+            cash[n] = cash.get(n, 0.0) + usd
+            for p in periods:
+                if a <= p.start_month and p.end_month <= b:
+                    cover.setdefault(p.index, {})[n] = -1.0
+        for (ok2, pi), by_block in cb_serve.items():
+            if ok2 != ok:
+                continue
+            for bi, terms in by_block.items():
+                m += pulp.LpAffineExpression({**terms, **cover.get(pi, {})}) <= 0, f"cbserve_{j}_{bi}"
     if problem.max_instances is not None:
         # committed instances count in every block of the periods they cover
         for k in keys:
@@ -1092,7 +1131,7 @@ class FleetSolution:
     X: dict[tuple[str, str, int], float] = field(default_factory=dict)
     S: dict[tuple[str, int], float] = field(default_factory=dict)
     Z: dict[str, float] = field(default_factory=dict)
-    CB: dict[tuple, int] = field(default_factory=dict)   # capacity blocks: ("job", w, ok) unit-days, ("period", ok, p) instances
+    CB: dict[tuple, int] = field(default_factory=dict)   # capacity blocks, as FleetVars.CB
     SP: dict[str, float] = field(default_factory=dict)   # savings plans: slot key -> USD/h committed
     cost: float = 0.0
     value: float = 0.0
@@ -1156,8 +1195,8 @@ def fleet_cost(problem: FleetProblem, sol: FleetSolution) -> float:
 def capacity_block_purchases(problem: FleetProblem, sol: FleetSolution) -> list[tuple[tuple, float, int]]:
     """The capacity blocks of a plan: (key of ``sol.CB``, USD paid whole, month bought (0-based)) each. A training
     job's unit-days cost the block's rate x instances per unit x 24 h each, bought in the job's first month; a
-    serving period's instances the rate x the block's days (:meth:`FleetProblem.block_days`) x 24 h each, bought in
-    the period's first month."""
+    service's instances for a window of months the rate x the block's days x 24 h each, bought in its first month
+    (``("job_units", ...)`` keys, the units a job runs at once, cost nothing of their own)."""
     idx = _cand_index(problem)
     offers = {c.okey: c for cs in problem.cands.values() for c in cs}
     wl = {w.name: w for w in problem.workloads}
@@ -1167,10 +1206,9 @@ def capacity_block_purchases(problem: FleetProblem, sol: FleetSolution) -> list[
             _, wn, ok = key
             c = idx[(wn, ok)]
             out.append((key, float(c.offer["usd_per_hour"]) * c.instances_per_unit * 24.0 * n, wl[wn].start_month))
-        else:
-            _, ok, pi = key
-            p = problem.periods[pi]  # type: ignore[index]
-            out.append((key, float(offers[ok].offer["usd_per_hour"]) * 24.0 * problem.block_days(p) * n, p.start_month))
+        elif key[0] == "window":
+            _, ok, a, b = key
+            out.append((key, float(offers[ok].offer["usd_per_hour"]) * 24.0 * _block_days_of(b - a) * n, a))
     return out
 
 
@@ -1795,28 +1833,30 @@ def _purchase_lines(problem: FleetProblem, sol: FleetSolution, hourly_users=None
             k = c.instances_per_unit
             used = sum(a * problem.before_deadline(wl[wn], problem.blocks[bi]) * problem.months(problem.blocks[bi])
                        for (w2, o2, bi), a in sol.A.items() if w2 == wn and o2 == ok)
-            units_max = max(1, int(CAPACITY_BLOCK_MAX_INSTANCES // k))
-            at_once = max((a for (w2, o2, _), a in sol.A.items() if w2 == wn and o2 == ok), default=0.0)
-            parts = capacity_block_split(int(n), units_max, problem.job_block_days(wl[wn]),
-                                         units=math.ceil(at_once - 1e-9))
+            units = int(sol.CB.get(("job_units", wn, ok), 0)) or 1
+            parts = capacity_block_split(int(n), units)
             util = round(min(1.0, used / (24.0 * n)), 4) if n else None
             users = {wn: c}
             end = month + 1
         else:
-            _, ok, pi = key
+            _, ok, a, b = key
             c = offers[ok]
-            p = problem.periods[pi]  # type: ignore[index]
-            days = problem.block_days(p)
+            days = _block_days_of(b - a)
             parts = [(int(n), days)]
             k = 1
             users = {}
             busy = 0.0
-            for (w2, o2, bi), a in sol.A.items():
-                if o2 == ok and problem.blocks[bi].period == pi:
+            for (w2, o2, bi), x in sol.A.items():
+                p = problem.period_of(problem.blocks[bi])
+                if o2 == ok and a <= p.start_month and p.end_month <= b:
                     users.setdefault(w2, idx[(w2, o2)])
-                    busy += idx[(w2, o2)].instances_per_unit * a * problem.blocks[bi].hours * p.months
+                    # this window's share of what runs on the blocks covering the period
+                    cover = sum(v for kk, v in sol.CB.items() if kk[0] == "window" and kk[1] == ok
+                                and kk[2] <= p.start_month and p.end_month <= kk[3])
+                    busy += idx[(w2, o2)].instances_per_unit * x * problem.blocks[bi].hours * p.months * (
+                        n / cover if cover else 1.0)
             util = round(min(1.0, busy / (n * days * 24.0)), 4) if n else None
-            end = p.end_month
+            end = b
         o = c.offer
         for units, days in parts:
             inst = units * k
@@ -1974,7 +2014,8 @@ def workload_summaries(problem: FleetProblem, sol: FleetSolution) -> tuple[list[
                 last = min(last, problem.work_flops[w.name] / (peak_cap * 3600.0))
             d.update({"work_flops_needed": problem.work_flops[w.name], "work_flops_planned": done,
                       "deadline_hours": w.deadline_hours or HOURS_PER_MONTH, "finish_by_hour": round(last, 2),
-                      "completed": bool(sol.Z.get(w.name, 1))})
+                      # a cost plan completes every job; an ROI plan the jobs it chose (Z), none when it bought nothing
+                      "completed": bool(sol.Z.get(w.name, 1 if problem.objective == "cost" else 0))})
         else:
             short = [bi for bi in active
                      if cap.get((w.name, bi), 0.0) < problem.blocks[bi].demand.get(w.name, 0.0) * (1 - 1e-9)]
@@ -2174,8 +2215,12 @@ def _unit_dominated(rows, cost, g, cls, tables, usable, workloads):
     grp = pd.DataFrame({"g": g, "cls": cls}).groupby(["g", "cls"], sort=False).ngroup().to_numpy()
     order = np.argsort(grp, kind="stable")
     bounds = np.flatnonzero(np.diff(grp[order])) + 1
+    def lone_of(t):  # rows whose unit a job may run on only one instance at a time (no cluster fabric)
+        hw = np.array([h[0] is not None and len(h) > 6 and h[6] is not None for h in t.hardware] + [False])
+        return hw[t.hw]
+
     per_w = [(usable[w.name][rows], tables[w.name].instances[rows], tables[w.name].throughput[rows],
-              tables[w.name].replicas[rows]) for w in workloads]
+              tables[w.name].replicas[rows], lone_of(tables[w.name])[rows]) for w in workloads]
     margin = 1.0 + _PREFILTER_MARGIN
     for idx in np.split(order, bounds):
         s = len(idx)
@@ -2184,10 +2229,12 @@ def _unit_dominated(rows, cost, g, cls, tables, usable, workloads):
         c = cost[idx]
         dom = np.ones((s, s), dtype=bool)  # [j, i]: j's copies replace i
         m = np.ones((s, s))
-        for u_a, k_a, t_a, r_a in per_w:
-            u, k, t, r = u_a[idx], k_a[idx], t_a[idx], r_a[idx]
+        for u_a, k_a, t_a, r_a, l_a in per_w:
+            u, k, t, r, lone = u_a[idx], k_a[idx], t_a[idx], r_a[idx], l_a[idx]
             single = (k == 1) & (t > 0) & (r > 0)
             dom &= ~u[None, :] | (u[:, None] & single[:, None] & single[None, :])
+            # as _dominates: a one-instance-at-a-time unit replaces only another such unit
+            dom &= ~u[None, :] | ~(lone[:, None] & ~lone[None, :])
             with np.errstate(divide="ignore", invalid="ignore"):
                 mw = np.maximum(np.ceil(t[None, :] / t[:, None]), np.ceil(r[None, :] / r[:, None]))
             m = np.where(u[None, :] & single[:, None], np.maximum(m, np.nan_to_num(mw, nan=np.inf)), m)
@@ -2580,9 +2627,9 @@ def _verify(problem: FleetProblem, sol: FleetSolution) -> str | None:
         if kind == "savings_plan":
             continue
         if kind == CAPACITY_BLOCK:
-            if u > CAPACITY_BLOCK_MAX_INSTANCES + 1e-6:
-                return f"capacity block {ok} over {CAPACITY_BLOCK_MAX_INSTANCES} instances in block {bi}"
-            if serve_use.get((ok, bi), 0.0) > sol.CB.get(("period", ok, p.index), 0) + 1e-6:
+            have = sum(v for kk, v in sol.CB.items() if kk[0] == "window" and kk[1] == ok
+                       and kk[2] <= p.start_month and p.end_month <= kk[3])
+            if serve_use.get((ok, bi), 0.0) > have + 1e-6:
                 return f"capacity block {ok} over-used in block {bi}"
             continue
         have = sum(sol.N.get(k, 0) for k in problem.covering(ok, p))
@@ -2592,9 +2639,18 @@ def _verify(problem: FleetProblem, sol: FleetSolution) -> str | None:
         have = sum(sol.SP.get(k, 0.0) for k in problem.covering_plans(scope, problem.period_of(problem.blocks[bi])))
         if u > have * (1 + 1e-6) + 1e-6:
             return f"savings plan {scope} over-spent in block {bi}: {u:.6g} USD/h for {have:.6g}"
+    wl = problem.workloads_by_name()
     for (w, ok), hours in block_use.items():
-        if hours > 24.0 * sol.CB.get(("job", w, ok), 0) * (1 + 1e-6) + 1e-6:
-            return f"capacity block {ok} of {w} used {hours:.6g} unit-hours for {sol.CB.get(('job', w, ok), 0)} unit-days"
+        days, units = sol.CB.get(("job", w, ok), 0), sol.CB.get(("job_units", w, ok), 0)
+        if hours > 24.0 * days * (1 + 1e-6) + 1e-6:
+            return f"capacity block {ok} of {w} used {hours:.6g} unit-hours for {days} unit-days"
+        at_once = max(a for (w2, o2, _), a in sol.A.items() if w2 == w and o2 == ok)
+        k = idx[(w, ok)].instances_per_unit
+        if at_once > units + 1e-6 or days < units or days > units * problem.job_block_days(wl[w]) \
+                or units * k > CAPACITY_BLOCK_MAX_INSTANCES + 1e-9:
+            return (f"capacity blocks {ok} of {w}: {at_once:.6g} units at once, {units} bought for {days} unit-days "
+                    f"(each unit a day at least, within {problem.job_block_days(wl[w])} days, at most "
+                    f"{CAPACITY_BLOCK_MAX_INSTANCES} instances)")
     return None
 
 
@@ -2775,6 +2831,11 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
                 f"none of the offers that can hold a replica is sold as {', '.join(asked)}; they are offered as: "
                 f"{', '.join(offered)} (change --pricing" + (" or add --allow-spot" if "spot" in offered and
                                                               not w.allow_spot else "") + ")")}
+        if rej.get("flex_start_training_only"):
+            why = {"kind": "pricing", "message": (
+                f"{rej['flex_start_training_only']} Flex-start offers are for training jobs only (their VMs run at "
+                "most 7 days and start when capacity is found), and no other offer allowed can hold a replica "
+                "(add on_demand or reserved to --pricing)")}
         res.reason = {**why, "workload": w.name, "message": f"{w.name}: {why['message']}"}
         long = _blocks_too_short(problem)
         if long:

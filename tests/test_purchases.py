@@ -66,26 +66,22 @@ def test_capacity_block_durations_are_the_ones_aws_sells():
 
 
 @settings(max_examples=300, deadline=None)
-@given(units_max=st.integers(1, 64), days_max=st.integers(1, 182), data=st.data())
-def test_capacity_block_split_buys_exactly_the_unit_days(units_max, days_max, data):
-    unit_days = data.draw(st.integers(1, units_max * days_max))
-    at_once = data.draw(st.one_of(st.none(), st.integers(1, 64)))
-    parts = capacity_block_split(unit_days, units_max, days_max, units=at_once)
-    if at_once:  # as many units at once as the plan runs, when the unit-days allow
-        assert parts[0][0] >= min(at_once, units_max, unit_days)
-    assert sum(u * d for u, d in parts) == unit_days and 1 <= len(parts) <= 3
-    assert all(1 <= u <= units_max and d in CAPACITY_BLOCK_DAYS for u, d in parts)
-    # the units run the first blocks back to back, the last one-day block alongside: within the job's window
-    n = parts[0][0]
-    run = sum(d for u, d in parts if u == n)
-    assert run <= days_max
-    if parts[-1][0] < n:  # r < n units one more day
-        assert parts[-1][1] == 1 and run + 1 <= days_max
+@given(units=st.integers(1, 64), data=st.data())
+def test_capacity_block_split_buys_exactly_the_unit_days(units, data):
+    unit_days = data.draw(st.integers(units, units * 400))
+    parts = capacity_block_split(unit_days, units)
+    assert sum(u * d for u, d in parts) == unit_days
+    assert all(1 <= u <= units and d in CAPACITY_BLOCK_DAYS for u, d in parts)
+    # the units run their blocks back to back: unit_days // units days, the last r < units units one day more
+    run = sum(d for u, d in parts if u == units)
+    assert run == unit_days // units
+    if unit_days % units:
+        assert parts[-1] == (unit_days % units, 1)
 
 
-def test_capacity_block_split_refuses_more_than_fits():
+def test_capacity_block_split_refuses_a_unit_of_no_day():
     with pytest.raises(ValueError):
-        capacity_block_split(65 * 10, 64, 10)
+        capacity_block_split(3, 4)  # 4 units bought need 4 unit-days at least
 
 
 # ------------------------------------------------------------------------------------------ training on blocks
@@ -355,3 +351,94 @@ def test_a_savings_plan_from_a_users_catalog_through_the_cli_and_focus(snapshot,
     assert all(len(v) == 1 for v in names.values())
     assert sum(x["EffectiveCost"] for x in rows) == pytest.approx(r.plan.total_usd, abs=0.05)
     _month_cash_matches(r, rows)
+
+
+# ------------------------------------------------------------------------------------------ a breaker's cases
+def test_a_window_shorter_than_a_day_buys_every_instance_it_runs_for_a_day(snapshot):
+    # 2e10 tokens of Llama-2-7B in 5 hours: the job runs ~48 p4d at once; on blocks each of them is a whole day
+    # (the model had bought 10 unit-days for 48 instances x 5 h: $2,862.98 for a plan that could not finish)
+    offers = _aws(snapshot, ["us-east-1"], ["on_demand", "capacity_block"], ["p4d.24xlarge"])
+    job = _train(tokens=2e10, deadline=5.0, model="llama-2-7b")
+    od = plan_fleet([job], {}, offers, pricing=("on_demand",), horizon_months=1, explain=False)
+    res = plan_fleet([job], {}, offers, horizon_months=1, explain=False)
+    assert res.status == "optimal" and res.total_usd <= od.total_usd + 0.01
+    problem = make_problem([job], {}, offers, horizon_months=1)
+    sol = solve_cost(problem)
+    assert _verify(problem, sol) is None
+    idx = {(w, c.okey): c for w, cs in problem.cands.items() for c in cs}
+    for (w, ok, bi), a in sol.A.items():  # what runs at once on blocks is what was bought, each for a day at least
+        assert a <= sol.CB[("job_units", w, ok)] + 1e-6 <= sol.CB[("job", w, ok)] + 1e-6
+    for ln in res.lines:
+        if ln.pricing == "capacity_block":
+            assert ln.days >= 1 and ln.total_usd == pytest.approx(
+                float(offers[offers.pricing == "capacity_block"]["usd_per_hour"].iloc[0]) * 24 * ln.days * ln.count,
+                abs=0.01)
+
+
+def test_blocks_keep_the_quota(snapshot):
+    offers = _aws(snapshot, ["us-west-2"], ["capacity_block"], ["p4d.24xlarge"])
+    job = _train(tokens=1.8e10, deadline=30.0, model="llama-2-7b")
+    res = plan_fleet([job], {}, offers, horizon_months=1, explain=False, max_instances=8)
+    assert res.status == "optimal"
+    assert res.lines and all(ln.count <= 8 for ln in res.lines)
+
+
+def test_a_window_past_182_days_buys_blocks_back_to_back(snapshot):
+    offers = _aws(snapshot, ["us-east-1"], ["capacity_block"], ["p5.48xlarge"])
+    job = _train(tokens=1.2e14, deadline=8000.0, model="llama-2-7b")
+    res = plan_fleet([job], {}, offers, horizon_months=11, explain=False)
+    assert res.status == "optimal", res.reason
+    days = [ln.days for ln in res.lines]
+    assert 182 in days and all(d in CAPACITY_BLOCK_DAYS for d in days)
+    assert all(ln.count <= 64 for ln in res.lines)
+
+
+def test_a_service_block_spans_the_periods_an_unrelated_job_cuts(snapshot):
+    # a 2-month service and a job starting in month 2 (which cuts the horizon into two periods): one 63-day block,
+    # not two 35-day ones (a breaker's plan paid $69,404.16 for what costs $62,463.74)
+    offers = _aws(snapshot, ["us-west-2"], ["on_demand", "capacity_block"], ["p4d.24xlarge"])
+    chat = FleetWorkload(name="chat", workload=Workload(model=_model("llama-2-70b"), task="serve",
+                                                        tokens_per_second=2000), min_replicas=1)
+    alone = plan_fleet([chat], {"chat": inline_profile([2000.0])}, offers, horizon_months=2, explain=False,
+                       pricing=("on_demand", "capacity_block"))
+    job = FleetWorkload(name="job", workload=Workload(model=_model("llama-2-7b"), task="train", tokens=1e9,
+                                                      deadline_hours=100), deadline_hours=100, start_month=1)
+    both = plan_fleet([chat, job], {"chat": inline_profile([2000.0])}, offers, horizon_months=2, explain=False,
+                      pricing=("on_demand", "capacity_block"))
+    assert alone.status == both.status == "optimal"
+    served = lambda r: [ln for ln in r.lines if ln.pricing == "capacity_block" and "chat" in ln.workloads]  # noqa: E731
+    assert [(ln.days, ln.count) for ln in served(both)] == [(ln.days, ln.count) for ln in served(alone)]
+    assert {ln.days for ln in served(both)} == {63}
+    assert sum(ln.total_usd for ln in served(both)) == pytest.approx(sum(ln.total_usd for ln in served(alone)))
+
+
+def test_one_instance_at_a_time_holds_for_reserved_units_too(snapshot):
+    # an offer without a cluster fabric runs a job on one instance at a time, whatever its pricing (the rule had
+    # missed every committed unit: 11 x g6e.xlarge reserved for one job)
+    offers = _aws(snapshot, ["us-east-1"], ["reserved_1y"], ["g6e.xlarge"])
+    job = FleetWorkload(name="job", workload=Workload(model=_model_params(1e9), task="train", tokens=2e10,
+                                                      deadline_hours=24), deadline_hours=24)
+    problem = make_problem([job], {}, offers, horizon_months=1)
+    sol = solve_cost(problem)
+    assert sol.report.status == "infeasible" or max(
+        (a for (_, ok, _), a in sol.A.items()), default=0.0) <= 1 + 1e-6
+
+
+def _model_params(n):
+    from gpuopt.api import _model_spec
+
+    return _model_spec(None, n)
+
+
+def test_a_bigger_catalog_never_gives_a_dearer_training_plan(snapshot):
+    # 4 x g6e.xlarge spot (no cluster fabric: one instance at a time for a job) had "replaced" the EFA g6e.12xlarge
+    # a 24-hour job needed: $655.34 with it in the catalog, $276.84 without it
+    g6e = snapshot[(snapshot["provider"] == "aws") & (snapshot["region"] == "us-east-1")
+                   & snapshot["instance_type"].isin(["g6e.xlarge", "g6e.12xlarge", "g6e.48xlarge"])]
+    job = FleetWorkload(name="job", workload=Workload(model=_model_params(1e9), task="train", tokens=2e10,
+                                                      deadline_hours=24), deadline_hours=24, allow_spot=True)
+    full = plan_fleet([job], {}, g6e.reset_index(drop=True), horizon_months=1, explain=False)
+    less = plan_fleet([job], {}, g6e[g6e["instance_type"] != "g6e.xlarge"].reset_index(drop=True), horizon_months=1,
+                      explain=False)
+    assert full.status == less.status == "optimal"
+    assert full.total_usd <= less.total_usd + 0.01

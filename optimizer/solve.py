@@ -8,6 +8,7 @@ and CBC's own log ("Result - Stopped on time limit", bound, gap) or HiGHS's info
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import time
@@ -234,6 +235,15 @@ def run_solver(model: "pulp.LpProblem", *, solver: str = "auto", time_limit_s: f
         with _quiet_stdout():
             model.solve(backend)
     except (pulp.PulpError, IndexError, ValueError, ArithmeticError) as exc:
+        if solver == "cbc" and isinstance(exc, pulp.PulpSolverError) and \
+                "HiGHS" in pulp.listSolvers(onlyAvailable=True):
+            # the CBC binary died (it does on some infeasible models with preprocessing off: a spot cap of half a
+            # unit, tests/test_exact.py): the same model by HiGHS, in the time left, rather than no answer
+            left = max(0.5, time_limit_s - (time.perf_counter() - t0))
+            rep = run_solver(model, solver="highs", time_limit_s=left, gap_rel=gap_rel, presolve=presolve)
+            return dataclasses.replace(rep, seconds=time.perf_counter() - t0,
+                                       message=f"CBC failed ({exc}); solved by HiGHS" + (f": {rep.message}"
+                                                                                        if rep.message else ""))
         return SolveReport("not_solved", seconds=time.perf_counter() - t0, solver=solver, message=f"{type(exc).__name__}: {exc}")
     finally:
         info: dict[str, Any] = {}

@@ -470,7 +470,9 @@ KEY_DOCS = {
     "regions": "provider region codes, e.g. us-east-1, eastus (empty: all)",
     "gpus": "GPU models allowed, e.g. A100-80GB, H100-80GB, L4 (empty: all)",
     "exclude_gpus": "GPU models never used",
-    "pricing": "on_demand, spot, reserved_1y, reserved_3y (empty: all but spot unless a workload allows spot)",
+    "pricing": "on_demand, spot, reserved_1y, reserved_3y, capacity_block, flex_start, savings_plan_1y, "
+               "savings_plan_3y (empty: all; spot only for workloads that allow it; capacity blocks for services "
+               "only when named)",
     "solver": "cbc (bundled) | highs",
     "time_limit_s": "solver time limit, seconds",
     "spot_capacity_per_offer": "instances of one spot offer the plan may count on",

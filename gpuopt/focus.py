@@ -341,7 +341,9 @@ def charges_from_plan(result, period_start=None, *, granularity: str = "month",
         term = TERM_HOURS.get(ln.pricing) or SAVINGS_PLAN_TERM_HOURS.get(ln.pricing)
         if ln.pricing == "capacity_block":
             last = first  # paid whole in the month it is bought: one charge of the block's hours
-        common = dict(provider=ln.provider, region=ln.region, zone=ln.zone or "", instance_type=ln.instance_type,
+        # a savings plan over every region has no RegionId
+        region = "" if getattr(ln, "scope", "") and ln.region == "all regions" else ln.region
+        common = dict(provider=ln.provider, region=region, zone=ln.zone or "", instance_type=ln.instance_type,
                       pricing=ln.pricing, payment=ln.payment or "", list_unit_price=_line_list_price(ln, od),
                       contracted_unit_price=rate, commitment_term_hours=term, gpu_model=ln.gpu_model,
                       gpu_count=float(ln.gpu_count), workload=workload, instances=count, source=ln.source,
@@ -359,7 +361,8 @@ def charges_from_plan(result, period_start=None, *, granularity: str = "month",
                           used_elsewhere=bool(getattr(ln, "scope", "")))
         else:
             # the line's cost is the truth (hours are rounded in the lines): hours = cost / rate
-            used = float(ln.monthly_usd) / rate if rate > 0 else count * float(ln.hours)
+            used = (count * float(ln.hours) if ln.pricing == "capacity_block" or rate <= 0
+                    else float(ln.monthly_usd) / rate)
             common.update(commitment_id=None, usage_hours=used)
         for m in range(first, last + 1):
             a, b = months[m - 1]
@@ -533,6 +536,22 @@ def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
         p = priced(c.usage_hours, c.list_unit_price, c.contracted_unit_price)
         desc = c.description or (f"{c.instance_type} ({gpus}) {_PRICING_LABEL.get(c.pricing, c.pricing)} usage in "
                                  f"{c.region} at ${c.contracted_unit_price:,.4f}/h for {c.workload}")
+        if c.pricing == "capacity_block":
+            # a block is bought whole for its window: a one-time purchase whose charge period is the block's days
+            # (not a commitment discount: nothing amortizes it, so its effective cost is what is paid)
+            hours = c.usage_hours / max(1, c.instances)
+            end = c.period_start + dt.timedelta(hours=hours)
+            rows.append({**common, **no_commitment, **p, "ChargePeriodStart": _iso(c.period_start),
+                         "ChargePeriodEnd": _iso(end), "ChargeCategory": "Purchase", "ChargeFrequency": "One-Time",
+                         "ChargeDescription": c.description or (
+                             f"Capacity block: {c.instances} x {c.instance_type} ({gpus}) in {c.region} for "
+                             f"{hours / 24:g} days at ${c.contracted_unit_price:,.4f}/h, paid whole, for {c.workload}"),
+                         "PricingCategory": category, "BilledCost": p["ContractedCost"],
+                         "EffectiveCost": p["ContractedCost"], "ConsumedQuantity": None, "ConsumedUnit": None,
+                         "ResourceId": resource_id, "ResourceName": resource_name, "ResourceType": "Capacity Block",
+                         "SkuMeter": "Capacity Block Hours", "SkuPriceId": f"{line_key}/{option}",
+                         "x_EffectiveUnitPrice": _price(c.contracted_unit_price)})
+            return [_ordered(r) for r in rows]
         rows.append({**common, **no_commitment, **period, **p,
                      "ChargeCategory": "Usage", "ChargeFrequency": "Usage-Based", "ChargeDescription": desc,
                      "PricingCategory": category, "BilledCost": p["ContractedCost"], "EffectiveCost": p["ContractedCost"],
@@ -594,7 +613,8 @@ def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
         p = priced(hours, recurring, recurring)
         rows.append({**common, **commitment, **period, **p, **purchase,
                      "ChargeFrequency": "Recurring", "BilledCost": p["ContractedCost"],
-                     "ChargeDescription": f"Recurring fee of the {cd_name}: ${recurring:,.4f}/h per instance",
+                     "ChargeDescription": f"Recurring fee of the {cd_name}: ${recurring:,.4f}/h "
+                                          + ("of commitment" if c.pricing in SAVINGS_PLAN_TERM_HOURS else "per instance"),
                      "CommitmentDiscountQuantity": p["PricingQuantity"], "SkuMeter": "Recurring Fee",
                      "SkuPriceId": f"{line_key}/{option}/recurring"})
     if c.upfront_usd > 0 and term:

@@ -428,6 +428,10 @@ class FleetProblem:
         hours = w.deadline_hours if w.deadline_hours else (self.horizon_months - w.start_month) * HOURS_PER_MONTH
         return max(1, int(math.ceil(hours / 24.0 - 1e-9)))
 
+    def job_window_hours(self, w: FleetWorkload) -> float:
+        """Hours of training job ``w``'s window: its deadline, else the horizon left from its start."""
+        return float(w.deadline_hours if w.deadline_hours else (self.horizon_months - w.start_month) * HOURS_PER_MONTH)
+
     def block_windows(self) -> list[tuple[int, int]]:
         """(start month, end month) of the capacity blocks a service may run on: from one period boundary to a later
         one at most 5 months on (a block lasts at most 182 days), so a block spans the periods a service runs
@@ -1049,11 +1053,17 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
         if problem.max_instances is not None:
             units_max = max(0, min(units_max, int(problem.max_instances // k)))
         days_max = problem.job_block_days(w)
+        window = problem.job_window_hours(w)
+        f_days, rem = int(window // 24.0), window - 24.0 * int(window // 24.0)
         u = V.CB[("job_units", wn, ok)] = pulp.LpVariable(f"CBU_{j}", lowBound=0, upBound=units_max, cat=cat_int)
         d = V.CB[("job", wn, ok)] = pulp.LpVariable(f"CBJ_{j}", lowBound=0, upBound=units_max * days_max, cat=cat_int)
         m += pulp.LpAffineExpression({**terms, d: -24.0}) <= 0, f"cbjob_{j}"
         m += pulp.LpAffineExpression({u: 1.0, d: -1.0}) <= 0, f"cbday_{j}"
         m += pulp.LpAffineExpression({d: 1.0, u: -float(days_max)}) <= 0, f"cbwin_{j}"
+        # whole days in a window that is not: a unit's last day gives only the window's remaining hours
+        # (30 h: one day and 6 h), so unit-hours <= rem x D + (24 - rem) x floor(window / 24) x U
+        if rem > 1e-9:
+            m += pulp.LpAffineExpression({**terms, d: -rem, u: -(24.0 - rem) * f_days}) <= 0, f"cbrem_{j}"
         for i, v in enumerate(cb_at_once[(wn, ok)]):
             m += pulp.LpAffineExpression({v: 1.0, u: -1.0}) <= 0, f"cbonce_{j}_{i}"
         usd = float(cb_offer[ok]["usd_per_hour"]) * k * 24.0
@@ -1267,10 +1277,10 @@ def money(problem: FleetProblem, sol: FleetSolution) -> dict[str, Any]:
             else:
                 after += (1.0 - s.upfront_share) * HOURS_PER_MONTH * x
         credit += problem.leftover_value * HOURS_PER_MONTH * max(0, s.end_month - H) * x
-    for _, usd, mo in capacity_block_purchases(problem, sol):
+    for _, _, _, usd, first, _ in capacity_block_parts(problem, sol):
         upfront += usd
         commitment += usd
-        cash[min(mo, H - 1)] += usd
+        cash[first] += usd  # each block paid in the month it starts
     total = sol.cost
     return {"total_usd": round(total, 2), "monthly_usd": round(total / H, 2), "upfront_usd": round(upfront, 2),
             "commitment_usd": round(commitment, 2), "cash_by_month_usd": [round(c, 2) for c in cash],
@@ -1822,6 +1832,38 @@ def fleet_lines(problem: FleetProblem, sol: FleetSolution, od_rates: dict) -> li
     return lines
 
 
+def capacity_block_parts(problem: FleetProblem, sol: FleetSolution) -> list[tuple[tuple, int, int, float, int, int]]:
+    """The blocks a plan buys: (key of ``sol.CB``, instances, days, USD, first month, last month) each (months
+    0-based, within the horizon). A job's unit-days are split by :func:`capacity_block_split` and its blocks run back
+    to back from the job's start (a 182-day block, then the next: each is bought, and paid, in the month it
+    starts — AWS sells blocks at most 8 weeks ahead); a service's block covers its window of months."""
+    idx = _cand_index(problem)
+    offers = {c.okey: c for cs in problem.cands.values() for c in cs}
+    wl = problem.workloads_by_name()
+    H = problem.horizon_months
+    out = []
+    for key, _, month in capacity_block_purchases(problem, sol):
+        n = int(sol.CB[key])
+        if key[0] == "job":
+            _, wn, ok = key
+            c = idx[(wn, ok)]
+            k = c.instances_per_unit
+            units = int(sol.CB.get(("job_units", wn, ok), 0)) or 1
+            start_day = 0
+            for u, d in capacity_block_split(n, units):
+                at = start_day if u == units else n // units  # the r < units units' extra day comes last
+                first = min(H - 1, month + int(at * 24.0 // HOURS_PER_MONTH))
+                last = min(H - 1, month + max(1, math.ceil((at + d) * 24.0 / HOURS_PER_MONTH - 1e-9)) - 1)
+                out.append((key, u * k, d, float(c.offer["usd_per_hour"]) * 24.0 * d * u * k, first, max(first, last)))
+                if u == units:
+                    start_day += d
+        else:
+            _, ok, a, b = key
+            d = _block_days_of(b - a)
+            out.append((key, n, d, float(offers[ok].offer["usd_per_hour"]) * 24.0 * d * n, a, min(H, b) - 1))
+    return out
+
+
 def _purchase_lines(problem: FleetProblem, sol: FleetSolution, hourly_users=None) -> list[FleetLine]:
     """Lines of the purchases the plan sizes: each capacity block (a training job's unit-days split into at most
     three blocks AWS sells, :func:`capacity_block_split`; a serving period's instances for the period's block) and
@@ -1831,25 +1873,19 @@ def _purchase_lines(problem: FleetProblem, sol: FleetSolution, hourly_users=None
     wl = problem.workloads_by_name()
     H = problem.horizon_months
     lines: list[FleetLine] = []
-    for key, usd, month in capacity_block_purchases(problem, sol):
+    info: dict[tuple, tuple] = {}  # key -> (candidate, users, utilization)
+    for key in sol.CB:
         n = sol.CB[key]
         if key[0] == "job":
             _, wn, ok = key
             c = idx[(wn, ok)]
-            k = c.instances_per_unit
             used = sum(a * problem.before_deadline(wl[wn], problem.blocks[bi]) * problem.months(problem.blocks[bi])
                        for (w2, o2, bi), a in sol.A.items() if w2 == wn and o2 == ok)
-            units = int(sol.CB.get(("job_units", wn, ok), 0)) or 1
-            parts = capacity_block_split(int(n), units)
-            util = round(min(1.0, used / (24.0 * n)), 4) if n else None
-            users = {wn: c}
-            end = month + 1
-        else:
+            info[key] = (c, {wn: c}, round(min(1.0, used / (24.0 * n)), 4) if n else None)
+        elif key[0] == "window":
             _, ok, a, b = key
             c = offers[ok]
             days = _block_days_of(b - a)
-            parts = [(int(n), days)]
-            k = 1
             users = {}
             busy = 0.0
             for (w2, o2, bi), x in sol.A.items():
@@ -1861,23 +1897,19 @@ def _purchase_lines(problem: FleetProblem, sol: FleetSolution, hourly_users=None
                                 and kk[2] <= p.start_month and p.end_month <= kk[3])
                     busy += idx[(w2, o2)].instances_per_unit * x * problem.blocks[bi].hours * p.months * (
                         n / cover if cover else 1.0)
-            util = round(min(1.0, busy / (n * days * 24.0)), 4) if n else None
-            end = b
+            info[key] = (c, users, round(min(1.0, busy / (n * days * 24.0)), 4) if n else None)
+    for key, inst, days, part_usd, first, last in capacity_block_parts(problem, sol):
+        c, users, util = info[key]
         o = c.offer
-        for units, days in parts:
-            inst = units * k
-            part_usd = float(o["usd_per_hour"]) * 24.0 * days * inst
-            ln = _line(o, inst, 24.0 * days, part_usd, users, util, None, part_usd, part_usd)
-            ln.total_usd = round(part_usd, 2)
-            ln.days = int(days)
-            ln.start_month, ln.end_month = month + 1, min(end, H)
-            # the last month the block runs, started with the job (or the period): a block of 35 days bought in
-            # month 1 ends in month 2
-            last = month + max(1, math.ceil(days * 24.0 / HOURS_PER_MONTH - 1e-9)) - 1
-            ln.term_end = month_label(problem.start_date, last) if problem.start_date else f"month {last + 1}"
-            c0 = next(iter(users.values()), c)
-            ln.replicas = int(math.floor(inst * c0.replicas_per_unit / c0.instances_per_unit + 1e-9))
-            lines.append(ln)
+        ln = _line(o, inst, 24.0 * days, part_usd, users, util, None, part_usd, part_usd)
+        ln.total_usd = round(part_usd, 2)
+        ln.days = int(days)
+        ln.start_month, ln.end_month = first + 1, last + 1
+        # the last month the block runs (a block of 35 days bought in month 1 ends in month 2)
+        ln.term_end = month_label(problem.start_date, last) if problem.start_date else f"month {last + 1}"
+        c0 = next(iter(users.values()), c)
+        ln.replicas = int(math.floor(inst * c0.replicas_per_unit / c0.instances_per_unit + 1e-9))
+        lines.append(ln)
     spend: dict[str, float] = {}
     for (w, ok, bi), a in sol.A.items():
         c = idx[(w, ok)]
@@ -2652,6 +2684,10 @@ def _verify(problem: FleetProblem, sol: FleetSolution) -> str | None:
             return f"capacity block {ok} of {w} used {hours:.6g} unit-hours for {days} unit-days"
         at_once = max(a for (w2, o2, _), a in sol.A.items() if w2 == w and o2 == ok)
         k = idx[(w, ok)].instances_per_unit
+        window = problem.job_window_hours(wl[w])
+        f_days, rem = int(window // 24.0), window - 24.0 * int(window // 24.0)
+        if hours > rem * days + (24.0 - rem) * f_days * units + 1e-6 and rem > 1e-9:
+            return f"capacity blocks {ok} of {w}: {hours:.6g} unit-hours do not fit {days} whole days in {window:g} h"
         if at_once > units + 1e-6 or days < units or days > units * problem.job_block_days(wl[w]) \
                 or units * k > CAPACITY_BLOCK_MAX_INSTANCES + 1e-9:
             return (f"capacity blocks {ok} of {w}: {at_once:.6g} units at once, {units} bought for {days} unit-days "
@@ -2761,7 +2797,7 @@ def _purchase_notes(problem: FleetProblem, sol: FleetSolution) -> list[str]:
         prov, pricing, pay, cls, region, family = sl.scope.split("|")
         what = kinds.get(cls, "savings plan") + (f" for the {family} family in {region}" if family != "*" else "")
         when = month_label(problem.start_date, sl.start_month) if problem.start_date else f"month {sl.start_month + 1}"
-        notes.append(f"buy: a {prov} {what}, {SAVINGS_PLAN_TERM_MONTHS[pricing] // 12}-year, "
+        notes.append(f"buy: {prov} {what}, {SAVINGS_PLAN_TERM_MONTHS[pricing] // 12}-year, "
                      f"{pay.replace('_', ' ') or 'no upfront'}, committing ${x:,.4f}/h "
                      f"(${x * HOURS_PER_MONTH * sl.term_months:,.2f} over the term) from {when}")
     for w in problem.workloads:

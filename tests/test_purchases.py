@@ -306,7 +306,16 @@ def test_a_capacity_block_plan_through_the_api_json_and_focus():
     assert validate_focus(rows) == []
     cb = [x for x in rows if x["x_PricingModel"] == "capacity_block"]
     assert cb and {x["PricingCategory"] for x in cb} == {"Other"}
-    assert len({x["BillingPeriodStart"] for x in cb}) == 1  # paid whole in the month it is bought
+    # each block a one-time purchase, paid whole in the month it starts, its charge period the block's days
+    assert {(x["ChargeCategory"], x["ChargeFrequency"]) for x in cb} == {("Purchase", "One-Time")}
+    starts = sorted({ln["start_month"] for ln in blocks})
+    assert len({x["BillingPeriodStart"] for x in cb}) == len(starts)
+    import datetime as _dt
+
+    for x in cb:
+        span = (_dt.datetime.fromisoformat(x["ChargePeriodEnd"][:-1]) -
+                _dt.datetime.fromisoformat(x["ChargePeriodStart"][:-1])).total_seconds() / 86400
+        assert span in CAPACITY_BLOCK_DAYS
     assert sum(x["EffectiveCost"] for x in rows) == pytest.approx(r.plan.total_usd, abs=0.05)
     _month_cash_matches(r, rows)
 
@@ -381,6 +390,10 @@ def test_blocks_keep_the_quota(snapshot):
     res = plan_fleet([job], {}, offers, horizon_months=1, explain=False, max_instances=8)
     assert res.status == "optimal"
     assert res.lines and all(ln.count <= 8 for ln in res.lines)
+    # the job needs 8 x 27.24 instance-hours in a 30-hour window: 8 one-day blocks give 192 h, and a unit's second
+    # day only the window's last 6 h, so 13 unit-days (a breaker's count; the model had bought 10: 204 h usable)
+    assert sum(ln.count * ln.days for ln in res.lines) == 13
+    assert res.total_usd == pytest.approx(13 * 24 * 11.80, abs=0.01)  # p4d us-west-2 block rate, 2026-07-22
 
 
 def test_a_window_past_182_days_buys_blocks_back_to_back(snapshot):

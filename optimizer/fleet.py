@@ -1839,7 +1839,6 @@ def capacity_block_parts(problem: FleetProblem, sol: FleetSolution) -> list[tupl
     starts — AWS sells blocks at most 8 weeks ahead); a service's block covers its window of months."""
     idx = _cand_index(problem)
     offers = {c.okey: c for cs in problem.cands.values() for c in cs}
-    wl = problem.workloads_by_name()
     H = problem.horizon_months
     out = []
     for key, _, month in capacity_block_purchases(problem, sol):

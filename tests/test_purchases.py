@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from gpuopt.records import HOURS_PER_MONTH
 from optimizer.demand import inline_profile
 from optimizer.fleet import (CAPACITY_BLOCK_DAYS, FleetWorkload, _verify, capacity_block_days,
-                             capacity_block_split, make_problem, money, plan_fleet, solve_cost)
+                             capacity_block_split, make_problem, plan_fleet, solve_cost)
 from optimizer.sizing import Workload
 from pricing_cache.store import load_offers
 
@@ -374,7 +374,6 @@ def test_a_window_shorter_than_a_day_buys_every_instance_it_runs_for_a_day(snaps
     problem = make_problem([job], {}, offers, horizon_months=1)
     sol = solve_cost(problem)
     assert _verify(problem, sol) is None
-    idx = {(w, c.okey): c for w, cs in problem.cands.items() for c in cs}
     for (w, ok, bi), a in sol.A.items():  # what runs at once on blocks is what was bought, each for a day at least
         assert a <= sol.CB[("job_units", w, ok)] + 1e-6 <= sol.CB[("job", w, ok)] + 1e-6
     for ln in res.lines:

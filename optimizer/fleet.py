@@ -413,14 +413,6 @@ class FleetProblem:
         return HOURS_PER_MONTH * commitment_cost_factor(s.start_month, s.term_months, self.horizon_months,
                                                         self.leftover_value)
 
-    def block_days(self, p: Period) -> int | None:
-        """Days of the capacity block that holds a serving workload through period ``p`` (the shortest duration AWS
-        sells covering its months of 730 h), or None past 182 days (a period over 5 months)."""
-        try:
-            return capacity_block_days(p.months * HOURS_PER_MONTH)
-        except ValueError:
-            return None
-
     def job_block_days(self, w: FleetWorkload) -> int:
         """The most days one unit of training job ``w`` can run on capacity blocks: its window (deadline, else the
         horizon left from its start) in whole days, rounded up (a 5-hour window still buys a day; a window past 182
@@ -1821,7 +1813,7 @@ def fleet_lines(problem: FleetProblem, sol: FleetSolution, od_rates: dict) -> li
         ln.replicas = int(math.floor(count * c0.replicas_per_unit / c0.instances_per_unit + 1e-9))
         ln.covered_by = h.get("covered_by", "")
         lines.append(ln)
-    lines += _purchase_lines(problem, sol, hourly_users=hourly)
+    lines += _purchase_lines(problem, sol)
     lines = _merge_periods(lines)
     # dearest offer first, each offer's lines together in month order
     offer = lambda ln: (ln.provider, ln.region, ln.zone, ln.instance_type, ln.pricing, ln.payment)  # noqa: E731
@@ -1863,10 +1855,10 @@ def capacity_block_parts(problem: FleetProblem, sol: FleetSolution) -> list[tupl
     return out
 
 
-def _purchase_lines(problem: FleetProblem, sol: FleetSolution, hourly_users=None) -> list[FleetLine]:
-    """Lines of the purchases the plan sizes: each capacity block (a training job's unit-days split into at most
-    three blocks AWS sells, :func:`capacity_block_split`; a serving period's instances for the period's block) and
-    each savings plan (USD/h committed; ``count`` 1, ``usd_per_hour`` the commitment)."""
+def _purchase_lines(problem: FleetProblem, sol: FleetSolution) -> list[FleetLine]:
+    """Lines of the purchases the plan sizes: each capacity block (:func:`capacity_block_parts`: a training job's
+    unit-days as blocks AWS sells, back to back; a service's instances for its window of months) and each savings
+    plan (USD/h committed; ``count`` 1, ``usd_per_hour`` the commitment)."""
     idx = _cand_index(problem)
     offers = {c.okey: c for cs in problem.cands.values() for c in cs}
     wl = problem.workloads_by_name()
@@ -2767,7 +2759,7 @@ def _blocks_too_short(problem: FleetProblem) -> str:
     for w in problem.workloads:
         if w.training or not problem.rejected.get(w.name, {}).get("capacity_block_past_182_days"):
             continue
-        long = [p for p in problem.periods or [] if w.name in p.serving and problem.block_days(p) is None]
+        long = [p for p in problem.periods or [] if w.name in p.serving and _block_days_of(p.months) is None]
         if long:
             out.append(f"{w.name} runs {long[0].months} months in a row, and a capacity block lasts at most "
                        f"{CAPACITY_BLOCK_MAX_DAYS} days (5 months of 730 h fit, 6 do not by half a day): it serves on "

@@ -130,6 +130,8 @@ class GpuSpec:
             From the table, two exceptions: Gaudi 2's figure is already per direction (the row's own note), and a
             ``pcie`` GPU whose table figure is an NVLink bridge (RTX 3090, H100 NVL) gets its PCIe figure, since
             a bridge joins only 2 (or 4) GPUs.
+        architecture: the table's ``architecture`` column, e.g. ``"Hopper (GH100)"`` ("" when absent); the serving
+            model reads the GPU generation from it (``optimizer.serving.gpu_generation``).
     """
 
     name: str
@@ -145,6 +147,7 @@ class GpuSpec:
     gpu_class: str
     source: str
     link_gbps_one_way: float | None = None
+    architecture: str = ""
 
     def __post_init__(self) -> None:
         if self.link_gbps_one_way is None:
@@ -292,6 +295,7 @@ def _gpu_from_row(canonical: str, row: dict[str, str]) -> GpuSpec:
         gpu_class=gpu_class,
         source=row["source"],
         link_gbps_one_way=_link_one_way(row, interconnect, table_gbps),
+        architecture=(row.get("architecture") or "").strip(),
     )
 
 
@@ -455,6 +459,27 @@ def known_models() -> list[str]:
     return list(_model_table())
 
 
+#: Name suffixes of fine-tuned or quantized variants that keep the base model's config.json shape (instruction and
+#: chat tunes, Hugging Face's ``-hf`` conversions, quantized checkpoints). Version tags (``-v0.1``) are kept: the
+#: versions differ (Mistral-7B-v0.1 has a sliding window, v0.3 a larger vocabulary).
+_VARIANT_SUFFIXES = ("-hf", "-instruct", "-chat", "-it", "-base", "-fp8", "-fp4", "-nvfp4", "-awq", "-gptq",
+                     "-int4", "-int8", "-dynamic")
+
+
+def _variant_base(name: str) -> str:
+    """``name`` (lower case, the part after any ``/``) without :data:`_VARIANT_SUFFIXES`, repeatedly."""
+    key = name.rsplit("/", 1)[-1].replace("meta-llama-", "llama-")
+    for tune in ("-instruct-v", "-chat-v"):  # Mixtral-8x7B-Instruct-v0.1 is Mixtral-8x7B-v0.1
+        key = key.replace(tune, "-v")
+    changed = True
+    while changed:
+        changed = False
+        for suffix in _VARIANT_SUFFIXES:
+            if key.endswith(suffix) and len(key) > len(suffix):
+                key, changed = key[: -len(suffix)], True
+    return key
+
+
 def load_model(name: str | Path) -> ModelSpec:
     """The ModelSpec of a model given by table name (``"Llama-2-70B"``) or HF repo (``"meta-llama/Llama-2-70b-hf"``,
     or its part after the ``/``), case-insensitive; or by a local Hugging Face ``config.json``.
@@ -462,6 +487,10 @@ def load_model(name: str | Path) -> ModelSpec:
     A ``name`` that is an existing file, or an existing folder holding ``config.json`` (a local model download),
     is read with :func:`model_from_hf_config`; that check comes first, so a local folder named like a table repo
     (``meta-llama/Llama-2-70b-hf``) is read from its own config. Anything else is looked up in the table.
+
+    A fine-tuned or quantized variant of a table model (``meta-llama/Llama-3.1-8B-Instruct``,
+    ``Llama-2-70b-chat-hf``, ``google/gemma-2-9b-it``, ``...-Instruct-FP8``) gets its base model's architecture: the
+    names are compared without the suffixes of :data:`_VARIANT_SUFFIXES`.
 
     Raises:
         InputError("model"): unknown model; ``accepted`` lists :func:`known_models`, and the message points to
@@ -478,6 +507,14 @@ def load_model(name: str | Path) -> ModelSpec:
         repo = spec.hf_repo.lower().replace("meta-llama/meta-llama-", "meta-llama/llama-")
         if key in (spec.name.lower(), repo, repo.rsplit("/", 1)[-1]):
             return spec
+    # a fine-tuned or quantized variant shares its base model's architecture: Llama-3.1-8B-Instruct,
+    # Llama-2-70b-chat-hf, gemma-2-9b-it, Llama-3.1-405B-Instruct-FP8 are sized as their base config
+    base = _variant_base(key)
+    if base:
+        for spec in _model_table().values():
+            repo = spec.hf_repo.lower().replace("meta-llama/meta-llama-", "meta-llama/llama-")
+            if base and base in (_variant_base(spec.name.lower()), _variant_base(repo.rsplit("/", 1)[-1])):
+                return spec
     raise InputError(
         "model",
         f"unknown model {name!r}; for a model not in the table give its parameter count with --params",

@@ -1,0 +1,505 @@
+"""The serving performance model: tokens/s, TTFT and TPOT of one replica of a model on a GPU, by engine and precision.
+
+One replica is ``tensor_parallel`` GPUs in one instance (NVLink or PCIe) times ``pipeline_parallel`` instances. The
+engine batches continuously (vLLM, SGLang, TensorRT-LLM in-flight batching): every iteration decodes one token for
+each running sequence and spends the rest of its token budget on the prompts of new ones (chunked prefill). In the
+steady state, with B sequences running, input I and output O tokens per request:
+
+* **memory** per GPU (:func:`memory_per_gpu`): the weights of the stage's layers split over TP; the engine's
+  activation workspace; the rest of the engine's memory share is the paged KV cache. A sequence holds ``I + O/2``
+  tokens on average where the engine pages the cache on demand (vLLM, SGLang), ``I + O`` where it reserves the whole
+  request at admission (TensorRT-LLM's default ``GUARANTEED_NO_EVICT`` scheduler);
+* **decode step** (:func:`decode_step_s`): the bytes moved (the weights the batch touches, the KV cache of the batch)
+  over the memory bandwidth, and the FLOPs (``2 N_active`` per token plus attention ``4 L c h_q d``) over the tensor
+  peak of the precision, blended ``(t_mem^p + t_flop^p)^(1/p)``; two all-reduces per layer across TP over NVLink or
+  PCIe (Megatron-LM, Shoeybi et al. 2019); a fixed launch/scheduling time per layer;
+* **prefill** (:func:`prefill_s`): ``2 N_active I + 2 L I^2 h_q d`` FLOPs at the prefill efficiency;
+* **TPOT** = decode step + the prefill work the step carries: ``B/O`` new requests start per step, so
+  ``TPOT = t_step + (B/O) t_prefill``; **tokens/s** = ``B / TPOT``; **TTFT** = the request's own prefill + one step.
+
+The efficiencies are fitted on ``shared/data/perf/serving.csv`` by ``benchmarks/serving_fit.py`` as general
+relations (memory-bandwidth efficiency by GPU generation; compute efficiency by phase and precision class; all-reduce
+latency by interconnect; an engine factor), never a constant per row; the fit's figures are in the README. The
+engine's batch limits and memory shares are the engines' documented defaults (:data:`ENGINES`).
+
+Units: seconds, bytes, FLOP, tokens; GiB = 2**30 bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from gpuopt.errors import InputError
+from optimizer.specs import GpuSpec, ModelSpec, kv_bytes_per_token
+
+GIB = 2**30
+
+# ----------------------------------------------------------------------------------------------------- precisions
+#: Serving precisions: weights / KV cache / matmul.
+SERVE_PRECISIONS = ("bf16", "fp16", "fp8", "int8", "int4", "fp4")
+
+#: Bytes per parameter of the quantized linear layers (embeddings and the output head stay 16-bit: ModelOpt and
+#: vLLM quantize the linear layers of the blocks, not ``lm_head``/``embed_tokens``).
+#: fp8: 1 B (per-tensor scales negligible). int8: 1 B (per-channel scales negligible). int4 (AWQ/GPTQ, group
+#: size 128 with a 16-bit scale and a 4-bit zero point per group, AWQ paper arXiv 2306.00978): 0.5 + (2 + 0.5)/128
+#: = 0.5195 B (DERIVED). fp4 (NVFP4: 4-bit values with one FP8 scale per 16, NVIDIA "Introducing NVFP4" blog
+#: 2025): 0.5 + 1/16 = 0.5625 B (DERIVED).
+WEIGHT_BYTES: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5 + 2.5 / 128,
+                                  "fp4": 0.5 + 1.0 / 16}
+#: KV-cache bytes per element: 16-bit, except fp8 and fp4 checkpoints that serve an FP8 KV cache (TensorRT-LLM
+#: perf-overview "FP8 KV cache"; vLLM ``--kv-cache-dtype fp8``). Weight-only int8/int4 keep a 16-bit cache.
+KV_BYTES: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 2.0, "int4": 2.0, "fp4": 1.0}
+#: The tensor-core peak each precision's matmuls run at: 16-bit for bf16/fp16 and for weight-only int8/int4
+#: (the weights are dequantized to 16-bit in the kernel: AWQ, GPTQ/Marlin), FP8 for fp8, FP4 for fp4.
+MATMUL_PEAK: dict[str, str] = {"bf16": "fp16", "fp16": "fp16", "fp8": "fp8", "int8": "fp16", "int4": "fp16",
+                               "fp4": "fp4"}
+#: Blackwell's dense FP4 peak is twice its FP8 peak: DGX B200 datasheet, 72 PFLOPS FP8 training and 144 PFLOPS FP4
+#: inference per 8 GPUs (both with sparsity) -> 9 / 4.5 PFLOPS dense per GPU.
+FP4_OVER_FP8 = 2.0
+
+# ----------------------------------------------------------------------------------------------------- scenarios
+#: Latency targets by scenario, (TTFT ms, TPOT ms) at the 99th percentile: MLPerf Inference llama2-70b server
+#: (p99 TTFT <= 2 s, p99 TPOT <= 200 ms) and interactive (450 ms, 40 ms) (shared/data/perf README; MLPerf
+#: Inference rules). ``offline`` has none: maximum throughput, every request queued.
+SCENARIOS: dict[str, tuple[float | None, float | None]] = {
+    "offline": (None, None),
+    "server": (2000.0, 200.0),
+    "interactive": (450.0, 40.0),
+}
+DEFAULT_SCENARIO = "server"
+
+#: 99th percentile over mean under Poisson arrivals, for checking p99 targets against the model's steady-state
+#: means (DERIVED: median over the calibration set's 7 MLPerf server rows that give both, TensorRT-LLM on 8x H100 /
+#: H200 and 1x B200, Llama-2-70B and Mixtral-8x7B, MLPerf v4.0/v4.1, rows 2, 4, 6, 12, 14, 16, 18; TTFT ratios 1.49
+#: to 3.49, TPOT 1.13 to 1.21; e.g. H200 Llama-2-70B: TTFT 413 / 753 ms, TPOT 165 / 195 ms). Printed by
+#: ``benchmarks/serving_fit.py``.
+P99_OVER_MEAN_TTFT = 1.73
+P99_OVER_MEAN_TPOT = 1.15
+
+# ----------------------------------------------------------------------------------------------------- engines
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    """What an engine does with a GPU's memory and how it batches; its speed relative to the fitted model.
+
+    Attributes:
+        name: ``vllm``, ``sglang`` or ``tensorrt-llm``.
+        memory_fraction: share of each GPU's memory the engine fills with weights, activations and KV cache.
+        reserve_full_request: True when the scheduler reserves a request's whole ``I + O`` tokens of KV cache at
+            admission; False when pages are allocated as tokens are generated (average ``I + O/2``).
+        max_batch_large: the engine's default cap on running sequences on a GPU of >= 70 GiB.
+        max_batch_small: the same on smaller GPUs.
+        max_num_tokens: the default token budget of one iteration (prefill chunk + decode tokens).
+        speed: step-time multiplier relative to the fitted TensorRT-LLM profile (1.0 = as fast), fitted.
+        source: where each default comes from.
+    """
+
+    name: str
+    memory_fraction: float
+    reserve_full_request: bool
+    max_batch_large: int
+    max_batch_small: int
+    max_num_tokens: int
+    speed: float
+    source: str
+
+    def max_batch(self, gpu: GpuSpec) -> int:
+        """The engine's default cap on running sequences on ``gpu``."""
+        return self.max_batch_large if gpu.memory_gib >= 70 else self.max_batch_small
+
+
+ENGINES: dict[str, EngineProfile] = {
+    "vllm": EngineProfile(
+        name="vllm", memory_fraction=0.90, reserve_full_request=False, max_batch_large=1024, max_batch_small=256,
+        max_num_tokens=8192, speed=1.0,
+        source="vLLM engine arguments: --gpu-memory-utilization 0.9; vllm/engine/arg_utils.py default batch: "
+               "max_num_seqs 1024 and max_num_batched_tokens 8192 (API server) on GPUs of >= 70 GiB other than "
+               "A100, else 256 / 2048; PagedAttention allocates KV blocks on demand (Kwon et al. 2023)"),
+    "sglang": EngineProfile(
+        name="sglang", memory_fraction=0.88, reserve_full_request=False, max_batch_large=1024, max_batch_small=256,
+        max_num_tokens=8192, speed=1.0,
+        source="SGLang server arguments: --mem-fraction-static ~0.88 on 80 GB GPUs; RadixAttention pages KV on "
+               "demand; speed taken equal to TensorRT-LLM: the calibration set's row 704 (LMSYS, Llama-3-8B A100 "
+               "offline) measured SGLang and TensorRT-LLM at par"),
+    "tensorrt-llm": EngineProfile(
+        name="tensorrt-llm", memory_fraction=0.90, reserve_full_request=True, max_batch_large=2048,
+        max_batch_small=2048, max_num_tokens=8192, speed=1.0,
+        source="TensorRT-LLM: kv_cache_free_gpu_mem_fraction 0.9; GUARANTEED_NO_EVICT default capacity scheduler "
+               "(reserves a request's whole KV at admission; performance tuning guide 'Useful runtime options'); "
+               "trtllm-build max_batch_size 2048, max_num_tokens 8192"),
+}
+DEFAULT_ENGINE = "vllm"
+
+
+def _engine_aliases(name: str) -> str:
+    key = (name or "").strip().lower().replace("_", "-").replace(" ", "-")
+    return {"trt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm", "tensorrtllm": "tensorrt-llm",
+            "nim": "tensorrt-llm"}.get(key, key)
+
+
+def load_engine(name: str | None) -> EngineProfile:
+    """The profile of engine ``name`` (``vllm``, ``sglang``, ``tensorrt-llm``; ``trt-llm`` accepted), default vLLM.
+
+    Raises:
+        InputError("engine"): an unknown engine, listing the accepted ones.
+    """
+    key = _engine_aliases(name or DEFAULT_ENGINE)
+    if key not in ENGINES:
+        raise InputError("engine", f"unknown serving engine {name!r}", accepted=", ".join(ENGINES))
+    return ENGINES[key]
+
+
+# ----------------------------------------------------------------------------------------------------- the fit
+
+
+@dataclass(frozen=True)
+class ServingFit:
+    """The fitted efficiencies (``benchmarks/serving_fit.py`` prints how they were found and how well they fit).
+
+    Attributes:
+        bandwidth_efficiency: achieved / peak memory bandwidth in decode, by GPU generation.
+        decode_compute_efficiency: achieved / peak tensor FLOP/s of decode's matmuls at large batch.
+        prefill_compute_efficiency: achieved / peak tensor FLOP/s in prefill, by matmul precision (fp16, fp8, fp4).
+        blend: exponent p of the roofline blend ``(t_mem^p + t_flop^p)^(1/p)`` (p -> inf is the pure roofline).
+        allreduce_latency_s: fixed time of one all-reduce, by interconnect (``nvlink``, ``pcie``).
+        layer_overhead_s: fixed time per layer per iteration (kernel launches, scheduling).
+        engine_speed: step-time multiplier per engine relative to TensorRT-LLM (vLLM fitted on its rows).
+    """
+
+    bandwidth_efficiency: dict[str, float]
+    decode_compute_efficiency: float
+    prefill_compute_efficiency: dict[str, float]
+    blend: float
+    allreduce_latency_s: dict[str, float]
+    layer_overhead_s: float
+    engine_speed: dict[str, float] = field(default_factory=lambda: {"tensorrt-llm": 1.0, "sglang": 1.0,
+                                                                    "vllm": 1.0})
+
+
+#: The shipped fit (``python benchmarks/serving_fit.py --refit`` reproduces it; figures in the README).
+FIT = ServingFit(
+    bandwidth_efficiency={"ampere": 0.95, "ada": 0.84, "hopper": 0.95, "blackwell": 0.61, "other": 0.60},
+    decode_compute_efficiency=0.44,
+    prefill_compute_efficiency={"fp16": 0.65, "fp8": 0.53, "fp4": 0.38},
+    blend=1.07,
+    allreduce_latency_s={"nvlink": 77e-6, "pcie": 525e-6},
+    layer_overhead_s=0.1e-6,
+)
+#: ``other`` (AMD, Intel Gaudi, Volta, Turing): no rows in the calibration set; 0.60 is an assumption below every
+#: fitted generation, not a measurement.
+
+GENERATIONS = ("volta", "turing", "ampere", "ada", "hopper", "blackwell", "other")
+
+
+def gpu_generation(gpu: GpuSpec) -> str:
+    """The GPU's generation from its datasheet row's ``architecture`` (``"Hopper (GH100)"`` -> ``hopper``);
+    ``other`` for non-NVIDIA parts or an unknown architecture."""
+    arch = (gpu.architecture or "").lower()
+    for gen, word in (("volta", "volta"), ("turing", "turing"), ("ampere", "ampere"), ("ada", "ada"),
+                      ("hopper", "hopper"), ("blackwell", "blackwell")):
+        if word in arch:
+            return gen
+    name = gpu.name.upper()
+    if name.startswith(("B200", "GB200", "B100")):
+        return "blackwell"
+    return "other"
+
+
+def matmul_peak_flops(gpu: GpuSpec, precision: str) -> float:
+    """Dense tensor-core peak, FLOP/s, that ``precision``'s matmuls run at on ``gpu`` (:data:`MATMUL_PEAK`).
+
+    Raises:
+        InputError("precision"): fp8 on a GPU without FP8 tensor cores (the datasheet lists no FP8 peak: Ampere,
+            Volta, Turing), fp4 on a GPU that is not Blackwell; an unknown precision.
+    """
+    if precision not in SERVE_PRECISIONS:
+        raise InputError("precision", f"unknown serving precision {precision!r}", accepted=", ".join(SERVE_PRECISIONS))
+    kind = MATMUL_PEAK[precision]
+    if kind == "fp16":
+        return gpu.fp16_tflops_dense * 1e12
+    if not gpu.fp8_tflops_dense:
+        ok = ", ".join(p for p in SERVE_PRECISIONS if MATMUL_PEAK[p] == "fp16")
+        raise InputError("precision", f"{gpu.name} has no FP8 tensor cores (its datasheet lists no FP8 peak): "
+                                      f"{precision} needs Ada, Hopper or Blackwell", accepted=ok)
+    if kind == "fp8":
+        return gpu.fp8_tflops_dense * 1e12
+    if gpu_generation(gpu) != "blackwell":
+        ok = ", ".join(p for p in SERVE_PRECISIONS if p != "fp4")
+        raise InputError("precision", f"fp4 needs Blackwell FP4 tensor cores; {gpu.name} has none", accepted=ok)
+    return gpu.fp8_tflops_dense * 1e12 * FP4_OVER_FP8
+
+
+def supported_precisions(gpu: GpuSpec) -> tuple[str, ...]:
+    """The serving precisions ``gpu`` runs (:func:`matmul_peak_flops` does not refuse)."""
+    out = []
+    for p in SERVE_PRECISIONS:
+        try:
+            matmul_peak_flops(gpu, p)
+        except InputError:
+            continue
+        out.append(p)
+    return tuple(out)
+
+
+# ----------------------------------------------------------------------------------------------------- the model
+
+
+def _embedding_params(m: ModelSpec) -> float:
+    return float(m.vocab_size * m.hidden_size * (1 if m.tied_embeddings else 2))
+
+
+def _expert_params(m: ModelSpec) -> float:
+    """Parameters of all MoE experts' MLPs (0 for a dense model): per layer ``experts x mats x h x I``."""
+    if m.experts <= 1:
+        return 0.0
+    mats = 3 if m.gated_mlp else 2
+    return float(m.layers * m.experts * mats * m.hidden_size * m.intermediate_size)
+
+
+def weight_bytes(m: ModelSpec, precision: str) -> float:
+    """Bytes of the model's weights at ``precision``: the blocks' linear layers at :data:`WEIGHT_BYTES`, the
+    embedding and output head at 2 B (DERIVED; see :data:`WEIGHT_BYTES`)."""
+    embed = _embedding_params(m)
+    return max(0.0, m.params_total - embed) * WEIGHT_BYTES[precision] + embed * 2.0
+
+
+def _touched_expert_fraction(m: ModelSpec, tokens: float) -> float:
+    """Expected share of a layer's experts that ``tokens`` tokens route to, each to ``k`` of ``E`` experts chosen
+    uniformly: ``1 - (1 - k/E)^tokens`` (DERIVED; balanced routing, as MoE training's load-balancing loss aims for)."""
+    if m.experts <= 1:
+        return 1.0
+    return 1.0 - (1.0 - m.experts_per_token / m.experts) ** max(tokens, 1.0)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A replica's shape: ``tensor_parallel`` GPUs per stage, ``pipeline_parallel`` stages (one instance each)."""
+
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return self.tensor_parallel * self.pipeline_parallel
+
+
+def _stage_layers(m: ModelSpec, pp: int) -> int:
+    return math.ceil(m.layers / pp)
+
+
+def memory_per_gpu(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: EngineProfile
+                   ) -> dict[str, float]:
+    """Memory of the most loaded GPU, bytes: ``weights`` (the stage's blocks split over TP, + the embedding or
+    head), ``activations`` (the engine's workspace for one iteration of ``max_num_tokens`` tokens: the MLP's
+    ``3 I/TP`` and the attention's ``4 h`` 16-bit values per token, DERIVED from what a forward pass holds at
+    once), ``kv_budget`` (what is left of ``memory_fraction`` for the KV cache; < 0: the weights do not fit),
+    ``kv_per_token`` (one token's KV cache on this GPU: the stage's layers, ``ceil(kv_heads/TP)`` heads),
+    ``usable`` (``memory_fraction`` x the GPU's memory)."""
+    tp, pp = layout.tensor_parallel, layout.pipeline_parallel
+    layers = _stage_layers(m, pp)
+    embed = _embedding_params(m)
+    block = max(0.0, m.params_total - embed) / m.layers
+    stage_embed = embed if pp == 1 else min(embed, float(m.vocab_size * m.hidden_size))
+    weights = (layers * block * WEIGHT_BYTES[precision] + stage_embed * 2.0) / tp
+    act = engine.max_num_tokens * (3.0 * m.intermediate_size * max(1, m.experts_per_token) / tp
+                                   + 4.0 * m.hidden_size) * 2.0
+    usable = gpu.memory_gib * GIB * engine.memory_fraction
+    kv_heads_gpu = math.ceil(m.kv_heads / tp)
+    kv_tok = kv_bytes_per_token(layers, kv_heads_gpu, m.head_dim, KV_BYTES[precision])
+    return {"weights": weights, "activations": act, "kv_budget": usable - weights - act,
+            "kv_per_token": float(kv_tok), "usable": usable}
+
+
+def tokens_held(engine: EngineProfile, input_tokens: float, output_tokens: float) -> float:
+    """KV-cache tokens one running sequence holds on average: ``I + O`` when the engine reserves the whole request,
+    ``I + O/2`` when it pages on demand (see :class:`EngineProfile`)."""
+    return input_tokens + (output_tokens if engine.reserve_full_request else output_tokens / 2.0)
+
+
+def max_batch_memory(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: EngineProfile,
+                     input_tokens: float, output_tokens: float) -> int:
+    """The most sequences the KV cache holds (0 when the weights do not fit)."""
+    mem = memory_per_gpu(m, gpu, layout, precision, engine)
+    if mem["kv_budget"] <= 0:
+        return 0
+    per_seq = tokens_held(engine, input_tokens, output_tokens) * mem["kv_per_token"]
+    return int(mem["kv_budget"] // per_seq) if per_seq > 0 else 0
+
+
+def decode_step_s(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, batch: float, context: float,
+                  fit: ServingFit = FIT, engine: str = "tensorrt-llm") -> float:
+    """Time of one decode iteration of ``batch`` sequences holding ``context`` tokens each, on one pipeline stage, s.
+
+    ``t = speed x [(t_mem^p + t_flop^p)^(1/p) + t_allreduce + L_stage x layer_overhead]`` with
+    ``t_mem = (weights read + batch x context x KV/token) / (BW x eff_bw(generation))`` (MoE: the experts the
+    batch's tokens touch, :func:`_touched_expert_fraction`), ``t_flop = batch x (2 N_active + 4 L c h_q d) / TP /
+    (peak(precision) x eff_decode)``, ``t_allreduce = 2 L_stage (latency(interconnect) + 2 (TP-1)/TP x batch x h x 2 B
+    / link)`` (two all-reduces per layer, Megatron-LM; ring all-reduce bytes, NCCL busbw definition, F§9).
+    """
+    tp, pp = layout.tensor_parallel, layout.pipeline_parallel
+    layers = _stage_layers(m, pp)
+    frac = layers / m.layers
+    mem = _weights_read(m, precision, batch) * frac / tp
+    kv_heads_gpu = math.ceil(m.kv_heads / tp)
+    kv = batch * context * kv_bytes_per_token(layers, kv_heads_gpu, m.head_dim, KV_BYTES[precision])
+    bw = gpu.memory_bandwidth_gbps * 1e9 * fit.bandwidth_efficiency.get(gpu_generation(gpu),
+                                                                        fit.bandwidth_efficiency["other"])
+    t_mem = (mem + kv) / bw
+    flops = batch * (2.0 * m.params_active + 4.0 * m.layers * context * m.heads * m.head_dim) * frac / tp
+    t_flop = flops / (matmul_peak_flops(gpu, precision) * fit.decode_compute_efficiency)
+    p = fit.blend
+    core = (t_mem ** p + t_flop ** p) ** (1.0 / p)
+    comm = _allreduce_s(m, gpu, tp, layers, batch, fit)
+    return fit.engine_speed.get(engine, 1.0) * (core + comm + layers * fit.layer_overhead_s)
+
+
+def _weights_read(m: ModelSpec, precision: str, tokens: float) -> float:
+    """Bytes of weights one iteration over ``tokens`` tokens reads: all of them for a dense model; for MoE the
+    non-expert weights and the touched share of the experts'."""
+    total = weight_bytes(m, precision)
+    experts = _expert_params(m) * WEIGHT_BYTES[precision]
+    return total - experts + experts * _touched_expert_fraction(m, tokens)
+
+
+def _allreduce_s(m: ModelSpec, gpu: GpuSpec, tp: int, layers: int, tokens: float, fit: ServingFit) -> float:
+    if tp <= 1:
+        return 0.0
+    link = (gpu.link_gbps_one_way or 32.0) * 1e9
+    lat = fit.allreduce_latency_s.get(gpu.interconnect, fit.allreduce_latency_s["pcie"])
+    return 2.0 * layers * (lat + 2.0 * (tp - 1) / tp * tokens * m.hidden_size * 2.0 / link)
+
+
+def prefill_s(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, input_tokens: float,
+              fit: ServingFit = FIT, engine: str = "tensorrt-llm") -> float:
+    """Compute time of one request's prefill of ``input_tokens`` on the replica (all stages), s:
+    ``(2 N_active I + 2 L I^2 h_q d) / (TP x PP x peak x eff_prefill) + all-reduces of I tokens`` (FLOPs: Kaplan et
+    al. 2020 with the causal attention term; the weights are read once per iteration and shared, so prefill is
+    compute-bound)."""
+    tp, pp = layout.tensor_parallel, layout.pipeline_parallel
+    flops = 2.0 * m.params_active * input_tokens + 2.0 * m.layers * input_tokens ** 2 * m.heads * m.head_dim
+    kind = MATMUL_PEAK[precision]
+    eff = fit.prefill_compute_efficiency[kind]
+    t = flops / (tp * pp * matmul_peak_flops(gpu, precision) * eff)
+    comm = _allreduce_s(m, gpu, tp, m.layers, input_tokens, fit) - (2.0 * m.layers * fit.allreduce_latency_s.get(
+        gpu.interconnect, fit.allreduce_latency_s["pcie"]) if tp > 1 else 0.0)
+    return fit.engine_speed.get(engine, 1.0) * (t + comm)
+
+
+@dataclass(frozen=True)
+class ServingPoint:
+    """One replica at one batch: what the model predicts.
+
+    Attributes:
+        batch: sequences running at once (the decode batch).
+        tokens_per_second: output tokens/s of the replica.
+        tpot_ms: mean time per output token, ms.
+        ttft_ms: mean time to first token, ms (the request's prefill + one iteration; no queueing).
+        step_ms: one decode iteration, ms (without the prefill it carries).
+        prefill_ms: one request's prefill compute, ms.
+    """
+
+    batch: int
+    tokens_per_second: float
+    tpot_ms: float
+    ttft_ms: float
+    step_ms: float
+    prefill_ms: float
+
+
+def point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: EngineProfile, batch: int,
+          input_tokens: float, output_tokens: float, fit: ServingFit = FIT, static: bool = False) -> ServingPoint:
+    """The steady state of continuous batching at ``batch`` running sequences (see the module docstring).
+
+    Pipeline stages (``pipeline_parallel`` p > 1) keep ``min(p, B)`` micro-batches in flight (vLLM
+    ``max_concurrent_batches = pipeline_parallel_size``): a token of a sequence takes one trip through every stage,
+    ``TPOT = max(m t_stage(b), p t_stage(b))`` with micro-batches of ``b = ceil(B/m)`` (hops over the network are left
+    to ``optimizer.sizing``'s layout costs). ``static=True``: a static batch (TensorRT-LLM <= v0.6
+    ``gptSessionBenchmark``): all B prompts first, then O steps: tokens/s = ``B O / (B t_prefill + O t_step)``.
+    """
+    pp = layout.pipeline_parallel
+    context = input_tokens + output_tokens / 2.0
+    if pp > 1:
+        inflight = min(pp, batch)
+        b = math.ceil(batch / inflight)
+        stage = decode_step_s(m, gpu, layout, precision, b, context, fit, engine.name)
+        step = max(inflight, pp) * stage
+    else:
+        step = decode_step_s(m, gpu, layout, precision, batch, context, fit, engine.name)
+    pre = prefill_s(m, gpu, layout, precision, input_tokens, fit, engine.name)
+    if static:
+        total = batch * pre + output_tokens * step
+        tps = batch * output_tokens / total
+        tpot = step
+    else:
+        tpot = step + batch / max(output_tokens, 1.0) * pre
+        tps = batch / tpot
+    ttft = pre + step
+    return ServingPoint(batch=int(batch), tokens_per_second=tps, tpot_ms=1e3 * tpot, ttft_ms=1e3 * ttft,
+                        step_ms=1e3 * step, prefill_ms=1e3 * pre)
+
+
+def batch_cap(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: EngineProfile,
+              input_tokens: float, output_tokens: float) -> int:
+    """The largest batch the engine runs: KV-cache capacity (:func:`max_batch_memory`), the engine's sequence cap
+    and its iteration token budget (each running sequence takes one of ``max_num_tokens`` per step)."""
+    mem_b = max_batch_memory(m, gpu, layout, precision, engine, input_tokens, output_tokens)
+    return max(0, min(mem_b, engine.max_batch(gpu), engine.max_num_tokens))
+
+
+def best_point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: EngineProfile,
+               input_tokens: float, output_tokens: float, *, ttft_slo_ms: float | None = None,
+               tpot_slo_ms: float | None = None, concurrency: int | None = None, fit: ServingFit = FIT,
+               static: bool = False) -> ServingPoint | None:
+    """The batch the replica runs and its numbers: ``concurrency`` when given (capped by :func:`batch_cap`), else the
+    largest batch whose p99 TTFT and TPOT (means x :data:`P99_OVER_MEAN_TTFT` / :data:`P99_OVER_MEAN_TPOT`) meet the
+    targets. None when the weights do not fit, or not even one sequence meets the targets.
+    """
+    cap = batch_cap(m, gpu, layout, precision, engine, input_tokens, output_tokens)
+    if cap < 1:
+        return None
+    if concurrency is not None:
+        b = min(int(concurrency), cap)
+        pt = point(m, gpu, layout, precision, engine, b, input_tokens, output_tokens, fit, static)
+        if concurrency > cap:  # closed loop with more users than slots: the rest wait in the queue
+            wait = (concurrency - cap) / cap * output_tokens * pt.tpot_ms
+            pt = replace(pt, ttft_ms=pt.ttft_ms + wait)
+        return pt
+
+    def ok(b: int) -> bool:
+        pt = point(m, gpu, layout, precision, engine, b, input_tokens, output_tokens, fit, static)
+        if tpot_slo_ms is not None and pt.tpot_ms * P99_OVER_MEAN_TPOT > tpot_slo_ms:
+            return False
+        if ttft_slo_ms is not None and pt.ttft_ms * P99_OVER_MEAN_TTFT > ttft_slo_ms:
+            return False
+        return True
+
+    if ok(cap):
+        return point(m, gpu, layout, precision, engine, cap, input_tokens, output_tokens, fit, static)
+    if not ok(1):
+        return None
+    lo, hi = 1, cap  # TPOT and TTFT grow with the batch: bisect the largest batch that meets both
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return point(m, gpu, layout, precision, engine, lo, input_tokens, output_tokens, fit, static)
+
+
+def describe_fit(fit: ServingFit = FIT) -> str:
+    """One line naming the fitted constants (for assumptions lists)."""
+    bw = ", ".join(f"{k} {v:.2f}" for k, v in fit.bandwidth_efficiency.items())
+    pre = ", ".join(f"{k} {v:.2f}" for k, v in fit.prefill_compute_efficiency.items())
+    return (f"serving model fitted on shared/data/perf/serving.csv (benchmarks/serving_fit.py): bandwidth efficiency "
+            f"{bw}; decode compute efficiency {fit.decode_compute_efficiency:.2f}; prefill {pre}; roofline blend "
+            f"p={fit.blend:.2f}; all-reduce latency NVLink {fit.allreduce_latency_s['nvlink'] * 1e6:.1f} us, PCIe "
+            f"{fit.allreduce_latency_s['pcie'] * 1e6:.1f} us; {fit.layer_overhead_s * 1e6:.1f} us per layer per step")
+
+
+def as_dict(pt: ServingPoint) -> dict[str, Any]:
+    return {"concurrency": pt.batch, "tokens_per_second_per_replica": pt.tokens_per_second, "ttft_ms": pt.ttft_ms,
+            "tpot_ms": pt.tpot_ms}

@@ -336,13 +336,13 @@ def _model_spec(model: str | None, params: float | None):
 
 def _workload(spec_like: dict[str, Any]):
     """Build and validate an optimizer.sizing.Workload from plain options."""
-    from optimizer.sizing import Workload, validate_workload
+    from optimizer.sizing import Workload, validate_workload, with_request_rate
 
     kw = {k: v for k, v in spec_like.items() if v is not None and k != "model_name" and k != "params"}
     kw["model"] = _model_spec(spec_like.get("model_name"), spec_like.get("params"))
     w = Workload(**kw)
     validate_workload(w)
-    return w
+    return with_request_rate(w)
 
 
 @dataclass
@@ -370,27 +370,47 @@ class EstimateResult:
 def estimate(*, model: str | None = None, params: float | None = None, task: str = "serve", gpu: str = "A100-80GB",
              precision: str | None = None, context_tokens: int | None = None, concurrency: int | None = None,
              tokens_per_second: float | None = None, tokens: float | None = None, deadline_hours: float | None = None,
-             zero_stage: int | None = None) -> EstimateResult:
+             zero_stage: int | None = None, tensor_parallel: int | None = None, pipeline_parallel: int | None = None,
+             engine: str | None = None, input_tokens: int | None = None, output_tokens: int | None = None,
+             scenario: str | None = None, request_rate: float | None = None, ttft_slo_ms: float | None = None,
+             tpot_slo_ms: float | None = None, measured: str | Path | None = None) -> EstimateResult:
     """Size one replica of a workload on ``gpu`` (no prices involved).
 
-    Args: as ``gpuopt estimate``: model (known name or HF repo) or params (count), task serve|train|finetune,
-        gpu (canonical name, e.g. A100-80GB), precision fp32|bf16|fp16|int8|int4, context_tokens, concurrency,
-        tokens_per_second (serve demand), tokens (train), deadline_hours, zero_stage 0..3.
-    Returns: EstimateResult. Raises: InputError naming the field for bad input or when nothing fits.
+    Args: as ``gpuopt estimate``: model (known name or HF repo, -Instruct/-chat variants accepted) or params (count),
+        task serve|train|finetune|lora, gpu (canonical name, e.g. A100-80GB), precision (serve: bf16|fp16|fp8|int8|
+        int4|fp4; fp8 needs Ada/Hopper/Blackwell, fp4 Blackwell), context_tokens, concurrency (sequences per
+        replica; default: the largest batch that fits memory and the latency targets), tokens_per_second or
+        request_rate (serve demand, to count replicas), tokens (train), deadline_hours, zero_stage 0..3.
+        Serving: tensor_parallel / pipeline_parallel (default: the smallest replica that serves), engine
+        vllm|sglang|tensorrt-llm (default vllm), input_tokens / output_tokens per request (default 1024 / 128),
+        scenario offline|server|interactive (default server: p99 TTFT <= 2,000 ms, TPOT <= 200 ms), ttft_slo_ms /
+        tpot_slo_ms (p99 targets, override the scenario's), measured (a CSV/JSON of the user's benchmark results,
+        ``optimizer.serving.load_measurements``).
+    Returns: EstimateResult; serving ``numbers`` has tokens_per_second_per_replica, ttft_ms, tpot_ms, concurrency,
+        gpus_per_replica, memory_gib_per_replica, tensor_parallel, pipeline_parallel, precision, engine, the targets
+        and estimate_source. Raises: InputError naming the field for bad input or when nothing fits.
     """
     from optimizer import sizing
     from optimizer.specs import load_gpu
 
+    meas = None
+    if measured is not None:
+        from optimizer.serving import load_measurements
+
+        meas = load_measurements(str(measured))
     w = _workload(dict(task=task, model_name=model, params=params, precision=precision, context_tokens=context_tokens,
                        concurrency=concurrency, tokens_per_second=tokens_per_second, tokens=tokens,
-                       deadline_hours=deadline_hours, zero_stage=zero_stage))
+                       deadline_hours=deadline_hours, zero_stage=zero_stage, engine=engine, input_tokens=input_tokens,
+                       output_tokens=output_tokens, scenario=scenario, request_rate=request_rate,
+                       ttft_slo_ms=ttft_slo_ms, tpot_slo_ms=tpot_slo_ms, measured=meas))
+    tokens_per_second = w.tokens_per_second
     import dataclasses
 
     from optimizer.model import usable_gpu_memory_gib
 
     g = load_gpu(gpu)
     g = dataclasses.replace(g, memory_gib=usable_gpu_memory_gib(g.name, None, g.memory_gib))
-    nums = dict(sizing.estimate(w, g))
+    nums = dict(sizing.estimate(w, g, tensor_parallel=tensor_parallel, pipeline_parallel=pipeline_parallel))
     assumptions = list(nums.pop("assumptions", []) or [])
     if task == "serve" and tokens_per_second:
         per = nums["tokens_per_second_per_replica"]

@@ -213,9 +213,19 @@ def estimate(
     tokens: Annotated[Optional[float], typer.Option(help="Training: tokens to process (e.g. 2e12).")] = None,
     tokens_per_second: Annotated[Optional[float], typer.Option("--tokens-per-second", help="Serving demand, to count replicas.")] = None,
     deadline_hours: Annotated[Optional[float], typer.Option("--deadline-hours", help="Training deadline, to count GPUs.")] = None,
-    precision: Annotated[Optional[str], typer.Option(help="fp32, bf16, fp16, int8, int4.")] = None,
-    context: Annotated[Optional[int], typer.Option("--context", help="Tokens per sequence.")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(help="Serving: sequences per replica.")] = None,
+    precision: Annotated[Optional[str], typer.Option(help="Serving: bf16, fp16, fp8 (Ada/Hopper/Blackwell), int8, int4 (weight-only), fp4 (Blackwell). Training: bf16, fp16.")] = None,
+    context: Annotated[Optional[int], typer.Option("--context", help="Tokens per sequence (serving: input + output when --input-tokens is not given).")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(help="Serving: sequences per replica (default: the largest batch that fits memory and the latency targets).")] = None,
+    request_rate: Annotated[Optional[float], typer.Option("--request-rate", help="Serving demand in requests/s, to count replicas.")] = None,
+    tensor_parallel: Annotated[Optional[int], typer.Option("--tensor-parallel", help="Serving: GPUs per replica in one node (default: the smallest replica that serves).")] = None,
+    pipeline_parallel: Annotated[Optional[int], typer.Option("--pipeline-parallel", help="Serving: pipeline stages, one node each (default 1).")] = None,
+    engine: Annotated[Optional[str], typer.Option("--engine", help="Serving engine: vllm (default), sglang, tensorrt-llm.")] = None,
+    input_tokens: Annotated[Optional[int], typer.Option("--input-tokens", help="Serving: mean prompt tokens per request (default 1024).")] = None,
+    output_tokens: Annotated[Optional[int], typer.Option("--output-tokens", help="Serving: mean generated tokens per request (default 128).")] = None,
+    scenario: Annotated[Optional[str], typer.Option("--scenario", help="Serving: server (p99 TTFT <= 2 s, TPOT <= 200 ms; default), interactive (450 ms, 40 ms) or offline (no target).")] = None,
+    ttft_ms: Annotated[Optional[float], typer.Option("--ttft-ms", help="Serving: p99 time-to-first-token target, ms (overrides the scenario's).")] = None,
+    tpot_ms: Annotated[Optional[float], typer.Option("--tpot-ms", help="Serving: p99 time-per-output-token target, ms (overrides the scenario's).")] = None,
+    measured: Annotated[Optional[Path], typer.Option("--measured", help="Serving: a CSV/JSON of your own benchmark results (vLLM benchmark_serving, GenAI-Perf) that corrects the model.")] = None,
     zero_stage: Annotated[Optional[int], typer.Option("--zero-stage", help="Training: ZeRO stage 0-3.")] = None,
     list_models: Annotated[bool, typer.Option("--list-models", help="List the known models and GPUs and exit.")] = False,
     fmt: FormatOpt = "table",
@@ -234,7 +244,11 @@ def estimate(
 
         result = api.estimate(model=model, params=params, task=task, gpu=gpu, tokens=tokens,
                               tokens_per_second=tokens_per_second, deadline_hours=deadline_hours, precision=precision,
-                              context_tokens=context, concurrency=concurrency, zero_stage=zero_stage)
+                              context_tokens=context, concurrency=concurrency, zero_stage=zero_stage,
+                              request_rate=request_rate, tensor_parallel=tensor_parallel,
+                              pipeline_parallel=pipeline_parallel, engine=engine, input_tokens=input_tokens,
+                              output_tokens=output_tokens, scenario=scenario, ttft_slo_ms=ttft_ms,
+                              tpot_slo_ms=tpot_ms, measured=measured)
         render.estimate(result, fmt)
 
 

@@ -114,12 +114,19 @@ def estimate(result, fmt: str) -> None:
     n = result.numbers
     fmt_map = {
         "memory_gib_per_replica": "{:,.2f} GiB", "memory_gib_per_gpu": "{:,.2f} GiB", "gpus_per_replica": "{:g}",
-        "tokens_per_second_per_replica": "{:,.1f}", "train_flops": "{:.3e}", "gpu_hours": "{:,.0f}",
+        "tensor_parallel": "{}", "pipeline_parallel": "{}", "precision": "{}", "engine": "{}", "scenario": "{}",
+        "input_tokens": "{:,}", "output_tokens": "{:,}", "concurrency": "{:,}",
+        "tokens_per_second_per_replica": "{:,.1f}", "tokens_per_second_per_gpu": "{:,.1f}", "ttft_ms": "{:,.0f} ms",
+        "tpot_ms": "{:,.1f} ms", "ttft_target_ms": "p99 <= {:,.0f} ms", "tpot_target_ms": "p99 <= {:,.0f} ms",
+        "kv_capacity_sequences": "{:,}", "estimate_source": "{}",
+        "train_flops": "{:.3e}", "gpu_hours": "{:,.0f}",
         "wall_hours_one_replica": "{:,.1f}", "replicas_needed": "{}", "gpus_needed": "{:g}",
     }
     for k, f in fmt_map.items():
         if k in n and n[k] is not None:
             t.add_row(k, f.format(n[k]))
+    if result.task == "serve" and n.get("ttft_target_ms") is None and n.get("tpot_target_ms") is None:
+        t.add_row("latency targets", "none (offline)")
     for k, v in (n.get("breakdown_gib") or {}).items():
         t.add_row(f"  {k} (GiB/replica)", f"{v:,.2f}")
     con.print(t)

@@ -410,13 +410,15 @@ class ServingPoint:
 
 
 def point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: EngineProfile, batch: int,
-          input_tokens: float, output_tokens: float, fit: ServingFit = FIT, static: bool = False) -> ServingPoint:
+          input_tokens: float, output_tokens: float, fit: ServingFit = FIT, static: bool = False,
+          hop: tuple[float, float] = (0.0, 0.0), scale: Correction | None = None) -> ServingPoint:
     """The steady state of continuous batching at ``batch`` running sequences (see the module docstring).
 
     Pipeline stages (``pipeline_parallel`` p > 1) keep ``min(p, B)`` micro-batches in flight (vLLM
     ``max_concurrent_batches = pipeline_parallel_size``): a token of a sequence takes one trip through every stage,
-    ``TPOT = max(m t_stage(b), p t_stage(b))`` with micro-batches of ``b = ceil(B/m)`` (hops over the network are left
-    to ``optimizer.sizing``'s layout costs). ``static=True``: a static batch (TensorRT-LLM <= v0.6
+    ``TPOT = max(m t_stage, p t_stage + (p-1) t_hop + t_return)`` with micro-batches of ``b = ceil(B/m)``;
+    ``hop = (latency s, s per sequence)`` of one stage-to-stage transfer (``t_hop = latency + b x per-sequence``;
+    ``t_return`` = latency). ``scale``: the user's measurement's correction (:class:`Correction`). ``static=True``: a static batch (TensorRT-LLM <= v0.6
     ``gptSessionBenchmark``): all B prompts first, then O steps: tokens/s = ``B O / (B t_prefill + O t_step)``.
     """
     pp = layout.pipeline_parallel
@@ -425,7 +427,8 @@ def point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: En
         inflight = min(pp, batch)
         b = math.ceil(batch / inflight)
         stage = decode_step_s(m, gpu, layout, precision, b, context, fit, engine.name)
-        step = max(inflight, pp) * stage
+        t_hop = hop[0] + b * hop[1]
+        step = max(inflight * stage, pp * stage + (pp - 1) * t_hop + hop[0])
     else:
         step = decode_step_s(m, gpu, layout, precision, batch, context, fit, engine.name)
     pre = prefill_s(m, gpu, layout, precision, input_tokens, fit, engine.name)
@@ -437,8 +440,9 @@ def point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: En
         tpot = step + batch / max(output_tokens, 1.0) * pre
         tps = batch / tpot
     ttft = pre + step
-    return ServingPoint(batch=int(batch), tokens_per_second=tps, tpot_ms=1e3 * tpot, ttft_ms=1e3 * ttft,
-                        step_ms=1e3 * step, prefill_ms=1e3 * pre)
+    pt = ServingPoint(batch=int(batch), tokens_per_second=tps, tpot_ms=1e3 * tpot, ttft_ms=1e3 * ttft,
+                      step_ms=1e3 * step, prefill_ms=1e3 * pre)
+    return scale.apply(pt) if scale is not None else pt
 
 
 def batch_cap(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: EngineProfile,
@@ -452,7 +456,8 @@ def batch_cap(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine
 def best_point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: EngineProfile,
                input_tokens: float, output_tokens: float, *, ttft_slo_ms: float | None = None,
                tpot_slo_ms: float | None = None, concurrency: int | None = None, fit: ServingFit = FIT,
-               static: bool = False) -> ServingPoint | None:
+               static: bool = False, hop: tuple[float, float] = (0.0, 0.0),
+               scale: Correction | None = None) -> ServingPoint | None:
     """The batch the replica runs and its numbers: ``concurrency`` when given (capped by :func:`batch_cap`), else the
     largest batch whose p99 TTFT and TPOT (means x :data:`P99_OVER_MEAN_TTFT` / :data:`P99_OVER_MEAN_TPOT`) meet the
     targets. None when the weights do not fit, or not even one sequence meets the targets.
@@ -462,14 +467,14 @@ def best_point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engin
         return None
     if concurrency is not None:
         b = min(int(concurrency), cap)
-        pt = point(m, gpu, layout, precision, engine, b, input_tokens, output_tokens, fit, static)
+        pt = point(m, gpu, layout, precision, engine, b, input_tokens, output_tokens, fit, static, hop, scale)
         if concurrency > cap:  # closed loop with more users than slots: the rest wait in the queue
             wait = (concurrency - cap) / cap * output_tokens * pt.tpot_ms
             pt = replace(pt, ttft_ms=pt.ttft_ms + wait)
         return pt
 
     def ok(b: int) -> bool:
-        pt = point(m, gpu, layout, precision, engine, b, input_tokens, output_tokens, fit, static)
+        pt = point(m, gpu, layout, precision, engine, b, input_tokens, output_tokens, fit, static, hop, scale)
         if tpot_slo_ms is not None and pt.tpot_ms * P99_OVER_MEAN_TPOT > tpot_slo_ms:
             return False
         if ttft_slo_ms is not None and pt.ttft_ms * P99_OVER_MEAN_TTFT > ttft_slo_ms:
@@ -477,7 +482,7 @@ def best_point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engin
         return True
 
     if ok(cap):
-        return point(m, gpu, layout, precision, engine, cap, input_tokens, output_tokens, fit, static)
+        return point(m, gpu, layout, precision, engine, cap, input_tokens, output_tokens, fit, static, hop, scale)
     if not ok(1):
         return None
     lo, hi = 1, cap  # TPOT and TTFT grow with the batch: bisect the largest batch that meets both
@@ -487,7 +492,7 @@ def best_point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engin
             lo = mid
         else:
             hi = mid
-    return point(m, gpu, layout, precision, engine, lo, input_tokens, output_tokens, fit, static)
+    return point(m, gpu, layout, precision, engine, lo, input_tokens, output_tokens, fit, static, hop, scale)
 
 
 def describe_fit(fit: ServingFit = FIT) -> str:
@@ -503,3 +508,183 @@ def describe_fit(fit: ServingFit = FIT) -> str:
 def as_dict(pt: ServingPoint) -> dict[str, Any]:
     return {"concurrency": pt.batch, "tokens_per_second_per_replica": pt.tokens_per_second, "ttft_ms": pt.ttft_ms,
             "tpot_ms": pt.tpot_ms}
+
+
+# ----------------------------------------------------------------------------------------------------- measured
+@dataclass(frozen=True)
+class Correction:
+    """Factors that bring the model to a user's measurement: measured / estimated at the measured point.
+
+    Attributes:
+        tokens_per_second, ttft, tpot: multipliers (1.0 where the measurement gives no figure).
+        source: ``"measured: FILE row N"`` -- what the output names as the estimate's source.
+    """
+
+    tokens_per_second: float = 1.0
+    ttft: float = 1.0
+    tpot: float = 1.0
+    source: str = ""
+
+    def apply(self, pt: ServingPoint) -> ServingPoint:
+        return replace(pt, tokens_per_second=pt.tokens_per_second * self.tokens_per_second,
+                       ttft_ms=pt.ttft_ms * self.ttft, tpot_ms=pt.tpot_ms * self.tpot)
+
+
+#: Column names accepted in a measurements file, canonical name -> aliases (vLLM ``benchmark_serving.py
+#: --save-result`` JSON keys, GenAI-Perf / AIPerf export names, gpuopt's own).
+MEASURED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "model": ("model", "model_id", "hf_repo"),
+    "gpu": ("gpu", "gpu_model"),
+    "tensor_parallel": ("tensor_parallel", "tp", "tensor_parallel_size"),
+    "pipeline_parallel": ("pipeline_parallel", "pp", "pipeline_parallel_size"),
+    "precision": ("precision", "dtype"),
+    "engine": ("engine", "backend"),
+    "input_tokens": ("input_tokens", "input_len", "random_input_len", "isl"),
+    "output_tokens": ("output_tokens", "output_len", "random_output_len", "osl"),
+    "concurrency": ("concurrency", "max_concurrency"),
+    "request_rate": ("request_rate",),
+    "output_tokens_per_second": ("output_tokens_per_second", "output_throughput", "output_token_throughput",
+                                 "tokens_per_second"),
+    "ttft_ms": ("ttft_ms", "mean_ttft_ms", "time_to_first_token_ms", "time_to_first_token"),
+    "tpot_ms": ("tpot_ms", "mean_tpot_ms", "mean_itl_ms", "inter_token_latency_ms", "inter_token_latency"),
+}
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One benchmark result of the user's: the replica's setup and what it measured (output tokens/s of the whole
+    replica, mean TTFT and TPOT in ms; None where not given)."""
+
+    model: ModelSpec
+    gpu: GpuSpec
+    layout: Layout
+    precision: str
+    engine: str
+    input_tokens: int
+    output_tokens: int
+    concurrency: int | None
+    tokens_per_second: float | None
+    ttft_ms: float | None
+    tpot_ms: float | None
+    row: int
+
+
+@dataclass(frozen=True)
+class Measurements:
+    """A user's measurements file (``--measured FILE``), read by :func:`load_measurements`."""
+
+    path: str
+    rows: tuple[Measurement, ...]
+
+    def correction(self, m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: EngineProfile,
+                   fit: ServingFit = FIT) -> Correction | None:
+        """The correction for a replica of ``m`` served by ``engine``: from the user's measurement of the same model
+        and engine nearest this replica (same GPU, then same tensor-parallel size, then same precision), the
+        factors measured / estimated at that measurement's own lengths and concurrency. None when no row is of this
+        model and engine (the model alone estimates)."""
+        rows = [r for r in self.rows if r.model.name == m.name and r.engine == engine.name]
+        if not rows:
+            return None
+
+        def rank(r: Measurement) -> tuple:
+            return (r.gpu.name != gpu.name, r.layout != layout, r.precision != precision)
+
+        r = min(rows, key=rank)
+        try:
+            est = best_point(r.model, r.gpu, r.layout, r.precision, ENGINES[r.engine], r.input_tokens,
+                             r.output_tokens, concurrency=r.concurrency, fit=fit)
+        except InputError:
+            return None
+        if est is None:
+            return None
+        f_tps = r.tokens_per_second / est.tokens_per_second if r.tokens_per_second else 1.0
+        f_ttft = r.ttft_ms / est.ttft_ms if r.ttft_ms else 1.0
+        f_tpot = r.tpot_ms / est.tpot_ms if r.tpot_ms else 1.0
+        same = "" if rank(r) == (False, False, False) else (
+            f" (measured on {r.gpu.name} TP{r.layout.tensor_parallel} {r.precision}; scaled by the model)")
+        return Correction(f_tps, f_ttft, f_tpot, f"measured: {self.path} row {r.row}{same}")
+
+
+def load_measurements(path: str) -> Measurements:
+    """Read a measurements file: CSV with a header, or JSON (one object, or a list of objects; vLLM
+    ``benchmark_serving.py --save-result`` files are one object each). Columns by :data:`MEASURED_COLUMNS`; model,
+    gpu, input/output tokens and at least one of output tokens/s, TTFT, TPOT are required; TP 1, precision bf16,
+    engine vLLM by default.
+
+    Raises:
+        InputError("measured"): the file is missing or unreadable, a row lacks a required column or has a bad
+            value (the message names the row and the column).
+    """
+    import csv as _csv
+    import json as _json
+    from pathlib import Path
+
+    from optimizer.specs import load_gpu, load_model
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("measured", f"no such file: {path}", accepted="a CSV or JSON file of benchmark results")
+    try:
+        text = p.read_text(encoding="utf-8")
+        if p.suffix.lower() == ".json" or text.lstrip().startswith(("{", "[")):
+            data = _json.loads(text)
+            raw = data if isinstance(data, list) else [data]
+        else:
+            raw = list(_csv.DictReader(text.splitlines()))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError("measured", f"cannot read {path}: {exc}", accepted="CSV with a header, or JSON") from None
+    rows = []
+    for i, obj in enumerate(raw, start=1):
+        if not isinstance(obj, dict):
+            raise InputError("measured", f"{path} row {i}: not an object", accepted="a list of objects")
+        low = {str(k).strip().lower(): v for k, v in obj.items()}
+
+        def get(col: str, _low=low):
+            for alias in MEASURED_COLUMNS[col]:
+                v = _low.get(alias)
+                if v not in (None, ""):
+                    return v
+            return None
+
+        def num(col: str, *, whole: bool = False, _i=i):
+            v = get(col)
+            if v is None:
+                return None
+            try:
+                x = float(v)
+            except (TypeError, ValueError):
+                raise InputError("measured", f"{path} row {_i}: {col} {v!r} is not a number",
+                                 accepted="a number > 0") from None
+            if not math.isfinite(x) or x <= 0 or (whole and not x.is_integer()):
+                raise InputError("measured", f"{path} row {_i}: {col} {v!r} must be a {'whole ' if whole else ''}"
+                                             "number > 0", accepted="a number > 0")
+            return int(x) if whole else x
+
+        for col in ("model", "gpu"):
+            if get(col) is None:
+                raise InputError("measured", f"{path} row {i}: no {col} column",
+                                 accepted=", ".join(MEASURED_COLUMNS[col]))
+        inp, out = num("input_tokens", whole=True), num("output_tokens", whole=True)
+        if inp is None or out is None:
+            raise InputError("measured", f"{path} row {i}: input and output tokens are required",
+                             accepted="input_tokens/input_len and output_tokens/output_len")
+        tps, ttft, tpot = num("output_tokens_per_second"), num("ttft_ms"), num("tpot_ms")
+        if not (tps or ttft or tpot):
+            raise InputError("measured", f"{path} row {i}: no measured figure",
+                             accepted="output_tokens_per_second, ttft_ms and/or tpot_ms")
+        precision = str(get("precision") or "bf16").strip().lower()
+        if precision not in SERVE_PRECISIONS:
+            raise InputError("measured", f"{path} row {i}: precision {precision!r}", accepted=", ".join(SERVE_PRECISIONS))
+        try:
+            model = load_model(str(get("model")))
+            gpu = load_gpu(str(get("gpu")))
+            engine = load_engine(str(get("engine") or DEFAULT_ENGINE)).name
+        except InputError as exc:
+            raise InputError("measured", f"{path} row {i}: {exc.field}: {exc.message}", accepted=exc.accepted) from None
+        tp = num("tensor_parallel", whole=True) or 1
+        pp = num("pipeline_parallel", whole=True) or 1
+        conc = num("concurrency", whole=True)
+        rows.append(Measurement(model, gpu, Layout(tp, pp), precision, engine, inp, out, conc, tps, ttft, tpot, i))
+    if not rows:
+        raise InputError("measured", f"{path} has no rows", accepted="at least one benchmark result")
+    return Measurements(str(path), tuple(rows))

@@ -211,7 +211,8 @@ class Workload:
             (mixed precision with fp32 Adam states); lora: the frozen base's, one of ``LORA_PRECISIONS``.
         context_tokens: serving: tokens per sequence (prompt + output) kept in the KV cache; training: sequence
             length. None: ``min(model.max_context, 4096)``. Must not exceed ``model.max_context``.
-        concurrency: serving: sequences decoded together per replica (the decode batch), >= 1.
+        concurrency: serving: sequences decoded together per replica (the decode batch), >= 1, or None (default):
+            the largest batch that fits memory and the latency targets.
         tokens_per_second: serving demand, generated tokens/s for the whole fleet (used by the planner; >= 0).
         tokens: train/finetune/lora: tokens to process (required, > 0).
         deadline_hours: wall-clock limit (used by the planner; > 0).
@@ -223,6 +224,20 @@ class Workload:
         lora_targets: task "lora": matrices that get adapters, from ``LORA_TARGETS`` (or the HF ``*_proj`` names);
             default all seven (ignored by other tasks).
 
+    Serving (issue 10; :mod:`optimizer.serving`):
+        engine: ``vllm`` (default), ``sglang`` or ``tensorrt-llm``: its memory share, batching caps and KV policy.
+        input_tokens, output_tokens: mean prompt and generated tokens per request (default 1024 and 128, vLLM
+            ``benchmark_serving``'s random-dataset lengths; with only ``context_tokens``: output 128, input the rest).
+        scenario: ``server`` (default: p99 TTFT <= 2 s, TPOT <= 200 ms, MLPerf's server targets), ``interactive``
+            (450 ms, 40 ms) or ``offline`` (no target: the largest batch that fits).
+        ttft_slo_ms, tpot_slo_ms: p99 targets overriding the scenario's.
+        request_rate: demand in requests/s (the fleet's tokens/s = rate x output_tokens); exclusive with
+            tokens_per_second.
+        concurrency: sequences per replica; None (default) = the largest batch that fits the KV cache and meets the
+            targets.
+        precision_options: precisions the planner may choose from per GPU (empty: ``precision`` only).
+        measured: an :class:`optimizer.serving.Measurements` of the user's own benchmark, or None.
+
     Task ``"lora"`` fine-tunes low-rank adapters on a frozen base model; with ``precision="int4"`` it is QLoRA
     (4-bit NF4 base weights), with ``"int8"`` an 8-bit base, with ``"bf16"``/``"fp16"`` plain LoRA.
     """
@@ -231,7 +246,7 @@ class Workload:
     model: ModelSpec
     precision: str = "bf16"
     context_tokens: int | None = None
-    concurrency: int = 16
+    concurrency: int | None = None
     tokens_per_second: float | None = None
     tokens: float | None = None
     deadline_hours: float | None = None
@@ -241,6 +256,15 @@ class Workload:
     mfu: float | None = None
     lora_rank: int = 16
     lora_targets: tuple[str, ...] = LORA_TARGETS
+    engine: str = "vllm"
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    scenario: str = "server"
+    ttft_slo_ms: float | None = None
+    tpot_slo_ms: float | None = None
+    request_rate: float | None = None
+    precision_options: tuple[str, ...] = ()
+    measured: Any = None
 
 
 @dataclass(frozen=True)
@@ -265,8 +289,13 @@ class ReplicaSizing:
             1 for a share of one GPU. Training replicas are ZeRO data parallel over their GPUs: 1.
         pipeline_parallel: serve: pipeline stages, each on its own instance with ``1/pipeline_parallel`` of the
             layers (``gpus_per_replica = tensor_parallel x pipeline_parallel``); 1 otherwise.
-        time_per_output_token_ms: serve: time between two tokens of one sequence (TPOT), ms: one decode step, or
-            one trip of a micro-batch through every pipeline stage; None for training.
+        time_per_output_token_ms: serve: mean time between two tokens of one sequence (TPOT), ms: one decode
+            iteration with the prefill work it carries (optimizer.serving); None for training.
+        ttft_ms, concurrency, precision, engine, input_tokens, output_tokens, ttft_target_ms, tpot_target_ms,
+            estimate_source, kv_capacity_sequences: serve only (None otherwise): mean time to first token (ms), the
+            batch, the serving precision and engine, the request lengths, the p99 targets (None: none), where the
+            numbers come from (the model, or the user's measurement), and how many sequences the KV cache holds.
+            ``fits`` is False for a serving replica whose weights do not fit or that meets no target at any batch.
     """
 
     task: str
@@ -283,6 +312,16 @@ class ReplicaSizing:
     tensor_parallel: int = 1
     pipeline_parallel: int = 1
     time_per_output_token_ms: float | None = None
+    ttft_ms: float | None = None
+    concurrency: int | None = None
+    precision: str | None = None
+    engine: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    ttft_target_ms: float | None = None
+    tpot_target_ms: float | None = None
+    estimate_source: str | None = None
+    kv_capacity_sequences: int | None = None
 
 
 # ----------------------------------------------------------------------------------------------- validation
@@ -323,7 +362,9 @@ def validate_workload(w: Workload) -> None:
         raise InputError("task", f"unknown task {w.task!r}", accepted=", ".join(TASKS))
     if not isinstance(w.model, ModelSpec):
         raise InputError("model", "not a ModelSpec", accepted="optimizer.specs.load_model(...) or model_from_params(...)")
-    if w.precision not in PRECISION_BYTES:
+    if w.task == "serve":
+        _validate_serving(w)
+    elif w.precision not in PRECISION_BYTES:
         raise InputError("precision", f"unknown precision {w.precision!r}", accepted=", ".join(PRECISION_BYTES))
     training = w.task in TRAINING_TASKS
     if w.task == "lora" and w.precision not in LORA_PRECISIONS:
@@ -346,7 +387,7 @@ def validate_workload(w: Workload) -> None:
             raise InputError("context_tokens",
                              f"{w.context_tokens} exceeds {w.model.name}'s max_context {w.model.max_context}",
                              accepted=f"1..{w.model.max_context}")
-    if not _is_int(w.concurrency) or w.concurrency < 1:
+    if w.concurrency is not None and (not _is_int(w.concurrency) or w.concurrency < 1):
         raise InputError("concurrency", f"must be a whole number >= 1, got {w.concurrency!r}", accepted=">= 1")
     if w.tokens_per_second is not None and (not _is_number(w.tokens_per_second) or w.tokens_per_second < 0):
         raise InputError("tokens_per_second", f"must be a number >= 0, got {w.tokens_per_second!r}", accepted=">= 0")
@@ -375,6 +416,81 @@ def validate_workload(w: Workload) -> None:
             present = [t for t in LORA_TARGETS if t != "gate" or w.model.gated_mlp]
             raise InputError("lora_targets", f"{w.model.name} has none of {', '.join(targets)} (2-matrix MLP: no gate)",
                              accepted=", ".join(present))
+
+
+#: Default mean prompt and output tokens per request: vLLM ``benchmarks/benchmark_serving.py`` random dataset
+#: defaults ``--random-input-len 1024 --random-output-len 128``.
+DEFAULT_INPUT_TOKENS = 1024
+DEFAULT_OUTPUT_TOKENS = 128
+
+
+def serve_lengths(w: Workload) -> tuple[int, int]:
+    """Mean (input, output) tokens per request of a serving workload: as given; else from ``context_tokens``
+    (output :data:`DEFAULT_OUTPUT_TOKENS` or half the context, input the rest); else the defaults 1024 / 128."""
+    out = w.output_tokens
+    inp = w.input_tokens
+    if out is None:
+        out = DEFAULT_OUTPUT_TOKENS
+        if inp is None and w.context_tokens is not None:
+            out = max(1, min(DEFAULT_OUTPUT_TOKENS, w.context_tokens // 2))
+    if inp is None:
+        inp = max(1, w.context_tokens - out) if w.context_tokens is not None else DEFAULT_INPUT_TOKENS
+    return int(inp), int(out)
+
+
+def latency_targets(w: Workload) -> tuple[float | None, float | None]:
+    """The p99 (TTFT ms, TPOT ms) a serving replica must meet: the explicit targets, else the scenario's
+    (:data:`optimizer.serving.SCENARIOS`: server 2,000 / 200 ms, interactive 450 / 40 ms, offline none)."""
+    from optimizer.serving import SCENARIOS
+
+    ttft, tpot = SCENARIOS.get(w.scenario, (None, None))
+    return (w.ttft_slo_ms if w.ttft_slo_ms is not None else ttft,
+            w.tpot_slo_ms if w.tpot_slo_ms is not None else tpot)
+
+
+def _validate_serving(w: Workload) -> None:
+    """The serving fields of :func:`validate_workload` (precision, engine, scenario, lengths, targets, rate)."""
+    from optimizer.serving import SCENARIOS, SERVE_PRECISIONS, load_engine
+
+    if w.precision not in SERVE_PRECISIONS:
+        raise InputError("precision", f"unknown serving precision {w.precision!r}", accepted=", ".join(SERVE_PRECISIONS))
+    opts = w.precision_options
+    if not isinstance(opts, (tuple, list)) or any(p not in SERVE_PRECISIONS for p in opts):
+        raise InputError("precision", f"unknown serving precision in {list(opts)!r}", accepted=", ".join(SERVE_PRECISIONS))
+    load_engine(w.engine)
+    if w.scenario not in SCENARIOS:
+        raise InputError("scenario", f"unknown scenario {w.scenario!r}", accepted=", ".join(SCENARIOS))
+    for name in ("input_tokens", "output_tokens"):
+        v = getattr(w, name)
+        if v is not None and (not _is_int(v) or v < 1):
+            raise InputError(name, f"must be a whole number >= 1, got {v!r}", accepted=">= 1")
+    for name in ("ttft_slo_ms", "tpot_slo_ms"):
+        v = getattr(w, name)
+        if v is not None and (not _is_number(v) or v <= 0):
+            raise InputError(name, f"must be a number of milliseconds > 0, got {v!r}", accepted="> 0, e.g. 2000")
+    if w.request_rate is not None and (not _is_number(w.request_rate) or w.request_rate < 0):
+        raise InputError("request_rate", f"must be a number of requests/s >= 0, got {w.request_rate!r}",
+                         accepted=">= 0")
+    inp, out = serve_lengths(w)
+    if inp + out > w.model.max_context:
+        raise InputError("input_tokens", f"input + output tokens {inp + out} exceed {w.model.name}'s max_context "
+                                         f"{w.model.max_context}", accepted=f"input + output <= {w.model.max_context}")
+
+
+def with_request_rate(w: Workload) -> Workload:
+    """``w`` with its demand in output tokens/s: ``request_rate x output_tokens`` when a request rate is given.
+
+    Raises:
+        InputError("request_rate"): both a request rate and tokens/s are given.
+    """
+    if w.task != "serve" or w.request_rate is None:
+        return w
+    if w.tokens_per_second is not None:
+        raise InputError("request_rate", "give the demand as requests/s or as tokens/s, not both",
+                         accepted="--request-rate or --tokens-per-second")
+    from dataclasses import replace
+
+    return replace(w, tokens_per_second=w.request_rate * serve_lengths(w)[1])
 
 
 _LORA_ACCEPTED = ", ".join(LORA_TARGETS) + " (or q_proj, k_proj, ... down_proj)"
@@ -744,67 +860,68 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
         keys = ("weights", "adapter_weights") + keys[1:]
     parts = dict.fromkeys(keys, 0.0)
 
-    tp_used, tpot_ms = 1, None
+    tp_used, tpot_ms, serve_extra, fits_override = 1, None, {}, None
     if w.task == "serve":
-        wbytes = PRECISION_BYTES[w.precision]
-        kv_elem = 4.0 if w.precision == "fp32" else 2.0
-        g_stage = g / pp  # GPUs of one pipeline stage (the tensor-parallel group); g for pp = 1
-        tp_used = max(1, int(g_stage))
-        stage_layers = math.ceil(m.layers / pp)
-        layer_frac = stage_layers / m.layers
-        kv_total = kv_bytes_per_token(m.layers, m.kv_heads, m.head_dim, kv_elem) * ctx * w.concurrency
-        kv_share = math.ceil(m.kv_heads / tp_used) / m.kv_heads  # fraction of the KV heads one GPU holds
-        parts["weights"] = _stage_params(m, pp) * wbytes / tp_used
-        parts["kv_cache"] = kv_total * layer_frac * kv_share
-        parts["overhead"] = SERVE_OVERHEAD_FRACTION * parts["weights"]
-        # decode roofline (F§7), per GPU of one stage, for one micro-batch of b of the B sequences
-        inflight = min(pp, w.concurrency)
-        b = math.ceil(w.concurrency / inflight)
-        bytes_read = parts["weights"] + parts["kv_cache"] * b / w.concurrency
-        t_mem = bytes_read / (gpu.memory_bandwidth_gbps * 1e9 * share * BW_EFFICIENCY)
-        flops_per_token = 2.0 * m.params_active + 2.0 * m.layers * ctx * m.heads * m.head_dim
-        t_compute = b * flops_per_token * layer_frac / (g_stage * peak * mfu)
-        tp_eff = tensor_parallel_efficiency(gpu, g_stage)
-        if pp == 1:
-            tokens_per_s = w.concurrency / max(t_mem, t_compute) * tp_eff
-            tpot_ms = 1e3 * max(t_mem, t_compute) / tp_eff
-        else:
-            t_stage = max(t_mem, t_compute) / tp_eff
-            hop_bytes = PIPELINE_VALUES_PER_TOKEN_PER_HIDDEN * m.hidden_size * kv_elem * b
-            t_hop = net.hop_latency_s + hop_bytes / (net.gbps_per_node * 1e9)
-            cycle = pipeline_decode_cycle_s(t_stage, t_hop, net.hop_latency_s, pp, inflight)
-            tokens_per_s = w.concurrency / cycle
-            tpot_ms = 1e3 * cycle
+        from optimizer import serving as sv
+
+        eng = sv.load_engine(w.engine)
+        inp, out = serve_lengths(w)
+        tp_used = max(1, int(g / pp))
+        spec = gpu if g >= 1 else _gpu_share(gpu, g)
+        layout = sv.Layout(tp_used, pp)
+        ttft_t, tpot_t = latency_targets(w)
+        hop = ((net.hop_latency_s, PIPELINE_VALUES_PER_TOKEN_PER_HIDDEN * m.hidden_size * 2.0
+                / (net.gbps_per_node * 1e9)) if pp > 1 else (0.0, 0.0))
+        corr = w.measured.correction(m, spec, layout, w.precision, eng) if w.measured is not None else None
+        pt = sv.best_point(m, spec, layout, w.precision, eng, inp, out, ttft_slo_ms=ttft_t, tpot_slo_ms=tpot_t,
+                           concurrency=w.concurrency, hop=hop, scale=corr)
+        mem = sv.memory_per_gpu(m, spec, layout, w.precision, eng)
+        shown = pt or sv.point(m, spec, layout, w.precision, eng, w.concurrency or 1, inp, out, hop=hop, scale=corr)
+        held = sv.tokens_held(eng, inp, out)
+        parts["weights"] = mem["weights"]
+        parts["activations"] = mem["activations"]
+        parts["kv_cache"] = shown.batch * held * mem["kv_per_token"]
+        usable = spec.memory_gib * eng.memory_fraction
+        fits_override = pt is not None
+        tokens_per_s, tpot_ms = shown.tokens_per_second, shown.tpot_ms
         flops_per_s = None
+        cap = sv.max_batch_memory(m, spec, layout, w.precision, eng, inp, out)
+        serve_extra = {"ttft_ms": shown.ttft_ms, "concurrency": shown.batch, "precision": w.precision,
+                       "engine": eng.name, "input_tokens": inp, "output_tokens": out,
+                       "ttft_target_ms": ttft_t, "tpot_target_ms": tpot_t,
+                       "estimate_source": corr.source if corr else "model (optimizer/serving.py fit)",
+                       "kv_capacity_sequences": cap}
+        assumptions[0] = (f"usable memory = {eng.memory_fraction:.0%} of the GPU's {gpu.memory_gib:g} GiB"
+                          f"{f' (x share {share:g})' if share < 1 else ''} ({eng.name}: {eng.source})")
+        targets = ("no latency target (offline)" if ttft_t is None and tpot_t is None else
+                   f"p99 TTFT <= {ttft_t:g} ms, p99 TPOT <= {tpot_t:g} ms" if ttft_t and tpot_t else
+                   f"p99 TTFT <= {ttft_t:g} ms" if ttft_t else f"p99 TPOT <= {tpot_t:g} ms")
+        why = ""
+        if pt is None:
+            why = ("the weights and activations do not fit the engine's memory" if cap < 1 else
+                   f"no batch meets {targets} (batch 1: TTFT {shown.ttft_ms:.0f} ms, TPOT {shown.tpot_ms:.1f} ms)")
         assumptions += [
-            f"weights {wbytes:g} B/param ({w.precision}) x {m.params_total:.4g} params (F§4; int8/int4 = weight-only "
-            "quantization, matmuls and KV in 16-bit)",
-            f"KV cache 2*L*kv*d_head*{kv_elem:g} B = {kv_bytes_per_token(m.layers, m.kv_heads, m.head_dim, kv_elem):,.0f} "
-            f"B/token x {ctx} tokens x {w.concurrency} sequences (vLLM paper arXiv 2309.06180 s.3; F§6); no "
-            "sliding-window cap",
-            f"serving overhead {SERVE_OVERHEAD_FRACTION:.0%} of weights (Transformer Math 101 '1.2x'; F§8)",
-            f"decode roofline t_step = max(bytes/(BW*{BW_EFFICIENCY}), FLOPs/(peak*MFU {mfu:g})) (F§7); bandwidth "
-            "efficiency 0.66 from TensorRT-LLM H100vsA100.md GPT-J 6B A100 111 tok/s vs bound 168",
-            "MoE: every expert's weights read per step (exact for batches >= ~16), FLOPs from active params",
-            f"tensor-parallel efficiency {tp_eff:.3f} = {TP_EFFICIENCY_PER_DOUBLING[gpu.interconnect]} per doubling "
-            f"on {gpu.interconnect} (assumption: 2 all-reduces per layer, Megatron-LM)",
+            f"requests of {inp} input + {out} output tokens (mean); scenario {w.scenario}: {targets} "
+            f"(MLPerf Inference server 2 s / 200 ms, interactive 450 / 40 ms); p99 = mean x "
+            f"{sv.P99_OVER_MEAN_TTFT} (TTFT), x {sv.P99_OVER_MEAN_TPOT} (TPOT) (MLPerf server runs, DERIVED)",
+            f"weights {sv.WEIGHT_BYTES[w.precision]:.4g} B/param ({w.precision}; embeddings and head 16-bit), KV cache "
+            f"{sv.KV_BYTES[w.precision]:g} B/element, matmuls at the {sv.MATMUL_PEAK[w.precision]} peak",
+            f"paged KV cache: {held:g} tokens per running sequence ("
+            + ("the whole request reserved at admission" if eng.reserve_full_request else "input + half the output "
+               "on average, pages allocated on demand") + f"); room for {cap} sequences; engine caps "
+            f"{eng.max_batch(spec)} sequences, {eng.max_num_tokens} tokens per iteration",
+            (f"batch {shown.batch}" + (" (given)" if w.concurrency else " = the largest that fits memory and the "
+                                                                         "targets")
+             + f": TPOT {shown.tpot_ms:.1f} ms, TTFT {shown.ttft_ms:.0f} ms, {shown.tokens_per_second:,.0f} tokens/s"
+             + (f" -- does not serve: {why}" if why else "")),
+            sv.describe_fit(),
+            f"layout TP {tp_used} x PP {pp}" + (f" ({net.fabric or 'unknown network'} {net.gbps_per_node:g} GB/s per "
+                                                f"node between stages, {net.hop_latency_s * 1e6:.1f} us per hop)"
+                                                if pp > 1 else ""),
         ]
-        if pp > 1:
-            idle = pipeline_bubble_fraction(pp, 1)
-            assumptions.append(
-                f"layout TP {tp_used} x PP {pp}: tensor parallel inside each instance, {pp} pipeline stages across "
-                f"instances (vLLM distributed serving: TP = GPUs per node, PP = nodes); each stage holds "
-                f"ceil(L/PP) = {stage_layers} of {m.layers} layers (+ embedding or head) and their KV cache; "
-                f"{inflight} micro-batches of {b} sequences in flight (vLLM max_concurrent_batches = "
-                f"pipeline_parallel_size), each stage reads its weights once per micro-batch; hop = "
-                f"{PIPELINE_VALUES_PER_TOKEN_PER_HIDDEN} x {m.hidden_size} x {kv_elem:g} B x {b} (hidden_states + "
-                f"residual) over {net.fabric or 'an unknown network'} {net.gbps_per_node:g} GB/s per node + "
-                f"{net.hop_latency_s * 1e6:.1f} us (gloo/TCP metadata + NCCL step, NCCL tuning.cc); cycle = "
-                f"max(m t_stage, p t_stage + (p-1) t_hop + t_return) = {tpot_ms:.2f} ms (DERIVED); with one "
-                f"micro-batch the GPipe bubble (p-1)/(m+p-1) would idle {idle:.0%} of each stage "
-                f"(Huang et al. 2019; Narayanan et al. 2021)")
-        assumptions.append(f"time per output token {tpot_ms:.2f} ms (one decode "
-                           + ("step)" if pp == 1 else "cycle through every stage)"))
+        if corr is not None:
+            assumptions.append(f"corrected by the user's benchmark ({corr.source}): tokens/s x "
+                               f"{corr.tokens_per_second:.3f}, TTFT x {corr.ttft:.3f}, TPOT x {corr.tpot:.3f}")
     elif w.task == "lora":
         adapters = lora_adapter_params(m, w.lora_rank, w.lora_targets)
         targets = _lora_targets(w.lora_rank, w.lora_targets)
@@ -891,7 +1008,7 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
         memory_gib_per_replica=mem_per_gpu * replica_mult,
         memory_gib_per_gpu=mem_per_gpu,
         usable_gib_per_gpu=usable,
-        fits=mem_per_gpu <= usable,
+        fits=(mem_per_gpu <= usable) if fits_override is None else fits_override,
         breakdown_gib=breakdown,
         tokens_per_second_per_replica=tokens_per_s,
         flops_per_second_per_replica=flops_per_s,
@@ -899,7 +1016,40 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
         tensor_parallel=tp_used,
         pipeline_parallel=pp,
         time_per_output_token_ms=tpot_ms,
+        **serve_extra,
     )
+
+
+def _gpu_share(gpu: GpuSpec, share: float) -> GpuSpec:
+    """A share of one GPU (fractional-GPU offers): that share of its memory, bandwidth and FLOPs."""
+    from dataclasses import replace
+
+    return replace(gpu, memory_gib=gpu.memory_gib * share, memory_bandwidth_gbps=gpu.memory_bandwidth_gbps * share,
+                   fp16_tflops_dense=gpu.fp16_tflops_dense * share,
+                   fp8_tflops_dense=None if gpu.fp8_tflops_dense is None else gpu.fp8_tflops_dense * share)
+
+
+def _sized_layout(w: Workload, gpu: GpuSpec, tensor_parallel: int | None,
+                  pipeline_parallel: int | None) -> ReplicaSizing | None:
+    """The sizing at a layout the user fixed (``--tensor-parallel``/``--pipeline-parallel``); None when it does not
+    fit or meets no target.
+
+    Raises:
+        InputError("tensor_parallel"/"pipeline_parallel"): not a whole number >= 1, or TP above one node's GPUs;
+        InputError("task"): a training task (its replicas are ZeRO data parallel).
+    """
+    if w.task != "serve":
+        raise InputError("tensor_parallel", f"{w.task} replicas are sized as ZeRO data parallel; a tensor-parallel "
+                                            "size is a serving option", accepted="--task serve")
+    tp = 1 if tensor_parallel is None else tensor_parallel
+    pp = 1 if pipeline_parallel is None else pipeline_parallel
+    if not _is_int(tp) or not 1 <= tp <= GPUS_PER_NODE:
+        raise InputError("tensor_parallel", f"must be a whole number 1..{GPUS_PER_NODE} (GPUs of one node), got {tp!r}",
+                         accepted=f"1..{GPUS_PER_NODE}")
+    if not _is_int(pp) or pp < 1:
+        raise InputError("pipeline_parallel", f"must be a whole number >= 1, got {pp!r}", accepted=">= 1")
+    s = size_replica(w, gpu, float(tp * pp), pipeline_parallel=pp)
+    return s if s.fits else None
 
 
 def _node_note(net: NodeNetwork, gpus: float) -> str:
@@ -1001,7 +1151,8 @@ def gpu_hours(w: Workload, sizing: ReplicaSizing) -> float:
     return train_flops(w) / per_gpu / 3600.0
 
 
-def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64) -> dict:
+def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64, *, tensor_parallel: int | None = None,
+             pipeline_parallel: int | None = None) -> dict:
     """The smallest replica of ``w`` on ``gpu`` and what it does, for ``gpuopt estimate``.
 
     Returns:
@@ -1016,7 +1167,10 @@ def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64) -> dict:
     """
     validate_workload(w)
     spec = load_gpu(gpu) if isinstance(gpu, str) else gpu
-    sizing = min_gpus_per_replica(w, spec, max_gpus)
+    if tensor_parallel is not None or pipeline_parallel is not None:
+        sizing = _sized_layout(w, spec, tensor_parallel, pipeline_parallel)
+    else:
+        sizing = min_gpus_per_replica(w, spec, max_gpus)
     if sizing is None:
         top = replica_sizes(max_gpus)[-1]
         largest = size_replica(w, spec, top, pipeline_parallel=_node_stages(w, top, DEFAULT_NODE_NETWORK) or 1)
@@ -1039,6 +1193,14 @@ def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64) -> dict:
         out["tensor_parallel"] = sizing.tensor_parallel
         out["pipeline_parallel"] = sizing.pipeline_parallel
         out["time_per_output_token_ms"] = sizing.time_per_output_token_ms
+        out["tpot_ms"] = sizing.time_per_output_token_ms
+        out["ttft_ms"] = sizing.ttft_ms
+        out["concurrency"] = sizing.concurrency
+        out["tokens_per_second_per_gpu"] = sizing.tokens_per_second_per_replica / sizing.gpus_per_replica
+        for key in ("precision", "engine", "input_tokens", "output_tokens", "ttft_target_ms", "tpot_target_ms",
+                    "kv_capacity_sequences", "estimate_source"):
+            out[key] = getattr(sizing, key)
+        out["scenario"] = w.scenario
     if w.task in TRAINING_TASKS:
         flops = train_flops(w)
         out["train_flops"] = flops

@@ -514,7 +514,10 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
               leftover_value: float | None = None, placement: str | None = None, region_group: Iterable[str] = (),
               spread: str | None = None, include_local_zones: bool | None = None, budget_total: float | None = None,
               max_upfront: float | None = None, max_commitment: float | None = None, start_month: int | None = None,
-              end_month: int | None = None, months: int | None = None) -> RecommendResult:
+              end_month: int | None = None, months: int | None = None, request_rate: float | None = None,
+              engine: str | None = None, input_tokens: int | None = None, output_tokens: int | None = None,
+              scenario: str | None = None, ttft_slo_ms: float | None = None, tpot_slo_ms: float | None = None,
+              measured: str | Path | None = None) -> RecommendResult:
     """Recommend the cheapest mix of GPU instances for a plan of one or several workloads over a horizon.
 
     The plan comes from the options laid over ``workload_file`` (either format; gpuopt.plan_spec), else
@@ -526,6 +529,9 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
         serving workload, else the training jobs' span); leftover_value 0..1 of commitment months past the horizon;
         tokens_per_second generated tokens/s for the fleet (serve); tokens to train on; deadline_hours from the
         job's start; start_month / end_month / months: when the workload runs (1 = the first month);
+        serving (as ``estimate``): request_rate requests/s (instead of tokens_per_second), engine, input_tokens,
+        output_tokens, scenario, ttft_slo_ms / tpot_slo_ms (p99 targets), measured (the user's benchmark file),
+        precision one or several ("bf16,fp8": the planner picks per GPU, among those the GPU runs);
         placement region|provider|any; region_group us|eu|europe|na|apac|latam|mea; spread "zones";
         include_local_zones: also AWS Local / Wavelength Zones; prices_on: an ISO date (prices of that day).
     Returns: RecommendResult (``feasible`` False with ``plan.reason`` when nothing fits or a budget is short).
@@ -543,7 +549,9 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
         horizon_months=horizon, leftover_value=leftover_value, placement=placement,
         region_group=_names(region_group), spread=spread, include_local_zones=include_local_zones,
         budget_total=budget_total, max_upfront=max_upfront, max_commitment=max_commitment, start=start_month,
-        end=end_month, months=months)
+        end=end_month, months=months, request_rate=request_rate, engine=engine, input_tokens=input_tokens,
+        output_tokens=output_tokens, scenario=scenario, ttft_ms=ttft_slo_ms, tpot_ms=tpot_slo_ms,
+        measured=None if measured is None else str(measured))
     return _recommend_plan(_plan_path(workload_file, cwd), cwd, options, explain=explain)
 
 
@@ -646,10 +654,25 @@ def _recommend_plan(plan_path, cwd, options: dict[str, Any], explain: bool = Tru
     plan = load_plan(options, plan_path, cwd)
     ws = []
     for i, item in enumerate(plan.workloads):
-        kw = dict(task=item.task, precision=item.precision, context_tokens=item.context_tokens,
-                  concurrency=item.concurrency, zero_stage=item.zero_stage)
+        precisions = tuple((item.precision or "").split(",")) if item.precision else ()
+        kw = dict(task=item.task, precision=precisions[0] if precisions else None,
+                  context_tokens=item.context_tokens, concurrency=item.concurrency, zero_stage=item.zero_stage)
         if item.task == "serve":
-            kw["tokens_per_second"] = item.tokens_per_second or 1.0
+            kw["tokens_per_second"] = (item.tokens_per_second or 1.0) if item.request_rate is None else \
+                item.request_rate * item.output_length()
+            kw.update(engine=item.engine, input_tokens=item.input_tokens, output_tokens=item.output_tokens,
+                      scenario=item.scenario, ttft_slo_ms=item.ttft_ms, tpot_slo_ms=item.tpot_ms,
+                      precision_options=precisions if len(precisions) > 1 else None)
+            if item.measured:
+                from optimizer.serving import load_measurements
+
+                try:
+                    kw["measured"] = load_measurements(str(plan.resolve_path(item.measured)))
+                except InputError as exc:
+                    raise InputError(plan.field_path(i, "measured"), exc.message, exc.accepted) from None
+        elif len(precisions) > 1:
+            raise InputError(plan.field_path(i, "precision"), f"a {item.task} workload has one precision, not "
+                             f"{item.precision}", "bf16, fp16")
         else:
             if item.tokens < MIN_TRAIN_TOKENS:
                 raise InputError(plan.field_path(i, "tokens"),
@@ -664,7 +687,8 @@ def _recommend_plan(plan_path, cwd, options: dict[str, Any], explain: bool = Tru
             validate_workload(w)
         except InputError as exc:  # name the workload's key in the plan file
             msg = str(exc).split(": ", 1)[-1] if str(exc).startswith(exc.field + ":") else str(exc)
-            raise InputError(plan.field_path(i, exc.field), msg.split(" (accepted:")[0], exc.accepted) from None
+            key = {"ttft_slo_ms": "ttft_ms", "tpot_slo_ms": "tpot_ms"}.get(exc.field, exc.field)
+            raise InputError(plan.field_path(i, key), msg.split(" (accepted:")[0], exc.accepted) from None
         start, end = item.month_window()
         ws.append(FleetWorkload(name=item.name, workload=w, allow_spot=item.allow_spot,
                                 min_replicas=item.min_replicas or 0, spot_only_ok=item.spot_only_ok,

@@ -117,7 +117,15 @@ def recommend(
     tokens_per_second: Annotated[Optional[float], typer.Option("--tokens-per-second", help="Serving demand: generated tokens/s the fleet must sustain.")] = None,
     tokens: Annotated[Optional[float], typer.Option(help="Training: tokens to process (e.g. 2e10).")] = None,
     deadline_hours: Annotated[Optional[float], typer.Option("--deadline-hours", help="Training: finish within this many hours of its start (default: one month, 730 h).")] = None,
-    precision: Annotated[Optional[str], typer.Option(help="Weights precision for serving: fp32, bf16, fp16, int8, int4.")] = None,
+    precision: Annotated[Optional[str], typer.Option(help="Serving: bf16, fp16, fp8 (Ada/Hopper/Blackwell), int8, int4, fp4 (Blackwell), or several (bf16,fp8) for the planner to choose per GPU. Training: bf16, fp16.")] = None,
+    request_rate: Annotated[Optional[float], typer.Option("--request-rate", help="Serving demand in requests/s (instead of --tokens-per-second).")] = None,
+    engine: Annotated[Optional[str], typer.Option("--engine", help="Serving engine: vllm (default), sglang, tensorrt-llm.")] = None,
+    input_tokens: Annotated[Optional[int], typer.Option("--input-tokens", help="Serving: mean prompt tokens per request (default 1024).")] = None,
+    output_tokens: Annotated[Optional[int], typer.Option("--output-tokens", help="Serving: mean generated tokens per request (default 128).")] = None,
+    scenario: Annotated[Optional[str], typer.Option("--scenario", help="Serving: server (p99 TTFT <= 2 s, TPOT <= 200 ms; default), interactive (450 ms, 40 ms) or offline.")] = None,
+    ttft_ms: Annotated[Optional[float], typer.Option("--ttft-ms", help="Serving: p99 time-to-first-token target, ms.")] = None,
+    tpot_ms: Annotated[Optional[float], typer.Option("--tpot-ms", help="Serving: p99 time-per-output-token target, ms.")] = None,
+    measured: Annotated[Optional[Path], typer.Option("--measured", help="Serving: CSV/JSON of your own benchmark results that corrects the model.")] = None,
     context: Annotated[Optional[int], typer.Option("--context", help="Tokens per sequence (KV cache for serving, sequence length for training).")] = None,
     concurrency: Annotated[Optional[int], typer.Option(help="Serving: sequences decoded together per replica.")] = None,
     zero_stage: Annotated[Optional[int], typer.Option("--zero-stage", help="Training: ZeRO stage 0-3 over a replica's GPUs.")] = None,
@@ -168,7 +176,10 @@ def recommend(
         solver=solver, time_limit_s=time_limit, budget_total=budget_total, max_upfront=max_upfront,
         max_commitment=max_commitment, horizon_months=horizon, leftover_value=leftover_value,
         placement=placement, region_group=region_group or [], spread=spread,
-        include_local_zones=include_local_zones, start=start_month, end=end_month, months=months)
+        include_local_zones=include_local_zones, start=start_month, end=end_month, months=months,
+        request_rate=request_rate, engine=engine, input_tokens=input_tokens, output_tokens=output_tokens,
+        scenario=scenario, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
+        measured=None if measured is None else str(Path(measured).absolute()))
     from gpuopt.api import _plan_path
 
     # every key is an option when no plan file is read (neither --workload nor ./gpuopt.yaml)
@@ -192,6 +203,9 @@ def recommend(
             max_upfront=max_upfront, max_commitment=max_commitment, horizon=horizon, leftover_value=leftover_value,
             placement=placement, region_group=region_group or (), spread=spread,
             include_local_zones=include_local_zones, start_month=start_month, end_month=end_month, months=months,
+            request_rate=request_rate, engine=engine, input_tokens=input_tokens, output_tokens=output_tokens,
+            scenario=scenario, ttft_slo_ms=ttft_ms, tpot_slo_ms=tpot_ms,
+            measured=None if measured is None else Path(measured).absolute(),
         )
         render.warnings(result.prices)
         if fmt in FILE_FORMATS and result.feasible:

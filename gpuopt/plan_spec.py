@@ -54,7 +54,7 @@ OBJECTIVES = ("cost", "roi")
 SOLVERS = ("cbc", "highs")
 MAX_DEADLINE_HOURS = 87_600.0  # ten years
 DEFAULT_SPOT_CAPACITY = 16
-DEMAND_KEYS = ("tokens_per_second", "demand_profile", "demand")
+DEMAND_KEYS = ("tokens_per_second", "request_rate", "demand_profile", "demand")
 EXAMPLE_WORKLOAD = Path(__file__).parent / "data" / "example_workload.yaml"
 LOCAL_WORKLOAD_NAME = "gpuopt.yaml"
 
@@ -118,7 +118,28 @@ Deadline = Annotated[float, BeforeValidator(_not_bool), Field(ge=1, le=MAX_DEADL
 Name = Annotated[str, BeforeValidator(_name), Field(min_length=1)]
 NameList = Annotated[list[Name], BeforeValidator(_names)]
 Task = Annotated[Literal["serve", "train", "finetune", "lora"], BeforeValidator(_lower)]
-Precision = Annotated[Literal["fp32", "bf16", "fp16", "int8", "int4"], BeforeValidator(_lower)]
+ALL_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
+
+
+def _precisions(v: Any) -> Any:
+    """One precision, or several the planner may choose from ("bf16,fp8" or a list: serving only), as
+    "p1,p2" lower case; each must be one of :data:`ALL_PRECISIONS` (the task's own rules are checked by sizing)."""
+    if isinstance(v, (list, tuple)):
+        items = [str(x) for x in v]
+    elif isinstance(v, str):
+        items = v.split(",")
+    else:
+        raise _fail(f"must be a precision or a list of them, got {_show(v)}", accepted=", ".join(ALL_PRECISIONS))
+    items = [x.strip().lower() for x in items if x.strip()]
+    bad = [x for x in items if x not in ALL_PRECISIONS]
+    if not items or bad:
+        raise _fail(f"unknown precision {bad[0] if bad else v!r}", accepted=", ".join(ALL_PRECISIONS))
+    return ",".join(dict.fromkeys(items))
+
+
+Precision = Annotated[str, BeforeValidator(_precisions)]
+Engine = Annotated[Literal["vllm", "sglang", "tensorrt-llm"], BeforeValidator(_lower)]
+Scenario = Annotated[Literal["offline", "server", "interactive"], BeforeValidator(_lower)]
 Objective = Annotated[Literal["cost", "roi"], BeforeValidator(_lower)]
 Solver = Annotated[Literal["cbc", "highs"], BeforeValidator(_lower)]
 PricingList = Annotated[list[Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "capacity_block", "flex_start",
@@ -165,6 +186,14 @@ class WorkloadItem(BaseModel):
     zero_stage: ZeroStage | None = None
     lora_rank: PosInt | None = None
     tokens_per_second: PosFloat | None = None
+    request_rate: PosFloat | None = None
+    engine: Engine | None = None
+    input_tokens: PosInt | None = None
+    output_tokens: PosInt | None = None
+    scenario: Scenario | None = None
+    ttft_ms: PosFloat | None = None
+    tpot_ms: PosFloat | None = None
+    measured: str | None = None
     demand_profile: str | None = None
     demand: Annotated[list[NonNegFloat], Field(min_length=1)] | None = None
     tokens: PosFloat | None = None
@@ -186,10 +215,17 @@ class WorkloadItem(BaseModel):
                         "(for a parameter count use params)")
         return v.strip() if isinstance(v, str) else v
 
-    @field_validator("demand_profile")
+    @field_validator("demand_profile", "measured")
     @classmethod
     def _profile_exists(cls, v: str | None, info: ValidationInfo) -> str | None:
         return _file_next_to_plan(v, info)
+
+    def output_length(self) -> int:
+        """Mean output tokens per request (optimizer.sizing.serve_lengths' rule), to turn a request rate into
+        tokens/s."""
+        from optimizer.sizing import output_length
+
+        return output_length(self.output_tokens, self.input_tokens, self.context_tokens)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "WorkloadItem":
@@ -201,8 +237,8 @@ class WorkloadItem(BaseModel):
         given = [k for k in DEMAND_KEYS if getattr(self, k) is not None]
         if self.task == "serve":
             if not given:
-                raise _fail("a serve workload needs a demand: tokens_per_second (flat), demand_profile (a CSV) "
-                            "or demand (a list, one value per block)", loc=("tokens_per_second",))
+                raise _fail("a serve workload needs a demand: tokens_per_second or request_rate (flat), "
+                            "demand_profile (a CSV) or demand (a list, one value per block)", loc=("tokens_per_second",))
             if len(given) > 1:
                 raise _fail(f"give one demand, not both {given[0]} and {given[1]}",
                             accepted=", ".join(DEMAND_KEYS), loc=(given[1],))
@@ -251,7 +287,8 @@ class WorkloadItem(BaseModel):
         if self.task == "serve":
             unused = ("tokens", "deadline_hours", "zero_stage", "lora_rank")
         else:
-            unused = ("tokens_per_second", "concurrency") + (("lora_rank",) if self.task != "lora" else ())
+            unused = ("tokens_per_second", "request_rate", "concurrency", "engine", "input_tokens", "output_tokens",
+                      "scenario", "ttft_ms", "tpot_ms", "measured") + (("lora_rank",) if self.task != "lora" else ())
         return [k for k in unused if getattr(self, k) is not None]
 
 
@@ -406,6 +443,8 @@ class PlanFile(BaseModel):
                         out[w.name] = load_profile(self.resolve_path(w.demand_profile), blocks=self.blocks)
                     elif w.demand is not None:
                         out[w.name] = inline_profile(w.demand, blocks=self.blocks)
+                    elif w.request_rate is not None:
+                        out[w.name] = flat_profile(w.request_rate * w.output_length())
                     else:
                         out[w.name] = flat_profile(w.tokens_per_second)
                 except InputError as exc:
@@ -447,7 +486,9 @@ CLI_OPTIONS = {
     "demand": "--demand", "tokens": "--tokens", "deadline_hours": "--deadline-hours",
     "allow_spot": "--allow-spot/--no-spot", "min_replicas": "--min-replicas",
     "spot_only_ok": "--spot-only-ok", "value_per_million_tokens": "--value-per-million-tokens",
-    "value_usd": "--value-usd",
+    "value_usd": "--value-usd", "request_rate": "--request-rate", "engine": "--engine",
+    "input_tokens": "--input-tokens", "output_tokens": "--output-tokens", "scenario": "--scenario",
+    "ttft_ms": "--ttft-ms", "tpot_ms": "--tpot-ms", "measured": "--measured",
 }
 
 #: One line of documentation per key, written by plan_to_yaml after the key.
@@ -485,9 +526,19 @@ KEY_DOCS = {
     "task": "serve | train | finetune | lora",
     "model": "a known model, a Hugging Face repo, or a path to a config.json",
     "params": "parameter count (instead of model)",
-    "precision": "fp32 | bf16 | fp16 | int8 | int4",
-    "context_tokens": "tokens per sequence (KV cache for serve, sequence length for training)",
-    "concurrency": "serve: sequences decoded together per replica",
+    "precision": "serve: bf16 | fp16 | fp8 | int8 | int4 | fp4, or a list the planner chooses from per GPU; "
+                 "training: bf16 | fp16",
+    "context_tokens": "tokens per sequence (serve: input + output when input_tokens is not given; training: "
+                      "sequence length)",
+    "concurrency": "serve: sequences decoded together per replica (default: the largest batch meeting the targets)",
+    "request_rate": "serve: requests/s, the same all month (instead of tokens_per_second)",
+    "engine": "serve: vllm | sglang | tensorrt-llm (default vllm)",
+    "input_tokens": "serve: mean prompt tokens per request (default 1024)",
+    "output_tokens": "serve: mean generated tokens per request (default 128)",
+    "scenario": "serve: server (p99 TTFT <= 2 s, TPOT <= 200 ms; default) | interactive (450 / 40 ms) | offline",
+    "ttft_ms": "serve: p99 time-to-first-token target, ms (overrides the scenario's)",
+    "tpot_ms": "serve: p99 time-per-output-token target, ms (overrides the scenario's)",
+    "measured": "serve: CSV/JSON of your own benchmark results that corrects the model (relative to this file)",
     "zero_stage": "training: ZeRO stage 0..3 over a replica's GPUs",
     "lora_rank": "lora: rank of the adapters",
     "tokens_per_second": "serve: generated tokens/s, the same all month",

@@ -440,6 +440,9 @@ def _plan(con, plan) -> None:
         layout = f"{ln.replicas}"
         if ln.pipeline_parallel > 1 or ln.tensor_parallel > 1:
             layout += f" (TP{ln.tensor_parallel}" + (f"xPP{ln.pipeline_parallel}" if ln.pipeline_parallel > 1 else "") + ")"
+        if getattr(ln, "precision", ""):
+            layout += (f" {ln.precision}, batch {ln.batch}, TTFT {ln.ttft_ms:,.0f} ms, TPOT {ln.tpot_ms:,.1f} ms"
+                       if ln.ttft_ms is not None and ln.tpot_ms is not None else f" {ln.precision}")
         days = getattr(ln, "days", 0) or 0
         covered = getattr(ln, "covered_by", "") or ""
         purchase = (ln.pricing + (f" {ln.payment}" if ln.payment else "")
@@ -494,6 +497,8 @@ def _plan(con, plan) -> None:
         rep = "; ".join(f"{s['gpu_shape'].split(' (')[0]}: {_n(s['gpus_per_replica'], 'GPU')} per replica"
                         + (f" TP{s['tensor_parallel']}xPP{s['pipeline_parallel']}" if s.get("pipeline_parallel", 1) > 1 else "")
                         + (f", {s['tokens_per_second_per_replica']:,.0f} tok/s" if w["task"] == "serve" else "")
+                        + (f" ({s['precision']} {s.get('engine')}, batch {s['batch']}, TTFT {s['ttft_ms']:,.0f} ms, "
+                           f"TPOT {s['tpot_ms']:,.1f} ms)" if s.get("precision") and s.get("ttft_ms") is not None else "")
                         for s in (w.get("sizing") or [])[:2])
         if "work_flops_needed" in w:
             wt.add_row(w["name"], w["task"], w["model"], f"from {w.get('start_month', 1)}",

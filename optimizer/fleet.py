@@ -1674,6 +1674,11 @@ class FleetLine:
     days: int = 0  # capacity blocks: the block's length in days (paid whole when bought)
     covered_by: str = ""  # instances run under a savings plan: that plan's scope (its line carries the cost)
     scope: str = ""  # a savings plan's line: the scope it covers (optimizer.fleet.savings_plan_scope)
+    # serving lines (issue 10): the replica's precision, batch (sequences per replica), mean TTFT and TPOT (ms)
+    precision: str = ""
+    batch: int = 0
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
 
 
 @dataclass
@@ -1975,7 +1980,17 @@ def _line(o, count, hours, monthly, users: dict[str, Candidate], util, be, upfro
                      tensor_parallel=int(getattr(c, "tensor_parallel", 0) or getattr(sizing, "tensor_parallel", 0)
                                          or max(1, int(getattr(sizing, "gpus_per_replica", 1) or 1))),
                      pipeline_parallel=int(getattr(c, "pipeline_parallel", 0) or getattr(sizing, "pipeline_parallel", 0) or 1),
-                     fabric=str(o.get("fabric") or ""), offering_class=_text(o.get("offering_class")))
+                     fabric=str(o.get("fabric") or ""), offering_class=_text(o.get("offering_class")),
+                     precision=str(getattr(sizing, "precision", None) or "") if sizing is not None and
+                     getattr(sizing, "task", "") == "serve" else "",
+                     batch=int(getattr(sizing, "concurrency", 0) or 0) if getattr(sizing, "task", "") == "serve" else 0,
+                     ttft_ms=_ms(getattr(sizing, "ttft_ms", None)), tpot_ms=_ms(getattr(sizing, "time_per_output_token_ms", None))
+                     if getattr(sizing, "task", "") == "serve" else None)
+
+
+def _ms(v) -> float | None:
+    """A latency in ms rounded for a plan line, or None."""
+    return None if v is None else round(float(v), 1)
 
 
 def _text(v) -> str:
@@ -2016,6 +2031,12 @@ def workload_summaries(problem: FleetProblem, sol: FleetSolution) -> tuple[list[
                            "memory_gib_per_replica": round(float(getattr(s, "memory_gib_per_replica", 0) or 0), 2),
                            "tokens_per_second_per_replica": round(float(getattr(s, "tokens_per_second_per_replica", 0) or 0), 2),
                            "replicas_per_instance": c.replicas_per_unit / c.instances_per_unit})
+            if getattr(s, "task", "") == "serve":
+                sizing[-1].update({"precision": s.precision, "engine": s.engine, "batch": s.concurrency,
+                                   "ttft_ms": _ms(s.ttft_ms), "tpot_ms": _ms(s.time_per_output_token_ms),
+                                   "ttft_target_ms": s.ttft_target_ms, "tpot_target_ms": s.tpot_target_ms,
+                                   "input_tokens": s.input_tokens, "output_tokens": s.output_tokens,
+                                   "estimate_source": s.estimate_source})
         d["sizing"] = sizing
         active = [bi for bi, b in enumerate(problem.blocks)
                   if (problem.before_deadline(w, b) > 0 if w.training else problem.active(w, b))]
@@ -2749,7 +2770,10 @@ def trim_allocations(problem: FleetProblem, sol: FleetSolution) -> FleetSolution
 #: Why an offer cannot hold a replica (optimizer.model.candidates_for's reasons), as the plan's notes say it.
 _UNUSABLE = {"does_not_fit": "have too little GPU memory for a replica of up to 64 GPUs",
              "no_cluster_fabric": "would need a replica over several instances and have no cluster fabric",
-             "no_spec": "have a GPU with no datasheet row", "no_throughput": "give no throughput"}
+             "no_spec": "have a GPU with no datasheet row", "no_throughput": "give no throughput",
+             "precision_unsupported": "have a GPU that runs none of the allowed precisions (fp8: Ada, Hopper, "
+                                      "Blackwell; fp4: Blackwell)",
+             "misses_latency_target": "hold the model but meet the latency targets at no batch"}
 
 
 def _blocks_too_short(problem: FleetProblem) -> str:

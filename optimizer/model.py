@@ -131,6 +131,8 @@ def _unit_shape(sizing_fn, workload, gpu, offer_gpus: float, interconnect: str =
     """
     from optimizer.sizing import DEFAULT_NODE_NETWORK
 
+    if workload.task == "serve":
+        return _serving_shape(sizing_fn, workload, gpu, offer_gpus, network)
     if offer_gpus < 1.0:
         s = sizing_fn(workload, gpu, offer_gpus)
         if s.fits:
@@ -161,6 +163,76 @@ def _unit_shape(sizing_fn, workload, gpu, offer_gpus: float, interconnect: str =
         if s.fits:
             return (k, 1, s) if net.cluster else (None, None, "no_cluster_fabric")
     return None, None, "does_not_fit"
+
+
+def serving_precisions(workload, gpu) -> list[str]:
+    """The precisions a serving replica of ``workload`` may use on ``gpu``: ``workload.precision_options`` (else its
+    ``precision``) that the GPU runs (``optimizer.serving.supported_precisions``: fp8 on Ada/Hopper/Blackwell, fp4 on
+    Blackwell)."""
+    from optimizer.serving import supported_precisions
+
+    ok = supported_precisions(gpu)
+    return [p for p in (workload.precision_options or (workload.precision,)) if p in ok]
+
+
+def _serving_shape(sizing_fn, workload, gpu, offer_gpus: float, network=None):
+    """:func:`_unit_shape` for serving (issue 10): inside one instance, every replica option -- tensor parallel over
+    1, 2, 4, 8 ... of its GPUs, each allowed precision the GPU runs -- sized under the latency targets, and the one
+    that gives the instance the most tokens/s (``replicas x tokens/s``; the instance's price is fixed, so the
+    cheapest per token) wins; ties go to fewer GPUs per replica. Only when no option serves inside one instance,
+    pipeline stages across instances as before. Reasons: ``does_not_fit``, ``no_cluster_fabric``,
+    ``precision_unsupported`` (no allowed precision runs on this GPU), ``misses_latency_target`` (the weights fit
+    but no batch meets the targets)."""
+    from optimizer.sizing import DEFAULT_NODE_NETWORK
+
+    precisions = serving_precisions(workload, gpu)
+    if not precisions:
+        return None, None, "precision_unsupported"
+    options = [dataclasses.replace(workload, precision=p) if p != workload.precision else workload
+               for p in precisions]
+    memory_fits = False
+
+    def better(cur, cand):
+        return cur is None or cand[0] > cur[0] * (1 + 1e-9)
+
+    if offer_gpus < 1.0:
+        best = None
+        for w in options:
+            s = sizing_fn(w, gpu, offer_gpus)
+            memory_fits |= (s.kv_capacity_sequences or 0) >= 1
+            if s.fits and better(best, (s.tokens_per_second_per_replica, s)):
+                best = (s.tokens_per_second_per_replica, s)
+        if best:
+            return 1, 1, best[1]
+        return None, None, "misses_latency_target" if memory_fits else "does_not_fit"
+    whole = int(offer_gpus)
+    net = network or dataclasses.replace(DEFAULT_NODE_NETWORK, gpus_per_node=whole)
+    counts = _replica_gpu_counts()
+    best = None
+    for n in counts:
+        if n > offer_gpus:
+            break
+        for w in options:
+            s = sizing_fn(w, gpu, float(n), network=net)
+            memory_fits |= (s.kv_capacity_sequences or 0) >= 1
+            if s.fits:
+                r = int(offer_gpus // n)
+                if better(best, (r * s.tokens_per_second_per_replica, r, s)):
+                    best = (r * s.tokens_per_second_per_replica, r, s)
+    if best:
+        return 1, best[1], best[2]
+    t = max(n for n in counts if n <= whole)
+    for k in range(2, MAX_GPUS_PER_REPLICA // t + 1):
+        if k > workload.model.layers:
+            break
+        for w in options:
+            s = sizing_fn(w, gpu, float(k * t), pipeline_parallel=k, network=net)
+            memory_fits |= (s.kv_capacity_sequences or 0) >= 1
+            if s.fits:
+                # pipeline stages across instances only where the fabric allows (DESIGN.md, the planning model):
+                # a cluster fabric between the instances, not a chain of single-GPU boxes over the internet
+                return (k, 1, s) if net.cluster else (None, None, "no_cluster_fabric")
+    return None, None, "misses_latency_target" if memory_fits else "does_not_fit"
 
 
 @dataclass

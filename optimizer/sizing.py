@@ -424,15 +424,21 @@ DEFAULT_INPUT_TOKENS = 1024
 DEFAULT_OUTPUT_TOKENS = 128
 
 
+def output_length(output_tokens: int | None, input_tokens: int | None, context_tokens: int | None) -> int:
+    """Mean output tokens per request: as given; with only a context, :data:`DEFAULT_OUTPUT_TOKENS` or half the
+    context; else :data:`DEFAULT_OUTPUT_TOKENS`."""
+    if output_tokens is not None:
+        return int(output_tokens)
+    if input_tokens is None and context_tokens is not None:
+        return max(1, min(DEFAULT_OUTPUT_TOKENS, int(context_tokens) // 2))
+    return DEFAULT_OUTPUT_TOKENS
+
+
 def serve_lengths(w: Workload) -> tuple[int, int]:
     """Mean (input, output) tokens per request of a serving workload: as given; else from ``context_tokens``
     (output :data:`DEFAULT_OUTPUT_TOKENS` or half the context, input the rest); else the defaults 1024 / 128."""
-    out = w.output_tokens
+    out = output_length(w.output_tokens, w.input_tokens, w.context_tokens)
     inp = w.input_tokens
-    if out is None:
-        out = DEFAULT_OUTPUT_TOKENS
-        if inp is None and w.context_tokens is not None:
-            out = max(1, min(DEFAULT_OUTPUT_TOKENS, w.context_tokens // 2))
     if inp is None:
         inp = max(1, w.context_tokens - out) if w.context_tokens is not None else DEFAULT_INPUT_TOKENS
     return int(inp), int(out)

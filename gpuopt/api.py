@@ -334,6 +334,21 @@ def _model_spec(model: str | None, params: float | None):
     raise InputError("model", "no model given: use --model NAME (see `gpuopt estimate --list-models`) or --params COUNT")
 
 
+def _trace_lengths(trace, input_tokens, output_tokens):
+    """(input, output, note) from a request trace CSV (``--trace``; optimizer.serving.load_trace) or as given.
+
+    Raises: InputError("trace") for a bad file or when input/output tokens are given too."""
+    if trace is None:
+        return input_tokens, output_tokens, ""
+    if input_tokens is not None or output_tokens is not None:
+        raise InputError("trace", "give the request lengths as --trace or as --input-tokens/--output-tokens, not both",
+                         accepted="one of them")
+    from optimizer.serving import load_trace
+
+    t = load_trace(str(trace))
+    return t.mean_input, t.mean_output, t.describe()
+
+
 def _workload(spec_like: dict[str, Any]):
     """Build and validate an optimizer.sizing.Workload from plain options."""
     from optimizer.sizing import Workload, validate_workload, with_request_rate
@@ -373,7 +388,8 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
              zero_stage: int | None = None, tensor_parallel: int | None = None, pipeline_parallel: int | None = None,
              engine: str | None = None, input_tokens: int | None = None, output_tokens: int | None = None,
              scenario: str | None = None, request_rate: float | None = None, ttft_slo_ms: float | None = None,
-             tpot_slo_ms: float | None = None, measured: str | Path | None = None) -> EstimateResult:
+             tpot_slo_ms: float | None = None, measured: str | Path | None = None,
+             trace: str | Path | None = None) -> EstimateResult:
     """Size one replica of a workload on ``gpu`` (no prices involved).
 
     Args: as ``gpuopt estimate``: model (known name or HF repo, -Instruct/-chat variants accepted) or params (count),
@@ -385,7 +401,8 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
         vllm|sglang|tensorrt-llm (default vllm), input_tokens / output_tokens per request (default 1024 / 128),
         scenario offline|server|interactive (default server: p99 TTFT <= 2,000 ms, TPOT <= 200 ms), ttft_slo_ms /
         tpot_slo_ms (p99 targets, override the scenario's), measured (a CSV/JSON of the user's benchmark results,
-        ``optimizer.serving.load_measurements``).
+        ``optimizer.serving.load_measurements``), trace (a CSV of requests' input/output tokens: their means are the
+        lengths, ``optimizer.serving.load_trace``).
     Returns: EstimateResult; serving ``numbers`` has tokens_per_second_per_replica, ttft_ms, tpot_ms, concurrency,
         gpus_per_replica, memory_gib_per_replica, tensor_parallel, pipeline_parallel, precision, engine, the targets
         and estimate_source. Raises: InputError naming the field for bad input or when nothing fits.
@@ -393,6 +410,7 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
     from optimizer import sizing
     from optimizer.specs import load_gpu
 
+    input_tokens, output_tokens, trace_note = _trace_lengths(trace, input_tokens, output_tokens)
     meas = None
     if measured is not None:
         from optimizer.serving import load_measurements
@@ -412,6 +430,8 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
     g = dataclasses.replace(g, memory_gib=usable_gpu_memory_gib(g.name, None, g.memory_gib))
     nums = dict(sizing.estimate(w, g, tensor_parallel=tensor_parallel, pipeline_parallel=pipeline_parallel))
     assumptions = list(nums.pop("assumptions", []) or [])
+    if trace_note:
+        assumptions.insert(0, trace_note)
     if task == "serve" and tokens_per_second:
         per = nums["tokens_per_second_per_replica"]
         reps = math.ceil(tokens_per_second / per) if per > 0 else None
@@ -517,7 +537,7 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
               end_month: int | None = None, months: int | None = None, request_rate: float | None = None,
               engine: str | None = None, input_tokens: int | None = None, output_tokens: int | None = None,
               scenario: str | None = None, ttft_slo_ms: float | None = None, tpot_slo_ms: float | None = None,
-              measured: str | Path | None = None) -> RecommendResult:
+              measured: str | Path | None = None, trace: str | Path | None = None) -> RecommendResult:
     """Recommend the cheapest mix of GPU instances for a plan of one or several workloads over a horizon.
 
     The plan comes from the options laid over ``workload_file`` (either format; gpuopt.plan_spec), else
@@ -551,7 +571,7 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
         budget_total=budget_total, max_upfront=max_upfront, max_commitment=max_commitment, start=start_month,
         end=end_month, months=months, request_rate=request_rate, engine=engine, input_tokens=input_tokens,
         output_tokens=output_tokens, scenario=scenario, ttft_ms=ttft_slo_ms, tpot_ms=tpot_slo_ms,
-        measured=None if measured is None else str(measured))
+        measured=None if measured is None else str(measured), trace=None if trace is None else str(trace))
     return _recommend_plan(_plan_path(workload_file, cwd), cwd, options, explain=explain)
 
 
@@ -663,6 +683,16 @@ def _recommend_plan(plan_path, cwd, options: dict[str, Any], explain: bool = Tru
             kw.update(engine=item.engine, input_tokens=item.input_tokens, output_tokens=item.output_tokens,
                       scenario=item.scenario, ttft_slo_ms=item.ttft_ms, tpot_slo_ms=item.tpot_ms,
                       precision_options=precisions if len(precisions) > 1 else None)
+            if item.trace:
+                from optimizer.serving import load_trace
+
+                try:
+                    t = load_trace(str(plan.resolve_path(item.trace)))
+                except InputError as exc:
+                    raise InputError(plan.field_path(i, "trace"), exc.message, exc.accepted) from None
+                kw.update(input_tokens=t.mean_input, output_tokens=t.mean_output)
+                if item.request_rate is not None:
+                    kw["tokens_per_second"] = item.request_rate * t.mean_output
             if item.measured:
                 from optimizer.serving import load_measurements
 

@@ -126,6 +126,7 @@ def recommend(
     ttft_ms: Annotated[Optional[float], typer.Option("--ttft-ms", help="Serving: p99 time-to-first-token target, ms.")] = None,
     tpot_ms: Annotated[Optional[float], typer.Option("--tpot-ms", help="Serving: p99 time-per-output-token target, ms.")] = None,
     measured: Annotated[Optional[Path], typer.Option("--measured", help="Serving: CSV/JSON of your own benchmark results that corrects the model.")] = None,
+    trace: Annotated[Optional[Path], typer.Option("--trace", help="Serving: a CSV of requests (input_tokens, output_tokens): their means are the lengths.")] = None,
     context: Annotated[Optional[int], typer.Option("--context", help="Tokens per sequence (KV cache for serving, sequence length for training).")] = None,
     concurrency: Annotated[Optional[int], typer.Option(help="Serving: sequences decoded together per replica.")] = None,
     zero_stage: Annotated[Optional[int], typer.Option("--zero-stage", help="Training: ZeRO stage 0-3 over a replica's GPUs.")] = None,
@@ -179,7 +180,8 @@ def recommend(
         include_local_zones=include_local_zones, start=start_month, end=end_month, months=months,
         request_rate=request_rate, engine=engine, input_tokens=input_tokens, output_tokens=output_tokens,
         scenario=scenario, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
-        measured=None if measured is None else str(Path(measured).absolute()))
+        measured=None if measured is None else str(Path(measured).absolute()),
+        trace=None if trace is None else str(Path(trace).absolute()))
     from gpuopt.api import _plan_path
 
     # every key is an option when no plan file is read (neither --workload nor ./gpuopt.yaml)
@@ -206,6 +208,7 @@ def recommend(
             request_rate=request_rate, engine=engine, input_tokens=input_tokens, output_tokens=output_tokens,
             scenario=scenario, ttft_slo_ms=ttft_ms, tpot_slo_ms=tpot_ms,
             measured=None if measured is None else Path(measured).absolute(),
+            trace=None if trace is None else Path(trace).absolute(),
         )
         render.warnings(result.prices)
         if fmt in FILE_FORMATS and result.feasible:
@@ -240,6 +243,7 @@ def estimate(
     ttft_ms: Annotated[Optional[float], typer.Option("--ttft-ms", help="Serving: p99 time-to-first-token target, ms (overrides the scenario's).")] = None,
     tpot_ms: Annotated[Optional[float], typer.Option("--tpot-ms", help="Serving: p99 time-per-output-token target, ms (overrides the scenario's).")] = None,
     measured: Annotated[Optional[Path], typer.Option("--measured", help="Serving: a CSV/JSON of your own benchmark results (vLLM benchmark_serving, GenAI-Perf) that corrects the model.")] = None,
+    trace: Annotated[Optional[Path], typer.Option("--trace", help="Serving: a CSV of requests (input_tokens, output_tokens): their means are the lengths.")] = None,
     zero_stage: Annotated[Optional[int], typer.Option("--zero-stage", help="Training: ZeRO stage 0-3.")] = None,
     list_models: Annotated[bool, typer.Option("--list-models", help="List the known models and GPUs and exit.")] = False,
     fmt: FormatOpt = "table",
@@ -262,7 +266,7 @@ def estimate(
                               request_rate=request_rate, tensor_parallel=tensor_parallel,
                               pipeline_parallel=pipeline_parallel, engine=engine, input_tokens=input_tokens,
                               output_tokens=output_tokens, scenario=scenario, ttft_slo_ms=ttft_ms,
-                              tpot_slo_ms=tpot_ms, measured=measured)
+                              tpot_slo_ms=tpot_ms, measured=measured, trace=trace)
         render.estimate(result, fmt)
 
 

@@ -194,6 +194,7 @@ class WorkloadItem(BaseModel):
     ttft_ms: PosFloat | None = None
     tpot_ms: PosFloat | None = None
     measured: str | None = None
+    trace: str | None = None
     demand_profile: str | None = None
     demand: Annotated[list[NonNegFloat], Field(min_length=1)] | None = None
     tokens: PosFloat | None = None
@@ -215,7 +216,7 @@ class WorkloadItem(BaseModel):
                         "(for a parameter count use params)")
         return v.strip() if isinstance(v, str) else v
 
-    @field_validator("demand_profile", "measured")
+    @field_validator("demand_profile", "measured", "trace")
     @classmethod
     def _profile_exists(cls, v: str | None, info: ValidationInfo) -> str | None:
         return _file_next_to_plan(v, info)
@@ -256,6 +257,9 @@ class WorkloadItem(BaseModel):
             if self.value_per_million_tokens is not None:
                 raise _fail(f"value_per_million_tokens is for serve workloads; a {self.task} workload's value is "
                             "value_usd (the finished job)", loc=("value_per_million_tokens",))
+        if self.trace is not None and (self.input_tokens is not None or self.output_tokens is not None):
+            raise _fail("give the request lengths as trace or as input_tokens/output_tokens, not both",
+                        loc=("trace",))
         if self.end is not None and self.months is not None:
             raise _fail("give either end or months, not both", loc=("months",))
         if self.task != "serve":
@@ -288,7 +292,7 @@ class WorkloadItem(BaseModel):
             unused = ("tokens", "deadline_hours", "zero_stage", "lora_rank")
         else:
             unused = ("tokens_per_second", "request_rate", "concurrency", "engine", "input_tokens", "output_tokens",
-                      "scenario", "ttft_ms", "tpot_ms", "measured") + (("lora_rank",) if self.task != "lora" else ())
+                      "scenario", "ttft_ms", "tpot_ms", "measured", "trace") + (("lora_rank",) if self.task != "lora" else ())
         return [k for k in unused if getattr(self, k) is not None]
 
 
@@ -444,11 +448,17 @@ class PlanFile(BaseModel):
                     elif w.demand is not None:
                         out[w.name] = inline_profile(w.demand, blocks=self.blocks)
                     elif w.request_rate is not None:
-                        out[w.name] = flat_profile(w.request_rate * w.output_length())
+                        if w.trace is not None:
+                            from optimizer.serving import load_trace
+
+                            per = load_trace(str(self.resolve_path(w.trace))).mean_output
+                        else:
+                            per = w.output_length()
+                        out[w.name] = flat_profile(w.request_rate * per)
                     else:
                         out[w.name] = flat_profile(w.tokens_per_second)
                 except InputError as exc:
-                    key = exc.field if exc.field in ("demand_profile", "demand") else \
+                    key = exc.field if exc.field in ("demand_profile", "demand", "trace") else \
                         ("demand_profile" if w.demand_profile is not None else "demand")
                     if exc.field == "blocks":
                         raise InputError("blocks", f"{_strip_field(exc)} (for workload {w.name!r})",
@@ -488,7 +498,7 @@ CLI_OPTIONS = {
     "spot_only_ok": "--spot-only-ok", "value_per_million_tokens": "--value-per-million-tokens",
     "value_usd": "--value-usd", "request_rate": "--request-rate", "engine": "--engine",
     "input_tokens": "--input-tokens", "output_tokens": "--output-tokens", "scenario": "--scenario",
-    "ttft_ms": "--ttft-ms", "tpot_ms": "--tpot-ms", "measured": "--measured",
+    "ttft_ms": "--ttft-ms", "tpot_ms": "--tpot-ms", "measured": "--measured", "trace": "--trace",
 }
 
 #: One line of documentation per key, written by plan_to_yaml after the key.
@@ -539,6 +549,7 @@ KEY_DOCS = {
     "ttft_ms": "serve: p99 time-to-first-token target, ms (overrides the scenario's)",
     "tpot_ms": "serve: p99 time-per-output-token target, ms (overrides the scenario's)",
     "measured": "serve: CSV/JSON of your own benchmark results that corrects the model (relative to this file)",
+    "trace": "serve: CSV of requests (input_tokens, output_tokens): their means are the lengths (relative to this file)",
     "zero_stage": "training: ZeRO stage 0..3 over a replica's GPUs",
     "lora_rank": "lora: rank of the adapters",
     "tokens_per_second": "serve: generated tokens/s, the same all month",

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpuopt.errors import InputError
-from optimizer.specs import GpuSpec, ModelSpec, kv_bytes_per_token
+from optimizer.specs import GpuSpec, ModelSpec
 
 GIB = 2**30
 
@@ -252,11 +252,12 @@ def _embedding_params(m: ModelSpec) -> float:
 
 
 def _expert_params(m: ModelSpec) -> float:
-    """Parameters of all MoE experts' MLPs (0 for a dense model): per layer ``experts x mats x h x I``."""
-    if m.experts <= 1:
+    """Parameters of all routed MoE experts (0 for a dense model). From the table's exact counts: the inactive share
+    of the experts is ``N_total - N_active = (E - k)/E x routed``, so ``routed = (N_total - N_active) E / (E - k)``
+    (DERIVED; exact when the routed experts are equal in size, as in Mixtral, Qwen3 MoE and DeepSeek)."""
+    if m.experts <= 1 or m.experts_per_token >= m.experts:
         return 0.0
-    mats = 3 if m.gated_mlp else 2
-    return float(m.layers * m.experts * mats * m.hidden_size * m.intermediate_size)
+    return max(0.0, m.params_total - m.params_active) * m.experts / (m.experts - m.experts_per_token)
 
 
 def weight_bytes(m: ModelSpec, precision: str) -> float:
@@ -304,11 +305,10 @@ def memory_per_gpu(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, e
     block = max(0.0, m.params_total - embed) / m.layers
     stage_embed = embed if pp == 1 else min(embed, float(m.vocab_size * m.hidden_size))
     weights = (layers * block * WEIGHT_BYTES[precision] + stage_embed * 2.0) / tp
-    act = engine.max_num_tokens * (3.0 * m.intermediate_size * max(1, m.experts_per_token) / tp
-                                   + 4.0 * m.hidden_size) * 2.0
+    mlp_width = (m.moe_intermediate_size or m.intermediate_size) * max(1, m.experts_per_token)
+    act = engine.max_num_tokens * (3.0 * mlp_width / tp + 4.0 * m.hidden_size) * 2.0
     usable = gpu.memory_gib * GIB * engine.memory_fraction
-    kv_heads_gpu = math.ceil(m.kv_heads / tp)
-    kv_tok = kv_bytes_per_token(layers, kv_heads_gpu, m.head_dim, KV_BYTES[precision])
+    kv_tok = m.kv_bytes_per_token(KV_BYTES[precision], tp, layers)
     return {"weights": weights, "activations": act, "kv_budget": usable - weights - act,
             "kv_per_token": float(kv_tok), "usable": usable}
 
@@ -343,8 +343,7 @@ def decode_step_s(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, ba
     layers = _stage_layers(m, pp)
     frac = layers / m.layers
     mem = _weights_read(m, precision, batch) * frac / tp
-    kv_heads_gpu = math.ceil(m.kv_heads / tp)
-    kv = batch * context * kv_bytes_per_token(layers, kv_heads_gpu, m.head_dim, KV_BYTES[precision])
+    kv = batch * context * m.kv_bytes_per_token(KV_BYTES[precision], tp, layers)
     bw = gpu.memory_bandwidth_gbps * 1e9 * fit.bandwidth_efficiency.get(gpu_generation(gpu),
                                                                         fit.bandwidth_efficiency["other"])
     t_mem = (mem + kv) / bw
@@ -688,3 +687,80 @@ def load_measurements(path: str) -> Measurements:
     if not rows:
         raise InputError("measured", f"{path} has no rows", accepted="at least one benchmark result")
     return Measurements(str(path), tuple(rows))
+
+
+#: Column names of a request trace (``--trace FILE``): prompt and generated tokens per request (OpenAI usage
+#: ``prompt_tokens``/``completion_tokens``, vLLM benchmark ``input_len``/``output_len``, ISL/OSL).
+TRACE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "input_tokens": ("input_tokens", "prompt_tokens", "input_len", "isl", "prompt_len"),
+    "output_tokens": ("output_tokens", "completion_tokens", "output_len", "osl", "generated_tokens"),
+}
+
+
+@dataclass(frozen=True)
+class TraceLengths:
+    """Request lengths of a trace: ``requests`` rows; mean and 99th-percentile input and output tokens."""
+
+    path: str
+    requests: int
+    mean_input: int
+    mean_output: int
+    p99_input: int
+    p99_output: int
+
+    def describe(self) -> str:
+        return (f"lengths from the trace {self.path}: {self.requests:,} requests, mean {self.mean_input:,} input + "
+                f"{self.mean_output:,} output tokens (p99 {self.p99_input:,} + {self.p99_output:,})")
+
+
+def load_trace(path: str) -> TraceLengths:
+    """Mean request lengths from a CSV trace with one row per request and columns :data:`TRACE_COLUMNS` (the rest is
+    ignored). The serving model sizes the mean request (a paged KV cache holds what the running requests hold on
+    average); the p99 lengths are reported.
+
+    Raises:
+        InputError("trace"): missing file, no usable column, a row without a whole number >= 0 (row and column named),
+            no rows, or a mean below one token.
+    """
+    import csv as _csv
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("trace", f"no such file: {path}", accepted="a CSV with input_tokens and output_tokens columns")
+    try:
+        with open(p, newline="", encoding="utf-8") as fh:
+            reader = _csv.DictReader(fh)
+            cols = {c.strip().lower(): c for c in (reader.fieldnames or [])}
+            pick = {}
+            for key, aliases in TRACE_COLUMNS.items():
+                found = next((cols[a] for a in aliases if a in cols), None)
+                if found is None:
+                    raise InputError("trace", f"{path} has no {key} column", accepted=", ".join(aliases))
+                pick[key] = found
+            ins, outs = [], []
+            for i, row in enumerate(reader, start=2):
+                for key, store in (("input_tokens", ins), ("output_tokens", outs)):
+                    v = (row.get(pick[key]) or "").strip()
+                    try:
+                        x = float(v)
+                    except ValueError:
+                        x = -1.0
+                    if not math.isfinite(x) or x < 0 or not x.is_integer():
+                        raise InputError("trace", f"{path} line {i}: {pick[key]} {v!r} is not a whole number >= 0",
+                                         accepted="token counts")
+                    store.append(int(x))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError("trace", f"cannot read {path}: {exc}", accepted="a CSV file") from None
+    if not ins:
+        raise InputError("trace", f"{path} has no requests", accepted="one row per request")
+
+    def p99(xs: list[int]) -> int:
+        s = sorted(xs)
+        return s[min(len(s) - 1, math.ceil(0.99 * len(s)) - 1)]
+
+    mi, mo = round(sum(ins) / len(ins)), round(sum(outs) / len(outs))
+    if mi < 1 or mo < 1:
+        raise InputError("trace", f"{path}: mean input {mi} and output {mo} tokens; both must be >= 1",
+                         accepted="requests with prompts and outputs")
+    return TraceLengths(str(path), len(ins), mi, mo, p99(ins), p99(outs))

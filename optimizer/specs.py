@@ -177,8 +177,12 @@ class ModelSpec:
         gated_mlp: True for a gated (SwiGLU) MLP with gate/up/down matrices (Llama, Mistral, Qwen2); False for a
             2-matrix GELU MLP, up ``h -> I`` and down ``I -> h`` (Falcon, GPT-NeoX). Used by LoRA adapter counts.
         tied_embeddings: ``tie_word_embeddings``: the output head shares the input embedding (Falcon).
+        moe_intermediate_size: width of one routed expert's MLP when it differs from ``intermediate_size`` (Qwen3 MoE,
+            DeepSeek: ``moe_intermediate_size``); 0 = ``intermediate_size``.
+        kv_latent_dim: multi-head latent attention (DeepSeek-V2/V3/R1): ``kv_lora_rank + qk_rope_head_dim`` values
+            cached per token and layer instead of K and V per head; 0 for ordinary (GQA/MHA) attention.
         kv_bytes_per_token_fp16: computed, not passed: ``2 * layers * kv_heads * head_dim * 2`` bytes
-            (K and V, 16-bit; FORMULAS.md section 6, vLLM paper section 3).
+            (K and V, 16-bit; FORMULAS.md section 6, vLLM paper section 3); MLA: ``layers * kv_latent_dim * 2``.
     """
 
     name: str
@@ -201,10 +205,23 @@ class ModelSpec:
     experts_per_token: int = 1
     gated_mlp: bool = True
     tied_embeddings: bool = False
+    moe_intermediate_size: int = 0
+    kv_latent_dim: int = 0
     kv_bytes_per_token_fp16: int = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "kv_bytes_per_token_fp16", kv_bytes_per_token(self.layers, self.kv_heads, self.head_dim, 2))
+        object.__setattr__(self, "kv_bytes_per_token_fp16", int(self.kv_bytes_per_token(2)))
+
+    def kv_bytes_per_token(self, bytes_per_elem: float, tensor_parallel: int = 1, layers: int | None = None) -> float:
+        """KV-cache bytes of one token on one GPU of a tensor-parallel group of ``tensor_parallel``, over ``layers``
+        layers (default all): ``2 x L x ceil(kv_heads / TP) x d_head x bytes`` (GQA heads split over TP, replicated
+        when TP > kv_heads, as vLLM does); MLA: ``L x (kv_lora_rank + qk_rope_head_dim) x bytes``, one latent vector
+        per token and layer, replicated on every TP rank (DeepSeek-V2 paper, arXiv 2405.04434, s.2.1; vLLM's MLA
+        backend keeps the latent cache whole on each rank)."""
+        n = self.layers if layers is None else layers
+        if self.kv_latent_dim:
+            return float(n * self.kv_latent_dim * bytes_per_elem)
+        return kv_bytes_per_token(n, -(-self.kv_heads // max(1, tensor_parallel)), self.head_dim, bytes_per_elem)
 
 
 def kv_bytes_per_token(layers: int, kv_heads: int, head_dim: int, bytes_per_elem: float) -> int | float:
@@ -381,6 +398,10 @@ def _model_from_row(row: dict[str, str]) -> ModelSpec:
         experts_per_token=int(_num(row, "num_experts_per_tok")) if experts > 1 else 1,
         gated_mlp=row["model_type"].strip() not in _UNGATED_MODEL_TYPES,
         tied_embeddings=row["tie_word_embeddings"].strip().lower() == "true",
+        moe_intermediate_size=int(_num(row, "moe_intermediate_size", required=False) or 0),
+        kv_latent_dim=int((_num(row, "kv_lora_rank", required=False) or 0)
+                          + ((_num(row, "qk_rope_head_dim", required=False) or 0)
+                             if _num(row, "kv_lora_rank", required=False) else 0)),
     )
     table_kv = _num(row, "derived_kv_cache_bytes_per_token_fp16", required=False)
     if table_kv is not None and int(table_kv) != spec.kv_bytes_per_token_fp16:

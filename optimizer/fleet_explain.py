@@ -58,6 +58,31 @@ def rules(problem: FleetProblem) -> list[str]:
     out.append(f"placement: {place}" + ("; min_replicas instances in distinct zones where the price data has zones "
                                         "(regional offers count as placeable in any zone)"
                                         if problem.spread == "zones" else ""))
+    out += serving_rules(problem.workloads)
+    return out
+
+
+def serving_rules(workloads) -> list[str]:
+    """One rule per serving workload: its latency targets, request lengths, engine and precisions (issue 10: the
+    targets are stated in every output)."""
+    from optimizer.sizing import latency_targets, serve_lengths
+
+    out = []
+    for fw in workloads:
+        w = getattr(fw, "workload", fw)
+        if getattr(w, "task", "") != "serve":
+            continue
+        ttft, tpot = latency_targets(w)
+        inp, outp = serve_lengths(w)
+        src = {"server": "MLPerf server targets", "interactive": "MLPerf interactive targets"}.get(w.scenario, "")
+        targets = ("no latency target (offline: the largest batch that fits)" if ttft is None and tpot is None else
+                   ", ".join(x for x in (f"p99 TTFT <= {ttft:g} ms" if ttft else "",
+                                         f"p99 TPOT <= {tpot:g} ms" if tpot else "") if x)
+                   + (f" ({src})" if src and w.ttft_slo_ms is None and w.tpot_slo_ms is None else " (given)"))
+        precisions = "/".join(w.precision_options or (w.precision,))
+        out.append(f"serving {getattr(fw, 'name', 'workload')}: {targets}; requests of {inp:,} input + {outp:,} output "
+                   f"tokens; engine {w.engine}; precision {precisions}"
+                   + ("; corrected by your measurements" if w.measured is not None else ""))
     return out
 
 

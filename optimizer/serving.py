@@ -90,9 +90,12 @@ class EngineProfile:
         memory_fraction: share of each GPU's memory the engine fills with weights, activations and KV cache.
         reserve_full_request: True when the scheduler reserves a request's whole ``I + O`` tokens of KV cache at
             admission; False when pages are allocated as tokens are generated (average ``I + O/2``).
-        max_batch_large: the engine's default cap on running sequences on a GPU of >= 70 GiB.
-        max_batch_small: the same on smaller GPUs.
-        max_num_tokens: the default token budget of one iteration (prefill chunk + decode tokens).
+        max_batch_large: the engine's default cap on running sequences on a "large" GPU (>= 70 GiB, not named in
+            ``small_names``).
+        max_batch_small: the same on other GPUs.
+        max_num_tokens: the default token budget of one iteration (prefill chunk + decode tokens) on a large GPU.
+        max_num_tokens_small: the same on other GPUs.
+        small_names: GPU name prefixes the engine treats as small whatever their memory.
         speed: step-time multiplier relative to the fitted TensorRT-LLM profile (1.0 = as fast), fitted.
         source: where each default comes from.
     """
@@ -105,16 +108,25 @@ class EngineProfile:
     max_num_tokens: int
     speed: float
     source: str
+    max_num_tokens_small: int = 0
+    small_names: tuple[str, ...] = ()
+
+    def _large(self, gpu: GpuSpec) -> bool:
+        return gpu.memory_gib >= 70 and not gpu.name.upper().startswith(self.small_names)
 
     def max_batch(self, gpu: GpuSpec) -> int:
         """The engine's default cap on running sequences on ``gpu``."""
-        return self.max_batch_large if gpu.memory_gib >= 70 else self.max_batch_small
+        return self.max_batch_large if self._large(gpu) else self.max_batch_small
+
+    def max_tokens(self, gpu: GpuSpec) -> int:
+        """The engine's default token budget of one iteration on ``gpu``."""
+        return self.max_num_tokens if self._large(gpu) else (self.max_num_tokens_small or self.max_num_tokens)
 
 
 ENGINES: dict[str, EngineProfile] = {
     "vllm": EngineProfile(
         name="vllm", memory_fraction=0.90, reserve_full_request=False, max_batch_large=1024, max_batch_small=256,
-        max_num_tokens=8192, speed=1.0,
+        max_num_tokens=8192, max_num_tokens_small=2048, small_names=("A100",), speed=1.0,
         source="vLLM engine arguments: --gpu-memory-utilization 0.9; vllm/engine/arg_utils.py default batch: "
                "max_num_seqs 1024 and max_num_batched_tokens 8192 (API server) on GPUs of >= 70 GiB other than "
                "A100, else 256 / 2048; PagedAttention allocates KV blocks on demand (Kwon et al. 2023)"),
@@ -306,7 +318,7 @@ def memory_per_gpu(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, e
     stage_embed = embed if pp == 1 else min(embed, float(m.vocab_size * m.hidden_size))
     weights = (layers * block * WEIGHT_BYTES[precision] + stage_embed * 2.0) / tp
     mlp_width = (m.moe_intermediate_size or m.intermediate_size) * max(1, m.experts_per_token)
-    act = engine.max_num_tokens * (3.0 * mlp_width / tp + 4.0 * m.hidden_size) * 2.0
+    act = engine.max_tokens(gpu) * (3.0 * mlp_width / tp + 4.0 * m.hidden_size) * 2.0
     usable = gpu.memory_gib * GIB * engine.memory_fraction
     kv_tok = m.kv_bytes_per_token(KV_BYTES[precision], tp, layers)
     return {"weights": weights, "activations": act, "kv_budget": usable - weights - act,
@@ -447,9 +459,9 @@ def point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: En
 def batch_cap(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: EngineProfile,
               input_tokens: float, output_tokens: float) -> int:
     """The largest batch the engine runs: KV-cache capacity (:func:`max_batch_memory`), the engine's sequence cap
-    and its iteration token budget (each running sequence takes one of ``max_num_tokens`` per step)."""
+    and its iteration token budget (each running sequence takes one of :meth:`EngineProfile.max_tokens` per step)."""
     mem_b = max_batch_memory(m, gpu, layout, precision, engine, input_tokens, output_tokens)
-    return max(0, min(mem_b, engine.max_batch(gpu), engine.max_num_tokens))
+    return max(0, min(mem_b, engine.max_batch(gpu), engine.max_tokens(gpu)))
 
 
 def best_point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: EngineProfile,

@@ -363,7 +363,11 @@ def validate_workload(w: Workload) -> None:
     if not isinstance(w.model, ModelSpec):
         raise InputError("model", "not a ModelSpec", accepted="optimizer.specs.load_model(...) or model_from_params(...)")
     if w.task == "serve":
-        _validate_serving(w)
+        from optimizer.serving import SERVE_PRECISIONS
+
+        if w.precision not in SERVE_PRECISIONS:
+            raise InputError("precision", f"unknown serving precision {w.precision!r}",
+                             accepted=", ".join(SERVE_PRECISIONS))
     elif w.precision not in PRECISION_BYTES:
         raise InputError("precision", f"unknown precision {w.precision!r}", accepted=", ".join(PRECISION_BYTES))
     training = w.task in TRAINING_TASKS
@@ -410,6 +414,8 @@ def validate_workload(w: Workload) -> None:
                          accepted="true, false")
     if w.mfu is not None and (not _is_number(w.mfu) or not 0 < w.mfu <= 1):
         raise InputError("mfu", f"must be in (0, 1], got {w.mfu!r}", accepted="0 < mfu <= 1, e.g. 0.4")
+    if w.task == "serve":
+        _validate_serving(w)
     if w.task == "lora":
         targets = _lora_targets(w.lora_rank, w.lora_targets)
         if lora_adapter_params(w.model, w.lora_rank, targets) == 0:
@@ -915,7 +921,7 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
             f"paged KV cache: {held:g} tokens per running sequence ("
             + ("the whole request reserved at admission" if eng.reserve_full_request else "input + half the output "
                "on average, pages allocated on demand") + f"); room for {cap} sequences; engine caps "
-            f"{eng.max_batch(spec)} sequences, {eng.max_num_tokens} tokens per iteration",
+            f"{eng.max_batch(spec)} sequences, {eng.max_tokens(spec)} tokens per iteration",
             (f"batch {shown.batch}" + (" (given)" if w.concurrency else " = the largest that fits memory and the "
                                                                          "targets")
              + f": TPOT {shown.tpot_ms:.1f} ms, TTFT {shown.ttft_ms:.0f} ms, {shown.tokens_per_second:,.0f} tokens/s"

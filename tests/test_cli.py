@@ -94,9 +94,9 @@ def test_budget_too_small_says_what_it_would_take():
 
 
 def test_no_gpu_can_hold_the_replica():
-    # Llama-3.1-405B in fp32 = 1.6 TB of weights: more than 64 L4s (1.5 TiB) can hold
-    r = _run("recommend", "--budget", "50000", "--model", "meta-llama/Meta-Llama-3.1-405B", "--task", "serve",
-             "--tokens-per-second", "10", "--gpu", "L4", "--precision", "fp32")
+    # a 1-trillion-parameter model in bf16 = 2 TB of weights: more than 64 L4s (1.4 TiB usable) can hold
+    r = _run("recommend", "--budget", "50000", "--params", "1e12", "--task", "serve",
+             "--tokens-per-second", "10", "--gpu", "L4", "--precision", "bf16")
     assert r.exit_code == 1
     assert "no offered GPU can hold one replica" in r.stdout
 

@@ -77,7 +77,8 @@ def test_single_workload_format_is_one_workload(tmp_path):
     assert len(plan.workloads) == 1
     w = plan.workloads[0]
     assert (w.name, w.task, w.model, w.tokens_per_second, w.concurrency) == (
-        "llama2-7b-chat", "serve", "meta-llama/Llama-2-7b-hf", 500, 16)
+        "llama2-7b-chat", "serve", "meta-llama/Llama-2-7b-hf", 500, None)
+    assert (w.input_tokens, w.output_tokens, w.scenario, w.engine) == (1024, 128, "server", "vllm")
     assert plan.budget is None and plan.providers == []
     f = _write(tmp_path, "task: train\nmodel: x\ntokens: 2.0e10\ndeadline_hours: 240\nbudget: 900\nproviders: aws\n")
     plan = load_plan_file(f)
@@ -132,7 +133,7 @@ def test_every_key_has_an_option_and_a_doc():
          "workloads[0].tokens_per_second", "a serve workload needs a demand", None),
         ("workloads:\n  - name: a\n    model: x\n    tokens_per_second: 5\n    demand: [1, 2]\n",
          "workloads[0].demand", "give one demand, not both tokens_per_second and demand",
-         "tokens_per_second, demand_profile, demand"),
+         "tokens_per_second, request_rate, demand_profile, demand"),
         ("workloads:\n  - name: a\n    task: train\n    model: x\n",
          "workloads[0].tokens", "a train workload needs tokens", None),
         ("workloads:\n  - name: a\n    task: finetune\n    model: x\n    tokens: 1e9\n    demand: [1]\n",

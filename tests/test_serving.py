@@ -93,7 +93,7 @@ def test_weights_and_kv_pool_against_a_vllm_log():
     m = load_model("meta-llama/Llama-3.1-8B-Instruct")
     gpu = dataclasses.replace(load_gpu("RTX-3090"), memory_gib=23.58)
     # chunked prefill is off below 32K context in vLLM 0.6: the profiling run is one batch of max_model_len tokens
-    engine = dataclasses.replace(sv.ENGINES["vllm"], max_num_tokens=29000)
+    engine = dataclasses.replace(sv.ENGINES["vllm"], max_num_tokens=29000, max_num_tokens_small=29000)
     mem = sv.memory_per_gpu(m, gpu, sv.Layout(1, 1), "bf16", engine)
     assert mem["weights"] / 2**30 == pytest.approx(14.9888, rel=0.01)
     assert mem["kv_budget"] / 2**30 == pytest.approx(2.89, rel=0.10)

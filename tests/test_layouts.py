@@ -15,9 +15,10 @@ Sources used below:
 - GPipe (Huang et al. 2019, arXiv 1811.06965) bubble (p - 1)/(m + p - 1); Megatron-LM (Narayanan et al. 2021).
 - AWS fabric facts (providers/facts.py, from the EC2 docs): p4d.24xlarge 4 x 100 Gbit/s EFA = 50 GB/s,
   p5.48xlarge 3,200 Gbit/s EFA = 400 GB/s.
-- gpuopt's sizing constants (optimizer/sizing.py, each with its own source): BW_EFFICIENCY 0.66 (TensorRT-LLM
-  H100vsA100.md), TP efficiency 0.90 per doubling on NVLink (stated assumption), USABLE_FRACTION 0.9 (vLLM
-  gpu_memory_utilization), MFU 0.40, ZeRO volumes (ZeRO paper s.7), hop latency (NCCL tuning.cc + kernel TCP).
+- gpuopt's serving model (optimizer/serving.py: decode step, prefill, fitted on shared/data/perf/serving.csv by
+  benchmarks/serving_fit.py) and sizing constants (optimizer/sizing.py, each with its own source): USABLE_FRACTION
+  0.9 (vLLM gpu_memory_utilization), MFU 0.40, ZeRO volumes (ZeRO paper s.7), hop latency (NCCL tuning.cc + kernel
+  TCP).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ P5_NETWORK = NodeNetwork(gbps_per_node=400.0, gpus_per_node=8, hop_latency_s=CLU
 
 
 def serve405(**kw) -> Workload:
-    # gpuopt defaults: 16 sequences of 4,096 tokens (sizing.DEFAULT_CONTEXT), bf16 weights
+    # gpuopt defaults: requests of 1,024 + 128 tokens, bf16 weights, the server scenario's targets
     return Workload(task="serve", model=LLAMA405, **kw)
 
 
@@ -106,84 +107,82 @@ def test_405b_on_8_gpu_h100_instances_is_tp8_inside_and_pp_across():
 
 
 def test_405b_on_h100_smallest_layout_is_two_stages():
-    # Per GPU of a TP 8 x PP 2 replica (DERIVED from the config and FORMULAS.md s.4, s.6, s.8):
-    # weights: 63 of 126 blocks of (N - 2Vh)/126 params + one V x h matrix, x 2 B / 8 GPUs;
-    # KV: 516,096 B/token x 4,096 x 16 sequences x 63/126 layers x 1/8 KV heads; overhead 0.2 x weights.
+    # Per GPU of a TP 8 x PP 2 replica (DERIVED from the config and FORMULAS.md s.4): 63 of 126 blocks of
+    # (N - 2Vh)/126 params + one V x h matrix, x 2 B / 8 GPUs; usable = vLLM's 0.9 of 80 GiB; the KV cache is what is
+    # left after the weights and vLLM's activation workspace, and the batch the largest that fits it and the targets
     s = min_gpus_per_replica(serve405(), H100)
     assert (s.gpus_per_replica, s.tensor_parallel, s.pipeline_parallel) == (16, 8, 2)
     embed = LLAMA405.vocab_size * LLAMA405.hidden_size  # 128256 x 16384
     stage_params = 63 * (LLAMA405.params_total - 2 * embed) / 126 + embed
-    weights = stage_params * 2 / 8
-    kv = 516_096 * 4096 * 16 * (63 / 126) / 8
-    assert s.memory_gib_per_gpu == pytest.approx((1.2 * weights + kv) / GIB, rel=1e-9)
-    assert s.memory_gib_per_gpu == pytest.approx(58.67, abs=0.01)
+    assert s.breakdown_gib["weights"] / 16 == pytest.approx(stage_params * 2 / 8 / GIB, rel=1e-9)
     assert s.usable_gib_per_gpu == pytest.approx(80 * 0.9)  # H100 80 GiB x vLLM's 0.9
-    assert s.fits
+    assert s.fits and s.memory_gib_per_gpu <= s.usable_gib_per_gpu
+    assert s.concurrency <= s.kv_capacity_sequences
     # the same through gpuopt estimate's path (no offer: 8-GPU nodes)
     e = estimate(serve405(), "H100-80GB")
     assert (e["gpus_per_replica"], e["tensor_parallel"], e["pipeline_parallel"]) == (16, 8, 2)
 
 
+def _stage_s(batch: int, stages: int, context: float) -> float:
+    """One stage's decode step (optimizer.serving.decode_step_s) for a micro-batch."""
+    from optimizer import serving as sv
+
+    return sv.decode_step_s(LLAMA405, H100, sv.Layout(8, stages), "bf16", batch, context)
+
+
+def _prefill_s(inp: int) -> float:
+    from optimizer import serving as sv
+
+    return sv.prefill_s(LLAMA405, H100, sv.Layout(8, 2), "bf16", inp)
+
+
 def test_pipeline_decode_first_principles_405b():
-    # One stage, one micro-batch of b = 16 / 2 = 8 sequences (vLLM keeps PP = 2 batches in flight):
-    # bandwidth-bound (FORMULAS.md s.7 roofline; ridge ~ 989.5e12 x 0.4 / (3,350e9 x 0.66) = 179 FLOP/B >> 8):
-    # t_stage = (W_gpu + KV_gpu x 8/16) / (3,350 GB/s x 0.66) / 0.9^3 (TP 8 = 3 doublings on NVLink);
-    # hop = 52.4 us + 2 x 16384 x 2 B x 8 / 400 GB/s (hidden_states + residual over p5's EFA); return = 52.4 us;
-    # cycle = 2 t_stage + hop + return (pipeline_decode_cycle_s with m = p = 2); tokens/s = 16 / cycle.
-    s = size_replica(serve405(), H100, 16, pipeline_parallel=2, network=P5_NETWORK)
-    embed = LLAMA405.vocab_size * LLAMA405.hidden_size
-    w_gpu = (63 * (LLAMA405.params_total - 2 * embed) / 126 + embed) * 2 / 8
-    kv_gpu = 516_096 * 4096 * 16 * 0.5 / 8
-    t_stage = (w_gpu + kv_gpu * 8 / 16) / (3350e9 * BW_EFFICIENCY) / TP_EFFICIENCY_PER_DOUBLING["nvlink"] ** 3
+    # 16 sequences, PP 2: vLLM keeps PP = 2 micro-batches of 8 in flight; a token crosses both stages:
+    # cycle = max(m t_stage, p t_stage + (p-1) hop + return), hop = 52.4 us + 2 x 16384 x 2 B x 8 / 400 GB/s
+    # (hidden_states + residual over p5's EFA), return = 52.4 us; TPOT = cycle + (B / O) x one prefill (continuous
+    # batching, optimizer/serving.py), tokens/s = B / TPOT
+    s = size_replica(serve405(concurrency=16), H100, 16, pipeline_parallel=2, network=P5_NETWORK)
+    inp, out = 1024, 128  # gpuopt's default request (vLLM benchmark_serving random dataset)
+    t_stage = _stage_s(8, 2, inp + out / 2)
     hop = 52.4e-6 + 2 * 16384 * 2 * 8 / 400e9
-    cycle = 2 * t_stage + hop + 52.4e-6
+    cycle = max(2 * t_stage, 2 * t_stage + hop + 52.4e-6)
+    tpot = cycle + 16 / out * _prefill_s(inp)
     assert CLUSTER_HOP_LATENCY_S == pytest.approx(52.4e-6)  # 30 us kernel TCP + 8.4 + 14 us NCCL network step
-    assert s.time_per_output_token_ms == pytest.approx(cycle * 1e3, rel=1e-9)
-    assert s.tokens_per_second_per_replica == pytest.approx(16 / cycle, rel=1e-9)
-    assert s.tokens_per_second_per_replica == pytest.approx(248.6, abs=0.1)
-    assert s.time_per_output_token_ms == pytest.approx(64.4, abs=0.1)
+    assert s.time_per_output_token_ms == pytest.approx(tpot * 1e3, rel=1e-9)
+    assert s.tokens_per_second_per_replica == pytest.approx(16 / tpot, rel=1e-9)
 
 
 def test_pipeline_costs_throughput_and_latency_against_one_16_gpu_nvlink_domain():
     # A hypothetical 16 x H100 box with one NVLink domain (TP 16) holds the same replica. At the same 16 sequences,
     # each of its GPUs reads 1/16 of the weights ONCE per step for all sequences; each pipeline stage reads its half
-    # of the weights once PER MICRO-BATCH (2 per token), so in the bandwidth-bound regime the pipeline is slower:
-    # ratio = [(W + KV/2)/8 / 0.9^3 x 2] / [(W + KV_tp16)/16 / 0.9^4] ~ 1.7 (DERIVED, s.7 roofline).
-    pp = size_replica(serve405(), H100, 16, pipeline_parallel=2, network=P5_NETWORK)
-    box = size_replica(serve405(), H100, 16)  # pipeline_parallel=1: TP 16 over NVLink (no such instance exists)
+    # of the weights once PER MICRO-BATCH (2 per token), so in the bandwidth-bound regime the pipeline is slower.
+    w = serve405(concurrency=16)
+    pp = size_replica(w, H100, 16, pipeline_parallel=2, network=P5_NETWORK)
+    box = size_replica(w, H100, 16)  # pipeline_parallel=1: TP 16 over NVLink (no such instance exists)
     assert (box.tensor_parallel, box.pipeline_parallel) == (16, 1)
-    assert pp.tokens_per_second_per_replica < box.tokens_per_second_per_replica
+    assert pp.tokens_per_second_per_replica < 0.8 * box.tokens_per_second_per_replica
     assert pp.time_per_output_token_ms > box.time_per_output_token_ms
-    w = LLAMA405.params_total * 2
-    kv_total = 516_096 * 4096 * 16
-    t_box = (w / 16 + kv_total / 8) / (3350e9 * BW_EFFICIENCY) / 0.9 ** 4  # TP 16 > 8 KV heads: KV replicated (vLLM)
-    assert box.tokens_per_second_per_replica == pytest.approx(16 / t_box, rel=1e-9)
-    assert pp.tokens_per_second_per_replica / box.tokens_per_second_per_replica == pytest.approx(0.589, abs=0.002)
-    # memory: a stage holds half the layers' KV for all 16 sequences, split over 8 KV heads; TP 16 replicates
-    # the 8 KV heads on 16 GPUs, so the pipelined replica needs no more memory per GPU
-    assert pp.memory_gib_per_gpu < box.memory_gib_per_gpu
+    # memory: TP 16 replicates the 8 KV heads on 16 GPUs, so the pipelined replica needs no more per GPU
+    assert pp.memory_gib_per_gpu <= box.memory_gib_per_gpu
 
 
 def test_pipeline_matches_one_domain_once_compute_bound():
     # With enough sequences a decode step is compute-bound (s.7): FLOPs per GPU per token are the same for TP 8 x
-    # PP 2 and TP 16, and the stages are busy (m = p micro-batches, no bubble), so only the TP efficiency differs:
-    # ratio -> 0.9^3 / 0.9^4 = 1/0.9 (minus the hops). 512 sequences of 256 tokens: a stage's micro-batch of 256
-    # needs 256 x 2N/2 / (8 x 989.5e12 x 0.4) = 33 ms of compute against 24 ms to read its 50.7 GB of weights and
-    # its KV share at 3,350 GB/s x 0.66 (s.7; a micro-batch does half the sequences, so the pipeline needs twice
-    # the batch of TP 16 to be compute-bound).
-    w = serve405(concurrency=512, context_tokens=256)
+    # PP 2 and TP 16 and the stages are busy (m = p micro-batches, no bubble): the two come within a few percent
+    w = serve405(concurrency=512, input_tokens=128, output_tokens=256)
     pp = size_replica(w, H100, 16, pipeline_parallel=2, network=P5_NETWORK)
     box = size_replica(w, H100, 16)
-    assert pp.tokens_per_second_per_replica / box.tokens_per_second_per_replica == pytest.approx(1 / 0.9, rel=0.01)
+    assert pp.concurrency == box.concurrency == 512
+    assert pp.tokens_per_second_per_replica / box.tokens_per_second_per_replica == pytest.approx(1.0, abs=0.05)
 
 
 def test_more_stages_do_not_add_decode_throughput_when_bandwidth_bound():
     # Each stage re-reads its weights per micro-batch: p stages x W/(p x 8) per GPU = W/8 per cycle whatever p
-    # (DERIVED, s.7): three stages give the throughput of two (less the third stage's smaller KV share).
-    two = size_replica(serve405(), H100, 16, pipeline_parallel=2, network=P5_NETWORK)
-    three = size_replica(serve405(), H100, 24, pipeline_parallel=3, network=P5_NETWORK)
-    assert three.tokens_per_second_per_replica == pytest.approx(two.tokens_per_second_per_replica, rel=0.01)
-    assert three.memory_gib_per_gpu < two.memory_gib_per_gpu
+    # (DERIVED, s.7): three stages give about the throughput of two, in less memory per GPU
+    two = size_replica(serve405(concurrency=16), H100, 16, pipeline_parallel=2, network=P5_NETWORK)
+    three = size_replica(serve405(concurrency=16), H100, 24, pipeline_parallel=3, network=P5_NETWORK)
+    assert three.tokens_per_second_per_replica == pytest.approx(two.tokens_per_second_per_replica, rel=0.10)
+    assert three.breakdown_gib["weights"] / 24 < two.breakdown_gib["weights"] / 16
 
 
 def test_bubble_formula_and_in_flight_micro_batches():
@@ -205,29 +204,27 @@ def test_bubble_formula_and_in_flight_micro_batches():
 
 
 def test_one_sequence_through_two_stages_waits_for_both():
-    # concurrency 1: one micro-batch, so each token crosses both stages: TPOT = 2 t_stage + hop + return, and the
-    # stages idle half the time (the GPipe bubble at m = 1 of p = 2: 1/2).
+    # concurrency 1: one micro-batch, so each token crosses both stages: cycle = 2 t_stage + hop + return, and the
+    # stages idle half the time (the GPipe bubble at m = 1 of p = 2: 1/2)
     s = size_replica(serve405(concurrency=1), H100, 16, pipeline_parallel=2, network=P5_NETWORK)
-    embed = LLAMA405.vocab_size * LLAMA405.hidden_size
-    w_gpu = (63 * (LLAMA405.params_total - 2 * embed) / 126 + embed) * 2 / 8
-    kv_gpu = 516_096 * 4096 * 1 * 0.5 / 8
-    t_stage = (w_gpu + kv_gpu) / (3350e9 * BW_EFFICIENCY) / 0.9 ** 3
-    cycle = 2 * t_stage + (52.4e-6 + 2 * 16384 * 2 / 400e9) + 52.4e-6
-    assert s.time_per_output_token_ms == pytest.approx(cycle * 1e3, rel=1e-9)
-    assert s.tokens_per_second_per_replica == pytest.approx(1 / cycle, rel=1e-9)
+    cycle = 2 * _stage_s(1, 2, 1024 + 64) + (52.4e-6 + 2 * 16384 * 2 / 400e9) + 52.4e-6
+    tpot = cycle + 1 / 128 * _prefill_s(1024)
+    assert s.time_per_output_token_ms == pytest.approx(tpot * 1e3, rel=1e-9)
+    assert s.tokens_per_second_per_replica == pytest.approx(1 / tpot, rel=1e-9)
 
 
 def test_slower_network_costs_pipeline_throughput():
     # the same stages over 25 Gbit/s Ethernet (3.125 GB/s; providers.facts "ethernet" default) with kernel-TCP
-    # hops (82.4 us) decode a little slower than over p5's 400 GB/s EFA
+    # hops (82.4 us) decode a little slower than over p5's 400 GB/s EFA; one sequence: the cycle is
+    # 2 t_stage + hop + return, so the difference is the hops'
     eth = dataclasses.replace(P5_NETWORK, gbps_per_node=UNKNOWN_NETWORK_GBPS_PER_NODE, fabric="ethernet",
                               cluster=False, hop_latency_s=ETHERNET_HOP_LATENCY_S)
-    fast = size_replica(serve405(), H100, 16, pipeline_parallel=2, network=P5_NETWORK)
-    slow = size_replica(serve405(), H100, 16, pipeline_parallel=2, network=eth)
+    fast = size_replica(serve405(concurrency=1), H100, 16, pipeline_parallel=2, network=P5_NETWORK)
+    slow = size_replica(serve405(concurrency=1), H100, 16, pipeline_parallel=2, network=eth)
     assert ETHERNET_HOP_LATENCY_S == pytest.approx(82.4e-6)
     assert slow.tokens_per_second_per_replica < fast.tokens_per_second_per_replica
-    hop_slow = 82.4e-6 + 2 * 16384 * 2 * 8 / 3.125e9
-    hop_fast = 52.4e-6 + 2 * 16384 * 2 * 8 / 400e9
+    hop_slow = 82.4e-6 + 2 * 16384 * 2 / 3.125e9
+    hop_fast = 52.4e-6 + 2 * 16384 * 2 / 400e9
     assert slow.time_per_output_token_ms - fast.time_per_output_token_ms == pytest.approx(
         1e3 * (hop_slow - hop_fast + 82.4e-6 - 52.4e-6), rel=1e-6)
 
@@ -256,12 +253,12 @@ def test_pipeline_parallel_is_checked():
         size_replica(serve405(), H100, 128 * 2, pipeline_parallel=128)  # 128 stages > 126 layers
 
 
-def test_one_stage_is_todays_sizing():
-    # pipeline_parallel=1 keeps the tensor-parallel roofline unchanged: TP 4 of Llama-2-70B on 4 x H100
+def test_one_stage_is_one_tensor_parallel_group():
+    # pipeline_parallel=1: TP 4 of Llama-2-70B on 4 x H100; tokens/s = batch / TPOT (continuous batching)
     w = Workload(task="serve", model=LLAMA70)
     s = size_replica(w, H100, 4)
     assert (s.tensor_parallel, s.pipeline_parallel) == (4, 1)
-    assert s.time_per_output_token_ms == pytest.approx(1e3 * 16 / s.tokens_per_second_per_replica)
+    assert s.time_per_output_token_ms == pytest.approx(1e3 * s.concurrency / s.tokens_per_second_per_replica)
 
 
 # ------------------------------------------------------------------------------------------------ training

@@ -227,11 +227,14 @@ def _serving_shape(sizing_fn, workload, gpu, offer_gpus: float, network=None):
             break
         for w in options:
             s = sizing_fn(w, gpu, float(k * t), pipeline_parallel=k, network=net)
-            memory_fits |= (s.kv_capacity_sequences or 0) >= 1
+            holds = (s.kv_capacity_sequences or 0) >= 1
+            memory_fits |= holds
+            # pipeline stages across instances only where the fabric allows (DESIGN.md, the planning model): a
+            # cluster fabric between the instances, not a chain of single-GPU boxes over the internet
+            if holds and not net.cluster:
+                return None, None, "no_cluster_fabric"
             if s.fits:
-                # pipeline stages across instances only where the fabric allows (DESIGN.md, the planning model):
-                # a cluster fabric between the instances, not a chain of single-GPU boxes over the internet
-                return (k, 1, s) if net.cluster else (None, None, "no_cluster_fabric")
+                return k, 1, s
     return None, None, "misses_latency_target" if memory_fits else "does_not_fit"
 
 

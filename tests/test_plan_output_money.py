@@ -143,16 +143,18 @@ def test_a_lines_rate_is_shown_to_the_precision_that_gives_its_month():
 def test_binding_names_the_redundancy_floor_when_it_sets_the_capacity():
     """A fresh user saw "all 2 instances busy in the peak block (binding)" for a service one replica covers: what
     binds is --min-replicas 2, and the plan now says so. On the snapshot a Llama-2-13B replica on GCP g2-standard-48
-    (4 x L4) serves 89.41 tokens/s (optimizer.sizing): 50 tokens/s needs one, the floor buys the second."""
+    serves more than 50 tokens/s (optimizer.serving): 50 tokens/s needs one, the floor buys the second."""
     res = api.recommend(model="meta-llama/Llama-2-13b-hf", tokens_per_second=50, min_replicas=2, explain=False)
     plan = res.plan
-    assert plan.workloads[0]["sizing"][0]["tokens_per_second_per_replica"] == pytest.approx(89.41)
+    per = plan.workloads[0]["sizing"][0]["tokens_per_second_per_replica"]
+    assert per > 50
     assert [b for b in plan.binding if "redundancy floor" in b] == [
         "workload: the redundancy floor (2 replicas, --min-replicas) sets its capacity in 1 of 1 blocks "
         "(more capacity than demand there; binding)"]
-    # 100 tokens/s needs both replicas anyway (2 x 89.41 = 178.82): the floor does not set the capacity
-    res = api.recommend(model="meta-llama/Llama-2-13b-hf", tokens_per_second=100, min_replicas=2, explain=False)
-    assert res.plan.workloads[0]["capacity_peak"] == pytest.approx(178.83)
+    # 1.5 replicas' worth needs both replicas anyway: the floor does not set the capacity
+    res = api.recommend(model="meta-llama/Llama-2-13b-hf", tokens_per_second=round(1.5 * per, 2), min_replicas=2,
+                        explain=False)
+    assert res.plan.workloads[0]["capacity_peak"] >= 1.5 * per
     assert not [b for b in res.plan.binding if "redundancy floor" in b]
 
 
@@ -195,16 +197,19 @@ def test_money_wording_a_fresh_user_misread():
 
 def test_offers_a_replica_cannot_use_are_counted_in_a_note(tmp_path):
     """A fresh user's five-offer catalog planned an 8 x A100 reservation for 100 tokens/s with nothing saying why
-    the 1-GPU offers were not used: a 7B replica at the default 16 sequences of 4,096 tokens needs ~47 GiB
-    (optimizer.sizing), more than one L4 (22.35 GiB as AWS reports it) or A10G has, and one replica over several
-    of those instances needs a cluster fabric. The plan now counts them by reason, and the JSON's solver.rejected
-    has the counts."""
+    the 1-GPU offers were not used. Since issue 10 a 7B replica fits one 24 GB GPU (16 GB of bf16 weights, a paged KV
+    cache of what its sequences hold) and the L4 wins; a 70B replica (138 GB) needs several of those 1-GPU
+    instances, and one replica over several of them needs a cluster fabric. The plan counts them by reason, and the
+    JSON's solver.rejected has the counts."""
     csv = tmp_path / "c.csv"
     csv.write_text("provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,usd_per_hour\n"
                    "myco,dc1,l4x1,L4,1,24,on_demand,0.8\n"
                    "myco,dc1,a10x1,A10G,1,24,on_demand,1.0\n"
                    "myco,dc1,a100x8,A100-80GB,8,80,on_demand,30\n")
     res = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=100, catalog=str(csv), explain=False)
+    assert [ln.instance_type for ln in res.plan.lines] == ["l4x1"]
+    assert res.plan.solver["rejected"]["workload"] == {}
+    res = api.recommend(model="meta-llama/Llama-2-70b-hf", tokens_per_second=100, catalog=str(csv), explain=False)
     assert [ln.instance_type for ln in res.plan.lines] == ["a100x8"]
     assert "workload: 2 of 3 offers cannot hold a replica (2 would need a replica over several instances and have " \
            "no cluster fabric)" in res.plan.notes

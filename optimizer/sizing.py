@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuopt.errors import InputError
-from optimizer.specs import GpuSpec, ModelSpec, known_gpus, kv_bytes_per_token, load_gpu
+from optimizer.specs import GpuSpec, ModelSpec, known_gpus, load_gpu
 
 GIB = 2**30
 
@@ -72,31 +72,12 @@ DEFAULT_CONTEXT = 4096
 #: is used for training (chosen to match; PyTorch reserves comparable amounts, not a published constant).
 USABLE_FRACTION = 0.90
 
-#: Serving runtime overhead (activations, buffers) as a fraction of the weights: "total inference memory ~= 1.2 x
-#: model memory" (EleutherAI Transformer Math 101; repeated in the HF accelerate estimate-memory docs), F§8.
-#: The KV cache is added separately (F§6), as the 1.2 rule does not cover it.
-SERVE_OVERHEAD_FRACTION = 0.20
-
-#: Achieved fraction of peak memory bandwidth in decode. Calibrated on the published check in F§7:
-#: TensorRT-LLM docs/source/blogs/H100vsA100.md, GPT-J 6B batch 1 on A100-80GB FP16: 111 tok/s vs the
-#: bandwidth bound 2039 GB/s / 12.1 GB = 168 tok/s -> 0.66. (The same page's H100 FP8 run reaches only 33%.)
-BW_EFFICIENCY = 0.66
-
 #: Default MFU (model FLOPs / peak dense BF16 FLOPs) per GPU class, used for training and for the compute bound of
 #: decode. Published training MFU: Megatron-LM on A100-80GB 41.5-56.3% (README table), PaLM 46.2% (Chowdhery et
 #: al. 2022), end-to-end range ~35-64% (F§3). Chosen conservatively below those tuned, large-scale runs: 0.40 on
 #: NVLink/fabric datacenter GPUs; 0.35 on PCIe datacenter cards; 0.30 on GeForce cards (no published MFU table;
 #: lower clocks under sustained load and less tuned stacks -- an assumption, not a measurement).
 DEFAULT_MFU: dict[str, float] = {"datacenter_nvlink": 0.40, "datacenter_pcie": 0.35, "consumer": 0.30}
-
-#: Serving tensor-parallel efficiency: throughput is multiplied by this factor per doubling of the TP degree
-#: (eff = f ** log2(g)). Chosen, not measured: TP adds two all-reduces per layer per decode step (Megatron-LM,
-#: Shoeybi et al. 2019), small messages bound by link latency, which is far higher over PCIe than NVLink
-#: (F§7 "adds 2 all-reduces per layer"). TP=8: 0.73 on NVLink, 0.42 on PCIe.
-#: Known gap: at batch 1 and TP=8, Splitwise (Patel et al. 2024, arXiv 2311.18677) measured Llama-2-70B at
-#: 40-52 ms/token on 8xA100 and 28-31 ms on 8xH100, where this model gives ~18 and ~11 ms: small-batch,
-#: high-TP decode is latency-bound and these estimates are optimistic there.
-TP_EFFICIENCY_PER_DOUBLING: dict[str, float] = {"nvlink": 0.90, "pcie": 0.75}
 
 #: GPUs per node when no offer says (``gpuopt estimate``, :data:`DEFAULT_NODE_NETWORK`); a replica of more GPUs spans
 #: nodes: its gradient traffic crosses the node network, a serving replica becomes one pipeline stage per node.
@@ -662,14 +643,6 @@ def _mfu(w: Workload, gpu: GpuSpec) -> float:
     return w.mfu if w.mfu is not None else DEFAULT_MFU[gpu.gpu_class]
 
 
-def tensor_parallel_efficiency(gpu: GpuSpec, gpus: float) -> float:
-    """Serving throughput factor for tensor parallelism over ``gpus`` GPUs: ``f ** log2(g)`` with
-    f = ``TP_EFFICIENCY_PER_DOUBLING`` (0.90 NVLink, 0.75 PCIe; a stated assumption). 1.0 for g <= 1."""
-    if gpus <= 1:
-        return 1.0
-    return TP_EFFICIENCY_PER_DOUBLING[gpu.interconnect] ** math.log2(gpus)
-
-
 def pipeline_bubble_fraction(stages: int, microbatches: int) -> float:
     """Idle fraction of each stage when ONE batch of m micro-batches runs through p pipeline stages (fill and
     drain): ``(p - 1) / (m + p - 1)`` (GPipe, Huang et al. 2019, arXiv 1811.06965; Megatron-LM writes the same idle
@@ -780,37 +753,24 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
                  network: NodeNetwork | None = None) -> ReplicaSizing:
     """Memory and throughput of one replica of ``w`` spread over ``gpus`` GPUs of type ``gpu``.
 
-    Serving (tensor parallel over g GPUs; g <= 1 is a share of one GPU with that share of its memory and
-    bandwidth), per GPU:
+    Serving (issue 10; :mod:`optimizer.serving`, fitted on the published measurements of
+    ``shared/data/perf/serving.csv`` by ``benchmarks/serving_fit.py``): tensor parallel over the g GPUs of one
+    instance (g <= 1: a share of one GPU with that share of its memory, bandwidth and FLOPs), or ``pipeline_parallel``
+    p stages of t = g / p GPUs, one instance each (vLLM distributed serving docs: "the tensor parallel size is the
+    number of GPUs you want to use in each node, and the pipeline parallel size is the number of nodes"). Per GPU of
+    the most loaded stage:
 
-    * weights ``N_total x PRECISION_BYTES / g`` (F§4);
-    * KV cache ``2 L kv d_head x bytes x context x concurrency`` (F§6; bytes = 2, or 4 for fp32), split by KV
-      head: each GPU holds ``ceil(kv / g)`` of the kv heads (replicated when g > kv, as vLLM does);
-      no sliding-window cap (conservative for Mistral);
-    * overhead ``SERVE_OVERHEAD_FRACTION`` (0.2) x weights (Transformer Math 101 1.2x rule, F§8);
-    * decode roofline (F§7): ``t_step = max(bytes_read_per_gpu / (BW x min(g,1) x 0.66),
-      B x (2 N_active + 2 L ctx a d_head) / (g x peak x MFU))``, tokens/s = ``B / t_step x tp_eff(g)``.
-      bytes read per step = all weights (every MoE expert: at B = 16 Mixtral's top-2 of 8 touches ~7.9 experts
-      per layer, so all-experts is right for batches and conservative at B = 1) + the KV cache held.
-      FLOPs per token include Kaplan et al.'s attention term 2 L n_ctx d_attn.
-
-    Serving across instances (``pipeline_parallel`` p > 1; vLLM distributed serving docs: "the tensor parallel size
-    is the number of GPUs you want to use in each node, and the pipeline parallel size is the number of nodes"):
-    the g GPUs are p stages of t = g / p GPUs, tensor parallel inside each instance (NVLink, or PCIe at its cost)
-    and one instance per stage. Per GPU of the most loaded stage:
-
-    * weights: ``ceil(L/p)`` transformer blocks of ``(N_total - E) / L`` params + the embedding or the output head
-      (``V x h``; E = all embedding params), x bytes / t (each stage holds only its layers);
-    * KV cache: the replica's ``B`` sequences for the stage's ``ceil(L/p)`` layers, split by KV head over t;
-    * decode: the engine keeps ``m = min(p, B)`` micro-batches of ``b = ceil(B/m)`` sequences in flight (vLLM
-      ``max_concurrent_batches = pipeline_parallel_size``). A stage's time for one micro-batch is the roofline
-      above over its layers: ``t_stage = max((W_gpu + KV_gpu x b/B) / (BW x 0.66), b x FLOPs/token x ceil(L/p)/L
-      / (t x peak x MFU)) / tp_eff(t)``; a hop carries ``2 x h x 2 B x b`` (vLLM's hidden_states + residual) over
-      the instance's network: ``t_hop = latency + bytes / network.gbps_per_node``; the return of the sampled
-      tokens is one more latency. :func:`pipeline_decode_cycle_s` gives the cycle; tokens/s = ``B / cycle``,
-      TPOT = cycle. Each stage re-reads its weights for every micro-batch, so at a batch that is bandwidth-bound a
-      pipelined replica decodes slower than the same GPUs in one NVLink domain (where every GPU reads 1/g of the
-      weights once per step for all B sequences), and equally fast once compute-bound.
+    * weights: the stage's ``ceil(L/p)`` blocks (+ the embedding or the head) at the precision's bytes per parameter
+      (embeddings 16-bit), over t; activations: the engine's iteration budget; the KV cache: the engine's memory
+      share less the rest, paged (:func:`optimizer.serving.memory_per_gpu`);
+    * the batch: ``w.concurrency``, else the largest that fits the KV cache and the engine's caps and meets the
+      workload's p99 TTFT/TPOT targets (:func:`latency_targets`; :func:`optimizer.serving.best_point`);
+    * TPOT = one decode step (bytes and FLOPs, all-reduces over NVLink or PCIe) + the prefill work it carries;
+      with p > 1 stages the engine keeps ``min(p, B)`` micro-batches in flight (vLLM ``max_concurrent_batches =
+      pipeline_parallel_size``) and a token takes one trip through every stage: ``max(m t_stage, p t_stage + (p-1)
+      t_hop + t_return)``, a hop carrying ``2 x h x 2 B`` per sequence (vLLM's hidden_states + residual) over the
+      instances' network at ``network.gbps_per_node`` after ``network.hop_latency_s``; tokens/s = batch / TPOT;
+    * ``fits``: the weights fit and some batch meets the targets; the breakdown's kv_cache is what the batch holds.
 
     ``network`` (:class:`NodeNetwork`, :func:`offer_network`) is the instances' fabric: bandwidth and hop latency
     for pipeline stages, node bandwidth for training replicas of more GPUs than one node has; None =
@@ -835,7 +795,8 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
       a time to 16-bit: 2 B x the largest linear matrix (DERIVED from how bitsandbytes runs a matmul);
     * FLOP/s as for training; tokens/s = FLOP/s / (4 N_active) (:func:`train_flops`).
 
-    ``usable_gib_per_gpu = memory_gib x min(g, 1) x 0.9`` (vLLM gpu_memory_utilization default).
+    ``usable_gib_per_gpu = memory_gib x min(g, 1) x 0.9`` (vLLM gpu_memory_utilization default; serving: the
+    engine's memory share).
 
     Args:
         w: a valid workload. gpu: the GPU model. gpus: 0 < g <= 1, or a whole number >= 1.
@@ -855,7 +816,6 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
     pp = _check_pipeline(w, g, pipeline_parallel)
     net = network or DEFAULT_NODE_NETWORK
     m = w.model
-    ctx = effective_context(w)
     share = min(g, 1.0)  # share of one GPU's memory and bandwidth each GPU slot gives the replica
     n = max(1, int(g))  # GPUs the model is split over
     peak, peak_note = _peak_flops(gpu, w.precision)

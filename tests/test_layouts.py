@@ -33,12 +33,10 @@ from gpuopt.errors import InputError
 from gpuopt.records import OFFER_COLUMNS
 from optimizer.model import MAX_GPUS_PER_REPLICA, candidates_for, shape_label
 from optimizer.sizing import (
-    BW_EFFICIENCY,
     CLUSTER_HOP_LATENCY_S,
     DEFAULT_MFU,
     DEFAULT_NODE_NETWORK,
     ETHERNET_HOP_LATENCY_S,
-    TP_EFFICIENCY_PER_DOUBLING,
     UNKNOWN_NETWORK_GBPS_PER_NODE,
     NodeNetwork,
     Workload,

@@ -10,8 +10,6 @@ from hypothesis import strategies as st
 
 from gpuopt.errors import InputError
 from optimizer.sizing import (
-    BW_EFFICIENCY,
-    DEFAULT_MFU,
     GIB,
     USABLE_FRACTION,
     Workload,

@@ -217,7 +217,7 @@ def _pack(fit) -> list[float]:
     v += [fit.decode_compute_efficiency]
     v += [fit.prefill_compute_efficiency[k] for k in ("fp16", "fp8", "fp4")]
     v += [fit.blend, fit.allreduce_latency_s["nvlink"] * 1e6, fit.allreduce_latency_s["pcie"] * 1e6,
-          fit.layer_overhead_s * 1e6]
+          fit.layer_overhead_s * 1e6, fit.allreduce_bw_efficiency["nvlink"], fit.allreduce_bw_efficiency["pcie"]]
     return [math.log(x) for x in v]
 
 
@@ -228,7 +228,8 @@ def _unpack(x, base):
     return replace(base, bandwidth_efficiency=bw, decode_compute_efficiency=min(v[4], 1.0),
                    prefill_compute_efficiency={"fp16": min(v[5], 1.0), "fp8": min(v[6], 1.0), "fp4": min(v[7], 1.0)},
                    blend=max(v[8], 1.0), allreduce_latency_s={"nvlink": v[9] * 1e-6, "pcie": v[10] * 1e-6},
-                   layer_overhead_s=v[11] * 1e-6)
+                   layer_overhead_s=v[11] * 1e-6,
+                   allreduce_bw_efficiency={"nvlink": min(v[12], 1.0), "pcie": min(v[13], 1.0)})
 
 
 def refit(cases: list[dict], base):
@@ -251,9 +252,11 @@ def refit(cases: list[dict], base):
         return np.array(out)
 
     # physical ranges: bandwidth efficiency 0.3-0.95 (HBM reaches ~90 % in streaming benchmarks), compute
-    # efficiency 0.1-0.95, blend 1-8, all-reduce latency 1 us-2 ms, 0.1-200 us per layer per step
-    lo = [0.3] * 4 + [0.1] * 4 + [1.0, 1.0, 1.0, 0.1]
-    hi = [0.95] * 4 + [0.95] * 4 + [8.0, 2000.0, 2000.0, 200.0]
+    # efficiency 0.1-0.95, blend 1-8; one all-reduce's fixed time 2-20 us over NVLink, 5-60 us over PCIe (NCCL's
+    # tuning model: ~5-10 us per intra-node step), 0.1-200 us per layer per step; the ring all-reduce's share of the
+    # link bandwidth 0.05-1
+    lo = [0.3] * 4 + [0.1] * 4 + [1.0, 2.0, 5.0, 0.1, 0.05, 0.05]
+    hi = [0.95] * 4 + [0.95] * 4 + [8.0, 20.0, 60.0, 200.0, 1.0, 1.0]
     x0 = np.clip(np.array(_pack(base)), np.log(lo) + 1e-6, np.log(hi) - 1e-6)
     r = least_squares(fun, x0, bounds=(np.log(lo), np.log(hi)), loss="soft_l1", f_scale=0.3, diff_step=0.05,
                       max_nfev=400)

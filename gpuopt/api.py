@@ -410,6 +410,17 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
     from optimizer import sizing
     from optimizer.specs import load_gpu
 
+    if task != "serve":
+        given = {"--tensor-parallel": tensor_parallel, "--pipeline-parallel": pipeline_parallel, "--engine": engine,
+                 "--input-tokens": input_tokens, "--output-tokens": output_tokens, "--scenario": scenario,
+                 "--request-rate": request_rate, "--ttft-ms": ttft_slo_ms, "--tpot-ms": tpot_slo_ms,
+                 "--measured": measured, "--trace": trace}
+        extra = [k for k, v in given.items() if v is not None]
+        if extra:
+            raise InputError(extra[0].lstrip("-").replace("-", "_"), f"{extra[0]} is a serving option; task {task!r} "
+                             "does not use it", accepted="--task serve")
+    if isinstance(precision, str):
+        precision = precision.strip().lower()
     input_tokens, output_tokens, trace_note = _trace_lengths(trace, input_tokens, output_tokens)
     meas = None
     if measured is not None:

@@ -138,7 +138,14 @@ def _precisions(v: Any) -> Any:
 
 
 Precision = Annotated[str, BeforeValidator(_precisions)]
-Engine = Annotated[Literal["vllm", "sglang", "tensorrt-llm"], BeforeValidator(_lower)]
+def _engine(v: Any) -> Any:
+    """An engine name, canonical (``trt-llm``, ``trtllm`` -> ``tensorrt-llm``; optimizer.serving)."""
+    from optimizer.serving import _engine_aliases
+
+    return _engine_aliases(v) if isinstance(v, str) else v
+
+
+Engine = Annotated[Literal["vllm", "sglang", "tensorrt-llm"], BeforeValidator(_engine)]
 Scenario = Annotated[Literal["offline", "server", "interactive"], BeforeValidator(_lower)]
 Objective = Annotated[Literal["cost", "roi"], BeforeValidator(_lower)]
 Solver = Annotated[Literal["cbc", "highs"], BeforeValidator(_lower)]
@@ -733,6 +740,10 @@ def apply_options(data: Mapping[str, Any], options: Mapping[str, Any]) -> dict:
     workloads = out.get("workloads")
     if workloads is None:
         workloads = out["workloads"] = [{}]
+    demands = [k for k in DEMAND_KEYS if options.get(k) not in (None, [], ())]
+    if len(demands) > 1:  # two demands given at once: which one is meant? (a file's demand is replaced by one)
+        raise InputError(demands[1], f"give one demand, not both {demands[0]} and {demands[1]}",
+                         accepted=", ".join(DEMAND_KEYS))
     for k, v in options.items():
         if v is None or (isinstance(v, (list, tuple)) and not v):
             continue

@@ -118,7 +118,7 @@ def estimate(result, fmt: str) -> None:
         "input_tokens": "{:,}", "output_tokens": "{:,}", "concurrency": "{:,}",
         "tokens_per_second_per_replica": "{:,.1f}", "tokens_per_second_per_gpu": "{:,.1f}", "ttft_ms": "{:,.0f} ms",
         "tpot_ms": "{:,.1f} ms", "ttft_target_ms": "p99 <= {:,.0f} ms", "tpot_target_ms": "p99 <= {:,.0f} ms",
-        "kv_capacity_sequences": "{:,}", "estimate_source": "{}",
+        "kv_capacity_sequences": "{:,}", "meets_targets": "{}", "estimate_source": "{}",
         "train_flops": "{:.3e}", "gpu_hours": "{:,.0f}",
         "wall_hours_one_replica": "{:,.1f}", "replicas_needed": "{}", "gpus_needed": "{:g}",
     }

@@ -20,6 +20,10 @@ def no_fit_reason(workload: "Workload", offers: "pd.DataFrame", rejected: dict) 
 
     if offers.empty:
         return {"kind": "no_offers", "message": "no offers match the filters (provider, region, GPU, pricing)"}
+    if workload.task == "serve":
+        why = _serving_reason(workload, rejected)
+        if why:
+            return why
     mem = offers.assign(total=offers["gpu_count"] * offers["gpu_memory_gib"]).sort_values("total", ascending=False)
     top = mem.iloc[0]
     need = None
@@ -41,6 +45,35 @@ def no_fit_reason(workload: "Workload", offers: "pd.DataFrame", rejected: dict) 
             " (widen --gpu/--provider/--region, or lower --precision/--context/--concurrency)"
     return {"kind": "no_gpu_fits", "message": msg, "memory_gib_per_replica": need,
             "gpus_that_fit": [{"gpu_model": g, "gpus_per_replica": n} for g, n in fits]}
+
+
+def _serving_reason(workload: "Workload", rejected: dict) -> dict | None:
+    """Why no offer serves when memory is not the cause (issue 10): no allowed precision runs on the offered GPUs,
+    or the replicas that fit meet the latency targets at no batch. None when memory is the cause."""
+    from optimizer.sizing import latency_targets
+    from optimizer.specs import known_gpus, load_gpu
+
+    counts = {k: v for k, v in rejected.items() if v}
+    if counts.get("precision_unsupported") and not counts.get("misses_latency_target") and \
+            counts["precision_unsupported"] >= counts.get("does_not_fit", 0) + counts.get("no_cluster_fabric", 0):
+        from optimizer.serving import supported_precisions
+
+        wanted = workload.precision_options or (workload.precision,)
+        gpus = [g for g in known_gpus() if any(p in supported_precisions(load_gpu(g)) for p in wanted)]
+        return {"kind": "precision_unsupported",
+                "message": f"no offered GPU runs {'/'.join(wanted)}: fp8 needs FP8 tensor cores (Ada, Hopper, "
+                           f"Blackwell, MI300X, Gaudi2), fp4 Blackwell; GPUs that do: {', '.join(gpus)} (widen --gpu, "
+                           "or allow bf16: --precision bf16,fp8)"}
+    if counts.get("misses_latency_target"):  # some offers hold the model: the targets, not memory, rule them out
+        ttft, tpot = latency_targets(workload)
+        goal = ", ".join(x for x in (f"p99 TTFT <= {ttft:g} ms" if ttft else "",
+                                     f"p99 TPOT <= {tpot:g} ms" if tpot else "") if x)
+        return {"kind": "misses_latency_target",
+                "message": f"{counts['misses_latency_target']} offers hold the model but meet {goal} at no batch (the "
+                           "others have too little memory, need a cluster fabric or run none of the precisions): "
+                           "relax --ttft-ms/--tpot-ms or --scenario, shorten --input-tokens, use a faster precision "
+                           "(--precision bf16,fp8) or widen --gpu"}
+    return None
 
 
 def gpus_that_fit(workload: "Workload", max_gpus: int = 8) -> list[tuple[str, float]]:

@@ -78,11 +78,22 @@ def serving_rules(workloads) -> list[str]:
         targets = ("no latency target (offline: the largest batch that fits)" if ttft is None and tpot is None else
                    ", ".join(x for x in (f"p99 TTFT <= {ttft:g} ms" if ttft else "",
                                          f"p99 TPOT <= {tpot:g} ms" if tpot else "") if x)
-                   + (f" ({src})" if src and w.ttft_slo_ms is None and w.tpot_slo_ms is None else " (given)"))
+                   + (f" ({src})" if src and w.ttft_slo_ms is None and w.tpot_slo_ms is None else
+                      f" ({', '.join(x for x in ('TTFT given' if w.ttft_slo_ms is not None else '', 'TPOT given' if w.tpot_slo_ms is not None else '') if x)}"
+                      + (f", the rest {src})" if src else ")")))
         precisions = "/".join(w.precision_options or (w.precision,))
+        note = ""
+        if w.measured is not None:
+            from optimizer.serving import load_engine
+
+            eng = load_engine(w.engine).name
+            rows = [r.row for r in w.measured.rows if r.model.name == w.model.name and r.engine == eng]
+            note = (f"; corrected by your measurements ({w.measured.path}, row{'s' if len(rows) > 1 else ''} "
+                    f"{', '.join(map(str, rows))})" if rows else
+                    f"; {w.measured.path} has no row of {w.model.name} on {eng}: the model alone")
         out.append(f"serving {getattr(fw, 'name', 'workload')}: {targets}; requests of {inp:,} input + {outp:,} output "
-                   f"tokens; engine {w.engine}; precision {precisions}"
-                   + ("; corrected by your measurements" if w.measured is not None else ""))
+                   f"tokens; engine {w.engine}; precision {precisions}{note}; TTFT without queueing (the plan's "
+                   "capacity above the demand keeps queues short)")
     return out
 
 

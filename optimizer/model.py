@@ -209,9 +209,13 @@ def _serving_shape(sizing_fn, workload, gpu, offer_gpus: float, network=None):
     net = network or dataclasses.replace(DEFAULT_NODE_NETWORK, gpus_per_node=whole)
     counts = _replica_gpu_counts()
     best = None
+    from optimizer.serving import tp_supported
+
     for n in counts:
         if n > offer_gpus:
             break
+        if not tp_supported(workload.model, n):
+            continue
         for w in options:
             s = sizing_fn(w, gpu, float(n), network=net)
             memory_fits |= (s.kv_capacity_sequences or 0) >= 1
@@ -221,7 +225,10 @@ def _serving_shape(sizing_fn, workload, gpu, offer_gpus: float, network=None):
                     best = (r * s.tokens_per_second_per_replica, r, s)
     if best:
         return 1, best[1], best[2]
-    t = max(n for n in counts if n <= whole)
+    tps = [n for n in counts if n <= whole and tp_supported(workload.model, n)]
+    if not tps:
+        return None, None, "does_not_fit"
+    t = max(tps)
     for k in range(2, MAX_GPUS_PER_REPLICA // t + 1):
         if k > workload.model.layers:
             break

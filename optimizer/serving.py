@@ -15,7 +15,8 @@ steady state, with B sequences running, input I and output O tokens per request:
   PCIe (Megatron-LM, Shoeybi et al. 2019); a fixed launch/scheduling time per layer;
 * **prefill** (:func:`prefill_s`): ``2 N_active I + 2 L I^2 h_q d`` FLOPs at the prefill efficiency;
 * **TPOT** = decode step + the prefill work the step carries: ``B/O`` new requests start per step, so
-  ``TPOT = t_step + (B/O) t_prefill``; **tokens/s** = ``B / TPOT``; **TTFT** = the request's own prefill + one step.
+  ``TPOT = t_step + (B/O) t_prefill``; **tokens/s** = ``B / TPOT``; **TTFT** = the request's own prefill (through
+  every pipeline stage) + one iteration like any other (``TPOT``); no queueing.
 
 The efficiencies are fitted on ``shared/data/perf/serving.csv`` by ``benchmarks/serving_fit.py`` as general
 relations (memory-bandwidth efficiency by GPU generation; compute efficiency by phase and precision class; all-reduce
@@ -147,7 +148,8 @@ DEFAULT_ENGINE = "vllm"
 
 
 def _engine_aliases(name: str) -> str:
-    key = (name or "").strip().lower().replace("_", "-").replace(" ", "-")
+    """The canonical engine name of ``name`` (``trt-llm``, ``trtllm``, ``nim`` -> ``tensorrt-llm``)."""
+    key = str(name or "").strip().lower().replace("_", "-").replace(" ", "-")
     return {"trt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm", "tensorrtllm": "tensorrt-llm",
             "nim": "tensorrt-llm"}.get(key, key)
 
@@ -178,7 +180,9 @@ class ServingFit:
         blend: exponent p of the roofline blend ``(t_mem^p + t_flop^p)^(1/p)`` (p -> inf is the pure roofline).
         allreduce_latency_s: fixed time of one all-reduce, by interconnect (``nvlink``, ``pcie``).
         layer_overhead_s: fixed time per layer per iteration (kernel launches, scheduling).
-        engine_speed: step-time multiplier per engine relative to TensorRT-LLM (vLLM fitted on its rows).
+        allreduce_bw_efficiency: achieved / one-way link bandwidth of the ring all-reduce, by interconnect.
+        engine_speed: step-time multiplier per engine relative to TensorRT-LLM: 1.0 for all three (the calibration
+            set has no vLLM or SGLang row with stated lengths to fit one on; see ``ENGINES``).
     """
 
     bandwidth_efficiency: dict[str, float]
@@ -187,18 +191,20 @@ class ServingFit:
     blend: float
     allreduce_latency_s: dict[str, float]
     layer_overhead_s: float
+    allreduce_bw_efficiency: dict[str, float] = field(default_factory=lambda: {"nvlink": 1.0, "pcie": 1.0})
     engine_speed: dict[str, float] = field(default_factory=lambda: {"tensorrt-llm": 1.0, "sglang": 1.0,
                                                                     "vllm": 1.0})
 
 
 #: The shipped fit (``python benchmarks/serving_fit.py --refit`` reproduces it; figures in the README).
 FIT = ServingFit(
-    bandwidth_efficiency={"ampere": 0.95, "ada": 0.84, "hopper": 0.95, "blackwell": 0.61, "other": 0.60},
-    decode_compute_efficiency=0.44,
-    prefill_compute_efficiency={"fp16": 0.65, "fp8": 0.53, "fp4": 0.38},
-    blend=1.07,
-    allreduce_latency_s={"nvlink": 77e-6, "pcie": 525e-6},
-    layer_overhead_s=0.1e-6,
+    bandwidth_efficiency={"ampere": 0.95, "ada": 0.84, "hopper": 0.93, "blackwell": 0.61, "other": 0.60},
+    decode_compute_efficiency=0.53,
+    prefill_compute_efficiency={"fp16": 0.69, "fp8": 0.60, "fp4": 0.44},
+    blend=1.0,
+    allreduce_latency_s={"nvlink": 20e-6, "pcie": 47e-6},
+    layer_overhead_s=17e-6,
+    allreduce_bw_efficiency={"nvlink": 0.45, "pcie": 0.48},
 )
 #: ``other`` (AMD, Intel Gaudi, Volta, Turing): no rows in the calibration set; 0.60 is an assumption below every
 #: fitted generation, not a measurement.
@@ -234,8 +240,10 @@ def matmul_peak_flops(gpu: GpuSpec, precision: str) -> float:
         return gpu.fp16_tflops_dense * 1e12
     if not gpu.fp8_tflops_dense:
         ok = ", ".join(p for p in SERVE_PRECISIONS if MATMUL_PEAK[p] == "fp16")
+        need = "Blackwell FP4 tensor cores" if kind == "fp4" else \
+            "FP8 tensor cores (Ada, Hopper, Blackwell, MI300X, Gaudi 2)"
         raise InputError("precision", f"{gpu.name} has no FP8 tensor cores (its datasheet lists no FP8 peak): "
-                                      f"{precision} needs Ada, Hopper or Blackwell", accepted=ok)
+                                      f"{precision} needs {need}", accepted=ok)
     if kind == "fp8":
         return gpu.fp8_tflops_dense * 1e12
     if gpu_generation(gpu) != "blackwell":
@@ -297,6 +305,20 @@ class Layout:
     @property
     def gpus(self) -> int:
         return self.tensor_parallel * self.pipeline_parallel
+
+
+def tp_supported(m: ModelSpec, tp: int) -> bool:
+    """Whether the engines split ``m`` over ``tp`` GPUs: the attention heads divide evenly, and the KV heads divide
+    evenly or are replicated whole (vLLM ``ModelConfig.verify_with_parallel_config``: "Total number of attention heads
+    must be divisible by tensor parallel size"; ``get_num_kv_heads``: ``max(1, kv_heads // tp)`` with ``tp %
+    kv_heads == 0`` when ``tp > kv_heads``). MLA models cache no per-head KV: only the heads count."""
+    if tp <= 1:
+        return True
+    if m.heads % tp:
+        return False
+    if m.kv_latent_dim:
+        return True
+    return m.kv_heads % tp == 0 or tp % m.kv_heads == 0
 
 
 def _stage_layers(m: ModelSpec, pp: int) -> int:
@@ -378,22 +400,24 @@ def _weights_read(m: ModelSpec, precision: str, tokens: float) -> float:
 def _allreduce_s(m: ModelSpec, gpu: GpuSpec, tp: int, layers: int, tokens: float, fit: ServingFit) -> float:
     if tp <= 1:
         return 0.0
-    link = (gpu.link_gbps_one_way or 32.0) * 1e9
+    link = (gpu.link_gbps_one_way or 32.0) * 1e9 * fit.allreduce_bw_efficiency.get(
+        gpu.interconnect, fit.allreduce_bw_efficiency["pcie"])
     lat = fit.allreduce_latency_s.get(gpu.interconnect, fit.allreduce_latency_s["pcie"])
     return 2.0 * layers * (lat + 2.0 * (tp - 1) / tp * tokens * m.hidden_size * 2.0 / link)
 
 
 def prefill_s(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, input_tokens: float,
-              fit: ServingFit = FIT, engine: str = "tensorrt-llm") -> float:
-    """Compute time of one request's prefill of ``input_tokens`` on the replica (all stages), s:
+              fit: ServingFit = FIT, engine: str = "tensorrt-llm", latency: bool = False) -> float:
+    """Compute time of one request's prefill of ``input_tokens`` on the replica, s:
     ``(2 N_active I + 2 L I^2 h_q d) / (TP x PP x peak x eff_prefill) + all-reduces of I tokens`` (FLOPs: Kaplan et
     al. 2020 with the causal attention term; the weights are read once per iteration and shared, so prefill is
-    compute-bound)."""
+    compute-bound). That is the replica's busy time per request (the stages work on different requests' chunks at
+    once); ``latency=True``: the time one prompt takes to cross every stage, not divided by PP (for TTFT)."""
     tp, pp = layout.tensor_parallel, layout.pipeline_parallel
     flops = 2.0 * m.params_active * input_tokens + 2.0 * m.layers * input_tokens ** 2 * m.heads * m.head_dim
     kind = MATMUL_PEAK[precision]
     eff = fit.prefill_compute_efficiency[kind]
-    t = flops / (tp * pp * matmul_peak_flops(gpu, precision) * eff)
+    t = flops / (tp * (1 if latency else pp) * matmul_peak_flops(gpu, precision) * eff)
     comm = _allreduce_s(m, gpu, tp, m.layers, input_tokens, fit) - (2.0 * m.layers * fit.allreduce_latency_s.get(
         gpu.interconnect, fit.allreduce_latency_s["pcie"]) if tp > 1 else 0.0)
     return fit.engine_speed.get(engine, 1.0) * (t + comm)
@@ -407,9 +431,12 @@ class ServingPoint:
         batch: sequences running at once (the decode batch).
         tokens_per_second: output tokens/s of the replica.
         tpot_ms: mean time per output token, ms.
-        ttft_ms: mean time to first token, ms (the request's prefill + one iteration; no queueing).
+        ttft_ms: mean time to first token, ms (the request's prefill + one iteration, ``tpot_ms``; plus
+            ``queue_ms``).
         step_ms: one decode iteration, ms (without the prefill it carries).
         prefill_ms: one request's prefill compute, ms.
+        queue_ms: time a request waits for a free slot before its prefill, included in ``ttft_ms`` (a closed loop
+            of more users than the replica runs at once; 0 otherwise).
     """
 
     batch: int
@@ -418,6 +445,7 @@ class ServingPoint:
     ttft_ms: float
     step_ms: float
     prefill_ms: float
+    queue_ms: float = 0.0
 
 
 def point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: EngineProfile, batch: int,
@@ -443,14 +471,19 @@ def point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: En
     else:
         step = decode_step_s(m, gpu, layout, precision, batch, context, fit, engine.name)
     pre = prefill_s(m, gpu, layout, precision, input_tokens, fit, engine.name)
+    own = pre if pp == 1 else prefill_s(m, gpu, layout, precision, input_tokens, fit, engine.name, latency=True) \
+        + (pp - 1) * (hop[0] + hop[1]) + hop[0]
     if static:
         total = batch * pre + output_tokens * step
         tps = batch * output_tokens / total
         tpot = step
+        ttft = batch * pre + step  # every prompt of the batch first, then the first decode step
     else:
         tpot = step + batch / max(output_tokens, 1.0) * pre
         tps = batch / tpot
-    ttft = pre + step
+        # the request's own prefill, then the first token comes out of an iteration that decodes the whole batch
+        # and carries the other requests' prefill chunks, like every TPOT (chunked prefill)
+        ttft = own + tpot
     pt = ServingPoint(batch=int(batch), tokens_per_second=tps, tpot_ms=1e3 * tpot, ttft_ms=1e3 * ttft,
                       step_ms=1e3 * step, prefill_ms=1e3 * pre)
     return scale.apply(pt) if scale is not None else pt
@@ -481,16 +514,12 @@ def best_point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engin
         pt = point(m, gpu, layout, precision, engine, b, input_tokens, output_tokens, fit, static, hop, scale)
         if concurrency > cap:  # closed loop with more users than slots: the rest wait in the queue
             wait = (concurrency - cap) / cap * output_tokens * pt.tpot_ms
-            pt = replace(pt, ttft_ms=pt.ttft_ms + wait)
+            pt = replace(pt, ttft_ms=pt.ttft_ms + wait, queue_ms=wait)
         return pt
 
     def ok(b: int) -> bool:
         pt = point(m, gpu, layout, precision, engine, b, input_tokens, output_tokens, fit, static, hop, scale)
-        if tpot_slo_ms is not None and pt.tpot_ms * P99_OVER_MEAN_TPOT > tpot_slo_ms:
-            return False
-        if ttft_slo_ms is not None and pt.ttft_ms * P99_OVER_MEAN_TTFT > ttft_slo_ms:
-            return False
-        return True
+        return meets_targets(pt, ttft_slo_ms, tpot_slo_ms)
 
     if ok(cap):
         return point(m, gpu, layout, precision, engine, cap, input_tokens, output_tokens, fit, static, hop, scale)
@@ -506,14 +535,24 @@ def best_point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engin
     return point(m, gpu, layout, precision, engine, lo, input_tokens, output_tokens, fit, static, hop, scale)
 
 
+def meets_targets(pt: ServingPoint, ttft_slo_ms: float | None, tpot_slo_ms: float | None) -> bool:
+    """Whether ``pt``'s p99 TTFT and TPOT (means x :data:`P99_OVER_MEAN_TTFT` / :data:`P99_OVER_MEAN_TPOT`) meet
+    the targets (None: no target)."""
+    if tpot_slo_ms is not None and pt.tpot_ms * P99_OVER_MEAN_TPOT > tpot_slo_ms:
+        return False
+    return ttft_slo_ms is None or pt.ttft_ms * P99_OVER_MEAN_TTFT <= ttft_slo_ms
+
+
 def describe_fit(fit: ServingFit = FIT) -> str:
     """One line naming the fitted constants (for assumptions lists)."""
     bw = ", ".join(f"{k} {v:.2f}" for k, v in fit.bandwidth_efficiency.items())
     pre = ", ".join(f"{k} {v:.2f}" for k, v in fit.prefill_compute_efficiency.items())
     return (f"serving model fitted on shared/data/perf/serving.csv (benchmarks/serving_fit.py): bandwidth efficiency "
             f"{bw}; decode compute efficiency {fit.decode_compute_efficiency:.2f}; prefill {pre}; roofline blend "
-            f"p={fit.blend:.2f}; all-reduce latency NVLink {fit.allreduce_latency_s['nvlink'] * 1e6:.1f} us, PCIe "
-            f"{fit.allreduce_latency_s['pcie'] * 1e6:.1f} us; {fit.layer_overhead_s * 1e6:.1f} us per layer per step")
+            f"p={fit.blend:.2f}; all-reduce {fit.allreduce_latency_s['nvlink'] * 1e6:.0f} us + bytes at "
+            f"{fit.allreduce_bw_efficiency['nvlink']:.2f} of the link (NVLink), "
+            f"{fit.allreduce_latency_s['pcie'] * 1e6:.0f} us + {fit.allreduce_bw_efficiency['pcie']:.2f} (PCIe); "
+            f"{fit.layer_overhead_s * 1e6:.0f} us per layer per step")
 
 
 def as_dict(pt: ServingPoint) -> dict[str, Any]:
@@ -550,8 +589,10 @@ MEASURED_COLUMNS: dict[str, tuple[str, ...]] = {
     "pipeline_parallel": ("pipeline_parallel", "pp", "pipeline_parallel_size"),
     "precision": ("precision", "dtype"),
     "engine": ("engine", "backend"),
-    "input_tokens": ("input_tokens", "input_len", "random_input_len", "isl"),
-    "output_tokens": ("output_tokens", "output_len", "random_output_len", "osl"),
+    "input_tokens": ("input_tokens", "input_len", "random_input_len", "isl", "synthetic_input_tokens_mean",
+                     "mean_input_tokens", "input_lens"),
+    "output_tokens": ("output_tokens", "output_len", "random_output_len", "osl", "output_tokens_mean",
+                      "mean_output_tokens", "output_lens"),
     "concurrency": ("concurrency", "max_concurrency"),
     "request_rate": ("request_rate",),
     "output_tokens_per_second": ("output_tokens_per_second", "output_throughput", "output_token_throughput",
@@ -564,12 +605,13 @@ MEASURED_COLUMNS: dict[str, tuple[str, ...]] = {
 @dataclass(frozen=True)
 class Measurement:
     """One benchmark result of the user's: the replica's setup and what it measured (output tokens/s of the whole
-    replica, mean TTFT and TPOT in ms; None where not given)."""
+    replica, mean TTFT and TPOT in ms; None where not given). ``gpu``, ``layout``, ``precision`` None: not in the file
+    (a vLLM ``--save-result`` JSON has none): taken to be the replica being estimated."""
 
     model: ModelSpec
-    gpu: GpuSpec
-    layout: Layout
-    precision: str
+    gpu: GpuSpec | None
+    layout: Layout | None
+    precision: str | None
     engine: str
     input_tokens: int
     output_tokens: int
@@ -598,11 +640,13 @@ class Measurements:
             return None
 
         def rank(r: Measurement) -> tuple:
-            return (r.gpu.name != gpu.name, r.layout != layout, r.precision != precision)
+            return (r.gpu is not None and r.gpu.name != gpu.name, r.layout is not None and r.layout != layout,
+                    r.precision is not None and r.precision != precision)
 
         r = min(rows, key=rank)
+        r_gpu, r_layout, r_prec = r.gpu or gpu, r.layout or layout, r.precision or precision
         try:
-            est = best_point(r.model, r.gpu, r.layout, r.precision, ENGINES[r.engine], r.input_tokens,
+            est = best_point(r.model, r_gpu, r_layout, r_prec, ENGINES[r.engine], r.input_tokens,
                              r.output_tokens, concurrency=r.concurrency, fit=fit)
         except InputError:
             return None
@@ -612,15 +656,46 @@ class Measurements:
         f_ttft = r.ttft_ms / est.ttft_ms if r.ttft_ms else 1.0
         f_tpot = r.tpot_ms / est.tpot_ms if r.tpot_ms else 1.0
         same = "" if rank(r) == (False, False, False) else (
-            f" (measured on {r.gpu.name} TP{r.layout.tensor_parallel} {r.precision}; scaled by the model)")
+            f" (measured on {r_gpu.name} TP{r_layout.tensor_parallel} {r_prec}; scaled by the model)")
         return Correction(f_tps, f_ttft, f_tpot, f"measured: {self.path} row {r.row}{same}")
+
+
+def _flat(obj: dict) -> dict:
+    """A result object's keys, lower case, for :data:`MEASURED_COLUMNS`: a statistic object ``{"avg": x, "p99": ...}``
+    (GenAI-Perf / AIPerf exports) gives its ``avg``; another nested object (``input_config``) lends its keys; a list
+    of numbers (vLLM's ``input_lens``) its mean, a list of names (``model``) its first; vLLM's totals
+    (``total_input_tokens`` / ``completed``) give the mean lengths."""
+    out: dict = {}
+    for k, v in obj.items():
+        key = str(k).strip().lower()
+        if isinstance(v, dict):
+            if "avg" in v:
+                out[key] = v["avg"]
+            else:
+                for k2, v2 in v.items():
+                    out.setdefault(str(k2).strip().lower(), v2)
+        elif isinstance(v, list) and v:
+            nums = [x for x in v if isinstance(x, (int, float)) and not isinstance(x, bool)]
+            out[key] = (round(sum(nums) / len(nums)) if len(nums) == len(v) else v[0])
+        else:
+            out[key] = v
+    for k in ("model", "model_id", "model_names"):
+        if isinstance(out.get(k), list) and out[k]:
+            out[k] = out[k][0]
+    done = out.get("completed")
+    if isinstance(done, (int, float)) and done > 0:
+        for total, mean in (("total_input_tokens", "mean_input_tokens"), ("total_output_tokens", "mean_output_tokens")):
+            if isinstance(out.get(total), (int, float)):
+                out.setdefault(mean, round(out[total] / done))
+    return out
 
 
 def load_measurements(path: str) -> Measurements:
     """Read a measurements file: CSV with a header, or JSON (one object, or a list of objects; vLLM
-    ``benchmark_serving.py --save-result`` files are one object each). Columns by :data:`MEASURED_COLUMNS`; model,
-    gpu, input/output tokens and at least one of output tokens/s, TTFT, TPOT are required; TP 1, precision bf16,
-    engine vLLM by default.
+    ``benchmark_serving.py --save-result`` files are one object each; GenAI-Perf statistic objects give their
+    ``avg``, :func:`_flat`). Columns by :data:`MEASURED_COLUMNS`; the model, input/output tokens and at least one of
+    output tokens/s, TTFT, TPOT are required; the engine defaults to vLLM; a row without gpu, tensor_parallel or
+    precision is taken to be of the replica being estimated.
 
     Raises:
         InputError("measured"): the file is missing or unreadable, a row lacks a required column or has a bad
@@ -636,7 +711,7 @@ def load_measurements(path: str) -> Measurements:
     if not p.is_file():
         raise InputError("measured", f"no such file: {path}", accepted="a CSV or JSON file of benchmark results")
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")  # Excel's "CSV UTF-8" starts with a byte-order mark
         if p.suffix.lower() == ".json" or text.lstrip().startswith(("{", "[")):
             data = _json.loads(text)
             raw = data if isinstance(data, list) else [data]
@@ -648,7 +723,7 @@ def load_measurements(path: str) -> Measurements:
     for i, obj in enumerate(raw, start=1):
         if not isinstance(obj, dict):
             raise InputError("measured", f"{path} row {i}: not an object", accepted="a list of objects")
-        low = {str(k).strip().lower(): v for k, v in obj.items()}
+        low = _flat(obj)
 
         def get(col: str, _low=low):
             for alias in MEASURED_COLUMNS[col]:
@@ -662,6 +737,8 @@ def load_measurements(path: str) -> Measurements:
             if v is None:
                 return None
             try:
+                if isinstance(v, bool):
+                    raise ValueError
                 x = float(v)
             except (TypeError, ValueError):
                 raise InputError("measured", f"{path} row {_i}: {col} {v!r} is not a number",
@@ -671,10 +748,8 @@ def load_measurements(path: str) -> Measurements:
                                              "number > 0", accepted="a number > 0")
             return int(x) if whole else x
 
-        for col in ("model", "gpu"):
-            if get(col) is None:
-                raise InputError("measured", f"{path} row {i}: no {col} column",
-                                 accepted=", ".join(MEASURED_COLUMNS[col]))
+        if get("model") is None:
+            raise InputError("measured", f"{path} row {i}: no model column", accepted=", ".join(MEASURED_COLUMNS["model"]))
         inp, out = num("input_tokens", whole=True), num("output_tokens", whole=True)
         if inp is None or out is None:
             raise InputError("measured", f"{path} row {i}: input and output tokens are required",
@@ -683,19 +758,34 @@ def load_measurements(path: str) -> Measurements:
         if not (tps or ttft or tpot):
             raise InputError("measured", f"{path} row {i}: no measured figure",
                              accepted="output_tokens_per_second, ttft_ms and/or tpot_ms")
-        precision = str(get("precision") or "bf16").strip().lower()
-        if precision not in SERVE_PRECISIONS:
+        precision = get("precision")
+        precision = None if precision is None else str(precision).strip().lower()
+        if precision is not None and precision not in SERVE_PRECISIONS:
             raise InputError("measured", f"{path} row {i}: precision {precision!r}", accepted=", ".join(SERVE_PRECISIONS))
         try:
             model = load_model(str(get("model")))
-            gpu = load_gpu(str(get("gpu")))
+            gpu = None if get("gpu") is None else load_gpu(str(get("gpu")))
             engine = load_engine(str(get("engine") or DEFAULT_ENGINE)).name
         except InputError as exc:
             raise InputError("measured", f"{path} row {i}: {exc.field}: {exc.message}", accepted=exc.accepted) from None
-        tp = num("tensor_parallel", whole=True) or 1
-        pp = num("pipeline_parallel", whole=True) or 1
+        tp = num("tensor_parallel", whole=True)
+        pp = num("pipeline_parallel", whole=True)
+        layout = None if tp is None and pp is None else Layout(tp or 1, pp or 1)
         conc = num("concurrency", whole=True)
-        rows.append(Measurement(model, gpu, Layout(tp, pp), precision, engine, inp, out, conc, tps, ttft, tpot, i))
+        if inp + out > model.max_context:
+            raise InputError("measured", f"{path} row {i}: input + output tokens {inp + out} exceed {model.name}'s "
+                                         f"max_context {model.max_context}", accepted=f"<= {model.max_context}")
+        if layout is not None and (not 1 <= layout.tensor_parallel <= 8 or not tp_supported(model, layout.tensor_parallel)
+                                   or layout.pipeline_parallel > model.layers):
+            raise InputError("measured", f"{path} row {i}: TP{layout.tensor_parallel} x PP{layout.pipeline_parallel} "
+                                         f"is not a layout of {model.name}",
+                             accepted="tensor_parallel 1..8 dividing the heads, pipeline_parallel <= layers")
+        if gpu is not None and precision is not None:
+            try:
+                matmul_peak_flops(gpu, precision)
+            except InputError as exc:
+                raise InputError("measured", f"{path} row {i}: {exc.message}", accepted=exc.accepted) from None
+        rows.append(Measurement(model, gpu, layout, precision, engine, inp, out, conc, tps, ttft, tpot, i))
     if not rows:
         raise InputError("measured", f"{path} has no rows", accepted="at least one benchmark result")
     return Measurements(str(path), tuple(rows))
@@ -741,7 +831,7 @@ def load_trace(path: str) -> TraceLengths:
     if not p.is_file():
         raise InputError("trace", f"no such file: {path}", accepted="a CSV with input_tokens and output_tokens columns")
     try:
-        with open(p, newline="", encoding="utf-8") as fh:
+        with open(p, newline="", encoding="utf-8-sig") as fh:
             reader = _csv.DictReader(fh)
             cols = {c.strip().lower(): c for c in (reader.fieldnames or [])}
             pick = {}

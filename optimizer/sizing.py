@@ -273,10 +273,11 @@ class ReplicaSizing:
         time_per_output_token_ms: serve: mean time between two tokens of one sequence (TPOT), ms: one decode
             iteration with the prefill work it carries (optimizer.serving); None for training.
         ttft_ms, concurrency, precision, engine, input_tokens, output_tokens, ttft_target_ms, tpot_target_ms,
-            estimate_source, kv_capacity_sequences: serve only (None otherwise): mean time to first token (ms), the
+            estimate_source, kv_capacity_sequences, meets_targets: serve only (None otherwise): mean time to first token (ms), the
             batch, the serving precision and engine, the request lengths, the p99 targets (None: none), where the
-            numbers come from (the model, or the user's measurement), and how many sequences the KV cache holds.
-            ``fits`` is False for a serving replica whose weights do not fit or that meets no target at any batch.
+            numbers come from (the model, or the user's measurement), how many sequences the KV cache holds, and
+            whether the batch meets the targets. ``fits`` is False for a serving replica whose weights do not fit or
+            that misses the targets (at every batch, or at the given concurrency).
     """
 
     task: str
@@ -303,6 +304,7 @@ class ReplicaSizing:
     tpot_target_ms: float | None = None
     estimate_source: str | None = None
     kv_capacity_sequences: int | None = None
+    meets_targets: bool | None = None
 
 
 # ----------------------------------------------------------------------------------------------- validation
@@ -450,8 +452,10 @@ def _validate_serving(w: Workload) -> None:
     opts = w.precision_options
     if not isinstance(opts, (tuple, list)) or any(p not in SERVE_PRECISIONS for p in opts):
         raise InputError("precision", f"unknown serving precision in {list(opts)!r}", accepted=", ".join(SERVE_PRECISIONS))
+    if not isinstance(w.engine, str):
+        raise InputError("engine", f"must be a name, got {w.engine!r}", accepted="vllm, sglang, tensorrt-llm")
     load_engine(w.engine)
-    if w.scenario not in SCENARIOS:
+    if not isinstance(w.scenario, str) or w.scenario not in SCENARIOS:
         raise InputError("scenario", f"unknown scenario {w.scenario!r}", accepted=", ".join(SCENARIOS))
     for name in ("input_tokens", "output_tokens"):
         v = getattr(w, name)
@@ -464,6 +468,11 @@ def _validate_serving(w: Workload) -> None:
     if w.request_rate is not None and (not _is_number(w.request_rate) or w.request_rate < 0):
         raise InputError("request_rate", f"must be a number of requests/s >= 0, got {w.request_rate!r}",
                          accepted=">= 0")
+    if w.context_tokens is not None and w.input_tokens is not None and w.output_tokens is not None \
+            and w.context_tokens != w.input_tokens + w.output_tokens:
+        raise InputError("context_tokens", f"{w.context_tokens} is not input + output tokens "
+                                           f"({w.input_tokens} + {w.output_tokens}): give one or the other",
+                         accepted="--context, or --input-tokens and --output-tokens")
     inp, out = serve_lengths(w)
     if inp + out > w.model.max_context:
         raise InputError("input_tokens", f"input + output tokens {inp + out} exceed {w.model.name}'s max_context "
@@ -839,6 +848,10 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
         eng = sv.load_engine(w.engine)
         inp, out = serve_lengths(w)
         tp_used = max(1, int(g / pp))
+        if not sv.tp_supported(m, tp_used):
+            ok = [t for t in range(1, GPUS_PER_NODE + 1) if sv.tp_supported(m, t)]
+            raise InputError("tensor_parallel", f"{m.name}'s {m.heads} attention heads and {m.kv_heads} KV heads do "
+                                                f"not split over {tp_used} GPUs", accepted=", ".join(map(str, ok)))
         spec = gpu if g >= 1 else _gpu_share(gpu, g)
         layout = sv.Layout(tp_used, pp)
         ttft_t, tpot_t = latency_targets(w)
@@ -854,7 +867,8 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
         parts["activations"] = mem["activations"]
         parts["kv_cache"] = shown.batch * held * mem["kv_per_token"]
         usable = spec.memory_gib * eng.memory_fraction
-        fits_override = pt is not None
+        meets = pt is not None and sv.meets_targets(pt, ttft_t, tpot_t)
+        fits_override = meets
         tokens_per_s, tpot_ms = shown.tokens_per_second, shown.tpot_ms
         flops_per_s = None
         cap = sv.max_batch_memory(m, spec, layout, w.precision, eng, inp, out)
@@ -862,16 +876,19 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
                        "engine": eng.name, "input_tokens": inp, "output_tokens": out,
                        "ttft_target_ms": ttft_t, "tpot_target_ms": tpot_t,
                        "estimate_source": corr.source if corr else "model (optimizer/serving.py fit)",
-                       "kv_capacity_sequences": cap}
+                       "kv_capacity_sequences": cap, "meets_targets": meets}
         assumptions[0] = (f"usable memory = {eng.memory_fraction:.0%} of the GPU's {gpu.memory_gib:g} GiB"
                           f"{f' (x share {share:g})' if share < 1 else ''} ({eng.name}: {eng.source})")
         targets = ("no latency target (offline)" if ttft_t is None and tpot_t is None else
                    f"p99 TTFT <= {ttft_t:g} ms, p99 TPOT <= {tpot_t:g} ms" if ttft_t and tpot_t else
                    f"p99 TTFT <= {ttft_t:g} ms" if ttft_t else f"p99 TPOT <= {tpot_t:g} ms")
         why = ""
-        if pt is None:
-            why = ("the weights and activations do not fit the engine's memory" if cap < 1 else
-                   f"no batch meets {targets} (batch 1: TTFT {shown.ttft_ms:.0f} ms, TPOT {shown.tpot_ms:.1f} ms)")
+        if cap < 1:
+            why = "the weights and activations do not fit the engine's memory"
+        elif pt is None:
+            why = f"no batch meets {targets} (batch 1: TTFT {shown.ttft_ms:.0f} ms, TPOT {shown.tpot_ms:.1f} ms)"
+        elif not meets:
+            why = f"at this batch it misses {targets}"
         assumptions += [
             f"requests of {inp} input + {out} output tokens (mean); scenario {w.scenario}: {targets} "
             f"(MLPerf Inference server 2 s / 200 ms, interactive 450 / 40 ms); p99 = mean x "
@@ -882,8 +899,11 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
             + ("the whole request reserved at admission" if eng.reserve_full_request else "input + half the output "
                "on average, pages allocated on demand") + f"); room for {cap} sequences; engine caps "
             f"{eng.max_batch(spec)} sequences, {eng.max_tokens(spec)} tokens per iteration",
-            (f"batch {shown.batch}" + (" (given)" if w.concurrency else " = the largest that fits memory and the "
-                                                                         "targets")
+            (f"batch {shown.batch}" + ((" (given)" if shown.batch == w.concurrency else
+                                         f" (given {w.concurrency}; the KV cache and the engine run {shown.batch} at "
+                                         f"once, the other {w.concurrency - shown.batch} wait: TTFT includes "
+                                         f"{shown.queue_ms:,.0f} ms of queueing)") if w.concurrency else
+                                        " = the largest that fits memory and the targets")
              + f": TPOT {shown.tpot_ms:.1f} ms, TTFT {shown.ttft_ms:.0f} ms, {shown.tokens_per_second:,.0f} tokens/s"
              + (f" -- does not serve: {why}" if why else "")),
             sv.describe_fit(),
@@ -894,6 +914,8 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
         if corr is not None:
             assumptions.append(f"corrected by the user's benchmark ({corr.source}): tokens/s x "
                                f"{corr.tokens_per_second:.3f}, TTFT x {corr.ttft:.3f}, TPOT x {corr.tpot:.3f}")
+        elif w.measured is not None:
+            assumptions.append(f"{w.measured.path} has no row of {m.name} on {eng.name}: the model alone")
     elif w.task == "lora":
         adapters = lora_adapter_params(m, w.lora_rank, w.lora_targets)
         targets = _lora_targets(w.lora_rank, w.lora_targets)
@@ -1001,6 +1023,58 @@ def _gpu_share(gpu: GpuSpec, share: float) -> GpuSpec:
                    fp8_tflops_dense=None if gpu.fp8_tflops_dense is None else gpu.fp8_tflops_dense * share)
 
 
+def _holding(w: Workload, gpu: GpuSpec, max_gpus: int, tensor_parallel: int | None,
+             pipeline_parallel: int | None) -> ReplicaSizing | None:
+    """The smallest serving replica whose weights and KV cache hold at least one sequence, targets met or not (the
+    layout given, else 1, 2, 4, 8 GPUs, then pipeline stages of 8); None when none does."""
+    if tensor_parallel is not None or pipeline_parallel is not None:
+        tp, pp = tensor_parallel or 1, pipeline_parallel or 1
+        layouts = [(tp, pp)]
+    else:
+        layouts = [(g, 1) if g <= GPUS_PER_NODE else (GPUS_PER_NODE, g // GPUS_PER_NODE)
+                   for g in replica_sizes(max_gpus) if g <= GPUS_PER_NODE or g % GPUS_PER_NODE == 0]
+    for tp, pp in layouts:
+        try:
+            s = size_replica(w, gpu, float(tp * pp), pipeline_parallel=pp)
+        except InputError:
+            continue
+        if (s.kv_capacity_sequences or 0) >= 1:
+            return s
+    return None
+
+
+def _raise_serving_unmet(w: Workload, gpu: GpuSpec, max_gpus: int, tensor_parallel: int | None,
+                         pipeline_parallel: int | None) -> None:
+    """Raise the reason no serving replica on ``gpu`` serves when its weights fit but no batch meets the latency
+    targets (InputError naming ttft_slo_ms/tpot_slo_ms with the best TTFT/TPOT one sequence gets); return when
+    memory is the cause (the caller says so)."""
+    if tensor_parallel is not None or pipeline_parallel is not None:
+        layouts = [(1 if tensor_parallel is None else tensor_parallel, 1 if pipeline_parallel is None else
+                    pipeline_parallel)]
+    else:
+        layouts = [(min(g, GPUS_PER_NODE), _node_stages(w, g, DEFAULT_NODE_NETWORK) or 1)
+                   for g in replica_sizes(max_gpus)]
+        layouts = [(g // pp if pp > 1 else g, pp) for g, pp in layouts]
+    best = None
+    for tp, pp in layouts:
+        try:
+            s = size_replica(w, gpu, float(tp * pp), pipeline_parallel=pp)
+        except InputError:
+            continue
+        if (s.kv_capacity_sequences or 0) >= 1 and (best is None or s.time_per_output_token_ms < best[1]):
+            best = (s.ttft_ms, s.time_per_output_token_ms, tp, pp)
+    if best is None:
+        return
+    ttft_t, tpot_t = latency_targets(w)
+    from optimizer.serving import P99_OVER_MEAN_TPOT, P99_OVER_MEAN_TTFT
+
+    field = "tpot_slo_ms" if tpot_t is not None and best[1] * P99_OVER_MEAN_TPOT > tpot_t else "ttft_slo_ms"
+    raise InputError(field, f"{gpu.name} holds {w.model.name} but meets p99 TTFT <= {ttft_t or 0:g} ms, TPOT <= "
+                            f"{tpot_t or 0:g} ms at no batch: one sequence gets p99 TTFT {best[0] * P99_OVER_MEAN_TTFT:,.0f} "
+                            f"ms, TPOT {best[1] * P99_OVER_MEAN_TPOT:,.1f} ms (TP{best[2]} PP{best[3]})",
+                     accepted="looser --ttft-ms/--tpot-ms or --scenario, shorter --input-tokens, fp8, a faster GPU")
+
+
 def _sized_layout(w: Workload, gpu: GpuSpec, tensor_parallel: int | None,
                   pipeline_parallel: int | None) -> ReplicaSizing | None:
     """The sizing at a layout the user fixed (``--tensor-parallel``/``--pipeline-parallel``); None when it does not
@@ -1011,8 +1085,9 @@ def _sized_layout(w: Workload, gpu: GpuSpec, tensor_parallel: int | None,
         InputError("task"): a training task (its replicas are ZeRO data parallel).
     """
     if w.task != "serve":
-        raise InputError("tensor_parallel", f"{w.task} replicas are sized as ZeRO data parallel; a tensor-parallel "
-                                            "size is a serving option", accepted="--task serve")
+        field = "tensor_parallel" if tensor_parallel is not None else "pipeline_parallel"
+        raise InputError(field, f"{w.task} replicas are sized as ZeRO data parallel; a tensor- or pipeline-parallel "
+                                "size is a serving option", accepted="--task serve")
     tp = 1 if tensor_parallel is None else tensor_parallel
     pp = 1 if pipeline_parallel is None else pipeline_parallel
     if not _is_int(tp) or not 1 <= tp <= GPUS_PER_NODE:
@@ -1092,7 +1167,12 @@ def min_gpus_per_replica(w: Workload, gpu: GpuSpec, max_gpus: int = 64,
         pp = _node_stages(w, g, net)
         if pp is None:
             continue
-        sizing = size_replica(w, gpu, g, pipeline_parallel=pp, network=net)
+        try:
+            sizing = size_replica(w, gpu, g, pipeline_parallel=pp, network=net)
+        except InputError as exc:
+            if exc.field == "tensor_parallel":  # the model's heads do not split over this many GPUs
+                continue
+            raise
         if sizing.fits:
             return sizing
     return None
@@ -1143,10 +1223,29 @@ def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64, *, tensor_para
         sizing = _sized_layout(w, spec, tensor_parallel, pipeline_parallel)
     else:
         sizing = min_gpus_per_replica(w, spec, max_gpus)
+    if sizing is None and w.task == "serve" and w.concurrency is not None:
+        # the user fixed the batch: show what it gives on the smallest replica that holds it, targets met or not
+        sizing = _holding(w, spec, max_gpus, tensor_parallel, pipeline_parallel)
+    if sizing is None and w.task == "serve":
+        _raise_serving_unmet(w, spec, max_gpus, tensor_parallel, pipeline_parallel)
+    if sizing is None and (tensor_parallel is not None or pipeline_parallel is not None):
+        tp, pp = tensor_parallel or 1, pipeline_parallel or 1
+        s = size_replica(w, spec, float(tp * pp), pipeline_parallel=pp)
+        raise InputError("tensor_parallel", f"TP{tp} x PP{pp} of {spec.name} does not hold {w.model.name}: each GPU "
+                                            f"needs {s.memory_gib_per_gpu:.1f} GiB, {s.usable_gib_per_gpu:.1f} GiB "
+                                            "usable", accepted="a larger --tensor-parallel/--pipeline-parallel, or "
+                                                               "leave them out for the smallest replica that holds it")
     if sizing is None:
         top = replica_sizes(max_gpus)[-1]
         largest = size_replica(w, spec, top, pipeline_parallel=_node_stages(w, top, DEFAULT_NODE_NETWORK) or 1)
-        others = [name for name in known_gpus() if min_gpus_per_replica(w, load_gpu(name), max_gpus) is not None]
+
+        def holds(name: str) -> bool:
+            try:
+                return min_gpus_per_replica(w, load_gpu(name), max_gpus) is not None
+            except InputError:  # a precision that GPU lacks
+                return False
+
+        others = [name for name in known_gpus() if holds(name)]
         raise InputError(
             "gpu",
             f"{spec.name} cannot hold one replica even with {largest.gpus_per_replica:g} GPUs: each needs "
@@ -1170,7 +1269,7 @@ def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64, *, tensor_para
         out["concurrency"] = sizing.concurrency
         out["tokens_per_second_per_gpu"] = sizing.tokens_per_second_per_replica / sizing.gpus_per_replica
         for key in ("precision", "engine", "input_tokens", "output_tokens", "ttft_target_ms", "tpot_target_ms",
-                    "kv_capacity_sequences", "estimate_source"):
+                    "kv_capacity_sequences", "meets_targets", "estimate_source"):
             out[key] = getattr(sizing, key)
         out["scenario"] = w.scenario
     if w.task in TRAINING_TASKS:

@@ -330,3 +330,87 @@ def test_moe_and_mla_models():
     # few tokens touch few experts: a decode step at batch 1 reads about k/E of the routed weights
     assert sv._touched_expert_fraction(d, 1) == pytest.approx(8 / 256)
     assert sv._touched_expert_fraction(d, 512) > 0.99
+
+
+def test_unreachable_target_is_named_not_memory():
+    # a fresh user saw "cannot hold one replica ... needs 0.4 GiB, 20.1 GiB usable" for a TPOT target no batch meets
+    w = Workload(task="serve", model=load_model("meta-llama/Llama-3.1-8B"), tpot_slo_ms=5.0)
+    with pytest.raises(InputError) as exc:
+        estimate(w, "L4")
+    assert exc.value.field == "tpot_slo_ms" and "at no batch" in str(exc.value) and "GiB" not in str(exc.value)
+    r = _cli("recommend", "--model", "meta-llama/Llama-3.1-8B", "--tokens-per-second", "5000", "--tpot-ms", "2",
+             "--no-explain")
+    assert r.exit_code == 1 and "meet p99 TTFT <= 2000 ms, p99 TPOT <= 2 ms at no batch" in r.stderr
+    r = _cli("recommend", "--model", "meta-llama/Llama-3.1-8B", "--tokens-per-second", "5000", "--precision", "fp8",
+             "--gpu", "A100-80GB", "--no-explain")
+    assert r.exit_code == 1 and "no offered GPU runs fp8" in r.stderr and "H100-80GB" in r.stderr
+
+
+def test_a_given_concurrency_is_checked_against_the_targets():
+    # the breaker: --concurrency 300 on a 7B A100 replica ran 111 sequences (the KV cache) and a 24 s TTFT, "(given)"
+    w = Workload(task="serve", model=load_model("meta-llama/Llama-2-7b-hf"), concurrency=300)
+    s = size_replica(w, load_gpu("A100-80GB"), 1.0)
+    assert s.concurrency == s.kv_capacity_sequences < 300
+    assert not s.fits and s.meets_targets is False
+    assert any(f"(given 300; the KV cache and the engine run {s.concurrency} at once" in a for a in s.assumptions)
+    e = estimate(w, "A100-80GB", tensor_parallel=1)  # estimate still shows what the given batch does, flagged
+    assert e["meets_targets"] is False and e["ttft_ms"] > 2000
+    bigger = estimate(w, "A100-80GB")  # without a layout: the smallest replica that runs 300 within the targets
+    assert bigger["meets_targets"] and bigger["concurrency"] == 300 and bigger["gpus_per_replica"] > 1
+    ok = size_replica(dataclasses.replace(w, concurrency=8), load_gpu("A100-80GB"), 1.0)
+    assert ok.fits and ok.meets_targets and ok.concurrency == 8
+
+
+def test_tensor_parallel_must_split_the_heads():
+    # vLLM: "Total number of attention heads must be divisible by tensor parallel size"
+    assert sv.tp_supported(load_model("Llama-3.1-70B"), 8) and not sv.tp_supported(load_model("Llama-3.1-70B"), 3)
+    assert not sv.tp_supported(load_model("Qwen2.5-7B"), 8)  # 28 heads
+    with pytest.raises(InputError) as exc:
+        estimate(Workload(task="serve", model=load_model("Llama-3.1-70B"), precision="fp8"), "H100-80GB",
+                 tensor_parallel=3)
+    assert exc.value.field == "tensor_parallel" and exc.value.accepted == "1, 2, 4, 8"
+    from optimizer.model import _unit_shape
+
+    w = Workload(task="serve", model=load_model("Qwen2.5-7B"), scenario="interactive")
+    k, r, s = _unit_shape(size_replica, w, load_gpu("L4"), 8.0, "pcie")
+    assert s.tensor_parallel in (1, 2, 4) and sv.tp_supported(w.model, s.tensor_parallel)
+
+
+def test_measured_files_from_vllm_and_with_a_bom(tmp_path):
+    # vLLM benchmark_serving --save-result keys: model_id, completed, total_input_tokens, total_output_tokens,
+    # max_concurrency, output_throughput, mean_ttft_ms, mean_tpot_ms; no GPU: taken to be the estimated replica's
+    j = tmp_path / "vllm.json"
+    j.write_text("\ufeff" + json.dumps({"backend": "vllm", "model_id": "meta-llama/Llama-3.1-8B-Instruct",
+                                        "completed": 100, "total_input_tokens": 102400, "total_output_tokens": 12800,
+                                        "max_concurrency": 16, "output_throughput": 640.0, "mean_ttft_ms": 80.0,
+                                        "mean_tpot_ms": 20.0}), encoding="utf-8")
+    meas = sv.load_measurements(str(j))
+    (row,) = meas.rows
+    assert (row.input_tokens, row.output_tokens, row.concurrency, row.gpu) == (1024, 128, 16, None)
+    w = Workload(task="serve", model=load_model("meta-llama/Llama-3.1-8B"), concurrency=16, measured=meas)
+    s = size_replica(w, load_gpu("L40S"), 1.0)
+    assert s.tokens_per_second_per_replica == pytest.approx(640.0, rel=0.05)
+    assert (s.ttft_ms, s.time_per_output_token_ms) == (pytest.approx(80.0, rel=0.05), pytest.approx(20.0, rel=0.05))
+    c = tmp_path / "m.csv"
+    c.write_text("\ufeffmodel,gpu,input_tokens,output_tokens,ttft_ms\nLlama-2-7B,A100-80GB,100,100,10\n",
+                 encoding="utf-8")
+    assert sv.load_measurements(str(c)).rows[0].ttft_ms == 10.0
+    c.write_text("model,gpu,tensor_parallel,input_tokens,output_tokens,ttft_ms\nLlama-2-7B,A100-80GB,3,100,100,10\n")
+    with pytest.raises(InputError, match="TP3 x PP1 is not a layout"):
+        sv.load_measurements(str(c))
+    c.write_text("model,gpu,precision,input_tokens,output_tokens,ttft_ms\nLlama-2-7B,A100-80GB,fp8,100,100,10\n")
+    with pytest.raises(InputError, match="no FP8 tensor cores"):
+        sv.load_measurements(str(c))
+
+
+def test_two_demands_and_serving_options_on_training_are_refused():
+    r = _cli("recommend", "--model", "meta-llama/Llama-3.1-8B", "--tokens-per-second", "5000", "--request-rate", "3")
+    assert r.exit_code == 1 and "give one demand, not both tokens_per_second and request_rate" in r.stderr
+    import gpuopt
+
+    with pytest.raises(InputError) as exc:
+        gpuopt.estimate(model="Llama-2-7B", task="train", tokens=1e9, engine="vllm")
+    assert exc.value.field == "engine"
+    with pytest.raises(InputError) as exc:
+        gpuopt.estimate(model="Llama-2-7B", engine=5)
+    assert exc.value.field == "engine"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from gpuopt.errors import InputError
@@ -233,14 +233,12 @@ def test_decode_throughput_grows_with_batch_until_compute_bound():
 
 
 def test_tensor_parallel_pays_more_on_pcie():
-    # Same model and demand over 4 GPUs: per-GPU throughput is lower than on 1 GPU, and lower on PCIe than NVLink.
+    # Same model and demand over 4 GPUs: per-GPU throughput is lower than on 1 GPU, and lower when the same GPUs
+    # talk over PCIe (32 GB/s each way, the fitted 47 us per all-reduce) than over NVLink (300 GB/s, 20 us)
     w = serve(concurrency=1, context_tokens=512)
-    l40s, a100 = load_gpu("L40S"), A100
-    eff = {}
-    for gpu in (a100, l40s):
-        one = size_replica(w, gpu, 1).tokens_per_second_per_replica
-        four = size_replica(w, gpu, 4).tokens_per_second_per_replica
-        eff[gpu.interconnect] = four / (4 * one)
+    pcie = dataclasses.replace(A100, interconnect="pcie", link_gbps_one_way=32.0)
+    one = size_replica(w, A100, 1).tokens_per_second_per_replica
+    eff = {g.interconnect: size_replica(w, g, 4).tokens_per_second_per_replica / (4 * one) for g in (A100, pcie)}
     assert eff["pcie"] < eff["nvlink"] < 1
 
 
@@ -310,7 +308,7 @@ def test_estimate_keys_train_and_serve():
         "tokens_per_second_per_replica", "tensor_parallel", "pipeline_parallel", "time_per_output_token_ms",
         "assumptions", "tpot_ms", "ttft_ms", "concurrency", "tokens_per_second_per_gpu", "precision", "engine",
         "input_tokens", "output_tokens", "ttft_target_ms", "tpot_target_ms", "kv_capacity_sequences",
-        "estimate_source", "scenario",
+        "estimate_source", "scenario", "meets_targets",
     }
     # 138 GB of bf16 weights: two A100-80GB hold them with room for a KV cache; TP only inside the 8-GPU node
     assert e["gpus_per_replica"] == 2
@@ -431,6 +429,9 @@ def test_memory_per_gpu_non_increasing_in_gpus(model, gpu, pair, task, concurren
     """More GPUs per replica never need more memory on the most loaded GPU (serving TP, ZeRO-3 training)."""
     m = load_model(model)
     if task == "serve":
+        from optimizer.serving import tp_supported
+
+        assume(all(tp_supported(m, n) for n in pair))  # the engines split the heads evenly (vLLM)
         w = Workload(task="serve", model=m, precision=precision, concurrency=concurrency, context_tokens=context)
     else:
         w = Workload(task="train", model=m, tokens=1e9, zero_stage=3, context_tokens=context)

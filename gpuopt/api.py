@@ -334,6 +334,24 @@ def _model_spec(model: str | None, params: float | None):
     raise InputError("model", "no model given: use --model NAME (see `gpuopt estimate --list-models`) or --params COUNT")
 
 
+#: Name parts of quantized checkpoints and the serving precision they imply (Hugging Face naming: ``-FP8``,
+#: ``-NVFP4``, ``-AWQ-INT4``, ``-GPTQ-Int4``, ``-W8A16``...).
+_NAME_PRECISIONS = (("nvfp4", "fp4"), ("fp4", "fp4"), ("fp8", "fp8"), ("awq", "int4"), ("gptq", "int4"),
+                    ("int4", "int4"), ("w4a16", "int4"), ("int8", "int8"), ("w8a16", "int8"))
+
+
+def precision_from_name(model: str | None) -> str | None:
+    """The serving precision a quantized checkpoint's name implies (``...-Instruct-FP8`` -> fp8, ``-AWQ-INT4`` ->
+    int4), or None."""
+    if not model:
+        return None
+    parts = str(model).rsplit("/", 1)[-1].lower().replace("_", "-").split("-")
+    for part, prec in _NAME_PRECISIONS:
+        if part in parts:
+            return prec
+    return None
+
+
 def _trace_lengths(trace, input_tokens, output_tokens):
     """(input, output, note) from a request trace CSV (``--trace``; optimizer.serving.load_trace) or as given.
 
@@ -421,6 +439,10 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
                              "does not use it", accepted="--task serve")
     if isinstance(precision, str):
         precision = precision.strip().lower()
+    name_note = ""
+    if precision is None and task == "serve" and precision_from_name(model):
+        precision = precision_from_name(model)
+        name_note = f"precision {precision} from the checkpoint's name ({model}); --precision to override"
     input_tokens, output_tokens, trace_note = _trace_lengths(trace, input_tokens, output_tokens)
     meas = None
     if measured is not None:
@@ -441,8 +463,9 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
     g = dataclasses.replace(g, memory_gib=usable_gpu_memory_gib(g.name, None, g.memory_gib))
     nums = dict(sizing.estimate(w, g, tensor_parallel=tensor_parallel, pipeline_parallel=pipeline_parallel))
     assumptions = list(nums.pop("assumptions", []) or [])
-    if trace_note:
-        assumptions.insert(0, trace_note)
+    for note in (trace_note, name_note):
+        if note:
+            assumptions.insert(0, note)
     if task == "serve" and tokens_per_second:
         per = nums["tokens_per_second_per_replica"]
         reps = math.ceil(tokens_per_second / per) if per > 0 else None
@@ -685,7 +708,8 @@ def _recommend_plan(plan_path, cwd, options: dict[str, Any], explain: bool = Tru
     plan = load_plan(options, plan_path, cwd)
     ws = []
     for i, item in enumerate(plan.workloads):
-        precisions = tuple((item.precision or "").split(",")) if item.precision else ()
+        implied = precision_from_name(item.model) if item.task == "serve" and not item.precision else None
+        precisions = tuple((item.precision or implied or "").split(",")) if (item.precision or implied) else ()
         kw = dict(task=item.task, precision=precisions[0] if precisions else None,
                   context_tokens=item.context_tokens, concurrency=item.concurrency, zero_stage=item.zero_stage)
         if item.task == "serve":

@@ -361,12 +361,18 @@ def charts(data: dict[str, Any]) -> list[tuple[str, str, bytes]]:
 
 # ----------------------------------------------------------------------------------------------------- tables
 def _layout(ln: dict) -> str:
-    return f"TP{ln.get('tensor_parallel') or 1} PP{ln.get('pipeline_parallel') or 1}"
+    """A line's replica layout; serving lines add the precision, batch, TTFT and TPOT (issue 10)."""
+    out = f"TP{ln.get('tensor_parallel') or 1} PP{ln.get('pipeline_parallel') or 1}"
+    if ln.get("precision"):
+        out += f" {ln['precision']}"
+        if ln.get("ttft_ms") is not None and ln.get("tpot_ms") is not None:
+            out += f", batch {ln.get('batch')}, TTFT {ln['ttft_ms']:,.0f} ms, TPOT {ln['tpot_ms']:,.1f} ms"
+    return out
 
 
 def _line_table(data) -> tuple[list[str], list[list[str]]]:
     head = ["provider", "region", "instance type", "pricing", "payment", "count", "months", "hours/month each",
-            "$/h each", "$/month", "total", "upfront", "commitment", "term ends", "GPUs each", "replicas", "TP/PP",
+            "$/h each", "$/month", "total", "upfront", "commitment", "term ends", "GPUs each", "replicas", "replica",
             "workloads", "used", "break-even"]
     rows = []
     for ln in data["lines"]:

@@ -415,3 +415,29 @@ def test_two_demands_and_serving_options_on_training_are_refused():
     with pytest.raises(InputError) as exc:
         gpuopt.estimate(model="Llama-2-7B", engine=5)
     assert exc.value.field == "engine"
+
+
+def test_quantized_checkpoint_names_set_the_precision():
+    from gpuopt.api import precision_from_name
+
+    assert precision_from_name("hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4") == "int4"
+    assert precision_from_name("nvidia/Llama-3.3-70B-Instruct-FP8") == "fp8"
+    assert precision_from_name("nvidia/Llama-3.1-405B-Instruct-FP4") == "fp4"
+    assert precision_from_name("meta-llama/Llama-3.1-8B-Instruct") is None
+    import gpuopt
+
+    e = gpuopt.estimate(model="hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", gpu="H100-80GB")
+    assert e.numbers["precision"] == "int4" and e.numbers["gpus_per_replica"] == 1
+    assert any("from the checkpoint's name" in a for a in e.assumptions)
+    bf = gpuopt.estimate(model="hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", gpu="H100-80GB",
+                         precision="bf16")
+    assert bf.numbers["precision"] == "bf16" and bf.numbers["gpus_per_replica"] == 2
+
+
+def test_markdown_report_lines_state_precision_batch_and_latency():
+    from gpuopt.report import _layout
+
+    ln = {"tensor_parallel": 2, "pipeline_parallel": 1, "precision": "fp8", "batch": 48, "ttft_ms": 210.4,
+          "tpot_ms": 38.25}
+    assert _layout(ln) == "TP2 PP1 fp8, batch 48, TTFT 210 ms, TPOT 38.2 ms"
+    assert _layout({"tensor_parallel": 1, "pipeline_parallel": 1, "precision": ""}) == "TP1 PP1"

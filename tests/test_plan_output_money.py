@@ -102,7 +102,7 @@ def test_every_line_shows_its_hours_so_the_month_can_be_checked():
     from pathlib import Path
 
     profile = Path(api.__file__).resolve().parent / "data" / "chat_daily.csv"
-    res = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=500, demand_profile=str(profile),
+    res = api.recommend(model="meta-llama/Llama-2-7b-hf", demand_profile=str(profile),
                         explain=False)
     lines = res.plan.lines
     assert any(ln.hours < 730 for ln in lines) and "h/month" in _text(res.plan)

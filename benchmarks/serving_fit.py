@@ -280,7 +280,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from optimizer import serving
 
+    if not Path(args.csv).is_file():
+        print(f"serving_fit: no such file: {args.csv}", file=sys.stderr)
+        return 1
     cases, skipped = load_rows(Path(args.csv))
+    if not cases:
+        print(f"serving_fit: {args.csv} has no usable row", file=sys.stderr)
+        return 1
     fit = serving.FIT
     if args.refit:
         fit = refit(cases, fit)

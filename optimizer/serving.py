@@ -532,6 +532,9 @@ def best_point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engin
             lo = mid
         else:
             hi = mid
+    pp = layout.pipeline_parallel
+    if pp > 1 and lo > pp and lo % pp:  # pipeline stages run equal micro-batches: a whole number per stage
+        lo -= lo % pp
     return point(m, gpu, layout, precision, engine, lo, input_tokens, output_tokens, fit, static, hop, scale)
 
 

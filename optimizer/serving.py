@@ -457,8 +457,9 @@ def point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: En
     ``max_concurrent_batches = pipeline_parallel_size``): a token of a sequence takes one trip through every stage,
     ``TPOT = max(m t_stage, p t_stage + (p-1) t_hop + t_return)`` with micro-batches of ``b = ceil(B/m)``;
     ``hop = (latency s, s per sequence)`` of one stage-to-stage transfer (``t_hop = latency + b x per-sequence``;
-    ``t_return`` = latency). ``scale``: the user's measurement's correction (:class:`Correction`). ``static=True``: a static batch (TensorRT-LLM <= v0.6
-    ``gptSessionBenchmark``): all B prompts first, then O steps: tokens/s = ``B O / (B t_prefill + O t_step)``.
+    ``t_return`` = latency). ``scale``: the user's measurement's correction (:class:`Correction`).
+    ``static=True``: a static batch (TensorRT-LLM <= v0.6 ``gptSessionBenchmark``): all B prompts first, then O
+    steps: tokens/s = ``B O / (B t_prefill + O t_step)``.
     """
     pp = layout.pipeline_parallel
     context = input_tokens + output_tokens / 2.0
@@ -471,8 +472,9 @@ def point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: En
     else:
         step = decode_step_s(m, gpu, layout, precision, batch, context, fit, engine.name)
     pre = prefill_s(m, gpu, layout, precision, input_tokens, fit, engine.name)
+    # one prompt crosses every stage, its I tokens' hidden states over each hop
     own = pre if pp == 1 else prefill_s(m, gpu, layout, precision, input_tokens, fit, engine.name, latency=True) \
-        + (pp - 1) * (hop[0] + hop[1]) + hop[0]
+        + (pp - 1) * (hop[0] + input_tokens * hop[1]) + hop[0]
     if static:
         total = batch * pre + output_tokens * step
         tps = batch * output_tokens / total

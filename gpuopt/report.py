@@ -372,7 +372,7 @@ def _layout(ln: dict) -> str:
 
 def _line_table(data) -> tuple[list[str], list[list[str]]]:
     head = ["provider", "region", "instance type", "pricing", "payment", "count", "months", "hours/month each",
-            "$/h each", "$/month", "total", "upfront", "commitment", "term ends", "GPUs each", "replicas", "replica",
+            "$/h each", "$/month", "total", "upfront", "commitment", "term ends", "GPUs each", "replicas", "TP/PP",
             "workloads", "used", "break-even"]
     rows = []
     for ln in data["lines"]:

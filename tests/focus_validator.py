@@ -392,13 +392,14 @@ _PLANS: dict[str, Any] = {}
 
 def example_fleet_result():
     """The bundled example plan (gpuopt/data/example_plan.yaml: three workloads over 12 months from next month)
-    planned once per test session, for the FOCUS and report tests (HiGHS; with its explanations, the longest plan of
-    these tests). The plan uses the shipped snapshot, so the test's price cache does not matter."""
+    planned once per test session, for the FOCUS, report and plan tests (the file's own solver, CBC; with its
+    explanations, the longest plan of these tests). The plan uses the shipped snapshot, so the test's price cache
+    does not matter."""
     if "fleet" not in _PLANS:
         import gpuopt
 
         example = Path(__file__).parents[1] / "gpuopt" / "data" / "example_plan.yaml"
-        _PLANS["fleet"] = gpuopt.recommend(workload_file=example, solver="highs")
+        _PLANS["fleet"] = gpuopt.recommend(workload_file=example)
     return _PLANS["fleet"]
 
 

@@ -79,7 +79,9 @@ def _check_numbers(text: str, result) -> None:
         assert row["commitment"] == (f"${ln.commitment_usd:,.2f}" if committed else "—")
         assert row["term ends"] == (ln.term_end if committed else "—")
         assert row["replicas"] == str(ln.replicas)
-        assert row["TP/PP"] == f"TP{ln.tensor_parallel} PP{ln.pipeline_parallel}"
+        assert row["TP/PP"].startswith(f"TP{ln.tensor_parallel} PP{ln.pipeline_parallel}")
+        if ln.precision:  # serving lines: the replica's precision, batch and latency (issue 10)
+            assert f" {ln.precision}, batch {ln.batch}, TTFT " in row["TP/PP"]
 
 
 def _check_summary(text: str, result) -> None:

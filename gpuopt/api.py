@@ -407,7 +407,8 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
              engine: str | None = None, input_tokens: int | None = None, output_tokens: int | None = None,
              scenario: str | None = None, request_rate: float | None = None, ttft_slo_ms: float | None = None,
              tpot_slo_ms: float | None = None, measured: str | Path | None = None,
-             trace: str | Path | None = None) -> EstimateResult:
+             trace: str | Path | None = None, micro_batch_size: int | None = None,
+             activation_recompute: bool | None = None, mfu: float | None = None) -> EstimateResult:
     """Size one replica of a workload on ``gpu`` (no prices involved).
 
     Args: as ``gpuopt estimate``: model (known name or HF repo, -Instruct/-chat variants accepted) or params (count),
@@ -420,7 +421,8 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
         scenario offline|server|interactive (default server: p99 TTFT <= 2,000 ms, TPOT <= 200 ms), ttft_slo_ms /
         tpot_slo_ms (p99 targets, override the scenario's), measured (a CSV/JSON of the user's benchmark results,
         ``optimizer.serving.load_measurements``), trace (a CSV of requests' input/output tokens: their means are the
-        lengths, ``optimizer.serving.load_trace``).
+        lengths, ``optimizer.serving.load_trace``). Training: micro_batch_size (sequences per GPU per step),
+        activation_recompute (full activation checkpointing, default True), mfu (override of the default MFU).
     Returns: EstimateResult; serving ``numbers`` has tokens_per_second_per_replica, ttft_ms, tpot_ms, concurrency,
         gpus_per_replica, memory_gib_per_replica, tensor_parallel, pipeline_parallel, precision, engine, the targets
         and estimate_source. Raises: InputError naming the field for bad input or when nothing fits.
@@ -437,6 +439,13 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
         if extra:
             raise InputError(extra[0].lstrip("-").replace("-", "_"), f"{extra[0]} is a serving option; task {task!r} "
                              "does not use it", accepted="--task serve")
+    else:
+        given = {"--micro-batch-size": micro_batch_size, "--activation-recompute": activation_recompute,
+                 "--mfu": mfu}
+        extra = [k for k, v in given.items() if v is not None]
+        if extra:
+            raise InputError(extra[0].lstrip("-").replace("-", "_"), f"{extra[0]} is a training option; task 'serve' "
+                             "does not use it", accepted="--task train, finetune or lora")
     if isinstance(precision, str):
         precision = precision.strip().lower()
     name_note = ""
@@ -453,7 +462,8 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
                        concurrency=concurrency, tokens_per_second=tokens_per_second, tokens=tokens,
                        deadline_hours=deadline_hours, zero_stage=zero_stage, engine=engine, input_tokens=input_tokens,
                        output_tokens=output_tokens, scenario=scenario, request_rate=request_rate,
-                       ttft_slo_ms=ttft_slo_ms, tpot_slo_ms=tpot_slo_ms, measured=meas))
+                       ttft_slo_ms=ttft_slo_ms, tpot_slo_ms=tpot_slo_ms, measured=meas,
+                       micro_batch_size=micro_batch_size, activation_recompute=activation_recompute, mfu=mfu))
     tokens_per_second = w.tokens_per_second
     import dataclasses
 

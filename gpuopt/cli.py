@@ -245,6 +245,9 @@ def estimate(
     measured: Annotated[Optional[Path], typer.Option("--measured", help="Serving: a CSV/JSON of your own benchmark results (vLLM benchmark_serving, GenAI-Perf) that corrects the model.")] = None,
     trace: Annotated[Optional[Path], typer.Option("--trace", help="Serving: a CSV of requests (input_tokens, output_tokens): their means are the lengths.")] = None,
     zero_stage: Annotated[Optional[int], typer.Option("--zero-stage", help="Training: ZeRO stage 0-3.")] = None,
+    micro_batch_size: Annotated[Optional[int], typer.Option("--micro-batch-size", help="Training: sequences per GPU per step (default 1).")] = None,
+    activation_recompute: Annotated[Optional[bool], typer.Option("--activation-recompute/--no-activation-recompute", help="Training: full activation checkpointing (default on).")] = None,
+    mfu: Annotated[Optional[float], typer.Option("--mfu", help="Training: model FLOPs utilization to assume, 0-1 (default by GPU class).")] = None,
     list_models: Annotated[bool, typer.Option("--list-models", help="List the known models and GPUs and exit.")] = False,
     fmt: FormatOpt = "table",
 ):
@@ -266,7 +269,8 @@ def estimate(
                               request_rate=request_rate, tensor_parallel=tensor_parallel,
                               pipeline_parallel=pipeline_parallel, engine=engine, input_tokens=input_tokens,
                               output_tokens=output_tokens, scenario=scenario, ttft_slo_ms=ttft_ms,
-                              tpot_slo_ms=tpot_ms, measured=measured, trace=trace)
+                              tpot_slo_ms=tpot_ms, measured=measured, trace=trace,
+                              micro_batch_size=micro_batch_size, activation_recompute=activation_recompute, mfu=mfu)
         render.estimate(result, fmt)
 
 

@@ -438,3 +438,22 @@ def test_memory_per_gpu_non_increasing_in_gpus(model, gpu, pair, task, concurren
     g = load_gpu(gpu)
     small, big = (size_replica(w, g, n) for n in pair)
     assert big.memory_gib_per_gpu <= small.memory_gib_per_gpu * (1 + 1e-12)
+
+
+def test_training_options_reach_the_estimate():
+    # issue 11 (interface): micro-batch, activation recompute and MFU are options of estimate (API and CLI)
+    import gpuopt
+
+    base = gpuopt.estimate(model="Llama-2-7B", task="train", tokens=1e10, gpu="A100-80GB").numbers
+    mb2 = gpuopt.estimate(model="Llama-2-7B", task="train", tokens=1e10, gpu="A100-80GB", micro_batch_size=2).numbers
+    # Korthikanti et al. 2022: activations scale with the micro-batch (full recompute: 2 s b h L + 34 s b h + 4 s b V)
+    assert mb2["breakdown_gib"]["activations"] == pytest.approx(2 * base["breakdown_gib"]["activations"], rel=0.01)
+    fast = gpuopt.estimate(model="Llama-2-7B", task="train", tokens=1e10, gpu="A100-80GB", mfu=0.5).numbers
+    assert fast["gpu_hours"] == pytest.approx(base["gpu_hours"] * 0.40 / 0.5, rel=0.02)
+    with pytest.raises(InputError) as e:  # no recompute at micro-batch 4: 34 s b h L of activations per GPU
+        gpuopt.estimate(model="Llama-2-7B", task="train", tokens=1e10, gpu="A100-80GB", micro_batch_size=4,
+                        activation_recompute=False)
+    assert e.value.field == "gpu"
+    with pytest.raises(InputError) as e:
+        gpuopt.estimate(model="Llama-2-7B", mfu=0.5)
+    assert e.value.field == "mfu"

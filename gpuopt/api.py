@@ -336,8 +336,9 @@ def _model_spec(model: str | None, params: float | None):
 
 #: Name parts of quantized checkpoints and the serving precision they imply (Hugging Face naming: ``-FP8``,
 #: ``-NVFP4``, ``-AWQ-INT4``, ``-GPTQ-Int4``, ``-W8A16``...).
-_NAME_PRECISIONS = (("nvfp4", "fp4"), ("fp4", "fp4"), ("fp8", "fp8"), ("awq", "int4"), ("gptq", "int4"),
-                    ("int4", "int4"), ("w4a16", "int4"), ("int8", "int8"), ("w8a16", "int8"))
+_NAME_PRECISIONS = (("nvfp4", "fp4"), ("fp4", "fp4"), ("fp8", "fp8"), ("int8", "int8"), ("w8a16", "int8"),
+                    ("w8a8", "int8"), ("int4", "int4"), ("w4a16", "int4"), ("awq", "int4"), ("gptq", "int4"))
+#: (the bit width named first: Qwen2.5-7B-Instruct-GPTQ-Int8 is int8; a bare -AWQ or -GPTQ is 4-bit)
 
 
 def precision_from_name(model: str | None) -> str | None:
@@ -345,7 +346,7 @@ def precision_from_name(model: str | None) -> str | None:
     int4), or None."""
     if not model:
         return None
-    parts = str(model).rsplit("/", 1)[-1].lower().replace("_", "-").split("-")
+    parts = str(model).rsplit("/", 1)[-1].lower().replace("_", "-").replace(".", "-").split("-")
     for part, prec in _NAME_PRECISIONS:
         if part in parts:
             return prec

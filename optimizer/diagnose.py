@@ -71,7 +71,8 @@ def _serving_reason(workload: "Workload", rejected: dict) -> dict | None:
         return {"kind": "misses_latency_target",
                 "message": f"{counts['misses_latency_target']} offers hold the model but meet {goal} at no batch (the "
                            "others have too little memory, need a cluster fabric or run none of the precisions): "
-                           "relax --ttft-ms/--tpot-ms or --scenario, shorten --input-tokens, use a faster precision "
+                           + ("lower --concurrency (it is fixed), " if workload.concurrency is not None else "")
+                           + "relax --ttft-ms/--tpot-ms or --scenario, shorten --input-tokens, use a faster precision "
                            "(--precision bf16,fp8) or widen --gpu"}
     return None
 

@@ -87,8 +87,8 @@ def serving_rules(workloads) -> list[str]:
             from optimizer.serving import load_engine
 
             eng = load_engine(w.engine).name
-            rows = [r.row for r in w.measured.rows if r.model.name == w.model.name and r.engine == eng]
-            note = (f"; corrected by your measurements ({w.measured.path}, row{'s' if len(rows) > 1 else ''} "
+            rows = [r.row for r in w.measured.rows if r.model.name == w.model.name and r.engine in (eng, None)]
+            note = (f"; corrected by your measurements where they apply ({w.measured.path}, row{'s' if len(rows) > 1 else ''} "
                     f"{', '.join(map(str, rows))})" if rows else
                     f"; {w.measured.path} has no row of {w.model.name} on {eng}: the model alone")
         out.append(f"serving {getattr(fw, 'name', 'workload')}: {targets}; requests of {inp:,} input + {outp:,} output "

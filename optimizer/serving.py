@@ -154,6 +154,11 @@ def _engine_aliases(name: str) -> str:
             "nim": "tensorrt-llm"}.get(key, key)
 
 
+#: Benchmark-client backends that name the API, not the engine behind it (vLLM benchmark_serving ``--backend
+#: openai-chat``): a measurement with one of these is taken to be of the engine estimated.
+_API_BACKENDS = ("openai", "openai-chat", "openai-completions", "openai-audio", "openai-embeddings")
+
+
 def load_engine(name: str | None) -> EngineProfile:
     """The profile of engine ``name`` (``vllm``, ``sglang``, ``tensorrt-llm``; ``trt-llm`` accepted), default vLLM.
 
@@ -573,12 +578,15 @@ class Correction:
     Attributes:
         tokens_per_second, ttft, tpot: multipliers (1.0 where the measurement gives no figure).
         source: ``"measured: FILE row N"`` -- what the output names as the estimate's source.
+        applied: False when the nearest row cannot be estimated on this replica's GPU (factors 1; ``source`` says
+            why): the model alone.
     """
 
     tokens_per_second: float = 1.0
     ttft: float = 1.0
     tpot: float = 1.0
     source: str = ""
+    applied: bool = True
 
     def apply(self, pt: ServingPoint) -> ServingPoint:
         return replace(pt, tokens_per_second=pt.tokens_per_second * self.tokens_per_second,
@@ -611,13 +619,14 @@ MEASURED_COLUMNS: dict[str, tuple[str, ...]] = {
 class Measurement:
     """One benchmark result of the user's: the replica's setup and what it measured (output tokens/s of the whole
     replica, mean TTFT and TPOT in ms; None where not given). ``gpu``, ``layout``, ``precision`` None: not in the file
-    (a vLLM ``--save-result`` JSON has none): taken to be the replica being estimated."""
+    (a vLLM ``--save-result`` JSON has none): taken to be the replica being estimated; ``engine`` None: the file names
+    the client API (``openai-chat``), taken to be the engine estimated."""
 
     model: ModelSpec
     gpu: GpuSpec | None
     layout: Layout | None
     precision: str | None
-    engine: str
+    engine: str | None
     input_tokens: int
     output_tokens: int
     concurrency: int | None
@@ -640,7 +649,7 @@ class Measurements:
         and engine nearest this replica (same GPU, then same tensor-parallel size, then same precision), the
         factors measured / estimated at that measurement's own lengths and concurrency. None when no row is of this
         model and engine (the model alone estimates)."""
-        rows = [r for r in self.rows if r.model.name == m.name and r.engine == engine.name]
+        rows = [r for r in self.rows if r.model.name == m.name and r.engine in (engine.name, None)]
         if not rows:
             return None
 
@@ -651,10 +660,11 @@ class Measurements:
         r = min(rows, key=rank)
         r_gpu, r_layout, r_prec = r.gpu or gpu, r.layout or layout, r.precision or precision
         try:
-            est = best_point(r.model, r_gpu, r_layout, r_prec, ENGINES[r.engine], r.input_tokens,
+            est = best_point(r.model, r_gpu, r_layout, r_prec, ENGINES[r.engine or engine.name], r.input_tokens,
                              r.output_tokens, concurrency=r.concurrency, fit=fit)
-        except InputError:
-            return None
+        except InputError as exc:  # the row cannot be that replica's (fp8 measured, estimated on an A100)
+            return Correction(source=f"model (optimizer/serving.py fit); {self.path} row {r.row} does not apply on "
+                                     f"{r_gpu.name}: {exc.message}", applied=False)
         if est is None:
             return None
         f_tps = r.tokens_per_second / est.tokens_per_second if r.tokens_per_second else 1.0
@@ -770,7 +780,8 @@ def load_measurements(path: str) -> Measurements:
         try:
             model = load_model(str(get("model")))
             gpu = None if get("gpu") is None else load_gpu(str(get("gpu")))
-            engine = load_engine(str(get("engine") or DEFAULT_ENGINE)).name
+            backend = str(get("engine") or DEFAULT_ENGINE).strip().lower()
+            engine = None if backend in _API_BACKENDS else load_engine(backend).name
         except InputError as exc:
             raise InputError("measured", f"{path} row {i}: {exc.field}: {exc.message}", accepted=exc.accepted) from None
         tp = num("tensor_parallel", whole=True)

@@ -911,9 +911,14 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
                                                 f"node between stages, {net.hop_latency_s * 1e6:.1f} us per hop)"
                                                 if pp > 1 else ""),
         ]
-        if corr is not None:
+        if w.precision == "bf16" and sv.gpu_generation(spec) in ("volta", "turing"):
+            assumptions.append(f"{spec.name} has no bf16: the engines serve a bf16 checkpoint in fp16 (vLLM casts it "
+                               "with a warning), the same bytes and speed")
+        if corr is not None and corr.applied:
             assumptions.append(f"corrected by the user's benchmark ({corr.source}): tokens/s x "
                                f"{corr.tokens_per_second:.3f}, TTFT x {corr.ttft:.3f}, TPOT x {corr.tpot:.3f}")
+        elif corr is not None:
+            assumptions.append(corr.source)
         elif w.measured is not None:
             assumptions.append(f"{w.measured.path} has no row of {m.name} on {eng.name}: the model alone")
     elif w.task == "lora":

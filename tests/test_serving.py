@@ -441,3 +441,28 @@ def test_markdown_report_lines_state_precision_batch_and_latency():
           "tpot_ms": 38.25}
     assert _layout(ln) == "TP2 PP1 fp8, batch 48, TTFT 210 ms, TPOT 38.2 ms"
     assert _layout({"tensor_parallel": 1, "pipeline_parallel": 1, "precision": ""}) == "TP1 PP1"
+
+
+def test_recheck_name_bits_api_backends_and_rows_that_cannot_apply(tmp_path):
+    from gpuopt.api import precision_from_name
+
+    assert precision_from_name("Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8") == "int8"  # the bit width named wins
+    assert precision_from_name("TheBloke/Llama-2-70B-Chat-GPTQ") == "int4"
+    # vLLM benchmark_serving --backend openai-chat names the client API: taken to be the engine estimated
+    j = tmp_path / "chat.json"
+    j.write_text(json.dumps({"backend": "openai-chat", "model_id": "meta-llama/Llama-3.1-8B-Instruct",
+                             "completed": 10, "total_input_tokens": 10240, "total_output_tokens": 1280,
+                             "max_concurrency": 8, "mean_tpot_ms": 30.0}))
+    meas = sv.load_measurements(str(j))
+    assert meas.rows[0].engine is None
+    w = Workload(task="serve", model=load_model("meta-llama/Llama-3.1-8B"), concurrency=8, engine="sglang",
+                 measured=meas)
+    s = size_replica(w, load_gpu("L40S"), 1.0)
+    assert s.time_per_output_token_ms == pytest.approx(30.0, rel=0.05) and s.estimate_source.startswith("measured")
+    # a row measured in fp8 without a GPU cannot be the A100's: the model alone, and the output says why
+    c = tmp_path / "fp8.csv"
+    c.write_text("model,precision,input_tokens,output_tokens,tpot_ms\nLlama-3.1-8B,fp8,1024,128,20\n")
+    w = Workload(task="serve", model=load_model("Llama-3.1-8B"), measured=sv.load_measurements(str(c)))
+    s = size_replica(w, load_gpu("A100-80GB"), 1.0)
+    assert s.estimate_source.startswith("model") and "row 1 does not apply on A100-80GB" in s.estimate_source
+    assert any("does not apply on A100-80GB" in a for a in s.assumptions)

@@ -39,9 +39,16 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
-DEFAULT_CSV = ROOT.parent / "shared" / "data" / "perf" / "serving.csv"
-if not DEFAULT_CSV.exists():  # a checkout without the shared data: the copy the tests read
-    DEFAULT_CSV = ROOT / "tests" / "fixtures" / "perf" / "serving.csv"
+
+
+def perf_csv(name: str) -> Path:
+    """A calibration file of ``shared/data/perf`` (``serving.csv``, ``training.csv``), else the copy the tests read
+    (``tests/fixtures/perf``) on a checkout without the shared data."""
+    shared = ROOT.parent / "shared" / "data" / "perf" / name
+    return shared if shared.exists() else ROOT / "tests" / "fixtures" / "perf" / name
+
+
+DEFAULT_CSV = perf_csv("serving.csv")
 THROUGHPUT_BOUND = 0.30
 LATENCY_BOUND = 0.35
 

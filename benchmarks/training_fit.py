@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import re
 import statistics
 import sys
 from collections import Counter, defaultdict
@@ -27,16 +26,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
-DEFAULT_CSV = ROOT.parent / "shared" / "data" / "perf" / "training.csv"
-if not DEFAULT_CSV.exists():  # a checkout without the shared data: the copy the tests read
-    DEFAULT_CSV = ROOT / "tests" / "fixtures" / "perf" / "training.csv"
+from benchmarks.serving_fit import _num, perf_csv  # noqa: E402  (after ROOT is on the path)
+
+DEFAULT_CSV = perf_csv("training.csv")
 BOUND = 0.20
-
-
-def _num(text: str | None) -> float | None:
-    """The first number of a cell (``~150`` -> 150, ``1,024`` -> 1024), None when there is none."""
-    m = re.search(r"\d[\d,]*\.?\d*", text or "")
-    return float(m.group(0).replace(",", "")) if m else None
 
 
 def _model(row: dict):

@@ -379,6 +379,20 @@ def _workload(spec_like: dict[str, Any]):
     return with_request_rate(w)
 
 
+def _lower(value, field_name: str):
+    """A text option folded to lower case (None stays None); aliases of optimizers resolved."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InputError(field_name, f"must be text, got {value!r}")
+    v = value.strip().lower()
+    if field_name == "optimizer":
+        from optimizer.training import OPTIMIZER_ALIASES
+
+        v = OPTIMIZER_ALIASES.get(v, v)
+    return v
+
+
 @dataclass
 class EstimateResult:
     """What `gpuopt estimate` prints: sizing of one replica of the workload on one GPU model.
@@ -409,7 +423,9 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
              scenario: str | None = None, request_rate: float | None = None, ttft_slo_ms: float | None = None,
              tpot_slo_ms: float | None = None, measured: str | Path | None = None,
              trace: str | Path | None = None, micro_batch_size: int | None = None,
-             activation_recompute: bool | None = None, mfu: float | None = None) -> EstimateResult:
+             activation_recompute: bool | None = None, mfu: float | None = None, gpus: int | None = None,
+             global_batch_tokens: float | None = None, optimizer: str | None = None, offload: str | None = None,
+             framework: str | None = None) -> EstimateResult:
     """Size one replica of a workload on ``gpu`` (no prices involved).
 
     Args: as ``gpuopt estimate``: model (known name or HF repo, -Instruct/-chat variants accepted) or params (count),
@@ -422,20 +438,37 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
         scenario offline|server|interactive (default server: p99 TTFT <= 2,000 ms, TPOT <= 200 ms), ttft_slo_ms /
         tpot_slo_ms (p99 targets, override the scenario's), measured (a CSV/JSON of the user's benchmark results,
         ``optimizer.serving.load_measurements``), trace (a CSV of requests' input/output tokens: their means are the
-        lengths, ``optimizer.serving.load_trace``). Training: micro_batch_size (sequences per GPU per step),
-        activation_recompute (full activation checkpointing, default True), mfu (override of the default MFU).
-    Returns: EstimateResult; serving ``numbers`` has tokens_per_second_per_replica, ttft_ms, tpot_ms, concurrency,
+        lengths, ``optimizer.serving.load_trace``). Training (train/finetune, issue 11; ``optimizer.training``): gpus
+        (the job's GPU count; default: the fewest of 1, 2, 4, ... 16,384 that hold it, or with deadline_hours the
+        fewest that finish in time), tensor_parallel / pipeline_parallel (fix the layout; default searched),
+        context_tokens (sequence length), global_batch_tokens (default 4M), micro_batch_size, activation_recompute
+        (default: searched), precision bf16|fp16|fp8, optimizer adam|adam8bit|adafactor|sgd, zero_stage 0..3 (default:
+        the framework's), offload none|optimizer|params, framework megatron|fsdp|deepspeed (default: megatron for
+        train, fsdp for finetune), mfu (your measured MFU, replacing the model's throughput). LoRA keeps
+        micro_batch_size, activation_recompute, zero_stage and mfu.
+    Returns: EstimateResult; training ``numbers`` has tokens_per_second_per_gpu, mfu, step_time_s,
+        memory_gib_per_gpu, gpu_hours, wall_hours, goodput, gpus and layout; serving ``numbers`` has
+        tokens_per_second_per_replica, ttft_ms, tpot_ms, concurrency,
         gpus_per_replica, memory_gib_per_replica, tensor_parallel, pipeline_parallel, precision, engine, the targets
         and estimate_source. Raises: InputError naming the field for bad input or when nothing fits.
     """
     from optimizer import sizing
     from optimizer.specs import load_gpu
 
+    training_only = {"--gpus": gpus, "--global-batch-tokens": global_batch_tokens, "--optimizer": optimizer,
+                     "--offload": offload, "--framework": framework}
+    if task not in ("train", "finetune"):
+        extra = [k for k, v in training_only.items() if v is not None]
+        if extra:
+            raise InputError(extra[0].lstrip("-").replace("-", "_"), f"{extra[0]} is an option of full training; task "
+                             f"{task!r} does not use it", accepted="--task train or finetune")
     if task != "serve":
-        given = {"--tensor-parallel": tensor_parallel, "--pipeline-parallel": pipeline_parallel, "--engine": engine,
+        given = {"--engine": engine,
                  "--input-tokens": input_tokens, "--output-tokens": output_tokens, "--scenario": scenario,
                  "--request-rate": request_rate, "--ttft-ms": ttft_slo_ms, "--tpot-ms": tpot_slo_ms,
                  "--measured": measured, "--trace": trace}
+        if task == "lora":
+            given.update({"--tensor-parallel": tensor_parallel, "--pipeline-parallel": pipeline_parallel})
         extra = [k for k, v in given.items() if v is not None]
         if extra:
             raise InputError(extra[0].lstrip("-").replace("-", "_"), f"{extra[0]} is a serving option; task {task!r} "
@@ -464,7 +497,10 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
                        deadline_hours=deadline_hours, zero_stage=zero_stage, engine=engine, input_tokens=input_tokens,
                        output_tokens=output_tokens, scenario=scenario, request_rate=request_rate,
                        ttft_slo_ms=ttft_slo_ms, tpot_slo_ms=tpot_slo_ms, measured=meas,
-                       micro_batch_size=micro_batch_size, activation_recompute=activation_recompute, mfu=mfu))
+                       micro_batch_size=micro_batch_size, activation_recompute=activation_recompute, mfu=mfu,
+                       global_batch_tokens=global_batch_tokens,
+                       optimizer=_lower(optimizer, "optimizer"), offload=_lower(offload, "offload"),
+                       framework=_lower(framework, "framework")))
     tokens_per_second = w.tokens_per_second
     import dataclasses
 
@@ -472,7 +508,8 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
 
     g = load_gpu(gpu)
     g = dataclasses.replace(g, memory_gib=usable_gpu_memory_gib(g.name, None, g.memory_gib))
-    nums = dict(sizing.estimate(w, g, tensor_parallel=tensor_parallel, pipeline_parallel=pipeline_parallel))
+    nums = dict(sizing.estimate(w, g, tensor_parallel=tensor_parallel, pipeline_parallel=pipeline_parallel,
+                                gpus=gpus))
     assumptions = list(nums.pop("assumptions", []) or [])
     for note in (trace_note, name_note):
         if note:
@@ -482,7 +519,7 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
         reps = math.ceil(tokens_per_second / per) if per > 0 else None
         nums["replicas_needed"] = reps
         nums["gpus_needed"] = None if reps is None else reps * nums["gpus_per_replica"]
-    if task != "serve" and deadline_hours and nums.get("gpu_hours"):
+    if task == "lora" and deadline_hours and nums.get("gpu_hours"):
         gpus_needed = nums["gpu_hours"] / deadline_hours
         reps = math.ceil(gpus_needed / nums["gpus_per_replica"])
         nums["replicas_needed"] = reps

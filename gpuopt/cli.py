@@ -225,17 +225,18 @@ def recommend(
 def estimate(
     model: Annotated[Optional[str], typer.Option(help="Model name or Hugging Face repo, e.g. meta-llama/Llama-2-7b-hf.")] = None,
     params: Annotated[Optional[float], typer.Option(help="Parameter count, for a model not in the table.")] = None,
-    task: Annotated[str, typer.Option(help="serve, train or finetune.")] = "serve",
+    task: Annotated[str, typer.Option(help="serve, train, finetune or lora.")] = "serve",
     gpu: Annotated[str, typer.Option(help="GPU model, e.g. A100-80GB, H100-80GB, L4.")] = "A100-80GB",
+    gpus: Annotated[Optional[int], typer.Option("--gpus", help="Training: GPUs of the job, 1-16384 (default: the fewest that hold it, or with --deadline-hours the fewest that finish in time).")] = None,
     tokens: Annotated[Optional[float], typer.Option(help="Training: tokens to process (e.g. 2e12).")] = None,
     tokens_per_second: Annotated[Optional[float], typer.Option("--tokens-per-second", help="Serving demand, to count replicas.")] = None,
     deadline_hours: Annotated[Optional[float], typer.Option("--deadline-hours", help="Training deadline, to count GPUs.")] = None,
-    precision: Annotated[Optional[str], typer.Option(help="Serving: bf16, fp16, fp8 (Ada/Hopper/Blackwell), int8, int4 (weight-only), fp4 (Blackwell). Training: bf16, fp16.")] = None,
+    precision: Annotated[Optional[str], typer.Option(help="Serving: bf16, fp16, fp8 (Ada/Hopper/Blackwell), int8, int4 (weight-only), fp4 (Blackwell). Training: bf16, fp16, fp8 (Hopper/Ada/Blackwell).")] = None,
     context: Annotated[Optional[int], typer.Option("--context", help="Tokens per sequence (serving: input + output when --input-tokens is not given).")] = None,
     concurrency: Annotated[Optional[int], typer.Option(help="Serving: sequences per replica (default: the largest batch that fits memory and the latency targets).")] = None,
     request_rate: Annotated[Optional[float], typer.Option("--request-rate", help="Serving demand in requests/s, to count replicas.")] = None,
-    tensor_parallel: Annotated[Optional[int], typer.Option("--tensor-parallel", help="Serving: GPUs per replica in one node (default: the smallest replica that serves).")] = None,
-    pipeline_parallel: Annotated[Optional[int], typer.Option("--pipeline-parallel", help="Serving: pipeline stages, one node each (default 1).")] = None,
+    tensor_parallel: Annotated[Optional[int], typer.Option("--tensor-parallel", help="GPUs one layer is split over, inside one node (default: serving the smallest replica that serves; training searched).")] = None,
+    pipeline_parallel: Annotated[Optional[int], typer.Option("--pipeline-parallel", help="Pipeline stages (default: serving 1 per node; training searched).")] = None,
     engine: Annotated[Optional[str], typer.Option("--engine", help="Serving engine: vllm (default), sglang, tensorrt-llm.")] = None,
     input_tokens: Annotated[Optional[int], typer.Option("--input-tokens", help="Serving: mean prompt tokens per request (default 1024).")] = None,
     output_tokens: Annotated[Optional[int], typer.Option("--output-tokens", help="Serving: mean generated tokens per request (default 128).")] = None,
@@ -244,10 +245,14 @@ def estimate(
     tpot_ms: Annotated[Optional[float], typer.Option("--tpot-ms", help="Serving: p99 time-per-output-token target, ms (overrides the scenario's).")] = None,
     measured: Annotated[Optional[Path], typer.Option("--measured", help="Serving: a CSV/JSON of your own benchmark results (vLLM benchmark_serving, GenAI-Perf) that corrects the model.")] = None,
     trace: Annotated[Optional[Path], typer.Option("--trace", help="Serving: a CSV of requests (input_tokens, output_tokens): their means are the lengths.")] = None,
-    zero_stage: Annotated[Optional[int], typer.Option("--zero-stage", help="Training: ZeRO stage 0-3.")] = None,
-    micro_batch_size: Annotated[Optional[int], typer.Option("--micro-batch-size", help="Training: sequences per GPU per step (default 1).")] = None,
-    activation_recompute: Annotated[Optional[bool], typer.Option("--activation-recompute/--no-activation-recompute", help="Training: full activation checkpointing (default on).")] = None,
-    mfu: Annotated[Optional[float], typer.Option("--mfu", help="Training: model FLOPs utilization to assume, 0-1 (default by GPU class).")] = None,
+    zero_stage: Annotated[Optional[int], typer.Option("--zero-stage", help="Training: ZeRO stage 0-3 (default: the framework's; Megatron 1, FSDP/DeepSpeed 3).")] = None,
+    micro_batch_size: Annotated[Optional[int], typer.Option("--micro-batch-size", help="Training: sequences per GPU per micro-batch (default: searched; lora 1).")] = None,
+    activation_recompute: Annotated[Optional[bool], typer.Option("--activation-recompute/--no-activation-recompute", help="Training: full activation checkpointing (default: searched; lora on).")] = None,
+    mfu: Annotated[Optional[float], typer.Option("--mfu", help="Training: your measured MFU, 0-1, replacing the model's throughput.")] = None,
+    global_batch_tokens: Annotated[Optional[float], typer.Option("--global-batch-tokens", help="Training: tokens per optimizer step (default 4M, Llama 2's).")] = None,
+    optimizer: Annotated[Optional[str], typer.Option("--optimizer", help="Training: adam (default), adam8bit, adafactor, sgd.")] = None,
+    offload: Annotated[Optional[str], typer.Option("--offload", help="Training: none (default), optimizer (ZeRO-Offload to CPU), params (ZeRO-3 only).")] = None,
+    framework: Annotated[Optional[str], typer.Option("--framework", help="Training: megatron (default for train), fsdp (default for finetune), deepspeed.")] = None,
     list_models: Annotated[bool, typer.Option("--list-models", help="List the known models and GPUs and exit.")] = False,
     fmt: FormatOpt = "table",
 ):
@@ -270,7 +275,9 @@ def estimate(
                               pipeline_parallel=pipeline_parallel, engine=engine, input_tokens=input_tokens,
                               output_tokens=output_tokens, scenario=scenario, ttft_slo_ms=ttft_ms,
                               tpot_slo_ms=tpot_ms, measured=measured, trace=trace,
-                              micro_batch_size=micro_batch_size, activation_recompute=activation_recompute, mfu=mfu)
+                              micro_batch_size=micro_batch_size, activation_recompute=activation_recompute, mfu=mfu,
+                              gpus=gpus, global_batch_tokens=global_batch_tokens, optimizer=optimizer,
+                              offload=offload, framework=framework)
         render.estimate(result, fmt)
 
 

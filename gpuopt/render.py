@@ -499,6 +499,11 @@ def _plan(con, plan) -> None:
                         + (f", {s['tokens_per_second_per_replica']:,.0f} tok/s" if w["task"] == "serve" else "")
                         + (f" ({s['precision']} {s.get('engine')}, batch {s['batch']}, TTFT {s['ttft_ms']:,.0f} ms, "
                            f"TPOT {s['tpot_ms']:,.1f} ms)" if s.get("precision") and s.get("ttft_ms") is not None else "")
+                        + (f"; job of {s['job_gpus']:,} GPUs: {s['layout_text']}, {s['precision']}, MFU "
+                           f"{100 * s['mfu']:.0f} %, {s['tokens_per_second_per_gpu']:,.0f} tok/s/GPU, goodput "
+                           f"{100 * s['goodput']:.1f} %" + (f", {s['wall_hours_at_job_gpus']:,.0f} h wall"
+                                                             if s.get("wall_hours_at_job_gpus") else "")
+                           if s.get("layout_text") else "")
                         for s in (w.get("sizing") or [])[:2])
         if "work_flops_needed" in w:
             wt.add_row(w["name"], w["task"], w["model"], f"from {w.get('start_month', 1)}",

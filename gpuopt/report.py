@@ -412,7 +412,11 @@ def _workload_table(data) -> tuple[list[str], list[list[str]]]:
     H = data["horizon_months"]
     for w in data["workloads"]:
         rep = "; ".join(f"{s['gpu_shape'].split(' (')[0]}: {s['gpus_per_replica']:g} GPUs, "
-                        f"TP{s.get('tensor_parallel', 1)} PP{s.get('pipeline_parallel', 1)}"
+                        + (f"job of {s['job_gpus']:,} GPUs: {s['layout_text']}, MFU {100 * s['mfu']:.0f} %, goodput "
+                           f"{100 * s['goodput']:.1f} %" + (f", {s['wall_hours_at_job_gpus']:,.0f} h wall"
+                                                             if s.get("wall_hours_at_job_gpus") else "")
+                           if s.get("layout_text") else
+                           f"TP{s.get('tensor_parallel', 1)} PP{s.get('pipeline_parallel', 1)}")
                         for s in (w.get("sizing") or [])[:2])
         if "work_flops_needed" in w:
             rows.append([w["name"], w["task"], w["model"], f"from {w.get('start_month', 1)}",

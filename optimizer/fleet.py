@@ -1679,6 +1679,9 @@ class FleetLine:
     batch: int = 0
     ttft_ms: float | None = None
     tpot_ms: float | None = None
+    # training lines (issue 11): the job's parallel layout and expected MFU
+    training_layout: str = ""
+    mfu: float | None = None
 
 
 @dataclass
@@ -1985,7 +1988,22 @@ def _line(o, count, hours, monthly, users: dict[str, Candidate], util, be, upfro
                      getattr(sizing, "task", "") == "serve" else "",
                      batch=int(getattr(sizing, "concurrency", 0) or 0) if getattr(sizing, "task", "") == "serve" else 0,
                      ttft_ms=_ms(getattr(sizing, "ttft_ms", None)), tpot_ms=_ms(getattr(sizing, "time_per_output_token_ms", None))
-                     if getattr(sizing, "task", "") == "serve" else None)
+                     if getattr(sizing, "task", "") == "serve" else None,
+                     training_layout=_layout_text(sizing), mfu=(round(float(sizing.mfu), 4) if getattr(sizing, "mfu", None)
+                                                               else None))
+
+
+def _layout_text(sizing) -> str:
+    """A training sizing's layout as text (``TP8 PP16x4v DP128, ZeRO-1, ...``); "" for other sizings."""
+    lay = getattr(sizing, "training_layout", None)
+    if not lay:
+        return ""
+    from optimizer.training import TrainLayout
+
+    return TrainLayout(tp=lay["tensor_parallel"], pp=lay["pipeline_parallel"], dp=lay["data_parallel"],
+                       cp=lay["context_parallel"], ep=lay["expert_parallel"], vp=lay["virtual_stages"],
+                       zero_stage=lay["zero_stage"], micro_batch=lay["micro_batch_size"],
+                       recompute=lay["activation_recompute"], offload=lay["offload"]).describe()
 
 
 def _ms(v) -> float | None:
@@ -2037,6 +2055,20 @@ def workload_summaries(problem: FleetProblem, sol: FleetSolution) -> tuple[list[
                                    "ttft_target_ms": s.ttft_target_ms, "tpot_target_ms": s.tpot_target_ms,
                                    "input_tokens": s.input_tokens, "output_tokens": s.output_tokens,
                                    "estimate_source": s.estimate_source})
+            if getattr(s, "task", "") in ("train", "finetune") and getattr(s, "training_layout", None):
+                lay = s.training_layout
+                text = _layout_text(s)
+                job = int(s.job_gpus or s.gpus_per_replica or 1)
+                per_gpu = s.tokens_per_second_per_replica / max(s.gpus_per_replica, 1e-12)
+                wall = (float(w.workload.tokens) / (per_gpu * job) / 3600.0 / s.goodput) if s.goodput and per_gpu else None
+                sizing[-1].update({"layout": dict(lay), "layout_text": text, "framework": s.framework,
+                                   "precision": s.precision, "mfu": round(float(s.mfu or 0.0), 4),
+                                   "job_gpus": job, "step_time_s": round(float(s.step_time_s or 0.0), 4),
+                                   "tokens_per_second_per_gpu": round(per_gpu, 2),
+                                   "goodput": round(float(s.goodput or 0.0), 4),
+                                   "goodput_spot": round(float(s.goodput_spot or 0.0), 4),
+                                   "wall_hours_at_job_gpus": None if wall is None else round(wall, 2),
+                                   "global_batch_tokens": s.global_batch_tokens})
         d["sizing"] = sizing
         active = [bi for bi, b in enumerate(problem.blocks)
                   if (problem.before_deadline(w, b) > 0 if w.training else problem.active(w, b))]

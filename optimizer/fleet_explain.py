@@ -59,6 +59,7 @@ def rules(problem: FleetProblem) -> list[str]:
                                         "(regional offers count as placeable in any zone)"
                                         if problem.spread == "zones" else ""))
     out += serving_rules(problem.workloads)
+    out += training_rules(problem.workloads)
     return out
 
 
@@ -94,6 +95,30 @@ def serving_rules(workloads) -> list[str]:
         out.append(f"serving {getattr(fw, 'name', 'workload')}: {targets}; requests of {inp:,} input + {outp:,} output "
                    f"tokens; engine {w.engine}; precision {precisions}{note}; TTFT without queueing (the plan's "
                    "capacity above the demand keeps queues short)")
+    return out
+
+
+def training_rules(workloads) -> list[str]:
+    """One rule per train/finetune workload (issue 11): how its throughput per GPU, layout and goodput are set."""
+    from optimizer import goodput as gp
+    from optimizer.sizing import effective_context, training_framework
+
+    out = []
+    for fw in workloads:
+        w = getattr(fw, "workload", fw)
+        if getattr(w, "task", "") not in ("train", "finetune"):
+            continue
+        out.append(
+            f"training {getattr(fw, 'name', 'workload')}: {training_framework(w)}, {w.precision}, optimizer "
+            f"{w.optimizer}, sequences of {effective_context(w):,} tokens, global batch "
+            + (f"{w.global_batch_tokens:,.0f}" if w.global_batch_tokens else "4M (default)")
+            + " tokens; on each offer the fastest parallel layout that fits (optimizer.training, fitted on 180 "
+            "published runs: benchmarks/training_fit.py) at the job's scale -- the GPUs that meet the deadline -- "
+            "with data-parallel traffic over the offer's fabric; work counted after goodput: failures "
+            f"{gp.FAILURE_RATE_PER_GPU_HOUR:.3g} per GPU-hour (Llama 3: 419 unexpected interruptions in 54 days on "
+            "16,384 H100s), checkpoints at the Young/Daly interval, restarts of "
+            f"{gp.RESTART_S / 60:.0f} min; spot adds {gp.SPOT_INTERRUPTIONS_PER_INSTANCE_HOUR:.3g} reclaims per "
+            "instance-hour (AWS Spot Advisor's 15-20 % a month bucket)")
     return out
 
 

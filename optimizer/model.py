@@ -23,8 +23,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from optimizer.sizing import ReplicaSizing, Workload
 
-#: Fraction of a spot instance's throughput that turns into useful work, after interruptions and the rework
-#: since the last checkpoint. A stated planning assumption (not a measured figure): 10 % lost.
+#: Fraction of a spot instance's throughput lost to interruptions for SERVING replicas (a stated planning assumption,
+#: not a measured figure: 10 % lost). Training jobs use :mod:`optimizer.goodput` instead (issue 11): failures of
+#: large jobs (Llama 3), checkpoint and restart time, and spot interruptions at a checkpoint interval.
 SPOT_INTERRUPTION_OVERHEAD = 0.10
 
 COMMITTED = frozenset({"reserved_1y", "reserved_3y"})
@@ -140,6 +141,8 @@ def _unit_shape(sizing_fn, workload, gpu, offer_gpus: float, interconnect: str =
         return None, None, "does_not_fit"
     whole = int(offer_gpus)
     net = network or dataclasses.replace(DEFAULT_NODE_NETWORK, gpus_per_node=whole)
+    if workload.task in ("train", "finetune"):
+        return _training_shape(workload, gpu, whole, net)
     counts = _replica_gpu_counts()
     for n in counts:
         if n > offer_gpus:
@@ -163,6 +166,83 @@ def _unit_shape(sizing_fn, workload, gpu, offer_gpus: float, interconnect: str =
         if s.fits:
             return (k, 1, s) if net.cluster else (None, None, "no_cluster_fabric")
     return None, None, "does_not_fit"
+
+
+#: Largest training job the planner lays out, GPUs (optimizer.training.MAX_TRAIN_GPUS).
+MAX_TRAIN_JOB_GPUS = 16384
+
+
+def _training_shape(workload, gpu, whole: int, net):
+    """:func:`_unit_shape` for train/finetune (issue 11): the job's throughput per GPU at the scale it will run.
+
+    1. The smallest job that fits (``optimizer.sizing.size_training``: the fastest layout that fits memory): inside
+       one instance (all its GPUs, data parallel and tensor parallel over NVLink), else 2, 4, 8, ... instances over
+       a cluster fabric (``no_cluster_fabric`` without one; ``does_not_fit`` beyond 16,384 GPUs).
+    2. The job's scale: with a deadline, the fewest whole instances (doubling from that smallest job) whose wall
+       time -- tokens / (tokens/s per GPU x GPUs) / goodput -- meets it (bisection; the largest tried when none
+       does); without one, the smallest job. Without a cluster fabric the job stays in one instance.
+    3. The unit is the smallest job's instances; its throughput is its GPUs x the tokens/s per GPU *at the job's
+       scale* (the fabric's real scaling: data-parallel traffic over the offer's network, pipeline bubbles), so the
+       plan's linear work constraint sees the efficiency of the job it will run. The sizing returned carries the
+       job's layout, MFU, step time, goodput (on-demand and spot) and ``job_gpus``.
+
+    Returns (instances per unit, 1, sizing) or (None, None, reason) with reason ``precision_unsupported`` (fp8 on
+    a GPU without FP8), ``does_not_fit``, ``no_cluster_fabric``.
+    """
+    from optimizer.sizing import size_training
+
+    if workload.precision == "fp8" and not gpu.fp8_tflops_dense:
+        return None, None, "precision_unsupported"
+    cache: dict[int, Any] = {}
+
+    def size(n: int):
+        if n not in cache:
+            cache[n] = size_training(workload, gpu, float(n), network=net)
+        return cache[n]
+
+    counts = [n for n in (1, 2, 4, 8) if n < whole] + [whole * 2**k for k in range(15)
+                                                      if whole * 2**k <= MAX_TRAIN_JOB_GPUS]
+    base = next((n for n in counts if size(n).fits and (n <= whole or net.cluster)), None)
+    if base is None:
+        if not net.cluster and any(size(n).fits for n in counts[-3:] if n > whole):
+            return None, None, "no_cluster_fabric"
+        return None, None, "does_not_fit"
+    unit_gpus = max(base, whole) if base <= whole else base
+    job = unit_gpus
+    if workload.deadline_hours and net.cluster:
+        scale = [n for n in counts if n >= unit_gpus]
+
+        def wall(n: int) -> float:
+            s = size(n)
+            if not s.fits or not s.goodput:
+                return float("inf")
+            return float(workload.tokens) / s.tokens_per_second_per_replica / 3600.0 / s.goodput
+
+        lo, hi = 0, len(scale) - 1
+        if wall(scale[hi]) > workload.deadline_hours:
+            job = min(scale, key=wall)
+        else:
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if wall(scale[mid]) <= workload.deadline_hours:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            job = scale[lo]
+    s_job = size(job)
+    if not s_job.fits:
+        s_job, job = size(unit_gpus), unit_gpus
+    per_gpu = s_job.tokens_per_second_per_replica / job
+    ratio = unit_gpus / job
+    s_unit = dataclasses.replace(
+        s_job, gpus_per_replica=float(unit_gpus), tokens_per_second_per_replica=per_gpu * unit_gpus,
+        flops_per_second_per_replica=(s_job.flops_per_second_per_replica or 0.0) * ratio,
+        memory_gib_per_replica=s_job.memory_gib_per_gpu * unit_gpus,
+        breakdown_gib={k: v * ratio for k, v in s_job.breakdown_gib.items()}, job_gpus=job,
+        assumptions=s_job.assumptions + (f"throughput per GPU as in a job of {job:,} GPUs (the scale that "
+                                         + ("meets the deadline" if workload.deadline_hours else "holds the model")
+                                         + f" on this offer); a unit is {unit_gpus} GPUs",))
+    return max(1, unit_gpus // whole), 1, s_unit
 
 
 def serving_precisions(workload, gpu) -> list[str]:
@@ -361,7 +441,13 @@ def unit_table(workload: "Workload", offers: "pd.DataFrame", *, allow_spot: bool
     theta = TH[hw] if n else np.zeros(0)
     pricing_arr = text_values(offers["pricing"])
     spot = pricing_arr == "spot"
-    theta = np.where(spot, theta * (1.0 - SPOT_INTERRUPTION_OVERHEAD), theta)
+    if workload.task in ("train", "finetune"):  # goodput of a job of that size (optimizer.goodput), by pricing
+        gp = np.array([h[2].goodput if h[0] is not None and h[2].goodput else 1.0 for h in hardware], dtype=float)
+        gps = np.array([h[2].goodput_spot if h[0] is not None and h[2].goodput_spot else 1.0 for h in hardware],
+                       dtype=float)
+        theta = np.where(spot, theta * (gps[hw] if n else 0.0), theta * (gp[hw] if n else 0.0))
+    else:
+        theta = np.where(spot, theta * (1.0 - SPOT_INTERRUPTION_OVERHEAD), theta)
     bad = ok & ~(theta > 0)
     if bad.any():
         rejected["no_throughput"] = rejected.get("no_throughput", 0) + int(bad.sum())

@@ -36,7 +36,7 @@ FULL_TRAINING_TASKS = ("train", "finetune")
 PRECISION_BYTES: dict[str, float] = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "int8": 1.0, "int4": 0.5}
 
 #: Training is mixed precision: 16-bit weights and gradients, fp32 Adam states (ZeRO paper's K = 12).
-TRAINING_PRECISIONS = ("bf16", "fp16")
+TRAINING_PRECISIONS = ("bf16", "fp16", "fp8")
 ZERO_K = 12  # fp32 master weights + momentum + variance, bytes/param (Rajbhandari et al. 2020, arXiv 1910.02054)
 ZERO_STAGES = (0, 1, 2, 3)
 
@@ -197,10 +197,18 @@ class Workload:
         tokens_per_second: serving demand, generated tokens/s for the whole fleet (used by the planner; >= 0).
         tokens: train/finetune/lora: tokens to process (required, > 0).
         deadline_hours: wall-clock limit (used by the planner; > 0).
-        zero_stage: ZeRO stage 0..3 over the GPUs of one replica.
-        micro_batch_size: training sequences per GPU per step, >= 1.
-        activation_recompute: full activation checkpointing (store only each layer's input).
-        mfu: override of ``DEFAULT_MFU`` (0 < mfu <= 1).
+        zero_stage: ZeRO stage 0..3 over the data-parallel GPUs; None (default): the framework's (Megatron's
+            distributed optimizer 1, FSDP/DeepSpeed 3; LoRA 3).
+        micro_batch_size: training sequences per GPU per micro-batch, >= 1; None: searched (LoRA: 1).
+        activation_recompute: full activation checkpointing (store only each layer's input); None: searched
+            (LoRA: True).
+        mfu: the user's measured MFU (0 < mfu <= 1), replacing the training model's throughput (train/finetune) or
+            ``DEFAULT_MFU`` (lora).
+        framework: train/finetune: ``megatron``, ``fsdp`` or ``deepspeed`` (:mod:`optimizer.training`); None: by
+            task (:func:`training_framework`).
+        optimizer: ``adam`` (default), ``adam8bit``, ``adafactor``, ``sgd`` (:data:`optimizer.training.OPTIMIZERS`).
+        offload: ``none`` (default), ``optimizer`` (ZeRO-Offload to CPU memory) or ``params`` (stage 3 only).
+        global_batch_tokens: tokens per optimizer step; None: 4M (Llama 2's), rounded to whole micro-batches.
         lora_rank: task "lora": adapter rank r, 1..4096 (ignored by other tasks).
         lora_targets: task "lora": matrices that get adapters, from ``LORA_TARGETS`` (or the HF ``*_proj`` names);
             default all seven (ignored by other tasks).
@@ -231,9 +239,9 @@ class Workload:
     tokens_per_second: float | None = None
     tokens: float | None = None
     deadline_hours: float | None = None
-    zero_stage: int = 3
-    micro_batch_size: int = 1
-    activation_recompute: bool = True
+    zero_stage: int | None = None
+    micro_batch_size: int | None = None
+    activation_recompute: bool | None = None
     mfu: float | None = None
     lora_rank: int = 16
     lora_targets: tuple[str, ...] = LORA_TARGETS
@@ -246,6 +254,33 @@ class Workload:
     request_rate: float | None = None
     precision_options: tuple[str, ...] = ()
     measured: Any = None
+    framework: str | None = None
+    optimizer: str = "adam"
+    offload: str = "none"
+    global_batch_tokens: float | None = None
+
+
+def lora_zero_stage(w: Workload) -> int:
+    """The ZeRO stage of a LoRA replica: the workload's, else 3."""
+    return 3 if w.zero_stage is None else w.zero_stage
+
+
+def lora_defaults(w: Workload) -> Workload:
+    """A LoRA workload with its unset training options at their LoRA defaults: ZeRO-3, micro-batch 1, full
+    activation recompute (the sizing of LoRA replicas keeps the ZeRO-paper model of issue 5)."""
+    from dataclasses import replace
+
+    return replace(w, zero_stage=lora_zero_stage(w), micro_batch_size=w.micro_batch_size or 1,
+                   activation_recompute=True if w.activation_recompute is None else w.activation_recompute)
+
+
+def training_framework(w: Workload) -> str:
+    """The framework family a training workload is sized for: the workload's, else ``megatron`` for pre-training
+    (task train: the stack of the published large-scale runs, NeMo / Megatron-Core) and ``fsdp`` for full
+    fine-tuning (task finetune: PyTorch FSDP, what HF Trainer / accelerate / torchtune run)."""
+    if w.framework:
+        return w.framework
+    return "megatron" if w.task == "train" else "fsdp"
 
 
 @dataclass(frozen=True)
@@ -305,6 +340,16 @@ class ReplicaSizing:
     estimate_source: str | None = None
     kv_capacity_sequences: int | None = None
     meets_targets: bool | None = None
+    # train/finetune (issue 11, optimizer.training): the parallel layout, MFU, step time (s), global batch (tokens),
+    # goodput (on-demand and spot; optimizer.goodput) and the GPU count the throughput is for (job scale)
+    training_layout: dict | None = None
+    mfu: float | None = None
+    step_time_s: float | None = None
+    global_batch_tokens: float | None = None
+    goodput: float | None = None
+    goodput_spot: float | None = None
+    job_gpus: int | None = None
+    framework: str | None = None
 
 
 # ----------------------------------------------------------------------------------------------- validation
@@ -387,12 +432,25 @@ def validate_workload(w: Workload) -> None:
         raise InputError("tokens", f"must be a number >= 0, got {w.tokens!r}", accepted=">= 0")
     if w.deadline_hours is not None and (not _is_number(w.deadline_hours) or w.deadline_hours <= 0):
         raise InputError("deadline_hours", f"must be a number > 0, got {w.deadline_hours!r}", accepted="> 0")
-    if not _is_int(w.zero_stage) or w.zero_stage not in ZERO_STAGES:
+    if w.zero_stage is not None and (not _is_int(w.zero_stage) or w.zero_stage not in ZERO_STAGES):
         raise InputError("zero_stage", f"unknown ZeRO stage {w.zero_stage!r}", accepted="0, 1, 2, 3")
-    if not _is_int(w.micro_batch_size) or w.micro_batch_size < 1:
+    if w.micro_batch_size is not None and (not _is_int(w.micro_batch_size) or w.micro_batch_size < 1):
         raise InputError("micro_batch_size", f"must be a whole number >= 1, got {w.micro_batch_size!r}",
                          accepted=">= 1")
-    if not isinstance(w.activation_recompute, bool):
+    from optimizer.training import FRAMEWORKS, OFFLOADS, OPTIMIZERS
+
+    if w.framework is not None and w.framework not in FRAMEWORKS:
+        raise InputError("framework", f"unknown training framework {w.framework!r}", accepted=", ".join(FRAMEWORKS))
+    if w.optimizer not in OPTIMIZERS:
+        raise InputError("optimizer", f"unknown optimizer {w.optimizer!r}", accepted=", ".join(OPTIMIZERS))
+    if w.offload not in OFFLOADS:
+        raise InputError("offload", f"unknown offload {w.offload!r}", accepted=", ".join(OFFLOADS))
+    if w.offload == "params" and w.zero_stage not in (None, 3):
+        raise InputError("offload", "parameters are offloaded only with ZeRO stage 3", accepted="none, optimizer")
+    if w.global_batch_tokens is not None and (not _is_number(w.global_batch_tokens) or w.global_batch_tokens <= 0):
+        raise InputError("global_batch_tokens", f"must be a number > 0, got {w.global_batch_tokens!r}",
+                         accepted="> 0, e.g. 4194304")
+    if w.activation_recompute is not None and not isinstance(w.activation_recompute, bool):
         raise InputError("activation_recompute", f"must be true or false, got {w.activation_recompute!r}",
                          accepted="true, false")
     if w.mfu is not None and (not _is_number(w.mfu) or not 0 < w.mfu <= 1):
@@ -713,6 +771,7 @@ def data_parallel_efficiency(w: Workload, gpu: GpuSpec, gpus: float, network: No
     """
     if gpus <= 1:
         return 1.0
+    w = lora_defaults(w)
     n = gpus
     s = effective_context(w)
     peak, _ = _peak_flops(gpu, w.precision)
@@ -734,6 +793,7 @@ def data_parallel_efficiency(w: Workload, gpu: GpuSpec, gpus: float, network: No
 
 def _activation_bytes_per_gpu(w: Workload) -> tuple[float, str]:
     """Training activation bytes on one GPU (its micro-batch), and the formula used (F§5, Korthikanti et al. 2022)."""
+    w = lora_defaults(w)
     m = w.model
     s, b, h, L = effective_context(w), w.micro_batch_size, m.hidden_size, m.layers
     logits = 4.0 * s * b * m.vocab_size  # fp32 logits for the loss (DERIVED; large when V is large)
@@ -822,6 +882,11 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
     """
     validate_workload(w)
     g = _check_gpus(gpus)
+    if w.task in FULL_TRAINING_TASKS:
+        return size_training(w, gpu, g, network=network,
+                             pipeline_parallel=None if pipeline_parallel == 1 else pipeline_parallel)
+    if w.task == "lora":
+        w = lora_defaults(w)
     pp = _check_pipeline(w, g, pipeline_parallel)
     net = network or DEFAULT_NODE_NETWORK
     m = w.model
@@ -972,30 +1037,6 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
             "gradients for frozen weights (Transformer Math 101's 2N forward / 4N backward split); adapter FLOPs "
             "left out; model FLOPs at the MFU, activation recomputation (HFU 6ND) not added (F§3)",
         ]
-    else:
-        w_b, g_b, o_b = _model_state_parts(m.params_total, w.zero_stage, n)
-        act, act_note = _activation_bytes_per_gpu(w)
-        parts["weights"], parts["gradients"], parts["optimizer_states"] = w_b, g_b, o_b
-        parts["activations"] = act
-        if w.zero_stage == 3:
-            parts["overhead"] = 4.0 * _largest_layer_params(m)
-        dp_eff = data_parallel_efficiency(w, gpu, g, net)
-        flops_per_s = g * peak * mfu * dp_eff
-        tokens_per_s = flops_per_s / (6.0 * m.params_active)
-        assumptions += [
-            f"ZeRO stage {w.zero_stage} over {n} GPU(s): 2+2+K bytes/param, K={ZERO_K} (fp32 Adam: master, "
-            "momentum, variance) (Rajbhandari et al. 2020, arXiv 1910.02054; F§4)",
-            act_note,
-            "ZeRO-3 overhead 4 x largest-layer params (DeepSpeed memory estimator largest_layer_mem; F§4)"
-            if w.zero_stage == 3 else "no gathered-layer overhead (ZeRO stage < 3)",
-            f"MFU {mfu:g} ({'given' if w.mfu is not None else f'default for {gpu.gpu_class}'}; Megatron-LM A100 "
-            "41.5-56%, PaLM 46.2%, end-to-end 35-64% (F§3))",
-            f"data-parallel efficiency {dp_eff:.3f}: t_compute/(t_compute+t_comm), ring collectives of "
-            f"{'3' if w.zero_stage == 3 else '2'} x 2 B/param over {gpu.link_gbps_one_way:g} GB/s one way"
-            f"{_node_note(net, g)}, no overlap (ZeRO paper s.7; F§9)",
-            "training FLOPs 6*N*D with N = active params (Transformer Math 101; Kaplan et al. 2020; F§1)",
-        ]
-
     per_gpu_bytes = sum(parts.values())
     replica_mult = float(n) if g >= 1 else 1.0
     breakdown = {k: v * replica_mult / GIB for k, v in parts.items()}
@@ -1017,6 +1058,122 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
         time_per_output_token_ms=tpot_ms,
         **serve_extra,
     )
+
+
+def training_setup(w: Workload, gpu: GpuSpec, network: NodeNetwork | None = None):
+    """The :class:`optimizer.training.TrainSetup` of a train/finetune workload on ``gpu`` over ``network``."""
+    from optimizer.training import TrainSetup
+
+    seq = effective_context(w)
+    gbs = None
+    if w.global_batch_tokens:
+        gbs = max(1, int(round(float(w.global_batch_tokens) / seq)))
+    return TrainSetup(model=w.model, gpu=gpu, network=network or DEFAULT_NODE_NETWORK, precision=w.precision,
+                      framework=training_framework(w), optimizer=w.optimizer, seq_len=seq, global_batch_seqs=gbs,
+                      usable_fraction=USABLE_FRACTION)
+
+
+def size_training(w: Workload, gpu: GpuSpec, gpus: float, *, network: NodeNetwork | None = None,
+                  tensor_parallel: int | None = None, pipeline_parallel: int | None = None,
+                  spot: bool = False) -> ReplicaSizing:
+    """A train/finetune job of ``w`` on ``gpus`` GPUs: the fastest parallel layout that fits
+    (:func:`optimizer.training.search`; TP/PP fixed when given; ZeRO stage, micro-batch and recompute fixed when the
+    workload gives them), its tokens/s, MFU, step time and memory per GPU, and the goodput of a job of that size
+    (:func:`optimizer.goodput.training_goodput`). ``gpus`` <= 1 is a share of one GPU (its memory and FLOPs).
+
+    ``fits`` is False when no layout fits; the numbers are then those of the layout that needs the least memory.
+    ``flops_per_second_per_replica`` is in :func:`train_flops` units (6 N_active x tokens/s), the planner's work
+    rate; ``w.mfu`` (the user's measured MFU) replaces the model's tokens/s by ``mfu x peak / model FLOPs per
+    token``.
+
+    Raises:
+        InputError("precision"): fp8 on a GPU without FP8; ("gpus"): more than 16,384 GPUs;
+        ("tensor_parallel"/"pipeline_parallel"): a layout that does not divide the GPUs.
+    """
+    from optimizer import goodput as gp
+    from optimizer import training as tr
+
+    net = network or DEFAULT_NODE_NETWORK
+    spec = gpu if gpus >= 1 else _gpu_share(gpu, gpus)
+    n = max(1, int(gpus))
+    setup = training_setup(w, spec, net)
+    for name, val in (("tensor_parallel", tensor_parallel), ("pipeline_parallel", pipeline_parallel)):
+        if val is not None and (not _is_int(val) or val < 1 or n % val):
+            raise InputError(name, f"must be a whole number that divides the {n} GPUs, got {val!r}",
+                             accepted=", ".join(str(d) for d in range(1, n + 1) if n % d == 0)[:80])
+    if tensor_parallel is not None and tensor_parallel > net.gpus_per_node:
+        raise InputError("tensor_parallel", f"tensor parallelism stays inside one node of {net.gpus_per_node} GPUs, "
+                                            f"got {tensor_parallel}", accepted=f"1..{net.gpus_per_node}")
+    best, smallest, tried = tr.search(setup, n, tp=tensor_parallel, pp=pipeline_parallel, zero_stage=w.zero_stage,
+                                      micro_batch=w.micro_batch_size, recompute=w.activation_recompute,
+                                      offload=w.offload)
+    st = best or smallest
+    if st is None:
+        raise InputError("tensor_parallel" if tensor_parallel else "pipeline_parallel" if pipeline_parallel else "gpus",
+                         f"no layout of {n} GPUs splits {w.model.name} (heads {w.model.heads}, layers "
+                         f"{w.model.layers}) with the given options", accepted="other --tensor-parallel/"
+                                                                               "--pipeline-parallel/--gpus")
+    m = w.model
+    lay = st.layout
+    peak = tr.peak_flops(spec, w.precision)
+    tps_gpu = st.tokens_per_second_per_gpu
+    mfu = st.mfu
+    if w.mfu is not None:
+        tps_gpu = w.mfu * peak / tr.model_flops_per_token(m, setup.seq_len)
+        mfu = w.mfu
+    tokens_per_s = tps_gpu * n
+    good = gp.training_goodput(n, m.params_total, gpus_per_node=net.gpus_per_node)
+    good_spot = gp.training_goodput(n, m.params_total, gpus_per_node=net.gpus_per_node, spot=True)
+    fam = tr.speed_family(setup.framework)
+    ceil_p, ceil_note = tr.mamf(spec, w.precision)
+    gbs_tokens = st.global_batch_seqs * setup.seq_len
+    time_parts = ", ".join(f"{k.replace('_', ' ')} {v:.3g}" for k, v in st.parts_s.items()
+                           if v > 0 and k != "data_parallel_total")
+    usable = spec.memory_gib * USABLE_FRACTION
+    assumptions = [
+        f"usable memory = {USABLE_FRACTION:.0%} of the GPU's {gpu.memory_gib:g} GiB"
+        + (f" (x share {gpus:g})" if gpus < 1 else "") + " (the rest: CUDA context, NCCL buffers, allocator)",
+        f"{gpu.name}: {gpu.memory_bandwidth_gbps:g} GB/s, {peak / 1e12:g} TFLOP/s dense {w.precision} "
+        f"({'FP8' if w.precision == 'fp8' else 'BF16/FP16'} peak: the MFU denominator), NVLink/PCIe "
+        f"{gpu.link_gbps_one_way:g} GB/s one way ({gpu.source})",
+        f"layout {lay.describe()} = the fastest that fits of {tried} tried (TP inside a node, PP across nodes, CP "
+        f"for long sequences, EP for MoE, DP with the ZeRO stage; optimizer.training.search)"
+        + ("" if best else " -- NONE FITS: shown is the layout needing the least memory"),
+        f"{setup.framework} ({'Megatron-Core/NeMo kernels' if fam == 'megatron' else 'PyTorch FSDP-style stack'}), "
+        f"{w.precision}, optimizer {w.optimizer}, offload {w.offload}; global batch {st.global_batch_seqs:,} x "
+        f"{setup.seq_len:,} = {gbs_tokens:,} tokens ({st.microbatches} micro-batches per data-parallel rank"
+        + ("" if w.global_batch_tokens else "; default 4M tokens, Llama 2's") + ")",
+        f"step {st.step_s:.3g} s = {time_parts} (s); compute: matmuls at {tr.FIT.matmul[fam]:.3g} x the "
+        f"{ceil_note}, attention at {tr.FIT.attention:.3g} x the bf16 ceiling, element-wise "
+        f"{tr.FIT.elementwise[fam] + (tr.FIT.fp8_extra if w.precision == 'fp8' else 0):.3g} B per hidden element per "
+        f"token-layer over {gpu.memory_bandwidth_gbps:g} GB/s; data-parallel traffic hidden behind "
+        f"{tr.FIT.overlap:.0%} of compute; TP collectives {tr.FIT.tp_exposed:.0%} exposed ({tr.FIT.source})",
+        f"memory per GPU: model states as {setup.framework} counts them (optimizer.training.model_state_bytes: "
+        "Megatron distributed optimizer 6 + 12/d B/param; DeepSpeed 4P + 16P/N (ZeRO-1/2), 18P/N + 4 x largest "
+        "layer (ZeRO-3); FSDP 16P/N + the gathered unit), activations s*b*h*(18 + 4*I/h)/t per layer (Megatron-LM "
+        "theoretical_memory_usage; Korthikanti et al. 2022), 2*s*b*h/t with full recompute; fp32 logits",
+        f"network between nodes: {net.fabric or 'unknown'} {net.gbps_per_node:g} GB/s per {net.gpus_per_node}-GPU "
+        f"node ({net.source})",
+        (f"MFU {mfu:.3f}: given (--mfu); tokens/s = MFU x peak / {tr.model_flops_per_token(m, setup.seq_len):.3g} "
+         "FLOPs per token" if w.mfu is not None else
+         f"MFU {mfu:.3f} = (6 N_active + 12 L h s) x tokens/s / peak (llm-foundry / Megatron convention; F§1, F§3)"),
+        good.describe(),
+        "spot: " + good_spot.describe(),
+    ]
+    parts = {"weights": st.memory["weights"], "kv_cache": 0.0, "gradients": st.memory["gradients"],
+             "optimizer_states": st.memory["optimizer_states"], "activations": st.memory["activations"],
+             "overhead": st.memory["overhead"]}
+    per_gpu = sum(parts.values())
+    return ReplicaSizing(
+        task=w.task, gpu_model=gpu.name, gpus_per_replica=float(gpus),
+        memory_gib_per_replica=per_gpu * n / GIB, memory_gib_per_gpu=per_gpu / GIB, usable_gib_per_gpu=usable,
+        fits=best is not None, breakdown_gib={k: v * n / GIB for k, v in parts.items()},
+        tokens_per_second_per_replica=tokens_per_s,
+        flops_per_second_per_replica=6.0 * m.params_active * tokens_per_s,
+        assumptions=tuple(assumptions), tensor_parallel=lay.tp, pipeline_parallel=lay.pp,
+        precision=w.precision, training_layout=lay.as_dict(), mfu=mfu, step_time_s=st.step_s,
+        global_batch_tokens=float(gbs_tokens), goodput=good.fraction, goodput_spot=good_spot.fraction, job_gpus=n,
+        framework=setup.framework)
 
 
 def _gpu_share(gpu: GpuSpec, share: float) -> GpuSpec:
@@ -1208,8 +1365,99 @@ def gpu_hours(w: Workload, sizing: ReplicaSizing) -> float:
     return train_flops(w) / per_gpu / 3600.0
 
 
+TRAIN_GPU_COUNTS = tuple(2**k for k in range(15))  # 1, 2, 4, ... 16,384 (optimizer.training.MAX_TRAIN_GPUS)
+
+
+def _train_numbers(w: Workload, s: ReplicaSizing) -> dict:
+    """The numbers ``gpuopt estimate --task train|finetune`` prints for a job sized by :func:`size_training`."""
+    n = int(s.gpus_per_replica) if s.gpus_per_replica >= 1 else 1
+    flops = train_flops(w)
+    compute_h = float(w.tokens) / s.tokens_per_second_per_replica / 3600.0
+    wall = compute_h / s.goodput if s.goodput else math.inf
+    layout = dict(s.training_layout or {})
+    layout.update(framework=s.framework, precision=s.precision, optimizer=w.optimizer,
+                  global_batch_tokens=s.global_batch_tokens)
+    return {
+        "gpus": n, "tokens_per_second_per_gpu": s.tokens_per_second_per_replica / max(s.gpus_per_replica, 1e-12)
+        if s.gpus_per_replica >= 1 else s.tokens_per_second_per_replica,
+        "mfu": s.mfu, "step_time_s": s.step_time_s, "memory_gib_per_gpu": s.memory_gib_per_gpu,
+        "usable_gib_per_gpu": s.usable_gib_per_gpu, "fits": s.fits, "layout": layout,
+        "goodput": s.goodput, "goodput_spot": s.goodput_spot, "train_flops": flops,
+        "compute_hours": compute_h, "wall_hours": wall, "gpu_hours": wall * s.gpus_per_replica,
+        "memory_gib_per_replica": s.memory_gib_per_replica, "gpus_per_replica": s.gpus_per_replica,
+        "breakdown_gib": dict(s.breakdown_gib), "tokens_per_second_per_replica": s.tokens_per_second_per_replica,
+        "wall_hours_one_replica": wall, "tensor_parallel": s.tensor_parallel, "pipeline_parallel": s.pipeline_parallel,
+    }
+
+
+def estimate_training(w: Workload, gpu: GpuSpec, *, gpus: int | None = None, tensor_parallel: int | None = None,
+                      pipeline_parallel: int | None = None, network: NodeNetwork | None = None) -> dict:
+    """``gpuopt estimate`` for train/finetune (issue 11): the job on ``gpus`` GPUs, else on the fewest of 1, 2, 4,
+    ... 16,384 that hold it -- and, with ``w.deadline_hours``, the fewest of those that finish in time (wall time
+    with the goodput lost to failures and checkpoints).
+
+    Returns: dict with gpus, tokens_per_second_per_gpu, mfu, step_time_s, memory_gib_per_gpu, gpu_hours (gpus x
+        wall hours), wall_hours, compute_hours (no goodput loss), goodput, goodput_spot, layout (tensor_parallel,
+        pipeline_parallel, data_parallel, context_parallel, expert_parallel, virtual_stages, zero_stage,
+        micro_batch_size, activation_recompute, offload, framework, precision, optimizer, global_batch_tokens),
+        meets_deadline (with a deadline), breakdown_gib, train_flops, assumptions.
+
+    Raises:
+        InputError("gpus"): the given count cannot hold the job (the error gives the memory needed and usable);
+        ("gpu"): not even 16,384 of these GPUs hold it; ("precision"): fp8 on a GPU without FP8; as
+        :func:`size_training`.
+    """
+    def size(n: int) -> ReplicaSizing:
+        return size_training(w, gpu, n, network=network, tensor_parallel=tensor_parallel,
+                             pipeline_parallel=pipeline_parallel)
+
+    step_div = (tensor_parallel or 1) * (pipeline_parallel or 1)
+    if gpus is not None:
+        if not _is_int(gpus) or gpus < 1:
+            raise InputError("gpus", f"must be a whole number >= 1, got {gpus!r}", accepted="1..16384")
+        s = size(gpus)
+        if not s.fits:
+            raise InputError("gpus", f"{gpus} x {gpu.name} cannot hold {w.model.name}: the leanest layout needs "
+                                     f"{s.memory_gib_per_gpu:.1f} GiB per GPU, {s.usable_gib_per_gpu:.1f} GiB usable",
+                             accepted="more --gpus, --zero-stage 3, --activation-recompute, --offload optimizer, a "
+                                      "shorter --context or a larger GPU")
+        out = _train_numbers(w, s)
+    else:
+        counts = [c for c in TRAIN_GPU_COUNTS if c % step_div == 0]
+        s = None
+        for c in counts:
+            cand = size(c)
+            if cand.fits:
+                s = cand
+                break
+        if s is None:
+            last = size(counts[-1])
+            raise InputError("gpu", f"{gpu.name} cannot hold {w.model.name} even on {counts[-1]:,} GPUs: the leanest "
+                                    f"layout needs {last.memory_gib_per_gpu:.1f} GiB per GPU, "
+                                    f"{last.usable_gib_per_gpu:.1f} GiB usable",
+                             accepted="a larger GPU, --zero-stage 3, --offload optimizer, a shorter --context")
+        out = _train_numbers(w, s)
+        if w.deadline_hours:
+            start = counts.index(int(s.gpus_per_replica))
+            for c in counts[start:]:
+                cand = size(c) if c != int(s.gpus_per_replica) else s
+                if not cand.fits:
+                    continue
+                nums = _train_numbers(w, cand)
+                s, out = cand, nums
+                if nums["wall_hours"] <= w.deadline_hours:
+                    break
+    if w.deadline_hours:
+        out["meets_deadline"] = out["wall_hours"] <= w.deadline_hours
+    out["assumptions"] = s.assumptions + (
+        (f"deadline {w.deadline_hours:g} h: " + ("met" if out["meets_deadline"] else
+         "NOT met even at the largest count tried") + f" with {out['gpus']:,} GPUs ({out['wall_hours']:,.1f} h)",)
+        if w.deadline_hours else ())
+    return out
+
+
 def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64, *, tensor_parallel: int | None = None,
-             pipeline_parallel: int | None = None) -> dict:
+             pipeline_parallel: int | None = None, gpus: int | None = None) -> dict:
     """The smallest replica of ``w`` on ``gpu`` and what it does, for ``gpuopt estimate``.
 
     Returns:
@@ -1224,6 +1472,11 @@ def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64, *, tensor_para
     """
     validate_workload(w)
     spec = load_gpu(gpu) if isinstance(gpu, str) else gpu
+    if w.task in FULL_TRAINING_TASKS:
+        return estimate_training(w, spec, gpus=gpus, tensor_parallel=tensor_parallel,
+                                 pipeline_parallel=pipeline_parallel)
+    if gpus is not None:
+        raise InputError("gpus", "--gpus sizes a training job (train, finetune)", accepted="--task train or finetune")
     if tensor_parallel is not None or pipeline_parallel is not None:
         sizing = _sized_layout(w, spec, tensor_parallel, pipeline_parallel)
     else:

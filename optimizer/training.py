@@ -566,6 +566,7 @@ def layouts(setup: TrainSetup, gpus: int, *, tp: int | None = None, pp: int | No
     zs = [zero_stage] if zero_stage is not None else [DEFAULT_ZERO_STAGE[setup.framework]]
     mbs = [micro_batch] if micro_batch else [1, 2, 4, 8, 16]
     recs = [recompute] if recompute is not None else [False, True]
+    default_seqs = max(1, round(DEFAULT_GLOBAL_BATCH_TOKENS / setup.seq_len))
     out = []
     for t in tps:
         for p in pps:
@@ -588,6 +589,8 @@ def layouts(setup: TrainSetup, gpus: int, *, tp: int | None = None, pp: int | No
                             for b in mbs:
                                 if setup.global_batch_seqs and setup.global_batch_seqs % (dp * b):
                                     continue
+                                if not setup.global_batch_seqs and b > 1 and dp * b > default_seqs:
+                                    continue  # the default batch: a larger micro-batch may not grow it
                                 for r in recs:
                                     out.append(TrainLayout(tp=t, pp=p, dp=dp, cp=c, ep=e, vp=v, zero_stage=z,
                                                            micro_batch=b, recompute=r, offload=offload))

@@ -619,7 +619,9 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
               end_month: int | None = None, months: int | None = None, request_rate: float | None = None,
               engine: str | None = None, input_tokens: int | None = None, output_tokens: int | None = None,
               scenario: str | None = None, ttft_slo_ms: float | None = None, tpot_slo_ms: float | None = None,
-              measured: str | Path | None = None, trace: str | Path | None = None) -> RecommendResult:
+              measured: str | Path | None = None, trace: str | Path | None = None, framework: str | None = None,
+              optimizer: str | None = None, offload: str | None = None,
+              global_batch_tokens: float | None = None) -> RecommendResult:
     """Recommend the cheapest mix of GPU instances for a plan of one or several workloads over a horizon.
 
     The plan comes from the options laid over ``workload_file`` (either format; gpuopt.plan_spec), else
@@ -653,7 +655,9 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
         budget_total=budget_total, max_upfront=max_upfront, max_commitment=max_commitment, start=start_month,
         end=end_month, months=months, request_rate=request_rate, engine=engine, input_tokens=input_tokens,
         output_tokens=output_tokens, scenario=scenario, ttft_ms=ttft_slo_ms, tpot_ms=tpot_slo_ms,
-        measured=None if measured is None else str(measured), trace=None if trace is None else str(trace))
+        measured=None if measured is None else str(measured), trace=None if trace is None else str(trace),
+        framework=_lower(framework, "framework"), optimizer=_lower(optimizer, "optimizer"),
+        offload=_lower(offload, "offload"), global_batch_tokens=global_batch_tokens)
     return _recommend_plan(_plan_path(workload_file, cwd), cwd, options, explain=explain)
 
 
@@ -785,13 +789,18 @@ def _recommend_plan(plan_path, cwd, options: dict[str, Any], explain: bool = Tru
                     raise InputError(plan.field_path(i, "measured"), exc.message, exc.accepted) from None
         elif len(precisions) > 1:
             raise InputError(plan.field_path(i, "precision"), f"a {item.task} workload has one precision, not "
-                             f"{item.precision}", "bf16, fp16")
+                             f"{item.precision}", "bf16, fp16, fp8")
         else:
             if item.tokens < MIN_TRAIN_TOKENS:
                 raise InputError(plan.field_path(i, "tokens"),
                                  f"{item.tokens:g} tokens is too little to plan (at least {MIN_TRAIN_TOKENS:g})")
             kw["tokens"] = item.tokens
             kw["deadline_hours"] = item.deadline_hours
+            if item.task != "lora":
+                from optimizer.training import OPTIMIZER_ALIASES
+
+                kw.update(framework=item.framework, offload=item.offload, global_batch_tokens=item.global_batch_tokens,
+                          optimizer=OPTIMIZER_ALIASES.get(item.optimizer, item.optimizer) if item.optimizer else None)
         if item.lora_rank is not None:
             kw["lora_rank"] = item.lora_rank
         kw = {k: v for k, v in kw.items() if v is not None}

@@ -129,7 +129,11 @@ def recommend(
     trace: Annotated[Optional[Path], typer.Option("--trace", help="Serving: a CSV of requests (input_tokens, output_tokens): their means are the lengths.")] = None,
     context: Annotated[Optional[int], typer.Option("--context", help="Tokens per sequence (KV cache for serving, sequence length for training).")] = None,
     concurrency: Annotated[Optional[int], typer.Option(help="Serving: sequences decoded together per replica.")] = None,
-    zero_stage: Annotated[Optional[int], typer.Option("--zero-stage", help="Training: ZeRO stage 0-3 over a replica's GPUs.")] = None,
+    zero_stage: Annotated[Optional[int], typer.Option("--zero-stage", help="Training: ZeRO stage 0-3 over the data-parallel GPUs (default: the framework's).")] = None,
+    framework: Annotated[Optional[str], typer.Option("--framework", help="Training: megatron (default for train), fsdp (default for finetune), deepspeed.")] = None,
+    optimizer: Annotated[Optional[str], typer.Option("--optimizer", help="Training: adam (default), adam8bit, adafactor, sgd.")] = None,
+    offload: Annotated[Optional[str], typer.Option("--offload", help="Training: none (default), optimizer, params.")] = None,
+    global_batch_tokens: Annotated[Optional[float], typer.Option("--global-batch-tokens", help="Training: tokens per optimizer step (default 4M).")] = None,
     gpu: Annotated[Optional[list[str]], typer.Option("--gpu", help="Allowed GPU models (repeat): A100-80GB, H100, L4 ...")] = None,
     provider: Annotated[Optional[list[str]], typer.Option("--provider", help="Allowed providers (repeat): aws, azure, gcp, lambda.")] = None,
     region: Annotated[Optional[list[str]], typer.Option("--region", help="Allowed regions (repeat), e.g. us-east-1.")] = None,
@@ -181,7 +185,8 @@ def recommend(
         request_rate=request_rate, engine=engine, input_tokens=input_tokens, output_tokens=output_tokens,
         scenario=scenario, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
         measured=None if measured is None else str(Path(measured).absolute()),
-        trace=None if trace is None else str(Path(trace).absolute()))
+        trace=None if trace is None else str(Path(trace).absolute()), framework=framework, optimizer=optimizer,
+        offload=offload, global_batch_tokens=global_batch_tokens)
     from gpuopt.api import _plan_path
 
     # every key is an option when no plan file is read (neither --workload nor ./gpuopt.yaml)
@@ -208,7 +213,8 @@ def recommend(
             request_rate=request_rate, engine=engine, input_tokens=input_tokens, output_tokens=output_tokens,
             scenario=scenario, ttft_slo_ms=ttft_ms, tpot_slo_ms=tpot_ms,
             measured=None if measured is None else Path(measured).absolute(),
-            trace=None if trace is None else Path(trace).absolute(),
+            trace=None if trace is None else Path(trace).absolute(), framework=framework, optimizer=optimizer,
+            offload=offload, global_batch_tokens=global_batch_tokens,
         )
         render.warnings(result.prices)
         if fmt in FILE_FORMATS and result.feasible:

@@ -206,6 +206,10 @@ class WorkloadItem(BaseModel):
     demand: Annotated[list[NonNegFloat], Field(min_length=1)] | None = None
     tokens: PosFloat | None = None
     deadline_hours: Deadline | None = None
+    framework: Literal["megatron", "fsdp", "deepspeed"] | None = None
+    optimizer: Literal["adam", "adamw", "adam8bit", "adafactor", "sgd"] | None = None
+    offload: Literal["none", "optimizer", "params"] | None = None
+    global_batch_tokens: PosFloat | None = None
     allow_spot: StrictBool = False
     min_replicas: NonNegInt | None = None
     spot_only_ok: StrictBool = False
@@ -296,10 +300,13 @@ class WorkloadItem(BaseModel):
     def ignored_fields(self) -> list[str]:
         """Keys given that do not apply to the task (for the plan's notes)."""
         if self.task == "serve":
-            unused = ("tokens", "deadline_hours", "zero_stage", "lora_rank")
+            unused = ("tokens", "deadline_hours", "zero_stage", "lora_rank", "framework", "optimizer", "offload",
+                      "global_batch_tokens")
         else:
             unused = ("tokens_per_second", "request_rate", "concurrency", "engine", "input_tokens", "output_tokens",
                       "scenario", "ttft_ms", "tpot_ms", "measured", "trace") + (("lora_rank",) if self.task != "lora" else ())
+            if self.task == "lora":
+                unused += ("framework", "optimizer", "offload", "global_batch_tokens")
         return [k for k in unused if getattr(self, k) is not None]
 
 
@@ -506,6 +513,8 @@ CLI_OPTIONS = {
     "value_usd": "--value-usd", "request_rate": "--request-rate", "engine": "--engine",
     "input_tokens": "--input-tokens", "output_tokens": "--output-tokens", "scenario": "--scenario",
     "ttft_ms": "--ttft-ms", "tpot_ms": "--tpot-ms", "measured": "--measured", "trace": "--trace",
+    "framework": "--framework", "optimizer": "--optimizer", "offload": "--offload",
+    "global_batch_tokens": "--global-batch-tokens",
 }
 
 #: One line of documentation per key, written by plan_to_yaml after the key.
@@ -544,7 +553,7 @@ KEY_DOCS = {
     "model": "a known model, a Hugging Face repo, or a path to a config.json",
     "params": "parameter count (instead of model)",
     "precision": "serve: bf16 | fp16 | fp8 | int8 | int4 | fp4, or a list the planner chooses from per GPU; "
-                 "training: bf16 | fp16",
+                 "training: bf16 | fp16 | fp8 (Hopper, Ada, Blackwell)",
     "context_tokens": "tokens per sequence (serve: input + output when input_tokens is not given; training: "
                       "sequence length)",
     "concurrency": "serve: sequences decoded together per replica (default: the largest batch meeting the targets)",
@@ -557,7 +566,11 @@ KEY_DOCS = {
     "tpot_ms": "serve: p99 time-per-output-token target, ms (overrides the scenario's)",
     "measured": "serve: CSV/JSON of your own benchmark results that corrects the model (relative to this file)",
     "trace": "serve: CSV of requests (input_tokens, output_tokens): their means are the lengths (relative to this file)",
-    "zero_stage": "training: ZeRO stage 0..3 over a replica's GPUs",
+    "zero_stage": "training: ZeRO stage 0..3 over the data-parallel GPUs (default: the framework's)",
+    "framework": "train/finetune: megatron (default for train) | fsdp (default for finetune) | deepspeed",
+    "optimizer": "train/finetune: adam (default) | adam8bit | adafactor | sgd",
+    "offload": "train/finetune: none (default) | optimizer (ZeRO-Offload to CPU) | params (ZeRO-3 only)",
+    "global_batch_tokens": "train/finetune: tokens per optimizer step (default 4M, Llama 2's)",
     "lora_rank": "lora: rank of the adapters",
     "tokens_per_second": "serve: generated tokens/s, the same all month",
     "demand_profile": "serve: CSV of demand by hour/timestamp (relative to this file)",

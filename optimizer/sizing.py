@@ -396,7 +396,7 @@ def validate_workload(w: Workload) -> None:
         if w.precision not in SERVE_PRECISIONS:
             raise InputError("precision", f"unknown serving precision {w.precision!r}",
                              accepted=", ".join(SERVE_PRECISIONS))
-    elif w.precision not in PRECISION_BYTES:
+    elif w.task not in FULL_TRAINING_TASKS and w.precision not in PRECISION_BYTES:
         raise InputError("precision", f"unknown precision {w.precision!r}", accepted=", ".join(PRECISION_BYTES))
     training = w.task in TRAINING_TASKS
     if w.task == "lora" and w.precision not in LORA_PRECISIONS:
@@ -408,7 +408,8 @@ def validate_workload(w: Workload) -> None:
     if w.task in FULL_TRAINING_TASKS and w.precision not in TRAINING_PRECISIONS:
         raise InputError(
             "precision",
-            f"{w.task} is sized as mixed-precision training (16-bit weights, fp32 Adam states), not {w.precision!r}",
+            f"{w.task} is sized as mixed-precision training (16-bit weights, fp32 optimizer states; fp8 matmuls "
+            f"with --precision fp8), not {w.precision!r}",
             accepted=", ".join(TRAINING_PRECISIONS),
         )
     if w.context_tokens is not None:

@@ -1,0 +1,252 @@
+"""Issue 11: the training performance model (optimizer/training.py), its interface and its fit.
+
+Published points come from the calibration set (tests/fixtures/perf/training.csv, a copy of
+shared/data/perf/training.csv: the row ids are cited); estimator outputs from DeepSpeed's docs
+(docs/code-docs/source/memory.rst, t5-3b) and accelerate's (memory.csv rows 29-31).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuopt import api
+from gpuopt.errors import InputError
+from optimizer import training as tr
+from optimizer.sizing import DEFAULT_NODE_NETWORK, Workload, size_training
+from optimizer.specs import load_gpu, load_model
+
+ROOT = Path(__file__).resolve().parents[1]
+G = 2**30
+
+
+# ----------------------------------------------------------------------------------------------- memory estimators
+
+
+def test_deepspeed_zero2_estimator_matches_docs_t5_3b():
+    # DeepSpeed memory.rst: t5-3b, 2851M params, 1 node x 8 GPUs: per CPU 127.45 GB, per GPU 5.31 GB
+    # (offload_optimizer=cpu) and 15.93 GB (none) -- GiB printed as "GB".
+    cpu, gpu = tr.deepspeed_zero2_estimate(2851e6, 8, 1)
+    assert gpu / G == pytest.approx(15.93, abs=0.01)
+    assert cpu / G == pytest.approx(127.45, abs=0.01)
+    cpu, gpu = tr.deepspeed_zero2_estimate(2851e6, 8, 1, offload_optimizer=True)
+    assert gpu / G == pytest.approx(5.31, abs=0.01)
+    assert cpu / G == pytest.approx(127.45, abs=0.01)
+
+
+@pytest.mark.parametrize("kw, gpu_gb, cpu_gb", [
+    ({}, 6.10, 1.47),
+    ({"offload_optimizer": True}, 0.79, 63.74),
+    ({"offload_optimizer": True, "offload_params": True}, 0.12, 71.71),
+])
+def test_deepspeed_zero3_estimator_matches_docs_t5_3b(kw, gpu_gb, cpu_gb):
+    # DeepSpeed memory.rst: t5-3b, 2851M total params, 32M largest layer, 1 node x 8 GPUs, zero_init=1.
+    # The docs' live model has a few more params than the rounded 2851M/32M: within 5 % (issue 11's bound).
+    cpu, gpu = tr.deepspeed_zero3_estimate(2851e6, 32e6, 8, 1, **kw)
+    assert gpu / G == pytest.approx(gpu_gb, rel=0.05)
+    assert cpu / G == pytest.approx(cpu_gb, rel=0.05)
+
+
+@pytest.mark.parametrize("dtype, load_gib, adam_gib", [
+    ("float32", 297.12, 1.16 * 1024), ("float16", 148.56, 594.24), ("int8", 74.28, 297.12)])
+def test_accelerate_estimator_idefics_80b(dtype, load_gib, adam_gib):
+    # memory.csv rows 29-31 (HF accelerate estimate-memory, idefics-80b, params nominal 80B): within 5 %
+    e = tr.accelerate_estimate(80e9, dtype)
+    assert e["load_bytes"] / G == pytest.approx(load_gib, rel=0.05)
+    assert e["training_adam_bytes"] / G == pytest.approx(adam_gib, rel=0.05)
+
+
+def test_model_states_as_the_frameworks_count_them():
+    p = 1e9
+    # Megatron-LM docs, distributed optimizer: bf16 params + fp32 grads = 6 + 12/d bytes/param; 18 without
+    ms = tr.model_state_bytes(p, 1, 8, framework="megatron")
+    assert sum(ms.values()) / p == pytest.approx(6 + 12 / 8)
+    assert sum(tr.model_state_bytes(p, 0, 8, framework="megatron").values()) / p == pytest.approx(18)
+    # DeepSpeed ZeRO-2: 4P + 16P/N (the issue: the ZeRO-paper sizing under-sized the t5-3b example by 37 %)
+    ds2 = sum(tr.model_state_bytes(2851e6, 2, 8, framework="deepspeed").values())
+    assert ds2 == pytest.approx(tr.deepspeed_zero2_estimate(2851e6, 8, 1)[1])
+    # DeepSpeed ZeRO-3: 18P/N + 4 x largest layer
+    ds3 = sum(tr.model_state_bytes(2851e6, 3, 8, framework="deepspeed", largest_layer=32e6).values())
+    assert ds3 == pytest.approx(tr.deepspeed_zero3_estimate(2851e6, 32e6, 8, 1)[1])
+    # optimizers: 8-bit Adam 6 B of states, SGD 8, Adafactor 4 (master only) vs Adam 12 (F§4)
+    states = {o: tr.model_state_bytes(p, 0, 1, framework="deepspeed", optimizer=o)["optimizer_states"] / p
+              for o in tr.OPTIMIZERS}
+    assert states == {"adam": 12, "adam8bit": 6, "adafactor": 4, "sgd": 8}
+    # CPU offload of the optimizer leaves DeepSpeed ZeRO-2's 2P on the GPU (memory.rst)
+    off = tr.model_state_bytes(2851e6, 2, 8, framework="deepspeed", offload="optimizer")
+    assert sum(off.values()) == pytest.approx(2 * 2851e6)
+    with pytest.raises(InputError) as e:
+        tr.model_state_bytes(p, 2, 8, offload="params")
+    assert e.value.field == "offload"
+
+
+# ----------------------------------------------------------------------------------------------- calibration points
+
+
+def _tps(**kw) -> dict:
+    return api.estimate(task="train", tokens=1e12, **kw).numbers
+
+
+@pytest.mark.parametrize("row, kw, measured", [
+    # training.csv row 316: NeMo, Llama 3.1 8B, 32 x H100, bf16, seq 8192, global batch 512: 10,043.8 tok/s/GPU
+    (316, dict(model="Llama-3.1-8B", gpu="H100-80GB", gpus=32, context_tokens=8192,
+               global_batch_tokens=512 * 8192), 10043.8),
+    # row 327: NeMo, Llama 3.1 70B, 512 x H100, bf16, batch 1024: 1,100.3
+    (327, dict(model="Llama-3.1-70B", gpu="H100-80GB", gpus=512, context_tokens=8192,
+               global_batch_tokens=1024 * 8192), 1100.3),
+    # row 339: NeMo, Llama 3.1 405B, 576 x H100, fp8, batch 252: 318.9
+    (339, dict(model="Llama-3.1-405B", gpu="H100-80GB", gpus=576, context_tokens=8192, precision="fp8",
+               global_batch_tokens=252 * 8192), 318.9),
+    # row 360: torchtitan FSDP2, Llama 3 8B, 64 x A100-80GB, micro-batch 1, selective AC, batch 64: 2,904
+    (360, dict(model="Llama-3-8B", gpu="A100-80GB", gpus=64, context_tokens=8192, global_batch_tokens=64 * 8192,
+               framework="fsdp", micro_batch_size=1, activation_recompute=False, tensor_parallel=1,
+               pipeline_parallel=1), 2904),
+    # row 366: torchtitan FSDP2, Llama 2 70B, 64 x A100-80GB, seq 4096, batch 64: 355
+    (366, dict(model="Llama-2-70B", gpu="A100-80GB", gpus=64, context_tokens=4096, global_batch_tokens=64 * 4096,
+               framework="fsdp", micro_batch_size=1, tensor_parallel=1, pipeline_parallel=1), 355),
+])
+def test_published_runs_within_20_percent(row, kw, measured):
+    n = _tps(**kw)
+    assert n["tokens_per_second_per_gpu"] == pytest.approx(measured, rel=0.20), row
+    assert n["memory_gib_per_gpu"] <= n["usable_gib_per_gpu"]
+
+
+def test_fit_script_meets_the_goal_on_the_whole_set():
+    # benchmarks/training_fit.py on the calibration set (issue 11 goal: >= 70 % of runs within +-20 %); the
+    # figures are the README's. Not a timing test.
+    sys.path.insert(0, str(ROOT))
+    from benchmarks import training_fit as tf
+
+    cases, skipped = tf.load_cases(tf.DEFAULT_CSV)
+    rows = tf.evaluate(cases)
+    summ = tf.summary(rows)
+    assert summ["n"] >= 170
+    assert summ["within_20pct"] >= 0.70
+    assert 0.9 <= summ["median_estimate_over_measured"] <= 1.1
+    checks = tf.memory_checks()
+    assert all(abs(c["error_pct"]) <= 5 for c in checks)
+
+
+def test_mfu_rises_with_model_size_and_fp8_is_faster_but_lower_mfu():
+    # Megatron-LM README (A100): MFU rises with model size (22B 41.5 % .. 530B 56 %); FP8 MFU is counted against
+    # the FP8 peak (llm-foundry, NVIDIA recipes), so it is lower while tokens/s are higher.
+    small = _tps(model="Llama-3.2-1B", gpu="H100-80GB", gpus=64)
+    big = _tps(model="Llama-3.1-70B", gpu="H100-80GB", gpus=64)
+    assert big["mfu"] > small["mfu"]
+    bf = _tps(model="Llama-3.1-8B", gpu="H100-80GB", gpus=64)
+    f8 = _tps(model="Llama-3.1-8B", gpu="H100-80GB", gpus=64, precision="fp8")
+    assert f8["tokens_per_second_per_gpu"] > 1.2 * bf["tokens_per_second_per_gpu"]
+    assert f8["mfu"] < bf["mfu"]
+
+
+# ----------------------------------------------------------------------------------------------- layouts
+
+
+def test_405b_layout_on_16384_h100():
+    # Llama 3 405B was pre-trained on up to 16,384 H100s with TP 8 inside a node and PP across nodes (Llama 3
+    # paper, s.3.3.2: TP8 CP1 PP16 DP128 at 8k tokens)
+    n = _tps(model="Llama-3.1-405B", gpu="H100-80GB", gpus=16384, context_tokens=8192,
+             global_batch_tokens=16 * 2**20)
+    lay = n["layout"]
+    assert lay["tensor_parallel"] == 8
+    assert lay["pipeline_parallel"] >= 8
+    assert lay["tensor_parallel"] * lay["pipeline_parallel"] * lay["data_parallel"] * lay["context_parallel"] == 16384
+    assert n["memory_gib_per_gpu"] <= n["usable_gib_per_gpu"]
+    # Llama 3 reports 38-43 % BF16 MFU at this scale (Table 4); the estimate is in that neighbourhood
+    assert 0.30 <= n["mfu"] <= 0.50
+    assert 0.85 <= n["goodput"] < 1.0  # > 90 % effective training time reported; failures every ~3 h
+
+
+@pytest.mark.parametrize("model, gpu, gpus", [
+    ("Llama-2-7B", "A100-40GB", 8), ("Llama-2-13B", "A100-80GB", 16), ("Llama-3.1-70B", "H100-80GB", 64),
+    ("Mixtral-8x7B-v0.1", "H100-80GB", 32), ("Llama-3.1-405B", "H200-141GB", 256), ("Llama-3.1-8B", "L40S", 8)])
+def test_chosen_layout_never_exceeds_gpu_memory(model, gpu, gpus):
+    w = Workload(task="train", model=load_model(model), tokens=1e12)
+    spec = load_gpu(gpu)
+    s = size_training(w, spec, gpus)
+    if s.fits:
+        assert s.memory_gib_per_gpu <= s.usable_gib_per_gpu <= spec.memory_gib
+        setup = tr.TrainSetup(model=w.model, gpu=spec, network=DEFAULT_NODE_NETWORK, seq_len=4096)
+        lay = s.training_layout
+        again = tr.memory_per_gpu(setup, tr.TrainLayout(
+            tp=lay["tensor_parallel"], pp=lay["pipeline_parallel"], dp=lay["data_parallel"],
+            cp=lay["context_parallel"], ep=lay["expert_parallel"], vp=lay["virtual_stages"],
+            zero_stage=lay["zero_stage"], micro_batch=lay["micro_batch_size"],
+            recompute=lay["activation_recompute"]))
+        assert sum(again.values()) / G <= s.usable_gib_per_gpu + 1e-9
+
+
+def test_slower_fabric_lowers_throughput_across_nodes():
+    import dataclasses
+
+    w = Workload(task="train", model=load_model("Llama-3.1-8B"), tokens=1e12, framework="fsdp")
+    gpu = load_gpu("H100-80GB")
+    fast = size_training(w, gpu, 64, network=dataclasses.replace(DEFAULT_NODE_NETWORK, gbps_per_node=400.0))
+    slow = size_training(w, gpu, 64, network=dataclasses.replace(DEFAULT_NODE_NETWORK, gbps_per_node=12.5))
+    assert slow.tokens_per_second_per_replica < 0.8 * fast.tokens_per_second_per_replica
+
+
+# ----------------------------------------------------------------------------------------------- interface
+
+
+def test_cli_estimate_train_json_has_the_issue_keys():
+    out = subprocess.run([sys.executable, "-m", "gpuopt.cli", "estimate", "--task", "train", "--model",
+                          "meta-llama/Llama-2-7b-hf", "--gpu", "H100-80GB", "--gpus", "64", "--tokens", "2e12",
+                          "--tensor-parallel", "2", "--micro-batch-size", "2", "--no-activation-recompute",
+                          "--precision", "fp8", "--optimizer", "adamw", "--zero-stage", "1", "--offload", "none",
+                          "--global-batch-tokens", "4194304", "--context", "4096", "--format", "json"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)
+    for key in ("tokens_per_second_per_gpu", "mfu", "step_time_s", "memory_gib_per_gpu", "gpu_hours", "wall_hours",
+                "layout", "goodput"):
+        assert key in d
+    assert d["layout"]["tensor_parallel"] == 2 and d["layout"]["micro_batch_size"] == 2
+    assert d["layout"]["precision"] == "fp8" and d["layout"]["optimizer"] == "adam"
+    assert d["gpus"] == 64
+    # wall time = tokens / (tokens/s per GPU x GPUs) / goodput; GPU-hours = GPUs x wall time
+    assert d["wall_hours"] == pytest.approx(2e12 / (d["tokens_per_second_per_gpu"] * 64) / 3600 / d["goodput"])
+    assert d["gpu_hours"] == pytest.approx(64 * d["wall_hours"])
+
+
+@pytest.mark.parametrize("args, field", [
+    (["--precision", "fp8", "--gpu", "A100-80GB"], "precision"),
+    (["--optimizer", "lion"], "optimizer"),
+    (["--offload", "params", "--zero-stage", "1"], "offload"),
+    (["--gpus", "3", "--tensor-parallel", "2"], "tensor_parallel"),
+    (["--gpus", "1", "--model", "meta-llama/Llama-2-70b-hf"], "gpus"),
+    (["--framework", "jax"], "framework"),
+])
+def test_cli_bad_training_input_is_one_line(args, field):
+    base = ["--task", "train", "--model", "meta-llama/Llama-2-7b-hf", "--tokens", "1e12"]
+    out = subprocess.run([sys.executable, "-m", "gpuopt.cli", "estimate", *base, *args], capture_output=True,
+                         text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 1
+    assert "Traceback" not in out.stderr
+    assert field in out.stderr
+
+
+def test_deadline_picks_the_gpus_that_finish_in_time():
+    n = _tps(model="Llama-2-7B", gpu="H100-80GB", deadline_hours=24 * 14)
+    assert n["meets_deadline"]
+    assert n["wall_hours"] <= 24 * 14
+    half = _tps(model="Llama-2-7B", gpu="H100-80GB", gpus=n["gpus"] // 2)
+    assert half["wall_hours"] > 24 * 14  # the fewest GPUs (of 1, 2, 4, ...) that meet it
+
+
+def test_serving_rejects_training_options():
+    with pytest.raises(InputError) as e:
+        api.estimate(model="Llama-2-7B", task="serve", gpu="A100-80GB", gpus=8)
+    assert e.value.field == "gpus"
+
+
+def test_user_mfu_replaces_the_model():
+    n = _tps(model="Llama-2-7B", gpu="A100-80GB", gpus=8, mfu=0.40)
+    flops_per_token = tr.model_flops_per_token(load_model("Llama-2-7B"), 4096)
+    assert n["tokens_per_second_per_gpu"] == pytest.approx(0.40 * 312e12 / flops_per_token)
+    assert math.isclose(n["mfu"], 0.40)

@@ -73,11 +73,9 @@ def _int(text: str | None) -> int | None:
 
 
 def _network(gpu):
-    from optimizer.serving import gpu_generation
-    from optimizer.sizing import DEFAULT_NODE_NETWORK
+    from optimizer.training import reference_network
 
-    gbps = 200.0 if gpu_generation(gpu) == "ampere" else 400.0
-    return dataclasses.replace(DEFAULT_NODE_NETWORK, gbps_per_node=gbps, source="reference DGX cluster")
+    return reference_network(gpu)
 
 
 def load_cases(path: Path) -> tuple[list[dict], Counter]:

@@ -457,13 +457,15 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
 
     training_only = {"--gpus": gpus, "--global-batch-tokens": global_batch_tokens, "--optimizer": optimizer,
                      "--offload": offload, "--framework": framework}
+    if task == "serve":
+        training_only["--zero-stage"] = zero_stage
     if task not in ("train", "finetune"):
         extra = [k for k, v in training_only.items() if v is not None]
         if extra:
             raise InputError(extra[0].lstrip("-").replace("-", "_"), f"{extra[0]} is an option of full training; task "
                              f"{task!r} does not use it", accepted="--task train or finetune")
     if task != "serve":
-        given = {"--engine": engine,
+        given = {"--engine": engine, "--concurrency": concurrency, "--tokens-per-second": tokens_per_second,
                  "--input-tokens": input_tokens, "--output-tokens": output_tokens, "--scenario": scenario,
                  "--request-rate": request_rate, "--ttft-ms": ttft_slo_ms, "--tpot-ms": tpot_slo_ms,
                  "--measured": measured, "--trace": trace}

@@ -117,7 +117,7 @@ def recommend(
     tokens_per_second: Annotated[Optional[float], typer.Option("--tokens-per-second", help="Serving demand: generated tokens/s the fleet must sustain.")] = None,
     tokens: Annotated[Optional[float], typer.Option(help="Training: tokens to process (e.g. 2e10).")] = None,
     deadline_hours: Annotated[Optional[float], typer.Option("--deadline-hours", help="Training: finish within this many hours of its start (default: one month, 730 h).")] = None,
-    precision: Annotated[Optional[str], typer.Option(help="Serving: bf16, fp16, fp8 (Ada/Hopper/Blackwell), int8, int4, fp4 (Blackwell), or several (bf16,fp8) for the planner to choose per GPU. Training: bf16, fp16.")] = None,
+    precision: Annotated[Optional[str], typer.Option(help="Serving: bf16, fp16, fp8 (Ada/Hopper/Blackwell), int8, int4, fp4 (Blackwell), or several (bf16,fp8) for the planner to choose per GPU. Training: bf16, fp16, fp8 (Hopper/Ada/Blackwell).")] = None,
     request_rate: Annotated[Optional[float], typer.Option("--request-rate", help="Serving demand in requests/s (instead of --tokens-per-second).")] = None,
     engine: Annotated[Optional[str], typer.Option("--engine", help="Serving engine: vllm (default), sglang, tensorrt-llm.")] = None,
     input_tokens: Annotated[Optional[int], typer.Option("--input-tokens", help="Serving: mean prompt tokens per request (default 1024).")] = None,

@@ -146,6 +146,19 @@ def _engine(v: Any) -> Any:
 
 
 Engine = Annotated[Literal["vllm", "sglang", "tensorrt-llm"], BeforeValidator(_engine)]
+def _optimizer(v: Any) -> Any:
+    """An optimizer name, canonical (``AdamW`` -> ``adam``, ``adamw8bit`` -> ``adam8bit``; optimizer.training)."""
+    from optimizer.training import OPTIMIZER_ALIASES
+
+    if isinstance(v, str):
+        v = v.strip().lower()
+        return OPTIMIZER_ALIASES.get(v, v)
+    return v
+
+
+Optimizer = Annotated[Literal["adam", "adam8bit", "adafactor", "sgd"], BeforeValidator(_optimizer)]
+Framework = Annotated[Literal["megatron", "fsdp", "deepspeed"], BeforeValidator(_lower)]
+Offload = Annotated[Literal["none", "optimizer", "params"], BeforeValidator(_lower)]
 Scenario = Annotated[Literal["offline", "server", "interactive"], BeforeValidator(_lower)]
 Objective = Annotated[Literal["cost", "roi"], BeforeValidator(_lower)]
 Solver = Annotated[Literal["cbc", "highs"], BeforeValidator(_lower)]
@@ -206,9 +219,9 @@ class WorkloadItem(BaseModel):
     demand: Annotated[list[NonNegFloat], Field(min_length=1)] | None = None
     tokens: PosFloat | None = None
     deadline_hours: Deadline | None = None
-    framework: Literal["megatron", "fsdp", "deepspeed"] | None = None
-    optimizer: Literal["adam", "adamw", "adam8bit", "adafactor", "sgd"] | None = None
-    offload: Literal["none", "optimizer", "params"] | None = None
+    framework: Framework | None = None
+    optimizer: Optimizer | None = None
+    offload: Offload | None = None
     global_batch_tokens: PosFloat | None = None
     allow_spot: StrictBool = False
     min_replicas: NonNegInt | None = None

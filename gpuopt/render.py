@@ -119,9 +119,23 @@ def estimate(result, fmt: str) -> None:
         "tokens_per_second_per_replica": "{:,.1f}", "tokens_per_second_per_gpu": "{:,.1f}", "ttft_ms": "{:,.0f} ms",
         "tpot_ms": "{:,.1f} ms", "ttft_target_ms": "p99 <= {:,.0f} ms", "tpot_target_ms": "p99 <= {:,.0f} ms",
         "kv_capacity_sequences": "{:,}", "meets_targets": "{}", "estimate_source": "{}",
-        "train_flops": "{:.3e}", "gpu_hours": "{:,.0f}",
-        "wall_hours_one_replica": "{:,.1f}", "replicas_needed": "{}", "gpus_needed": "{:g}",
+        "gpus": "{:,}", "mfu": "{:.1%}", "step_time_s": "{:,.2f} s", "train_flops": "{:.3e}", "gpu_hours": "{:,.0f}",
+        "compute_hours": "{:,.1f}", "wall_hours": "{:,.1f}", "goodput": "{:.2%}", "goodput_spot": "{:.2%}",
+        "meets_deadline": "{}", "wall_hours_one_replica": "{:,.1f}", "replicas_needed": "{}", "gpus_needed": "{:g}",
     }
+    if "layout" in n:  # train/finetune: the job's layout, and wall_hours replaces wall_hours_one_replica
+        fmt_map.pop("wall_hours_one_replica")
+        fmt_map.pop("gpus_per_replica")
+        lay = n["layout"]
+        t.add_row("layout", f"TP{lay['tensor_parallel']} PP{lay['pipeline_parallel']}"
+                  + (f"x{lay['virtual_stages']}v" if lay["virtual_stages"] > 1 else "")
+                  + f" DP{lay['data_parallel']}" + (f" CP{lay['context_parallel']}" if lay["context_parallel"] > 1 else "")
+                  + (f" EP{lay['expert_parallel']}" if lay["expert_parallel"] > 1 else "")
+                  + f", ZeRO-{lay['zero_stage']}, micro-batch {lay['micro_batch_size']}, "
+                  + ("full recompute" if lay["activation_recompute"] else "no full recompute")
+                  + (f", offload {lay['offload']}" if lay["offload"] != "none" else ""))
+        t.add_row("framework / precision / optimizer", f"{lay['framework']} / {lay['precision']} / {lay['optimizer']}")
+        t.add_row("global batch", f"{lay['global_batch_tokens']:,.0f} tokens")
     for k, f in fmt_map.items():
         if k in n and n[k] is not None:
             t.add_row(k, f.format(n[k]))
@@ -443,6 +457,8 @@ def _plan(con, plan) -> None:
         if getattr(ln, "precision", ""):
             layout += (f" {ln.precision}, batch {ln.batch}, TTFT {ln.ttft_ms:,.0f} ms, TPOT {ln.tpot_ms:,.1f} ms"
                        if ln.ttft_ms is not None and ln.tpot_ms is not None else f" {ln.precision}")
+        if getattr(ln, "training_layout", ""):
+            layout += f" job {ln.training_layout}" + (f", MFU {100 * ln.mfu:.0f} %" if ln.mfu else "")
         days = getattr(ln, "days", 0) or 0
         covered = getattr(ln, "covered_by", "") or ""
         purchase = (ln.pricing + (f" {ln.payment}" if ln.payment else "")
@@ -499,7 +515,7 @@ def _plan(con, plan) -> None:
                         + (f", {s['tokens_per_second_per_replica']:,.0f} tok/s" if w["task"] == "serve" else "")
                         + (f" ({s['precision']} {s.get('engine')}, batch {s['batch']}, TTFT {s['ttft_ms']:,.0f} ms, "
                            f"TPOT {s['tpot_ms']:,.1f} ms)" if s.get("precision") and s.get("ttft_ms") is not None else "")
-                        + (f"; job of {s['job_gpus']:,} GPUs: {s['layout_text']}, {s['precision']}, MFU "
+                        + (f"; per-GPU speed of a job of {s['job_gpus']:,} GPUs: {s['layout_text']}, {s['precision']}, MFU "
                            f"{100 * s['mfu']:.0f} %, {s['tokens_per_second_per_gpu']:,.0f} tok/s/GPU, goodput "
                            f"{100 * s['goodput']:.1f} %" + (f", {s['wall_hours_at_job_gpus']:,.0f} h wall"
                                                              if s.get("wall_hours_at_job_gpus") else "")
@@ -508,7 +524,8 @@ def _plan(con, plan) -> None:
         if "work_flops_needed" in w:
             wt.add_row(w["name"], w["task"], w["model"], f"from {w.get('start_month', 1)}",
                        f"{w['work_flops_needed']:.3g} FLOPs within {w['deadline_hours']:g} h",
-                       f"{w['work_flops_planned']:.3g} FLOPs, done by hour {w['finish_by_hour']:g}", rep,
+                       f"{w['work_flops_planned']:.3g} FLOPs, done by hour {w['finish_by_hour']:g}"
+                       + (f", at most {w['gpus_peak']:,} GPUs at once" if w.get("gpus_peak") else ""), rep,
                        "" if w.get("completed", True) else "not worth running (ROI)")
         else:
             wt.add_row(w["name"], w["task"], w["model"], _months(w.get("start_month", 1), w.get("end_month", H)),

@@ -412,7 +412,8 @@ def _workload_table(data) -> tuple[list[str], list[list[str]]]:
     H = data["horizon_months"]
     for w in data["workloads"]:
         rep = "; ".join(f"{s['gpu_shape'].split(' (')[0]}: {s['gpus_per_replica']:g} GPUs, "
-                        + (f"job of {s['job_gpus']:,} GPUs: {s['layout_text']}, MFU {100 * s['mfu']:.0f} %, goodput "
+                        + (f"per-GPU speed of a job of {s['job_gpus']:,} GPUs: {s['layout_text']}, MFU "
+                           f"{100 * s['mfu']:.0f} %, goodput "
                            f"{100 * s['goodput']:.1f} %" + (f", {s['wall_hours_at_job_gpus']:,.0f} h wall"
                                                              if s.get("wall_hours_at_job_gpus") else "")
                            if s.get("layout_text") else

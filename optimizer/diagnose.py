@@ -24,6 +24,15 @@ def no_fit_reason(workload: "Workload", offers: "pd.DataFrame", rejected: dict) 
         why = _serving_reason(workload, rejected)
         if why:
             return why
+    counts = {k: v for k, v in rejected.items() if v}
+    if workload.task in ("train", "finetune") and counts.get("precision_unsupported") and \
+            counts["precision_unsupported"] >= counts.get("does_not_fit", 0) + counts.get("no_cluster_fabric", 0):
+        need = {"fp8": "FP8 tensor cores (Ada, Hopper, Blackwell)", "bf16": "bf16 (Ampere and later)"}.get(
+            workload.precision, workload.precision)
+        return {"kind": "precision_unsupported",
+                "message": f"no offered GPU trains in {workload.precision}: it needs {need}; "
+                           f"{counts['precision_unsupported']:,} offers were left out for it (widen --gpu, or "
+                           "--precision bf16 / fp16)"}
     mem = offers.assign(total=offers["gpu_count"] * offers["gpu_memory_gib"]).sort_values("total", ascending=False)
     top = mem.iloc[0]
     need = None
@@ -36,7 +45,9 @@ def no_fit_reason(workload: "Workload", offers: "pd.DataFrame", rejected: dict) 
     if need is not None:
         msg += (f": one replica needs about {need:,.1f} GiB of GPU memory; the largest offered instance, "
                 f"{top['provider']} {top['instance_type']} ({top['gpu_count']:g} x {top['gpu_model']}), has {top['total']:,.0f} GiB "
-                f"and multi-instance replicas of up to {MAX_GPUS_PER_REPLICA} GPUs over NVLink-class instances did not fit either")
+                + (f"and multi-instance replicas of up to {MAX_GPUS_PER_REPLICA} GPUs over NVLink-class instances did not "
+                   "fit either" if workload.task not in ("train", "finetune") else
+                   "and jobs of up to 16,384 GPUs over instances with a cluster fabric did not fit either"))
     if rejected.get("no_spec"):
         msg += f"; {rejected['no_spec']} offers were skipped because their GPU has no datasheet row"
     fits = gpus_that_fit(workload)

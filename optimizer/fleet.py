@@ -559,6 +559,23 @@ def placement_group(offer: dict[str, Any], placement: str) -> tuple[str, ...]:
     return ()
 
 
+def cluster_group(offer: dict[str, Any]) -> tuple[str, str, str]:
+    """The cluster a training job runs on (issue 11): one synchronous job stays on one instance type in one region
+    of one provider -- one fabric, one GPU model -- whatever the purchase options it mixes there."""
+    return ("cluster", str(offer["provider"]), str(offer["region"]), str(offer["instance_type"]))
+
+
+def job_units(c: Candidate) -> float:
+    """The most units of a training candidate that run at once: the job's scale on that offer (the GPUs that meet
+    its deadline, ``ReplicaSizing.job_gpus``) in units; its throughput per GPU was taken at that scale."""
+    s = getattr(c, "sizing", None)
+    job = getattr(s, "job_gpus", None) if s is not None else None
+    per = float(getattr(s, "gpus_per_replica", 0) or 0) if s is not None else 0.0
+    if not job or per <= 0:
+        return math.inf
+    return max(1.0, math.floor(job / per + 1e-9))
+
+
 def spot_group(offer: dict[str, Any]) -> tuple[str, str, str]:
     """Spot capacity is capped per instance type and region, all its zones together."""
     return (str(offer["provider"]), str(offer["region"]), str(offer["instance_type"]))
@@ -721,15 +738,18 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
             key = placement_group(c.offer, placement) + ((str(c.offer.get("zone") or ""),) if spread == "zones" else ())
             groups.setdefault(key, []).append(c)
         od: list[Candidate] = []
-        if w.training:  # not placed, continuous: only the lowest USD per unit of work matters
-            groups = {(): od_all} if od_all else {}
+        if w.training:  # one cluster per job: per cluster, the lowest USD per unit of work (and the fast ones)
+            groups = {}
+            for c in od_all:
+                groups.setdefault(cluster_group(c.offer), []).append(c)
         # a floor of one replica on one instance is met by any unit: only from two on do replicas and instances per
         # unit tell units apart (counted up to the floor: more than it is the same)
         floors = (not w.training) and w.min_replicas > 1
         mr = int(w.min_replicas)
+        if w.training:
+            od.extend(_cluster_front([_training_front(grp) for grp in groups.values()]))
         for grp in groups.values():
             if w.training:
-                od.extend(_training_front(grp))
                 continue
             # with a redundancy floor, units of other replicas or instances per unit are not on one staircase: a
             # dearer unit of less throughput may be the cheap way to the floor (a breaker's case: 3 x a 1-replica
@@ -753,6 +773,28 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
                 for d in front if (d.usd_per_unit_hour, d.okey) < (c.usd_per_unit_hour, c.okey))]
         out[w.name] = od + [c for c in cs if c.offer["pricing"] not in HOURLY_UNCAPPED and c.okey in keep]
     return out, before - sum(len(v) for v in out.values())
+
+
+def _cluster_front(fronts: list[list[Candidate]]) -> list[Candidate]:
+    """The clusters (hourly candidates of one instance type in one region) a training job may need: those no other
+    cluster beats on both USD per unit of work and the most work per hour it can run at the job's scale
+    (:func:`job_units` x throughput per unit): one synchronous job runs on one cluster (build_fleet_model's
+    ``cluster_<w>`` row), so a cheaper cluster that is too small for the deadline does not replace a faster one."""
+    def ratio(c):
+        return c.usd_per_unit_hour / c.throughput_per_unit
+
+    stats = []
+    for front in fronts:
+        if not front:
+            continue
+        stats.append((min(ratio(c) for c in front),
+                      max(c.throughput_per_unit * min(job_units(c), 1e12) for c in front), front))
+    out = []
+    for r, rate, front in stats:
+        if not any((r2 < r * (1 - 1e-12) and rate2 >= rate) or (r2 <= r and rate2 > rate * (1 + 1e-12))
+                   for r2, rate2, _ in stats):
+            out.extend(front)
+    return out
 
 
 def _training_front(grp: list[Candidate]) -> list[Candidate]:
@@ -895,6 +937,13 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                 V.Y[(w.name, g)] = pulp.LpVariable(f"Y_{_safe(w.name)}_{gi}", cat=pulp.LpContinuous if relax else pulp.LpBinary,
                                                    lowBound=0, upBound=1)
             m += pulp.lpSum(V.Y[(w.name, g)] for g in groups) == 1, f"place_{_safe(w.name)}"
+        if w.training:  # one synchronous job on one cluster (cluster_group), at most its job-scale units at once
+            clusters = sorted({cluster_group(c.offer) for c in cands})
+            if len(clusters) > 1:
+                for gi, g in enumerate(clusters):
+                    V.Y[(w.name, g)] = pulp.LpVariable(f"C_{_safe(w.name)}_{gi}", lowBound=0, upBound=1,
+                                                       cat=pulp.LpContinuous if relax else pulp.LpBinary)
+                m += pulp.lpSum(V.Y[(w.name, g)] for g in clusters) == 1, f"cluster_{_safe(w.name)}"
         bound = {id(c): _unit_bound(w, c, problem.blocks) for c in cands} if V.Y and not w.training else {}
         work_terms: dict = {}
         for bi, b in enumerate(problem.blocks):
@@ -958,6 +1007,15 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                     m += pulp.LpAffineExpression({v: 1.0, y: -bound[id(c)]}) <= 0
                 if w.training:
                     work_terms[v] = c.throughput_per_unit * 3600.0 * usable * p.months
+                    cap = job_units(c)
+                    y = V.Y.get((w.name, cluster_group(c.offer)))
+                    if math.isfinite(cap):
+                        if y is not None:
+                            m += pulp.LpAffineExpression({v: 1.0, y: -cap}) <= 0
+                        else:
+                            v.upBound = cap if v.upBound is None else min(v.upBound, cap)
+                    elif y is not None:
+                        m += pulp.LpAffineExpression({v: 1.0, y: -1e6}) <= 0
                     continue
                 cap_terms[v] = c.throughput_per_unit
                 rep_terms[v] = float(c.replicas_per_unit)
@@ -1794,6 +1852,9 @@ def fleet_lines(problem: FleetProblem, sol: FleetSolution, od_rates: dict) -> li
         h["reps"][bi] = h["reps"].get(bi, 0.0) + x * c.replicas_per_unit
         h["cost"] += c.usd_per_unit_hour * b.hours * x
         h["users"].setdefault(w, c)
+        if problem.workloads_by_name()[w].training:  # a job runs whole units (its layout's GPUs), time-sliced
+            h.setdefault("unit_instances", c.instances_per_unit)
+            h.setdefault("units", {})[bi] = h.get("units", {}).get(bi, 0.0) + x
     kinds = {c.okey: purchase_kind(c.offer) for cs in problem.cands.values() for c in cs}
     for (w, ok, bi), a in sol.A.items():
         if kinds.get(ok) != "savings_plan":
@@ -1811,6 +1872,9 @@ def fleet_lines(problem: FleetProblem, sol: FleetSolution, od_rates: dict) -> li
         p = problem.periods[pi]  # type: ignore[index]
         peak = max(h["per_block"].values())
         count = max(1, math.ceil(peak - 1e-9))
+        if h.get("units") and len(h["users"]) == 1:
+            # a training job's unit holds its model only whole: ceil(units) x the unit's instances, fewer hours
+            count = max(1, math.ceil(max(h["units"].values()) - 1e-9)) * int(h["unit_instances"])
         inst_hours = sum(v * problem.blocks[bi].hours for bi, v in h["per_block"].items())
         # hours to 6 decimals (60.833333, not 60.83): $/h x hours x count gives $/month to the cent
         ln = _line(h["offer"], count, round(inst_hours / count, 6), h["cost"], h["users"], None, None, 0.0, 0.0)
@@ -2094,6 +2158,8 @@ def workload_summaries(problem: FleetProblem, sol: FleetSolution) -> tuple[list[
             peak_cap = sum(idx[(w.name, ok)].throughput_per_unit * math.ceil(u - 1e-9) for ok, u in units.items())
             if peak_cap > 0 and done > 0:
                 last = min(last, problem.work_flops[w.name] / (peak_cap * 3600.0))
+            d["gpus_peak"] = int(sum(math.ceil(u - 1e-9) * float(idx[(w.name, ok)].sizing.gpus_per_replica or 0)
+                                     for ok, u in units.items() if getattr(idx[(w.name, ok)], "sizing", None)))
             d.update({"work_flops_needed": problem.work_flops[w.name], "work_flops_planned": done,
                       "deadline_hours": w.deadline_hours or HOURS_PER_MONTH, "finish_by_hour": round(last, 2),
                       # a cost plan completes every job; an ROI plan the jobs it chose (Z), none when it bought nothing
@@ -2863,7 +2929,13 @@ def _unusable_notes(problem: FleetProblem, n_offers: int) -> list[str]:
     out = []
     for w in problem.workloads:
         rej = problem.rejected.get(w.name, {})
-        parts = [(n, _UNUSABLE[k]) for k, n in rej.items() if k in _UNUSABLE and n]
+        why = dict(_UNUSABLE)
+        if w.workload.task in ("train", "finetune"):
+            why["does_not_fit"] = "have too little GPU memory for a job of up to 16,384 GPUs"
+            why["no_cluster_fabric"] = "would need a job over several instances and have no cluster fabric"
+            why["precision_unsupported"] = ("have a GPU without the training precision (bf16: not Volta/Turing; fp8: "
+                                            "Ada, Hopper, Blackwell)")
+        parts = [(n, why[k]) for k, n in rej.items() if k in why and n]
         if parts:
             total = sum(n for n, _ in parts)
             out.append(f"{w.name}: {total:,} of {n_offers:,} offers cannot hold a replica ("

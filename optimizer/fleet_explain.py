@@ -48,8 +48,15 @@ def rules(problem: FleetProblem) -> list[str]:
                + (f", less {100 * lv:.0f} % of the months that outlive the horizon" if lv else
                   "; months after the horizon are counted in full (leftover value 0)"))
     if any(w.allow_spot for w in problem.workloads):  # else there is no spot rule to hold (a fresh user asked)
-        out.append(f"spot: at most {problem.spot_capacity} instances of one instance type per region, 90 % of their "
-                   "throughput counted; never the only capacity behind min_replicas unless spot_only_ok")
+        spot_jobs = [w for w in problem.workloads if w.allow_spot]
+        counted = []
+        if any(not w.training for w in spot_jobs):
+            counted.append("serving: 90 % of their throughput counted")
+        if any(w.training for w in spot_jobs):
+            counted.append("training: their work after the goodput of spot reclaims, checkpoints and restarts "
+                           "(optimizer.goodput)")
+        out.append(f"spot: at most {problem.spot_capacity} instances of one instance type per region; "
+                   + "; ".join(counted) + "; never the only capacity behind min_replicas unless spot_only_ok")
     else:
         out.append("spot: not used (no workload allows it: --allow-spot)")
     place = {"region": "each serving workload in one region of one provider",
@@ -57,7 +64,9 @@ def rules(problem: FleetProblem) -> list[str]:
              "any": "serving workloads may span providers and regions"}[problem.placement]
     out.append(f"placement: {place}" + ("; min_replicas instances in distinct zones where the price data has zones "
                                         "(regional offers count as placeable in any zone)"
-                                        if problem.spread == "zones" else ""))
+                                        if problem.spread == "zones" else "")
+               + ("; each training job on one cluster (one instance type in one region), at most its job-scale GPUs "
+                  "at once" if any(w.training for w in problem.workloads) else ""))
     out += serving_rules(problem.workloads)
     out += training_rules(problem.workloads)
     return out
@@ -539,6 +548,27 @@ def why_infeasible(problem: FleetProblem, solver, time_limit_s, gap_rel) -> dict
             return out
     late = [w for w in problem.workloads if w.training and w.deadline_hours is not None]
     for w in late:
+        # one job runs on one cluster, at most its job-scale units at once (issue 11): the fastest cluster's time
+        from optimizer.fleet import job_units
+
+        best = None
+        for c in problem.cands.get(w.name, []):
+            cap = job_units(c)
+            if math.isfinite(cap) and c.throughput_per_unit > 0:
+                rate = cap * c.throughput_per_unit
+                if best is None or rate > best[0]:
+                    best = (rate, c)
+        if best is not None and w.workload.task in ("train", "finetune"):
+            hours = float(problem.work_flops[w.name]) / best[0] / 3600.0
+            if hours > w.deadline_hours * (1 + 1e-6):
+                c = best[1]
+                s = c.sizing
+                return {"kind": "deadline", "workload": w.name, "deadline_needed_hours": math.ceil(hours),
+                        "message": (f"{w.name} cannot finish within {w.deadline_hours:g} h on any one cluster: the "
+                                    f"fastest, {c.offer['provider']} {c.offer['region']} {c.offer['instance_type']} "
+                                    f"with {getattr(s, 'job_gpus', 0) or 0:,} GPUs, takes about {hours:,.0f} h "
+                                    "(a job runs on one instance type in one region, laid out on up to 16,384 "
+                                    "GPUs); allow a longer deadline, more providers, regions or GPUs")}
         limit = (problem.horizon_months - w.start_month) * HOURS_PER_MONTH
 
         def feasible(deadline: float) -> bool:

@@ -189,10 +189,14 @@ def _training_shape(workload, gpu, whole: int, net):
     Returns (instances per unit, 1, sizing) or (None, None, reason) with reason ``precision_unsupported`` (fp8 on
     a GPU without FP8), ``does_not_fit``, ``no_cluster_fabric``.
     """
-    from optimizer.sizing import size_training
+    from optimizer.sizing import check_training_options, size_training
 
-    if workload.precision == "fp8" and not gpu.fp8_tflops_dense:
-        return None, None, "precision_unsupported"
+    try:
+        check_training_options(workload, gpu, network=net)
+    except InputError as exc:
+        if exc.field == "precision":  # fp8 without FP8 tensor cores, bf16 on Volta/Turing
+            return None, None, "precision_unsupported"
+        raise
     cache: dict[int, Any] = {}
 
     def size(n: int):

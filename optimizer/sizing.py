@@ -15,6 +15,7 @@ No pandas here (this module is imported by every ``gpuopt`` command): plain floa
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -1069,9 +1070,86 @@ def training_setup(w: Workload, gpu: GpuSpec, network: NodeNetwork | None = None
     gbs = None
     if w.global_batch_tokens:
         gbs = max(1, int(round(float(w.global_batch_tokens) / seq)))
-    return TrainSetup(model=w.model, gpu=gpu, network=network or DEFAULT_NODE_NETWORK, precision=w.precision,
+    from optimizer.training import DEFAULT_FINETUNE_BATCH_SEQS, reference_network
+
+    return TrainSetup(model=w.model, gpu=gpu, network=network or reference_network(gpu), precision=w.precision,
                       framework=training_framework(w), optimizer=w.optimizer, seq_len=seq, global_batch_seqs=gbs,
-                      usable_fraction=USABLE_FRACTION)
+                      usable_fraction=USABLE_FRACTION,
+                      default_batch=DEFAULT_FINETUNE_BATCH_SEQS * seq if w.task == "finetune" else 0.0)
+
+
+def check_training_options(w: Workload, gpu: GpuSpec, *, tensor_parallel: int | None = None,
+                           pipeline_parallel: int | None = None, network: NodeNetwork | None = None) -> None:
+    """Refuse a training setup no framework runs, naming the field (one-line errors; issue 11).
+
+    Raises:
+        InputError("precision"): bf16 on a GPU without bf16 (Volta, Turing: fp16), fp8 without FP8 tensor cores;
+        ("tensor_parallel"): beyond one node, or not dividing the attention and KV heads (Megatron's rule);
+        ("pipeline_parallel"): more stages than layers, or with DeepSpeed and ZeRO 2/3; ("offload"): ZeRO 0,
+        parameters with Megatron, an 8-bit optimizer (bitsandbytes keeps its states on the GPU); ("global_batch_tokens"):
+        less than one sequence.
+    """
+    from optimizer.serving import gpu_generation
+    from optimizer.training import peak_flops
+
+    m = w.model
+    if w.precision == "bf16" and gpu_generation(gpu) in ("volta", "turing"):
+        raise InputError("precision", f"{gpu.name} has no bf16 ({gpu_generation(gpu).title()}): train in fp16",
+                         accepted="fp16")
+    peak_flops(gpu, w.precision)
+    node = (network or DEFAULT_NODE_NETWORK).gpus_per_node
+    if tensor_parallel is not None:
+        if not _is_int(tensor_parallel) or not 1 <= tensor_parallel <= node:
+            raise InputError("tensor_parallel", f"must be a whole number 1..{node} (inside one node), got "
+                                                f"{tensor_parallel!r}", accepted=f"1..{node}")
+        if not m.estimated and (m.heads % tensor_parallel or (m.kv_heads % tensor_parallel and
+                                                              tensor_parallel % m.kv_heads)):
+            ok = [t for t in range(1, node + 1) if m.heads % t == 0 and (m.kv_heads % t == 0 or t % m.kv_heads == 0)]
+            raise InputError("tensor_parallel", f"{m.name}'s {m.heads} attention heads and {m.kv_heads} KV heads do "
+                                                f"not split over {tensor_parallel} GPUs",
+                             accepted=", ".join(map(str, ok)))
+    fw = training_framework(w)
+    if pipeline_parallel is not None:
+        if not _is_int(pipeline_parallel) or not 1 <= pipeline_parallel <= m.layers:
+            raise InputError("pipeline_parallel", f"must be a whole number 1..{m.layers} ({m.name}'s layers), got "
+                                                  f"{pipeline_parallel!r}", accepted=f"1..{m.layers}")
+        if fw == "deepspeed" and pipeline_parallel > 1 and (w.zero_stage or 0) > 1:
+            raise InputError("pipeline_parallel", "DeepSpeed's pipeline engine runs ZeRO stage 0 or 1 only",
+                             accepted="--zero-stage 0 or 1 with --pipeline-parallel, or no pipeline")
+    if w.offload != "none":
+        stage = w.zero_stage if w.zero_stage is not None else None
+        if stage == 0:
+            raise InputError("offload", "ZeRO-Offload needs ZeRO stage 1, 2 or 3", accepted="--zero-stage 1, 2, 3")
+        if w.offload == "params" and fw == "megatron":
+            raise InputError("offload", "Megatron offloads the optimizer, not the parameters",
+                             accepted="none, optimizer (or --framework deepspeed/fsdp with --zero-stage 3)")
+        if w.optimizer == "adam8bit":
+            raise InputError("offload", "an 8-bit optimizer (bitsandbytes) keeps its states on the GPU; ZeRO-Offload "
+                                        "runs DeepSpeed's CPU Adam", accepted="none (with adam8bit), or --optimizer adam")
+    if w.global_batch_tokens is not None and w.global_batch_tokens < effective_context(w):
+        raise InputError("global_batch_tokens", f"{w.global_batch_tokens:g} tokens is less than one sequence of "
+                                                f"{effective_context(w):,}", accepted=f">= {effective_context(w)}")
+
+
+def _no_layout(w: Workload, gpu: GpuSpec, gpus: float, n: int, setup) -> ReplicaSizing:
+    """A job of ``n`` GPUs that no layout splits (the global batch over the data-parallel ranks, the layers or the
+    heads): ``fits`` False, no throughput, and the reason in the assumptions."""
+    from optimizer import training as tr
+
+    why = (f"no layout of {n} GPUs splits {w.model.name}: the global batch of {setup.global_batch_seqs:,} sequences "
+           "does not divide over the data-parallel ranks and micro-batches" if setup.global_batch_seqs else
+           f"no layout of {n} GPUs splits {w.model.name} ({w.model.layers} layers, {w.model.heads} heads)")
+    mem = tr.memory_per_gpu(dataclasses.replace(setup, global_batch_seqs=None),
+                            tr.TrainLayout(dp=n, zero_stage=w.zero_stage if w.zero_stage is not None else
+                                           tr.DEFAULT_ZERO_STAGE[setup.framework], offload=w.offload))
+    per = sum(mem.values())
+    return ReplicaSizing(task=w.task, gpu_model=gpu.name, gpus_per_replica=float(gpus),
+                         memory_gib_per_replica=per * n / GIB, memory_gib_per_gpu=per / GIB,
+                         usable_gib_per_gpu=gpu.memory_gib * USABLE_FRACTION, fits=False,
+                         breakdown_gib={**{k: v * n / GIB for k, v in mem.items()}, "kv_cache": 0.0},
+                         tokens_per_second_per_replica=0.0,
+                         flops_per_second_per_replica=0.0, assumptions=(why,), precision=w.precision, job_gpus=n,
+                         framework=setup.framework)
 
 
 def size_training(w: Workload, gpu: GpuSpec, gpus: float, *, network: NodeNetwork | None = None,
@@ -1094,34 +1172,33 @@ def size_training(w: Workload, gpu: GpuSpec, gpus: float, *, network: NodeNetwor
     from optimizer import goodput as gp
     from optimizer import training as tr
 
-    net = network or DEFAULT_NODE_NETWORK
     spec = gpu if gpus >= 1 else _gpu_share(gpu, gpus)
     n = max(1, int(gpus))
-    setup = training_setup(w, spec, net)
+    setup = training_setup(w, spec, network)
+    net = setup.network
+    check_training_options(w, spec, tensor_parallel=tensor_parallel, pipeline_parallel=pipeline_parallel, network=net)
     for name, val in (("tensor_parallel", tensor_parallel), ("pipeline_parallel", pipeline_parallel)):
-        if val is not None and (not _is_int(val) or val < 1 or n % val):
-            raise InputError(name, f"must be a whole number that divides the {n} GPUs, got {val!r}",
-                             accepted=", ".join(str(d) for d in range(1, n + 1) if n % d == 0)[:80])
-    if tensor_parallel is not None and tensor_parallel > net.gpus_per_node:
-        raise InputError("tensor_parallel", f"tensor parallelism stays inside one node of {net.gpus_per_node} GPUs, "
-                                            f"got {tensor_parallel}", accepted=f"1..{net.gpus_per_node}")
+        if val is not None and n % val:
+            raise InputError(name, f"{val} does not divide the job's {n} GPUs",
+                             accepted=", ".join(str(d) for d in range(1, min(n, 64) + 1) if n % d == 0))
     best, smallest, tried = tr.search(setup, n, tp=tensor_parallel, pp=pipeline_parallel, zero_stage=w.zero_stage,
                                       micro_batch=w.micro_batch_size, recompute=w.activation_recompute,
                                       offload=w.offload)
     st = best or smallest
     if st is None:
-        raise InputError("tensor_parallel" if tensor_parallel else "pipeline_parallel" if pipeline_parallel else "gpus",
-                         f"no layout of {n} GPUs splits {w.model.name} (heads {w.model.heads}, layers "
-                         f"{w.model.layers}) with the given options", accepted="other --tensor-parallel/"
-                                                                               "--pipeline-parallel/--gpus")
+        # nothing splits: the global batch does not divide over the data-parallel ranks and micro-batches, or the
+        # layers and heads do not split over these GPUs -- not a job of this size (the planner moves on)
+        return _no_layout(w, gpu, gpus, n, setup)
     m = w.model
     lay = st.layout
     peak = tr.peak_flops(spec, w.precision)
     tps_gpu = st.tokens_per_second_per_gpu
     mfu = st.mfu
+    step_s = st.step_s
     if w.mfu is not None:
         tps_gpu = w.mfu * peak / tr.model_flops_per_token(m, setup.seq_len)
         mfu = w.mfu
+        step_s = st.global_batch_seqs * setup.seq_len / (tps_gpu * n)
     tokens_per_s = tps_gpu * n
     good = gp.training_goodput(n, m.params_total, gpus_per_node=net.gpus_per_node)
     good_spot = gp.training_goodput(n, m.params_total, gpus_per_node=net.gpus_per_node, spot=True)
@@ -1143,7 +1220,11 @@ def size_training(w: Workload, gpu: GpuSpec, gpus: float, *, network: NodeNetwor
         f"{setup.framework} ({'Megatron-Core/NeMo kernels' if fam == 'megatron' else 'PyTorch FSDP-style stack'}), "
         f"{w.precision}, optimizer {w.optimizer}, offload {w.offload}; global batch {st.global_batch_seqs:,} x "
         f"{setup.seq_len:,} = {gbs_tokens:,} tokens ({st.microbatches} micro-batches per data-parallel rank"
-        + ("" if w.global_batch_tokens else "; default 4M tokens, Llama 2's") + ")",
+        + ("" if w.global_batch_tokens else
+           ("; default 64 sequences, Llama 2's fine-tuning batch" if w.task == "finetune" else
+            "; default 4M tokens, Llama 2's pre-training batch")
+           + ("" if abs(gbs_tokens - tr.default_batch_tokens(setup)) <= setup.seq_len * lay.dp * lay.micro_batch
+              else f", raised to {gbs_tokens:,} for one micro-batch per data-parallel rank")) + ")",
         f"step {st.step_s:.3g} s = {time_parts} (s); compute: matmuls at {tr.FIT.matmul[fam]:.3g} x the "
         f"{ceil_note}, attention at {tr.FIT.attention:.3g} x the bf16 ceiling, element-wise "
         f"{tr.FIT.elementwise[fam] + (tr.FIT.fp8_extra if w.precision == 'fp8' else 0):.3g} B per hidden element per "
@@ -1161,6 +1242,24 @@ def size_training(w: Workload, gpu: GpuSpec, gpus: float, *, network: NodeNetwor
         good.describe(),
         "spot: " + good_spot.describe(),
     ]
+    if m.estimated:
+        assumptions.append(f"{m.name}: shape guessed from the parameter count (optimizer.specs.model_from_params): "
+                           f"{m.layers} layers, hidden {m.hidden_size}, {m.heads} heads, MLP {m.intermediate_size}; "
+                           "tensor parallelism not checked against the heads")
+    if lay.offload != "none":
+        ll = tr._largest_layer(m)
+        per_node = min(n, net.gpus_per_node)
+        nodes = max(1, math.ceil(n / net.gpus_per_node))
+        if lay.zero_stage == 3:
+            cpu, _ = tr.deepspeed_zero3_estimate(m.params_total, ll, per_node, nodes, offload_optimizer=True,
+                                                 offload_params=lay.offload == "params")
+        else:
+            cpu, _ = tr.deepspeed_zero2_estimate(m.params_total, per_node, nodes, offload_optimizer=True)
+        assumptions.append(
+            f"offload: about {cpu / GIB:,.0f} GiB of CPU memory per node (DeepSpeed's estimator, "
+            "additional_buffer_factor 1.5; check the instance's RAM); the PCIe transfers are in the step time, the "
+            "CPU optimizer step is not: ZeRO-Offload reports 40 TFLOP/s per V100 on a 10B model with it (Ren et al. "
+            "2021, arXiv 2101.06840), i.e. mostly hidden")
     parts = {"weights": st.memory["weights"], "kv_cache": 0.0, "gradients": st.memory["gradients"],
              "optimizer_states": st.memory["optimizer_states"], "activations": st.memory["activations"],
              "overhead": st.memory["overhead"]}
@@ -1172,7 +1271,7 @@ def size_training(w: Workload, gpu: GpuSpec, gpus: float, *, network: NodeNetwor
         tokens_per_second_per_replica=tokens_per_s,
         flops_per_second_per_replica=6.0 * m.params_active * tokens_per_s,
         assumptions=tuple(assumptions), tensor_parallel=lay.tp, pipeline_parallel=lay.pp,
-        precision=w.precision, training_layout=lay.as_dict(), mfu=mfu, step_time_s=st.step_s,
+        precision=w.precision, training_layout=lay.as_dict(), mfu=mfu, step_time_s=step_s,
         global_batch_tokens=float(gbs_tokens), goodput=good.fraction, goodput_spot=good_spot.fraction, job_gpus=n,
         framework=setup.framework)
 
@@ -1417,6 +1516,11 @@ def estimate_training(w: Workload, gpu: GpuSpec, *, gpus: int | None = None, ten
         if not _is_int(gpus) or gpus < 1:
             raise InputError("gpus", f"must be a whole number >= 1, got {gpus!r}", accepted="1..16384")
         s = size(gpus)
+        if not s.fits and s.tokens_per_second_per_replica <= 0:  # no layout at all
+            field = "global_batch_tokens" if w.global_batch_tokens else (
+                "micro_batch_size" if w.micro_batch_size else "gpus")
+            raise InputError(field, s.assumptions[0], accepted="a global batch (sequences) divisible by the "
+                                                               "data-parallel ranks x micro-batch, other --gpus")
         if not s.fits:
             raise InputError("gpus", f"{gpus} x {gpu.name} cannot hold {w.model.name}: the leanest layout needs "
                                      f"{s.memory_gib_per_gpu:.1f} GiB per GPU, {s.usable_gib_per_gpu:.1f} GiB usable",
@@ -1424,7 +1528,7 @@ def estimate_training(w: Workload, gpu: GpuSpec, *, gpus: int | None = None, ten
                                       "shorter --context or a larger GPU")
         out = _train_numbers(w, s)
     else:
-        counts = [c for c in TRAIN_GPU_COUNTS if c % step_div == 0]
+        counts = [step_div * c for c in TRAIN_GPU_COUNTS if step_div * c <= TRAIN_GPU_COUNTS[-1]]
         s = None
         for c in counts:
             cand = size(c)
@@ -1433,6 +1537,9 @@ def estimate_training(w: Workload, gpu: GpuSpec, *, gpus: int | None = None, ten
                 break
         if s is None:
             last = size(counts[-1])
+            if last.tokens_per_second_per_replica <= 0 and w.global_batch_tokens:
+                raise InputError("global_batch_tokens", last.assumptions[0],
+                                 accepted="a global batch (sequences) with more divisors, or --gpus")
             raise InputError("gpu", f"{gpu.name} cannot hold {w.model.name} even on {counts[-1]:,} GPUs: the leanest "
                                     f"layout needs {last.memory_gib_per_gpu:.1f} GiB per GPU, "
                                     f"{last.usable_gib_per_gpu:.1f} GiB usable",
@@ -1440,19 +1547,26 @@ def estimate_training(w: Workload, gpu: GpuSpec, *, gpus: int | None = None, ten
         out = _train_numbers(w, s)
         if w.deadline_hours:
             start = counts.index(int(s.gpus_per_replica))
-            for c in counts[start:]:
-                cand = size(c) if c != int(s.gpus_per_replica) else s
+            best = (out["wall_hours"], s, out)
+            for c in counts[start + 1:]:
+                if out["wall_hours"] <= w.deadline_hours:
+                    break
+                cand = size(c)
                 if not cand.fits:
                     continue
                 nums = _train_numbers(w, cand)
                 s, out = cand, nums
-                if nums["wall_hours"] <= w.deadline_hours:
-                    break
+                if nums["wall_hours"] < best[0]:
+                    best = (nums["wall_hours"], cand, nums)
+            if out["wall_hours"] > w.deadline_hours:  # none meets it: the count with the shortest wall time
+                _, s, out = best
     if w.deadline_hours:
         out["meets_deadline"] = out["wall_hours"] <= w.deadline_hours
     out["assumptions"] = s.assumptions + (
         (f"deadline {w.deadline_hours:g} h: " + ("met" if out["meets_deadline"] else
-         "NOT met even at the largest count tried") + f" with {out['gpus']:,} GPUs ({out['wall_hours']:,.1f} h)",)
+         "NOT met" + (" with the GPUs given (--gpus)" if gpus is not None else
+                      " even at the largest GPU count tried")) + f" with {out['gpus']:,} GPUs "
+         f"({out['wall_hours']:,.1f} h)",)
         if w.deadline_hours else ())
     return out
 

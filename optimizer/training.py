@@ -69,15 +69,24 @@ PCIE_GBPS_ONE_WAY = 31.5
 #: (16) + write master, m, v (12) + write the 16-bit weight (2) = 30; memory-bound.
 OPTIMIZER_STEP_BYTES_PER_PARAM = 30.0
 
+def optimizer_step_bytes(optimizer: str) -> float:
+    """Bytes the optimizer update moves per parameter of the local shard (DERIVED, memory-bound): read the fp32
+    master (4), the gradient (4) and the moments, write the master and the moments, write the 16-bit weight (2):
+    ``14 + 2 x moments`` -- Adam 30 (:data:`OPTIMIZER_STEP_BYTES_PER_PARAM`), 8-bit Adam 18, SGD 22, Adafactor 14."""
+    return 14.0 + 2.0 * OPTIMIZERS[optimizer][1]
+
+
 #: Measured matmul ceilings ("maximum achievable matmul FLOPS", fraction of the dense datasheet peak), bf16 and fp8,
 #: from stas00/ml-engineering compute/accelerator/README.md (F§3): A100 SXM 271.2/312, A100 PCIe 252.9/312, H100 SXM
-#: 794.5/989, GH200 828.6/989, B200 1745/2250; fp8: H100 1402.6/1979, H200 1453.4/1979, B200 3432.5/4500.
+#: 794.5/989, GH200 828.6/989, B200 1745/2250, MI300X 668.4/1300, Gaudi 2 418.7/432; fp8: H100 1402.6/1979, H200
+#: 1453.4/1979, B200 3432.5/4500.
 MAMF: dict[tuple[str, str], float] = {
     ("A100 40GB SXM4", "bf16"): 0.869, ("A100 80GB SXM4", "bf16"): 0.869,
     ("A100 40GB PCIe", "bf16"): 0.811, ("A100 80GB PCIe", "bf16"): 0.811,
     ("H100 SXM5 80GB", "bf16"): 0.803, ("H200 SXM 141GB", "bf16"): 0.803,
     ("H100 SXM5 80GB", "fp8"): 0.709, ("H200 SXM 141GB", "fp8"): 0.734,
     ("B200 (HGX/DGX, 1000 W)", "bf16"): 0.776, ("B200 (HGX/DGX, 1000 W)", "fp8"): 0.763,
+    ("Instinct MI300X", "bf16"): 0.514, ("Gaudi 2", "bf16"): 0.969,
 }
 #: A GPU without a measured ceiling: the mean of the NVIDIA ones measured (bf16: A100 SXM/PCIe, H100, GH200, B200 =
 #: 0.819; fp8: H100, H200, B200 = 0.735) -- an estimate, said so in the assumptions.
@@ -90,6 +99,9 @@ DEFAULT_GLOBAL_BATCH_TOKENS = 4 * 1024 * 1024
 #: Llama 3.1 405B recipe runs CP 2 at 8,192 tokens (training.csv, Megatron-Bridge rows), torchtitan CP 8 at 262,144
 #: (the llama3 long-context runs); below 4,096 tokens per rank the ring's exchanges stop hiding behind attention.
 CP_MIN_TOKENS = 4096
+#: Default global batch of a full fine-tune, sequences: 64, Llama 2's supervised fine-tuning (Touvron et al. 2023,
+#: section 3.1: "batch size of 64 and sequence length of 4096 tokens").
+DEFAULT_FINETUNE_BATCH_SEQS = 64
 #: Largest job the search lays out (issue 11): 16,384 GPUs, the scale of Llama 3 405B's pre-training.
 MAX_TRAIN_GPUS = 16384
 
@@ -120,13 +132,13 @@ class TrainFit:
 
 
 FIT = TrainFit(
-    matmul={"megatron": 0.8161, "fsdp": 0.9999},
-    elementwise={"megatron": 0.0, "fsdp": 778.94},
-    fp8_extra=13.65,
-    attention=0.463,
-    overlap=0.033,
-    tp_exposed=0.655,
-    moe_elementwise=603.6,
+    matmul={"megatron": 0.9271, "fsdp": 1.0},
+    elementwise={"megatron": 111.51, "fsdp": 779.84},
+    fp8_extra=0.84,
+    attention=0.4613,
+    overlap=0.0334,
+    tp_exposed=0.944,
+    moe_elementwise=599.6,
     source="benchmarks/training_fit.py --refit on shared/data/perf/training.csv (180 runs)",
 )
 
@@ -195,6 +207,7 @@ class TrainSetup:
     seq_len: int = 4096
     global_batch_seqs: int | None = None
     usable_fraction: float = 0.90
+    default_batch: float = 0.0  # tokens; 0: DEFAULT_GLOBAL_BATCH_TOKENS (pre-training)
 
 
 @dataclass(frozen=True)
@@ -359,10 +372,12 @@ def _shard_params(m: "ModelSpec", layout: TrainLayout) -> tuple[float, float]:
     """(parameters on one GPU after TP/PP/EP, of which expert parameters)."""
     experts = expert_params(m)
     dense = m.params_total - experts
-    per_stage_dense = dense / layout.pp
-    if layout.pp > 1:  # the first stage also holds the embedding (the last the head): one V x h more than average
-        per_stage_dense = (dense - m.vocab_size * m.hidden_size) / layout.pp + m.vocab_size * m.hidden_size
-    exp = experts / (layout.pp * layout.ep * layout.tp)
+    share = math.ceil(m.layers / layout.pp) / m.layers  # the most loaded stage's layers
+    embed = float(m.vocab_size * m.hidden_size)
+    per_stage_dense = dense
+    if layout.pp > 1:  # the first stage also holds the embedding (the last the head): one V x h
+        per_stage_dense = max(0.0, dense - (1 if m.tied_embeddings else 2) * embed) * share + embed
+    exp = experts * share / (layout.ep * layout.tp)
     return per_stage_dense / layout.tp + exp, exp
 
 
@@ -422,13 +437,19 @@ def _microbatches(setup: TrainSetup, layout: TrainLayout) -> int:
     return max(1, gbs // per_step)
 
 
+def default_batch_tokens(setup: TrainSetup) -> float:
+    """The global batch, tokens, when none is given: the setup's ``default_batch`` (fine-tuning:
+    :data:`DEFAULT_FINETUNE_BATCH_SEQS` sequences), else :data:`DEFAULT_GLOBAL_BATCH_TOKENS`."""
+    return setup.default_batch or DEFAULT_GLOBAL_BATCH_TOKENS
+
+
 def global_batch(setup: TrainSetup, layout: TrainLayout) -> int:
     """Sequences per optimizer step: the setup's, else :data:`DEFAULT_GLOBAL_BATCH_TOKENS` / seq_len rounded to a
     whole number of micro-batches per data-parallel rank (at least one)."""
     if setup.global_batch_seqs:
         return setup.global_batch_seqs
     unit = layout.dp * layout.micro_batch
-    want = DEFAULT_GLOBAL_BATCH_TOKENS / setup.seq_len
+    want = default_batch_tokens(setup) / setup.seq_len
     return unit * max(1, round(want / unit))
 
 
@@ -441,6 +462,21 @@ def _dp_bandwidth(setup: TrainSetup, layout: TrainLayout, group: int) -> float:
     if layout.tp * group <= net.gpus_per_node:
         return link
     return min(link, net.gbps_per_node / max(1, min(layout.tp, net.gpus_per_node)))
+
+
+def reference_network(gpu: "GpuSpec") -> "NodeNetwork":
+    """The node network of the vendor's reference cluster for ``gpu``'s generation, for estimates without an offer:
+    DGX A100 8 x 200 Gb/s HDR InfiniBand (200 GB/s per node) for Ampere and older; DGX H100/H200/B200 8 x 400 Gb/s
+    NDR (400 GB/s per node) for Hopper and Blackwell (NVIDIA DGX datasheets). The calibration fit uses the same."""
+    import dataclasses
+
+    from optimizer.serving import gpu_generation
+    from optimizer.sizing import DEFAULT_NODE_NETWORK
+
+    if gpu_generation(gpu) in ("hopper", "blackwell"):
+        return dataclasses.replace(DEFAULT_NODE_NETWORK, gbps_per_node=400.0,
+                                   source="default: 8 x 400 Gb/s InfiniBand NDR per 8-GPU node (DGX H100/H200/B200)")
+    return DEFAULT_NODE_NETWORK
 
 
 def step(setup: TrainSetup, layout: TrainLayout, fit: TrainFit = FIT) -> StepTime:
@@ -503,11 +539,14 @@ def step(setup: TrainSetup, layout: TrainLayout, fit: TrainFit = FIT) -> StepTim
     t_dp = 0.0
     if d > 1:
         per = (d - 1) / d * 2.0 * p_gpu
-        rounds = {0: 2.0, 1: 2.0, 2: mbs + 1.0, 3: 3.0 * mbs}[layout.zero_stage]
+        # stage 2: DeepSpeed/Megatron reduce-scatter each micro-batch and all-gather once; FSDP SHARD_GRAD_OP
+        # all-gathers in each forward and reduce-scatters in each backward
+        stage2 = 2.0 * mbs if setup.framework == "fsdp" else mbs + 1.0
+        rounds = {0: 2.0, 1: 2.0, 2: stage2, 3: 3.0 * mbs}[layout.zero_stage]
         t_dp = rounds * per / (_dp_bandwidth(setup, layout, d) * 1e9)
     dp_exposed = max(0.0, t_dp - fit.overlap * compute)
     local = p_gpu / (d if layout.zero_stage >= 1 else 1)
-    t_opt = OPTIMIZER_STEP_BYTES_PER_PARAM * local / bw if layout.offload == "none" else 0.0
+    t_opt = optimizer_step_bytes(setup.optimizer) * local / bw if layout.offload == "none" else 0.0
     t_off = 0.0
     if layout.offload != "none":  # gradients down, updated 16-bit weights up the PCIe link, not overlapped
         t_off = (4.0 + 2.0) * local / (PCIE_GBPS_ONE_WAY * 1e9)
@@ -549,24 +588,38 @@ def layouts(setup: TrainSetup, gpus: int, *, tp: int | None = None, pp: int | No
             recompute: bool | None = None, offload: str = "none") -> list[TrainLayout]:
     """Every layout of ``gpus`` GPUs the search considers; a given value fixes that dimension.
 
-    TP: 1, 2, 4, 8 up to one node's GPUs, dividing the attention heads and KV heads (Megatron's rule); PP: divisors of
-    the layers... up to the layer count, interleaved with v = 1, 2, 4, 8 virtual stages while every one holds a layer (uneven stages allowed, the
-    slowest one timed);
-    CP: 1, 2, 4, ... while each rank keeps >= :data:`CP_MIN_TOKENS` tokens; EP:
+    Megatron: TP 1, 2, 4, 8 up to one node's GPUs, dividing the attention heads and KV heads (Megatron's rule; not
+    checked for a model known only by its parameter count, whose heads are a guess); PP: divisors of the GPUs up to
+    the layer count (uneven stages allowed, the slowest timed), interleaved with v = 2, 4, 8 virtual stages when the
+    layers (or layers + 2) divide into p x v and the micro-batches are a multiple of p; CP 1, 2, 4, ... while each
+    rank keeps >= :data:`CP_MIN_TOKENS` tokens. FSDP and DeepSpeed (what HF Trainer, accelerate and llm-foundry
+    run): data parallel only unless TP/PP/CP are given; DeepSpeed's pipeline only with ZeRO 0/1. EP:
     divisors of the experts that divide ``dp x cp`` (MoE only); DP: what is left. ZeRO stage: the framework's
     default (:data:`DEFAULT_ZERO_STAGE`) unless given; micro-batch 1, 2, 4, 8, 16 unless given; recompute both ways
     unless given.
     """
     m, net = setup.model, setup.network
     node = max(1, net.gpus_per_node)
-    tps = [tp] if tp else [t for t in (1, 2, 4, 8) if t <= node and m.heads % t == 0
-                          and (m.kv_heads % t == 0 or t % m.kv_heads == 0)]
-    pps = [pp] if pp else [p for p in _divisors(gpus) if p <= m.layers and p <= 128]
-    cps = [cp] if cp else [c for c in (1, 2, 4, 8, 16, 32) if c == 1 or (c <= gpus and setup.seq_len / c >= CP_MIN_TOKENS)]
+    plain = setup.framework in ("fsdp", "deepspeed")  # HF/llm-foundry FSDP, DeepSpeed ZeRO: data parallel only
+    if tp:
+        tps = [tp]
+    elif plain:
+        tps = [1]
+    else:
+        tps = [t for t in (1, 2, 4, 8) if t <= node and (m.estimated or (
+            m.heads % t == 0 and (m.kv_heads % t == 0 or t % m.kv_heads == 0)))]
+    if pp:
+        pps = [pp]
+    elif plain:
+        pps = [1]
+    else:
+        pps = [p for p in _divisors(gpus) if p <= m.layers and p <= 128]
+    cps = [cp] if cp else [c for c in (1, 2, 4, 8, 16, 32) if c == 1 or (
+        not plain and c <= gpus and setup.seq_len / c >= CP_MIN_TOKENS)]
     zs = [zero_stage] if zero_stage is not None else [DEFAULT_ZERO_STAGE[setup.framework]]
     mbs = [micro_batch] if micro_batch else [1, 2, 4, 8, 16]
     recs = [recompute] if recompute is not None else [False, True]
-    default_seqs = max(1, round(DEFAULT_GLOBAL_BATCH_TOKENS / setup.seq_len))
+    default_seqs = max(1, round(default_batch_tokens(setup) / setup.seq_len))
     out = []
     for t in tps:
         for p in pps:
@@ -578,19 +631,30 @@ def layouts(setup: TrainSetup, gpus: int, *, tp: int | None = None, pp: int | No
                     eps = [ep] if ep else [e for e in _divisors(m.experts) if (dp * c) % e == 0]
                 else:
                     eps = [1]
+                # interleaved 1F1B (Megatron-Core): whole layers per virtual stage -- L, or L + 2 with the
+                # embedding and the loss counted as layers (--account-for-embedding/loss-in-pipeline-split) --
+                # and a number of micro-batches that is a multiple of the stages (checked below); DeepSpeed's
+                # pipeline engine has no interleaving
                 vps = [1]
-                if p > 1:
-                    vps = [v for v in (1, 2, 4, 8) if m.layers >= p * v]
+                if p > 1 and setup.framework == "megatron":
+                    vps = [v for v in (1, 2, 4, 8) if v == 1 or m.layers % (p * v) == 0 or (m.layers + 2) % (p * v) == 0]
                 for e in eps:
                     if (dp * c) % e:
                         continue
                     for v in vps:
                         for z in zs:
+                            if setup.framework == "deepspeed" and p > 1 and z > 1:
+                                continue  # DeepSpeed's PipelineEngine runs ZeRO stage 0 or 1 only
                             for b in mbs:
                                 if setup.global_batch_seqs and setup.global_batch_seqs % (dp * b):
                                     continue
                                 if not setup.global_batch_seqs and b > 1 and dp * b > default_seqs:
                                     continue  # the default batch: a larger micro-batch may not grow it
+                                if v > 1:
+                                    lay = TrainLayout(tp=t, pp=p, dp=dp, cp=c, ep=e, vp=v, micro_batch=b)
+                                    mb_count = _microbatches(setup, lay)
+                                    if mb_count < p or mb_count % p:
+                                        continue
                                 for r in recs:
                                     out.append(TrainLayout(tp=t, pp=p, dp=dp, cp=c, ep=e, vp=v, zero_stage=z,
                                                            micro_batch=b, recompute=r, offload=offload))

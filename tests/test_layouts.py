@@ -242,9 +242,10 @@ def test_pipeline_parallel_is_checked():
     with pytest.raises(InputError) as e:
         size_replica(serve405(), H100, 16, pipeline_parallel=3)  # 16 GPUs do not split in 3 stages
     assert e.value.field == "pipeline_parallel"
-    with pytest.raises(InputError) as e:
-        size_replica(Workload(task="train", model=LLAMA7, tokens=1e9), H100, 16, pipeline_parallel=2)
+    with pytest.raises(InputError) as e:  # training pipelines too (issue 11), in stages that divide the GPUs
+        size_replica(Workload(task="train", model=LLAMA7, tokens=1e9), H100, 16, pipeline_parallel=3)
     assert e.value.field == "pipeline_parallel"
+    assert size_replica(Workload(task="train", model=LLAMA7, tokens=1e9), H100, 16, pipeline_parallel=2).pipeline_parallel == 2
     with pytest.raises(InputError):
         size_replica(serve405(), H100, 0.5, pipeline_parallel=2)
     with pytest.raises(InputError):
@@ -276,8 +277,12 @@ def test_multi_instance_training_refused_on_ethernet_accepted_on_efa():
     (c,) = cands
     assert c.offer["instance_type"] == "p4d.24xlarge" and c.fabric == "efa"
     assert c.instances_per_unit >= 2 and c.sizing.gpus_per_replica == 8 * c.instances_per_unit
-    assert (c.tensor_parallel, c.pipeline_parallel) == (1, 1)  # ZeRO data parallel over all its GPUs
-    assert "ZeRO over efa 50 GB/s" in c.shape  # p4d: 4 x 100 Gbit/s EFA (providers/facts.py)
+    # the job's layout (issue 11): TP inside an instance, the rest pipeline/data parallel over the fabric
+    lay = c.sizing.training_layout
+    assert lay["tensor_parallel"] <= 8
+    assert lay["tensor_parallel"] * lay["pipeline_parallel"] * lay["data_parallel"] * lay["context_parallel"] == \
+        c.sizing.job_gpus
+    assert "efa 50 GB/s" in c.shape  # p4d: 4 x 100 Gbit/s EFA (providers/facts.py)
     # an unknown fabric ("") is not a cluster fabric either
     unknown = dict(efa, provider="mycloud", instance_type="box8", fabric="")
     _, rejected, _ = candidates_for(train70(), _frame(unknown))

@@ -53,10 +53,16 @@ def test_multi_instance_replica_only_over_nvlink(offers):
                 & offers["instance_type"].isin(["p4d.24xlarge", "g5.48xlarge"])]
     w = Workload(task="train", model=load_model("meta-llama/Llama-2-70b-hf"), tokens=1e9, deadline_hours=730.0)
     cands, rejected, _ = candidates_for(w, df)
-    assert {c.offer["instance_type"] for c in cands} == {"p4d.24xlarge"}
-    (p4d,) = cands
+    by = {c.offer["instance_type"]: c for c in cands}
+    p4d = by["p4d.24xlarge"]
     assert p4d.instances_per_unit >= 2 and p4d.sizing.gpus_per_replica == 8 * p4d.instances_per_unit
-    assert rejected.get("does_not_fit") == 1  # g5.48xlarge: 8 x A10G over PCIe
+    # issue 11: pipeline stages over EFA let 8 x A10G boxes hold it too, each GPU much slower (PCIe, 24 GB, a
+    # deeper pipeline): the A100 does well over 3x the work per GPU
+    if "g5.48xlarge" in by:
+        g5 = by["g5.48xlarge"]
+        per_gpu = lambda c: c.throughput_per_unit / c.sizing.gpus_per_replica  # noqa: E731
+        assert per_gpu(p4d) > 3 * per_gpu(g5)
+        assert g5.sizing.training_layout["tensor_parallel"] <= 8
 
 
 def test_plan_meets_demand_and_prices_by_the_offers(offers):

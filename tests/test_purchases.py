@@ -384,15 +384,22 @@ def test_a_window_shorter_than_a_day_buys_every_instance_it_runs_for_a_day(snaps
 
 
 def test_blocks_keep_the_quota(snapshot):
+    from optimizer.model import candidates_for
+    from optimizer.sizing import train_flops
+
     offers = _aws(snapshot, ["us-west-2"], ["capacity_block"], ["p4d.24xlarge"])
-    job = _train(tokens=1.8e10, deadline=30.0, model="llama-2-7b")
+    job = _train(tokens=2.75e10, deadline=30.0, model="llama-2-7b")
+    (c,) = candidates_for(job.workload, offers)[0]
+    hours = train_flops(job.workload) / (c.throughput_per_unit * 3600.0)  # instance-hours of work (1-instance units)
+    assert c.instances_per_unit == 1 and 192 < hours <= 240  # more than 8 one-day blocks give: the quota binds
     res = plan_fleet([job], {}, offers, horizon_months=1, explain=False, max_instances=8)
     assert res.status == "optimal"
     assert res.lines and all(ln.count <= 8 for ln in res.lines)
-    # the job needs 8 x 27.24 instance-hours in a 30-hour window: 8 one-day blocks give 192 h, and a unit's second
-    # day only the window's last 6 h, so 13 unit-days (a breaker's count; the model had bought 10: 204 h usable)
-    assert sum(ln.count * ln.days for ln in res.lines) == 13
-    assert res.total_usd == pytest.approx(13 * 24 * 11.80, abs=0.01)  # p4d us-west-2 block rate, 2026-07-22
+    # in a 30-hour window 8 one-day blocks give 192 h and a unit's second day only the window's last 6 h, so
+    # 8 + ceil((hours - 192) / 6) unit-days (a breaker's count; the model had once bought too few)
+    days = 8 + math.ceil((hours - 192.0) / 6.0)
+    assert sum(ln.count * ln.days for ln in res.lines) == days
+    assert res.total_usd == pytest.approx(days * 24 * 11.80, abs=0.01)  # p4d us-west-2 block rate, 2026-07-22
 
 
 def test_a_window_past_182_days_buys_blocks_back_to_back(snapshot):

@@ -157,8 +157,9 @@ def test_405b_layout_on_16384_h100():
     assert lay["pipeline_parallel"] >= 8
     assert lay["tensor_parallel"] * lay["pipeline_parallel"] * lay["data_parallel"] * lay["context_parallel"] == 16384
     assert n["memory_gib_per_gpu"] <= n["usable_gib_per_gpu"]
-    # Llama 3 reports 38-43 % BF16 MFU at this scale (Table 4); the estimate is in that neighbourhood
-    assert 0.30 <= n["mfu"] <= 0.50
+    # between the published figures for this model: Llama 3 reports 38-43 % BF16 MFU on 8-16k H100s (Table 4),
+    # NeMo 54.8 % on 1,152 H100s (training.csv row 337); no run above 2,304 GPUs is in the calibration set
+    assert 0.38 <= n["mfu"] <= 0.548
     assert 0.85 <= n["goodput"] < 1.0  # > 90 % effective training time reported; failures every ~3 h
 
 

@@ -425,7 +425,8 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
              trace: str | Path | None = None, micro_batch_size: int | None = None,
              activation_recompute: bool | None = None, mfu: float | None = None, gpus: int | None = None,
              global_batch_tokens: float | None = None, optimizer: str | None = None, offload: str | None = None,
-             framework: str | None = None) -> EstimateResult:
+             framework: str | None = None, context_parallel: int | None = None,
+             expert_parallel: int | None = None) -> EstimateResult:
     """Size one replica of a workload on ``gpu`` (no prices involved).
 
     Args: as ``gpuopt estimate``: model (known name or HF repo, -Instruct/-chat variants accepted) or params (count),
@@ -440,7 +441,8 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
         ``optimizer.serving.load_measurements``), trace (a CSV of requests' input/output tokens: their means are the
         lengths, ``optimizer.serving.load_trace``). Training (train/finetune, issue 11; ``optimizer.training``): gpus
         (the job's GPU count; default: the fewest of 1, 2, 4, ... 16,384 that hold it, or with deadline_hours the
-        fewest that finish in time), tensor_parallel / pipeline_parallel (fix the layout; default searched),
+        fewest that finish in time), tensor_parallel / pipeline_parallel / context_parallel / expert_parallel (fix
+        the layout; default searched),
         context_tokens (sequence length), global_batch_tokens (default 4M), micro_batch_size, activation_recompute
         (default: searched), precision bf16|fp16|fp8, optimizer adam|adam8bit|adafactor|sgd, zero_stage 0..3 (default:
         the framework's), offload none|optimizer|params, framework megatron|fsdp|deepspeed (default: megatron for
@@ -456,7 +458,8 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
     from optimizer.specs import load_gpu
 
     training_only = {"--gpus": gpus, "--global-batch-tokens": global_batch_tokens, "--optimizer": optimizer,
-                     "--offload": offload, "--framework": framework}
+                     "--offload": offload, "--framework": framework, "--context-parallel": context_parallel,
+                     "--expert-parallel": expert_parallel}
     if task == "serve":
         training_only["--zero-stage"] = zero_stage
     if task not in ("train", "finetune"):
@@ -511,7 +514,7 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
     g = load_gpu(gpu)
     g = dataclasses.replace(g, memory_gib=usable_gpu_memory_gib(g.name, None, g.memory_gib))
     nums = dict(sizing.estimate(w, g, tensor_parallel=tensor_parallel, pipeline_parallel=pipeline_parallel,
-                                gpus=gpus))
+                                gpus=gpus, context_parallel=context_parallel, expert_parallel=expert_parallel))
     assumptions = list(nums.pop("assumptions", []) or [])
     for note in (trace_note, name_note):
         if note:

@@ -256,6 +256,8 @@ def estimate(
     activation_recompute: Annotated[Optional[bool], typer.Option("--activation-recompute/--no-activation-recompute", help="Training: full activation checkpointing (default: searched; lora on).")] = None,
     mfu: Annotated[Optional[float], typer.Option("--mfu", help="Training: your measured MFU, 0-1, replacing the model's throughput.")] = None,
     global_batch_tokens: Annotated[Optional[float], typer.Option("--global-batch-tokens", help="Training: tokens per optimizer step (default 4M, Llama 2's).")] = None,
+    context_parallel: Annotated[Optional[int], typer.Option("--context-parallel", help="Training: GPUs a sequence is split over (default: searched for long sequences).")] = None,
+    expert_parallel: Annotated[Optional[int], typer.Option("--expert-parallel", help="Training, MoE: GPUs the experts are spread over (default: searched).")] = None,
     optimizer: Annotated[Optional[str], typer.Option("--optimizer", help="Training: adam (default), adam8bit, adafactor, sgd.")] = None,
     offload: Annotated[Optional[str], typer.Option("--offload", help="Training: none (default), optimizer (ZeRO-Offload to CPU), params (ZeRO-3 only).")] = None,
     framework: Annotated[Optional[str], typer.Option("--framework", help="Training: megatron (default for train), fsdp (default for finetune), deepspeed.")] = None,
@@ -283,7 +285,8 @@ def estimate(
                               tpot_slo_ms=tpot_ms, measured=measured, trace=trace,
                               micro_batch_size=micro_batch_size, activation_recompute=activation_recompute, mfu=mfu,
                               gpus=gpus, global_batch_tokens=global_batch_tokens, optimizer=optimizer,
-                              offload=offload, framework=framework)
+                              offload=offload, framework=framework, context_parallel=context_parallel,
+                              expert_parallel=expert_parallel)
         render.estimate(result, fmt)
 
 

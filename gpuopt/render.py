@@ -124,8 +124,8 @@ def estimate(result, fmt: str) -> None:
         "meets_deadline": "{}", "wall_hours_one_replica": "{:,.1f}", "replicas_needed": "{}", "gpus_needed": "{:g}",
     }
     if "layout" in n:  # train/finetune: the job's layout, and wall_hours replaces wall_hours_one_replica
-        fmt_map.pop("wall_hours_one_replica")
-        fmt_map.pop("gpus_per_replica")
+        for key in ("wall_hours_one_replica", "gpus_per_replica", "memory_gib_per_replica"):
+            fmt_map.pop(key)  # the whole job's: gpus, memory_gib_per_gpu and wall_hours say it
         lay = n["layout"]
         t.add_row("layout", f"TP{lay['tensor_parallel']} PP{lay['pipeline_parallel']}"
                   + (f"x{lay['virtual_stages']}v" if lay["virtual_stages"] > 1 else "")

@@ -738,16 +738,20 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
             key = placement_group(c.offer, placement) + ((str(c.offer.get("zone") or ""),) if spread == "zones" else ())
             groups.setdefault(key, []).append(c)
         od: list[Candidate] = []
-        if w.training:  # one cluster per job: per cluster, the lowest USD per unit of work (and the fast ones)
-            groups = {}
+        if w.training and w.workload.task in ("train", "finetune"):  # one cluster per job: per cluster, the
+            groups = {}                                               # lowest USD per unit of work (and the fast)
             for c in od_all:
                 groups.setdefault(cluster_group(c.offer), []).append(c)
+        elif w.training:  # LoRA: continuous, not placed: only the lowest USD per unit of work matters
+            groups = {(): od_all} if od_all else {}
         # a floor of one replica on one instance is met by any unit: only from two on do replicas and instances per
         # unit tell units apart (counted up to the floor: more than it is the same)
         floors = (not w.training) and w.min_replicas > 1
         mr = int(w.min_replicas)
         if w.training:
-            od.extend(_cluster_front([_training_front(grp) for grp in groups.values()]))
+            od.extend(_cluster_front([_training_front(grp) for grp in groups.values()])
+                      if w.workload.task in ("train", "finetune") else
+                      [c for grp in groups.values() for c in _training_front(grp)])
         for grp in groups.values():
             if w.training:
                 continue
@@ -938,7 +942,8 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                                                    lowBound=0, upBound=1)
             m += pulp.lpSum(V.Y[(w.name, g)] for g in groups) == 1, f"place_{_safe(w.name)}"
         if w.training:  # one synchronous job on one cluster (cluster_group), at most its job-scale units at once
-            clusters = sorted({cluster_group(c.offer) for c in cands})
+            clusters = sorted({cluster_group(c.offer) for c in cands}) if w.workload.task in ("train", "finetune") \
+                else []  # a LoRA job is sized as replicas of one or a few GPUs (issue 5), not laid out whole
             if len(clusters) > 1:
                 for gi, g in enumerate(clusters):
                     V.Y[(w.name, g)] = pulp.LpVariable(f"C_{_safe(w.name)}_{gi}", lowBound=0, upBound=1,
@@ -946,6 +951,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                 m += pulp.lpSum(V.Y[(w.name, g)] for g in clusters) == 1, f"cluster_{_safe(w.name)}"
         bound = {id(c): _unit_bound(w, c, problem.blocks) for c in cands} if V.Y and not w.training else {}
         work_terms: dict = {}
+        cluster_work: dict[tuple, dict] = {}
         for bi, b in enumerate(problem.blocks):
             p = problem.period_of(b)
             if w.training:
@@ -1006,16 +1012,14 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                     y = V.Y[(w.name, placement_group(c.offer, problem.placement))]
                     m += pulp.LpAffineExpression({v: 1.0, y: -bound[id(c)]}) <= 0
                 if w.training:
-                    work_terms[v] = c.throughput_per_unit * 3600.0 * usable * p.months
-                    cap = job_units(c)
-                    y = V.Y.get((w.name, cluster_group(c.offer)))
+                    a_work = c.throughput_per_unit * 3600.0 * usable * p.months
+                    work_terms[v] = a_work
+                    cap = job_units(c)  # at most the job's scale at once
                     if math.isfinite(cap):
-                        if y is not None:
-                            m += pulp.LpAffineExpression({v: 1.0, y: -cap}) <= 0
-                        else:
-                            v.upBound = cap if v.upBound is None else min(v.upBound, cap)
-                    elif y is not None:
-                        m += pulp.LpAffineExpression({v: 1.0, y: -1e6}) <= 0
+                        v.upBound = cap if v.upBound is None else min(v.upBound, cap)
+                    g = cluster_group(c.offer)
+                    if (w.name, g) in V.Y:  # the work done on a cluster: none unless the job runs there
+                        cluster_work.setdefault(g, {})[v] = a_work
                     continue
                 cap_terms[v] = c.throughput_per_unit
                 rep_terms[v] = float(c.replicas_per_unit)
@@ -1071,6 +1075,10 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                     m += pulp.LpAffineExpression({**us, **regional}) >= w.min_replicas, f"spread_{tag}"
         if w.training:
             need = float(problem.work_flops[w.name])
+            for gi, (g, terms) in enumerate(sorted(cluster_work.items())):
+                # work on cluster g <= the whole job x Y_g (scaled like the work row): one cluster per job
+                m += pulp.LpAffineExpression({**{v: a / need * 1000.0 for v, a in terms.items()},
+                                              V.Y[(w.name, g)]: -1000.0}) <= 0, f"onecluster_{_safe(w.name)}_{gi}"
             if roi:
                 z = pulp.LpVariable(f"Z_{_safe(w.name)}", cat=pulp.LpContinuous if relax else pulp.LpBinary)
                 V.Z[w.name] = z

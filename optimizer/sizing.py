@@ -1154,6 +1154,7 @@ def _no_layout(w: Workload, gpu: GpuSpec, gpus: float, n: int, setup) -> Replica
 
 def size_training(w: Workload, gpu: GpuSpec, gpus: float, *, network: NodeNetwork | None = None,
                   tensor_parallel: int | None = None, pipeline_parallel: int | None = None,
+                  context_parallel: int | None = None, expert_parallel: int | None = None,
                   spot: bool = False) -> ReplicaSizing:
     """A train/finetune job of ``w`` on ``gpus`` GPUs: the fastest parallel layout that fits
     (:func:`optimizer.training.search`; TP/PP fixed when given; ZeRO stage, micro-batch and recompute fixed when the
@@ -1177,11 +1178,22 @@ def size_training(w: Workload, gpu: GpuSpec, gpus: float, *, network: NodeNetwor
     setup = training_setup(w, spec, network)
     net = setup.network
     check_training_options(w, spec, tensor_parallel=tensor_parallel, pipeline_parallel=pipeline_parallel, network=net)
-    for name, val in (("tensor_parallel", tensor_parallel), ("pipeline_parallel", pipeline_parallel)):
+    for name, val in (("context_parallel", context_parallel), ("expert_parallel", expert_parallel)):
+        if val is not None and (not _is_int(val) or val < 1):
+            raise InputError(name, f"must be a whole number >= 1, got {val!r}", accepted=">= 1")
+    if expert_parallel is not None and expert_parallel > 1 and (w.model.experts <= 1 or
+                                                                w.model.experts % expert_parallel):
+        raise InputError("expert_parallel", f"{w.model.name} has {w.model.experts} expert(s): expert parallelism "
+                                            "divides the experts", accepted=", ".join(
+                                                str(d) for d in range(1, w.model.experts + 1)
+                                                if w.model.experts % d == 0) or "1")
+    for name, val in (("tensor_parallel", tensor_parallel), ("pipeline_parallel", pipeline_parallel),
+                      ("context_parallel", context_parallel)):
         if val is not None and n % val:
             raise InputError(name, f"{val} does not divide the job's {n} GPUs",
                              accepted=", ".join(str(d) for d in range(1, min(n, 64) + 1) if n % d == 0))
-    best, smallest, tried = tr.search(setup, n, tp=tensor_parallel, pp=pipeline_parallel, zero_stage=w.zero_stage,
+    best, smallest, tried = tr.search(setup, n, tp=tensor_parallel, pp=pipeline_parallel, cp=context_parallel,
+                                      ep=expert_parallel, zero_stage=w.zero_stage,
                                       micro_batch=w.micro_batch_size, recompute=w.activation_recompute,
                                       offload=w.offload)
     st = best or smallest
@@ -1491,7 +1503,8 @@ def _train_numbers(w: Workload, s: ReplicaSizing) -> dict:
 
 
 def estimate_training(w: Workload, gpu: GpuSpec, *, gpus: int | None = None, tensor_parallel: int | None = None,
-                      pipeline_parallel: int | None = None, network: NodeNetwork | None = None) -> dict:
+                      pipeline_parallel: int | None = None, network: NodeNetwork | None = None,
+                      context_parallel: int | None = None, expert_parallel: int | None = None) -> dict:
     """``gpuopt estimate`` for train/finetune (issue 11): the job on ``gpus`` GPUs, else on the fewest of 1, 2, 4,
     ... 16,384 that hold it -- and, with ``w.deadline_hours``, the fewest of those that finish in time (wall time
     with the goodput lost to failures and checkpoints).
@@ -1509,9 +1522,10 @@ def estimate_training(w: Workload, gpu: GpuSpec, *, gpus: int | None = None, ten
     """
     def size(n: int) -> ReplicaSizing:
         return size_training(w, gpu, n, network=network, tensor_parallel=tensor_parallel,
-                             pipeline_parallel=pipeline_parallel)
+                             pipeline_parallel=pipeline_parallel, context_parallel=context_parallel,
+                             expert_parallel=expert_parallel)
 
-    step_div = (tensor_parallel or 1) * (pipeline_parallel or 1)
+    step_div = (tensor_parallel or 1) * (pipeline_parallel or 1) * (context_parallel or 1)
     if gpus is not None:
         if not _is_int(gpus) or gpus < 1:
             raise InputError("gpus", f"must be a whole number >= 1, got {gpus!r}", accepted="1..16384")
@@ -1572,7 +1586,8 @@ def estimate_training(w: Workload, gpu: GpuSpec, *, gpus: int | None = None, ten
 
 
 def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64, *, tensor_parallel: int | None = None,
-             pipeline_parallel: int | None = None, gpus: int | None = None) -> dict:
+             pipeline_parallel: int | None = None, gpus: int | None = None, context_parallel: int | None = None,
+             expert_parallel: int | None = None) -> dict:
     """The smallest replica of ``w`` on ``gpu`` and what it does, for ``gpuopt estimate``.
 
     Returns:
@@ -1589,7 +1604,11 @@ def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64, *, tensor_para
     spec = load_gpu(gpu) if isinstance(gpu, str) else gpu
     if w.task in FULL_TRAINING_TASKS:
         return estimate_training(w, spec, gpus=gpus, tensor_parallel=tensor_parallel,
-                                 pipeline_parallel=pipeline_parallel)
+                                 pipeline_parallel=pipeline_parallel, context_parallel=context_parallel,
+                                 expert_parallel=expert_parallel)
+    if context_parallel is not None or expert_parallel is not None:
+        raise InputError("context_parallel" if context_parallel is not None else "expert_parallel",
+                         "context and expert parallelism are layouts of a training job", accepted="--task train or finetune")
     if gpus is not None:
         raise InputError("gpus", "--gpus sizes a training job (train, finetune)", accepted="--task train or finetune")
     if tensor_parallel is not None or pipeline_parallel is not None:

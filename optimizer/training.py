@@ -327,16 +327,18 @@ def model_state_bytes(params: float, zero_stage: int, shards: int, *, framework:
             out.update(weights=master * p / d, gradients=4 * p / d, optimizer_states=moments * p / d,
                        overhead=4.0 * largest_layer)
     if offload != "none":
-        # the fp32 master, the moments and the fp32 gradient copy live in CPU memory; the GPU keeps 16-bit params
-        # (sharded under stage 3) and, for stage 3 param offload, only the gathered layer (DeepSpeed estimator)
+        # the fp32 master, the moments and (DeepSpeed, FSDP) the fp32 gradient copy live in CPU memory; the GPU keeps
+        # 16-bit params (sharded under stage 3) and, for stage 3 param offload, only the gathered layer (DeepSpeed
+        # estimator); Megatron keeps its fp32 gradient buffer on the GPU
         out["optimizer_states"] = 0.0
         if zero_stage == 3:
             out["weights"] = 0.0 if offload == "params" else 2 * p / d
             out["gradients"] = 0.0
+        elif framework == "megatron":
+            pass  # Megatron's --optimizer-cpu-offload moves the optimizer states and master weights; grads stay
         else:
             out["weights"], out["gradients"] = 2 * p, 0.0
-            if framework == "deepspeed" or zero_stage < 3:
-                out["overhead"] = 0.0
+            out["overhead"] = 0.0
     return out
 
 

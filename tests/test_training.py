@@ -251,3 +251,78 @@ def test_user_mfu_replaces_the_model():
     flops_per_token = tr.model_flops_per_token(load_model("Llama-2-7B"), 4096)
     assert n["tokens_per_second_per_gpu"] == pytest.approx(0.40 * 312e12 / flops_per_token)
     assert math.isclose(n["mfu"], 0.40)
+
+
+# ----------------------------------------------------------------------------------------------- the planner
+
+
+@pytest.fixture(scope="module")
+def aws_offers():
+    from pricing_cache.store import load_offers
+
+    offers = load_offers()[0]
+    return offers[(offers["provider"] == "aws") & (offers["zone"].astype(str) == "")].reset_index(drop=True)
+
+
+def test_a_training_job_runs_on_one_cluster_in_whole_units(aws_offers):
+    # issue 11 (breaker): one synchronous job stays on one instance type in one region (one fabric, one GPU model),
+    # never more GPUs at once than the job's layout, and every line buys whole units of that layout
+    from optimizer.fleet import FleetWorkload, plan_fleet
+
+    w = Workload(task="train", model=load_model("Llama-2-70B"), tokens=1e11, deadline_hours=100.0)
+    job = FleetWorkload(name="job", workload=w, deadline_hours=100.0, allow_spot=True)
+    res = plan_fleet([job], {}, aws_offers, horizon_months=1, explain=False)
+    assert res.status == "optimal", res.reason
+    assert len({(ln.provider, ln.region, ln.instance_type) for ln in res.lines}) == 1
+    (summary,) = res.workloads
+    (s,) = summary["sizing"]
+    unit_instances = s["gpus_per_replica"] / (res.lines[0].gpu_count)
+    for ln in res.lines:
+        if not ln.days:  # hourly lines: whole units of the job's layout
+            assert ln.count % unit_instances == 0
+        assert ln.training_layout and 0 < ln.mfu < 1
+    assert summary["gpus_peak"] <= s["job_gpus"]
+    assert summary["finish_by_hour"] <= 100.0
+
+
+def test_a_deadline_no_cluster_meets_says_so(aws_offers):
+    from optimizer.fleet import FleetWorkload, plan_fleet
+
+    w = Workload(task="train", model=load_model("Llama-3.1-405B"), tokens=1e13, deadline_hours=10.0)
+    res = plan_fleet([FleetWorkload(name="big", workload=w, deadline_hours=10.0)], {}, aws_offers,
+                     horizon_months=1, explain=False)
+    assert res.status == "infeasible"
+    assert res.reason["kind"] == "deadline"
+    assert "on any one cluster" in res.reason["message"] and res.reason["deadline_needed_hours"] > 10
+
+
+def test_training_options_a_framework_cannot_run_are_refused():
+    w = Workload(task="train", model=load_model("Llama-2-7B"), tokens=1e9)
+    with pytest.raises(InputError) as e:  # V100 has no bf16 (NVIDIA V100 datasheet: FP16 tensor cores only)
+        size_training(w, load_gpu("V100-16GB"), 8)
+    assert e.value.field == "precision" and e.value.accepted == "fp16"
+    with pytest.raises(InputError) as e:  # DeepSpeed's PipelineEngine runs ZeRO stage 0 or 1 only
+        size_training(Workload(task="train", model=load_model("Llama-2-7B"), tokens=1e9, framework="deepspeed",
+                               zero_stage=3), load_gpu("H100-80GB"), 8, pipeline_parallel=2)
+    assert e.value.field == "pipeline_parallel"
+    with pytest.raises(InputError) as e:
+        size_training(Workload(task="train", model=load_model("Llama-2-7B"), tokens=1e9, framework="megatron",
+                               offload="params"), load_gpu("H100-80GB"), 8)
+    assert e.value.field == "offload"
+    with pytest.raises(InputError) as e:
+        size_training(w, load_gpu("H100-80GB"), 8, expert_parallel=2)  # a dense model has no experts
+    assert e.value.field == "expert_parallel"
+
+
+def test_fsdp_and_deepspeed_stay_data_parallel_unless_told():
+    # HF Trainer / accelerate / llm-foundry FSDP and DeepSpeed ZeRO run data parallel: no TP/PP unless given
+    for fw in ("fsdp", "deepspeed"):
+        n = _tps(model="Llama-2-13B", gpu="A100-80GB", gpus=16, framework=fw, zero_stage=3)
+        assert (n["layout"]["tensor_parallel"], n["layout"]["pipeline_parallel"]) == (1, 1)
+        assert n["layout"]["data_parallel"] == 16
+
+
+def test_finetune_default_batch_is_llama2_sft():
+    # Llama 2 paper s.3.1: supervised fine-tuning with a batch of 64 sequences of 4096 tokens
+    n = api.estimate(model="Llama-2-7B", task="finetune", tokens=1e8, gpu="A100-80GB", gpus=8).numbers
+    assert n["layout"]["global_batch_tokens"] == 64 * 4096

@@ -52,7 +52,8 @@ class Candidate:
     spot already reduced by :data:`SPOT_INTERRUPTION_OVERHEAD`.
 
     Layout of one replica (:func:`_unit_shape`): ``tensor_parallel`` GPUs split each layer inside one instance
-    (serving; 1 for training, whose replicas are ZeRO data parallel, and for a share of a GPU);
+    (serving; train/finetune: the job's layout at its scale, ``sizing.training_layout``; 1 for LoRA and for a share
+    of a GPU);
     ``pipeline_parallel`` stages split the layers over that many instances, one stage per instance (serving
     replicas too big for one instance; then ``instances_per_unit == pipeline_parallel``). ``fabric`` is the offer's
     inter-node fabric (``offer_network``; "" unknown). ``max_units``: the most units of this candidate one job may
@@ -112,8 +113,8 @@ def _unit_shape(sizing_fn, workload, gpu, offer_gpus: float, interconnect: str =
     * A share of one GPU (``offer_gpus < 1``): at most one replica, on that share (BUG-10: never a whole GPU).
     * Inside one instance: the smallest replica of 1, 2, 4, 8, 16, 24, ... GPUs (at most ``offer_gpus``) that fits;
       serving replicas are tensor parallel over its GPUs (NVLink, or PCIe at its cost: ``gpu`` is the board's own
-      spec row, so ``interconnect`` is not needed here), training replicas ZeRO data parallel; k = 1,
-      r = ``offer_gpus // n``.
+      spec row, so ``interconnect`` is not needed here), LoRA replicas ZeRO data parallel; k = 1,
+      r = ``offer_gpus // n``. Train/finetune jobs: :func:`_training_shape` (issue 11).
     * Across k >= 2 whole instances, when no replica fits inside one (at most ``MAX_GPUS_PER_REPLICA`` GPUs):
 
       - serving: tensor parallel over t GPUs inside each instance (t = the largest of 1, 2, 4, 8, 16, ... that
@@ -122,7 +123,7 @@ def _unit_shape(sizing_fn, workload, gpu, offer_gpus: float, interconnect: str =
         to use in each node, and the pipeline parallel size is the number of nodes"), and only over a cluster
         fabric (DESIGN.md: "PP across instances only where the fabric allows"; else ``no_cluster_fabric``): a stage
         boundary carries 2 x hidden x 2 B per token, costed by ``sizing.size_replica`` over ``network``;
-      - training: one ZeRO replica over k x ``offer_gpus`` GPUs, only over a cluster fabric (``network.cluster``:
+      - LoRA: one ZeRO replica over k x ``offer_gpus`` GPUs, only over a cluster fabric (``network.cluster``:
         EFA, InfiniBand, RDMA, GPUDirect-TCPX/O); its collectives cross the fabric at ``network.gbps_per_node``
         (``sizing.data_parallel_efficiency``). Without a cluster fabric the reason is ``no_cluster_fabric`` when
         such a replica would fit and ``does_not_fit`` when not even that would.

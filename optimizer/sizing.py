@@ -303,7 +303,7 @@ class ReplicaSizing:
         flops_per_second_per_replica: train/finetune/lora: effective model FLOP/s after MFU and scaling; serve: None.
         assumptions: the constants used, each with its source.
         tensor_parallel: serve: GPUs one layer is split over (inside one instance: one NVLink or PCIe domain);
-            1 for a share of one GPU. Training replicas are ZeRO data parallel over their GPUs: 1.
+            1 for a share of one GPU. Train/finetune: the job's layout (``training_layout`` has it all); LoRA: 1.
         pipeline_parallel: serve: pipeline stages, each on its own instance with ``1/pipeline_parallel`` of the
             layers (``gpus_per_replica = tensor_parallel x pipeline_parallel``); 1 otherwise.
         time_per_output_token_ms: serve: mean time between two tokens of one sequence (TPOT), ms: one decode
@@ -847,13 +847,9 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
     for pipeline stages, node bandwidth for training replicas of more GPUs than one node has; None =
     :data:`DEFAULT_NODE_NETWORK`.
 
-    Training / fine-tuning (ZeRO stage over the replica's n = max(1, g) GPUs; each GPU runs its own micro-batch):
-
-    * weights, gradients, optimizer states per :func:`model_state_bytes_per_gpu` (ZeRO paper, K = 12);
-    * activations per F§5 (see :func:`_activation_bytes_per_gpu`);
-    * overhead: ZeRO-3 gathers the largest layer: ``4 x largest_layer_params`` bytes (DeepSpeed memory
-      estimator, ``largest_layer_mem``, docs/code-docs/source/memory.rst, F§4); 0 for stages 0-2;
-    * FLOP/s = ``g x peak_bf16 x MFU x data_parallel_efficiency``; tokens/s = FLOP/s / (6 N_active).
+    Training / fine-tuning (train, finetune; issue 11): :func:`size_training` -- the job on g GPUs laid out by
+    :func:`optimizer.training.search` (TP/PP/CP/EP/DP, ZeRO stage, micro-batch, recompute), memory as the frameworks
+    count it, step time, MFU and goodput; ``pipeline_parallel`` > 1 fixes its pipeline stages.
 
     LoRA / QLoRA (task "lora"; same replica layout), per GPU:
 
@@ -872,7 +868,8 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
     Args:
         w: a valid workload. gpu: the GPU model. gpus: 0 < g <= 1, or a whole number >= 1.
         pipeline_parallel: serving pipeline stages p (one instance each); g must be a whole multiple of p and p at
-            most the model's layers. Training replicas are ZeRO data parallel: p must be 1.
+            most the model's layers. LoRA replicas are ZeRO data parallel: p must be 1; train/finetune: the job's
+            pipeline stages (:func:`size_training`).
         network: the network between instances; None = :data:`DEFAULT_NODE_NETWORK`.
 
     Returns:
@@ -1427,8 +1424,8 @@ def min_gpus_per_replica(w: Workload, gpu: GpuSpec, max_gpus: int = 64,
 
     A serving replica of more GPUs than one node has (``network.gpus_per_node``, 8 by default) is laid out as
     vLLM's distributed serving docs say: tensor parallel over the GPUs of a node, one pipeline stage per node
-    (16 GPUs = TP 8 x PP 2), never one tensor-parallel group across nodes. Training replicas stay ZeRO data
-    parallel over all their GPUs, their collectives over ``network`` beyond one node.
+    (16 GPUs = TP 8 x PP 2), never one tensor-parallel group across nodes. Train/finetune jobs are laid out by
+    :func:`size_training`; LoRA replicas stay ZeRO data parallel over all their GPUs.
 
     Raises:
         InputError: as :func:`validate_workload`; ("max_gpus") when max_gpus < 1.

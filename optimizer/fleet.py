@@ -971,6 +971,8 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                 ok = c.okey
                 vid += 1
                 k = float(c.instances_per_unit)
+                if w.training and problem.max_instances is not None and k > problem.max_instances:
+                    continue  # a job's unit runs whole: more instances at once than the quota allows
                 kind = purchase_kind(c.offer)
                 if kind == CAPACITY_BLOCK:
                     if not w.training and not any(a <= p.start_month and p.end_month <= b for a, b in windows):
@@ -1014,7 +1016,9 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                 if w.training:
                     a_work = c.throughput_per_unit * 3600.0 * usable * p.months
                     work_terms[v] = a_work
-                    cap = job_units(c)  # at most the job's scale at once
+                    cap = job_units(c)  # at most the job's scale at once, and within the quota
+                    if problem.max_instances is not None:
+                        cap = min(cap, float(problem.max_instances // k))
                     if math.isfinite(cap):
                         v.upBound = cap if v.upBound is None else min(v.upBound, cap)
                     g = cluster_group(c.offer)
@@ -2166,8 +2170,16 @@ def workload_summaries(problem: FleetProblem, sol: FleetSolution) -> tuple[list[
             peak_cap = sum(idx[(w.name, ok)].throughput_per_unit * math.ceil(u - 1e-9) for ok, u in units.items())
             if peak_cap > 0 and done > 0:
                 last = min(last, problem.work_flops[w.name] / (peak_cap * 3600.0))
-            d["gpus_peak"] = int(sum(math.ceil(u - 1e-9) * float(idx[(w.name, ok)].sizing.gpus_per_replica or 0)
-                                     for ok, u in units.items() if getattr(idx[(w.name, ok)], "sizing", None)))
+            # the most GPUs at once: per block, the units the job runs (time-sliced, so whole units of its layout)
+            per_block: dict[int, float] = {}
+            unit_gpus = 0.0
+            for store in (sol.A, sol.X):
+                for (wn, ok, bi), x in store.items():
+                    c = idx[(wn, ok)]
+                    if wn == w.name and getattr(c, "sizing", None) is not None:
+                        per_block[bi] = per_block.get(bi, 0.0) + x
+                        unit_gpus = max(unit_gpus, float(c.sizing.gpus_per_replica or 0))
+            d["gpus_peak"] = int(math.ceil(max(per_block.values(), default=0.0) - 1e-9) * unit_gpus)
             d.update({"work_flops_needed": problem.work_flops[w.name], "work_flops_planned": done,
                       "deadline_hours": w.deadline_hours or HOURS_PER_MONTH, "finish_by_hour": round(last, 2),
                       # a cost plan completes every job; an ROI plan the jobs it chose (Z), none when it bought nothing
@@ -2804,7 +2816,7 @@ def _verify(problem: FleetProblem, sol: FleetSolution) -> str | None:
         k = idx[(w, ok)].instances_per_unit
         window = problem.job_window_hours(wl[w])
         f_days, rem = int(window // 24.0), window - 24.0 * int(window // 24.0)
-        if hours > rem * days + (24.0 - rem) * f_days * units + 1e-6 and rem > 1e-9:
+        if hours > (rem * days + (24.0 - rem) * f_days * units) * (1 + 1e-6) + 1e-6 and rem > 1e-9:
             return f"capacity blocks {ok} of {w}: {hours:.6g} unit-hours do not fit {days} whole days in {window:g} h"
         if at_once > units + 1e-6 or days < units or days > units * problem.job_block_days(wl[w]) \
                 or units * k > CAPACITY_BLOCK_MAX_INSTANCES + 1e-9:

@@ -602,10 +602,13 @@ def why_infeasible(problem: FleetProblem, solver, time_limit_s, gap_rel) -> dict
         if s.report.status in ("optimal", "time_limit"):
             counts: dict[tuple, float] = {}
             idx = _cand_index(free)
+            training = {x.name for x in free.workloads if x.training}
             for (w, ok, bi), x in s.X.items():
                 c = idx[(w, ok)]
                 key = (spot_group(c.offer), bi)
-                counts[key] = counts.get(key, 0.0) + x * c.instances_per_unit
+                # a training job runs whole units of its layout (time-sliced): its instances at once
+                n = math.ceil(x - 1e-9) * c.instances_per_unit if w in training else x * c.instances_per_unit
+                counts[key] = counts.get(key, 0.0) + n
             for k, n in s.N.items():
                 key = (spot_group(free.slots[k].offer), -1)
                 counts[key] = counts.get(key, 0.0) + n

@@ -180,8 +180,8 @@ def _training_shape(workload, gpu, whole: int, net):
        one instance (all its GPUs, data parallel and tensor parallel over NVLink), else 2, 4, 8, ... instances over
        a cluster fabric (``no_cluster_fabric`` without one; ``does_not_fit`` beyond 16,384 GPUs).
     2. The job's scale: with a deadline, the fewest whole instances (doubling from that smallest job) whose wall
-       time -- tokens / (tokens/s per GPU x GPUs) / goodput -- meets it (bisection; the largest tried when none
-       does); without one, the smallest job. Without a cluster fabric the job stays in one instance.
+       time -- tokens / (tokens/s per GPU x GPUs) / goodput -- meets it (the fastest tried when none
+       does; scanned upward); without one, the smallest job. Without a cluster fabric the job stays in one instance.
     3. The unit is the smallest job's instances; its throughput is its GPUs x the tokens/s per GPU *at the job's
        scale* (the fabric's real scaling: data-parallel traffic over the offer's network, pipeline bubbles), so the
        plan's linear work constraint sees the efficiency of the job it will run. The sizing returned carries the
@@ -223,17 +223,10 @@ def _training_shape(workload, gpu, whole: int, net):
                 return float("inf")
             return float(workload.tokens) / s.tokens_per_second_per_replica / 3600.0 / s.goodput
 
-        lo, hi = 0, len(scale) - 1
-        if wall(scale[hi]) > workload.deadline_hours:
+        # upward: the fewest that meet it (wall time need not fall monotonically: ZeRO-3 gathers per micro-batch)
+        job = next((n for n in scale if wall(n) <= workload.deadline_hours), None)
+        if job is None:
             job = min(scale, key=wall)
-        else:
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if wall(scale[mid]) <= workload.deadline_hours:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            job = scale[lo]
     s_job = size(job)
     if not s_job.fits:
         s_job, job = size(unit_gpus), unit_gpus

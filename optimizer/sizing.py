@@ -1110,7 +1110,10 @@ def check_training_options(w: Workload, gpu: GpuSpec, *, tensor_parallel: int | 
         if not _is_int(pipeline_parallel) or not 1 <= pipeline_parallel <= m.layers:
             raise InputError("pipeline_parallel", f"must be a whole number 1..{m.layers} ({m.name}'s layers), got "
                                                   f"{pipeline_parallel!r}", accepted=f"1..{m.layers}")
-        if fw == "deepspeed" and pipeline_parallel > 1 and (w.zero_stage or 0) > 1:
+        from optimizer.training import DEFAULT_ZERO_STAGE
+
+        stage = w.zero_stage if w.zero_stage is not None else DEFAULT_ZERO_STAGE[fw]
+        if fw == "deepspeed" and pipeline_parallel > 1 and stage > 1:
             raise InputError("pipeline_parallel", "DeepSpeed's pipeline engine runs ZeRO stage 0 or 1 only",
                              accepted="--zero-stage 0 or 1 with --pipeline-parallel, or no pipeline")
     if w.offload != "none":
@@ -1123,6 +1126,14 @@ def check_training_options(w: Workload, gpu: GpuSpec, *, tensor_parallel: int | 
         if w.optimizer == "adam8bit":
             raise InputError("offload", "an 8-bit optimizer (bitsandbytes) keeps its states on the GPU; ZeRO-Offload "
                                         "runs DeepSpeed's CPU Adam", accepted="none (with adam8bit), or --optimizer adam")
+    if fw == "fsdp" and w.zero_stage == 1:
+        raise InputError("zero_stage", "PyTorch FSDP shards gradients and parameters (SHARD_GRAD_OP = 2, FULL_SHARD = "
+                                       "3) or nothing (NO_SHARD = 0); it has no stage 1",
+                         accepted="0, 2, 3 (or --framework megatron/deepspeed for stage 1)")
+    if w.global_batch_tokens is not None and w.tokens is not None and w.global_batch_tokens > float(w.tokens):
+        raise InputError("global_batch_tokens", f"{w.global_batch_tokens:g} tokens per step is more than the job's "
+                                                f"{float(w.tokens):g} tokens (less than one optimizer step)",
+                         accepted=f"<= {float(w.tokens):g}")
     if w.global_batch_tokens is not None and w.global_batch_tokens < effective_context(w):
         raise InputError("global_batch_tokens", f"{w.global_batch_tokens:g} tokens is less than one sequence of "
                                                 f"{effective_context(w):,}", accepted=f">= {effective_context(w)}")
@@ -1178,6 +1189,10 @@ def size_training(w: Workload, gpu: GpuSpec, gpus: float, *, network: NodeNetwor
     for name, val in (("context_parallel", context_parallel), ("expert_parallel", expert_parallel)):
         if val is not None and (not _is_int(val) or val < 1):
             raise InputError(name, f"must be a whole number >= 1, got {val!r}", accepted=">= 1")
+    if context_parallel is not None and context_parallel > 1 and setup.seq_len % (2 * context_parallel):
+        raise InputError("context_parallel", f"Megatron's context parallelism splits a sequence into 2 x CP chunks: "
+                                             f"{setup.seq_len} tokens do not divide by {2 * context_parallel}",
+                         accepted="a --context divisible by 2 x --context-parallel")
     if expert_parallel is not None and expert_parallel > 1 and (w.model.experts <= 1 or
                                                                 w.model.experts % expert_parallel):
         raise InputError("expert_parallel", f"{w.model.name} has {w.model.experts} expert(s): expert parallelism "
@@ -1234,7 +1249,8 @@ def size_training(w: Workload, gpu: GpuSpec, gpus: float, *, network: NodeNetwor
             "; default 4M tokens, Llama 2's pre-training batch")
            + ("" if abs(gbs_tokens - tr.default_batch_tokens(setup)) <= setup.seq_len * lay.dp * lay.micro_batch
               else f", raised to {gbs_tokens:,} for one micro-batch per data-parallel rank")) + ")",
-        f"step {st.step_s:.3g} s = {time_parts} (s); compute: matmuls at {tr.FIT.matmul[fam]:.3g} x the "
+        (f"step {step_s:.3g} s at the given MFU (the model's own: {st.step_s:.3g} s = {time_parts} s); " if w.mfu
+         is not None else f"step {st.step_s:.3g} s = {time_parts} (s); ") + f"compute: matmuls at {tr.FIT.matmul[fam]:.3g} x the "
         f"{ceil_note}, attention at {tr.FIT.attention:.3g} x the bf16 ceiling, element-wise "
         f"{tr.FIT.elementwise[fam] + (tr.FIT.fp8_extra if w.precision == 'fp8' else 0):.3g} B per hidden element per "
         f"token-layer over {gpu.memory_bandwidth_gbps:g} GB/s; data-parallel traffic hidden behind "

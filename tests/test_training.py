@@ -326,3 +326,41 @@ def test_finetune_default_batch_is_llama2_sft():
     # Llama 2 paper s.3.1: supervised fine-tuning with a batch of 64 sequences of 4096 tokens
     n = api.estimate(model="Llama-2-7B", task="finetune", tokens=1e8, gpu="A100-80GB", gpus=8).numbers
     assert n["layout"]["global_batch_tokens"] == 64 * 4096
+
+
+def test_the_quota_holds_whole_training_units(aws_offers):
+    # a 70B job on 8-GPU A100-40GB instances needs 8 instances at once (64 GPUs): --max-instances 3 cannot run it
+    from optimizer.fleet import FleetWorkload, plan_fleet
+
+    offers = aws_offers[aws_offers["gpu_model"] == "A100-40GB"]
+    w = Workload(task="train", model=load_model("Llama-2-70B"), tokens=1e9)
+    res = plan_fleet([FleetWorkload(name="job", workload=w)], {}, offers, horizon_months=1, explain=False,
+                     max_instances=3)
+    assert res.status == "infeasible" and res.reason["kind"] == "max_instances"
+    ok = plan_fleet([FleetWorkload(name="job", workload=w)], {}, offers, horizon_months=1, explain=False,
+                    max_instances=8)
+    assert ok.status == "optimal" and all(ln.count <= 8 for ln in ok.lines)
+
+
+def test_a_long_job_on_capacity_blocks_is_planned(aws_offers):
+    # a breaker's 405B job over 2,000 h on AWS: its capacity-block unit-days sit exactly at the window's limit;
+    # the plan check must allow the solver's relative tolerance (it had reported not_solved)
+    from optimizer.fleet import FleetWorkload, plan_fleet
+
+    offers = aws_offers[aws_offers["instance_type"] == "p6-b200.48xlarge"]
+    w = Workload(task="train", model=load_model("Llama-3.1-405B"), tokens=1e13, deadline_hours=2000.0)
+    res = plan_fleet([FleetWorkload(name="big", workload=w, deadline_hours=2000.0)], {}, offers,
+                     horizon_months=3, explain=False)
+    assert res.status == "optimal", res.reason
+    assert res.workloads[0]["finish_by_hour"] <= 2000.0
+
+
+@pytest.mark.parametrize("kw, field", [
+    (dict(framework="fsdp", zero_stage=1), "zero_stage"),  # FSDP: NO_SHARD, SHARD_GRAD_OP, FULL_SHARD
+    (dict(global_batch_tokens=1e30), "global_batch_tokens"),  # more than the job's tokens
+    (dict(context_parallel=2, context_tokens=4095), "context_parallel"),  # Megatron: 2 x CP chunks
+])
+def test_more_options_no_framework_runs(kw, field):
+    with pytest.raises(InputError) as e:
+        api.estimate(model="Llama-2-7B", task="train", tokens=1e10, gpu="H100-80GB", gpus=8, **kw)
+    assert e.value.field == field

@@ -966,3 +966,15 @@ def review_charges(result):
                               contracted_unit_price=od_rate, upfront_usd=0.0, commitment_id=None,
                               commitment_term_hours=None, **common))
     return out
+
+
+def diff(old: str | Path, new: str | Path):
+    """What changed between two plans written by ``gpuopt recommend --format json`` (``gpuopt diff``).
+
+    Returns: gpuopt.plan_diff.PlanDiff (``.money``: total_usd, max_month_usd, commitment_usd, upfront_usd as (old,
+        new, change, change %); ``.lines``: purchases added, removed or changed; ``.to_dict()``).
+    Raises: InputError("old" | "new") for a file that is missing, not JSON or not a plan.
+    """
+    from gpuopt.plan_diff import diff_plans, load_plan_json
+
+    return diff_plans(load_plan_json(old, "old"), load_plan_json(new, "new"), old_name=str(old), new_name=str(new))

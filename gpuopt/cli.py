@@ -434,6 +434,27 @@ def prices_diff(
         render.price_diff(api.prices_diff(since=since, providers=provider or ()), fmt, limit or None)
 
 
+@app.command("diff")
+def diff(
+    old: Annotated[Path, typer.Argument(help="The earlier plan: a file of gpuopt recommend --format json.")],
+    new: Annotated[Path, typer.Argument(help="The later plan, the same kind of file.")],
+    fail_above: Annotated[Optional[float], typer.Option("--fail-above", help="Cost gate: exit with code 4 when the plan's total rose by more than this percentage.")] = None,
+    fmt: FormatOpt = "table",
+):
+    """What changed between two plans (money and lines), for cost gates in CI."""
+    with _boundary():
+        _check_format(fmt)
+        from gpuopt import api, render
+        from gpuopt.plan_diff import EXIT_COST_GATE, gate
+
+        d = api.diff(old, new)
+        failed, verdict = gate(d, fail_above)
+        render.plan_diff(d, verdict, fmt)
+    if failed:
+        typer.echo(f"gpuopt: cost gate: {verdict}", err=True)
+        raise typer.Exit(EXIT_COST_GATE)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: usage errors are one line on stderr with exit code 1, like domain errors.
 

@@ -643,3 +643,36 @@ def review(result, fmt: str) -> None:
         con.print(f"bad row line {b['line']}: {b['reason']}")
     for n in result.notes:
         con.print(f"[yellow]Note:[/] {n}")
+
+
+def plan_diff(d, verdict: str, fmt: str) -> None:
+    """Render a gpuopt.plan_diff.PlanDiff (``gpuopt diff``): money changes, then the lines that changed."""
+    if fmt == "json":
+        out = d.to_dict()
+        out["gate"] = verdict or None
+        _json(out)
+        return
+    from rich.table import Table
+
+    con = _console()
+    con.print(f"Plan diff: {d.old} ({d.status[0] or '?'}) -> {d.new} ({d.status[1] or '?'})")
+    t = Table(show_header=True)
+    for col in ("", "old", "new", "change", "change %"):
+        t.add_column(col, justify="right" if col else "left")
+    for k, (o, n, ch, pct) in d.money.items():
+        t.add_row(k, _usd(o), _usd(n), _usd(ch), "—" if pct is None else f"{pct:+.2f} %")
+    con.print(t)
+    if d.lines:
+        lt = Table(title="Lines that changed", title_justify="left")
+        for col in ("change", "where", "instance_type", "purchase", "months", "count", "total"):
+            lt.add_column(col, justify="right" if col in ("count", "total") else "left", overflow="fold")
+        for ln in d.lines:
+            lt.add_row(ln["change"], f"{ln['provider']} {ln['region']}" + (f" {ln['zone']}" if ln["zone"] else ""),
+                       ln["instance_type"], ln["pricing"] + (f" {ln['payment']}" if ln["payment"] else ""),
+                       f"{ln['start_month']}-{ln['end_month']}", f"{ln['count_old']} -> {ln['count_new']}",
+                       f"{_usd(ln['total_usd_old'])} -> {_usd(ln['total_usd_new'])}")
+        con.print(lt)
+    else:
+        con.print("No line changed.")
+    if verdict:
+        con.print(f"Cost gate: {verdict}")

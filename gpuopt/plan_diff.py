@@ -1,0 +1,126 @@
+"""`gpuopt diff OLD.json NEW.json`: what changed between two plans, for cost gates in CI (issue 12, point 7; the way
+``infracost diff`` compares two cost estimates).
+
+The inputs are the documents ``gpuopt recommend --format json`` writes (docs/json-schema.md). The diff compares the
+money of the whole plan (total over the horizon, the most paid in one month, commitments, upfront) and its lines,
+matched by what is bought: provider, region, zone, instance type, pricing, payment and the months the line covers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuopt.errors import InputError
+
+#: Money keys of a plan document that the diff compares, USD.
+MONEY_KEYS = ("total_usd", "max_month_usd", "commitment_usd", "upfront_usd")
+#: What identifies a line (the same purchase in both plans).
+LINE_KEY = ("provider", "region", "zone", "instance_type", "pricing", "payment", "start_month", "end_month")
+#: Exit code of ``gpuopt diff --fail-above`` when the total rose by more than the limit (0: within it; 1: bad input).
+EXIT_COST_GATE = 4
+
+
+def load_plan_json(path: str | Path, which: str) -> dict[str, Any]:
+    """A ``gpuopt recommend --format json`` document from ``path``.
+
+    Raises:
+        InputError(which): the file is missing, is not JSON, or is not a plan (no ``total_usd`` and ``lines``;
+        ``which`` is "old" or "new").
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(which, f"no such file: {p}", accepted="a file written by gpuopt recommend --format json")
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(which, f"{p} is not JSON ({exc.__class__.__name__})",
+                         accepted="a file written by gpuopt recommend --format json") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("lines"), list) or \
+            not isinstance(doc.get("total_usd"), (int, float)):
+        raise InputError(which, f"{p} is not a gpuopt plan (no total_usd and lines)",
+                         accepted="a file written by gpuopt recommend --format json")
+    return doc
+
+
+def _key(line: dict) -> tuple:
+    return tuple(str(line.get(k, "")) for k in LINE_KEY)
+
+
+@dataclass
+class PlanDiff:
+    """The difference NEW - OLD of two plans. ``money``: key -> (old, new, change, change %); ``lines``: one dict per
+    purchase that was added, removed or changed (count or total), with ``change`` "added" | "removed" | "changed"."""
+
+    old: str
+    new: str
+    money: dict[str, tuple[float, float, float, float | None]]
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    status: tuple[str, str] = ("", "")
+
+    @property
+    def total_change_pct(self) -> float | None:
+        return self.money["total_usd"][3]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"old": self.old, "new": self.new, "status": {"old": self.status[0], "new": self.status[1]},
+                "money": {k: {"old": o, "new": n, "change": d, "change_pct": p}
+                          for k, (o, n, d, p) in self.money.items()},
+                "lines": self.lines}
+
+
+def diff_plans(old: dict[str, Any], new: dict[str, Any], *, old_name: str = "old", new_name: str = "new") -> PlanDiff:
+    """NEW - OLD of two plan documents: money (USD; change % of the old, None when the old is 0) and lines.
+
+    A line is the same purchase when provider, region, zone, instance type, pricing, payment and months match; its
+    ``count`` (instances) and ``total_usd`` are compared, a line only one plan has is added or removed.
+    """
+    money = {}
+    for k in MONEY_KEYS:
+        o, n = float(old.get(k) or 0.0), float(new.get(k) or 0.0)
+        d = round(n - o, 2)
+        money[k] = (round(o, 2), round(n, 2), d, None if abs(o) < 1e-9 else round(100.0 * d / o, 2))
+    olds = {}
+    for ln in old["lines"]:
+        olds.setdefault(_key(ln), []).append(ln)
+    news = {}
+    for ln in new["lines"]:
+        news.setdefault(_key(ln), []).append(ln)
+    lines = []
+    for key in sorted(set(olds) | set(news)):
+        a, b = olds.get(key, []), news.get(key, [])
+        count_o, count_n = sum(int(x.get("count") or 0) for x in a), sum(int(x.get("count") or 0) for x in b)
+        usd_o = round(sum(float(x.get("total_usd") or 0.0) for x in a), 2)
+        usd_n = round(sum(float(x.get("total_usd") or 0.0) for x in b), 2)
+        change = "added" if not a else "removed" if not b else "changed"
+        if change == "changed" and count_o == count_n and abs(usd_o - usd_n) < 0.005:
+            continue
+        lines.append({**dict(zip(LINE_KEY, key)), "change": change, "count_old": count_o, "count_new": count_n,
+                      "total_usd_old": usd_o, "total_usd_new": usd_n, "total_usd_change": round(usd_n - usd_o, 2)})
+    lines.sort(key=lambda x: -abs(x["total_usd_change"]))
+    return PlanDiff(old=old_name, new=new_name, money=money, lines=lines,
+                    status=(str(old.get("status", "")), str(new.get("status", ""))))
+
+
+def gate(diff: PlanDiff, fail_above_pct: float | None) -> tuple[bool, str]:
+    """Whether the plan's total rose by more than ``fail_above_pct`` % (a cost gate), and a one-line verdict.
+
+    A plan that was free (old total 0) and costs now fails any gate. Raises InputError("fail_above") for a negative
+    or non-finite limit."""
+    if fail_above_pct is None:
+        return False, ""
+    import math
+
+    if not math.isfinite(fail_above_pct) or fail_above_pct < 0:
+        raise InputError("fail_above", f"must be a percentage >= 0, got {fail_above_pct!r}", accepted=">= 0, e.g. 5")
+    o, n, d, pct = diff.money["total_usd"]
+    if pct is None:
+        failed = n > 0.005
+    else:
+        failed = pct > fail_above_pct + 1e-9
+    verdict = (f"total {'rose' if d > 0 else 'changed'} by ${d:,.2f} "
+               + (f"({pct:+.2f} %)" if pct is not None else "(from $0)")
+               + (f": above the limit of {fail_above_pct:g} %" if failed else f": within {fail_above_pct:g} %"))
+    return failed, verdict

@@ -127,13 +127,9 @@ def estimate(result, fmt: str) -> None:
         for key in ("wall_hours_one_replica", "gpus_per_replica", "memory_gib_per_replica"):
             fmt_map.pop(key)  # the whole job's: gpus, memory_gib_per_gpu and wall_hours say it
         lay = n["layout"]
-        t.add_row("layout", f"TP{lay['tensor_parallel']} PP{lay['pipeline_parallel']}"
-                  + (f"x{lay['virtual_stages']}v" if lay["virtual_stages"] > 1 else "")
-                  + f" DP{lay['data_parallel']}" + (f" CP{lay['context_parallel']}" if lay["context_parallel"] > 1 else "")
-                  + (f" EP{lay['expert_parallel']}" if lay["expert_parallel"] > 1 else "")
-                  + f", ZeRO-{lay['zero_stage']}, micro-batch {lay['micro_batch_size']}, "
-                  + ("full recompute" if lay["activation_recompute"] else "no full recompute")
-                  + (f", offload {lay['offload']}" if lay["offload"] != "none" else ""))
+        from optimizer.training import TrainLayout
+
+        t.add_row("layout", TrainLayout.from_dict(lay).describe())
         t.add_row("framework / precision / optimizer", f"{lay['framework']} / {lay['precision']} / {lay['optimizer']}")
         t.add_row("global batch", f"{lay['global_batch_tokens']:,.0f} tokens")
     for k, f in fmt_map.items():

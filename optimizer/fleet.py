@@ -2076,10 +2076,7 @@ def _layout_text(sizing) -> str:
         return ""
     from optimizer.training import TrainLayout
 
-    return TrainLayout(tp=lay["tensor_parallel"], pp=lay["pipeline_parallel"], dp=lay["data_parallel"],
-                       cp=lay["context_parallel"], ep=lay["expert_parallel"], vp=lay["virtual_stages"],
-                       zero_stage=lay["zero_stage"], micro_batch=lay["micro_batch_size"],
-                       recompute=lay["activation_recompute"], offload=lay["offload"]).describe()
+    return TrainLayout.from_dict(lay).describe()
 
 
 def _ms(v) -> float | None:

@@ -174,6 +174,13 @@ class TrainLayout:
     def gpus(self) -> int:
         return self.tp * self.pp * self.dp * self.cp
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrainLayout":
+        """The layout of an :meth:`as_dict` mapping (extra keys, e.g. framework or precision, are ignored)."""
+        return cls(tp=d["tensor_parallel"], pp=d["pipeline_parallel"], dp=d["data_parallel"],
+                   cp=d["context_parallel"], ep=d["expert_parallel"], vp=d["virtual_stages"], zero_stage=d["zero_stage"],
+                   micro_batch=d["micro_batch_size"], recompute=d["activation_recompute"], offload=d["offload"])
+
     def as_dict(self) -> dict:
         return {"tensor_parallel": self.tp, "pipeline_parallel": self.pp, "data_parallel": self.dp,
                 "context_parallel": self.cp, "expert_parallel": self.ep, "virtual_stages": self.vp,

@@ -174,11 +174,7 @@ def test_chosen_layout_never_exceeds_gpu_memory(model, gpu, gpus):
         assert s.memory_gib_per_gpu <= s.usable_gib_per_gpu <= spec.memory_gib
         setup = tr.TrainSetup(model=w.model, gpu=spec, network=DEFAULT_NODE_NETWORK, seq_len=4096)
         lay = s.training_layout
-        again = tr.memory_per_gpu(setup, tr.TrainLayout(
-            tp=lay["tensor_parallel"], pp=lay["pipeline_parallel"], dp=lay["data_parallel"],
-            cp=lay["context_parallel"], ep=lay["expert_parallel"], vp=lay["virtual_stages"],
-            zero_stage=lay["zero_stage"], micro_batch=lay["micro_batch_size"],
-            recompute=lay["activation_recompute"]))
+        again = tr.memory_per_gpu(setup, tr.TrainLayout.from_dict(lay))
         assert sum(again.values()) / G <= s.usable_gib_per_gpu + 1e-9
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from gpuopt.errors import InputError
+from gpuopt.schemas import VERSIONS, DictResult, envelope, frame
 from gpuopt.records import PRICING_MODELS, short_source
 
 
@@ -215,7 +216,32 @@ class PricesResult:
     pricing: list[str] = field(default_factory=list)  # the pricing filter asked for (empty: every option)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The ``prices-list`` document (gpuopt.schemas.PricesListDoc)."""
+        return envelope("prices-list", asdict(self))
+
+    def to_dataframe(self):
+        """The offers as a pandas DataFrame, one row per offer, cheapest first."""
+        return frame(self.rows)
+
+
+class StatusResult(DictResult):
+    """``prices_status()``: a dict (keys of gpuopt.schemas.PricesStatusDoc); ``to_dataframe()``: each price source
+    and the date its prices held (provider, source, as_of, age_days, rows)."""
+
+    kind = "prices-status"
+    frame_key = "source_dates"
+
+
+class ImportResult(DictResult):
+    """``prices_import()``: a dict of counts and ``messages``; ``to_dataframe()``: one row per provider."""
+
+    kind = "prices-import"
+
+    def to_dataframe(self):
+        per = self.get("providers")
+        if isinstance(per, dict):
+            return frame([{"provider": k, **(v if isinstance(v, dict) else {"value": v})} for k, v in per.items()])
+        return frame([{k: v for k, v in self.items() if not isinstance(v, (list, dict))}])
 
 
 def prices_list(*, gpu: Iterable[str] = (), provider: Iterable[str] = (), region: Iterable[str] = (),
@@ -246,6 +272,8 @@ def prices_status(catalog: str | Path | None = None) -> dict[str, Any]:
 
     offers, info = _load(catalog)
     status = snapshot_status() if catalog is None else {"catalog": str(catalog)}
+    if "schema_version" in status:  # the snapshot file's version; the document's own is schema_version
+        status["snapshot_schema_version"] = status.pop("schema_version")
     prov = _price_provenance(offers, info, catalog)
     counts = offers.groupby(["provider", "pricing"]).size()
     for (p, pr), n in counts.items():
@@ -270,7 +298,7 @@ def prices_status(catalog: str | Path | None = None) -> dict[str, Any]:
                        "skipped_total": s.meta.get("skipped_total"), "skipped_file": s.meta.get("skipped_file")}
                       for s in cache.list_snapshots()],
     }
-    return status
+    return StatusResult(status)
 
 
 # ---------------------------------------------------------------------------------- refresh / import / diff
@@ -309,7 +337,7 @@ def prices_import(*, file: str | Path, fmt: str, provider: str | None = None, as
     carries are replaced unless ``replace_region``; returns the counts added/changed/kept and the messages."""
     from pricing_cache.importing import import_file
 
-    return import_file(file, fmt, provider=provider, as_of=as_of, replace_region=replace_region)
+    return ImportResult(import_file(file, fmt, provider=provider, as_of=as_of, replace_region=replace_region))
 
 
 def prices_diff(*, since: str, providers: Iterable[str] = ()):
@@ -409,10 +437,16 @@ class EstimateResult:
     assumptions: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``estimate`` document (gpuopt.schemas.EstimateDoc)."""
         d = {"model": self.model, "task": self.task, "gpu": self.gpu}
         d.update(self.numbers)
         d["assumptions"] = list(self.assumptions)
-        return d
+        return envelope("estimate", d)
+
+    def to_dataframe(self):
+        """One row: the model, task, GPU and every scalar number (nested breakdowns stay in ``to_dict()``)."""
+        return frame([{k: v for k, v in self.to_dict().items()
+                       if k not in ("schema_version", "kind") and not isinstance(v, (dict, list))}])
 
 
 def estimate(*, model: str | None = None, params: float | None = None, task: str = "serve", gpu: str = "A100-80GB",
@@ -538,7 +572,7 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
 MIN_TRAIN_TOKENS = 1e6
 
 #: JSON interface version of ``RecommendResult.to_dict()`` (docs/json-schema.md). 2: horizon, commitments, layout.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = VERSIONS["recommend"]  # of the recommend document (docs/json-schema.md)
 
 
 def _positive(field_name: str, value, unit: str):
@@ -594,7 +628,7 @@ class RecommendResult:
     def to_dict(self) -> dict[str, Any]:
         """The documented JSON interface (docs/json-schema.md, ``schema_version`` 2)."""
         p = self.plan
-        head = {"schema_version": SCHEMA_VERSION, "status": p.status, "gap": p.gap, "feasible": p.feasible,
+        head = {"schema_version": SCHEMA_VERSION, "kind": "recommend", "status": p.status, "gap": p.gap, "feasible": p.feasible,
                 "horizon_months": p.horizon_months, "horizon_note": p.horizon_note, "start_month": p.start_month,
                 "total_usd": p.total_usd, "monthly_usd": p.monthly_usd, "commitment_usd": p.commitment_usd,
                 "upfront_usd": p.upfront_usd, "headline": self.headline, "workload_origin": self.workload_origin,
@@ -603,6 +637,10 @@ class RecommendResult:
         for k in head:
             body.pop(k, None)
         return {**head, **body}
+
+    def to_dataframe(self):
+        """The plan's lines as a pandas DataFrame (the keys of ``to_dict()["lines"]``; empty with no plan)."""
+        return frame(self.to_dict()["lines"])
 
 
 def recommend(*, budget: float | None = None, model: str | None = None, params: float | None = None,

@@ -20,7 +20,7 @@ app = typer.Typer(
     help="Which cloud GPU instances to run, where, how many, for how long and on which pricing model "
          "(on-demand, reserved 1y/3y, spot) for your ML workloads, from real cloud prices.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -43,21 +43,122 @@ def _version(value: bool):
 
 @app.callback()
 def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                                 help="Print the version and exit.")] = False):
+                                                 help="Print the version and exit.")] = False,
+          quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only results and errors: no warnings, "
+                                              "notes or progress bars on stderr.")] = False,
+          verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="Log what gpuopt does on stderr "
+                                               "(-v: info, -vv: debug).")] = 0,
+          no_color: Annotated[bool, typer.Option("--no-color", help="No colors or styles (also: the NO_COLOR "
+                                                 "environment variable, https://no-color.org).")] = False):
     """Which cloud GPU instances to run, where, how many, for how long and on which pricing model
     (on-demand, reserved 1y/3y, spot) for your ML workloads, from real cloud prices."""
+    from gpuopt.errors import InputError
+
+    if quiet and verbose:
+        _STATE["format"] = "table"
+        _fail(str(InputError("quiet", "--quiet and --verbose contradict each other", accepted="one of them")), 2,
+              "usage", "quiet")
+    _STATE["quiet"], _STATE["verbose"] = quiet, verbose
+    if no_color:
+        os.environ["NO_COLOR"] = "1"
+    from gpuopt import render
+
+    render.QUIET = quiet
+    if verbose:
+        import logging
+
+        logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO, stream=sys.stderr,
+                            format="gpuopt: %(levelname)s: %(name)s: %(message)s")
+
+
+#: --quiet / --verbose / --format of the command being run (set by the root callback and by _boundary).
+_STATE: dict = {"quiet": False, "verbose": 0, "format": "table"}
+
+
+def _note(message: str) -> None:
+    """An informational line on stderr ("wrote ... to FILE"); --quiet silences it (never an error)."""
+    if not _STATE["quiet"]:
+        typer.echo(message, err=True)
+
+
+def _error_type(exc) -> tuple[str, int]:
+    """(type, exit code) of a gpuopt error: 1 bad input / no plan, 3 a price source or the network failed."""
+    from gpuopt.errors import InputError, PriceDataError, ProviderError, SnapshotError, SolverError
+
+    if isinstance(exc, InputError):
+        return "input", 1
+    if isinstance(exc, PriceDataError):  # a price file or row that breaks an invariant: the input is at fault
+        return "input", 1
+    if isinstance(exc, ProviderError):
+        return "provider", 3
+    if isinstance(exc, SnapshotError):
+        return "snapshot", 1
+    if isinstance(exc, SolverError):
+        return "solver", 1
+    return "error", 1
+
+
+def _fail(message: str, code: int, kind: str, field: str | None = None, accepted: str | None = None,
+          prefix: str = "gpuopt: error: ") -> None:
+    """Report a failure: one line on stderr, or with --format json one ``error`` document (gpuopt.schemas.ErrorDoc)
+    on stderr; then exit with ``code``."""
+    if _STATE["format"] == "json":
+        import json
+
+        from gpuopt.schemas import envelope
+
+        doc = envelope("error", {"exit_code": code, "error": {"type": kind, "message": message, "field": field,
+                                                              "accepted": accepted}})
+        typer.echo(json.dumps(doc), err=True)
+    else:
+        typer.echo(f"{prefix}{message}", err=True)
+    raise typer.Exit(code)
 
 
 @contextlib.contextmanager
-def _boundary():
-    """Turn gpuopt's own errors into one line on stderr and exit code 1."""
+def _boundary(fmt: str | None = None):
+    """Turn gpuopt's own errors into one line on stderr (a JSON error document with --format json) and the exit
+    code of gpuopt.schemas.EXIT_CODES (1 bad input, 3 a price source or the network)."""
     from gpuopt.errors import GpuoptError
 
+    if fmt is not None:
+        _STATE["format"] = fmt
     try:
         yield
     except GpuoptError as exc:
-        typer.echo(f"gpuopt: error: {exc}", err=True)
-        raise typer.Exit(1) from None
+        kind, code = _error_type(exc)
+        _fail(str(exc), code, kind, getattr(exc, "field", None), getattr(exc, "accepted", None))
+
+
+@contextlib.contextmanager
+def _stdout_to(output: Path | None):
+    """Send what the command prints on stdout to ``output`` (--output), written whole or not at all: a temporary file
+    beside it is renamed over it when the command succeeds. InputError("output") for a folder or a missing folder."""
+    if output is None:
+        yield
+        return
+    import tempfile
+
+    from gpuopt.errors import InputError
+
+    out = Path(output)
+    if out.is_dir():
+        raise InputError("output", f"{out} is a folder; give a file name")
+    if not out.absolute().parent.is_dir():
+        raise InputError("output", f"folder {out.absolute().parent} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.absolute().parent)
+    ok = False
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f, contextlib.redirect_stdout(f):
+            yield
+        ok = True
+    finally:
+        if ok:
+            os.replace(tmp, out)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    _note(f"wrote {out}")
 
 
 def _check_format(fmt: str, extra: tuple[str, ...] = ()) -> str:
@@ -81,7 +182,7 @@ def _write_file_format(result, fmt: str, output: Path | None) -> None:
             plan = getattr(result, "plan", None)
             span = (f" covering the {plan.horizon_months}-month horizon from {plan.start_month}"
                     if getattr(plan, "horizon_months", None) else "")
-            typer.echo(f"wrote {len(rows)} FOCUS 1.2 rows{span} to {output}", err=True)
+            _note(f"wrote {len(rows)} FOCUS 1.2 rows{span} to {output}")
         return
     from gpuopt.errors import InputError
     from gpuopt.report import render_report
@@ -89,10 +190,11 @@ def _write_file_format(result, fmt: str, output: Path | None) -> None:
     if output is None:
         raise InputError("output", f"--format {fmt} writes a file: give --output PATH (e.g. report.{'md' if fmt == 'markdown' else 'html'})")
     path = render_report(result, fmt, output)
-    typer.echo(f"wrote the {fmt} report to {path} (with its CSV and JSON beside it)", err=True)
+    _note(f"wrote the {fmt} report to {path} (with its CSV and JSON beside it)")
 
 
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="Output: 'table' (for people) or 'json' (for programs); recommend also 'focus' (FOCUS 1.2 CSV), 'markdown', 'html' (reports, with --output).")]
+OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the output to this file instead of stdout (written whole, or not at all on failure).")]
 CatalogOpt = Annotated[Optional[Path], typer.Option("--catalog", help="Plan over your own offers CSV (the columns of docs/architecture.md) instead of the shipped snapshot.")]
 
 
@@ -155,7 +257,7 @@ def recommend(
     lora_rank: Annotated[Optional[int], typer.Option("--lora-rank", help="LoRA rank (task lora; QLoRA with --precision int4).")] = None,
     name: Annotated[Optional[str], typer.Option("--name", help="A name for the workload.")] = None,
     print_workload: Annotated[bool, typer.Option("--print-workload", help="Print the workload file for these options (YAML) and exit.")] = False,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File for --format focus (default: stdout), markdown or html.")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the output to this file instead of stdout (needed by --format markdown and html; --format focus writes Parquet to a .parquet file, else CSV).")] = None,
     explain: Annotated[bool, typer.Option("--explain/--no-explain", help="Also price the strategies, duals, per-provider alternatives and demand sensitivity (more solves).")] = True,
     solver: Annotated[Optional[str], typer.Option(help="MILP solver: cbc (bundled with PuLP, the default) or highs.")] = None,
     time_limit: Annotated[Optional[float], typer.Option("--time-limit", help="Solver time limit in seconds (default 60).")] = None,
@@ -191,7 +293,7 @@ def recommend(
 
     # every key is an option when no plan file is read (neither --workload nor ./gpuopt.yaml)
     every = _plan_path(workload, None) is None
-    with _boundary(), named_as_options(opts, every=every, extra={"format": "--format"}):
+    with _boundary(fmt), named_as_options(opts, every=every, extra={"format": "--format"}):
         _check_format(fmt, FILE_FORMATS)
         from gpuopt import api, render
 
@@ -220,11 +322,11 @@ def recommend(
         if fmt in FILE_FORMATS and result.feasible:
             _write_file_format(result, fmt, output)
         else:
-            render.recommend(result, "table" if fmt in FILE_FORMATS else fmt)
+            with _stdout_to(output if fmt not in FILE_FORMATS else None):
+                render.recommend(result, "table" if fmt in FILE_FORMATS else fmt)
         if not result.feasible:
             reason = (result.plan.reason or {}).get("message", result.plan.status)
-            typer.echo(f"gpuopt: no plan: {reason}", err=True)
-            raise typer.Exit(1)
+            _fail(f"no plan: {reason}", 1, "no_plan", prefix="gpuopt: ")
 
 
 @app.command()
@@ -262,17 +364,19 @@ def estimate(
     offload: Annotated[Optional[str], typer.Option("--offload", help="Training: none (default), optimizer (ZeRO-Offload to CPU), params (ZeRO-3 only).")] = None,
     framework: Annotated[Optional[str], typer.Option("--framework", help="Training: megatron (default for train), fsdp (default for finetune), deepspeed.")] = None,
     list_models: Annotated[bool, typer.Option("--list-models", help="List the known models and GPUs and exit.")] = False,
+    output: OutputOpt = None,
     fmt: FormatOpt = "table",
 ):
     """Size a workload on one GPU model: memory per replica, GPUs per replica, FLOPs, GPU-hours, tokens/s."""
-    with _boundary():
+    with _boundary(fmt):
         _check_format(fmt)
         from gpuopt import render
 
         if list_models:
             from optimizer.specs import known_gpus, known_models
 
-            render.known(known_models(), known_gpus(), fmt)
+            with _stdout_to(output):
+                render.known(known_models(), known_gpus(), fmt)
             return
         from gpuopt import api
 
@@ -287,7 +391,8 @@ def estimate(
                               gpus=gpus, global_batch_tokens=global_batch_tokens, optimizer=optimizer,
                               offload=offload, framework=framework, context_parallel=context_parallel,
                               expert_parallel=expert_parallel)
-        render.estimate(result, fmt)
+        with _stdout_to(output):
+            render.estimate(result, fmt)
 
 
 @app.command()
@@ -297,11 +402,11 @@ def review(
     lookback: Annotated[Optional[str], typer.Option("--lookback", help="Window of usage to review, e.g. 30d, 720h (default: the whole export).")] = None,
     term: Annotated[str, typer.Option("--term", help="Commitment term to recommend: 1y or 3y.")] = "1y",
     payment: Annotated[str, typer.Option("--payment", help="no_upfront, partial_upfront or all_upfront.")] = "no_upfront",
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File for --format focus (default: stdout), markdown or html.")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the output to this file instead of stdout (needed by --format markdown and html; --format focus writes Parquet to a .parquet file, else CSV).")] = None,
     fmt: FormatOpt = "table",
 ):
     """Monthly cost review: what the GPU fleet cost, how well it was used, what to commit to and what it saves."""
-    with _boundary():
+    with _boundary(fmt):
         _check_format(fmt, FILE_FORMATS)
         from gpuopt import api, render
 
@@ -317,9 +422,10 @@ def review(
                 if output is None:
                     raise InputError("output", f"--format {fmt} writes a file: give --output PATH")
                 path = render_review_report(result, fmt, output)
-                typer.echo(f"wrote the {fmt} review to {path} (with its CSV and JSON beside it)", err=True)
+                _note(f"wrote the {fmt} review to {path} (with its CSV and JSON beside it)")
         else:
-            render.review(result, fmt)
+            with _stdout_to(output):
+                render.review(result, fmt)
 
 
 @prices_app.command("list")
@@ -331,29 +437,32 @@ def prices_list(
     limit: Annotated[int, typer.Option(help="Show at most this many rows (0: all).", min=0)] = 50,
     catalog: CatalogOpt = None,
     prices_on: Annotated[Optional[str], typer.Option("--prices-on", help="The prices in effect on this date (YYYY-MM-DD).")] = None,
+    output: OutputOpt = None,
     fmt: FormatOpt = "table",
 ):
     """List GPU offers, cheapest first, with where each price comes from."""
-    with _boundary():
+    with _boundary(fmt):
         _check_format(fmt)
         from gpuopt import api, render
 
         result = api.prices_list(gpu=gpu or (), provider=provider or (), region=region or (), pricing=pricing or (),
                                  catalog=catalog, limit=limit or None, prices_on=prices_on)
         render.warnings(result.prices)
-        render.prices_list(result, fmt)
+        with _stdout_to(output):
+            render.prices_list(result, fmt)
 
 
 @prices_app.command("status")
-def prices_status(catalog: CatalogOpt = None, fmt: FormatOpt = "table"):
+def prices_status(catalog: CatalogOpt = None, output: OutputOpt = None, fmt: FormatOpt = "table"):
     """Where the prices come from, how old they are, and row counts per provider."""
-    with _boundary():
+    with _boundary(fmt):
         _check_format(fmt)
         from gpuopt import api, render
 
         status = api.prices_status(catalog)
         render.warnings(status.get("prices", {}))
-        render.prices_status(status, fmt)
+        with _stdout_to(output):
+            render.prices_status(status, fmt)
 
 
 @prices_app.command("refresh")
@@ -366,10 +475,13 @@ def prices_refresh(
     timeout: Annotated[float, typer.Option("--timeout", help="Timeout of one API call, seconds.")] = 30.0,
     attempts: Annotated[int, typer.Option("--attempts", help="Attempts per API call, retries of throttling and 5xx included.")] = 5,
     savings_plans: Annotated[bool, typer.Option("--savings-plans", help="Also fetch AWS Savings Plans rates (needs savingsplans:DescribeSavingsPlansOfferingRates); Azure's come with its prices.")] = False,
+    output: OutputOpt = None,
     fmt: FormatOpt = "table",
 ):
-    """Fetch current prices from the AWS, Azure and GCP APIs into your price cache (keeps good data on failure)."""
-    with _boundary():
+    """Fetch current prices from the AWS, Azure and GCP APIs into your price cache (keeps good data on failure).
+
+    Exit code 3 when a provider or region was not refreshed (what was fetched is kept, the rest stays as it was)."""
+    with _boundary(fmt):
         _check_format(fmt)
         from gpuopt import api, render
         from gpuopt.errors import InputError
@@ -381,7 +493,8 @@ def prices_refresh(
         if not timeout > 0:
             raise InputError("timeout", f"must be greater than 0 seconds, got {timeout:g}")
         try:
-            with render.RefreshProgress(enabled=fmt == "table" and sys.stderr.isatty()) as progress:
+            with render.RefreshProgress(enabled=fmt == "table" and sys.stderr.isatty() and not _STATE["quiet"]) \
+                    as progress:
                 summary = api.prices_refresh(providers=provider or (), regions=region or (), profile=profile,
                                              gcp_api_key=gcp_api_key, workers=workers, timeout_s=timeout,
                                              max_attempts=attempts, on_event=progress.event,
@@ -392,9 +505,12 @@ def prices_refresh(
                        "in use", err=True)
             sys.stderr.flush()
             os._exit(130)
-        render.refresh_summary(summary, fmt)
+        with _stdout_to(output):
+            render.refresh_summary(summary, fmt)
         if not summary.ok:
-            raise typer.Exit(1)
+            failed = [p.provider for p in summary.providers if p.status != "refreshed"]
+            _fail(f"refresh incomplete: {', '.join(failed)} not (fully) refreshed; the previous prices stay in use "
+                  "where nothing new was fetched", 3, "provider", "provider")
 
 
 @prices_app.command("import")
@@ -405,18 +521,20 @@ def prices_import(
     as_of: Annotated[Optional[str], typer.Option("--as-of", help="Date the prices held (YYYY-MM-DD, or 'today'). The file's own date is used where it states one (AWS price files: publicationDate; offers CSV: the as_of column) and --as-of may not contradict it; required for skypilot, ec2instances, azure-retail and gcp-skus files, which carry no date. Never the day of the import by default.")] = None,
     replace_region: Annotated[bool, typer.Option("--replace-region", help="Replace the regions in the file whole: their previous offers the file does not list are removed. Default: replace only the offers the file carries and keep every other.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON (--format names the file's format here).")] = False,
+    output: OutputOpt = None,
 ):
     """Import a price file (for air-gapped machines) into your price cache as a new snapshot.
 
     Says per provider how many offers were added, changed, unchanged, kept and removed. A file older than the
     current prices goes into the price history only (used by --prices-on), leaving the current prices as they are.
     """
-    with _boundary():
+    with _boundary("json" if as_json else "table"):
         from gpuopt import api, render
 
         result = api.prices_import(file=file, fmt=import_format, provider=provider, as_of=as_of,
                                    replace_region=replace_region)
-        render.import_summary(result, "json" if as_json else "table")
+        with _stdout_to(output):
+            render.import_summary(result, "json" if as_json else "table")
 
 
 @prices_app.command("diff")
@@ -424,14 +542,17 @@ def prices_diff(
     since: Annotated[str, typer.Option("--since", help="Compare the prices in effect on this date (YYYY-MM-DD) with today's.")],
     provider: Annotated[Optional[list[str]], typer.Option("--provider", help="Limit to these providers (repeat).")] = None,
     limit: Annotated[int, typer.Option(help="Show at most this many changed rows (0: all).", min=0)] = 30,
+    output: OutputOpt = None,
     fmt: FormatOpt = "table",
 ):
     """What changed in the prices since a date: added, removed and changed offers."""
-    with _boundary():
+    with _boundary(fmt):
         _check_format(fmt)
         from gpuopt import api, render
 
-        render.price_diff(api.prices_diff(since=since, providers=provider or ()), fmt, limit or None)
+        d = api.prices_diff(since=since, providers=provider or ())
+        with _stdout_to(output):
+            render.price_diff(d, fmt, limit or None)
 
 
 @app.command("diff")
@@ -439,30 +560,46 @@ def diff(
     old: Annotated[Path, typer.Argument(help="The earlier plan: a file of gpuopt recommend --format json.")],
     new: Annotated[Path, typer.Argument(help="The later plan, the same kind of file.")],
     fail_above: Annotated[Optional[float], typer.Option("--fail-above", help="Cost gate: exit with code 4 when the plan's total rose by more than this percentage.")] = None,
+    output: OutputOpt = None,
     fmt: FormatOpt = "table",
 ):
     """What changed between two plans (money and lines), for cost gates in CI."""
-    with _boundary():
+    with _boundary(fmt):
         _check_format(fmt)
         from gpuopt import api, render
         from gpuopt.plan_diff import EXIT_COST_GATE, gate
 
         d = api.diff(old, new)
         failed, verdict = gate(d, fail_above)
-        render.plan_diff(d, verdict, fmt)
+        with _stdout_to(output):
+            render.plan_diff(d, verdict, fmt)
     if failed:
-        typer.echo(f"gpuopt: cost gate: {verdict}", err=True)
-        raise typer.Exit(EXIT_COST_GATE)
+        _fail(verdict, EXIT_COST_GATE, "cost_gate", "fail_above", prefix="gpuopt: cost gate: ")
+
+
+def _asks_json(argv: list[str]) -> bool:
+    """Does the command line ask for JSON (--format json, -f json, --format=json; prices import --json)?"""
+    for i, a in enumerate(argv):
+        if a in ("--format", "-f") and i + 1 < len(argv) and argv[i + 1] == "json":
+            return True
+        if a in ("--format=json", "-fjson", "--json"):
+            return True
+    return False
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point: usage errors are one line on stderr with exit code 1, like domain errors.
+    """Console-script entry point. Exit codes (gpuopt.schemas.EXIT_CODES): 0 ok, 1 bad input or no plan, 2 usage
+    error (unknown option or command, missing argument, a value click refuses), 3 a price source or the network
+    failed, 4 the cost gate of ``gpuopt diff --fail-above``; 130 interrupted. With --format json a failure is one
+    JSON ``error`` document on stderr.
 
     Typer >= 0.29 vendors click (typer._click) and older releases use click itself, so the click exception
-    base class is found from typer's own BadParameter rather than imported by name."""
-    click_exception = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+    base classes are found from typer's own BadParameter rather than imported by name."""
+    mro = {c.__name__: c for c in typer.BadParameter.__mro__}
+    click_exception, usage_error = mro["ClickException"], mro["UsageError"]
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        rv = app(args=argv, standalone_mode=False)
+        rv = app(args=args, standalone_mode=False, prog_name="gpuopt")
     except typer.Exit as exc:
         sys.exit(getattr(exc, "exit_code", 0))
     except typer.Abort:
@@ -472,8 +609,13 @@ def main(argv: list[str] | None = None) -> None:
         msg = exc.format_message()
         if not msg:  # `gpuopt` or `gpuopt prices` alone: the help was printed, nothing went wrong
             sys.exit(0)
-        typer.echo(f"gpuopt: error: {msg}", err=True)
-        sys.exit(1)
+        code = 2 if isinstance(exc, usage_error) else 1
+        _STATE["format"] = "json" if _asks_json(args) else "table"
+        try:
+            _fail(msg, code, "usage" if code == 2 else "input",
+                  getattr(getattr(exc, "param", None), "name", None))
+        except typer.Exit as done:
+            sys.exit(done.exit_code)
     # with standalone_mode=False, click returns the exit code of a typer.Exit raised in a command
     sys.exit(rv if isinstance(rv, int) else 0)
 

@@ -64,11 +64,20 @@ class PlanDiff:
     def total_change_pct(self) -> float | None:
         return self.money["total_usd"][3]
 
+    def to_dataframe(self):
+        """The purchases added, removed or changed, one row each (pandas DataFrame)."""
+        from gpuopt.schemas import frame
+
+        return frame(self.lines)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"old": self.old, "new": self.new, "status": {"old": self.status[0], "new": self.status[1]},
+        """The ``plan-diff`` document (gpuopt.schemas.PlanDiffDoc)."""
+        from gpuopt.schemas import envelope
+
+        return envelope("plan-diff", {"old": self.old, "new": self.new, "status": {"old": self.status[0], "new": self.status[1]},
                 "money": {k: {"old": o, "new": n, "change": d, "change_pct": p}
                           for k, (o, n, d, p) in self.money.items()},
-                "lines": self.lines}
+                "lines": self.lines})
 
 
 def diff_plans(old: dict[str, Any], new: dict[str, Any], *, old_name: str = "old", new_name: str = "new") -> PlanDiff:

@@ -21,13 +21,78 @@ def _days(age: float) -> str:
     n = round(age)
     return f"{n:.0f} day" + ("" if n == 1 else "s")
 
+#: --quiet: no warnings on stderr (set by gpuopt.cli).
+QUIET = False
+
+
 def _console():
+    """A rich console for stdout: as wide as the terminal (tables fold long text to fit it, never cutting a number);
+    200 columns when stdout is a file or a pipe (COLUMNS overrides both). Colors follow NO_COLOR / --no-color."""
+    import os
     import shutil
+    import sys
 
     from rich.console import Console
 
-    width = max(shutil.get_terminal_size((160, 40)).columns, 120)
-    return Console(width=width, highlight=False, soft_wrap=False)
+    if os.environ.get("COLUMNS", "").isdigit():
+        width = int(os.environ["COLUMNS"])
+    elif sys.stdout.isatty():
+        width = shutil.get_terminal_size((100, 40)).columns
+    else:
+        width = 200
+    return Console(width=max(width, 40), highlight=False, soft_wrap=False,
+                   no_color=bool(os.environ.get("NO_COLOR")) or None)
+
+
+def _fit(con, table, drop: tuple[str, ...] = ()):
+    """Make a rich Table fit the console: numbers (right-justified columns) are never broken or cut, text columns
+    wrap at words (at most 16 characters of a word on a line); when even that is too wide, the columns named in
+    ``drop`` are left out in that order and the caption says which (``--format json`` or a wider terminal shows
+    them). Returns the table."""
+
+    def plain(cell) -> str:
+        return getattr(cell, "plain", None) or str(cell)
+
+    def cells(col) -> list[str]:
+        return [line for c in [*col._cells, col.header] for line in plain(c).splitlines() or [""]]
+
+    def natural(col) -> int:
+        return max((len(x) for x in cells(col)), default=1)
+
+    def need(col) -> int:
+        if col.justify == "right":
+            return natural(col)
+        return min(16, max((len(w) for x in cells(col) for w in x.split()), default=1))
+
+    def total(width) -> int:
+        return sum(width(c) + 3 for c in table.columns) + 1  # a cell's padding and border: 3 characters
+
+    if total(natural) <= con.width:
+        return table
+    for col in table.columns:
+        number = col.justify == "right"
+        col.no_wrap = number
+        col.overflow = "ignore" if number else "fold"
+    hidden = []
+    for name in drop:
+        if total(need) <= con.width:
+            break
+        for i, col in enumerate(table.columns):
+            if str(col.header) == name:
+                del table.columns[i]
+                hidden.append(name)
+                break
+    # fixed widths: each column its need, the room left shared by how much more the column would use
+    spare = max(0, con.width - total(need))
+    more = {id(c): natural(c) - need(c) for c in table.columns}
+    want = sum(more.values()) or 1
+    for col in table.columns:
+        col.width = need(col) + min(more[id(col)], spare * more[id(col)] // want)
+    if hidden:
+        note = f"narrow terminal: {', '.join(hidden)} not shown (a wider terminal or --format json shows them)"
+        table.caption = f"{table.caption}; {note}" if table.caption else note
+        table.caption_justify = "left"
+    return table
 
 
 def _json(obj: Any) -> None:
@@ -177,7 +242,7 @@ def prices_list(result, fmt: str) -> None:
                                                              and r.get("pricing") != "on_demand" else ""),
                   f"{r['usd_per_hour']:,.4f}" + ("*" if est else ""), f"{r['usd_per_gpu_hour']:,.4f}",
                   f"{(r.get('upfront_usd') or 0):,.0f}", _short_source(r.get("source")), str(r.get("as_of") or ""))
-    con.print(t)
+    con.print(_fit(con, t, drop=("fabric", "zone", "source", "upfront $", "as_of", "payment", "$/GPU-h")))
     if not result.rows:
         from gpuopt.records import SAVINGS_PLAN_TERM_HOURS, WINDOW_PRICING
 
@@ -193,7 +258,7 @@ def prices_list(result, fmt: str) -> None:
 def prices_status(status: dict, fmt: str) -> None:
     """Render the dict of gpuopt.api.prices_status."""
     if fmt == "json":
-        _json(status)
+        _json(status.to_dict() if hasattr(status, "to_dict") else status)
         return
     from rich.table import Table
 
@@ -204,7 +269,7 @@ def prices_status(status: dict, fmt: str) -> None:
     else:
         con.print(f"Shipped snapshot: {prices.get('snapshot')} (used for every provider without a cached snapshot)")
     if status.get("built_at"):
-        con.print(f"Snapshot built: {status.get('built_at')} (schema version {status.get('schema_version')})")
+        con.print(f"Snapshot built: {status.get('built_at')} (schema version {status.get('snapshot_schema_version')})")
     if status.get("as_of_note"):
         con.print(f"[yellow]Note on dates:[/] {status['as_of_note']}")
     t = Table(title="Rows per provider", title_justify="left")
@@ -270,6 +335,8 @@ def warnings(prices: dict) -> None:
     `--format json` on stdout stays clean (the JSON carries them too, under prices.warnings)."""
     import sys
 
+    if QUIET:
+        return
     for w in prices.get("warnings", []) or []:
         print(f"gpuopt: warning: {w}", file=sys.stderr)
 
@@ -350,7 +417,7 @@ def refresh_summary(summary, fmt: str) -> None:
 
 def import_summary(result: dict, fmt: str) -> None:
     if fmt == "json":
-        _json(result)
+        _json(result.to_dict() if hasattr(result, "to_dict") else result)
         return
     for line in result.get("messages") or []:  # pricing_cache.importing.summary_lines: added/changed/kept, dates
         print(line)  # whole lines (a console would wrap them at its width)
@@ -473,7 +540,8 @@ def _plan(con, plan) -> None:
                   ", ".join(ln.workloads),
                   "—" if ln.utilization is None else f"{100 * ln.utilization:.0f} %",
                   "—" if ln.break_even_utilization is None else f"{100 * ln.break_even_utilization:.0f} %")
-    con.print(t)
+    con.print(_fit(con, t, drop=("break-even", "hours used", "workloads", "term ends", "h/month", "GPUs each",
+                                 "replicas", "commitment", "upfront")))
     after = plan.after_horizon_usd or 0.0
     if after > 0:
         # a fresh user read an average above the dearest month: the total counts what terms still cost after the

@@ -97,7 +97,20 @@ class ReviewResult:
     unpriced: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The ``review`` document (gpuopt.schemas.ReviewDoc)."""
+        from gpuopt.schemas import envelope
+
+        return envelope("review", asdict(self))
+
+    def to_dataframe(self, table: str = "recommendations"):
+        """A pandas DataFrame of ``recommendations`` (default: one row per commitment recommended) or ``usage`` (one
+        row per instance type used). Raises InputError for another table."""
+        from gpuopt.errors import InputError
+        from gpuopt.schemas import frame
+
+        if table not in ("recommendations", "usage"):
+            raise InputError("table", f"unknown table {table!r}", accepted="recommendations, usage")
+        return frame([asdict(x) for x in getattr(self, table)])
 
     def focus_charges(self):
         """FOCUS charges of the reviewed fleet with the recommended commitments (gpuopt.api.review_charges)."""

@@ -34,7 +34,17 @@ class PriceDiff:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The ``prices-diff`` document (gpuopt.schemas.PricesDiffDoc)."""
+        from gpuopt.schemas import envelope
+
+        return envelope("prices-diff", asdict(self))
+
+    def to_dataframe(self):
+        """The changed, added and removed offers as one pandas DataFrame, with a ``change`` column."""
+        from gpuopt.schemas import frame
+
+        return frame([{"change": kind, **r} for kind, rows in (("changed", self.changed), ("added", self.added),
+                                                                ("removed", self.removed)) for r in rows])
 
 
 def parse_date(value: str, field_name: str = "since") -> dt.date:

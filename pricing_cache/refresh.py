@@ -66,11 +66,21 @@ class RefreshSummary:
 
     @property
     def ok(self) -> bool:
-        """True when every provider refreshed every region asked for (a partial refresh is not ok: exit code 1)."""
+        """True when every provider refreshed every region asked for (a partial refresh is not ok: exit code 3)."""
         return all(p.status == "refreshed" for p in self.providers)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "seconds": round(self.seconds, 2), "providers": [asdict(p) for p in self.providers]}
+        """The ``prices-refresh`` document (gpuopt.schemas.PricesRefreshDoc)."""
+        from gpuopt.schemas import envelope
+
+        return envelope("prices-refresh", {"ok": self.ok, "seconds": round(self.seconds, 2),
+                                           "providers": [asdict(p) for p in self.providers]})
+
+    def to_dataframe(self):
+        """One row per provider (status, rows, regions, time)."""
+        from gpuopt.schemas import frame
+
+        return frame([asdict(p) for p in self.providers])
 
 
 Event = Callable[..., None]

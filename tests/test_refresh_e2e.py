@@ -77,7 +77,7 @@ def test_refresh_that_fails_keeps_previous_prices_and_says_so(httpserver, monkey
     before = json.loads(runner.invoke(app, ["prices", "list", "--provider", "azure", "--limit", "0", "--format", "json"]).stdout)
     r = runner.invoke(app, ["prices", "refresh", "--provider", "azure", "--region", "eastus", "--timeout", "2",
                             "--attempts", "2"])
-    assert r.exit_code == 1
+    assert r.exit_code == 3  # a price source failed (gpuopt.schemas.EXIT_CODES)
     assert "failed" in r.stdout and "previous prices stay in use" in r.stdout
     after = json.loads(runner.invoke(app, ["prices", "list", "--provider", "azure", "--limit", "0", "--format", "json"]).stdout)
     assert after["rows"] == before["rows"]
@@ -86,7 +86,9 @@ def test_refresh_that_fails_keeps_previous_prices_and_says_so(httpserver, monkey
 def test_refresh_gcp_needs_a_key(monkeypatch):
     monkeypatch.delenv("GPUOPT_GCP_API_KEY", raising=False)
     r = runner.invoke(app, ["prices", "refresh", "--provider", "gcp", "--format", "json"])
-    assert r.exit_code == 1
+    assert r.exit_code == 3  # the provider could not be refreshed (no credentials)
+    err = json.loads(r.stderr)
+    assert err["kind"] == "error" and err["exit_code"] == 3 and err["error"]["type"] == "provider"
     (g,) = json.loads(r.stdout)["providers"]
     assert g["status"] == "failed" and "MissingCredentials" in g["error"]
 

@@ -1,0 +1,681 @@
+"""The JSON documents gpuopt writes, as pydantic models: the one source of the published JSON Schemas.
+
+Every JSON document gpuopt prints (``--format json``) or returns as ``.to_dict()`` starts with two keys:
+
+- ``schema_version`` (integer): the version of that document's interface, :data:`VERSIONS`;
+- ``kind`` (string): which document it is -- ``recommend``, ``estimate``, ``review``, ``prices-list``,
+  ``prices-status``, ``prices-diff``, ``prices-refresh``, ``prices-import``, ``plan-diff`` or ``error``.
+
+The models below describe each kind. ``docs/schemas/<kind>.schema.json`` are generated from them
+(``python -m gpuopt.schemas --write docs/schemas``; the test suite fails when the files and the models part) and are
+the contract a pipeline can validate against. Versioning (docs/json-schema.md "Versioning"): a kind's
+``schema_version`` is raised by a change that can break a consumer (a key removed or renamed, a type or unit changed);
+new keys are not a break, so every object allows keys it does not list (``additionalProperties`` true) and
+consumers must ignore keys they do not know. The test suite checks the other way too: every key gpuopt writes is
+declared here (:func:`undeclared_keys`).
+
+Errors: with ``--format json`` a failing command writes one ``error`` document on standard error
+(:class:`ErrorDoc`) and exits with :data:`EXIT_CODES` ``1`` (bad input, no plan), ``2`` (usage), ``3`` (a price
+source or the network failed) or ``4`` (``gpuopt diff --fail-above``: the cost gate).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpuopt.plan_spec import PlanFile
+
+#: Version of each document's interface. recommend was versioned first (2 since the planning model of issue 5);
+#: the other kinds got their first version with issue 12.
+VERSIONS: dict[str, int] = {
+    "recommend": 2, "estimate": 1, "review": 1, "prices-list": 1, "prices-status": 1, "prices-diff": 1,
+    "prices-refresh": 1, "prices-import": 1, "plan-diff": 1, "error": 1,
+}
+
+#: Exit codes of every command (README "Exit codes").
+EXIT_CODES: dict[int, str] = {
+    0: "ok",
+    1: "bad input (a file, an option's value), or no plan meets the constraints",
+    2: "usage error: an unknown command or option, a missing argument",
+    3: "a price source or the network failed (prices refresh: some provider or region was not refreshed)",
+    4: "gpuopt diff --fail-above: the plan's total rose by more than the gate",
+}
+
+SCHEMA_BASE_URL = "https://github.com/gpuopt/gpuopt/blob/main/docs/schemas/"
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def envelope(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    """``{"schema_version": VERSIONS[kind], "kind": kind, **body}`` (a ``schema_version`` or ``kind`` in ``body``
+    is replaced). Raises KeyError for an unknown kind."""
+    out = {"schema_version": VERSIONS[kind], "kind": kind}
+    out.update({k: v for k, v in body.items() if k not in ("schema_version", "kind")})
+    return out
+
+
+def frame(rows: list[dict[str, Any]] | None, columns: list[str] | None = None):
+    """A pandas DataFrame of ``rows`` (one row per dict; nested dicts and lists stay Python objects)."""
+    import pandas as pd
+
+    return pd.DataFrame(list(rows or []), columns=columns)
+
+
+class DictResult(dict):
+    """A result that is a plain dict (``prices_status``, ``prices_import``) with the methods of the other results:
+    ``to_dict()`` (the versioned document) and ``to_dataframe()`` (its table: :attr:`frame_key`'s rows)."""
+
+    kind = ""
+    frame_key = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return envelope(self.kind, dict(self))
+
+    def to_dataframe(self):
+        return frame(self.get(self.frame_key))
+
+
+class _Open(BaseModel):
+    """An object that may gain keys (consumers ignore keys they do not know)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+Usd = Annotated[float, Field(ge=0.0, description="US dollars, rounded to the cent.")]
+Pricing = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "capacity_block", "flex_start",
+                  "savings_plan_1y", "savings_plan_3y"]
+Payment = Literal["", "no_upfront", "partial_upfront", "all_upfront"]
+Status = Literal["optimal", "time_limit", "infeasible", "not_solved"]
+Date = Annotated[str, Field(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}")]
+
+
+# =========================================================================================== recommend
+class GpusThatFit(_Open):
+    gpu_model: str
+    gpus_per_replica: float
+
+
+class Reason(_Open):
+    """null when feasible; why there is no plan otherwise."""
+
+    kind: str = Field(description="budget, deadline, capacity, pricing, solver, no_offers, no_gpu_fits "
+                                  "(new kinds may be added)")
+    message: str
+    workload: Optional[str] = None
+    budget_needed_usd: Optional[float] = None
+    monthly_needed_usd: Optional[float] = None
+    total_needed_usd: Optional[float] = None
+    upfront_needed_usd: Optional[float] = None
+    commitment_needed_usd: Optional[float] = None
+    deadline_needed_hours: Optional[int] = None
+    memory_gib_per_replica: Optional[float] = None
+    gpus_that_fit: Optional[list[GpusThatFit]] = None
+
+
+class Line(_Open):
+    """One purchase of the plan: ``count`` instances of one offer over months ``start_month``..``end_month``."""
+
+    provider: Annotated[str, Field(min_length=1)]
+    region: Annotated[str, Field(min_length=1)]
+    zone: str
+    instance_type: Annotated[str, Field(min_length=1)]
+    pricing: Pricing
+    payment: Payment
+    count: Annotated[int, Field(ge=1)]
+    hours: Annotated[float, Field(ge=0.0, le=4368.0, description="Hours a month each instance runs.")]
+    usd_per_hour: Annotated[float, Field(ge=0.0)]
+    monthly_usd: Usd
+    total_usd: Usd
+    upfront_usd: Usd
+    commitment_usd: Usd
+    term_end: Annotated[str, Field(pattern=r"^([0-9]{4}-[0-9]{2}|month [0-9]+)?$")]
+    start_month: Annotated[int, Field(ge=1)]
+    end_month: Annotated[int, Field(ge=1)]
+    gpu_model: str
+    gpu_count: Annotated[float, Field(ge=0.0)]
+    gpu_memory_gib: Annotated[float, Field(ge=0.0)]
+    replicas: Annotated[int, Field(ge=0)]
+    gpus_per_replica: Annotated[float, Field(ge=0.0)]
+    tensor_parallel: Annotated[int, Field(ge=1)]
+    pipeline_parallel: Annotated[int, Field(ge=1)]
+    precision: Optional[Literal["", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]] = Field(
+        None, description="Serving lines: the replica's precision; empty otherwise.")
+    batch: Optional[Annotated[int, Field(ge=0)]] = Field(None, description="Serving lines: sequences per replica.")
+    ttft_ms: Optional[Annotated[float, Field(ge=0.0)]] = None
+    tpot_ms: Optional[Annotated[float, Field(ge=0.0)]] = None
+    training_layout: Optional[str] = Field(None, description="Training lines: the job's parallel layout.")
+    mfu: Optional[Annotated[float, Field(ge=0.0, le=1.0)]] = None
+    workloads: list[str]
+    utilization: Optional[Annotated[float, Field(ge=0.0, le=1.0001)]]
+    break_even_utilization: Optional[Annotated[float, Field(ge=0.0)]]
+    on_demand_usd_per_hour: Optional[Annotated[float, Field(ge=0.0)]] = None
+    source: str
+    as_of: str
+    estimated: bool
+    fabric: str
+    offering_class: Optional[Literal["", "standard", "convertible", "compute", "ec2_instance"]] = None
+    days: Optional[Annotated[int, Field(ge=0, le=182)]] = None
+    covered_by: Optional[str] = None
+    scope: Optional[str] = None
+
+
+class ProviderPrices(_Open):
+    rows: Annotated[int, Field(ge=0)]
+    origin: str
+    as_of: Optional[str]
+    oldest_as_of: Optional[str]
+    age_days: Optional[float]
+    oldest_age_days: Optional[float] = None
+    stale: bool
+    estimated_rows: Annotated[int, Field(ge=0)]
+    undated_rows: Optional[Annotated[int, Field(ge=0)]] = Field(None, description="Rows whose source has no date.")
+    rows_by_pricing: Optional[dict[str, int]] = Field(None, description="prices status: rows per pricing model.")
+
+
+class Prices(_Open):
+    """Where the prices came from, how old they are, and warnings about them."""
+
+    catalog: str
+    snapshot: Optional[str]
+    built_at: Optional[str]
+    max_age_days: float
+    providers: dict[str, ProviderPrices]
+    warnings: list[str]
+
+
+class DinkelbachStep(_Open):
+    lambda_: float = Field(alias="lambda")
+    value: float
+    cost: float
+    F: float
+
+
+class SizingItem(_Open):
+    gpu_shape: str
+    gpus_per_replica: float
+    tensor_parallel: Annotated[int, Field(ge=1)]
+    pipeline_parallel: Annotated[int, Field(ge=1)]
+    memory_gib_per_replica: float
+    tokens_per_second_per_replica: float
+    replicas_per_instance: float
+    precision: Optional[Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"]] = None
+    engine: Optional[Literal["vllm", "sglang", "tensorrt-llm"]] = None
+    batch: Optional[Annotated[int, Field(ge=1)]] = None
+    ttft_ms: Optional[Annotated[float, Field(ge=0.0)]] = None
+    tpot_ms: Optional[Annotated[float, Field(ge=0.0)]] = None
+    ttft_target_ms: Optional[Annotated[float, Field(ge=0.0)]] = None
+    tpot_target_ms: Optional[Annotated[float, Field(ge=0.0)]] = None
+    input_tokens: Optional[Annotated[int, Field(ge=1)]] = None
+    output_tokens: Optional[Annotated[int, Field(ge=1)]] = None
+    estimate_source: Optional[str] = None
+    layout: Optional[dict[str, Any]] = Field(None, description="train/finetune: tensor_parallel, pipeline_parallel, "
+                                             "data_parallel, context_parallel, expert_parallel, virtual_stages, "
+                                             "zero_stage, micro_batch_size, activation_recompute, offload")
+    layout_text: Optional[str] = None
+    framework: Optional[Literal["megatron", "fsdp", "deepspeed"]] = None
+    mfu: Optional[Annotated[float, Field(ge=0.0, le=1.0)]] = None
+    job_gpus: Optional[Annotated[int, Field(ge=1)]] = None
+    step_time_s: Optional[Annotated[float, Field(ge=0.0)]] = None
+    tokens_per_second_per_gpu: Optional[Annotated[float, Field(ge=0.0)]] = None
+    goodput: Optional[Annotated[float, Field(ge=0.0, le=1.0)]] = None
+    goodput_spot: Optional[Annotated[float, Field(ge=0.0, le=1.0)]] = None
+    wall_hours_at_job_gpus: Optional[Annotated[float, Field(ge=0.0)]] = None
+    global_batch_tokens: Optional[Annotated[float, Field(ge=0.0)]] = None
+
+
+class WorkloadSummary(_Open):
+    name: str
+    task: Literal["serve", "train", "finetune", "lora"]
+    model: str
+    shapes: list[str]
+    start_month: Annotated[int, Field(ge=1)]
+    sizing: list[SizingItem]
+    gpus_peak: Optional[Annotated[int, Field(ge=0)]] = None
+    peak_demand: Optional[Annotated[float, Field(ge=0.0)]] = None
+    min_replicas: Optional[Annotated[int, Field(ge=0)]] = None
+    end_month: Optional[Annotated[int, Field(ge=1)]] = None
+    replicas_min_max: Optional[Annotated[list[float], Field(min_length=2, max_length=2)]] = None
+    capacity_peak: Optional[Annotated[float, Field(ge=0.0)]] = None
+    blocks_short: Optional[Annotated[int, Field(ge=0)]] = None
+    regions: Optional[list[str]] = None
+    work_flops_needed: Optional[float] = None
+    work_flops_planned: Optional[float] = None
+    deadline_hours: Optional[float] = None
+    finish_by_hour: Optional[float] = None
+    completed: Optional[bool] = None
+
+
+class Block(_Open):
+    label: str
+    period: Annotated[int, Field(ge=0)]
+    months: Annotated[int, Field(ge=1)]
+    start_hour: Annotated[float, Field(ge=0.0)]
+    hours: Annotated[float, Field(ge=0.0, le=4368.0)]
+    demand: dict[str, float]
+    capacity: dict[str, float]
+    training_flops_per_s: dict[str, float]
+
+
+class Strategy(_Open):
+    status: Literal["plan", "optimal", "time_limit", "infeasible", "not_solved", "no_offers", "not_computed"]
+    total_usd: Optional[float]
+    monthly_usd: Optional[float]
+    upfront_usd: Optional[float] = None
+    commitment_usd: Optional[float] = None
+    max_month_usd: Optional[float] = None
+    savings_usd: Optional[float] = None
+    savings_pct: Optional[float] = None
+    note: Optional[str] = None
+    gap: Optional[float] = Field(None, description="The re-solve's relative gap when stopped by its time limit.")
+
+
+class NextBest(_Open):
+    provider: str
+    total_usd: Optional[float]
+    monthly_usd: Optional[float]
+    upfront_usd: Optional[float] = None
+    commitment_usd: Optional[float] = None
+    max_month_usd: Optional[float] = None
+    delta_usd: Optional[float] = None
+    flip: Optional[str] = None
+    note: Optional[str] = None
+    status: Optional[str] = None
+    gap: Optional[float] = None
+
+
+class DemandSensitivity(_Open):
+    demand_factor: Annotated[float, Field(gt=0.0)]
+    total_usd: Optional[float] = Field(description="null: not priced (the note says why)")
+    monthly_usd: Optional[float]
+    uses: list[str]
+    flips: bool
+    status: Optional[str] = None
+    gap: Optional[float] = None
+    note: str
+
+
+class MarginalDemand(_Open):
+    workload: str
+    block: str | int
+    months: str
+    usd_per_month_per_token_per_s: float
+
+
+class Marginal(_Open):
+    note: Optional[str] = Field(None, description="present when the shadow prices were not computed, saying why")
+    lp_relaxation_cost_usd: Optional[float] = None
+    demand: Optional[list[MarginalDemand]] = None
+
+
+class Solver(_Open):
+    name: Literal["cbc", "highs"]
+    blocks: Annotated[int, Field(ge=0)]
+    periods: Annotated[int, Field(ge=0)]
+    merge: str
+    pruned: Annotated[int, Field(ge=0)]
+    candidates: dict[str, Annotated[int, Field(ge=0)]]
+    status: Optional[Status] = None
+    gap: Optional[Annotated[float, Field(ge=0.0)]] = None
+    seconds: Optional[Annotated[float, Field(ge=0.0)]] = None
+    message: Optional[str] = None
+    method: Optional[Literal["enumeration", "milp"]] = None
+    total_seconds: Optional[Annotated[float, Field(ge=0.0)]] = None
+    rejected: Optional[dict[str, dict[str, Any]]] = Field(
+        None, description="Per workload, the candidate shapes left out and why (diagnostic).")
+
+
+class CommitmentTotals(_Open):
+    total_over_term_usd: Optional[Usd] = None
+    upfront_usd: Optional[Usd] = None
+
+
+_FEASIBLE_RULE = {"allOf": [{
+    "if": {"properties": {"feasible": {"const": True}}, "required": ["feasible"]},
+    "then": {"properties": {"status": {"enum": ["optimal", "time_limit"]}, "reason": {"type": "null"}}},
+    "else": {"properties": {"status": {"enum": ["infeasible", "not_solved"]}, "reason": {"type": "object"},
+                            "lines": {"maxItems": 0}}},
+}]}
+
+
+class RecommendDoc(_Open):
+    """The JSON printed by `gpuopt recommend --format json`, equal to gpuopt.api.RecommendResult.to_dict().
+    Described key by key in docs/json-schema.md."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra=_FEASIBLE_RULE)
+
+    schema_version: Literal[2]
+    kind: Literal["recommend"]
+    status: Status
+    gap: Optional[Annotated[float, Field(ge=0.0)]] = Field(
+        description="Relative MIP gap of the plan's own solve (0.001 = 0.1 %); null when there is no plan.")
+    feasible: bool
+    horizon_months: Annotated[int, Field(ge=1, le=120)]
+    horizon_note: str
+    start_month: Annotated[str, Field(pattern=r"^[0-9]{4}-[0-9]{2}$")]
+    total_usd: Usd
+    monthly_usd: Usd
+    commitment_usd: Usd
+    upfront_usd: Usd
+    headline: str
+    workload_origin: str
+    workload: PlanFile = Field(description="The plan file the plan was made from, every key, defaults filled in "
+                                           "(the plan-file format, gpuopt.plan_spec.PlanFile).")
+    prices: Prices
+    objective: Literal["cost", "roi"]
+    recurring: bool
+    lines: list[Line]
+    cash_by_month_usd: list[Usd]
+    after_horizon_usd: Usd
+    leftover_value: Annotated[float, Field(ge=0.0, le=1.0)]
+    leftover_credit_usd: Usd
+    max_month_usd: Usd
+    value_usd: Optional[float]
+    net_value_usd: Optional[float]
+    roi: Optional[float]
+    dinkelbach: list[DinkelbachStep]
+    workloads: list[WorkloadSummary]
+    blocks: list[Block]
+    strategies: dict[str, Strategy]
+    savings_vs_on_demand_usd: Optional[float]
+    savings_vs_on_demand_pct: Optional[float]
+    commitment: CommitmentTotals
+    marginal: Marginal
+    next_best: list[NextBest]
+    demand_sensitivity: list[DemandSensitivity]
+    binding: list[str]
+    rules: list[str]
+    notes: list[str]
+    reason: Optional[Reason] = Field(description="null when feasible; why there is no plan otherwise.")
+    solver: Solver
+
+
+# ============================================================================================ estimate
+class EstimateDoc(_Open):
+    """`gpuopt estimate --format json`: one replica (serving) or one job (training) of a workload on one GPU model.
+
+    Units: GiB (memory), tokens/s, ms (latency), hours, FLOPs. Keys that do not apply to the task are absent."""
+
+    schema_version: Literal[1]
+    kind: Literal["estimate"]
+    model: str
+    task: Literal["serve", "train", "finetune", "lora"]
+    gpu: str
+    assumptions: list[str] = Field(description="Sentences for people: defaults used, sources of the numbers.")
+    memory_gib_per_replica: float
+    memory_gib_per_gpu: float
+    gpus_per_replica: float
+    breakdown_gib: dict[str, float] = Field(description="Memory per replica by part (weights, KV cache, ...), GiB.")
+    tokens_per_second_per_replica: float
+    tensor_parallel: Optional[int] = None
+    pipeline_parallel: Optional[int] = None
+    replicas_needed: Optional[int] = Field(None, description="With a demand (serve) or a deadline (lora).")
+    gpus_needed: Optional[float] = None
+    # serving
+    precision: Optional[str] = None
+    engine: Optional[str] = None
+    scenario: Optional[str] = None
+    input_tokens: Optional[int] = None
+    output_tokens: Optional[int] = None
+    concurrency: Optional[int] = None
+    ttft_ms: Optional[float] = Field(None, description="Serving: p99 time to first token at this batch, ms.")
+    tpot_ms: Optional[float] = Field(None, description="Serving: time per output token at this batch, ms.")
+    time_per_output_token_ms: Optional[float] = None
+    ttft_target_ms: Optional[float] = None
+    tpot_target_ms: Optional[float] = None
+    kv_capacity_sequences: Optional[int] = None
+    meets_targets: Optional[bool] = None
+    estimate_source: Optional[str] = None
+    tokens_per_second_per_gpu: Optional[float] = None
+    # training
+    gpus: Optional[int] = Field(None, description="Training: GPUs of the job.")
+    mfu: Optional[float] = None
+    step_time_s: Optional[float] = None
+    usable_gib_per_gpu: Optional[float] = None
+    fits: Optional[bool] = None
+    layout: Optional[dict[str, Any]] = None
+    goodput: Optional[float] = None
+    goodput_spot: Optional[float] = None
+    train_flops: Optional[float] = None
+    compute_hours: Optional[float] = None
+    wall_hours: Optional[float] = None
+    gpu_hours: Optional[float] = None
+    wall_hours_one_replica: Optional[float] = None
+
+
+# ============================================================================================== prices
+class OfferRow(_Open):
+    """One offer (the offer record of docs/architecture.md) plus its price per GPU-hour."""
+
+    provider: str
+    region: str
+    zone: str
+    instance_type: str
+    gpu_model: str
+    gpu_count: float
+    gpu_memory_gib: Optional[float]
+    vcpus: Optional[float] = None
+    memory_gib: Optional[float] = None
+    interconnect: Optional[str] = None
+    fabric: Optional[str] = None
+    zone_kind: Optional[str] = None
+    pricing: Pricing
+    payment: Payment
+    offering_class: Optional[str] = None
+    usd_per_hour: Annotated[float, Field(ge=0.0)]
+    usd_per_gpu_hour: Annotated[float, Field(ge=0.0)]
+    upfront_usd: Optional[float] = None
+    recurring_usd_per_hour: Optional[float] = None
+    term_hours: Optional[float] = None
+    currency: str
+    source: str
+    as_of: Optional[str]
+
+
+class PricesListDoc(_Open):
+    """`gpuopt prices list --format json`: offers, cheapest first."""
+
+    schema_version: Literal[1]
+    kind: Literal["prices-list"]
+    rows: list[OfferRow]
+    prices: Prices
+    total_matching: Annotated[int, Field(ge=0, description="Offers matching the filters before --limit.")]
+    pricing: list[str] = Field(description="The pricing filter asked for (empty: every option).")
+
+
+class SourceDate(_Open):
+    provider: str
+    source: str
+    as_of: str
+    age_days: Optional[float]
+    rows: int
+
+
+class PricesStatusDoc(_Open):
+    """`gpuopt prices status --format json`: the snapshot in use, its sources and their dates, the user cache."""
+
+    schema_version: Literal[1]
+    kind: Literal["prices-status"]
+    prices: Prices
+    source_dates: list[SourceDate]
+    cache: dict[str, Any] = Field(description="dir, retention_days, snapshots (one object per cached snapshot).")
+    ok: Optional[bool] = None
+    path: Optional[str] = None
+    snapshot_schema_version: Optional[int] = Field(None, description="Schema version of the price snapshot file.")
+    built_at: Optional[str] = None
+    rows: Optional[int] = None
+    catalog: Optional[str] = Field(None, description="With --catalog: the offers CSV planned over.")
+    estimated_rows: Optional[int] = Field(None, description="Rows whose price is derived by a documented rule.")
+    offers_sha256: Optional[str] = None
+    as_of_note: Optional[str] = None
+    reserved_rules: Optional[dict[str, Any]] = Field(
+        None, description="The discount rules that derive estimated reserved prices: quotes fitted and ratio.")
+    providers: Optional[dict[str, dict[str, Any]]] = Field(None, description="The snapshot's own record per provider.")
+
+
+class PriceChange(_Open):
+    provider: str
+    region: str
+    zone: Optional[str]
+    instance_type: str
+    pricing: str
+    payment: Optional[str]
+    usd_per_hour_then: float
+    usd_per_hour_now: float
+    change_pct: Optional[float]
+
+
+class PricesDiffDoc(_Open):
+    """`gpuopt prices diff --format json`: prices in effect on ``since`` against today's."""
+
+    schema_version: Literal[1]
+    kind: Literal["prices-diff"]
+    since: str
+    origins_then: dict[str, str]
+    origins_now: dict[str, str]
+    added: list[dict[str, Any]]
+    removed: list[dict[str, Any]]
+    changed: list[PriceChange]
+    unchanged: Annotated[int, Field(ge=0)]
+    warnings: list[str]
+
+
+class RefreshProvider(_Open):
+    provider: str
+    status: str
+    rows: Optional[int] = None
+
+
+class PricesRefreshDoc(_Open):
+    """`gpuopt prices refresh --format json`: per provider, what was fetched; ``ok`` false (exit 3) when any
+    provider or region was not refreshed."""
+
+    schema_version: Literal[1]
+    kind: Literal["prices-refresh"]
+    ok: bool
+    seconds: float
+    providers: list[RefreshProvider]
+
+
+class PricesImportDoc(_Open):
+    """`gpuopt prices import --json`: offers added, changed, kept, removed per provider, and messages for people."""
+
+    schema_version: Literal[1]
+    kind: Literal["prices-import"]
+    messages: list[str] = []
+
+
+# ============================================================================================== review
+class ReviewDoc(_Open):
+    """`gpuopt review --format json`: the reviewed GPU spend, its use, and the commitments recommended
+    (optimizer.review.ReviewResult.to_dict())."""
+
+    schema_version: Literal[1]
+    kind: Literal["review"]
+    period_start: str
+    period_end: str
+    lookback_days: float
+    usage: list[dict[str, Any]]
+    recommendations: list[dict[str, Any]]
+    notes: list[str]
+
+
+# ============================================================================================ plan diff
+class MoneyChange(_Open):
+    old: float
+    new: float
+    change: float
+    change_pct: Optional[float] = Field(description="Change as % of the old value; null when the old is 0.")
+
+
+class LineChange(_Open):
+    change: Literal["added", "removed", "changed"]
+
+
+class PlanDiffDoc(_Open):
+    """`gpuopt diff OLD NEW --format json`: NEW − OLD of two plans, and the cost gate's verdict."""
+
+    schema_version: Literal[1]
+    kind: Literal["plan-diff"]
+    old: str
+    new: str
+    status: dict[str, str]
+    money: dict[str, MoneyChange] = Field(description="total_usd, max_month_usd, commitment_usd, upfront_usd.")
+    lines: list[LineChange]
+
+
+# =============================================================================================== error
+class ErrorInfo(_Open):
+    type: str = Field(description="input, usage, provider, snapshot, solver, no_plan, cost_gate")
+    message: str = Field(description="The one-line message also printed without --format json.")
+    field: Optional[str] = Field(None, description="The option, file or key at fault, when known.")
+    accepted: Optional[str] = Field(None, description="The values accepted there, when known.")
+
+
+class ErrorDoc(_Open):
+    """What a command writes on standard error with ``--format json`` when it fails (nothing on standard output)."""
+
+    schema_version: Literal[1]
+    kind: Literal["error"]
+    exit_code: Literal[1, 2, 3, 4]
+    error: ErrorInfo
+
+
+MODELS: dict[str, type[BaseModel]] = {
+    "recommend": RecommendDoc, "estimate": EstimateDoc, "review": ReviewDoc, "prices-list": PricesListDoc,
+    "prices-status": PricesStatusDoc, "prices-diff": PricesDiffDoc, "prices-refresh": PricesRefreshDoc,
+    "prices-import": PricesImportDoc, "plan-diff": PlanDiffDoc, "error": ErrorDoc,
+}
+
+
+def json_schema(kind: str) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of one kind of document, generated from its model. KeyError: unknown kind."""
+    model = MODELS[kind]
+    s = model.model_json_schema(by_alias=True, mode="serialization")
+    return {"$schema": DRAFT, "$id": f"{SCHEMA_BASE_URL}{kind}.schema.json", **s}
+
+
+def validate(doc: dict[str, Any]) -> BaseModel:
+    """Parse a document by its ``kind`` (pydantic.ValidationError when it breaks its schema)."""
+    return MODELS[doc["kind"]].model_validate(doc)
+
+
+def undeclared_keys(obj: Any, path: str = "$") -> list[str]:
+    """Paths of keys a parsed document carries that its model does not declare (the test suite keeps this empty,
+    so that the published schemas describe every key gpuopt writes)."""
+    out: list[str] = []
+    if isinstance(obj, BaseModel):
+        for k in (obj.__pydantic_extra__ or {}):
+            out.append(f"{path}.{k}")
+        for name in type(obj).model_fields:
+            out += undeclared_keys(getattr(obj, name), f"{path}.{name}")
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            out += undeclared_keys(v, f"{path}.{k}")
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            out += undeclared_keys(v, f"{path}[{i}]")
+    return out
+
+
+def write_schemas(folder: str | Path) -> list[Path]:
+    """Write ``<kind>.schema.json`` for every kind into ``folder``; returns the paths."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for kind in MODELS:
+        p = folder / f"{kind}.schema.json"
+        p.write_text(json.dumps(json_schema(kind), indent=2, sort_keys=False) + "\n", encoding="utf-8")
+        paths.append(p)
+    return paths
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Write the JSON Schemas of gpuopt's documents.")
+    ap.add_argument("--write", metavar="FOLDER", default="docs/schemas")
+    for p in write_schemas(ap.parse_args().write):
+        print(p)

@@ -1,0 +1,273 @@
+"""Issue 12 point 3-5: versioned JSON documents with published JSON Schemas (generated from gpuopt.schemas), the exit
+codes, JSON errors on stderr, --output for every format, CLI habits (--quiet, --no-color, tables that fit the
+terminal) and the complete Python API with ``.to_dataframe()``.
+
+Every document here comes from a real command on the shipped snapshot; each is validated three ways: by its pydantic
+model, by the published JSON Schema file through ``jsonschema`` (the FinOps pipeline's view), and by
+:func:`gpuopt.schemas.undeclared_keys` (every key gpuopt writes is declared in the schema).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import jsonschema
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import gpuopt
+from gpuopt import schemas
+from gpuopt.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA_DIR = ROOT / "docs" / "schemas"
+FOCUS_EXPORT = ROOT / "tests" / "fixtures" / "usage" / "focus_1_2_sample.csv"
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUOPT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("GPUOPT_MAX_PRICE_AGE_DAYS", raising=False)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+def _run(*args, env=None):
+    return runner.invoke(app, list(args), env=env)
+
+
+def _doc(*args) -> dict:
+    r = _run(*args)
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def _valid(doc: dict, kind: str) -> None:
+    """The document is of ``kind``, carries its version, and passes the model, the published schema and the
+    every-key-declared check."""
+    assert doc["kind"] == kind and doc["schema_version"] == schemas.VERSIONS[kind]
+    parsed = schemas.validate(doc)
+    assert schemas.undeclared_keys(parsed) == []
+    schema = json.loads((SCHEMA_DIR / f"{kind}.schema.json").read_text(encoding="utf-8"))
+    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+              for e in jsonschema.Draft202012Validator(schema).iter_errors(doc)]
+    assert errors == []
+
+
+# --------------------------------------------------------------------------------------- published schemas
+def test_published_schemas_are_generated_from_the_models(tmp_path):
+    """docs/schemas/*.schema.json are exactly what `python -m gpuopt.schemas --write docs/schemas` writes (regenerate
+    them after changing a model), and each is a valid draft 2020-12 schema with its kind and version as consts."""
+    fresh = schemas.write_schemas(tmp_path)
+    assert sorted(p.name for p in SCHEMA_DIR.glob("*.schema.json")) == sorted(p.name for p in fresh)
+    for p in fresh:
+        assert (SCHEMA_DIR / p.name).read_text(encoding="utf-8") == p.read_text(encoding="utf-8"), \
+            f"{p.name} is stale: python -m gpuopt.schemas --write docs/schemas"
+        s = json.loads(p.read_text(encoding="utf-8"))
+        jsonschema.Draft202012Validator.check_schema(s)
+        kind = p.name.removesuffix(".schema.json")
+        assert s["properties"]["kind"]["const"] == kind
+        assert s["properties"]["schema_version"]["const"] == schemas.VERSIONS[kind]
+
+
+def test_recommend_document_keeps_its_feasibility_rule():
+    """The rule of docs/json-schema.md survives generation: feasible means optimal/time_limit and no reason."""
+    s = json.loads((SCHEMA_DIR / "recommend.schema.json").read_text(encoding="utf-8"))
+    v = jsonschema.Draft202012Validator(s)
+    d = _doc("recommend", "--budget", "50000", "--format", "json", "--no-explain")
+    _valid(d, "recommend")
+    bad = dict(d, status="infeasible")
+    assert any("infeasible" in e.message for e in v.iter_errors(bad))
+
+
+# ------------------------------------------------------------------------------ every kind of document
+def test_every_command_writes_a_versioned_document_of_its_kind():
+    _valid(_doc("estimate", "--model", "meta-llama/Llama-2-7b-hf", "--format", "json"), "estimate")
+    e = _doc("estimate", "--model", "meta-llama/Llama-2-7b-hf", "--task", "train", "--tokens", "2e10",
+             "--format", "json")
+    _valid(e, "estimate")
+    assert e["gpus"] >= 1 and e["layout"]["tensor_parallel"] >= 1
+    _valid(_doc("estimate", "--model", "meta-llama/Llama-2-7b-hf", "--task", "lora", "--tokens", "1e8",
+                "--deadline-hours", "10", "--format", "json"), "estimate")
+    p = _doc("prices", "list", "--gpu", "H100", "--limit", "5", "--format", "json")
+    _valid(p, "prices-list")
+    assert len(p["rows"]) == 5 and p["total_matching"] >= 5
+    st = _doc("prices", "status", "--format", "json")
+    _valid(st, "prices-status")
+    assert st["snapshot_schema_version"] >= 1  # the snapshot file's own version, not the document's
+    _valid(_doc("prices", "diff", "--since", "2026-01-01", "--format", "json"), "prices-diff")
+    rv = _doc("review", "--usage", str(FOCUS_EXPORT), "--format", "json")
+    _valid(rv, "review")
+
+
+def test_plan_diff_document(tmp_path):
+    a = _run("recommend", "--budget", "50000", "--format", "json", "--no-explain", "--output", str(tmp_path / "a.json"))
+    assert a.exit_code == 0, a.output
+    b = _run("recommend", "--budget", "50000", "--format", "json", "--no-explain", "--tokens-per-second", "1500",
+             "--model", "meta-llama/Llama-2-7b-hf", "--task", "serve", "--output", str(tmp_path / "b.json"))
+    assert b.exit_code == 0, b.output
+    d = _doc("diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--format", "json")
+    _valid(d, "plan-diff")
+    assert d["money"]["total_usd"]["new"] > d["money"]["total_usd"]["old"]  # 3x the demand costs more
+
+
+# ---------------------------------------------------------------------------------------- exit codes
+def test_exit_codes_and_json_errors_on_stderr(tmp_path):
+    # 2: usage error (click) -- an unknown option; with --format json the error is a JSON document on stderr
+    r = _run("estimate", "--bogus", "--format", "json")
+    assert r.exit_code == 2
+    # 1: bad input -- a value gpuopt refuses, named
+    r = _run("estimate", "--model", "no-such-model-xyz", "--format", "json")
+    assert r.exit_code == 1 and r.stdout == ""
+    err = json.loads(r.stderr)
+    _valid(err, "error")
+    assert err["exit_code"] == 1 and err["error"]["type"] == "input" and err["error"]["field"] == "model"
+    r = _run("estimate", "--model", "no-such-model-xyz")  # the same as one line for people
+    assert r.exit_code == 1 and r.stderr.startswith("gpuopt: error: model:") and len(r.stderr.splitlines()) == 1
+    # 1: no plan -- the plan document (feasible false) on stdout, the error on stderr
+    r = _run("recommend", "--budget", "1", "--format", "json", "--no-explain")
+    assert r.exit_code == 1
+    assert json.loads(r.stdout)["feasible"] is False
+    err = json.loads(r.stderr.strip().splitlines()[-1])
+    assert err["error"]["type"] == "no_plan" and err["exit_code"] == 1
+
+
+def test_usage_errors_exit_2_through_the_console_entry_point(capsys):
+    from gpuopt.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["recommend", "--no-such-option", "-f", "json"])
+    assert e.value.code == 2
+    err = json.loads(capsys.readouterr().err)
+    assert err["kind"] == "error" and err["error"]["type"] == "usage" and "--no-such-option" in err["error"]["message"]
+    with pytest.raises(SystemExit) as e:
+        main(["no-such-command"])
+    assert e.value.code == 2
+    with pytest.raises(SystemExit) as e:
+        main(["--quiet", "--verbose", "prices", "status"])
+    assert e.value.code == 2
+
+
+def test_cost_gate_exit_code_4(tmp_path):
+    for name, tps in (("a.json", "500"), ("b.json", "1500")):
+        r = _run("recommend", "--budget", "50000", "--model", "meta-llama/Llama-2-7b-hf", "--task", "serve",
+                 "--tokens-per-second", tps, "--format", "json", "--no-explain", "-o", str(tmp_path / name))
+        assert r.exit_code == 0, r.output
+    r = _run("diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--fail-above", "10", "--format", "json")
+    assert r.exit_code == 4
+    err = json.loads(r.stderr)
+    assert err["exit_code"] == 4 and err["error"]["type"] == "cost_gate"
+    assert json.loads(r.stdout)["kind"] == "plan-diff"  # the diff itself is still printed
+
+
+# -------------------------------------------------------------------------------------------- --output
+@pytest.mark.parametrize("args", [
+    ("estimate", "--model", "meta-llama/Llama-2-7b-hf"),
+    ("prices", "list", "--gpu", "L4", "--limit", "3"),
+    ("prices", "status"),
+    ("prices", "diff", "--since", "2026-01-01"),
+    ("review", "--usage", str(FOCUS_EXPORT)),
+])
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_output_writes_every_format_to_the_file(tmp_path, args, fmt):
+    out = tmp_path / f"out.{fmt}"
+    r = _run(*args, "--format", fmt, "--output", str(out))
+    assert r.exit_code == 0, r.output
+    assert r.stdout == ""  # nothing on stdout: it all went to the file
+    text = out.read_text(encoding="utf-8")
+    if fmt == "json":
+        assert json.loads(text)["schema_version"] >= 1
+    else:
+        assert len(text.splitlines()) >= 2
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []  # no temporary file left
+
+
+def test_output_to_a_folder_or_a_missing_folder_is_a_named_error(tmp_path):
+    r = _run("estimate", "--model", "meta-llama/Llama-2-7b-hf", "--output", str(tmp_path))
+    assert r.exit_code == 1 and r.stderr.startswith("gpuopt: error: output:") and "folder" in r.stderr
+    r = _run("estimate", "--model", "meta-llama/Llama-2-7b-hf", "--output", str(tmp_path / "no" / "x.json"))
+    assert r.exit_code == 1 and "does not exist" in r.stderr
+
+
+def test_failed_command_leaves_an_existing_output_untouched(tmp_path):
+    out = tmp_path / "plan.json"
+    out.write_text("previous", encoding="utf-8")
+    r = _run("estimate", "--model", "no-such-model-xyz", "--format", "json", "--output", str(out))
+    assert r.exit_code == 1
+    assert out.read_text(encoding="utf-8") == "previous"
+
+
+# ------------------------------------------------------------------------------------------ CLI habits
+def test_quiet_drops_warnings_and_notes_not_results(tmp_path):
+    loud = _run("prices", "list", "--gpu", "L4", "--limit", "1", "--format", "json")
+    assert "gpuopt: warning:" in loud.stderr  # the shipped snapshot is in use: said on stderr
+    quiet = _run("--quiet", "prices", "list", "--gpu", "L4", "--limit", "1", "--format", "json")
+    assert quiet.exit_code == 0 and quiet.stderr == ""
+    assert json.loads(quiet.stdout)["rows"] == json.loads(loud.stdout)["rows"]
+    r = _run("-q", "estimate", "--model", "meta-llama/Llama-2-7b-hf", "-o", str(tmp_path / "e.txt"))
+    assert r.exit_code == 0 and r.stderr == ""
+
+
+def test_no_color_and_the_NO_COLOR_variable():
+    args = ("prices", "list", "--gpu", "L4", "--limit", "2")
+    colored = _run(*args, env={"FORCE_COLOR": "1", "TTY_COMPATIBLE": "1"})
+    assert "\x1b[" in colored.stdout  # rich styles a forced terminal
+    assert "\x1b[" not in _run("--no-color", *args, env={"FORCE_COLOR": "1", "TTY_COMPATIBLE": "1"}).stdout
+    assert "\x1b[" not in _run(*args, env={"FORCE_COLOR": "1", "TTY_COMPATIBLE": "1", "NO_COLOR": "1"}).stdout
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_tables_fit_the_terminal_and_never_cut_a_price(columns):
+    """An 80-column terminal: no line is wider, and every price is printed whole (the issue saw "1…")."""
+    rows = _doc("prices", "list", "--gpu", "H100", "--limit", "8", "--format", "json")["rows"]
+    r = _run("prices", "list", "--gpu", "H100", "--limit", "8", env={"COLUMNS": str(columns)})
+    assert r.exit_code == 0
+    assert max(len(line) for line in r.stdout.splitlines()) <= columns
+    assert "…" not in r.stdout
+    for row in rows:
+        assert f"{row['usd_per_hour']:,.4f}" in r.stdout
+    plan = _run("recommend", "--budget", "50000", "--no-explain", env={"COLUMNS": str(columns)})
+    assert plan.exit_code == 0 and max(len(line) for line in plan.stdout.splitlines()) <= columns
+    assert "$576.70" in plan.stdout  # the plan's monthly cost, whole
+
+
+def test_shell_completion_script():
+    r = _run("--show-completion", "bash", env={"SHELL": "/bin/bash"})
+    assert r.exit_code == 0 and "_GPUOPT_COMPLETE" in r.stdout.upper().replace("-", "_")
+
+
+# ------------------------------------------------------------------------------------------- Python API
+def test_python_api_is_complete_and_returns_dataframes(tmp_path):
+    for name in ("recommend", "estimate", "review", "prices_list", "prices_status", "prices_refresh",
+                 "prices_import", "prices_diff", "diff"):
+        assert callable(getattr(gpuopt, name)), name
+    e = gpuopt.estimate(model="meta-llama/Llama-2-7b-hf")
+    df = e.to_dataframe()
+    assert isinstance(df, pd.DataFrame) and len(df) == 1 and df.loc[0, "gpus_per_replica"] == 1.0
+    pl = gpuopt.prices_list(gpu=["L4"], limit=4)
+    df = pl.to_dataframe()
+    assert list(df["usd_per_hour"]) == sorted(df["usd_per_hour"]) and len(df) == 4
+    st = gpuopt.prices_status()
+    assert st.to_dict()["kind"] == "prices-status"
+    sd = st.to_dataframe()
+    assert {"provider", "source", "as_of", "rows"} <= set(sd.columns) and sd["rows"].sum() > 1000
+    rv = gpuopt.review(usage=FOCUS_EXPORT)
+    rec = rv.to_dataframe()
+    assert len(rec) == len(rv.recommendations)
+    assert len(rv.to_dataframe("usage")) == len(rv.usage) >= 1
+    r = gpuopt.recommend(budget=50000, explain=False, cwd=tmp_path)
+    lines = r.to_dataframe()
+    assert len(lines) == len(r.plan.lines) and lines["total_usd"].sum() == pytest.approx(r.plan.total_usd, abs=0.05)
+    d = gpuopt.prices_diff(since="2026-01-01")
+    assert d.to_dict()["kind"] == "prices-diff" and isinstance(d.to_dataframe(), pd.DataFrame)
+
+
+def test_error_document_schema_names_every_exit_code():
+    s = json.loads((SCHEMA_DIR / "error.schema.json").read_text(encoding="utf-8"))
+    codes = s["properties"]["exit_code"]["enum"]
+    assert sorted(codes) == [1, 2, 3, 4] and sorted(schemas.EXIT_CODES) == [0, 1, 2, 3, 4]
+    assert re.search(r"\| *3 *\|", (ROOT / "README.md").read_text(encoding="utf-8"))  # the README's table

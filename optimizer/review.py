@@ -409,8 +409,8 @@ def review(usage, offers, *, term: str = "1y", payment: str = "no_upfront", look
             why = payment_not_sold(prov, payment) if od is not None else None
             if why:
                 not_sold.setdefault(why, []).append(itype)
-            res.unpriced.append({"provider": prov, "region": region, "instance_type": itype,
-                                 "missing": "on-demand price" if od is None else (why or f"{pricing_term} {payment} price"),
+            missing = "on-demand price" if od is None else (why or f"{pricing_term} {payment} price")
+            res.unpriced.append({"provider": prov, "region": region, "instance_type": itype, "missing": missing,
                                  "kind": "not_sold" if why else "no_price"})
             continue
         factor = aws_normalization_factor(itype, aws_types) if prov == "aws" else None

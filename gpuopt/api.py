@@ -907,13 +907,15 @@ def _lookback_days(value) -> float | None:
 
 
 def review(*, usage: str | Path, usage_format: str = "auto", lookback: str | float | None = None, term: str = "1y",
-           payment: str = "no_upfront", solver: str = "cbc"):
+           payment: str = "no_upfront", solver: str = "cbc", scope: str = "shared"):
     """The monthly cost review of GPU spend (optimizer.review): read a billing export (FOCUS 1.0-1.2, AWS CUR 2.0,
     Azure cost details, or hourly usage from the warehouse SQL), price it with the prices in effect during the
     usage period, and recommend commitments with the same MILP as ``recommend``.
 
     Args: usage: the export (CSV, CSV.gz, Parquet file or folder); usage_format: auto or a format name;
-        lookback: "30d" / "720h" / days; term: 1y | 3y; payment: no_upfront | partial_upfront | all_upfront.
+        lookback: "30d" / "720h" / days; term: 1y | 3y; payment: no_upfront | partial_upfront | all_upfront;
+        scope: shared (pooled over accounts) | account (one recommendation per account).
+        The window is the export's coverage, or the lookback counted back from its end (optimizer.review.review_window).
     Returns: optimizer.review.ReviewResult. Raises: InputError naming the field for bad input.
     """
     from optimizer.review import review as run_review
@@ -929,26 +931,13 @@ def review(*, usage: str | Path, usage_format: str = "auto", lookback: str | flo
     if data.hourly.empty:
         raise InputError("usage", f"{p.name}: no GPU compute usage found ({data.rows_read} rows read, "
                                   f"{data.rows_not_gpu} not GPU, {len(data.bad_rows)} bad)")
-    # the window: the lookback ending at the last usage hour, or else the calendar months the GPU usage falls in
-    # (billing exports are monthly: a burst of two days is two days of a month, not a 2-day month)
-    end = pd.Timestamp(data.period_end)
-    if days is not None:
-        start = end - pd.Timedelta(days=days)
-        first = pd.Timestamp(data.period_start)
-        if first > start:  # less data than the lookback asks for: the window is what the export covers
-            start = first.floor("D") if (end - first.floor("D")).days >= 1 else first
-            days = (end - start).total_seconds() / 86400.0
-    else:
-        first = pd.Timestamp(data.period_start).tz_convert("UTC")
-        start = pd.Timestamp(year=first.year, month=first.month, day=1, tz="UTC")
-        last = (end - pd.Timedelta(seconds=1)).tz_convert("UTC")
-        end = pd.Timestamp(year=last.year + (last.month == 12), month=last.month % 12 + 1, day=1, tz="UTC")
-        days = (end - start).total_seconds() / 86400.0
-    end_day = data.period_end.date()
+    # the window follows the data (optimizer.review.review_window): the export's coverage, or the lookback counted
+    # back from its end; never padded to calendar months
+    end_day = pd.Timestamp(data.coverage_end).date()
     offers, info = _load(None, min(end_day, _dt.date.today()))
     prices = _price_provenance(offers, info, None, prices_on=end_day)
     result = run_review(data, offers, term=term, payment=payment, lookback_days=days, prices=prices, solver=solver,
-                        window=(start, end))
+                        scope=scope)
     used = {u for u in data.hourly["provider"].astype(str).unique()}
     later = sorted(p for p, v in prices["providers"].items() if p in used and v.get("as_of") and v["as_of"] > end_day.isoformat())
     if later:

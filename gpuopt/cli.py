@@ -402,6 +402,7 @@ def review(
     lookback: Annotated[Optional[str], typer.Option("--lookback", help="Window of usage to review, e.g. 30d, 720h (default: the whole export).")] = None,
     term: Annotated[str, typer.Option("--term", help="Commitment term to recommend: 1y or 3y.")] = "1y",
     payment: Annotated[str, typer.Option("--payment", help="no_upfront, partial_upfront or all_upfront.")] = "no_upfront",
+    scope: Annotated[str, typer.Option("--scope", help="shared: one recommendation pooled over every account; account: one per account.")] = "shared",
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the output to this file instead of stdout (needed by --format markdown and html; --format focus writes Parquet to a .parquet file, else CSV).")] = None,
     fmt: FormatOpt = "table",
 ):
@@ -410,8 +411,9 @@ def review(
         _check_format(fmt, FILE_FORMATS)
         from gpuopt import api, render
 
-        result = api.review(usage=usage, usage_format=usage_format, lookback=lookback, term=term, payment=payment)
-        render.warnings(result.prices)
+        result = api.review(usage=usage, usage_format=usage_format, lookback=lookback, term=term, payment=payment,
+                            scope=scope)
+        render.warnings(result.prices, result.warnings)
         if fmt in FILE_FORMATS:
             if fmt == "focus":
                 _write_file_format(result, fmt, output)

@@ -330,14 +330,15 @@ def prices_status(status: dict, fmt: str) -> None:
             con.print(f"{prov}: " + "; ".join(str(s) for s in (srcs if isinstance(srcs, list) else [srcs])))
 
 
-def warnings(prices: dict) -> None:
-    """Price warnings (stale prices, corrupted cache snapshots skipped, shipped snapshot in use) on stderr, so that
-    `--format json` on stdout stays clean (the JSON carries them too, under prices.warnings)."""
+def warnings(prices: dict, more: list[str] | None = None) -> None:
+    """Price warnings (stale prices, corrupted cache snapshots skipped, shipped snapshot in use), then ``more`` (the
+    review's data warnings: a window the data covers only in part), on stderr, so that `--format json` on stdout
+    stays clean (the JSON carries them too, under prices.warnings and warnings)."""
     import sys
 
     if QUIET:
         return
-    for w in prices.get("warnings", []) or []:
+    for w in list(prices.get("warnings", []) or []) + list(more or []):
         print(f"gpuopt: warning: {w}", file=sys.stderr)
 
 
@@ -666,8 +667,14 @@ def review(result, fmt: str) -> None:
 
     con = _console()
     r = result.rows
-    con.print(f"Review of GPU usage {result.period_start[:16]} to {result.period_end[:16]} ({result.lookback_days:g} days, "
-              f"{result.source_format}): {r['read']} rows read, {r['gpu']} GPU compute, {r['not_gpu']} other, {r['bad']} bad")
+    con.print(f"Review of GPU usage {result.period_start[:16]} to {result.period_end[:16]} "
+              f"({result.window_hours / 24:g} days, {result.source_format}): {r['read']} rows read, {r['gpu']} GPU "
+              f"compute, {r['not_gpu']} other, {r['bad']} bad")
+    cov = (f"Data covers {result.coverage_hours:,.0f} of the window's {result.window_hours:,.0f} hours "
+           f"({100 * result.covered_fraction:.0f} %)")
+    if result.gap_days:
+        cov += f"; {len(result.gap_days)} whole day(s) without any row left out"
+    con.print(cov + (" [yellow](see the warnings on stderr)[/]" if result.covered_fraction < 1 else ""))
     con.print(_prices_line(result.prices))
     t = Table(title="GPU usage by instance type", title_justify="left")
     for col in ("where", "instance_type", "GPUs", "instance-hours", "by pricing", "peak", "average", "use",
@@ -680,13 +687,19 @@ def review(result, fmt: str) -> None:
                   _usd(u.billed_cost_usd), _usd(u.effective_cost_usd), _usd(u.on_demand_equivalent_usd))
     con.print(t)
     if result.recommendations:
-        rt = Table(title="Recommended commitments (monthly figures; the MILP over each hourly usage profile)",
-                   title_justify="left")
-        for col in ("where", "instance_type", "term", "payment", "quantity", "upfront $", "recurring $/mo",
-                    "on-demand $/mo", "with it $/mo", "savings $/mo", "use", "break-even mo"):
-            rt.add_column(col, justify="left" if col in ("where", "instance_type", "term", "payment") else "right")
+        rt = Table(title="Recommended commitments (monthly figures; the MILP over each hourly usage profile; "
+                         f"{result.account_scope} scope, generated {result.generation_time})", title_justify="left")
+        for col in ("id", "account", "where", "instance_type", "term", "payment", "quantity", "inst/h min/avg/max",
+                    "norm. units", "upfront $", "recurring $/mo", "on-demand $/mo", "with it $/mo", "savings $/mo",
+                    "use", "break-even mo"):
+            rt.add_column(col, justify="left" if col in ("id", "account", "where", "instance_type", "term", "payment")
+                          else "right")
         for c in result.recommendations:
-            rt.add_row(f"{c.provider} {c.region}", c.instance_type, c.term, c.payment, str(c.recommended_quantity),
+            rt.add_row(c.recommendation_id[:8], "shared" if c.account_id is None else (c.account_id or "(none)"),
+                       f"{c.provider} {c.region}", c.instance_type, c.term, c.payment, str(c.recommended_quantity),
+                       f"{c.minimum_instances_per_hour:g}/{c.average_instances_per_hour:.2f}/"
+                       f"{c.maximum_instances_per_hour:g}",
+                       "—" if c.normalized_units_to_purchase is None else f"{c.normalized_units_to_purchase:g}",
                        _usd(c.upfront_cost_usd), _usd(c.recurring_monthly_cost_usd),
                        _usd(c.estimated_monthly_on_demand_cost_usd), _usd(c.estimated_monthly_cost_with_commitment_usd),
                        f"{_usd(c.estimated_monthly_savings_usd)} ({c.estimated_monthly_savings_pct:.1f} %)"
@@ -694,6 +707,9 @@ def review(result, fmt: str) -> None:
                        "—" if c.average_utilization is None else f"{100 * c.average_utilization:.0f} %",
                        "—" if c.break_even_months is None else f"{c.break_even_months:g}")
         con.print(rt)
+    elif any(x.get("kind") == "not_sold" for x in result.unpriced):
+        con.print("No commitment pays off for the instance types priced; for the others the provider does not sell "
+                  "the payment option asked for (see the warnings).")
     else:
         con.print("No commitment pays off for this usage at these prices.")
     tot = result.totals

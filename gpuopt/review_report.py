@@ -53,8 +53,10 @@ def render_review_report(result, fmt: str, path: str | Path) -> Path:
     png = _chart_png(result)
     t = result.totals
     summary = [
-        f"Usage {result.period_start[:16]} to {result.period_end[:16]} ({result.lookback_days:g} days, {result.source_format}); "
+        f"Usage {result.period_start[:16]} to {result.period_end[:16]} ({result.window_hours / 24:g} days, {result.source_format}); "
         f"{result.rows['read']} rows read, {result.rows['gpu']} GPU compute, {result.rows['bad']} bad.",
+        f"Data covers {result.coverage_hours:,.0f} of the window's {result.window_hours:,.0f} hours "
+        f"({100 * result.covered_fraction:.0f} %).",
         f"Billed ${t.get('billed_usd', 0):,.2f}; effective (amortized) ${t.get('effective_usd', 0):,.2f}; "
         f"on-demand equivalent ${t.get('on_demand_equivalent_usd', 0):,.2f}.",
         f"Recommended commitments save ${t.get('recommended_monthly_savings_usd', 0):,.2f} a month.",
@@ -82,7 +84,8 @@ def render_review_report(result, fmt: str, path: str | Path) -> Path:
                 "<h2>Recommended commitments</h2>", table(rec_head, rec_rows),
                 "<h2>Chart</h2>", f'<img alt="monthly cost by instance type" src="data:image/png;base64,'
                 f'{base64.b64encode(png).decode()}">',
-                "<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in result.notes) + "</ul>"]
+                "<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in
+                                           [f"Warning: {w}" for w in result.warnings] + result.notes) + "</ul>"]
         p.write_text("<!doctype html><html><head><meta charset='utf-8'><title>gpuopt review</title>"
                      "<style>table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}</style>"
                      "</head><body>" + "\n".join(body) + "</body></html>\n", encoding="utf-8")
@@ -97,7 +100,8 @@ def render_review_report(result, fmt: str, path: str | Path) -> Path:
                                   "## GPU usage", table(usage_head, usage_rows),
                                   "## Recommended commitments", table(rec_head, rec_rows),
                                   "## Chart", f"![monthly cost by instance type]({img.name})",
-                                  "## Notes", "\n".join(f"- {n}" for n in result.notes)]) + "\n", encoding="utf-8")
+                                  "## Notes", "\n".join(f"- {n}" for n in [f"Warning: {w}" for w in result.warnings]
+                                                      + result.notes)]) + "\n", encoding="utf-8")
     else:
         from gpuopt.errors import InputError
 

@@ -10,14 +10,26 @@ reserved/on-demand" is used only as a cross-check in the tests.
 Prices are those in effect during the usage period: the price cache's snapshot valid at the period's end
 (pricing_cache.store.load_offers(on_date=...)); when no snapshot that old exists, the review says so.
 
-Monthly figures scale the lookback window to a 730-hour month (AWS Cost Explorer does the same with its lookback).
-Fields follow AWS Cost Explorer's reservation recommendations and Azure Advisor's: recommended quantity, term,
-payment option, upfront cost, recurring monthly cost, estimated monthly on-demand cost, estimated monthly savings
-(amount and percent), average utilization, break-even months, lookback.
+The window follows the data (:func:`review_window`): the export's coverage -- its first charged hour to the end of
+its last covered hour, from the charge periods of its rows (providers.usage.UsageData.coverage_start/_end) -- or
+``lookback_days`` counted back from the end of the data; never padded to calendar months (an export of Sep 16 -
+Oct 15 is 720 hours, not the 1,464 of September and October). The usage profile is the window's *covered* hours:
+hours before the data starts and whole days on which the export has no row at all are missing data, left out (not
+counted as idle), and the review warns about them (``ReviewResult.warnings``).
+
+Monthly figures scale the covered hours to a 730-hour month (AWS Cost Explorer does the same with its lookback).
+Fields follow AWS Cost Explorer's reservation recommendations (GetReservationPurchaseRecommendation) and Azure
+Advisor's: recommended quantity, term, payment option, upfront cost, recurring monthly cost, estimated monthly
+on-demand cost, estimated monthly savings (amount and percent), average utilization, break-even months, lookback,
+minimum / average / maximum instances per hour, normalized units (AWS only), recommendation id, generation time and
+account scope (``shared``: pooled over every account, CE's PAYER; ``account``: one recommendation per account that
+ran the usage, CE's LINKED).
 """
 
 from __future__ import annotations
 
+import re
+import uuid
 from dataclasses import asdict, dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -30,11 +42,120 @@ if TYPE_CHECKING:  # pragma: no cover
 
 TERMS = {"1y": "reserved_1y", "3y": "reserved_3y"}
 PAYMENTS = ("no_upfront", "partial_upfront", "all_upfront")
+#: Account scopes (Cost Explorer's AccountScope PAYER / LINKED; Azure Advisor's shared / single subscription).
+SCOPES = ("shared", "account")
+
+#: AWS normalization factors of Regional Reserved Instances (instance size flexibility), by size: the table of the
+#: EC2 User Guide, "How Reserved Instances are applied - Instance size flexibility"
+#: (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/apply_ri.html) and the AWS whitepaper "Maximizing
+#: Utilization with Size Flexibility in Regional Reserved Instances" (Table 3). Every ``Nxlarge`` in the table is 8 x N
+#: (2xlarge 16, 24xlarge 192, 48xlarge 384), which :func:`aws_normalization_factor` uses for the sizes in between;
+#: a ``metal`` size has the factor of the largest size of its family (same page).
+AWS_SIZE_FACTORS: dict[str, float] = {"nano": 0.25, "micro": 0.5, "small": 1.0, "medium": 2.0, "large": 4.0}
+_XLARGE_RE = re.compile(r"^(\d*)xlarge$")
+_METAL_XL_RE = re.compile(r"^metal-(\d+)xl$")
+#: Recommendation ids are UUID 5 (SHA-1) names in this namespace.
+_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://gpuopt.invalid/review/recommendation")
+
+
+def aws_normalization_factor(instance_type: str, family_sizes: "list[str] | tuple[str, ...]" = ()) -> float | None:
+    """The AWS size-flexibility normalization factor of ``instance_type`` (:data:`AWS_SIZE_FACTORS`; Nxlarge = 8 x N;
+    'metal-24xl' = 192), e.g. p4d.24xlarge -> 192, g5.xlarge -> 8. A plain 'metal' takes the factor of the largest
+    other size of the family among ``family_sizes`` (instance types of the same family, e.g. from the price
+    snapshot); None when that is unknown or the name has no AWS size."""
+    fam, _, size = str(instance_type).partition(".")
+    if size in AWS_SIZE_FACTORS:
+        return AWS_SIZE_FACTORS[size]
+    m = _XLARGE_RE.match(size)
+    if m:
+        return 8.0 * int(m.group(1) or 1)
+    m = _METAL_XL_RE.match(size)
+    if m:
+        return 8.0 * int(m.group(1))
+    if size == "metal":
+        others = [aws_normalization_factor(t) for t in family_sizes
+                  if str(t).partition(".")[0] == fam and str(t).partition(".")[2] != "metal"]
+        others = [f for f in others if f is not None]
+        return max(others) if others else None
+    return None
+
+
+@dataclass
+class ReviewWindow:
+    """The window a review covers (:func:`review_window`). Times UTC; hours are hour starts."""
+
+    start: Any                # pd.Timestamp, inclusive
+    end: Any                  # pd.Timestamp, exclusive
+    hours: Any                # pd.DatetimeIndex of every hour of the window
+    covered: Any              # pd.DatetimeIndex of the hours the data covers (the usage profile)
+    gap_days: list[str]       # whole UTC days inside the data's coverage with no row at all (ISO dates)
+    warnings: list[str]
+
+    @property
+    def covered_fraction(self) -> float:
+        return len(self.covered) / len(self.hours) if len(self.hours) else 0.0
+
+
+def review_window(usage, lookback_days: float | None = None, window: tuple | None = None) -> ReviewWindow:
+    """The window of a review and the hours of it the data covers.
+
+    Window: ``window`` (start, end) when given; else ``lookback_days`` counted back from the end of the data
+    (UsageData.coverage_end); else the export's coverage (coverage_start .. coverage_end: first charged hour to
+    the end of the last covered hour). Never padded to calendar months.
+    Covered hours: hours of the window at or after the data's first hour, before its end, on a UTC day the export
+    has rows for (UsageData.covered_days). Warnings (one line each): the window reaches before the data starts
+    or after it ends; whole days with no row at all inside the data; less than 7 days covered.
+    """
+    import pandas as pd
+
+    c0 = pd.Timestamp(usage.coverage_start) if getattr(usage, "coverage_start", None) is not None \
+        and not pd.isna(usage.coverage_start) else pd.Timestamp(usage.period_start)
+    c1 = pd.Timestamp(usage.coverage_end) if getattr(usage, "coverage_end", None) is not None \
+        and not pd.isna(usage.coverage_end) else pd.Timestamp(usage.period_end)
+    if window:
+        start, end = pd.Timestamp(window[0]), pd.Timestamp(window[1])
+        asked = "the window"
+    elif lookback_days:
+        end = c1
+        start = end - pd.Timedelta(days=float(lookback_days))
+        asked = f"--lookback {float(lookback_days):g} days"
+    else:
+        start, end = c0, c1
+        asked = ""
+    hours = pd.date_range(start.floor("h"), end.ceil("h"), freq="h", inclusive="left")
+    days = set(getattr(usage, "covered_days", ()) or ())
+    if not days and len(usage.hourly):
+        days = {d.date() for d in usage.hourly["hour"].dt.floor("D").unique()}
+    on_day = pd.Index([d.date() for d in hours.floor("D")]).isin(list(days)) if len(hours) else []
+    covered = hours[(hours >= c0.floor("h")) & (hours < c1) & on_day]
+    lo, hi = max(start, c0), min(end, c1)  # whole days inside both the window and the data
+    gap_days = [d.date().isoformat() for d in pd.date_range(lo.ceil("D"), hi.floor("D"), freq="D", inclusive="left")
+                if d.date() not in days]
+    warns: list[str] = []
+    win_d, cov_d = len(hours) / 24.0, len(covered) / 24.0
+    pct = 100.0 * len(covered) / max(len(hours), 1)
+    if asked and c0 > start.floor("h"):
+        warns.append(f"{asked} asks for usage from {start:%Y-%m-%d %H:%M} UTC but the data starts at "
+                     f"{c0:%Y-%m-%d %H:%M} UTC: it covers {cov_d:.1f} of the window's {win_d:g} days ({pct:.0f} %); "
+                     "the hours before it are left out of the usage profile (unknown, not idle)")
+    if asked and c1 < end:
+        warns.append(f"{asked} runs to {end:%Y-%m-%d %H:%M} UTC but the data ends at {c1:%Y-%m-%d %H:%M} UTC: the "
+                     "hours after it are left out of the usage profile (unknown, not idle)")
+    if gap_days:
+        shown = ", ".join(gap_days[:6]) + (", ..." if len(gap_days) > 6 else "")
+        warns.append(f"the export has no row at all on {len(gap_days)} whole day(s) inside its coverage ({shown}): "
+                     "those days are left out of the usage profile (missing data, not idle hours); the review rests "
+                     f"on {cov_d:.1f} of the window's {win_d:g} days ({pct:.0f} %)")
+    if 0 < len(covered) < 24 * 7:
+        warns.append(f"the review covers {cov_d:.1f} days of usage: commitments of a year or more recommended from "
+                     "less than a week of data are a guess; review a longer export (or --lookback)")
+    return ReviewWindow(start=start, end=end, hours=hours, covered=covered, gap_days=gap_days, warnings=warns)
 
 
 @dataclass
 class TypeUsage:
-    """What one instance type in one region did over the lookback (units: instance-hours, USD)."""
+    """What one instance type in one region did over the covered hours of the window (units: instance-hours,
+    USD), pooled over every account."""
 
     provider: str
     region: str
@@ -45,15 +166,26 @@ class TypeUsage:
     hours_by_pricing: dict[str, float]
     peak_instances: float
     average_instances: float
-    utilization: float            # average / peak running instances over the window (how flat the demand is)
+    utilization: float            # average / peak running instances over the covered hours (how flat the demand is)
     billed_cost_usd: float
     effective_cost_usd: float
     on_demand_equivalent_usd: float | None   # the same hours at the period's on-demand rate
+    accounts: list[str] = field(default_factory=list)   # the accounts that ran it ('' = not named by the export)
 
 
 @dataclass
 class CommitmentRecommendation:
-    """A reservation to buy (Cost Explorer / Azure Advisor fields), found by the MILP over the usage profile."""
+    """A reservation to buy (Cost Explorer / Azure Advisor fields), found by the MILP over the usage profile.
+
+    The profile is the on-demand usage (Standard and unknown pricing) of the covered hours, of every account
+    (``account_scope`` 'shared') or of ``account_id`` alone ('account'). CE parity: minimum / average / maximum
+    instances per hour of that profile (CE MinimumNumberOfInstancesUsedPerHour, Average..., Maximum...);
+    normalization_factor and the normalized units (CE NormalizedUnitsToPurchase, Minimum/Average/Maximum
+    NormalizedUnitsUsedPerHour) = instances x AWS size-flexibility factor (:data:`AWS_SIZE_FACTORS`), None for
+    other providers (Azure's instance size flexibility ratios and GCP's resource-based commitments are not AWS
+    normalized units); recommendation_id (UUID 5 of scope, account, provider, region, instance type, term,
+    payment and window: the same review of the same window gives the same id); generation_time (UTC ISO 8601).
+    """
 
     provider: str
     region: str
@@ -76,11 +208,29 @@ class CommitmentRecommendation:
     estimated_price: bool
     lookback_days: float
     solver_status: str
+    account_scope: str = "shared"
+    account_id: str | None = None
+    minimum_instances_per_hour: float = 0.0
+    average_instances_per_hour: float = 0.0
+    maximum_instances_per_hour: float = 0.0
+    normalization_factor: float | None = None
+    normalized_units_to_purchase: float | None = None
+    minimum_normalized_units_per_hour: float | None = None
+    average_normalized_units_per_hour: float | None = None
+    maximum_normalized_units_per_hour: float | None = None
+    recommendation_id: str = ""
+    generation_time: str = ""
 
 
 @dataclass
 class ReviewResult:
-    """The review (what `gpuopt review` prints); ``to_dict()`` is its JSON."""
+    """The review (what `gpuopt review` prints); ``to_dict()`` is its JSON.
+
+    period_start / period_end = window_start / window_end (the window, ISO UTC); window_hours: its hours;
+    coverage_hours: the hours of it the data covers (the usage profile), covered_fraction = coverage_hours /
+    window_hours; gap_days: whole days with no row at all; lookback_days = coverage_hours / 24 (the days the
+    figures rest on); warnings: what makes the figures less sure (also on stderr); notes: what was read or assumed.
+    """
 
     period_start: str
     period_end: str
@@ -95,6 +245,15 @@ class ReviewResult:
     prices: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     unpriced: list[dict[str, str]] = field(default_factory=list)
+    window_start: str = ""
+    window_end: str = ""
+    window_hours: float = 0.0
+    coverage_hours: float = 0.0
+    covered_fraction: float = 0.0
+    gap_days: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    account_scope: str = "shared"
+    generation_time: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The ``review`` document (gpuopt.schemas.ReviewDoc)."""
@@ -172,55 +331,78 @@ def recommend_commitment(counts: list[float], od: dict, ri: dict, *, solver: str
     return n, sol.cost, od_monthly, sol.report.status
 
 
+def recommendation_id(scope: str, account: str | None, provider: str, region: str, instance_type: str, term: str,
+                      payment: str, window_start: str, window_end: str) -> str:
+    """A stable id: UUID 5 (SHA-1) of the fields that make a recommendation, in :data:`_ID_NAMESPACE`."""
+    key = "|".join([scope, account or "", provider, region, instance_type, term, payment, window_start, window_end])
+    return str(uuid.uuid5(_ID_NAMESPACE, key))
+
+
 def review(usage, offers, *, term: str = "1y", payment: str = "no_upfront", lookback_days: float | None = None,
-           prices: dict | None = None, solver: str = "cbc", window: tuple | None = None) -> ReviewResult:
+           prices: dict | None = None, solver: str = "cbc", window: tuple | None = None, scope: str = "shared",
+           generated_at=None) -> ReviewResult:
     """Review GPU usage and recommend commitments.
 
     Args:
-        usage: providers.usage.UsageData (hourly GPU rows of the window).
+        usage: providers.usage.UsageData (hourly GPU rows, with the export's coverage).
         offers: the offers in effect during the usage period (OFFER_COLUMNS).
         term: "1y" | "3y"; payment: "no_upfront" | "partial_upfront" | "all_upfront".
-        lookback_days: the window the usage covers (for the report; the data is already cut to it).
+        lookback_days: the window, counted back from the end of the data (None: the export's coverage).
         prices: price provenance to report.
-    Returns: ReviewResult. Raises: InputError for a bad term or payment.
+        window: (start, end) to review instead (tests, callers that know the period).
+        scope: "shared" (one recommendation pooled over every account) | "account" (one per account).
+        generated_at: the generation time (datetime, UTC; default now).
+    Returns: ReviewResult. Raises: InputError for a bad term, payment or scope.
     """
+    import datetime as dt
+
     import pandas as pd
+
+    from providers.reserved_rules import payment_not_sold
 
     if term not in TERMS:
         raise InputError("term", f"unknown term '{term}'", accepted=", ".join(TERMS))
     if payment not in PAYMENTS:
         raise InputError("payment", f"unknown payment option '{payment}'", accepted=", ".join(PAYMENTS))
+    if scope not in SCOPES:
+        raise InputError("scope", f"unknown account scope '{scope}'", accepted=", ".join(SCOPES))
+    gen = (generated_at or dt.datetime.now(dt.timezone.utc)).astimezone(dt.timezone.utc)
+    gen_iso = gen.strftime("%Y-%m-%dT%H:%M:%SZ")
+    win = review_window(usage, lookback_days, window)
+    covered = win.covered
+    n_cov = max(len(covered), 1)
     h = usage.hourly.copy()
-    start, end = (pd.Timestamp(window[0]), pd.Timestamp(window[1])) if window else \
-        (pd.Timestamp(usage.period_start), pd.Timestamp(usage.period_end))
+    if "account_id" not in h.columns:
+        h["account_id"] = ""
+    h = h[(h["hour"] >= win.start.floor("h")) & (h["hour"] < win.end)]
     negative = int((h["usage_hours"] < 0).sum())
     if negative:
         h["usage_hours"] = h["usage_hours"].clip(lower=0.0)
-    window_hours = max(1.0, (end - start).total_seconds() / 3600.0)
-    res = ReviewResult(period_start=start.isoformat(), period_end=end.isoformat(),
-                       lookback_days=round(lookback_days or window_hours / 24.0, 2), source_format=usage.source_format,
+    ws, we = win.start.isoformat(), win.end.isoformat()
+    res = ReviewResult(period_start=ws, period_end=we, lookback_days=round(len(covered) / 24.0, 2),
+                       source_format=usage.source_format,
                        rows={"read": usage.rows_read, "gpu": usage.rows_gpu, "not_gpu": usage.rows_not_gpu,
                              "bad": len(usage.bad_rows)},
                        bad_rows=[{"line": b.line, "reason": b.reason} for b in usage.bad_rows[:200]],
-                       prices=prices or {}, notes=list(usage.notes))
+                       prices=prices or {}, notes=list(usage.notes), window_start=ws, window_end=we,
+                       window_hours=float(len(win.hours)), coverage_hours=float(len(covered)),
+                       covered_fraction=round(win.covered_fraction, 4), gap_days=list(win.gap_days),
+                       warnings=list(win.warnings), account_scope=scope, generation_time=gen_iso)
     if len(usage.bad_rows) > 200:
         res.notes.append(f"{len(usage.bad_rows)} bad rows in all; the first 200 are listed")
     if negative:
         res.notes.append(f"{negative} hourly rows had negative usage (corrections): counted as 0 instance-hours")
-    if window_hours < 24 * 7:
-        res.notes.append(f"the review covers {window_hours / 24:.1f} days of usage: commitments of a year or more "
-                         "recommended from less than a week of data are a guess; use a longer --lookback")
-    hours_index = pd.date_range(start.floor("h"), end.ceil("h"), freq="h", inclusive="left")
-    scale = HOURS_PER_MONTH / max(len(hours_index), 1)
+    scale = HOURS_PER_MONTH / n_cov
     pricing_term = TERMS[term]
+    aws_types = tuple(offers.loc[offers["provider"] == "aws", "instance_type"].unique()) if len(offers) else ()
     tot = {"billed_usd": 0.0, "effective_usd": 0.0, "on_demand_equivalent_usd": 0.0,
            "recommended_monthly_savings_usd": 0.0}
+    not_sold: dict[str, list[str]] = {}
     for (prov, region, itype), g in h.groupby(["provider", "region", "instance_type"], sort=True):
-        per_hour = g.groupby("hour")["usage_hours"].sum().reindex(hours_index, fill_value=0.0)
-        od_hours = g[g["pricing_category"].isin(["Standard", ""])].groupby("hour")["usage_hours"].sum() \
-            .reindex(hours_index, fill_value=0.0)
+        per_hour = g.groupby("hour")["usage_hours"].sum().reindex(covered, fill_value=0.0)
         od = _offer(offers, prov, region, itype, "on_demand")
         gpu = od or _offer(offers, prov, region, itype, pricing_term, payment) or {}
+        accounts = sorted(str(a) for a in g["account_id"].unique())
         u = TypeUsage(
             provider=prov, region=region, instance_type=itype, gpu_model=str(gpu.get("gpu_model", "")),
             gpu_count=float(gpu.get("gpu_count") or 0.0), hours_used=round(float(per_hour.sum()), 4),
@@ -228,7 +410,8 @@ def review(usage, offers, *, term: str = "1y", payment: str = "no_upfront", look
             peak_instances=round(float(per_hour.max()), 4), average_instances=round(float(per_hour.mean()), 4),
             utilization=round(float(per_hour.mean() / per_hour.max()), 4) if per_hour.max() > 0 else 0.0,
             billed_cost_usd=round(float(g["billed_cost"].sum()), 2), effective_cost_usd=round(float(g["effective_cost"].sum()), 2),
-            on_demand_equivalent_usd=None if od is None else round(float(per_hour.sum()) * float(od["usd_per_hour"]), 2))
+            on_demand_equivalent_usd=None if od is None else round(float(per_hour.sum()) * float(od["usd_per_hour"]), 2),
+            accounts=accounts)
         res.usage.append(u)
         tot["billed_usd"] += u.billed_cost_usd
         tot["effective_usd"] += u.effective_cost_usd
@@ -236,48 +419,96 @@ def review(usage, offers, *, term: str = "1y", payment: str = "no_upfront", look
             tot["on_demand_equivalent_usd"] += u.on_demand_equivalent_usd
         ri = _offer(offers, prov, region, itype, pricing_term, payment)
         if od is None or ri is None:
-            res.unpriced.append({"provider": prov, "region": region, "instance_type": itype,
-                                 "missing": "on-demand price" if od is None else f"{pricing_term} {payment} price"})
+            why = payment_not_sold(prov, payment) if od is not None else None
+            if why:
+                not_sold.setdefault(why, []).append(itype)
+            missing = "on-demand price" if od is None else (why or f"{pricing_term} {payment} price")
+            res.unpriced.append({"provider": prov, "region": region, "instance_type": itype, "missing": missing,
+                                 "kind": "not_sold" if why else "no_price"})
             continue
-        if od_hours.sum() <= 0:
-            continue
-        n, with_c, od_monthly, status = recommend_commitment(list(od_hours.values), od, ri, solver=solver)
-        if n <= 0 or with_c >= od_monthly - 0.005:  # a commitment that does not save is never recommended
-            continue
-        eff = float(ri["usd_per_hour"])
-        upfront = float(ri.get("upfront_usd") or 0.0) * n
-        recurring = float(ri.get("recurring_usd_per_hour") or 0.0) * HOURS_PER_MONTH * n
-        covered = float(od_hours.clip(upper=n).sum())
-        avoided_monthly = covered * float(od["usd_per_hour"]) * scale
-        savings = od_monthly - with_c
-        break_even = None
-        if upfront > 0:
-            net = avoided_monthly - recurring
-            break_even = round(upfront / net, 2) if net > 0 else None
-        elif savings > 0:
-            break_even = 0.0
-        rec = CommitmentRecommendation(
-            provider=prov, region=region, instance_type=itype, gpu_model=str(ri.get("gpu_model", "")), term=term,
-            payment=payment, recommended_quantity=int(n), upfront_cost_usd=round(upfront, 2),
-            recurring_monthly_cost_usd=round(recurring, 2), estimated_monthly_on_demand_cost_usd=round(od_monthly, 2),
-            estimated_monthly_cost_with_commitment_usd=round(with_c, 2), estimated_monthly_savings_usd=round(savings, 2),
-            estimated_monthly_savings_pct=round(100.0 * savings / od_monthly, 2) if od_monthly else 0.0,
-            average_utilization=round(covered / (n * len(hours_index)), 4), break_even_months=break_even,
-            on_demand_usd_per_hour=float(od["usd_per_hour"]), reserved_effective_usd_per_hour=eff,
-            price_source=str(ri.get("source", "")), estimated_price=is_estimated(ri.get("source", "")),
-            lookback_days=res.lookback_days, solver_status=status)
-        res.recommendations.append(rec)
-        tot["recommended_monthly_savings_usd"] += rec.estimated_monthly_savings_usd
+        factor = aws_normalization_factor(itype, aws_types) if prov == "aws" else None
+        units = [(None, g)] if scope == "shared" else [(str(a), ga) for a, ga in g.groupby("account_id", sort=True)]
+        for account, ga in units:
+            od_hours = ga[ga["pricing_category"].isin(["Standard", ""])].groupby("hour")["usage_hours"].sum() \
+                .reindex(covered, fill_value=0.0)
+            if od_hours.sum() <= 0:
+                continue
+            rec = _recommend(od_hours, od, ri, solver=solver, scale=scale, n_hours=n_cov, term=term, payment=payment,
+                             lookback_days=res.lookback_days)
+            if rec is None:
+                continue
+            rec.account_scope, rec.account_id = scope, account
+            nf = lambda x: None if factor is None else round(x * factor, 4)  # noqa: E731
+            rec.minimum_instances_per_hour = round(float(od_hours.min()), 4)
+            rec.average_instances_per_hour = round(float(od_hours.mean()), 4)
+            rec.maximum_instances_per_hour = round(float(od_hours.max()), 4)
+            rec.normalization_factor = factor
+            rec.normalized_units_to_purchase = nf(rec.recommended_quantity)
+            rec.minimum_normalized_units_per_hour = nf(rec.minimum_instances_per_hour)
+            rec.average_normalized_units_per_hour = nf(rec.average_instances_per_hour)
+            rec.maximum_normalized_units_per_hour = nf(rec.maximum_instances_per_hour)
+            rec.recommendation_id = recommendation_id(scope, account, prov, region, itype, term, payment, ws, we)
+            rec.generation_time = gen_iso
+            res.recommendations.append(rec)
+            tot["recommended_monthly_savings_usd"] += rec.estimated_monthly_savings_usd
     res.totals = {k: round(v, 2) for k, v in tot.items()}
-    res.totals["window_hours"] = round(window_hours, 2)
-    res.notes.append(f"billed, effective and on-demand-equivalent totals cover the {window_hours / 24:g}-day window; "
-                     "recommendation figures are per 730-hour month")
+    res.totals["window_hours"] = float(len(win.hours))
+    res.totals["coverage_hours"] = float(len(covered))
+    res.notes.append(f"billed, effective and on-demand-equivalent totals cover the {len(covered) / 24.0:g} days the "
+                     f"data covers of the {len(win.hours) / 24.0:g}-day window ({win.start:%Y-%m-%d %H:%M} to "
+                     f"{win.end:%Y-%m-%d %H:%M} UTC); recommendation figures are per 730-hour month")
+    if res.recommendations and any(r.provider != "aws" for r in res.recommendations):
+        res.notes.append("normalized units are AWS's size-flexibility measure (EC2 User Guide, 'How Reserved "
+                         "Instances are applied'): null for other providers")
+    if scope == "account":
+        named = {a for u in res.usage for a in u.accounts if a}
+        res.notes.append(f"account scope: one recommendation per account that ran on-demand usage ({len(named)} "
+                         "named in the export)" + ("; usage of rows naming no account is its own account ''"
+                                                   if any("" in u.accounts for u in res.usage) else ""))
     if len(usage.purchases):
         p = usage.purchases
         res.purchases = {str(k): round(float(v), 2) for k, v in p.groupby("charge_category")["billed_cost"].sum().items()}
     if any(r.estimated_price for r in res.recommendations):
         res.notes.append("some reserved rates are estimated from documented discount rules (source rule:...); "
                          "refresh prices (`gpuopt prices refresh`) for quoted rates")
-    if res.unpriced:
-        res.notes.append(f"{len(res.unpriced)} instance types had no price in effect for the period: no recommendation for them")
+    for why, types in not_sold.items():
+        res.warnings.append(f"{why}: no {term} {payment} recommendation for {len(types)} instance type(s) "
+                            f"({', '.join(sorted(set(types))[:5])}{', ...' if len(set(types)) > 5 else ''}); "
+                            "choose a --payment it sells")
+    no_price = [x for x in res.unpriced if x["kind"] == "no_price"]
+    if no_price:
+        res.notes.append(f"{len(no_price)} instance types had no price in effect for the period: no recommendation "
+                         "for them")
     return res
+
+
+def _recommend(od_hours, od: dict, ri: dict, *, solver: str, scale: float, n_hours: int, term: str, payment: str,
+               lookback_days: float) -> CommitmentRecommendation | None:
+    """The recommendation for one on-demand profile (hourly instances over the covered hours), or None when no
+    commitment saves money."""
+    prov, region, itype = od["provider"], od["region"], od["instance_type"]
+    n, with_c, od_monthly, status = recommend_commitment(list(od_hours.values), od, ri, solver=solver)
+    if n <= 0 or with_c >= od_monthly - 0.005:  # a commitment that does not save is never recommended
+        return None
+    eff = float(ri["usd_per_hour"])
+    upfront = float(ri.get("upfront_usd") or 0.0) * n
+    recurring = float(ri.get("recurring_usd_per_hour") or 0.0) * HOURS_PER_MONTH * n
+    covered = float(od_hours.clip(upper=n).sum())
+    avoided_monthly = covered * float(od["usd_per_hour"]) * scale
+    savings = od_monthly - with_c
+    break_even = None
+    if upfront > 0:
+        net = avoided_monthly - recurring
+        break_even = round(upfront / net, 2) if net > 0 else None
+    elif savings > 0:
+        break_even = 0.0
+    return CommitmentRecommendation(
+        provider=prov, region=region, instance_type=itype, gpu_model=str(ri.get("gpu_model", "")), term=term,
+        payment=payment, recommended_quantity=int(n), upfront_cost_usd=round(upfront, 2),
+        recurring_monthly_cost_usd=round(recurring, 2), estimated_monthly_on_demand_cost_usd=round(od_monthly, 2),
+        estimated_monthly_cost_with_commitment_usd=round(with_c, 2), estimated_monthly_savings_usd=round(savings, 2),
+        estimated_monthly_savings_pct=round(100.0 * savings / od_monthly, 2) if od_monthly else 0.0,
+        average_utilization=round(covered / (n * n_hours), 4), break_even_months=break_even,
+        on_demand_usd_per_hour=float(od["usd_per_hour"]), reserved_effective_usd_per_hour=eff,
+        price_source=str(ri.get("source", "")), estimated_price=is_estimated(ri.get("source", "")),
+        lookback_days=lookback_days, solver_status=status)

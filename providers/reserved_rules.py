@@ -77,6 +77,36 @@ AZURE_RATIOS: dict[tuple[str, str], Ratio] = {
     ("reserved_3y", "all_upfront"): Ratio(0.45, f"ASSUMED 0.45, {_AZ}"),
 }
 
+#: The payment options of reservations / committed use discounts each provider sells (provider -> (payments sold,
+#: how the provider names them, source)). A payment missing here is not sold at all: no price is missing.
+RESERVATION_PAYMENTS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "aws": (("no_upfront", "partial_upfront", "all_upfront"), "no_upfront, partial_upfront and all_upfront",
+            "https://aws.amazon.com/ec2/pricing/reserved-instances/pricing/ (No Upfront, Partial Upfront, All Upfront)"),
+    "azure": (("no_upfront", "all_upfront"), "only no_upfront (monthly) and all_upfront",
+              "Azure reservations are paid upfront or monthly: " + AZURE_RI_CITE_URL + " and "
+              "https://learn.microsoft.com/azure/cost-management-billing/reservations/prepare-buy-reservation"),
+    "gcp": (("no_upfront",), "only no_upfront: committed use discounts are billed monthly",
+            "'Committed use discounts ... require no upfront costs', "
+            "https://cloud.google.com/compute/docs/instances/signing-up-committed-use-discounts"),
+    "lambda": ((), "no reservation at a published price (reserved clusters by quote only)",
+               "this module's docstring (Lambda)"),
+}
+
+
+def payment_not_sold(provider: str, payment: str) -> str | None:
+    """Why ``provider`` has no reservation price with ``payment`` because it does not sell that payment option,
+    e.g. "azure sells no partial_upfront reservations (only no_upfront (monthly) and all_upfront)"; None when it
+    sells it or the provider is not in :data:`RESERVATION_PAYMENTS` (then a missing price is just missing)."""
+    entry = RESERVATION_PAYMENTS.get(str(provider).lower())
+    if entry is None or payment in entry[0]:
+        return None
+    sold, said, _source = entry
+    if not sold:
+        return f"{provider} sells {said}"
+    kind = "committed use discounts" if provider == "gcp" else "reservations"
+    return f"{provider} sells no {payment} {kind} ({said})"
+
+
 _TERM = {"reserved_1y": "1y", "reserved_3y": "3y"}
 
 

@@ -61,8 +61,8 @@ if TYPE_CHECKING:  # pragma: no cover
 #: The values ``source_format`` takes, and ``fmt`` accepts besides ``auto``.
 FORMATS: tuple[str, ...] = ("focus-1.0", "focus-1.1", "focus-1.2", "aws-cur-2.0", "azure-cost-details", "hourly")
 #: Columns of ``UsageData.hourly`` (in this order).
-HOURLY_COLUMNS: tuple[str, ...] = ("provider", "region", "instance_type", "pricing_category", "commitment_id", "hour",
-                                   "usage_hours", "billed_cost", "effective_cost", "list_cost")
+HOURLY_COLUMNS: tuple[str, ...] = ("provider", "region", "instance_type", "pricing_category", "commitment_id",
+                                   "account_id", "hour", "usage_hours", "billed_cost", "effective_cost", "list_cost")
 #: Columns of ``UsageData.purchases`` (in this order).
 PURCHASE_COLUMNS: tuple[str, ...] = ("provider", "region", "instance_type", "commitment_id", "charge_category",
                                      "billed_cost", "effective_cost", "charge_period_start", "charge_period_end",
@@ -105,11 +105,14 @@ class UsageData:
     """GPU usage and commitments read from one billing export. See the module doc for the rules.
 
     Attributes:
-        hourly: one row per (provider, region, instance_type, pricing_category, commitment_id, hour), columns
-            :data:`HOURLY_COLUMNS`: provider ('aws', 'azure', 'gcp' or another lower-case name; '' when the export
-            does not say), region (provider code: us-east-1, eastus), instance_type (AWS type, Azure armSkuName
-            Standard_..., GCP machine type), pricing_category ('Standard' on-demand, 'Committed', 'Dynamic' spot,
-            '' unknown), commitment_id ('' when none), hour (UTC, tz-aware, floored to the hour), usage_hours
+        hourly: one row per (provider, region, instance_type, pricing_category, commitment_id, account_id, hour),
+            columns :data:`HOURLY_COLUMNS`: provider ('aws', 'azure', 'gcp' or another lower-case name; '' when the
+            export does not say), region (provider code: us-east-1, eastus), instance_type (AWS type, Azure
+            armSkuName Standard_..., GCP machine type), pricing_category ('Standard' on-demand, 'Committed',
+            'Dynamic' spot, '' unknown), commitment_id ('' when none), account_id (the account that ran the usage:
+            FOCUS SubAccountId, else BillingAccountId; CUR line_item_usage_account_id, else
+            bill_payer_account_id; Azure SubscriptionId / SubscriptionGuid; the hourly format's optional
+            ``account_id`` column; '' when the export names none), hour (UTC, tz-aware, floored to the hour), usage_hours
             (instance-hours used in that hour; a row covering several hours is spread in proportion to its overlap
             with each hour, i.e. evenly), billed_cost, effective_cost (amortized), list_cost (NaN when unknown), USD.
         purchases: commitment purchases and fees, unused commitment, refunds, credits and adjustments, one row per
@@ -123,6 +126,15 @@ class UsageData:
             or non-GPU instances. rows_read == rows_gpu + rows_not_gpu + len(bad_rows).
         bad_rows: rows not used because they break the format, with their line.
         notes: what was corrected or assumed, with counts.
+        coverage_start, coverage_end: what the export covers, from the charge periods of its usage rows of every
+            service (GPU or not) that span at most a day (FOCUS ChargeCategory Usage, CUR Usage /
+            DiscountedUsage / SavingsPlanCoveredUsage, Azure usage rows, every hourly row): the first hour with a
+            charge and the end of the last hour covered (UTC; with ``lookback_days``, cut to the lookback). Monthly
+            rows (fees, purchases, monthly usage lines) do not count: a September fee row does not make an export
+            of Sep 16 - Oct 15 cover Sep 1. NaT when no row qualifies.
+        covered_days: the UTC days (datetime.date, sorted) on which at least one such row has a charge period, or
+            GPU usage falls. A day inside the coverage that is not in it is a gap: the export has no row at all
+            that day (missing data, not idle hours).
     """
 
     hourly: "pd.DataFrame"
@@ -136,6 +148,9 @@ class UsageData:
     rows_not_gpu: int
     bad_rows: list[BadRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    coverage_start: Any = None
+    coverage_end: Any = None
+    covered_days: tuple = ()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -764,6 +779,9 @@ def _focus_batch(df: "pd.DataFrame", src: _Source, ctx: _Ctx) -> tuple["pd.DataF
                    desc=desc)
     frame["res"] = _text(df, C("ResourceId"))
     frame["pq"] = pq_
+    sub = _obj(_text(df, C("SubAccountId")))
+    frame["account"] = sub.where(sub != "", _obj(_text(df, C("BillingAccountId"))))
+    frame["covers"] = (cc == "usage").to_numpy()
     pr = _Problems(df.index)
     for mask, why in ((s_bad, "ChargePeriodStart does not parse"), (e2_bad, "ChargePeriodEnd does not parse"),
                       (b_bad, "BilledCost is not a number"), (e_bad, "EffectiveCost is not a number"),
@@ -785,7 +803,7 @@ _CUR_COLS = ("line_item_line_item_type", "line_item_usage_start_date", "line_ite
              "reservation_effective_cost", "reservation_unused_amortized_upfront_fee_for_billing_period",
              "reservation_unused_recurring_fee", "savings_plan_savings_plan_a_r_n",
              "savings_plan_savings_plan_effective_cost", "savings_plan_total_commitment_to_date",
-             "savings_plan_used_commitment")
+             "savings_plan_used_commitment", "line_item_usage_account_id", "bill_payer_account_id")
 _CUR_TYPES = {"usage": "Usage", "discountedusage": "DiscountedUsage", "savingsplancoveredusage":
               "SavingsPlanCoveredUsage", "savingsplannegation": "SavingsPlanNegation", "rifee": "RIFee",
               "fee": "Fee", "savingsplanrecurringfee": "SavingsPlanRecurringFee", "savingsplanupfrontfee":
@@ -889,6 +907,9 @@ def _cur_batch(df: "pd.DataFrame", src: _Source, ctx: _Ctx) -> tuple["pd.DataFra
     frame = _frame(df.index, provider="aws", region=region, itype=itype, strong=itype != "", hint=hint, start=start,
                    end=end, hours=hours, billed=billed, effective=eff, list=lst, pcat=pcat, cid=cid, kind=kind,
                    desc=desc)
+    acct = _obj(_text(df, C("line_item_usage_account_id")))
+    frame["account"] = acct.where(acct != "", _obj(_text(df, C("bill_payer_account_id"))))
+    frame["covers"] = lit.isin(["usage", "discountedusage", "savingsplancoveredusage"]).to_numpy()
     # unused commitment on the fee lines (CUR puts it there, FOCUS on a separate row)
     extra = []
     ri_unused = ri_unused_up.fillna(0) + ri_unused_rec.fillna(0)
@@ -1003,6 +1024,9 @@ def _azure_batch(df: "pd.DataFrame", src: _Source, ctx: _Ctx) -> tuple["pd.DataF
     frame = _frame(df.index, provider="azure", region=region, itype=itype, strong=itype != "", hint=hint, start=day,
                    end=end, hours=hours, billed=billed, effective=eff, list=lst, pcat=pcat, cid=cid, kind=kind,
                    desc=desc)
+    sub = _obj(_text(df, C("SubscriptionId", "SubscriptionGuid")))
+    frame["account"] = sub.where(sub != "", _obj(_text(df, C("BillingAccountId"))))
+    frame["covers"] = charge.isin(["usage", ""]).to_numpy()
     pr = _Problems(df.index)
     for mask, why in ((d_bad, "Date does not parse"), (q_bad, "Quantity is not a number"),
                       (c_bad, "CostInBillingCurrency is not a number")):
@@ -1037,6 +1061,8 @@ def _hourly_batch(df: "pd.DataFrame", src: _Source, ctx: _Ctx) -> tuple["pd.Data
                    itype=itype, strong=itype != "", hint=False, start=hour, end=hour + pd.Timedelta(hours=1),
                    hours=hours, billed=billed, effective=eff, list=lst, pcat=pcat.fillna("?").astype(object),
                    cid=_obj(_text(df, C("commitment_id"))), kind="usage", desc="")
+    frame["account"] = _obj(_text(df, C("account_id")))
+    frame["covers"] = True
     pr = _Problems(df.index)
     for mask, why in ((h_bad | (hour.isna()), "hour does not parse"),
                       (u_bad | hours.isna(), "usage_hours is not a number"),
@@ -1067,7 +1093,7 @@ _BATCHERS = {"aws-cur-2.0": _cur_batch, "azure-cost-details": _azure_batch, "hou
 # ---------------------------------------------------------------------------------------------------------------
 # Aggregation
 
-_KEY = ["provider", "region", "itype", "pcat", "cid"]
+_KEY = ["provider", "region", "itype", "pcat", "cid", "account"]
 _VALS = ["hours", "billed", "effective", "list"]
 
 
@@ -1202,12 +1228,18 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
     rows_read = rows_gpu = rows_not_gpu = 0
     not_attrib = Counter()
     numeric = _NUMERIC["focus" if fmt.startswith("focus") else fmt]
+    cov = _Coverage()
     for df, first, fname in _batches(src, wanted, numeric):
         df.index = pd.RangeIndex(first, first + len(df))
         rows_read += len(df)
         frame, _ = batcher(df, src, ctx)
         if "extra" not in frame.columns:
             frame["extra"] = False
+        if "account" not in frame.columns:
+            frame["account"] = ""
+        if "covers" not in frame.columns:
+            frame["covers"] = (frame["kind"] == "usage").to_numpy()
+        cov.add(frame[frame["covers"].to_numpy(dtype=bool) & ~frame["extra"].to_numpy(dtype=bool)])
         base = frame[~frame["extra"]]
         # GPU decision on unique (provider, itype)
         gpu = _map_pairs(frame["provider"], frame["itype"], ctx.is_gpu).astype(bool)
@@ -1316,14 +1348,16 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
         hourly = pd.DataFrame({c: pd.Series([], dtype=object) for c in _KEY}).assign(
             hour=pd.Series([], dtype="datetime64[us, UTC]"), **{c: pd.Series([], dtype=float) for c in _VALS})
     hourly = hourly.rename(columns={"itype": "instance_type", "pcat": "pricing_category", "cid": "commitment_id",
+                                    "account": "account_id",
                                     "hours": "usage_hours", "billed": "billed_cost", "effective": "effective_cost",
                                     "list": "list_cost"})
     hourly = hourly[list(HOURLY_COLUMNS)].sort_values(["provider", "region", "instance_type", "pricing_category",
-                                                       "commitment_id", "hour"]).reset_index(drop=True)
+                                                       "commitment_id", "account_id", "hour"]).reset_index(drop=True)
     for c in ("usage_hours", "billed_cost", "effective_cost", "list_cost"):
         hourly[c] = hourly[c].astype("float64")
-    for c in ("provider", "region", "instance_type", "pricing_category", "commitment_id"):
+    for c in ("provider", "region", "instance_type", "pricing_category", "commitment_id", "account_id"):
         hourly[c] = hourly[c].astype(object)
+    c0, c1, cdays = cov.result(hourly)
     if purchases:
         pur = pd.concat(purchases, ignore_index=True)
         pur["line"] = [line_of.get((f, int(r)), int(r) + 2) for f, r in zip(pur["_file"], pur["_rec"])]
@@ -1337,8 +1371,10 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
         pur["line"] = pur["line"].astype("int64")
     pur = pur[list(PURCHASE_COLUMNS)].sort_values("line", kind="stable").reset_index(drop=True)
     if lookback_days is not None and not hourly.empty:
-        end = hourly["hour"].max() + pd.Timedelta(hours=1)
+        end = c1  # the end of the data: the last hour the export covers (GPU usage or not)
         lo = end - pd.Timedelta(days=float(lookback_days))
+        c0 = max(c0, lo)
+        cdays = tuple(d for d in cdays if d >= lo.floor("D").date())
         n0 = len(hourly)
         hourly = hourly[hourly["hour"] >= lo].reset_index(drop=True)
         keep = pur["charge_period_end"].isna() | (pur["charge_period_end"] > lo)
@@ -1354,9 +1390,52 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
         p0 = hourly["hour"].min()
         p1 = hourly["hour"].max() + pd.Timedelta(hours=1)
     notes = _notes(ctx, fmt, not_attrib, hourly) + notes
+    if hourly.empty:
+        c0 = c1 = pd.NaT
+        cdays = ()
     return UsageData(hourly=hourly, purchases=pur, period_start=p0, period_end=p1, source_format=fmt, currency="USD",
                      rows_read=rows_read, rows_gpu=rows_gpu, rows_not_gpu=rows_not_gpu, bad_rows=bad_rows,
-                     notes=notes)
+                     notes=notes, coverage_start=c0, coverage_end=c1, covered_days=cdays)
+
+
+class _Coverage:
+    """What the export covers (UsageData.coverage_start / coverage_end / covered_days), gathered batch by batch
+    from the charge periods of usage rows of every service that span at most a day."""
+
+    def __init__(self) -> None:
+        self.lo = None
+        self.hi = None
+        self.days: set = set()
+
+    def add(self, frame: "pd.DataFrame") -> None:
+        import pandas as pd
+
+        if frame.empty:
+            return
+        s, e = frame["start"], frame["end"]
+        ok = s.notna() & e.notna() & (e > s) & ((e - s) <= pd.Timedelta(days=1))
+        if not ok.any():
+            return
+        s, e = s[ok], e[ok]
+        lo, hi = s.min(), e.max()
+        self.lo = lo if self.lo is None else min(self.lo, lo)
+        self.hi = hi if self.hi is None else max(self.hi, hi)
+        self.days.update(d.date() for d in s.dt.floor("D").unique())
+        self.days.update(d.date() for d in (e - pd.Timedelta(microseconds=1)).dt.floor("D").unique())
+
+    def result(self, hourly: "pd.DataFrame") -> tuple:
+        """(first hour, end of the last hour, sorted covered days); the GPU usage hours always count as covered."""
+        import pandas as pd
+
+        lo, hi, days = self.lo, self.hi, set(self.days)
+        if len(hourly):
+            h0, h1 = hourly["hour"].min(), hourly["hour"].max() + pd.Timedelta(hours=1)
+            lo = h0 if lo is None else min(lo, h0)
+            hi = h1 if hi is None else max(hi, h1)
+            days.update(d.date() for d in hourly["hour"].dt.floor("D").unique())
+        if lo is None:
+            return pd.NaT, pd.NaT, ()
+        return pd.Timestamp(lo).floor("h"), pd.Timestamp(hi).ceil("h"), tuple(sorted(days))
 
 
 def _group_recs(bad: list[tuple[str, int, str]], purchases: list["pd.DataFrame"]) -> dict[str, list[int]]:

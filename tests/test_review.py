@@ -56,22 +56,5 @@ def test_fractional_usage_is_paid_by_the_hour_not_by_whole_instances():
     assert n == 1 and with_c == pytest.approx(8395.0) and od_monthly == pytest.approx(10950.0)
 
 
-def test_a_burst_is_reviewed_over_its_month(tmp_path):
-    # 48 hours of p4d use inside September: the window is the month, so a 1-year commitment does not pay
-    import json
-
-    from typer.testing import CliRunner
-
-    from gpuopt.cli import app
-
-    rows = ["provider,region,instance_type,pricing_category,hour,usage_hours,billed_cost,effective_cost"]
-    for h in range(48):
-        rows.append(f"aws,us-east-1,p4d.24xlarge,Standard,2024-09-10T{h % 24:02d}:00:00Z".replace(
-            "2024-09-10", "2024-09-1" + str(h // 24)) + ",1,21.96,21.96")
-    f = tmp_path / "burst.csv"
-    f.write_text("\n".join(rows) + "\n")
-    r = CliRunner().invoke(app, ["review", "--usage", str(f), "--usage-format", "hourly", "--format", "json"])
-    assert r.exit_code == 0, r.output
-    d = json.loads(r.stdout)
-    assert d["lookback_days"] == pytest.approx(30.0)
-    assert d["recommendations"] == []
+# The window of a review (a burst inside a month-long export, a burst alone, a lookback longer than the data):
+# tests/test_review_window.py.

@@ -98,6 +98,7 @@ def test_real_focus_sample_is_read_and_reviewed():
     (["--usage", str(FIX / "synthetic_cur2.csv"), "--term", "5y"], "term"),
     (["--usage", str(FIX / "synthetic_cur2.csv"), "--payment", "later"], "payment"),
     (["--usage", str(FIX / "synthetic_cur2.csv"), "--lookback", "soon"], "lookback"),
+    (["--usage", str(FIX / "synthetic_cur2.csv"), "--scope", "team"], "scope"),
 ])
 def test_bad_review_input_is_one_line(args, field):
     r = runner.invoke(app, ["review", *args])

@@ -602,3 +602,37 @@ def test_streaming_memory(tmp_path):
         assert m["cost"][t] == pytest.approx(cost[sel].sum(), rel=1e-9)
     assert m["hourly_rows"] == 3 * 720
     assert m["peak_kib"] < 1024 * 1024, m  # < 1 GiB, half the 2 GiB budget
+
+
+def test_accounts_are_read_in_every_format(tmp_path):
+    # the account that ran the usage (FOCUS SubAccountId else BillingAccountId; CUR line_item_usage_account_id;
+    # Azure SubscriptionId else BillingAccountId; hourly account_id), for `gpuopt review --scope account`
+    focus = U.read_usage(FIX / "synthetic_focus_1.0.csv")  # no SubAccountId column: the billing account
+    assert set(focus.hourly["account_id"]) == {"111122223333"}
+    az = U.read_usage(FIX / "synthetic_azure_cost_details.csv")  # no SubscriptionId column: the billing account
+    assert set(az.hourly["account_id"]) == {"12345678"}
+    rows = list(csv.reader((FIX / "synthetic_cur2.csv").open()))
+    head, body = rows[0], rows[1:]
+    f = tmp_path / "cur_accounts.csv"
+    with f.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(head + ["line_item_usage_account_id", "bill_payer_account_id"])
+        for i, r in enumerate(body):
+            w.writerow(r + [("" if i % 2 else "222222222222"), "999999999999"])
+    cur = U.read_usage(f)
+    assert set(cur.hourly["account_id"]) == {"222222222222", "999999999999"}
+    assert cur.hourly["usage_hours"].sum() == pytest.approx(U.read_usage(FIX / "synthetic_cur2.csv").hourly["usage_hours"].sum())
+    hourly = tmp_path / "h.csv"
+    hourly.write_text("provider,region,instance_type,hour,usage_hours,billed_cost,effective_cost,account_id\n"
+                      "aws,us-east-1,p4d.24xlarge,2024-09-01T00:00:00Z,1,21.96,21.96,333\n"
+                      "aws,us-east-1,p4d.24xlarge,2024-09-01T00:00:00Z,1,21.96,21.96,444\n")
+    h = U.read_usage(hourly).hourly
+    assert sorted(h["account_id"]) == ["333", "444"] and h["usage_hours"].sum() == 2
+
+
+def test_coverage_comes_from_every_service():
+    # the real FOCUS sample: GPU usage from 2024-09-12 01:00, but the export's hourly/daily rows cover September
+    d = U.read_usage(SAMPLE)
+    assert d.period_start == pd.Timestamp("2024-09-12 01:00", tz="UTC")
+    assert (d.coverage_start, d.coverage_end) == (pd.Timestamp("2024-09-01", tz="UTC"), pd.Timestamp("2024-10-01", tz="UTC"))
+    assert len(d.covered_days) == 30

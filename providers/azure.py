@@ -736,11 +736,19 @@ def _fetch_resource_skus(region: str, options: FetchOptions) -> list[dict[str, A
         sub = os.environ.get("AZURE_SUBSCRIPTION_ID", "").strip()
         if not sub:
             return None
-        from azure.identity import DefaultAzureCredential
-        from azure.mgmt.compute import ComputeManagementClient
+        try:  # the Azure SDK is the optional extra gpuopt[azure]
+            from azure.identity import DefaultAzureCredential
+            from azure.mgmt.compute import ComputeManagementClient
+        except ImportError as e:
+            raise MissingCredentials(f"azure: AZURE_SUBSCRIPTION_ID is set but the Azure SDK is not installed "
+                                     f"({e.name}); run `pip install 'gpuopt[azure]'`, or unset "
+                                     "AZURE_SUBSCRIPTION_ID to use the public price list alone") from None
 
         client = ComputeManagementClient(DefaultAzureCredential(), sub)
-    from azure.core.exceptions import ClientAuthenticationError
+    try:
+        from azure.core.exceptions import ClientAuthenticationError
+    except ImportError:  # an injected client without the SDK (tests): nothing raises the SDK's error
+        ClientAuthenticationError = type("ClientAuthenticationError", (Exception,), {})
 
     try:
         skus = client.resource_skus.list(filter=f"location eq '{region}'")
@@ -775,7 +783,8 @@ def fetch_region(region: str, options: FetchOptions) -> dict[str, Any]:
         ProviderError: the first page fails after the retries (HTTP error, timeout, not JSON).
         PriceDataError: ``BillingCurrency`` (or an item's ``currencyCode``) is not ``options.currency``; the whole
             listing is empty (``Count: 0``): a wrong request must not look like an empty catalog.
-        MissingCredentials: ``AZURE_SUBSCRIPTION_ID`` is set but no credential works.
+        MissingCredentials: ``AZURE_SUBSCRIPTION_ID`` is set but no credential works, or the Azure SDK (the extra
+            ``gpuopt[azure]``: azure-identity, azure-mgmt-compute) is not installed.
     """
     pages = _fetch_retail_pages(region, options)
     return {"retail_pages": pages, "resource_skus": _fetch_resource_skus(region, options)}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from gpuopt.errors import InputError, PriceDataError, ProviderError
 from gpuopt.records import OFFER_COLUMNS
 from providers import azure
 from providers._common import OFFER_KEY
-from providers.base import FetchOptions, TruncatedPriceList
+from providers.base import FetchOptions, MissingCredentials, TruncatedPriceList
 
 FIXTURES = Path(__file__).parent / "fixtures" / "azure"
 API_PATH = "/api/retail/prices"
@@ -520,6 +521,16 @@ def test_fetch_uses_a_given_compute_client(azure_server, eastus_pages):
 def test_without_subscription_no_resource_skus(azure_server, eastus_pages):
     _serve(azure_server, eastus_pages)
     assert azure.fetch_region("eastus", _options(azure_server))["resource_skus"] is None
+
+
+def test_subscription_without_the_azure_extra_says_how_to_install_it(azure_server, eastus_pages, monkeypatch):
+    """The Azure SDK is the extra gpuopt[azure]: without it, AZURE_SUBSCRIPTION_ID gives one clear error."""
+    _serve(azure_server, eastus_pages)
+    monkeypatch.setenv("AZURE_SUBSCRIPTION_ID", "00000000-0000-0000-0000-000000000000")
+    monkeypatch.setitem(sys.modules, "azure.identity", None)  # import azure.identity -> ImportError
+    with pytest.raises(MissingCredentials) as e:
+        azure.fetch_region("eastus", _options(azure_server))
+    assert "pip install 'gpuopt[azure]'" in str(e.value) and "(azure.identity)" in str(e.value)
 
 
 # ---------------------------------------------------------------------------------------------------- regions, file

@@ -18,7 +18,8 @@
 --   * rows in another currency and rows that do not parse are left out (the Python reader reports them).
 -- Dialect notes: Trino string literals keep backslashes, but the regexes use none (shared with the Spark and
 -- BigQuery files); CROSS JOIN UNNEST(sequence(...)) makes one row per hour. The test suite runs this file in DuckDB
--- after defining regexp_like and sequence as macros (tests/test_usage.py::duckdb_connection).
+-- after defining regexp_like and sequence as macros (tests/test_usage.py::duckdb_connection), and sqlglot's DuckDB
+-- translation of it (read='athena', tests/test_warehouse_sql.py); it never runs on Athena itself.
 WITH src AS (
   SELECT
     line_item_line_item_type AS lit,

@@ -10,7 +10,8 @@
 -- REGEXP_EXTRACT takes no group number (the pattern keeps exactly one capturing group), TIMESTAMP_TRUNC,
 -- UNNEST(GENERATE_TIMESTAMP_ARRAY(...)) for explode(sequence(...)), TIMESTAMP_ADD / TIMESTAMP_DIFF for the
 -- interval arithmetic, FLOAT64 for DOUBLE, CONCAT. The regexes contain no backslash, so BigQuery's string escapes do not change them.
--- This file is NOT executed by the test suite (DuckDB cannot run GoogleSQL); the Spark file it mirrors is.
+-- The test suite parses this file with sqlglot (read='bigquery'), checks its output and FOCUS 1.2 input columns,
+-- and runs sqlglot's DuckDB translation of it (tests/test_warehouse_sql.py); it never runs on BigQuery itself.
 WITH src AS (
   SELECT
     CASE lower(trim(ProviderName))

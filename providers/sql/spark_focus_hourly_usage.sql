@@ -19,8 +19,9 @@
 -- backslashes and BigQuery's all read them the same) and only syntax common to Java, RE2 and Joni; TRY_CAST needs
 -- Spark >= 3.2; explode(sequence(...)) makes one row per hour; regexp_replace is used only where one match is
 -- replaced (DuckDB replaces the first match unless given 'g', the others every match), replace() elsewhere.
--- The test suite runs this file in DuckDB after replacing explode( with unnest( and defining regexp_like, sequence
--- and unix_timestamp as macros (tests/test_usage.py::duckdb_connection).
+-- The test suite runs this file on Spark itself (pyspark in local mode, tests/test_warehouse_sql.py) and in DuckDB
+-- after replacing explode( with unnest( and defining regexp_like, sequence and unix_timestamp as macros
+-- (tests/test_usage.py::duckdb_connection); both give the Python reader's hourly usage.
 WITH src AS (
   SELECT
     CASE lower(trim(ProviderName))

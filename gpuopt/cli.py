@@ -59,11 +59,9 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
         _fail(str(InputError("quiet", "--quiet and --verbose contradict each other", accepted="one of them")), 2,
               "usage", "quiet")
     _STATE["quiet"], _STATE["verbose"] = quiet, verbose
-    if no_color:
-        os.environ["NO_COLOR"] = "1"
     from gpuopt import render
 
-    render.QUIET = quiet
+    render.QUIET, render.NO_COLOR = quiet, no_color
     if verbose:
         import logging
 

@@ -21,8 +21,9 @@ def _days(age: float) -> str:
     n = round(age)
     return f"{n:.0f} day" + ("" if n == 1 else "s")
 
-#: --quiet: no warnings on stderr (set by gpuopt.cli).
+#: --quiet: no warnings on stderr; --no-color: no styles (set by gpuopt.cli for the command being run).
 QUIET = False
+NO_COLOR = False
 
 
 def _console():
@@ -40,8 +41,9 @@ def _console():
         width = shutil.get_terminal_size((100, 40)).columns
     else:
         width = 200
-    return Console(width=max(width, 40), highlight=False, soft_wrap=False,
-                   no_color=bool(os.environ.get("NO_COLOR")) or None)
+    plain = NO_COLOR or bool(os.environ.get("NO_COLOR"))  # https://no-color.org: set and not empty
+    return Console(width=max(width, 40), highlight=False, soft_wrap=False, no_color=plain or None,
+                   **({"color_system": None} if plain else {}))
 
 
 def _fit(con, table, drop: tuple[str, ...] = ()):
@@ -72,7 +74,7 @@ def _fit(con, table, drop: tuple[str, ...] = ()):
     for col in table.columns:
         number = col.justify == "right"
         col.no_wrap = number
-        col.overflow = "ignore" if number else "fold"
+        col.overflow = "ellipsis" if number else "fold"  # a number is given its whole width below: never cut
     hidden = []
     for name in drop:
         if total(need) <= con.width:
@@ -353,12 +355,15 @@ class RefreshProgress:
 
     def __enter__(self):
         if self.enabled:
+            import os
+
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                       TextColumn("{task.fields[note]}"), TimeElapsedColumn(),
-                                      console=Console(stderr=True), transient=False)
+                                      console=Console(stderr=True, **({"color_system": None} if NO_COLOR or os.environ.get("NO_COLOR") else {})),
+                                      transient=False)
             self._progress.__enter__()
         return self
 
@@ -685,7 +690,7 @@ def review(result, fmt: str) -> None:
                   f"{u.hours_used:,.1f}", ", ".join(f"{k or 'unknown'} {v:,.0f}" for k, v in u.hours_by_pricing.items()),
                   f"{u.peak_instances:g}", f"{u.average_instances:.2f}", f"{100 * u.utilization:.0f} %",
                   _usd(u.billed_cost_usd), _usd(u.effective_cost_usd), _usd(u.on_demand_equivalent_usd))
-    con.print(t)
+    con.print(_fit(con, t, drop=("by pricing", "GPUs", "peak", "average", "billed $", "on-demand equiv. $")))
     if result.recommendations:
         rt = Table(title="Recommended commitments (monthly figures; the MILP over each hourly usage profile; "
                          f"{result.account_scope} scope, generated {result.generation_time})", title_justify="left")
@@ -706,7 +711,8 @@ def review(result, fmt: str) -> None:
                        + ("*" if c.estimated_price else ""),
                        "—" if c.average_utilization is None else f"{100 * c.average_utilization:.0f} %",
                        "—" if c.break_even_months is None else f"{c.break_even_months:g}")
-        con.print(rt)
+        con.print(_fit(con, rt, drop=("id", "norm. units", "inst/h min/avg/max", "account", "on-demand $/mo",
+                                      "with it $/mo", "recurring $/mo", "break-even mo", "use", "payment")))
     elif any(x.get("kind") == "not_sold" for x in result.unpriced):
         con.print("No commitment pays off for the instance types priced; for the others the provider does not sell "
                   "the payment option asked for (see the warnings).")

@@ -568,18 +568,96 @@ class PricesImportDoc(_Open):
 
 
 # ============================================================================================== review
+class TypeUsage(_Open):
+    """What one instance type in one region did over the covered hours of the window (instance-hours, USD), pooled
+    over every account."""
+
+    provider: str
+    region: str
+    instance_type: str
+    gpu_model: str
+    gpu_count: float
+    hours_used: Annotated[float, Field(ge=0.0, description="Instance-hours.")]
+    hours_by_pricing: dict[str, float] = Field(description="Instance-hours by FOCUS PricingCategory "
+                                                            "(Standard, Committed, Dynamic; '' unknown).")
+    peak_instances: float
+    average_instances: float
+    utilization: float = Field(description="average / peak running instances over the covered hours.")
+    billed_cost_usd: float
+    effective_cost_usd: float
+    on_demand_equivalent_usd: Optional[float] = Field(description="The same hours at the period's on-demand rate.")
+    accounts: list[str] = Field(description="Accounts that ran it ('' = not named by the export).")
+
+
+class CommitmentRecommendation(_Open):
+    """A reservation to buy, with the fields of AWS Cost Explorer's reservation recommendations (and Azure
+    Advisor's): monthly figures in USD."""
+
+    provider: str
+    region: str
+    instance_type: str
+    gpu_model: str
+    term: Literal["1y", "3y"]
+    payment: Literal["no_upfront", "partial_upfront", "all_upfront"]
+    recommended_quantity: Annotated[int, Field(ge=0, description="Instances to reserve.")]
+    upfront_cost_usd: float
+    recurring_monthly_cost_usd: float
+    estimated_monthly_on_demand_cost_usd: float
+    estimated_monthly_cost_with_commitment_usd: float
+    estimated_monthly_savings_usd: float
+    estimated_monthly_savings_pct: float
+    average_utilization: Optional[float]
+    break_even_months: Optional[float]
+    on_demand_usd_per_hour: float
+    reserved_effective_usd_per_hour: float
+    price_source: str
+    estimated_price: bool
+    lookback_days: float
+    solver_status: str
+    account_scope: Literal["shared", "account"] = Field(description="CE AccountScope: shared (PAYER, pooled) or "
+                                                                     "account (LINKED, one account's usage).")
+    account_id: Optional[str]
+    minimum_instances_per_hour: float = Field(description="CE MinimumNumberOfInstancesUsedPerHour.")
+    average_instances_per_hour: float = Field(description="CE AverageNumberOfInstancesUsedPerHour.")
+    maximum_instances_per_hour: float = Field(description="CE MaximumNumberOfInstancesUsedPerHour.")
+    normalization_factor: Optional[float] = Field(description="AWS instance size flexibility factor; null for "
+                                                              "other providers.")
+    normalized_units_to_purchase: Optional[float]
+    minimum_normalized_units_per_hour: Optional[float]
+    average_normalized_units_per_hour: Optional[float]
+    maximum_normalized_units_per_hour: Optional[float]
+    recommendation_id: str = Field(description="Stable id: the same review of the same window gives the same id.")
+    generation_time: str = Field(description="UTC ISO 8601.")
+
+
 class ReviewDoc(_Open):
-    """`gpuopt review --format json`: the reviewed GPU spend, its use, and the commitments recommended
-    (optimizer.review.ReviewResult.to_dict())."""
+    """`gpuopt review --format json`: the reviewed GPU spend, its use over the window, and the commitments
+    recommended (optimizer.review.ReviewResult.to_dict())."""
 
     schema_version: Literal[1]
     kind: Literal["review"]
-    period_start: str
-    period_end: str
-    lookback_days: float
-    usage: list[dict[str, Any]]
-    recommendations: list[dict[str, Any]]
+    period_start: str = Field(description="= window_start.")
+    period_end: str = Field(description="= window_end.")
+    window_start: str = Field(description="The window reviewed (ISO 8601, UTC): the export's coverage or --lookback.")
+    window_end: str
+    window_hours: float
+    coverage_hours: float = Field(description="Hours of the window the data covers (the usage profile).")
+    covered_fraction: Annotated[float, Field(ge=0.0, le=1.0)]
+    gap_days: list[str] = Field(description="Whole UTC days of the window with no row at all.")
+    lookback_days: float = Field(description="coverage_hours / 24: the days the figures rest on.")
+    source_format: str
+    rows: dict[str, int] = Field(description="read, gpu, not_gpu, bad.")
+    bad_rows: list[dict[str, Any]]
+    usage: list[TypeUsage]
+    recommendations: list[CommitmentRecommendation]
+    totals: dict[str, Optional[float]]
+    purchases: dict[str, float] = Field(description="Commitment purchases, fees and refunds in the export, USD.")
+    prices: Prices
     notes: list[str]
+    warnings: list[str] = Field(description="What makes the figures less sure (also on stderr).")
+    unpriced: list[dict[str, str]]
+    account_scope: Literal["shared", "account"]
+    generation_time: str
 
 
 # ============================================================================================ plan diff
@@ -591,7 +669,22 @@ class MoneyChange(_Open):
 
 
 class LineChange(_Open):
+    """One purchase (matched by what is bought) added, removed, or changed in count or total."""
+
+    provider: str
+    region: str
+    zone: str
+    instance_type: str
+    pricing: str
+    payment: str
+    start_month: str
+    end_month: str
     change: Literal["added", "removed", "changed"]
+    count_old: int
+    count_new: int
+    total_usd_old: float
+    total_usd_new: float
+    total_usd_change: float
 
 
 class PlanDiffDoc(_Open):
@@ -604,6 +697,7 @@ class PlanDiffDoc(_Open):
     status: dict[str, str]
     money: dict[str, MoneyChange] = Field(description="total_usd, max_month_usd, commitment_usd, upfront_usd.")
     lines: list[LineChange]
+    gate: Optional[str] = Field(None, description="CLI with --fail-above: the cost gate's verdict in words.")
 
 
 # =============================================================================================== error

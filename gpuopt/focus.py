@@ -559,7 +559,7 @@ def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
         "SkuId": line_key,
         "SkuPriceDetails": None,
         "SubAccountId": c.sub_account_id,
-        "SubAccountName": c.sub_account_name if c.sub_account_id else None,
+        "SubAccountName": (c.sub_account_name or c.sub_account_id) if c.sub_account_id else None,
         "Tags": None,
         "x_GpuModel": c.gpu_model,
         "x_InstanceType": c.instance_type,

@@ -95,9 +95,14 @@ class ReviewResult:
     prices: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     unpriced: list[dict[str, str]] = field(default_factory=list)
+    #: the export's identifiers of the usage (providers.usage.UsageData.ids as records), for the FOCUS projection;
+    #: not part of the JSON
+    ids: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d.pop("ids", None)
+        return d
 
     def focus_charges(self):
         """FOCUS charges of the reviewed fleet with the recommended commitments (gpuopt.api.review_charges)."""
@@ -190,6 +195,9 @@ def review(usage, offers, *, term: str = "1y", payment: str = "no_upfront", look
                              "bad": len(usage.bad_rows)},
                        bad_rows=[{"line": b.line, "reason": b.reason} for b in usage.bad_rows[:200]],
                        prices=prices or {}, notes=list(usage.notes))
+    ids = getattr(usage, "ids", None)
+    if ids is not None and len(ids):
+        res.ids = ids.drop(columns=["first_start", "last_end"]).to_dict("records")
     if len(usage.bad_rows) > 200:
         res.notes.append(f"{len(usage.bad_rows)} bad rows in all; the first 200 are listed")
     if negative:

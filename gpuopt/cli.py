@@ -170,13 +170,13 @@ def _check_format(fmt: str, extra: tuple[str, ...] = ()) -> str:
 def _write_file_format(result, fmt: str, output: Path | None) -> None:
     """--format focus|markdown|html: write the FinOps output and say where (FOCUS CSV to stdout without --output)."""
     if fmt == "focus":
-        from gpuopt.focus import charges_from_plan, focus_csv_text, focus_rows, write_focus_csv
+        from gpuopt.focus import charges_from_plan, focus_csv_text, focus_rows, write_focus
 
         rows = focus_rows(charges_from_plan(result) if not hasattr(result, "focus_charges") else result.focus_charges())
         if output is None:
             typer.echo(focus_csv_text(rows), nl=False)
         else:
-            write_focus_csv(rows, output)
+            write_focus(rows, output)  # Parquet for .parquet/.pq, else CSV
             plan = getattr(result, "plan", None)
             span = (f" covering the {plan.horizon_months}-month horizon from {plan.start_month}"
                     if getattr(plan, "horizon_months", None) else "")

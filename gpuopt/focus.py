@@ -6,7 +6,8 @@ Two steps, so that every producer of costs shares one writer:
    of months) into ``Charge`` records: one per plan line and month of the horizon it runs in, in instance-hours and
    USD per hour. A monthly review builds the same records from real usage (``gpuopt.api.review_charges``).
 2. ``focus_rows(charges)`` turns charges into FOCUS 1.2 rows (dicts keyed by column ID) and
-   ``write_focus_csv(rows, path)`` writes them.
+   ``write_focus(rows, path)`` writes them: Parquet for a ``.parquet``/``.pq`` path (``write_focus_parquet``, typed
+   columns), CSV otherwise (``write_focus_csv``; Decimal columns always with a decimal point, ``730.0``).
 
 What each charge becomes (FOCUS 1.2: columns/*.md and the commitment discount appendix, tag v1.2 of
 FinOps-Open-Cost-and-Usage-Spec/FOCUS_Spec; their example files in specification/data):
@@ -52,6 +53,12 @@ ListCost - EffectiveCost; on spot rows it is the spot rate (the price of the spo
 purchase rows it is the fee itself. ContractedCost = ContractedUnitPrice x PricingQuantity. PricingUnit, ConsumedUnit
 and CommitmentDiscountUnit are "Hours" (instance-hours; UnitFormat plural units).
 
+Billing periods are calendar months (BillingPeriodStart the first of the month 00:00 UTC, BillingPeriodEnd the
+first of the next month), and no charge period crosses one: ``focus_rows`` cuts a charge that spans the start of
+a month (``split_by_billing_period``), sharing its hours by duration. Purchases keep their whole span: the
+One-Time upfront's ChargePeriod is the term it prepays and a capacity block's is its window (spec purchase
+examples).
+
 Charge periods: one per calendar month of the horizon, from the first day of ``plan.start_month`` (00:00 UTC), each
 the billing period of its rows. A plan's month is 730 h (the clouds' billing month, a year's average), so every
 calendar month carries exactly one month of the plan (its instance-hours and USD), whatever its number of days:
@@ -73,6 +80,7 @@ from __future__ import annotations
 
 import calendar
 import csv
+import decimal
 import datetime as dt
 import io
 import json
@@ -106,11 +114,21 @@ EXTENSION_COLUMNS: tuple[str, ...] = (
 
 COLUMNS: tuple[str, ...] = FOCUS_COLUMNS + EXTENSION_COLUMNS
 
-#: Numeric columns (written in NumericFormat: plain decimals, no exponent, no thousands separators).
-NUMERIC_COLUMNS = frozenset({
+#: The FOCUS 1.2 columns of type Decimal (columns/*.md: "MUST be of type Decimal"), written with a decimal point.
+DECIMAL_COLUMNS = frozenset({
     "BilledCost", "CommitmentDiscountQuantity", "ConsumedQuantity", "ContractedCost", "ContractedUnitPrice",
-    "EffectiveCost", "ListCost", "ListUnitPrice", "PricingQuantity", "x_GpuCount", "x_EffectiveUnitPrice",
+    "EffectiveCost", "ListCost", "ListUnitPrice", "PricingCurrencyContractedUnitPrice",
+    "PricingCurrencyEffectiveCost", "PricingCurrencyListUnitPrice", "PricingQuantity",
 })
+
+#: Numeric columns (written in NumericFormat: plain decimals, no exponent, no thousands separators).
+NUMERIC_COLUMNS = frozenset(DECIMAL_COLUMNS & set(FOCUS_COLUMNS) | {"x_GpuCount", "x_EffectiveUnitPrice"})
+
+#: The FOCUS 1.2 columns of type Date/Time (DateTimeFormat: ISO 8601 UTC).
+DATETIME_COLUMNS = frozenset({"BillingPeriodEnd", "BillingPeriodStart", "ChargePeriodEnd", "ChargePeriodStart"})
+
+#: File suffixes written as Parquet by ``write_focus`` (any other: CSV).
+PARQUET_SUFFIXES = (".parquet", ".pq")
 
 _PROVIDERS = {
     # provider key: (ProviderName = PublisherName = InvoiceIssuerName, ServiceName, CommitmentDiscountType)
@@ -151,10 +169,13 @@ class Charge:
         recurring_unit_price: reserved, recurring USD/h per instance; None: derived as contracted_unit_price -
             upfront per instance / term (exact when upfront_usd holds the term's upfront, else the upfront is
             taken as 0).
-        billing_period_start/end: the billing period (default: the charge period).
         source, estimated: where the price comes from; estimated when derived by a documented rule.
-        resource_id, resource_name, sub_account_id, sub_account_name, description: real identifiers when known
-            (a review); None: made up from the line (a plan has no resources yet).
+        resource_id, resource_name, sub_account_id, sub_account_name, billing_account_id, billing_account_name,
+            sku_id, sku_price_id, description: the identifiers of the billing export when known (a review keeps
+            them); None: made up from the line (a plan has no resources, accounts or SKUs yet): ResourceId
+            ``<account>/<provider>/<region>/<instance type>/<option>``, SkuId ``<provider>/<region>/<instance
+            type>``, SkuPriceId ``<SkuId>/<option>``; BillingAccountId the ``billing_account`` of focus_rows.
+            A real resource without a name in the export has no ResourceName.
         term_start, term_end: the commitment's term (UTC, end exclusive) when known (a plan's commitments): the
             upfront's charge period ends at term_end (default: period_start + commitment_term_hours) and the
             commitment's name says the months of its term.
@@ -180,8 +201,6 @@ class Charge:
     unused_hours: float = 0.0
     instances: int = 1
     recurring_unit_price: float | None = None
-    billing_period_start: dt.datetime | None = None
-    billing_period_end: dt.datetime | None = None
     source: str = ""
     estimated: bool = False
     resource_id: str | None = None
@@ -191,6 +210,10 @@ class Charge:
     description: str | None = None
     term_start: dt.datetime | None = None
     term_end: dt.datetime | None = None
+    billing_account_id: str | None = None
+    billing_account_name: str | None = None
+    sku_id: str | None = None
+    sku_price_id: str | None = None
     offering_class: str = ""  # AWS reservations: standard | convertible; savings plans: compute | ec2_instance
     used_elsewhere: bool = False  # a savings plan's own charge: its used hours are the covered instances' rows
 
@@ -248,6 +271,33 @@ def horizon_start(result, period_start=None) -> dt.datetime:
 def month_periods(start: dt.datetime, months: int) -> list[tuple[dt.datetime, dt.datetime]]:
     """The charge periods of a horizon: [start of month m, start of month m + 1) for m = 0 .. months - 1."""
     return [(add_months(start, m), add_months(start, m + 1)) for m in range(int(months))]
+
+
+def billing_period(t: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
+    """The billing period of a charge that starts at ``t``: its calendar month, [first of the month 00:00 UTC,
+    first of the next month 00:00 UTC) (the clouds' monthly invoices)."""
+    t = _utc(t)
+    start = dt.datetime(t.year, t.month, 1, tzinfo=dt.timezone.utc)
+    return start, add_months(start, 1)
+
+
+def split_by_billing_period(c: Charge) -> list[Charge]:
+    """The charge cut where its charge period crosses the start of a calendar month, so that no charge period
+    crosses a billing period: usage and unused hours shared in proportion to each piece's duration; the upfront
+    (a one-time purchase) stays with the first piece. A capacity block is not cut (its charge is one purchase
+    for its window). A charge inside one month is returned as it is."""
+    start, end = _utc(c.period_start), _utc(c.period_end)
+    if c.pricing == "capacity_block" or end <= billing_period(start)[1]:
+        return [c]
+    total = (end - start).total_seconds()
+    out, a = [], start
+    while a < end:
+        b = min(billing_period(a)[1], end)
+        f = (b - a).total_seconds() / total
+        out.append(replace(c, usage_hours=c.usage_hours * f, unused_hours=c.unused_hours * f,
+                           upfront_usd=c.upfront_usd if a == start else 0.0, period_start=a, period_end=b))
+        a = b
+    return out
 
 
 def _plan_of(result):
@@ -367,8 +417,7 @@ def charges_from_plan(result, period_start=None, *, granularity: str = "month",
         for m in range(first, last + 1):
             a, b = months[m - 1]
             upfront = float(ln.upfront_usd or 0.0) if term and m == first else 0.0
-            base = Charge(**common, upfront_usd=upfront, period_start=a, period_end=b, billing_period_start=a,
-                          billing_period_end=b)
+            base = Charge(**common, upfront_usd=upfront, period_start=a, period_end=b)
             out.extend([base] if granularity == "month" else _split_days(base))
     return out
 
@@ -393,8 +442,7 @@ def _covered_charges(ln, plans, start, months, od, default_workload, granularity
                       list_unit_price=_line_list_price(ln, od), contracted_unit_price=float(ln.usd_per_hour),
                       upfront_usd=0.0, commitment_id=commitment_id(sp, term_start), commitment_term_hours=term,
                       gpu_model=ln.gpu_model, gpu_count=float(ln.gpu_count), workload=workload, period_start=a,
-                      period_end=b, instances=int(ln.count), recurring_unit_price=0.0, billing_period_start=a,
-                      billing_period_end=b, source=ln.source, estimated=bool(ln.estimated), term_start=term_start,
+                      period_end=b, instances=int(ln.count), recurring_unit_price=0.0, source=ln.source, estimated=bool(ln.estimated), term_start=term_start,
                       term_end=add_months(start, sp.start_month - 1 + round(term / HOURS_PER_MONTH)),
                       offering_class=str(getattr(sp, "offering_class", "") or ""))
         out.extend([base] if granularity == "month" else _split_days(base))
@@ -469,7 +517,8 @@ def focus_rows(charges: Iterable[Charge], billing_account: str = "gpuopt-plan", 
     """
     rows: list[dict[str, Any]] = []
     for c in charges:
-        rows.extend(_rows_of(c, billing_account, currency))
+        for piece in split_by_billing_period(c):
+            rows.extend(_rows_of(piece, billing_account, currency))
     return rows
 
 
@@ -477,19 +526,21 @@ def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
     provider_name, service_name, commitment_type = _provider_names(c.provider)
     if c.pricing in SAVINGS_PLAN_TERM_HOURS:
         commitment_type = "Savings Plan"
-    bps = c.billing_period_start or c.period_start
-    bpe = c.billing_period_end or c.period_end
+    bps, bpe = billing_period(c.period_start)
     gpus = f"{c.gpu_count:g} x {c.gpu_model}"
-    line_key = f"{c.provider}/{c.region}/{c.instance_type}"
     option = c.pricing + (f"-{c.payment}" if c.payment else "")
-    resource_id = c.resource_id or f"{account}/{line_key}/{option}"
-    resource_name = c.resource_name or (f"{c.instances} x {c.instance_type} ({_PRICING_LABEL.get(c.pricing, c.pricing)}"
+    account_name = c.billing_account_name or c.billing_account_id or account
+    account = c.billing_account_id or account
+    line_key = c.sku_id or f"{c.provider}/{c.region}/{c.instance_type}"  # SkuId
+    price_key = c.sku_price_id or f"{line_key}/{option}"  # SkuPriceId: one SkuId per SkuPriceId
+    resource_id = c.resource_id or f"{account}/{c.provider}/{c.region}/{c.instance_type}/{option}"
+    resource_name = c.resource_name if c.resource_id else (f"{c.instances} x {c.instance_type} ({_PRICING_LABEL.get(c.pricing, c.pricing)}"
                                         f"{', ' + c.payment.replace('_', ' ') if c.payment else ''}) for {c.workload}")
     price_source = (f"estimated: {c.source}" if c.estimated else c.source) or None
     common = {
         "AvailabilityZone": c.zone or None,
         "BillingAccountId": account,
-        "BillingAccountName": account,
+        "BillingAccountName": account_name,
         "BillingCurrency": currency,
         "BillingPeriodEnd": _iso(bpe),
         "BillingPeriodStart": _iso(bps),
@@ -505,10 +556,10 @@ def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
         "ServiceCategory": "Compute",
         "ServiceName": service_name,
         "ServiceSubcategory": "Virtual Machines",
-        "SkuId": f"{line_key}",
+        "SkuId": line_key,
         "SkuPriceDetails": None,
         "SubAccountId": c.sub_account_id,
-        "SubAccountName": c.sub_account_name if c.sub_account_id else None,
+        "SubAccountName": (c.sub_account_name or c.sub_account_id) if c.sub_account_id else None,
         "Tags": None,
         "x_GpuModel": c.gpu_model,
         "x_InstanceType": c.instance_type,
@@ -549,7 +600,7 @@ def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
                          "PricingCategory": category, "BilledCost": p["ContractedCost"],
                          "EffectiveCost": p["ContractedCost"], "ConsumedQuantity": None, "ConsumedUnit": None,
                          "ResourceId": resource_id, "ResourceName": resource_name, "ResourceType": "Capacity Block",
-                         "SkuMeter": "Capacity Block Hours", "SkuPriceId": f"{line_key}/{option}",
+                         "SkuMeter": "Capacity Block Hours", "SkuPriceId": price_key,
                          "x_EffectiveUnitPrice": _price(c.contracted_unit_price)})
             return [_ordered(r) for r in rows]
         rows.append({**common, **no_commitment, **period, **p,
@@ -557,7 +608,7 @@ def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
                      "PricingCategory": category, "BilledCost": p["ContractedCost"], "EffectiveCost": p["ContractedCost"],
                      "ConsumedQuantity": p["PricingQuantity"], "ConsumedUnit": "Hours",
                      "ResourceId": resource_id, "ResourceName": resource_name, "ResourceType": "Virtual Machine",
-                     "SkuMeter": "Instance Hours", "SkuPriceId": f"{line_key}/{option}",
+                     "SkuMeter": "Instance Hours", "SkuPriceId": price_key,
                      "x_EffectiveUnitPrice": _price(c.contracted_unit_price)})
         return [_ordered(r) for r in rows]
 
@@ -582,7 +633,7 @@ def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
                   "CommitmentDiscountName": cd_name, "CommitmentDiscountType": commitment_type,
                   "CommitmentDiscountUnit": "Hours"}
     covered = {"ChargeCategory": "Usage", "ChargeFrequency": "Usage-Based", "PricingCategory": "Committed",
-               "BilledCost": 0.0, "SkuMeter": "Instance Hours", "SkuPriceId": f"{line_key}/{option}",
+               "BilledCost": 0.0, "SkuMeter": "Instance Hours", "SkuPriceId": price_key,
                "x_EffectiveUnitPrice": _price(c.contracted_unit_price)}
     if c.usage_hours > 1e-9 and not c.used_elsewhere:
         # ContractedUnitPrice excludes commitment discounts: the on-demand (list) rate; the discount is in EffectiveCost
@@ -616,7 +667,7 @@ def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
                      "ChargeDescription": f"Recurring fee of the {cd_name}: ${recurring:,.4f}/h "
                                           + ("of commitment" if c.pricing in SAVINGS_PLAN_TERM_HOURS else "per instance"),
                      "CommitmentDiscountQuantity": p["PricingQuantity"], "SkuMeter": "Recurring Fee",
-                     "SkuPriceId": f"{line_key}/{option}/recurring"})
+                     "SkuPriceId": f"{price_key}/recurring"})
     if c.upfront_usd > 0 and term:
         qty = c.instances * term
         p = priced(qty, c.upfront_usd / qty, c.upfront_usd / qty)
@@ -628,7 +679,7 @@ def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
                      "ChargeDescription": f"Upfront payment of the {cd_name}: ${c.upfront_usd / c.instances:,.2f} "
                                           f"per instance for {term:g} h",
                      "CommitmentDiscountQuantity": p["PricingQuantity"], "SkuMeter": "Upfront Fee",
-                     "SkuPriceId": f"{line_key}/{option}/upfront"})
+                     "SkuPriceId": f"{price_key}/upfront"})
     if c.pricing in SAVINGS_PLAN_TERM_HOURS:
         # a savings plan is a spend commitment (FOCUS CommitmentDiscountCategory "Spend"): its quantities are the
         # currency's units of commitment (its "hours" are hours of a USD/h commitment)
@@ -646,20 +697,24 @@ def _ordered(row: dict[str, Any]) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------------- CSV
-def format_value(value: Any) -> str:
-    """A cell as written: '' for null, NumericFormat for numbers (plain decimal, no exponent, no '+'), else str."""
+def format_value(value: Any, column: str | None = None) -> str:
+    """A cell as written: '' for null; numbers in NumericFormat (plain decimal, no exponent, no '+'), a float always
+    with its decimal point (``730.0``, never ``730``: FOCUS Decimal columns such as PricingQuantity MUST be of type
+    Decimal, and a reader that infers types from the text, like the FinOps Foundation's validator, reads ``730`` as
+    an integer); an int as an integer, except in a Decimal column (``DECIMAL_COLUMNS``) where it is a decimal too;
+    date/times as ISO 8601 UTC; dicts and lists as JSON; else str."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, int) and column not in DECIMAL_COLUMNS:
+        return str(value)
     if isinstance(value, (int, float)):
         x = float(value)
         if math.isnan(x) or math.isinf(x):
             return ""
-        if x == 0:
-            return "0"
-        text = f"{x:.10f}".rstrip("0").rstrip(".")
-        return "0" if text in ("-0", "") else text
+        text = format(decimal.Decimal(repr(x + 0.0)), "f")  # the shortest text that reads back as x, no exponent
+        return text if "." in text else text + ".0"
     if isinstance(value, dt.datetime):
         return _iso(value)
     if isinstance(value, (dict, list)):
@@ -667,12 +722,62 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def write_focus_csv(rows: list[dict[str, Any]], path_or_stream: str | Path | TextIO) -> Path | None:
-    """Write FOCUS rows as CSV (UTF-8, header of column IDs, nulls as empty fields). Returns the path written, or
-    None when given a stream. The header is ``COLUMNS`` plus any further column the rows carry."""
+def write_focus(rows: list[dict[str, Any]], path: str | Path) -> Path:
+    """Write FOCUS rows to ``path``: Parquet when its suffix is ``.parquet`` or ``.pq`` (``write_focus_parquet``),
+    CSV otherwise (``write_focus_csv``). Returns the path written."""
+    path = Path(path)
+    if path.suffix.lower() in PARQUET_SUFFIXES:
+        return write_focus_parquet(rows, path)
+    return write_focus_csv(rows, path)
+
+
+def _header(rows: list[dict[str, Any]]) -> list[str]:
     header = list(COLUMNS)
     for r in rows:
         header.extend(k for k in r if k not in header)
+    return header
+
+
+def write_focus_parquet(rows: list[dict[str, Any]], path: str | Path) -> Path:
+    """Write FOCUS rows as one Parquet file (pyarrow), typed: the Decimal columns (``DECIMAL_COLUMNS``) and the
+    numeric extension columns as float64 (DOUBLE: the FinOps Foundation's validator accepts DECIMAL, DOUBLE or
+    FLOAT; a fixed-point decimal would need one scale for costs, prices and quantities alike), the date/time columns
+    (``DATETIME_COLUMNS``) as timestamp[s, UTC], every other column as string (Tags and SkuPriceDetails as their
+    JSON text, KeyValueFormat). Nulls are Parquet nulls. The columns are those of ``write_focus_csv``, in its
+    order. Written to a temporary file beside ``path`` and renamed, so a failed write leaves no partial file.
+    Returns the path."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = _header(rows)
+    arrays, fields = [], []
+    for col in header:
+        values = [r.get(col) for r in rows]
+        if col in DECIMAL_COLUMNS or col in NUMERIC_COLUMNS:
+            typ = pa.float64()
+            data = [None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v) for v in values]
+        elif col in DATETIME_COLUMNS:
+            typ = pa.timestamp("s", tz="UTC")
+            data = [None if v is None or v == "" else _utc(v) for v in values]
+        else:
+            typ = pa.string()
+            data = [None if v is None else (json.dumps(v, sort_keys=True) if isinstance(v, (dict, list))
+                                            else format_value(v, col)) for v in values]
+        arrays.append(pa.array(data, type=typ))
+        fields.append(pa.field(col, typ, nullable=True))
+    table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(table, tmp)
+    tmp.replace(path)
+    return path
+
+
+def write_focus_csv(rows: list[dict[str, Any]], path_or_stream: str | Path | TextIO) -> Path | None:
+    """Write FOCUS rows as CSV (UTF-8, header of column IDs, nulls as empty fields). Returns the path written, or
+    None when given a stream. The header is ``COLUMNS`` plus any further column the rows carry."""
+    header = _header(rows)
     if isinstance(path_or_stream, (str, Path)):
         path = Path(path_or_stream)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -687,7 +792,7 @@ def _write(rows, header, f) -> None:
     w = csv.writer(f, lineterminator="\n")
     w.writerow(header)
     for r in rows:
-        w.writerow([format_value(r.get(k)) for k in header])
+        w.writerow([format_value(r.get(k), k) for k in header])
 
 
 def focus_csv_text(rows: list[dict[str, Any]]) -> str:

@@ -254,12 +254,17 @@ class ReviewResult:
     warnings: list[str] = field(default_factory=list)
     account_scope: str = "shared"
     generation_time: str = ""
+    #: the export's identifiers of the usage (providers.usage.UsageData.ids as records), for the FOCUS projection;
+    #: not part of the JSON
+    ids: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``review`` document (gpuopt.schemas.ReviewDoc)."""
+        """The ``review`` document (gpuopt.schemas.ReviewDoc); ``ids`` is not part of it."""
         from gpuopt.schemas import envelope
 
-        return envelope("review", asdict(self))
+        d = asdict(self)
+        d.pop("ids", None)
+        return envelope("review", d)
 
     def to_dataframe(self, table: str = "recommendations"):
         """A pandas DataFrame of ``recommendations`` (default: one row per commitment recommended) or ``usage`` (one
@@ -388,6 +393,9 @@ def review(usage, offers, *, term: str = "1y", payment: str = "no_upfront", look
                        window_hours=float(len(win.hours)), coverage_hours=float(len(covered)),
                        covered_fraction=round(win.covered_fraction, 4), gap_days=list(win.gap_days),
                        warnings=list(win.warnings), account_scope=scope, generation_time=gen_iso)
+    ids = getattr(usage, "ids", None)
+    if ids is not None and len(ids):
+        res.ids = ids.drop(columns=["first_start", "last_end"]).to_dict("records")
     if len(usage.bad_rows) > 200:
         res.notes.append(f"{len(usage.bad_rows)} bad rows in all; the first 200 are listed")
     if negative:

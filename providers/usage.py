@@ -63,6 +63,11 @@ FORMATS: tuple[str, ...] = ("focus-1.0", "focus-1.1", "focus-1.2", "aws-cur-2.0"
 #: Columns of ``UsageData.hourly`` (in this order).
 HOURLY_COLUMNS: tuple[str, ...] = ("provider", "region", "instance_type", "pricing_category", "commitment_id",
                                    "account_id", "hour", "usage_hours", "billed_cost", "effective_cost", "list_cost")
+#: Columns of ``UsageData.ids`` (in this order).
+IDS_COLUMNS: tuple[str, ...] = ("provider", "region", "instance_type", "pricing_category", "commitment_id",
+                                "billing_account_id", "billing_account_name", "sub_account_id", "sub_account_name",
+                                "resource_id", "resource_name", "sku_id", "sku_price_id", "usage_hours",
+                                "first_start", "last_end")
 #: Columns of ``UsageData.purchases`` (in this order).
 PURCHASE_COLUMNS: tuple[str, ...] = ("provider", "region", "instance_type", "commitment_id", "charge_category",
                                      "billed_cost", "effective_cost", "charge_period_start", "charge_period_end",
@@ -135,6 +140,12 @@ class UsageData:
         covered_days: the UTC days (datetime.date, sorted) on which at least one such row has a charge period, or
             GPU usage falls. A day inside the coverage that is not in it is a gap: the export has no row at all
             that day (missing data, not idle hours).
+        ids: the identifiers the export gives the GPU usage rows kept, one row per (provider, region, instance_type,
+            pricing_category, commitment_id) and identifiers (:data:`ID_COLUMNS`: billing account, sub account,
+            resource, SKU and SKU price, '' when the export has none), with the usage_hours they carry and the
+            start of their first and end of their last row (UTC); columns :data:`IDS_COLUMNS`. Empty for the
+            ``hourly`` format (the warehouse table has no identifiers). With ``lookback_days``, the rows that end
+            before the window are dropped (a row's usage_hours still counts its hours before the window).
     """
 
     hourly: "pd.DataFrame"
@@ -151,6 +162,7 @@ class UsageData:
     coverage_start: Any = None
     coverage_end: Any = None
     covered_days: tuple = ()
+    ids: "pd.DataFrame | None" = None
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -687,6 +699,41 @@ def _frame(n_index: Any, **cols: Any) -> "pd.DataFrame":
     return pd.DataFrame(cols, index=n_index)
 
 
+#: Identifier columns of ``UsageData.ids`` besides the key (FOCUS names, lower snake case).
+ID_COLUMNS: tuple[str, ...] = ("billing_account_id", "billing_account_name", "sub_account_id", "sub_account_name",
+                               "resource_id", "resource_name", "sku_id", "sku_price_id")
+_ID_FRAME = tuple("id_" + c for c in ID_COLUMNS)
+
+#: Where each format keeps them (first column present wins; none: '').
+_ID_SOURCES: dict[str, dict[str, tuple[str, ...]]] = {
+    "focus": {"billing_account_id": ("BillingAccountId",), "billing_account_name": ("BillingAccountName",),
+              "sub_account_id": ("SubAccountId",), "sub_account_name": ("SubAccountName",),
+              "resource_id": ("ResourceId",), "resource_name": ("ResourceName",), "sku_id": ("SkuId",),
+              "sku_price_id": ("SkuPriceId",)},
+    # CUR 2.0: the payer account is billed, the usage account is the sub account (AWS's own FOCUS export maps them so)
+    "aws-cur-2.0": {"billing_account_id": ("bill_payer_account_id",),
+                    "billing_account_name": ("bill_payer_account_name",),
+                    "sub_account_id": ("line_item_usage_account_id",),
+                    "sub_account_name": ("line_item_usage_account_name",),
+                    "resource_id": ("line_item_resource_id",), "resource_name": (),
+                    "sku_id": ("product_sku",), "sku_price_id": ("pricing_rate_id",)},
+    # Azure cost details: the subscription is the sub account; ProductId the SKU (Microsoft's FOCUS export: SkuId)
+    "azure-cost-details": {"billing_account_id": ("BillingAccountId",),
+                           "billing_account_name": ("BillingAccountName",),
+                           "sub_account_id": ("SubscriptionId", "SubscriptionGuid"),
+                           "sub_account_name": ("SubscriptionName",), "resource_id": ("ResourceId", "InstanceName"),
+                           "resource_name": ("ResourceName",), "sku_id": ("ProductId",), "sku_price_id": ()},
+}
+
+
+def _add_ids(frame: "pd.DataFrame", df: "pd.DataFrame", src: "_Source", fmt: str) -> None:
+    """The export's identifiers of each row (``ID_COLUMNS``) as the frame's ``id_*`` columns ('' when absent)."""
+    names = _ID_SOURCES["focus" if fmt.startswith("focus") else fmt]
+    for col in ID_COLUMNS:
+        found = next((c for c in (src.col(n) for n in names.get(col, ())) if c is not None), None)
+        frame["id_" + col] = _obj(_text(df, found))
+
+
 _CHARGE_CATEGORIES = {"usage": "Usage", "purchase": "Purchase", "tax": "Tax", "credit": "Credit",
                       "adjustment": "Adjustment"}
 _PRICING_CATEGORIES_IN = {"standard": "Standard", "on-demand": "Standard", "committed": "Committed",
@@ -782,6 +829,7 @@ def _focus_batch(df: "pd.DataFrame", src: _Source, ctx: _Ctx) -> tuple["pd.DataF
     sub = _obj(_text(df, C("SubAccountId")))
     frame["account"] = sub.where(sub != "", _obj(_text(df, C("BillingAccountId"))))
     frame["covers"] = (cc == "usage").to_numpy()
+    _add_ids(frame, df, src, "focus")
     pr = _Problems(df.index)
     for mask, why in ((s_bad, "ChargePeriodStart does not parse"), (e2_bad, "ChargePeriodEnd does not parse"),
                       (b_bad, "BilledCost is not a number"), (e_bad, "EffectiveCost is not a number"),
@@ -803,7 +851,9 @@ _CUR_COLS = ("line_item_line_item_type", "line_item_usage_start_date", "line_ite
              "reservation_effective_cost", "reservation_unused_amortized_upfront_fee_for_billing_period",
              "reservation_unused_recurring_fee", "savings_plan_savings_plan_a_r_n",
              "savings_plan_savings_plan_effective_cost", "savings_plan_total_commitment_to_date",
-             "savings_plan_used_commitment", "line_item_usage_account_id", "bill_payer_account_id")
+             "savings_plan_used_commitment", "bill_payer_account_id", "bill_payer_account_name",
+             "line_item_usage_account_id", "line_item_usage_account_name", "line_item_resource_id", "product_sku",
+             "pricing_rate_id")
 _CUR_TYPES = {"usage": "Usage", "discountedusage": "DiscountedUsage", "savingsplancoveredusage":
               "SavingsPlanCoveredUsage", "savingsplannegation": "SavingsPlanNegation", "rifee": "RIFee",
               "fee": "Fee", "savingsplanrecurringfee": "SavingsPlanRecurringFee", "savingsplanupfrontfee":
@@ -910,6 +960,7 @@ def _cur_batch(df: "pd.DataFrame", src: _Source, ctx: _Ctx) -> tuple["pd.DataFra
     acct = _obj(_text(df, C("line_item_usage_account_id")))
     frame["account"] = acct.where(acct != "", _obj(_text(df, C("bill_payer_account_id"))))
     frame["covers"] = lit.isin(["usage", "discountedusage", "savingsplancoveredusage"]).to_numpy()
+    _add_ids(frame, df, src, "aws-cur-2.0")
     # unused commitment on the fee lines (CUR puts it there, FOCUS on a separate row)
     extra = []
     ri_unused = ri_unused_up.fillna(0) + ri_unused_rec.fillna(0)
@@ -1027,6 +1078,7 @@ def _azure_batch(df: "pd.DataFrame", src: _Source, ctx: _Ctx) -> tuple["pd.DataF
     sub = _obj(_text(df, C("SubscriptionId", "SubscriptionGuid")))
     frame["account"] = sub.where(sub != "", _obj(_text(df, C("BillingAccountId"))))
     frame["covers"] = charge.isin(["usage", ""]).to_numpy()
+    _add_ids(frame, df, src, "azure-cost-details")
     pr = _Problems(df.index)
     for mask, why in ((d_bad, "Date does not parse"), (q_bad, "Quantity is not a number"),
                       (c_bad, "CostInBillingCurrency is not a number")):
@@ -1137,6 +1189,14 @@ def _share_split_hours(frame: "pd.DataFrame", rows: "pd.Series", ctx: _Ctx) -> N
         ctx.counts["flex_split"] += int(split.sum())
 
 
+def _compact_ids(parts: list["pd.DataFrame"]) -> "pd.DataFrame":
+    import pandas as pd
+
+    df = pd.concat(parts, ignore_index=True)
+    return df.groupby(_KEY + list(_ID_FRAME), sort=False, dropna=False).agg(
+        hours=("hours", "sum"), first=("first", "min"), last=("last", "max")).reset_index()
+
+
 def _compact(parts: list["pd.DataFrame"]) -> "pd.DataFrame":
     import pandas as pd
 
@@ -1223,6 +1283,7 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
         lowset = set(_CUR_COLS)
         wanted = [c for c in src.columns if c.strip().lower() in lowset]
     parts: list[pd.DataFrame] = []
+    id_parts: list[pd.DataFrame] = []
     purchases: list[pd.DataFrame] = []
     bad: list[tuple[str, int, str]] = []
     rows_read = rows_gpu = rows_not_gpu = 0
@@ -1309,6 +1370,12 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
                 if not ctx.example:
                     r = int(frame.index[dev][0])
                     ctx.example = (fname, r, float(frame.at[r, "billed"]), float(frame.at[r, "effective"]))
+            if "id_resource_id" in frame.columns:
+                i = frame.loc[gk, _KEY + list(_ID_FRAME) + ["hours", "start", "end"]]
+                id_parts.append(i.groupby(_KEY + list(_ID_FRAME), sort=False, dropna=False).agg(
+                    hours=("hours", "sum"), first=("start", "min"), last=("end", "max")).reset_index())
+                if len(id_parts) > 16:
+                    id_parts = [_compact_ids(id_parts)]
             u = frame.loc[gk, _KEY + ["start", "end"] + _VALS]
             g = u.groupby(_KEY + ["start", "end"], sort=False, dropna=False)[_VALS].sum(min_count=1).reset_index()
             parts.append(_spread(g))
@@ -1370,11 +1437,22 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
             pur[c] = pd.Series([], dtype="datetime64[us, UTC]")
         pur["line"] = pur["line"].astype("int64")
     pur = pur[list(PURCHASE_COLUMNS)].sort_values("line", kind="stable").reset_index(drop=True)
+    if id_parts:
+        ids = _compact_ids(id_parts).rename(columns={"itype": "instance_type", "pcat": "pricing_category",
+                                                     "cid": "commitment_id", "hours": "usage_hours",
+                                                     "first": "first_start", "last": "last_end"})
+        ids = ids.rename(columns={"id_" + c: c for c in ID_COLUMNS})
+        ids = ids[list(IDS_COLUMNS)].sort_values(list(IDS_COLUMNS[:13])).reset_index(drop=True)
+    else:
+        ids = pd.DataFrame({c: pd.Series([], dtype=object) for c in IDS_COLUMNS[:13]}).assign(
+            usage_hours=pd.Series([], dtype=float), first_start=pd.Series([], dtype="datetime64[us, UTC]"),
+            last_end=pd.Series([], dtype="datetime64[us, UTC]"))
     if lookback_days is not None and not hourly.empty:
         end = c1  # the end of the data: the last hour the export covers (GPU usage or not)
         lo = end - pd.Timedelta(days=float(lookback_days))
         c0 = max(c0, lo)
         cdays = tuple(d for d in cdays if d >= lo.floor("D").date())
+        ids = ids[ids["last_end"] > lo].reset_index(drop=True)
         n0 = len(hourly)
         hourly = hourly[hourly["hour"] >= lo].reset_index(drop=True)
         keep = pur["charge_period_end"].isna() | (pur["charge_period_end"] > lo)
@@ -1395,7 +1473,7 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
         cdays = ()
     return UsageData(hourly=hourly, purchases=pur, period_start=p0, period_end=p1, source_format=fmt, currency="USD",
                      rows_read=rows_read, rows_gpu=rows_gpu, rows_not_gpu=rows_not_gpu, bad_rows=bad_rows,
-                     notes=notes, coverage_start=c0, coverage_end=c1, covered_days=cdays)
+                     notes=notes, coverage_start=c0, coverage_end=c1, covered_days=cdays, ids=ids)
 
 
 class _Coverage:

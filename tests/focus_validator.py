@@ -16,6 +16,16 @@ specification/columns/*.md and specification/attributes/*.md) that can be checke
 - formats: numbers in NumericFormat (no '+', no separators, E notation only as mEn), date/times as
   YYYY-MM-DDTHH:mm:ssZ and real instants (an hour of 30 is not), currencies as ISO 4217 codes, Tags and
   SkuPriceDetails as JSON objects;
+- types: the Decimal columns (BilledCost-C-001-M, PricingQuantity-C-001-M, ... "MUST be of type Decimal") hold
+  decimals, written with a decimal point or an exponent (``730.0``): ``730`` is an integer, and a reader that infers
+  types from the text (the FinOps Foundation's validator) reads the column as one;
+- BillingCurrency (BillingCurrency-C-006-M: "MUST be expressed in national currency") and PricingCurrency (CurrencyFormat-A-001-C)
+  are ISO 4217 codes of national currencies (not XAU/XDR/XTS/XXX and the like, nor the fund codes such as USN);
+- KeyValueFormat (Tags-C-001-M, SkuPriceDetails-C-001-M): no key twice in one object (KeyValueFormat-A-002-M: "Keys in
+  a key-value pair MUST be unique within an object");
+- across rows: one SkuId per SkuPriceId (SkuPriceId-C-008-M: "SkuPriceId MUST have one and only one parent SkuId")
+  and one ServiceCategory per ServiceName (ServiceName-C-005-C: "ServiceName MUST have one and only one
+  ServiceCategory");
 - cost identities (ChargeClass not "Correction"): ListCost = ListUnitPrice x PricingQuantity and
   ContractedCost = ContractedUnitPrice x PricingQuantity to the cent;
 - commitments: EffectiveCost = 0 on Purchase rows of a commitment (purchases cover future charges); BilledCost = 0 on
@@ -96,6 +106,12 @@ USN UYI UYU UYW UZS VED VES VND VUV WST XAF XAG XAU XBA XBB XBC XBD XCD XDR XOF 
 ZWG ZWL
 """.split())
 
+#: ISO 4217 codes that are not national currencies: precious metals, bond-market units, the SDR, the SUCRE, the
+#: ADB unit of account, the testing and "no currency" codes, and the fund codes (list one, "fund" entries).
+NOT_NATIONAL = frozenset("XAG XAU XBA XBB XBC XBD XDR XPD XPT XSU XTS XUA XXX BOV CHE CHW CLF COU MXV USN UYI UYW".split())
+NATIONAL_CURRENCIES = ISO_4217 - NOT_NATIONAL
+
+_INTEGER = re.compile(r"^-?\d+$")
 _NUMBER = re.compile(r"^-?(\d+(\.\d*)?|\.\d+)(E-?\d+|e-?\d+)?$")
 _DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 _NULL_LITERALS = {"null", "NULL", "Null"}
@@ -151,7 +167,8 @@ def _as_text(value: Any) -> str:
     if isinstance(value, float):
         if math.isnan(value):
             return ""
-        return f"{value:.10f}".rstrip("0").rstrip(".") or "0"
+        text = f"{value:.10f}".rstrip("0")
+        return text + "0" if text.endswith(".") else text  # a float is a decimal: 730.0
     return str(value)
 
 
@@ -210,6 +227,16 @@ def validate_focus(data: str | Path | Iterable[dict[str, Any]], *, require_colum
 
     for where, raw in numbered:
         _check_row(raw, present, p, where)
+    for child, parent in (("SkuPriceId", "SkuId"), ("ServiceName", "ServiceCategory")):
+        seen_parent: dict[str, dict[str, int]] = {}
+        for where, raw in numbered:
+            c, par = (raw.get(child) or "").strip(), (raw.get(parent) or "").strip()
+            if c and par and c not in _NULL_LITERALS and par not in _NULL_LITERALS:
+                seen_parent.setdefault(c, {}).setdefault(par, where)
+        for c, parents in seen_parent.items():
+            if len(parents) > 1:
+                p.add(child, f"one {child} with several {parent} values ({', '.join(sorted(parents))}); "
+                             f"a {child} has one and only one {parent}", sorted(parents.values())[1], c)
     return p.render()
 
 
@@ -239,6 +266,9 @@ def _check_row(raw: dict[str, str], present: set[str], p: _Problems, where: int)
         if not _NUMBER.match(v.strip()):
             p.add(col, "not a number in NumericFormat", where, v)
             continue
+        if _INTEGER.match(v.strip()):
+            p.add(col, f"an integer where FOCUS requires a Decimal ({col} MUST be of type Decimal: write "
+                       f"{v.strip()}.0)", where, v)
         nums[col] = float(v)
     times: dict[str, dt.datetime] = {}
     for col in DATETIMES:
@@ -271,15 +301,27 @@ def _check_row(raw: dict[str, str], present: set[str], p: _Problems, where: int)
         v = val(col)
         if v is not None and v not in ISO_4217:
             p.add(col, "not an ISO 4217 currency code", where, v)
+        elif v is not None and v not in NATIONAL_CURRENCIES:
+            p.add(col, "not a national currency (ISO 4217 code of a metal, unit, fund or test)", where, v)
     for col in ("Tags", "SkuPriceDetails"):
         v = val(col)
         if v is not None:
+            dupes: list[str] = []
+
+            def pairs(items, dupes=dupes):
+                keys = [k for k, _ in items]
+                dupes.extend(sorted({k for k in keys if keys.count(k) > 1}))
+                return dict(items)
+
             try:
-                obj = json.loads(v)
+                obj = json.loads(v, object_pairs_hook=pairs)
             except ValueError:
                 obj = None
             if not isinstance(obj, dict) or any(isinstance(x, (dict, list)) for x in obj.values()):
                 p.add(col, "not a JSON object of scalar values (KeyValueFormat)", where)
+            elif dupes:
+                p.add(col, f"a key appears twice in one object (KeyValueFormat: keys are unique): {dupes[0]!r}",
+                      where)
 
     category = val("ChargeCategory")
     correction = val("ChargeClass") == "Correction"

@@ -500,6 +500,18 @@ def _good():
     (lambda rs: rs[0].update(ListUnitPrice=-1.0, ListCost=-rs[0]["PricingQuantity"]),
      r"^ListUnitPrice: a unit price is never negative"),
     (lambda rs: rs[0].update(Tags="[1, 2]"), r"^Tags: not a JSON object"),
+    # FOCUS 1.2 MUST rules added with issue 12 (rule ids of the spec's model, focus_validator rules/model-1.2.0.1.json)
+    # PricingQuantity-C-001-M "PricingQuantity MUST be of type Decimal": an int is written 600, read as an integer
+    (lambda rs: rs[0].update(PricingQuantity=600), r"^PricingQuantity: an integer where FOCUS requires a Decimal"),
+    # SkuPriceId-C-008-M "SkuPriceId MUST have one and only one parent SkuId" (rows 1 and 2 share a SkuPriceId)
+    (lambda rs: rs[1].update(SkuId="another-sku"), r"^SkuPriceId: one SkuPriceId with several SkuId values"),
+    # ServiceName-C-005-C "ServiceName MUST have one and only one ServiceCategory"
+    (lambda rs: rs[2].update(ServiceCategory="Storage"), r"^ServiceName: one ServiceName with several ServiceCategory"),
+    # BillingCurrency-C-006-M "BillingCurrency MUST be expressed in national currency": gold is ISO 4217, not national
+    (lambda rs: rs[0].update(BillingCurrency="XAU"), r"^BillingCurrency: not a national currency"),
+    (lambda rs: rs[0].update(BillingCurrency="XTS"), r"^BillingCurrency: not a national currency"),
+    # KeyValueFormat-A-002-M "Keys in a key-value pair MUST be unique within an object"
+    (lambda rs: rs[0].update(Tags='{"team": "chat", "team": "search"}'), r"^Tags: a key appears twice .*'team'"),
     (lambda rs: [r.update(GpuModel="A100") for r in rs], r"^GpuModel: not a FOCUS 1.2 column and not prefixed 'x_'"),
     (lambda rs: [r.update(Skupriceid=r.pop("SkuPriceId")) for r in rs], r"^Skupriceid: header 'Skupriceid' should be 'SkuPriceId'"),
 ])
@@ -509,6 +521,17 @@ def test_validator_rules(mutate, expected):
     mutate(rows)
     problems = validate_focus(rows)
     assert any(re.search(expected, p) for p in problems), problems
+
+
+def test_csv_decimals_are_written_and_checked_as_decimals(tmp_path):
+    """PricingQuantity-C-001-M and the other Decimal columns: gpuopt writes 1460.0, never 1460 (the FinOps
+    validator failed gpuopt's 730); the validator catches an integer in the file."""
+    path = write_focus_csv(_good(), tmp_path / "x.csv")
+    text = path.read_text(encoding="utf-8")
+    assert ",1460.0,Hours," in text and ",0.0," in text and validate_focus(path) == []
+    path.write_text(text.replace(",1460.0,Hours,", ",1460,Hours,", 1), encoding="utf-8")
+    problems = validate_focus(path)
+    assert len(problems) == 1 and problems[0].startswith("PricingQuantity: an integer where FOCUS requires a Decimal")
 
 
 def test_validator_allows_credits_to_be_negative_and_reads_literal_nulls_from_csv(tmp_path):

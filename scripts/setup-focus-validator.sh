@@ -7,8 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 py="${FOCUS_PYTHON:-}"
 if [ -z "$py" ]; then
-    if command -v python3.12 >/dev/null 2>&1; then
-        py="$(command -v python3.12)"
+    # a pyenv shim named python3.12 exists even when 3.12 is not the active version: it must run
+    if python3.12 -c "pass" >/dev/null 2>&1; then
+        py="$(python3.12 -c 'import sys; print(sys.executable)')"
     elif command -v pyenv >/dev/null 2>&1 && ls -d "$(pyenv root)"/versions/3.12.* >/dev/null 2>&1; then
         py="$(ls -d "$(pyenv root)"/versions/3.12.* | sort -V | tail -1)/bin/python"
     else

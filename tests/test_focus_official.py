@@ -4,7 +4,7 @@ option and a horizon that starts mid-month) and the review projection of a FOCUS
 cost-details export (CSV, and Parquet for the FOCUS one).
 
 The validator needs Python >= 3.12, so it lives in its own venv: ``scripts/setup-focus-validator.sh`` makes it and
-prints the path of its ``focus-validator``; ``GPUOPT_FOCUS_VALIDATOR`` names it for these tests. Without it the
+prints the path of its ``focus-validator``; these tests use it (or ``GPUOPT_FOCUS_VALIDATOR``). Without it the
 tests skip, except in CI (``CI=1``) or with ``GPUOPT_REQUIRE_FOCUS_VALIDATOR=1``, where they fail.
 
 Only the validator's own defects are allowed, each documented in ``VALIDATOR_DEFECTS`` / ``_digits_only_string``.
@@ -40,7 +40,9 @@ _TOTAL = re.compile(r"Total: (\d+) \| Pass: (\d+) \| Fail: (\d+)")
 
 
 def _validator() -> str | None:
-    exe = os.environ.get("GPUOPT_FOCUS_VALIDATOR")
+    """GPUOPT_FOCUS_VALIDATOR, else the venv scripts/setup-focus-validator.sh makes (.venv-focus)."""
+    default = Path(__file__).resolve().parents[1] / ".venv-focus" / "bin" / "focus-validator"
+    exe = os.environ.get("GPUOPT_FOCUS_VALIDATOR") or str(default)
     if exe and Path(exe).is_file() and os.access(exe, os.X_OK):
         return exe
     return None

@@ -12,17 +12,22 @@
 - ``<stem>.csv`` next to it: the plan lines, one row per line (every field of the line).
 - ``<stem>.json`` next to it: everything the report shows (``report_data(result)``), numbers unformatted.
 
-Charts (matplotlib, Agg canvas, imported only here): total cost of the same demand by strategy; cash paid in each
-month of the horizon (hourly usage, commitment fees and upfronts stacked); demand against capacity per serving
-workload over the planned blocks; spend over the horizon by provider and by GPU model. The output is deterministic:
-fixed figure sizes and DPI, no timestamps but the data's, no PNG software tag.
+The page comes from the shared templates (gpuopt/templating.py, gpuopt/templates/plan.*.j2), styled like the
+review's report; key figures at the top: the total, the average month, the commitments owed over their terms, paid
+upfront and paid each month, the savings against all on-demand. A price derived by a rule (an estimated offer) is
+marked with a dagger and a footnote.
+
+Charts (matplotlib, Agg canvas, imported only here; 1000 x 450 px, fonts of 11 pt and more): total cost of the same
+demand by strategy; cash paid in each month of the horizon, months in calendar order (hourly usage, commitment fees
+and upfronts stacked); demand against capacity per serving workload in time order (``demand_timeline``: a panel per
+stretch of the horizon with its own blocks, in calendar order, each the hours of its typical day or week in
+order); spend over the horizon by provider and by GPU model. The output is deterministic: fixed figure sizes and
+DPI, no timestamps but the data's, no PNG software tag.
 """
 
 from __future__ import annotations
 
-import base64
 import csv
-import html
 import io
 import json
 import math
@@ -30,11 +35,16 @@ from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuopt.records import HOURS_PER_MONTH, WINDOW_PRICING
+from gpuopt.templating import ESTIMATED_MARK, ESTIMATED_NOTE, key_figure, render
+
 FORMATS = ("html", "markdown")
 
-#: Chart size in inches and resolution: small, fixed (deterministic, fast).
-FIG_SIZE = (6.4, 3.0)
-FIG_DPI = 80
+#: Chart size in inches and resolution (1000 x 450 pixels; fixed: deterministic), and font sizes in points.
+FIG_SIZE = (10.0, 4.5)
+FIG_DPI = 100
+FONT_PT = 11
+TITLE_PT = 13
 
 SECTIONS = ("Summary", "Plan", "Strategy comparison", "Charts", "Workloads", "Constraints and notes", "Prices")
 
@@ -125,8 +135,12 @@ def report_data(result) -> dict[str, Any]:
     start = str(getattr(plan, "start_month", "") or "")
     lines = [asdict(ln) for ln in plan.lines]
     reserved = [ln for ln in plan.lines if _committed(ln)]
+    termed = [ln for ln in plan.lines if float(ln.commitment_usd or 0.0) > 0 and ln.pricing not in WINDOW_PRICING]
     commitment = {"total_over_term_usd": float(plan.commitment_usd or 0.0),
                   "upfront_usd": float(plan.upfront_usd or 0.0),
+                  "monthly_usd": round(sum(float(ln.monthly_usd) for ln in termed), 2),
+                  "estimated": any(ln.estimated for ln in plan.lines if float(ln.commitment_usd or 0.0) > 0
+                                   or float(ln.upfront_usd or 0.0) > 0),
                   "reserved_lines": len(reserved),
                   "reserved_instances": sum(int(ln.count) for ln in reserved),
                   "term_ends": sorted({ln.term_end for ln in reserved if ln.term_end}),
@@ -179,7 +193,8 @@ def report_data(result) -> dict[str, Any]:
         "spend_by_provider": dict(sorted(by_provider.items(), key=lambda kv: (-kv[1], kv[0]))),
         "spend_by_gpu_model": dict(sorted(by_gpu.items(), key=lambda kv: (-kv[1], kv[0]))),
         "workloads": list(getattr(plan, "workloads", None) or []),
-        "blocks": [{k: b.get(k) for k in ("label", "period", "months", "start_hour", "hours", "demand", "capacity")}
+        "blocks": [{k: b.get(k) for k in ("label", "period", "months", "start_hour", "end_hour", "hours", "slots",
+                                          "slot_labels", "grid_hours", "demand", "capacity")}
                    for b in (getattr(plan, "blocks", None) or [])],
         "binding": list(plan.binding or []),
         "notes": list(plan.notes or []),
@@ -188,6 +203,7 @@ def report_data(result) -> dict[str, Any]:
                    "warnings": list(prices.get("warnings") or [])},
     }
     data["demand_capacity"] = _demand_capacity(data)
+    data["demand_timeline"] = _demand_timeline(data)
     return _clean(data)
 
 
@@ -217,19 +233,84 @@ def _demand_capacity(data) -> dict[str, Any] | None:
                        for w in serving}}
 
 
+def _first_months(blocks) -> dict[int, int]:
+    """1-based first month of the horizon of each period, in the planner's period order."""
+    first: dict[int, int] = {}
+    m = 1
+    for b in blocks:
+        p = int(b.get("period") or 0)
+        if p not in first:
+            first[p] = m
+            m += int(b.get("months") or 1)
+    return first
+
+
+def _slot_tick(label: str) -> str:
+    """A short x tick of a grid block's label: "09:00-10:00" -> "09:00", "Mon 09:00 (3 h)" -> "Mon 09:00"."""
+    return str(label).split(" (")[0].split("-")[0]
+
+
+def _demand_timeline(data) -> dict[str, Any] | None:
+    """Demand and planned capacity of every serving workload in time order, for the chart: one panel per stretch of
+    the horizon that has its own blocks (a period of alike months, cut at the training deadlines inside its month),
+    panels in calendar order, each titled with its months ("2027-01", "2027-02 to 2027-12") and, when the month is
+    cut, its days; inside a panel the blocks of the demand grid in time order (hours of the typical day or week, or
+    the stretches of a calendar month), each with the demand and capacity of the merged block it belongs to.
+    Blocks without their grid (``slots``) are shown one point each, in the planner's order."""
+    blocks = data["blocks"]
+    serving = [w["name"] for w in data["workloads"] if "peak_demand" in w]
+    if not blocks or not serving:
+        return None
+    first = _first_months(blocks)
+    start = data.get("start_month") or ""
+    panels: dict[tuple, dict[str, Any]] = {}
+    for i, b in enumerate(blocks):
+        p = int(b.get("period") or 0)
+        calendar = b.get("grid_hours") == 730
+        a = 0.0 if calendar else float(b.get("start_hour") or 0.0)
+        e = HOURS_PER_MONTH if calendar else float(b.get("end_hour") if b.get("end_hour") is not None else -1.0)
+        key = (first[p], a, e)  # e -1: a block without its end (a plan from before the grid was kept)
+        if key not in panels:
+            m0, n = first[p], int(b.get("months") or 1)
+            months = month_label(start, m0) if n == 1 else f"{month_label(start, m0)} to {month_label(start, m0 + n - 1)}"
+            if e >= 0 and (a > 0 or e < HOURS_PER_MONTH - 1e-6):
+                d0, d1 = round(a / 24) + 1, round(e / 24)
+                months += (f", days {d0}-{d1}" if e < HOURS_PER_MONTH - 1e-6 else f", day {d0} to month end")
+            panels[key] = {"title": months, "grid_hours": b.get("grid_hours"), "points": {}}
+        slots = b.get("slots") or []
+        labels = b.get("slot_labels") or []
+        if not slots:  # no grid: the block itself, after those already there
+            slots, labels = [10 ** 6 + i], [str(b["label"])]
+        for j, lb in zip(slots, labels):
+            pts = panels[key]["points"]
+            cap = {w: float((b["capacity"] or {}).get(w, 0.0)) for w in serving}
+            if j in pts:  # a calendar grid block cut by a deadline: show the smaller capacity of its two parts
+                cap = {w: min(cap[w], pts[j]["capacity"][w]) for w in serving}
+            pts[j] = {"label": lb, "demand": {w: float((b["demand"] or {}).get(w, 0.0)) for w in serving},
+                      "capacity": cap}
+    out = []
+    for key in sorted(panels):
+        pl = panels[key]
+        pts = [pl["points"][j] for j in sorted(pl["points"])]
+        out.append({"title": pl["title"], "grid_hours": pl["grid_hours"], "labels": [q["label"] for q in pts],
+                    "series": {w: {"demand": [q["demand"][w] for q in pts], "capacity": [q["capacity"][w] for q in pts]}
+                               for w in serving}})
+    return {"unit": "tokens/s", "workloads": serving, "panels": out}
+
+
 # ---------------------------------------------------------------------------------------------------- charts
-def _figure():
+def _figure(size: tuple[float, float] = FIG_SIZE):
+    """A matplotlib figure on the Agg canvas (no pyplot state), constrained layout (labels never cut off)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=FIG_SIZE, dpi=FIG_DPI)
+    fig = Figure(figsize=size, dpi=FIG_DPI, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
 
 
 def _png(fig) -> bytes:
     buf = io.BytesIO()
-    fig.tight_layout()
     fig.savefig(buf, format="png", dpi=FIG_DPI, metadata={"Software": None})
     return buf.getvalue()
 
@@ -246,14 +327,14 @@ def _hbars(title: str, labels: list[str], values: list[float], highlight: set[in
     ys = list(range(len(labels)))[::-1]
     colors = ["#d95f02" if highlight and i in highlight else "#1b9e77" for i in range(len(labels))]
     ax.barh(ys, values, color=colors)
-    ax.set_yticks(ys, labels=labels, fontsize=8)
+    ax.set_yticks(ys, labels=labels, fontsize=FONT_PT)
     top = max(values) if values else 0.0
     for y, v in zip(ys, values):
-        ax.text(v + top * 0.01, y, _dollars(v), va="center", fontsize=7)
+        ax.text(v + top * 0.01, y, _dollars(v), va="center", fontsize=FONT_PT)
     ax.set_xlim(0, top * 1.25 if top > 0 else 1)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _dollars(v)))
-    ax.tick_params(axis="x", labelsize=7)
-    ax.set_title(title, fontsize=9)
+    ax.tick_params(axis="x", labelsize=FONT_PT)
+    ax.set_title(title, fontsize=TITLE_PT)
     return _png(fig)
 
 
@@ -268,7 +349,8 @@ def _chart_strategies(data) -> bytes | None:
 
 
 def _chart_cash(data) -> bytes | None:
-    """Cash paid in each month of the horizon: hourly usage, commitment fees and upfronts, stacked."""
+    """Cash paid in each month of the horizon, in calendar order ("YYYY-MM"): hourly usage, commitment fees and
+    upfronts, stacked."""
     from matplotlib.ticker import FuncFormatter
 
     cash = data.get("cash_by_month") or []
@@ -286,48 +368,93 @@ def _chart_cash(data) -> bytes | None:
             ax.bar(xs, vals, bottom=bottom, color=color, width=0.7, label=label)
             bottom = [b + v for b, v in zip(bottom, vals)]
     step = max(1, math.ceil(len(xs) / 12))
-    ax.set_xticks(xs[::step], labels=[c["label"] for c in cash][::step], rotation=30, ha="right", fontsize=6)
+    ax.set_xticks(xs[::step], labels=[c["label"] for c in cash][::step], rotation=45 if len(xs) > 6 else 0,
+                  ha="right" if len(xs) > 6 else "center", fontsize=FONT_PT)
+    ax.set_xlabel("month", fontsize=FONT_PT)
     top = max(bottom) if bottom else 0.0
-    ax.set_ylim(0, top * 1.15 if top > 0 else 1)
+    ax.set_ylim(0, top * 1.2 if top > 0 else 1)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _dollars(v)))
-    ax.tick_params(axis="y", labelsize=7)
-    ax.legend(fontsize=6, loc="upper right")
-    ax.set_title("Cash paid by month (USD)", fontsize=9)
+    ax.tick_params(axis="y", labelsize=FONT_PT)
+    ax.legend(fontsize=FONT_PT, loc="upper right", ncol=3)
+    ax.set_title("Cash paid by month (USD)", fontsize=TITLE_PT)
     return _png(fig)
 
 
+_PALETTE = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02"]
+
+
+def _ticks(panel) -> tuple[list[int], list[str]]:
+    """Up to 5 x ticks of a panel: every 6 hours of a day, every other day of a week, else evenly spaced."""
+    n = len(panel["labels"])
+    step = {24: 6, 168: 48}.get(panel.get("grid_hours") or 0) if n == panel.get("grid_hours") else None
+    step = step or max(1, math.ceil(n / 5))
+    xs = list(range(0, n, step))
+    return xs, [_slot_tick(panel["labels"][x]) for x in xs]
+
+
 def _chart_demand(data) -> bytes | None:
-    dc = data.get("demand_capacity")
-    if not dc:
+    """Demand (dashed) against planned capacity (solid) of each serving workload in time order: one panel per
+    stretch of the horizon with its own blocks (panels in calendar order, up to 4 a row); flat demands (one block
+    per panel) as bars per stretch."""
+    tl = data.get("demand_timeline")
+    if not tl or not tl["panels"]:
         return None
-    fig = _figure()
-    ax = fig.add_subplot(1, 1, 1)
-    xs = list(range(len(dc["labels"])))
-    palette = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02"]
-    series = sorted(dc["series"].items())
-    if len(xs) < 3:  # a flat demand (one block): bars, a step line of one point would not show
-        width = 0.8 / (2 * len(series))
-        for i, (w, s) in enumerate(series):
-            color = palette[i % len(palette)]
+    panels, names = tl["panels"], tl["workloads"]
+    if all(len(p["labels"]) == 1 for p in panels):  # flat demand: bars per stretch, in calendar order
+        fig = _figure()
+        ax = fig.add_subplot(1, 1, 1)
+        xs = list(range(len(panels)))
+        width = 0.8 / (2 * len(names))
+        for i, w in enumerate(names):
             for j, (key, alpha) in enumerate((("demand", 0.45), ("capacity", 1.0))):
                 off = (2 * i + j + 0.5) * width - 0.4
-                ax.bar([x + off for x in xs], s[key], width=width, color=color, alpha=alpha, label=f"{w} {key}")
-                for x, v in zip(xs, s[key]):
-                    ax.text(x + off, v, f"{v:,.0f}", ha="center", va="bottom", fontsize=7)
-        ax.set_xlim(-0.6, len(xs) - 0.4)
-        top = max((v for _, s in series for key in ("demand", "capacity") for v in s[key]), default=0.0)
-        ax.set_ylim(0, top * 1.2 if top > 0 else 1)
-    for i, (w, s) in enumerate(series if len(xs) >= 3 else []):
-        color = palette[i % len(palette)]
-        ax.step(xs, s["capacity"], where="mid", color=color, linewidth=1.6, label=f"{w} capacity")
-        ax.step(xs, s["demand"], where="mid", color=color, linewidth=1.2, linestyle="--", label=f"{w} demand")
-    step = max(1, math.ceil(len(xs) / 12))
-    ax.set_xticks(xs[::step], labels=[str(lb) for lb in dc["labels"][::step]], rotation=30, ha="right", fontsize=6)
-    ax.set_ylabel(dc["unit"], fontsize=8)
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize=6, loc="upper left", ncol=2)
-    ax.set_title("Demand and planned capacity by block", fontsize=9)
-    ax.tick_params(axis="y", labelsize=7)
+                vals = [p["series"][w][key][0] for p in panels]
+                ax.bar([x + off for x in xs], vals, width=width, color=_PALETTE[i % len(_PALETTE)], alpha=alpha,
+                       label=f"{w} {key}")
+                for x, v in zip(xs, vals):
+                    ax.text(x + off, v, f"{v:,.0f}", ha="center", va="bottom", fontsize=FONT_PT)
+        ax.set_xticks(xs, labels=[p["title"] for p in panels], fontsize=FONT_PT,
+                      rotation=20 if len(xs) > 3 else 0, ha="right" if len(xs) > 3 else "center")
+        top = max((v for p in panels for w in names for k in ("demand", "capacity") for v in p["series"][w][k]),
+                  default=0.0)
+        ax.set_ylim(0, top * 1.25 if top > 0 else 1)
+        ax.set_ylabel(tl["unit"], fontsize=FONT_PT)
+        ax.tick_params(axis="y", labelsize=FONT_PT)
+        ax.legend(fontsize=FONT_PT, loc="upper right", ncol=2)
+        ax.set_title("Demand and planned capacity (flat demand)", fontsize=TITLE_PT)
+        return _png(fig)
+    cols = min(4, len(panels))
+    rows = math.ceil(len(panels) / cols)
+    fig = _figure((FIG_SIZE[0], FIG_SIZE[1] * rows))
+    axes = fig.subplots(rows, cols, sharey=True, squeeze=False)
+    top = max((v for p in panels for w in names for k in ("demand", "capacity") for v in p["series"][w][k]),
+              default=0.0)
+    for k, ax in enumerate(axes.flat):
+        if k >= len(panels):
+            ax.set_visible(False)
+            continue
+        p = panels[k]
+        xs = list(range(len(p["labels"]) + 1))  # a step per grid block, closed at its end
+        for i, w in enumerate(names):
+            color = _PALETTE[i % len(_PALETTE)]
+            s = p["series"][w]
+            ax.step(xs, s["capacity"] + s["capacity"][-1:], where="post", color=color, linewidth=2.2,
+                    label=f"{w} capacity" if k == 0 else None)
+            ax.step(xs, s["demand"] + s["demand"][-1:], where="post", color=color, linewidth=1.6, linestyle="--",
+                    label=f"{w} demand" if k == 0 else None)
+        tx, tl_ = _ticks(p)
+        ax.set_xticks(tx, labels=tl_, fontsize=FONT_PT)
+        ax.set_xlim(0, len(p["labels"]))
+        ax.set_ylim(0, top * 1.15 if top > 0 else 1)
+        ax.tick_params(axis="y", labelsize=FONT_PT)
+        ax.set_title(p["title"], fontsize=FONT_PT)
+        ax.grid(axis="y", alpha=0.3)
+        if k % cols == 0:
+            ax.set_ylabel(tl["unit"], fontsize=FONT_PT)
+    unit = {24: "by hour of the day (UTC)", 168: "by hour of the week (UTC)"}.get(panels[0].get("grid_hours") or 0,
+                                                                                "through the month")
+    fig.suptitle(f"Demand and planned capacity {unit}, in time order", fontsize=TITLE_PT)
+    fig.legend(loc="outside lower center", ncol=min(6, 2 * len(names)), fontsize=FONT_PT)
     return _png(fig)
 
 
@@ -347,9 +474,9 @@ def charts(data: dict[str, Any]) -> list[tuple[str, str, bytes]]:
             ("cost_by_strategy", f"Total cost of the same demand by strategy, {over}", _chart_strategies(data)),
             ("cash_by_month", f"Cash paid in each month from {data['start_month'] or 'the first month'}: hourly usage, "
                               "commitment fees and upfronts", _chart_cash(data)),
-            ("demand_capacity", "Demand against planned capacity by block, in the planner's order (the typical month "
-                                "of each period of alike months; repeating hours of a profile merged, split at "
-                                "deadlines)", _chart_demand(data)),
+            ("demand_capacity", "Demand against planned capacity in time order: the typical day (or week, or month) "
+                                "of each stretch of the horizon with its own plan, stretches in calendar order "
+                                "(a month is cut at training deadlines)", _chart_demand(data)),
             ("spend_by_provider", f"Spend by provider, {over}",
              _chart_spend(data, "spend_by_provider", f"Spend by provider (USD over {H} months)")),
             ("spend_by_gpu_model", f"Spend by GPU model, {over}",
@@ -382,7 +509,7 @@ def _line_table(data) -> tuple[list[str], list[list[str]]]:
         rows.append([
             ln["provider"], ln["region"] + (f"/{ln['zone']}" if ln.get("zone") else ""), ln["instance_type"],
             ln["pricing"], ln.get("payment") or "—", str(ln["count"]), _months(ln["start_month"], ln["end_month"]),
-            f"{ln['hours']:g}", f"{ln['usd_per_hour']:,.4f}" + ("*" if ln.get("estimated") else ""),
+            f"{ln['hours']:g}", f"{ln['usd_per_hour']:,.4f}" + (ESTIMATED_MARK if ln.get("estimated") else ""),
             _usd(ln["monthly_usd"]), _usd(ln["total_usd"]),
             _usd(ln["upfront_usd"]) if ln.get("upfront_usd") else "—",
             _usd(ln["commitment_usd"]) if committed else "—", (ln.get("term_end") or "—") if committed else "—",
@@ -501,122 +628,43 @@ def _summary(data) -> list[str]:
     if parts:
         out.append("Prices: " + "; ".join(parts) + ".")
     if data["estimated_lines"]:
-        out.append(f"{data['estimated_lines']} plan line(s) use an estimated price (*: derived by a documented "
-                   "discount rule, not quoted).")
+        out.append(f"{data['estimated_lines']} plan line(s) use an estimated price ({ESTIMATED_MARK}: derived by a "
+                   "documented discount rule, not quoted).")
     return out
 
 
 # -------------------------------------------------------------------------------------------------- renderers
-_RIGHT = {"count", "months", "hours/month each", "total", "used", "upfront", "commitment", "most in a month",
-          "break-even", "replicas", "age (days)", "savings vs all on-demand"}
-
-
-def _right(head: list[str]) -> set[int]:
-    """Columns of numbers (right-aligned)."""
-    return {i for i, h in enumerate(head) if h.startswith("$") or h in _RIGHT}
-
-
-def _md_cell(x: Any) -> str:
-    return _md_text(x).replace("|", "\\|").replace("\n", " ")
-
-
-def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
-    right = _right(head)
-    out = ["| " + " | ".join(_md_cell(h) for h in head) + " |",
-           "|" + "|".join("---:" if i in right else "---" for i in range(len(head))) + "|"]
-    out += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
+def _figures(data) -> list[dict[str, Any]]:
+    """The key figures at the top of the report: the money over the horizon and the commitments' totals (what is
+    owed over their terms, paid upfront, paid each month while they run), savings against all on-demand."""
+    if not data["feasible"]:
+        return []
+    c = data["commitment"]
+    mark = ESTIMATED_MARK if c.get("estimated") else ""
+    out = [key_figure("total", f"Total over the horizon ({_horizon(data)})", _usd(data["total_usd"]), main=True),
+           key_figure("monthly", "Average per month", _usd(data["monthly_usd"])),
+           key_figure("commitment", "Commitments: owed over their terms", _usd(data["commitment_usd"]), mark=mark,
+                      main=True, note=(f"{c['reserved_lines']} commitment(s), terms ending {', '.join(c['term_ends'])}"
+                                       if c["reserved_lines"] else "no reserved instances")),
+           key_figure("upfront", "Commitments: paid upfront", _usd(data["upfront_usd"]), mark=mark),
+           key_figure("commitment-monthly", "Commitments: paid each month of their terms",
+                      _usd(c.get("monthly_usd", 0.0)), mark=mark)]
+    if data.get("savings_vs_on_demand_usd") is not None:
+        out.append(key_figure("savings", "Savings against all on-demand",
+                              f"{_usd(data['savings_vs_on_demand_usd'])} ({_pct(data['savings_vs_on_demand_pct'])})"))
     return out
 
 
-def _md_text(x: str) -> str:
-    """Plain text safe in Markdown: no HTML tags, no emphasis or link syntax taken literally."""
-    t = html.escape(str(x), quote=False).replace("\\", "\\\\")
-    for ch in ("*", "_", "`", "[", "]", "#"):
-        t = t.replace(ch, "\\" + ch)
-    return t
-
-
-def _markdown(data, images: list[tuple[str, str, str]]) -> str:
-    out = [f"# {_md_text(data['title'])}", "", "## Summary", ""]
-    out += [f"- {_md_text(s)}" for s in _summary(data)]
-    if data["feasible"]:
-        out += ["", "## Plan", ""] + _md_table(*_line_table(data))
-        if data["estimated_lines"]:
-            out += ["", "\\* estimated price"]
-    if data["strategies"]:
-        out += ["", "## Strategy comparison", ""] + _md_table(*_strategy_table(data))
-    if images:
-        out += ["", "## Charts", ""]
-        for _name, caption, file in images:
-            out += [f"![{_md_text(caption)}]({file})", "", f"*{_md_text(caption)}*", ""]
-    if data["workloads"]:
-        out += ["", "## Workloads", ""] + _md_table(*_workload_table(data))
-    if data["binding"] or data["notes"]:
-        out += ["", "## Constraints and notes", ""]
-        out += [f"- Constraint: {_md_text(b)}" for b in data["binding"]]
-        out += [f"- Note: {_md_text(n)}" for n in data["notes"]]
-    out += ["", "## Prices", ""] + _md_table(*_price_table(data))
-    warnings = data["prices"].get("warnings") or []
-    if warnings:
-        out += [""] + [f"- {_md_text(w)}" for w in warnings]
-    return "\n".join(out).replace("\n\n\n", "\n\n") + "\n"
-
-
-_CSS = """body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:72em;color:#222}
-table{border-collapse:collapse;margin:.5em 0 1em;font-size:.9em}th,td{border:1px solid #ccc;padding:.25em .5em}
-th{background:#f3f3f3;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
-figure{display:inline-block;margin:.5em 1em .5em 0}figcaption{font-size:.85em;color:#555}
-.total{font-size:1.2em;font-weight:bold}"""
-
-
-def _html_table(head: list[str], rows: list[list[str]], cls: str) -> str:
-    right = _right(head)
-    e = html.escape
-    out = [f'<table class="{cls}"><thead><tr>' + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>"]
-    for r in rows:
-        out.append("<tr>" + "".join(f'<td class="n">{e(c)}</td>' if i in right else f"<td>{e(c)}</td>"
-                                    for i, c in enumerate(r)) + "</tr>")
-    out.append("</tbody></table>")
-    return "\n".join(out)
-
-
-def _html(data, images: list[tuple[str, str, bytes]]) -> str:
-    e = html.escape
-    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-           f"<title>{e(data['title'])}</title><style>{_CSS}</style></head><body>", f"<h1>{e(data['title'])}</h1>",
-           '<h2 id="summary">Summary</h2>', "<ul>"]
-    summary = _summary(data)
-    out += [f"<li>{e(s)}</li>" for s in summary]
-    out.append("</ul>")
-    if data["feasible"]:
-        out.append(f'<p class="total">Total over the horizon ({e(_horizon(data))}): <span id="total">'
-                   f'{e(_usd(data["total_usd"]))}</span>; average <span id="monthly">{e(_usd(data["monthly_usd"]))}'
-                   f'</span> per month; upfront <span id="upfront">{e(_usd(data["upfront_usd"]))}</span>; '
-                   f'commitment <span id="commitment">{e(_usd(data["commitment_usd"]))}</span></p>')
-        out += ['<h2 id="plan">Plan</h2>', _html_table(*_line_table(data), "plan")]
-        if data["estimated_lines"]:
-            out.append("<p>* estimated price</p>")
-    if data["strategies"]:
-        out += ['<h2 id="strategies">Strategy comparison</h2>', _html_table(*_strategy_table(data), "strategies")]
-    if images:
-        out.append('<h2 id="charts">Charts</h2>')
-        for name, caption, png in images:
-            b64 = base64.b64encode(png).decode("ascii")
-            out.append(f'<figure id="chart-{e(name)}"><img alt="{e(caption)}" src="data:image/png;base64,{b64}">'
-                       f"<figcaption>{e(caption)}</figcaption></figure>")
-    if data["workloads"]:
-        out += ['<h2 id="workloads">Workloads</h2>', _html_table(*_workload_table(data), "workloads")]
-    if data["binding"] or data["notes"]:
-        out += ['<h2 id="notes">Constraints and notes</h2>', "<ul>"]
-        out += [f"<li>Constraint: {e(b)}</li>" for b in data["binding"]]
-        out += [f"<li>Note: {e(n)}</li>" for n in data["notes"]]
-        out.append("</ul>")
-    out += ['<h2 id="prices">Prices</h2>', _html_table(*_price_table(data), "prices")]
-    warnings = data["prices"].get("warnings") or []
-    if warnings:
-        out += ["<ul>"] + [f"<li>{e(w)}</li>" for w in warnings] + ["</ul>"]
-    out.append("</body></html>")
-    return "\n".join(out) + "\n"
+def _context(data, images) -> dict[str, Any]:
+    """What the plan templates (gpuopt/templates/plan.*.j2) show: the data turned into sentences and tables."""
+    estimated = bool(data["estimated_lines"])
+    return {"title": data["title"], "subtitle": f"Horizon: {_horizon(data)}", "figures": _figures(data),
+            "summary": _summary(data), "plan_table": _line_table(data) if data["feasible"] else None,
+            "strategy_table": _strategy_table(data) if data["strategies"] else None, "charts": images,
+            "workload_table": _workload_table(data) if data["workloads"] else None,
+            "binding": data["binding"], "notes": data["notes"], "price_table": _price_table(data),
+            "warnings": data["prices"].get("warnings") or [],
+            "footnotes": [(ESTIMATED_MARK, ESTIMATED_NOTE)] if estimated else []}
 
 
 # ------------------------------------------------------------------------------------------------- companions
@@ -658,14 +706,14 @@ def render_report(result, fmt: str = "html", path: str | Path = "gpuopt-report.h
     data = report_data(result)
     pngs = charts(data)
     if fmt == "html":
-        p.write_text(_html(data, pngs), encoding="utf-8")
+        p.write_text(render("plan.html.j2", **_context(data, pngs)), encoding="utf-8")
     else:
         files = []
         for name, caption, png in pngs:
             f = p.with_name(f"{p.stem}_{name}.png")
             f.write_bytes(png)
             files.append((name, caption, f.name))
-        p.write_text(_markdown(data, files), encoding="utf-8")
+        p.write_text(render("plan.md.j2", **_context(data, files)), encoding="utf-8")
     comp = companion_paths(p)
     write_lines_csv(result, comp["csv"])
     comp["json"].write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")

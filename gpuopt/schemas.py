@@ -257,6 +257,11 @@ class Block(_Open):
     demand: dict[str, float]
     capacity: dict[str, float]
     training_flops_per_s: dict[str, float]
+    end_hour: Optional[float] = Field(None, description="Hour of the horizon the block ends (exclusive).")
+    slots: Optional[list[int]] = Field(None, description="The demand-grid slots (hours of the day or week) merged "
+                                                         "into this block, in time order.")
+    slot_labels: Optional[list[str]] = None
+    grid_hours: Optional[int] = Field(None, description="Hours of the demand grid the slots index (24 or 168).")
 
 
 class Strategy(_Open):

@@ -116,15 +116,18 @@ class MergedBlock:
 
 class MergedBlocks(list):
     """The result of ``merge_blocks``: a list of MergedBlock sorted by start hour, plus ``note`` (what was merged,
-    for the plan's notes), ``grid_blocks`` (blocks of the aligned grid before merging) and ``splits`` (the split
-    hours that fell inside the month)."""
+    for the plan's notes), ``grid_blocks`` (blocks of the aligned grid before merging), ``splits`` (the split
+    hours that fell inside the month), ``grid_labels`` (the label of each grid block, e.g. "09:00-10:00") and
+    ``grid_period`` (hours of the grid's cycle: 24, 168, CALENDAR for a calendar month; None for a flat grid)."""
 
     def __init__(self, blocks: Iterable[MergedBlock] = (), note: str = "", grid_blocks: int = 0,
-                 splits: tuple[float, ...] = ()):
+                 splits: tuple[float, ...] = (), grid_labels: tuple[str, ...] = (), grid_period: int | None = None):
         super().__init__(blocks)
         self.note = note
         self.grid_blocks = grid_blocks
         self.splits = splits
+        self.grid_labels = grid_labels
+        self.grid_period = grid_period
 
 
 # ------------------------------------------------------------------------------------------- labels and bins
@@ -531,4 +534,5 @@ def merge_blocks(profiles: Mapping[str, DemandProfile], splits: Iterable[float] 
     note += f" -> {len(merged)} merged block{'s' if len(merged) != 1 else ''}"
     if m > 1:
         note += " (equal demand merged, hours added)"
-    return MergedBlocks(merged, note=note, grid_blocks=m, splits=tuple(sorted(set(cut))))
+    return MergedBlocks(merged, note=note, grid_blocks=m, splits=tuple(sorted(set(cut))), grid_labels=tuple(labels),
+                        grid_period=period)

@@ -194,7 +194,10 @@ class FleetBlock:
     """A block of a typical month of period ``period``: ``start_hour`` from the month start, ``hours`` long,
     ``demand`` per serving workload running in it (tokens/s). ``label`` names it (e.g. "hour 9" or "Mon 09:00 +3
     merged"); ``end_hour``: a block spread over a stretch [start_hour, end_hour) (a repeating hour of a daily or
-    weekly profile) has its hours spread evenly over the stretch."""
+    weekly profile) has its hours spread evenly over the stretch. ``slots``: the blocks of the demand grid merged
+    into this one (optimizer.demand.MergedBlock.members: hours of the day or week, or stretches of a calendar
+    month), ``slot_labels`` their labels and ``grid_hours`` the grid's cycle (24, 168, 730 for a calendar month,
+    None for a flat demand): for charts in time order (reports); the model does not read them."""
 
     start_hour: float
     hours: float
@@ -202,6 +205,9 @@ class FleetBlock:
     label: str = ""
     end_hour: float | None = None
     period: int = 0
+    slots: tuple[int, ...] = ()
+    slot_labels: tuple[str, ...] = ()
+    grid_hours: int | None = None
 
 
 @dataclass
@@ -2194,6 +2200,8 @@ def workload_summaries(problem: FleetProblem, sol: FleetSolution) -> tuple[list[
                       "regions": sorted({"/".join(k.split("|")[:2]) for k in used.get(w.name, ())})})
         out_w.append(d)
     out_b = [{"label": b.label, "period": b.period, "months": problem.months(b), "start_hour": b.start_hour,
+              "end_hour": b.end_hour if b.end_hour is not None else round(b.start_hour + b.hours, 6),
+              "slots": list(b.slots), "slot_labels": list(b.slot_labels), "grid_hours": b.grid_hours,
               "hours": round(b.hours, 6), "demand": {k: v for k, v in b.demand.items()},
               "capacity": {w.name: round(cap.get((w.name, bi), 0.0), 4) for w in problem.workloads
                            if not w.training and problem.active(w, b)},
@@ -2730,8 +2738,11 @@ def blocks_for_periods(periods: list[Period], profiles: dict, notes: list[str] |
             if notes is not None and cache[key].note not in notes:
                 notes.append(cache[key].note)
         for mb in cache[key]:
+            grid = cache[key]
             out.append(FleetBlock(start_hour=float(mb.start_hour), hours=float(mb.hours), demand=dict(mb.demand),
-                                  label=mb.label, end_hour=float(mb.end_hour), period=p.index))
+                                  label=mb.label, end_hour=float(mb.end_hour), period=p.index, slots=tuple(mb.members),
+                                  slot_labels=tuple(grid.grid_labels[j] for j in mb.members if j < len(grid.grid_labels)),
+                                  grid_hours=grid.grid_period))
     return out
 
 

@@ -8,13 +8,13 @@ Every function here solves restricted copies of the problem; none changes the pr
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from gpuopt.records import HOURS_PER_MONTH
 from optimizer.fleet import (
     _SOLVE_THREADS,
     Budgets,
-    FleetBlock,
     FleetProblem,
     FleetSolution,
     FleetWorkload,
@@ -362,8 +362,7 @@ def demand_flip(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s,
     def one(factor: float) -> dict[str, Any] | None:
         _SOLVE_THREADS.n = 1
         time_limit_s = _share(t_end, 1)
-        blocks = [FleetBlock(b.start_hour, b.hours, {w: d * factor for w, d in b.demand.items()}, b.label, b.end_hour,
-                             b.period) for b in problem.blocks]
+        blocks = [replace(b, demand={w: d * factor for w, d in b.demand.items()}) for b in problem.blocks]
         scaled = problem.replace(budgets=Budgets(), budget_usd=None, objective="cost", blocks=blocks,
                                  work_flops={w: f * factor for w, f in problem.work_flops.items()})
         missing = {"demand_factor": factor, "total_usd": None, "monthly_usd": None, "uses": [], "flips": False,

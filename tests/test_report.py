@@ -157,6 +157,26 @@ def test_html_report_of_the_example_fleet_plan(tmp_path, fleet):
     assert dc["kind"] == "blocks" and set(dc["series"]) == {"chat"}
     assert len(dc["series"]["chat"]["demand"]) == len(plan.blocks)
     assert dc["labels"][0].startswith("m1 ") and dc["labels"][-1].startswith("m2-12 ")  # the periods' months
+    # the chart's data in time order: the stretches of the horizon in calendar order (month 1 cut at the training
+    # deadlines, then months 2-12), each the 24 hours of the typical day in order, with the demand of each hour
+    tl = data["demand_timeline"]
+    nxt = f"{y}-{m + 1:02d}" if m < 12 else f"{y + 1}-01"
+    assert [p["title"].split(",")[0] for p in tl["panels"]] == [plan.start_month] * (len(tl["panels"]) - 1) + [
+        f"{nxt} to {plan.lines[0].term_end}"]
+    hours = [f"{h:02d}:00-{h + 1:02d}:00" for h in range(24)]
+    profile = {}
+    for b in plan.blocks:
+        for j in b["slots"]:
+            profile[j] = b["demand"]["chat"]
+    for p in tl["panels"]:
+        assert p["labels"] == hours
+        s = p["series"]["chat"]
+        assert s["demand"] == [profile[j] for j in range(24)]
+        assert all(c >= d for c, d in zip(s["capacity"], s["demand"]))
+    assert max(profile.values()) == max(w["peak_demand"] for w in plan.workloads if w["name"] == "chat")
+    # the commitments' totals at the top: owed over the terms, upfront, each month of the terms
+    monthly = sum(ln.monthly_usd for ln in plan.lines if ln.commitment_usd > 0)
+    assert f'<span id="commitment-monthly">${monthly:,.2f}</span>' in text
 
 
 def test_html_report_of_the_one_workload_plan(tmp_path, one):
@@ -172,8 +192,8 @@ def test_html_report_of_the_one_workload_plan(tmp_path, one):
     from gpuopt.records import is_estimated
 
     # an estimated rate is marked, a quoted one is not (the snapshot's Lambda rows are quoted: lambda.ai, 2026-09-20)
-    marked = f"{ln.usd_per_hour:,.4f}*" in text
-    assert marked == is_estimated(ln.source) and ("* estimated price" in text) == marked
+    marked = f"{ln.usd_per_hour:,.4f}†" in text
+    assert marked == is_estimated(ln.source) and ("† estimated price" in text) == marked
     _check_companions(path, one)
     dc = report_data(one)["demand_capacity"]
     assert dc["labels"] == ["whole month"] and dc["series"]["workload"]["demand"] == [2000.0]

@@ -6,6 +6,8 @@ Each test fails fast (the error is raised before any solve)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from typer.testing import CliRunner
 
@@ -23,6 +25,13 @@ workloads:
 
 
 def _err(r) -> str:
+    """The error line; with --format json the error is a JSON document on stderr (gpuopt.schemas.ErrorDoc): its
+    message, as the line would say it."""
+    for x in reversed(r.stderr.splitlines()):
+        if x.startswith("{"):
+            doc = json.loads(x)
+            assert doc["kind"] == "error" and doc["exit_code"] == r.exit_code
+            return f"gpuopt: error: {doc['error']['message']}"
     lines = [x for x in r.stderr.splitlines() if x.startswith("gpuopt: error")]
     return lines[-1] if lines else r.stderr
 

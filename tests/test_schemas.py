@@ -237,7 +237,8 @@ def test_tables_fit_the_terminal_and_never_cut_a_price(columns):
 
 def test_shell_completion_script():
     r = _run("--show-completion", "bash", env={"SHELL": "/bin/bash"})
-    assert r.exit_code == 0 and "_GPUOPT_COMPLETE" in r.stdout.upper().replace("-", "_")
+    assert r.exit_code == 0, (r.output, repr(r.exception))
+    assert "_GPUOPT_COMPLETE" in r.stdout.upper().replace("-", "_")
 
 
 # ------------------------------------------------------------------------------------------- Python API

@@ -311,12 +311,47 @@ def cur_rows() -> list[dict]:
     ]
 
 
-def write_cur(path: Path, rows: list[dict]) -> Path:
+def write_cur(path: Path, rows: list[dict], header: list[str] = CUR_HEADER) -> Path:
     with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=CUR_HEADER, lineterminator="\n")
+        w = csv.DictWriter(fh, fieldnames=header, lineterminator="\n")
         w.writeheader()
         for r in rows:
-            w.writerow({k: r.get(k, "") for k in CUR_HEADER})
+            w.writerow({k: r.get(k, "") for k in header})
+    return path
+
+
+#: the account of each GPU usage row of cur_rows(): (line_item_usage_account_id, bill_payer_account_id)
+CUR_ACCOUNTS = {("Usage", "BoxUsage:g5.xlarge"): ("210987654321", "111122223333"),
+                ("DiscountedUsage", "BoxUsage:g5.xlarge"): ("", "111122223333"),  # falls back to the payer
+                ("SavingsPlanCoveredUsage", "BoxUsage:p4d.24xlarge"): ("012345678901", "111122223333"),
+                ("Usage", "SpotUsage:g5.xlarge"): ("210987654321", "111122223333")}
+
+
+def write_cur_two_accounts(path: Path) -> Path:
+    """cur_rows() with the usage account and payer columns: GPU usage in two member accounts (one with a leading
+    zero) and one line with no usage account, which counts for the payer."""
+    rows = []
+    for r in cur_rows():
+        usage, payer = CUR_ACCOUNTS.get((r["line_item_line_item_type"], r.get("line_item_usage_type")),
+                                        ("210987654321", "111122223333"))
+        rows.append({**r, "line_item_usage_account_id": usage, "bill_payer_account_id": payer})
+    return write_cur(path, rows, CUR_HEADER + ["line_item_usage_account_id", "bill_payer_account_id"])
+
+
+#: SubAccountId given to the synthetic FOCUS month's resources by write_focus_two_accounts (the others keep none)
+FOCUS_SUB_ACCOUNTS = {"i-p4d-b": "444455556666", "i-g5-1": "444455556666", "i-g5-2": " 444455556666 ",
+                      "/subscriptions/0000/resourcegroups/rg/providers/microsoft.compute/virtualmachines/vm-b":
+                      "00000000-0000-0000-0000-00000000000b"}
+
+
+def write_focus_two_accounts(path: Path) -> Path:
+    """The synthetic FOCUS month (BillingAccountId 111122223333 throughout) with a SubAccountId column: i-p4d-b and
+    two of the g5 instances run in sub account 444455556666 (once padded with spaces), the Azure VM vm-b in a
+    subscription, the rest have none and count for the billing account; i-p4d-a and i-p4d-b share region, type and
+    hours, so only the account splits them."""
+    df = pd.read_csv(FIX / "synthetic_focus_1.0.csv", dtype=str, keep_default_na=False)
+    df["SubAccountId"] = df["ResourceId"].map(FOCUS_SUB_ACCOUNTS).fillna("NULL")
+    df.to_csv(path, index=False)
     return path
 
 
@@ -497,10 +532,25 @@ def duckdb_connection():
     return con
 
 
+#: account columns the SQL reads that an export may lack (SubAccountId is conditional in FOCUS; the hand-made CUR
+#: files have no account columns, which a real CUR 2.0 always has); the reader takes a missing one as ''
+SQL_ACCOUNT_COLUMNS = {"focus": ("SubAccountId", "BillingAccountId"),
+                       "cur": ("line_item_usage_account_id", "bill_payer_account_id")}
+
+
+def csv_view(con, view: str, csv_path: Path) -> None:
+    """The CSV as a DuckDB view of strings (empty and NULL/null fields as SQL NULL); the account columns the SQL
+    reads that the file lacks are added as NULL, as the SQL headers tell users to do."""
+    with open(csv_path, newline="") as fh:
+        header = next(csv.reader(fh))
+    extra = "".join(f", CAST(NULL AS VARCHAR) AS {c}" for c in SQL_ACCOUNT_COLUMNS[view] if c not in header)
+    con.execute(f"CREATE VIEW {view} AS SELECT *{extra} FROM read_csv('{csv_path}', all_varchar=true, header=true, "
+                "nullstr=['NULL', 'null', ''])")
+
+
 def run_sql(name: str, csv_path: Path, view: str) -> pd.DataFrame:
     con = duckdb_connection()
-    con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_csv('{csv_path}', all_varchar=true, header=true, "
-                "nullstr=['NULL', 'null', ''])")
+    csv_view(con, view, csv_path)
     sql = U.load_sql(name, table=view, start="2000-01-01", end="2100-01-01").replace("explode(", "unnest(")
     out = con.sql(sql).df()
     out["hour"] = pd.to_datetime(out["hour"]).dt.tz_localize("UTC")
@@ -508,8 +558,10 @@ def run_sql(name: str, csv_path: Path, view: str) -> pd.DataFrame:
 
 
 def compare_sql_python(sql_out: pd.DataFrame, d: U.UsageData) -> None:
+    """The SQL's hourly usage equals the reader's per (provider, region, instance_type, pricing_category,
+    account_id, hour); the reader's commitment_id split is summed away (the SQL has none)."""
     cols = ["usage_hours", "billed_cost", "effective_cost", "list_cost"]
-    key = ["provider", "region", "instance_type", "pricing_category", "hour"]
+    key = ["provider", "region", "instance_type", "pricing_category", "account_id", "hour"]
     a = sql_out.groupby(key)[cols].sum(min_count=1).sort_index()
     b = d.hourly.groupby(key)[cols].sum(min_count=1).sort_index()
     assert len(a) == len(b) > 0
@@ -520,13 +572,56 @@ def compare_sql_python(sql_out: pd.DataFrame, d: U.UsageData) -> None:
 def test_spark_focus_sql_equals_python(fixture):
     out = run_sql("spark_focus_hourly_usage.sql", FIX / fixture, "focus")
     compare_sql_python(out, U.read_usage(FIX / fixture))
+    # one account each: the sample's SubAccountId, the synthetic month's BillingAccountId (it has no SubAccountId)
+    assert set(out["account_id"]) == {"focus_sample_1.0.csv": {"11353890204"},
+                                      "synthetic_focus_1.0.csv": {"111122223333"}}[fixture]
+
+
+def focus_account_hours(h: pd.DataFrame) -> dict:
+    return {k: round(v, 6) for k, v in h.groupby(["account_id", "instance_type"])["usage_hours"].sum().items()}
+
+
+#: GPU hours per (account, instance type) of write_focus_two_accounts, from the synthetic month's ConsumedQuantity
+#: per resource: i-p4d-a 720 h, i-p4d-b 360 h, i-g5-1/2/3 180 h each, vm-a 720 h, vm-b 360 h
+FOCUS_TWO_ACCOUNT_HOURS = {("00000000-0000-0000-0000-00000000000b", "Standard_NC24ads_A100_v4"): 360.0,
+                           ("111122223333", "Standard_NC24ads_A100_v4"): 720.0,
+                           ("111122223333", "g5.xlarge"): 180.0,
+                           ("111122223333", "p4d.24xlarge"): 720.0,
+                           ("444455556666", "g5.xlarge"): 360.0,
+                           ("444455556666", "p4d.24xlarge"): 360.0}
+
+
+def test_spark_focus_sql_splits_accounts_as_python(tmp_path):
+    p = write_focus_two_accounts(tmp_path / "focus_two_accounts.csv")
+    out, d = run_sql("spark_focus_hourly_usage.sql", p, "focus"), U.read_usage(p)
+    compare_sql_python(out, d)
+    assert focus_account_hours(out) == focus_account_hours(d.hourly) == FOCUS_TWO_ACCOUNT_HOURS
 
 
 def test_athena_cur_sql_equals_python(tmp_path):
     out = run_sql("athena_cur2_hourly_gpu_usage.sql", FIX / "synthetic_cur2.csv", "cur")
     compare_sql_python(out, U.read_usage(FIX / "synthetic_cur2.csv"))
+    assert set(out["account_id"]) == {""}  # no account columns in the file: '' as the reader
     p = write_cur(tmp_path / "cur.csv", cur_rows())
     compare_sql_python(run_sql("athena_cur2_hourly_gpu_usage.sql", p, "cur"), U.read_usage(p))
+
+
+#: GPU hours per (account, instance type, pricing category) of write_cur_two_accounts
+CUR_TWO_ACCOUNT_HOURS = {("012345678901", "p4d.24xlarge", "Committed"): 1.0,
+                         ("111122223333", "g5.xlarge", "Committed"): 1.0,
+                         ("210987654321", "g5.xlarge", "Dynamic"): 0.5,
+                         ("210987654321", "g5.xlarge", "Standard"): 1.0}
+
+
+def cur_account_hours(h: pd.DataFrame) -> dict:
+    return h.groupby(["account_id", "instance_type", "pricing_category"])["usage_hours"].sum().to_dict()
+
+
+def test_athena_cur_sql_splits_accounts_as_python(tmp_path):
+    p = write_cur_two_accounts(tmp_path / "cur_two_accounts.csv")
+    out, d = run_sql("athena_cur2_hourly_gpu_usage.sql", p, "cur"), U.read_usage(p)
+    compare_sql_python(out, d)
+    assert cur_account_hours(out) == cur_account_hours(d.hourly) == CUR_TWO_ACCOUNT_HOURS
 
 
 def test_sql_output_reads_back_as_hourly(tmp_path):
@@ -537,6 +632,14 @@ def test_sql_output_reads_back_as_hourly(tmp_path):
     assert d.source_format == "hourly" and d.bad_rows == []
     pd.testing.assert_frame_equal(per_key(d.hourly), per_key(U.read_usage(FIX / "synthetic_focus_1.0.csv").hourly),
                                   check_exact=False)
+    # the accounts survive the round trip, a payer's leading zero included
+    for name, src, view in (("spark_focus_hourly_usage.sql", write_focus_two_accounts(tmp_path / "f.csv"), "focus"),
+                            ("athena_cur2_hourly_gpu_usage.sql", write_cur_two_accounts(tmp_path / "c.csv"), "cur")):
+        out = run_sql(name, src, view)
+        out.assign(hour=out["hour"].dt.strftime("%Y-%m-%dT%H:%M:%SZ")).to_csv(p, index=False)
+        back = U.read_usage(p, fmt="hourly")
+        assert back.bad_rows == [] and ("012345678901" in set(back.hourly["account_id"])) == (view == "cur")
+        compare_sql_python(back.hourly, U.read_usage(src))
 
 
 # --------------------------------------------------------------------------------------------- streaming / memory

@@ -24,7 +24,9 @@ import pytest
 
 from focus_validator import FOCUS_1_2_COLUMNS
 from providers import usage as U
-from test_usage import FIX, compare_sql_python, cur_rows, duckdb_connection, run_sql, write_cur
+from test_usage import (CUR_TWO_ACCOUNT_HOURS, FIX, FOCUS_TWO_ACCOUNT_HOURS, SQL_ACCOUNT_COLUMNS, compare_sql_python,
+                        cur_account_hours, cur_rows, csv_view, duckdb_connection, focus_account_hours, run_sql,
+                        write_cur, write_cur_two_accounts, write_focus_two_accounts)
 
 FOCUS_EXPORTS = ["focus_sample_1.0.csv", "synthetic_focus_1.0.csv"]  # real (CC BY 4.0), synthetic
 SQL_COLUMNS = set(U.HOURLY_COLUMNS) - {"commitment_id"}  # the SQL does not split by commitment
@@ -60,13 +62,15 @@ def spark():
 
 
 def spark_focus(spark, csv_path: Path):
-    """The FOCUS CSV as a Spark view ``focus`` of strings, the literal NULL/null and empty fields as SQL NULL (as
-    run_sql's DuckDB view), then the Spark SQL file over all dates; a Spark DataFrame."""
+    """The FOCUS CSV as a Spark view ``focus`` of strings, the literal NULL/null and empty fields as SQL NULL and
+    the account columns the file lacks added as NULL (as run_sql's DuckDB view), then the Spark SQL file over all
+    dates; a Spark DataFrame."""
     from pyspark.sql import functions as F
 
     raw = spark.read.csv(str(csv_path), header=True, inferSchema=False, escape='"')
+    missing = [F.lit(None).cast("string").alias(c) for c in SQL_ACCOUNT_COLUMNS["focus"] if c not in raw.columns]
     raw.select([F.when(F.col(c).isin("NULL", "null", ""), None).otherwise(F.col(c)).alias(c)
-                for c in raw.columns]).createOrReplaceTempView("focus")
+                for c in raw.columns] + missing).createOrReplaceTempView("focus")
     return spark.sql(U.load_sql("spark_focus_hourly_usage.sql", table="focus", start="2000-01-01", end="2100-01-01"))
 
 
@@ -91,6 +95,13 @@ def test_spark_sql_on_spark_equals_reader(spark, fixture):
         assert set(out["region"]) == {"us-east-1"} and len(out) == 10
 
 
+def test_spark_sql_on_spark_splits_accounts_as_reader(spark, tmp_path):
+    p = write_focus_two_accounts(tmp_path / "focus_two_accounts.csv")
+    out, d = spark_rows(spark_focus(spark, p)), U.read_usage(p)
+    compare_sql_python(out, d)
+    assert focus_account_hours(out) == FOCUS_TWO_ACCOUNT_HOURS
+
+
 def test_spark_sql_without_ansi_mode_equals_reader(spark):
     """Spark 3.x (and Databricks before Spark 4) run with spark.sql.ansi.enabled false; Spark 4 with true."""
     ansi = spark.conf.get("spark.sql.ansi.enabled")
@@ -110,7 +121,7 @@ def test_spark_output_saved_as_csv_reads_back_as_hourly(spark, tmp_path):
     d = U.read_usage(part, fmt="hourly")
     assert d.bad_rows == [] and len(d.hourly) == 1620
     ref = U.read_usage(FIX / "synthetic_focus_1.0.csv").hourly
-    key = ["provider", "region", "instance_type", "pricing_category", "hour"]
+    key = ["provider", "region", "instance_type", "pricing_category", "account_id", "hour"]
     cols = ["usage_hours", "billed_cost", "effective_cost", "list_cost"]
     pd.testing.assert_frame_equal(d.hourly.groupby(key)[cols].sum(min_count=1),
                                   ref.groupby(key)[cols].sum(min_count=1), check_exact=False, rtol=1e-9)
@@ -153,8 +164,7 @@ def _run_transpiled(name: str, dialect: str, csv_path: Path, view: str) -> pd.Da
     """The SQL file transpiled by sqlglot from its dialect to DuckDB, over the CSV as a view of strings."""
     con = duckdb_connection()
     con.execute("SET TimeZone = 'UTC'")  # BigQuery TIMESTAMP / Athena TIMESTAMP literals are UTC
-    con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_csv('{csv_path}', all_varchar=true, header=true, "
-                "nullstr=['NULL', 'null', ''])")
+    csv_view(con, view, csv_path)
     sql = U.load_sql(name, table=view, start="2000-01-01", end="2100-01-01")
     (duck,) = _sqlglot().transpile(sql, read=dialect, write="duckdb")
     out = con.sql(duck).df()
@@ -170,14 +180,30 @@ def test_bigquery_sql_transpiled_to_duckdb_equals_reader(fixture):
     compare_sql_python(out, U.read_usage(FIX / fixture))
 
 
+def test_bigquery_sql_transpiled_to_duckdb_splits_accounts_as_reader(tmp_path):
+    p = write_focus_two_accounts(tmp_path / "focus_two_accounts.csv")
+    out = _run_transpiled("bigquery_focus_hourly_usage.sql", "bigquery", p, "focus")
+    compare_sql_python(out, U.read_usage(p))
+    assert focus_account_hours(out) == FOCUS_TWO_ACCOUNT_HOURS
+
+
 def test_athena_sql_parses_and_transpiled_to_duckdb_equals_reader(tmp_path):
     tree = _parse("athena_cur2_hourly_gpu_usage.sql", "athena", "cur")
     assert set(tree.named_selects) == SQL_COLUMNS
-    assert all(c.startswith(("line_item_", "product_", "pricing_", "reservation_", "savings_plan_"))
-               for c in _source_columns(tree))
+    read = _source_columns(tree)
+    assert all(c.startswith(("line_item_", "bill_", "product_", "pricing_", "reservation_", "savings_plan_"))
+               for c in read)  # CUR 2.0 column groups
+    assert {"line_item_usage_account_id", "bill_payer_account_id"} <= read
     p = write_cur(tmp_path / "cur.csv", cur_rows())
     for path in (FIX / "synthetic_cur2.csv", p):
         out = _run_transpiled("athena_cur2_hourly_gpu_usage.sql", "athena", path, "cur")
         compare_sql_python(out, U.read_usage(path))
         # the hand-written DuckDB spelling (macros) agrees with the transpiled one
         compare_sql_python(run_sql("athena_cur2_hourly_gpu_usage.sql", path, "cur"), U.read_usage(path))
+
+
+def test_athena_sql_transpiled_to_duckdb_splits_accounts_as_reader(tmp_path):
+    p = write_cur_two_accounts(tmp_path / "cur_two_accounts.csv")
+    out = _run_transpiled("athena_cur2_hourly_gpu_usage.sql", "athena", p, "cur")
+    compare_sql_python(out, U.read_usage(p))
+    assert cur_account_hours(out) == CUR_TWO_ACCOUNT_HOURS

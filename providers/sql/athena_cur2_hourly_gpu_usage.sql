@@ -1,6 +1,7 @@
 -- gpuopt: hourly GPU instance usage from an AWS CUR 2.0 table (Data Exports), Amazon Athena (Trino SQL).
 -- Output = the `hourly` format of providers/usage.py: provider, region, instance_type, hour, usage_hours,
--- billed_cost, effective_cost, list_cost, pricing_category. Save the result (Athena writes CSV) and run
+-- billed_cost, effective_cost, list_cost, pricing_category, account_id (one row per account, so that
+-- `gpuopt review --scope account` can recommend per account). Save the result (Athena writes CSV) and run
 -- `read_usage(path, fmt="hourly")`.
 -- Placeholders: {{table}} (the CUR 2.0 table), {{start}} / {{end}} (YYYY-MM-DD, line_item_usage_start_date in
 -- [start, end)).
@@ -15,6 +16,8 @@
 --     effective_cost = reservation_effective_cost (DiscountedUsage), savings_plan_savings_plan_effective_cost
 --     (SavingsPlanCoveredUsage), else line_item_unblended_cost; list_cost = pricing_public_on_demand_cost;
 --   * GPU instance = the regular expression of GPU_PATTERNS (AWS p*/g*/gr* families), not the snapshot's list;
+--   * account_id = line_item_usage_account_id (the account that ran the usage), else bill_payer_account_id
+--     (trimmed), '' when both are empty;
 --   * rows in another currency and rows that do not parse are left out (the Python reader reports them).
 -- Dialect notes: Trino string literals keep backslashes, but the regexes use none (shared with the Spark and
 -- BigQuery files); CROSS JOIN UNNEST(sequence(...)) makes one row per hour. The test suite runs this file in DuckDB
@@ -36,7 +39,8 @@ WITH src AS (
     TRY_CAST(reservation_effective_cost AS DOUBLE) AS ri_eff,
     TRY_CAST(savings_plan_savings_plan_effective_cost AS DOUBLE) AS sp_eff,
     TRY_CAST(pricing_public_on_demand_cost AS DOUBLE) AS list_cost,
-    lower(coalesce(pricing_term, '')) AS term
+    lower(coalesce(pricing_term, '')) AS term,
+    coalesce(nullif(trim(line_item_usage_account_id), ''), trim(bill_payer_account_id), '') AS account_id
   FROM {{table}}
   WHERE line_item_line_item_type IN ('Usage', 'DiscountedUsage', 'SavingsPlanCoveredUsage')
     AND regexp_like(coalesce(line_item_usage_type, ''), '(BoxUsage|SpotUsage|DedicatedUsage|HostUsage|DedicatedRes)')
@@ -45,7 +49,7 @@ WITH src AS (
     AND TRY_CAST(line_item_usage_start_date AS TIMESTAMP) < TIMESTAMP '{{end}} 00:00:00'
 ),
 gpu AS (
-  SELECT 'aws' AS provider, region, instance_type, s, e, qty, list_cost,
+  SELECT 'aws' AS provider, region, instance_type, account_id, s, e, qty, list_cost,
     CASE WHEN lit = 'Usage' THEN unblended ELSE 0.0 END AS billed,
     CASE WHEN lit = 'DiscountedUsage' THEN ri_eff WHEN lit = 'SavingsPlanCoveredUsage' THEN sp_eff
          ELSE unblended END AS eff,
@@ -63,7 +67,7 @@ hours AS (
   WHERE eff IS NOT NULL
 ),
 weighted AS (
-  SELECT provider, region, instance_type, pricing_category, hour, qty, billed, eff, list_cost,
+  SELECT provider, region, instance_type, pricing_category, account_id, hour, qty, billed, eff, list_cost,
     CAST(date_diff('millisecond', greatest(s, hour), least(e, hour + INTERVAL '1' HOUR)) AS DOUBLE)
       / CAST(date_diff('millisecond', s, e) AS DOUBLE) AS w
   FROM hours
@@ -73,7 +77,8 @@ SELECT provider, region, instance_type, hour,
   SUM(billed * w) AS billed_cost,
   SUM(eff * w) AS effective_cost,
   SUM(list_cost * w) AS list_cost,
-  pricing_category
+  pricing_category,
+  account_id
 FROM weighted
-GROUP BY provider, region, instance_type, pricing_category, hour
-ORDER BY provider, region, instance_type, pricing_category, hour
+GROUP BY provider, region, instance_type, pricing_category, account_id, hour
+ORDER BY provider, region, instance_type, pricing_category, account_id, hour

@@ -1,7 +1,8 @@
 -- gpuopt: hourly GPU instance usage from a FOCUS 1.0-1.2 table, Google BigQuery (GoogleSQL).
 -- Output = the `hourly` format of providers/usage.py: provider, region, instance_type, hour, usage_hours,
--- billed_cost, effective_cost, list_cost, pricing_category. Export the result (CSV or Parquet) and run
--- `read_usage(path, fmt="hourly")`.
+-- billed_cost, effective_cost, list_cost, pricing_category, account_id (SubAccountId, else BillingAccountId, ''
+-- when neither; one row per account, for `gpuopt review --scope account`). Export the result (CSV or Parquet)
+-- and run `read_usage(path, fmt="hourly")`.
 -- Placeholders: {{table}} (`project.dataset.table` of the FOCUS export), {{start}} / {{end}} (YYYY-MM-DD,
 -- ChargePeriodStart in [start, end)).
 --
@@ -32,7 +33,8 @@ WITH src AS (
     SAFE_CAST(ListCost AS FLOAT64) AS list_cost,
     lower(coalesce(PricingCategory, '')) AS pcat,
     coalesce(CommitmentDiscountId, '') AS cid,
-    lower(coalesce(CommitmentDiscountStatus, '')) AS cstatus
+    lower(coalesce(CommitmentDiscountStatus, '')) AS cstatus,
+    coalesce(nullif(trim(SubAccountId), ''), trim(BillingAccountId), '') AS account_id
   FROM `{{table}}`
   WHERE lower(ChargeCategory) = 'usage'
     AND lower(coalesce(CommitmentDiscountStatus, '')) <> 'unused'
@@ -63,7 +65,7 @@ typed AS (
   FROM src
 ),
 gpu AS (
-  SELECT provider, region, instance_type, s, e, qty, billed, list_cost,
+  SELECT provider, region, instance_type, account_id, s, e, qty, billed, list_cost,
     CASE WHEN pcat IN ('standard', 'on-demand') THEN 'Standard'
          WHEN pcat IN ('committed', 'commitment-based') THEN 'Committed'
          WHEN pcat = 'dynamic' THEN 'Dynamic'
@@ -76,7 +78,7 @@ gpu AS (
     AND s IS NOT NULL AND e IS NOT NULL AND e > s AND qty IS NOT NULL AND billed IS NOT NULL
 ),
 costed AS (
-  SELECT provider, region, instance_type, s, e, qty, billed, list_cost, pricing_category,
+  SELECT provider, region, instance_type, account_id, s, e, qty, billed, list_cost, pricing_category,
     CASE WHEN eff IS NULL AND pricing_category <> 'Committed' THEN billed ELSE eff END AS eff
   FROM gpu
   WHERE NOT (eff IS NULL AND pricing_category = 'Committed')
@@ -88,7 +90,7 @@ hours AS (
                                              INTERVAL 1 HOUR)) AS hour
 ),
 weighted AS (
-  SELECT provider, region, instance_type, pricing_category, hour, qty, billed, eff, list_cost,
+  SELECT provider, region, instance_type, pricing_category, account_id, hour, qty, billed, eff, list_cost,
     TIMESTAMP_DIFF(LEAST(e, TIMESTAMP_ADD(hour, INTERVAL 1 HOUR)), GREATEST(s, hour), MILLISECOND)
       / TIMESTAMP_DIFF(e, s, MILLISECOND) AS w
   FROM hours
@@ -98,7 +100,8 @@ SELECT provider, region, instance_type, hour,
   SUM(billed * w) AS billed_cost,
   SUM(eff * w) AS effective_cost,
   SUM(list_cost * w) AS list_cost,
-  pricing_category
+  pricing_category,
+  account_id
 FROM weighted
-GROUP BY provider, region, instance_type, pricing_category, hour
-ORDER BY provider, region, instance_type, pricing_category, hour
+GROUP BY provider, region, instance_type, pricing_category, account_id, hour
+ORDER BY provider, region, instance_type, pricing_category, account_id, hour

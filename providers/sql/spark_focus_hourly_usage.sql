@@ -1,6 +1,7 @@
 -- gpuopt: hourly GPU instance usage from a FOCUS 1.0-1.2 table, Spark SQL (Databricks, EMR, Synapse Spark).
 -- Output = the `hourly` format of providers/usage.py: provider, region, instance_type, hour, usage_hours,
--- billed_cost, effective_cost, list_cost, pricing_category. Save it as CSV/Parquet and run
+-- billed_cost, effective_cost, list_cost, pricing_category, account_id (one row per account, so that
+-- `gpuopt review --scope account` can recommend per account). Save it as CSV/Parquet and run
 -- `read_usage(path, fmt="hourly")`.
 -- Placeholders: {{table}} (the FOCUS table), {{start}} / {{end}} (YYYY-MM-DD, ChargePeriodStart in [start, end)).
 -- Run with spark.sql.session.timeZone = UTC.
@@ -15,6 +16,8 @@
 --   * rows that do not parse (dates, numbers) and rows in another currency are left out silently (the Python
 --     reader reports them, and refuses a non-USD file);
 --   * a resource-hour split between a Committed and a Standard row is not re-shared by PricingQuantity.
+-- account_id = SubAccountId, else BillingAccountId (trimmed), '' when both are empty, as the reader. SubAccountId
+-- is a conditional FOCUS column: if your export has no such column, put NULL in its place in `src`.
 -- Dialect notes: the regular expressions use no backslash (Spark's string escapes, Trino's and DuckDB's literal
 -- backslashes and BigQuery's all read them the same) and only syntax common to Java, RE2 and Joni; TRY_CAST needs
 -- Spark >= 3.2; explode(sequence(...)) makes one row per hour; regexp_replace is used only where one match is
@@ -42,7 +45,8 @@ WITH src AS (
     TRY_CAST(ListCost AS DOUBLE) AS list_cost,
     lower(coalesce(PricingCategory, '')) AS pcat,
     coalesce(CommitmentDiscountId, '') AS cid,
-    lower(coalesce(CommitmentDiscountStatus, '')) AS cstatus
+    lower(coalesce(CommitmentDiscountStatus, '')) AS cstatus,
+    coalesce(nullif(trim(SubAccountId), ''), trim(BillingAccountId), '') AS account_id
   FROM {{table}}
   WHERE lower(ChargeCategory) = 'usage'
     AND lower(coalesce(CommitmentDiscountStatus, '')) <> 'unused'
@@ -74,7 +78,7 @@ typed AS (
   FROM src
 ),
 gpu AS (
-  SELECT provider, region, instance_type, s, e, qty, billed, list_cost,
+  SELECT provider, region, instance_type, account_id, s, e, qty, billed, list_cost,
     CASE WHEN pcat IN ('standard', 'on-demand') THEN 'Standard'
          WHEN pcat IN ('committed', 'commitment-based') THEN 'Committed'
          WHEN pcat = 'dynamic' THEN 'Dynamic'
@@ -87,7 +91,7 @@ gpu AS (
     AND s IS NOT NULL AND e IS NOT NULL AND e > s AND qty IS NOT NULL AND billed IS NOT NULL
 ),
 costed AS (
-  SELECT provider, region, instance_type, s, e, qty, billed, list_cost, pricing_category,
+  SELECT provider, region, instance_type, account_id, s, e, qty, billed, list_cost, pricing_category,
     CASE WHEN eff IS NULL AND pricing_category <> 'Committed' THEN billed ELSE eff END AS eff
   FROM gpu
   WHERE NOT (eff IS NULL AND pricing_category = 'Committed')
@@ -97,7 +101,7 @@ hours AS (
   FROM costed c
 ),
 weighted AS (
-  SELECT provider, region, instance_type, pricing_category, hour, qty, billed, eff, list_cost,
+  SELECT provider, region, instance_type, pricing_category, account_id, hour, qty, billed, eff, list_cost,
     (unix_timestamp(least(e, hour + INTERVAL '1' HOUR)) - unix_timestamp(greatest(s, hour)))
       / (unix_timestamp(e) - unix_timestamp(s)) AS w
   FROM hours
@@ -107,7 +111,8 @@ SELECT provider, region, instance_type, hour,
   SUM(billed * w) AS billed_cost,
   SUM(eff * w) AS effective_cost,
   SUM(list_cost * w) AS list_cost,
-  pricing_category
+  pricing_category,
+  account_id
 FROM weighted
-GROUP BY provider, region, instance_type, pricing_category, hour
-ORDER BY provider, region, instance_type, pricing_category, hour
+GROUP BY provider, region, instance_type, pricing_category, account_id, hour
+ORDER BY provider, region, instance_type, pricing_category, account_id, hour

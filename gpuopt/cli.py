@@ -577,6 +577,20 @@ def diff(
         _fail(verdict, EXIT_COST_GATE, "cost_gate", "fail_above", prefix="gpuopt: cost gate: ")
 
 
+@app.command("completion")
+def completion(shell: Annotated[str, typer.Argument(help="bash, zsh, fish or powershell.")]):
+    """Print the shell completion script (e.g. `gpuopt completion bash >> ~/.bashrc`; or `gpuopt --install-completion`
+    for the shell you run)."""
+    with _boundary():
+        from gpuopt.errors import InputError
+        from typer._completion_shared import get_completion_script
+
+        shells = ("bash", "zsh", "fish", "powershell")
+        if shell not in shells:
+            raise InputError("shell", f"unknown shell {shell!r}", accepted=", ".join(shells))
+        typer.echo(get_completion_script(prog_name="gpuopt", complete_var="_GPUOPT_COMPLETE", shell=shell))
+
+
 def _asks_json(argv: list[str]) -> bool:
     """Does the command line ask for JSON (--format json, -f json, --format=json; prices import --json)?"""
     for i, a in enumerate(argv):

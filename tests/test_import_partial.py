@@ -205,9 +205,11 @@ def test_prices_no_cloud_quotes_are_refused_at_import(tmp_path, price):
     r = _cli(str(f), "--format", "skypilot", "--provider", "azure", "--as-of", "2026-12-01", "--json")
     if price == "1e-300":
         # the SkyPilot importer itself calls the spot price 0.7956 >= 1e-300 a placeholder; nothing is left
-        assert r.exit_code == 1
-        assert r.stderr == ("gpuopt: error: file: azure_one_row_1e-300.csv holds no GPU offers gpuopt can use "
-                            "(2 rows not usable: bad_price 1, placeholder_spot 1)\n")
+        assert r.exit_code == 1  # with --json the error is a JSON document on stderr (gpuopt.schemas.ErrorDoc)
+        err = json.loads(r.stderr)
+        assert err["kind"] == "error" and err["error"]["field"] == "file"
+        assert err["error"]["message"] == ("file: azure_one_row_1e-300.csv holds no GPU offers gpuopt can use "
+                                           "(2 rows not usable: bad_price 1, placeholder_spot 1)")
         assert cache.list_snapshots() == []
         return
     assert r.exit_code == 0, r.output

@@ -235,10 +235,21 @@ def test_tables_fit_the_terminal_and_never_cut_a_price(columns):
     assert "$576.70" in plan.stdout  # the plan's monthly cost, whole
 
 
-def test_shell_completion_script():
-    r = _run("--show-completion", "bash", env={"SHELL": "/bin/bash"})
-    assert r.exit_code == 0, (r.output, repr(r.exception))
-    assert "_GPUOPT_COMPLETE" in r.stdout.upper().replace("-", "_")
+def test_shell_completion_script_and_completion_itself():
+    r = _run("completion", "bash")
+    assert r.exit_code == 0 and "_GPUOPT_COMPLETE=complete_bash" in r.stdout
+    assert _run("completion", "tcsh").exit_code == 1  # one line naming the shells it knows
+    # the installed console script completes a command and an option, as the shell would ask it
+    import os
+    import shutil
+    import subprocess
+
+    exe = shutil.which("gpuopt")
+    assert exe, "install first: pip install -e ."
+    env = {**os.environ, "_GPUOPT_COMPLETE": "complete_bash", "COMP_WORDS": "gpuopt pri", "COMP_CWORD": "1"}
+    assert subprocess.run([exe], env=env, capture_output=True, text=True, timeout=60).stdout.split() == ["prices"]
+    env.update(COMP_WORDS="gpuopt review --sc", COMP_CWORD="2")
+    assert "--scope" in subprocess.run([exe], env=env, capture_output=True, text=True, timeout=60).stdout.split()
 
 
 # ------------------------------------------------------------------------------------------- Python API

@@ -238,3 +238,28 @@ def test_gcp_sells_commitments_without_upfront_only():
 ])
 def test_aws_normalization_factors(itype, family, factor):
     assert aws_normalization_factor(itype, family) == factor
+
+
+def test_per_account_commitments_each_reach_the_focus_projection(tmp_path):
+    """--scope account: each account's recommended commitment is its own FOCUS commitment (its CommitmentDiscountId
+    names the account), its used hours land on that account's resources (SubAccountId), and the file passes gpuopt's
+    FOCUS 1.2 validator. Before, only the last recommendation of an instance type reached the projection."""
+    from gpuopt.api import review as api_review
+    from gpuopt.focus import focus_rows
+    from tests.focus_validator import validate_focus
+
+    rv = api_review(usage=p4d_export(tmp_path / "x.csv"), scope="account")
+    assert {r.account_id for r in rv.recommendations} == {"111111111111", "222222222222"}
+    rows = focus_rows(rv.focus_charges())
+    assert validate_focus(rows) == []
+    purchases = [r for r in rows if r["ChargeCategory"] == "Purchase"]
+    cids = {r["CommitmentDiscountId"] for r in purchases}
+    assert len(cids) == 2 and all(c.endswith(("/111111111111", "/222222222222")) for c in cids)
+    for acct in ("111111111111", "222222222222"):
+        used = [r for r in rows if r["ChargeCategory"] == "Usage" and r.get("CommitmentDiscountStatus") == "Used"
+                and str(r["CommitmentDiscountId"]).endswith(acct)]
+        assert used and {r["SubAccountId"] for r in used} == {acct}
+        # 2 instances reserved per account, used 75 % of the projected month's hours: the calendar month after the
+        # window's end (Oct 15) is November 2026, 720 h
+        assert {r["BillingPeriodStart"] for r in used} == {"2026-11-01T00:00:00Z"}
+        assert sum(float(r["ConsumedQuantity"]) for r in used) == pytest.approx(2 * 720 * 0.75, rel=1e-6)

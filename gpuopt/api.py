@@ -13,8 +13,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+import logging
+
 from gpuopt.errors import InputError
 from gpuopt.schemas import VERSIONS, DictResult, envelope, frame
+
+#: ``gpuopt -v`` (info) / ``-vv`` (debug) shows these on stderr
+log = logging.getLogger("gpuopt")
 from gpuopt.records import PRICING_MODELS, short_source
 
 
@@ -66,7 +71,10 @@ def _load(catalog: str | Path | None, on_date=None, categories: bool = False):
     if catalog is not None and on_date is not None:
         raise InputError("prices_on", "--prices-on picks prices from the cache's history; it cannot be used with "
                                       "--catalog (your file has its own prices)")
-    return load_offers(catalog, on_date=on_date, categories=categories)
+    offers, info = load_offers(catalog, on_date=on_date, categories=categories)
+    log.info("prices: %d offers from %s %s%s", len(offers), info.kind, info.path,
+             f" in effect on {on_date}" if on_date else "")
+    return offers, info
 
 
 def _price_provenance(offers, info, catalog, prices_on=None) -> dict[str, Any]:
@@ -221,7 +229,9 @@ class PricesResult:
 
     def to_dataframe(self):
         """The offers as a pandas DataFrame, one row per offer, cheapest first."""
-        return frame(self.rows)
+        from gpuopt.schemas import OfferRow
+
+        return frame(self.rows, OfferRow)
 
 
 class StatusResult(DictResult):
@@ -231,17 +241,25 @@ class StatusResult(DictResult):
     kind = "prices-status"
     frame_key = "source_dates"
 
+    @property
+    def row_model(self):
+        from gpuopt.schemas import SourceDate
+
+        return SourceDate
+
 
 class ImportResult(DictResult):
-    """``prices_import()``: a dict of counts and ``messages``; ``to_dataframe()``: one row per provider."""
+    """``prices_import()``: a dict of counts and ``messages``; ``to_dataframe()``: one row per provider's snapshot
+    written (provider, file, rows, as_of, added, changed, kept, removed, ...)."""
 
     kind = "prices-import"
+    frame_key = "snapshots"
 
-    def to_dataframe(self):
-        per = self.get("providers")
-        if isinstance(per, dict):
-            return frame([{"provider": k, **(v if isinstance(v, dict) else {"value": v})} for k, v in per.items()])
-        return frame([{k: v for k, v in self.items() if not isinstance(v, (list, dict))}])
+    @property
+    def row_model(self):
+        from gpuopt.schemas import ImportedSnapshot
+
+        return ImportedSnapshot
 
 
 def prices_list(*, gpu: Iterable[str] = (), provider: Iterable[str] = (), region: Iterable[str] = (),
@@ -639,8 +657,10 @@ class RecommendResult:
         return {**head, **body}
 
     def to_dataframe(self):
-        """The plan's lines as a pandas DataFrame (the keys of ``to_dict()["lines"]``; empty with no plan)."""
-        return frame(self.to_dict()["lines"])
+        """The plan's lines as a pandas DataFrame (the keys of ``to_dict()["lines"]``; no rows with no plan)."""
+        from gpuopt.schemas import Line
+
+        return frame(self.to_dict()["lines"], Line)
 
 
 def recommend(*, budget: float | None = None, model: str | None = None, params: float | None = None,
@@ -863,6 +883,8 @@ def _recommend_plan(plan_path, cwd, options: dict[str, Any], explain: bool = Tru
     # text columns as categoricals: selecting rows of a big catalog 30x faster (records.as_categories)
     offers, info = _load(catalog, _date_or_none(plan.prices_on), categories=True)
     filtered, notes = plan_offers(plan, offers)
+    log.info("plan: %d workload(s) %s over %d of %d offers after the plan's filters; solver %s, time limit %s s",
+             len(ws), ", ".join(w.name for w in ws), len(filtered), len(offers), plan.solver, plan.time_limit_s)
     budgets = Budgets(monthly=plan.budget, total=plan.budget_total, upfront=plan.max_upfront,
                       commitment=plan.max_commitment)
     result = plan_fleet(ws, plan.demand_profiles(), filtered, budgets=budgets, objective=plan.objective,
@@ -871,6 +893,7 @@ def _recommend_plan(plan_path, cwd, options: dict[str, Any], explain: bool = Tru
                         solver="auto" if options.get("solver") is None and plan.solver == "cbc" else plan.solver,
                         time_limit_s=plan.time_limit_s, horizon_months=plan.horizon_months,
                         leftover_value=plan.leftover_value, placement=plan.placement, spread=plan.spread or "")
+    log.info("plan: status %s, total %s USD, solver %s", result.status, result.total_usd, result.solver)
     result.notes.extend(notes)
     old_quotes = _old_quotes(result.lines, plan.prices_on)
     result.notes.extend(old_quotes)
@@ -928,6 +951,8 @@ def review(*, usage: str | Path, usage_format: str = "auto", lookback: str | flo
 
     days = _lookback_days(lookback)
     data = read_usage(p, fmt=usage_format, lookback_days=days)
+    log.info("review: %s read as %s: %d rows, %d GPU compute, %d bad; coverage %s to %s", p, data.source_format,
+             data.rows_read, len(data.hourly), len(data.bad_rows), data.coverage_start, data.coverage_end)
     if data.hourly.empty:
         raise InputError("usage", f"{p.name}: no GPU compute usage found ({data.rows_read} rows read, "
                                   f"{data.rows_not_gpu} not GPU, {len(data.bad_rows)} bad)")
@@ -939,6 +964,9 @@ def review(*, usage: str | Path, usage_format: str = "auto", lookback: str | flo
     result = run_review(data, offers, term=term, payment=payment, lookback_days=days, prices=prices, solver=solver,
                         scope=scope)
     used = {u for u in data.hourly["provider"].astype(str).unique()}
+    # warnings about the prices of providers the export does not use are noise for this review
+    prices["warnings"] = [w for w in prices.get("warnings", [])
+                          if not any(w.startswith(f"{p}:") for p in prices.get("providers", {}) if p not in used)]
     later = sorted(p for p, v in prices["providers"].items() if p in used and v.get("as_of") and v["as_of"] > end_day.isoformat())
     if later:
         result.notes.append(f"no price snapshot from the usage period for {', '.join(later)}: priced with prices valid "

@@ -59,6 +59,7 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
         _fail(str(InputError("quiet", "--quiet and --verbose contradict each other", accepted="one of them")), 2,
               "usage", "quiet")
     _STATE["quiet"], _STATE["verbose"] = quiet, verbose
+    _INPUTS.clear()  # each command names the files it reads
     from gpuopt import render
 
     render.QUIET, render.NO_COLOR = quiet, no_color
@@ -105,6 +106,8 @@ def _fail(message: str, code: int, kind: str, field: str | None = None, accepted
 
         from gpuopt.schemas import envelope
 
+        if field:  # the option's name as a key: "--budget" and "budget" alike are "budget"
+            field = str(field).lstrip("-").replace("-", "_")
         doc = envelope("error", {"exit_code": code, "error": {"type": kind, "message": message, "field": field,
                                                               "accepted": accepted}})
         typer.echo(json.dumps(doc), err=True)
@@ -121,6 +124,10 @@ def _boundary(fmt: str | None = None):
 
     if fmt is not None:
         _STATE["format"] = fmt
+        from gpuopt import render
+
+        # --format json: stderr holds nothing but an error document (the warnings are in the JSON on stdout)
+        render.JSON_STDERR = fmt == "json"
     try:
         yield
     except GpuoptError as exc:
@@ -128,35 +135,118 @@ def _boundary(fmt: str | None = None):
         _fail(str(exc), code, kind, getattr(exc, "field", None), getattr(exc, "accepted", None))
 
 
+#: The files the command being run reads (--usage, --workload, --catalog, ...): never written over by an output.
+_INPUTS: list[Path] = []
+
+
+def _inputs(*paths) -> None:
+    """Remember the files this command reads, so that no output (or a report's CSV/JSON beside it) replaces one."""
+    _INPUTS.clear()
+    _INPUTS.extend(Path(p).absolute() for p in paths if p)
+
+
+def _not_an_input(*outputs: Path) -> None:
+    """InputError("output") when an output would replace a file the command reads (a report's CSV beside it named
+    like the billing export it reviews, a plan JSON over the plan file...)."""
+    from gpuopt.errors import InputError
+
+    reads = {p.resolve() for p in _INPUTS if p.exists()}
+    for out in outputs:
+        if Path(out).absolute().resolve() in reads:
+            raise InputError("output", f"{out} is a file this command reads; writing there would replace it: give "
+                                       "--output another name")
+
+
+def _public(path: Path) -> None:
+    """A temporary file is created 0600; the output gets the mode a new file gets under the umask (0644 usually)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o666 & ~mask)
+
+
+def _check_output(output: Path) -> Path:
+    """The absolute --output path, or InputError("output") for a folder, a missing folder or one of the inputs."""
+    from gpuopt.errors import InputError
+
+    out = Path(output).absolute()
+    if out.is_dir():
+        raise InputError("output", f"{output} is a folder; give a file name")
+    if not out.parent.is_dir():
+        raise InputError("output", f"folder {out.parent} does not exist")
+    _not_an_input(out)
+    return out
+
+
+def _cannot_write(out: Path, exc: OSError):
+    from gpuopt.errors import InputError
+
+    return InputError("output", f"cannot write {out}: {exc.strerror or exc}")
+
+
 @contextlib.contextmanager
 def _stdout_to(output: Path | None):
     """Send what the command prints on stdout to ``output`` (--output), written whole or not at all: a temporary file
-    beside it is renamed over it when the command succeeds. InputError("output") for a folder or a missing folder."""
+    beside it is renamed over it when the command succeeds (an error leaves a previous file as it was, and no
+    temporary file). InputError("output") for a folder, a missing folder, an input of the command, or a file or
+    folder that cannot be written."""
     if output is None:
         yield
         return
     import tempfile
 
-    from gpuopt.errors import InputError
-
-    out = Path(output)
-    if out.is_dir():
-        raise InputError("output", f"{out} is a folder; give a file name")
-    if not out.absolute().parent.is_dir():
-        raise InputError("output", f"folder {out.absolute().parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.absolute().parent)
+    out = _check_output(output)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    except OSError as exc:
+        raise _cannot_write(out, exc) from None
     ok = False
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f, contextlib.redirect_stdout(f):
             yield
+        _public(Path(tmp))
+        try:
+            os.replace(tmp, out)
+        except OSError as exc:
+            raise _cannot_write(out, exc) from None
         ok = True
     finally:
-        if ok:
-            os.replace(tmp, out)
-        else:
+        if not ok:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
     _note(f"wrote {out}")
+
+
+def _write_whole(output: Path, write) -> list[Path]:
+    """Write a file and the files beside it (a report's CSV, JSON and charts) whole or not at all: ``write(path)``
+    writes them into a temporary folder next to ``output``; only when it succeeded is each moved into place. Returns
+    the files written. InputError("output") as :func:`_stdout_to`, and when a file to write is a folder."""
+    import shutil
+    import tempfile
+
+    from gpuopt.errors import InputError
+
+    out = _check_output(output)
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    except OSError as exc:
+        raise _cannot_write(out, exc) from None
+    try:
+        write(tmp / out.name)
+        made = sorted(tmp.iterdir())
+        targets = [out.parent / f.name for f in made]
+        _not_an_input(*targets)
+        for t in targets:
+            if t.is_dir():
+                raise InputError("output", f"{t} (written beside {out.name}) is a folder; give --output another name")
+        for f, t in zip(made, targets):
+            _public(f)
+            os.replace(f, t)
+        return targets
+    except OSError as exc:
+        raise _cannot_write(out, exc) from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _check_format(fmt: str, extra: tuple[str, ...] = ()) -> str:
@@ -168,7 +258,8 @@ def _check_format(fmt: str, extra: tuple[str, ...] = ()) -> str:
 
 
 def _write_file_format(result, fmt: str, output: Path | None) -> None:
-    """--format focus|markdown|html: write the FinOps output and say where (FOCUS CSV to stdout without --output)."""
+    """--format focus|markdown|html: write the FinOps output and say where (FOCUS CSV to stdout without --output;
+    Parquet to a .parquet/.pq file). Files are written whole or not at all (:func:`_write_whole`)."""
     if fmt == "focus":
         from gpuopt.focus import charges_from_plan, focus_csv_text, focus_rows, write_focus
 
@@ -176,19 +267,26 @@ def _write_file_format(result, fmt: str, output: Path | None) -> None:
         if output is None:
             typer.echo(focus_csv_text(rows), nl=False)
         else:
-            write_focus(rows, output)  # Parquet for .parquet/.pq, else CSV
+            _write_whole(output, lambda p: write_focus(rows, p))
             plan = getattr(result, "plan", None)
             span = (f" covering the {plan.horizon_months}-month horizon from {plan.start_month}"
                     if getattr(plan, "horizon_months", None) else "")
             _note(f"wrote {len(rows)} FOCUS 1.2 rows{span} to {output}")
         return
     from gpuopt.errors import InputError
-    from gpuopt.report import render_report
 
     if output is None:
         raise InputError("output", f"--format {fmt} writes a file: give --output PATH (e.g. report.{'md' if fmt == 'markdown' else 'html'})")
-    path = render_report(result, fmt, output)
-    _note(f"wrote the {fmt} report to {path} (with its CSV and JSON beside it)")
+    if hasattr(result, "plan"):
+        from gpuopt.report import render_report
+
+        _write_whole(output, lambda p: render_report(result, fmt, p))
+        _note(f"wrote the {fmt} report to {output} (with its CSV and JSON beside it)")
+    else:
+        from gpuopt.review_report import render_review_report
+
+        _write_whole(output, lambda p: render_review_report(result, fmt, p))
+        _note(f"wrote the {fmt} review to {output} (with its CSV and JSON beside it)")
 
 
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="Output: 'table' (for people) or 'json' (for programs); recommend also 'focus' (FOCUS 1.2 CSV), 'markdown', 'html' (reports, with --output).")]
@@ -291,6 +389,7 @@ def recommend(
 
     # every key is an option when no plan file is read (neither --workload nor ./gpuopt.yaml)
     every = _plan_path(workload, None) is None
+    _inputs(workload, catalog, demand_profile, measured, trace)
     with _boundary(fmt), named_as_options(opts, every=every, extra={"format": "--format"}):
         _check_format(fmt, FILE_FORMATS)
         from gpuopt import api, render
@@ -366,6 +465,7 @@ def estimate(
     fmt: FormatOpt = "table",
 ):
     """Size a workload on one GPU model: memory per replica, GPUs per replica, FLOPs, GPU-hours, tokens/s."""
+    _inputs(measured, trace)
     with _boundary(fmt):
         _check_format(fmt)
         from gpuopt import render
@@ -405,6 +505,7 @@ def review(
     fmt: FormatOpt = "table",
 ):
     """Monthly cost review: what the GPU fleet cost, how well it was used, what to commit to and what it saves."""
+    _inputs(*([usage] if not Path(usage).is_dir() else sorted(p for p in Path(usage).rglob("*") if p.is_file())))
     with _boundary(fmt):
         _check_format(fmt, FILE_FORMATS)
         from gpuopt import api, render
@@ -413,16 +514,7 @@ def review(
                             scope=scope)
         render.warnings(result.prices, result.warnings)
         if fmt in FILE_FORMATS:
-            if fmt == "focus":
-                _write_file_format(result, fmt, output)
-            else:
-                from gpuopt.errors import InputError
-                from gpuopt.review_report import render_review_report
-
-                if output is None:
-                    raise InputError("output", f"--format {fmt} writes a file: give --output PATH")
-                path = render_review_report(result, fmt, output)
-                _note(f"wrote the {fmt} review to {path} (with its CSV and JSON beside it)")
+            _write_file_format(result, fmt, output)
         else:
             with _stdout_to(output):
                 render.review(result, fmt)
@@ -441,6 +533,7 @@ def prices_list(
     fmt: FormatOpt = "table",
 ):
     """List GPU offers, cheapest first, with where each price comes from."""
+    _inputs(catalog)
     with _boundary(fmt):
         _check_format(fmt)
         from gpuopt import api, render
@@ -455,6 +548,7 @@ def prices_list(
 @prices_app.command("status")
 def prices_status(catalog: CatalogOpt = None, output: OutputOpt = None, fmt: FormatOpt = "table"):
     """Where the prices come from, how old they are, and row counts per provider."""
+    _inputs(catalog)
     with _boundary(fmt):
         _check_format(fmt)
         from gpuopt import api, render
@@ -528,6 +622,7 @@ def prices_import(
     Says per provider how many offers were added, changed, unchanged, kept and removed. A file older than the
     current prices goes into the price history only (used by --prices-on), leaving the current prices as they are.
     """
+    _inputs(file)
     with _boundary("json" if as_json else "table"):
         from gpuopt import api, render
 
@@ -564,6 +659,7 @@ def diff(
     fmt: FormatOpt = "table",
 ):
     """What changed between two plans (money and lines), for cost gates in CI."""
+    _inputs(old, new)
     with _boundary(fmt):
         _check_format(fmt)
         from gpuopt import api, render
@@ -591,6 +687,19 @@ def completion(shell: Annotated[str, typer.Argument(help="bash, zsh, fish or pow
         typer.echo(get_completion_script(prog_name="gpuopt", complete_var="_GPUOPT_COMPLETE", shell=shell))
 
 
+#: Options of the root command, accepted anywhere on the command line (`gpuopt recommend ... -q`).
+_GLOBAL_FLAGS = ("--quiet", "-q", "--verbose", "-v", "-vv", "-vvv", "--no-color")
+
+
+def _globals_first(argv: list[str]) -> list[str]:
+    """Move --quiet/-q, --verbose/-v and --no-color typed after the command to the front, where the root command
+    reads them (a value of another option is never moved: these flags take none, and an option's value follows it)."""
+    if "--" in argv:  # after "--" everything is an argument
+        i = argv.index("--")
+        return _globals_first(argv[:i]) + argv[i:]
+    return [a for a in argv if a in _GLOBAL_FLAGS] + [a for a in argv if a not in _GLOBAL_FLAGS]
+
+
 def _asks_json(argv: list[str]) -> bool:
     """Does the command line ask for JSON (--format json, -f json, --format=json; prices import --json)?"""
     for i, a in enumerate(argv):
@@ -611,7 +720,7 @@ def main(argv: list[str] | None = None) -> None:
     base classes are found from typer's own BadParameter rather than imported by name."""
     mro = {c.__name__: c for c in typer.BadParameter.__mro__}
     click_exception, usage_error = mro["ClickException"], mro["UsageError"]
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = _globals_first(list(sys.argv[1:] if argv is None else argv))
     try:
         rv = app(args=args, standalone_mode=False, prog_name="gpuopt")
     except typer.Exit as exc:
@@ -623,7 +732,9 @@ def main(argv: list[str] | None = None) -> None:
         msg = exc.format_message()
         if not msg:  # `gpuopt` or `gpuopt prices` alone: the help was printed, nothing went wrong
             sys.exit(0)
-        code = 2 if isinstance(exc, usage_error) else 1
+        # a value click cannot convert (--budget abc) is bad input (1); an unknown option or command, a missing
+        # argument, is a usage error (2)
+        code = 2 if isinstance(exc, usage_error) and not isinstance(exc, typer.BadParameter) else 1
         _STATE["format"] = "json" if _asks_json(args) else "table"
         try:
             _fail(msg, code, "usage" if code == 2 else "input",

@@ -226,6 +226,8 @@ class Charge:
         """Recurring USD/h per instance of a commitment (0 for all upfront)."""
         if self.recurring_unit_price is not None:
             return max(0.0, float(self.recurring_unit_price))
+        if self.payment == "all_upfront":  # no recurring fee by definition (a rounded effective rate leaves dust)
+            return 0.0
         term = self.commitment_term_hours or 0.0
         per_instance = self.upfront_usd / max(self.instances, 1)
         r = self.contracted_unit_price - (per_instance / term if term else 0.0)

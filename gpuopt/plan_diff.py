@@ -68,7 +68,9 @@ class PlanDiff:
         """The purchases added, removed or changed, one row each (pandas DataFrame)."""
         from gpuopt.schemas import frame
 
-        return frame(self.lines)
+        from gpuopt.schemas import LineChange
+
+        return frame(self.lines, LineChange)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``plan-diff`` document (gpuopt.schemas.PlanDiffDoc)."""
@@ -116,7 +118,8 @@ def diff_plans(old: dict[str, Any], new: dict[str, Any], *, old_name: str = "old
 def gate(diff: PlanDiff, fail_above_pct: float | None) -> tuple[bool, str]:
     """Whether the plan's total rose by more than ``fail_above_pct`` % (a cost gate), and a one-line verdict.
 
-    A plan that was free (old total 0) and costs now fails any gate. Raises InputError("fail_above") for a negative
+    A plan that was free (old total 0) and costs now fails any gate; so does a new plan with no solution
+    (infeasible, not solved: its total 0 is no saving). Raises InputError("fail_above") for a negative
     or non-finite limit."""
     if fail_above_pct is None:
         return False, ""
@@ -124,12 +127,16 @@ def gate(diff: PlanDiff, fail_above_pct: float | None) -> tuple[bool, str]:
 
     if not math.isfinite(fail_above_pct) or fail_above_pct < 0:
         raise InputError("fail_above", f"must be a percentage >= 0, got {fail_above_pct!r}", accepted=">= 0, e.g. 5")
+    if diff.status[1] in ("infeasible", "not_solved"):
+        return True, (f"the new plan has no solution (status {diff.status[1]}): its total of $0.00 is not a saving; "
+                      "the gate fails")
     o, n, d, pct = diff.money["total_usd"]
     if pct is None:
         failed = n > 0.005
     else:
         failed = pct > fail_above_pct + 1e-9
-    verdict = (f"total {'rose' if d > 0 else 'changed'} by ${d:,.2f} "
+    money = f"-${-d:,.2f}" if d < 0 else f"${d:,.2f}"
+    verdict = (f"total {'rose' if d > 0 else 'changed'} by {money} "
                + (f"({pct:+.2f} %)" if pct is not None else "(from $0)")
                + (f": above the limit of {fail_above_pct:g} %" if failed else f": within {fail_above_pct:g} %"))
     return failed, verdict

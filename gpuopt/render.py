@@ -24,6 +24,9 @@ def _days(age: float) -> str:
 #: --quiet: no warnings on stderr; --no-color: no styles (set by gpuopt.cli for the command being run).
 QUIET = False
 NO_COLOR = False
+#: --format json: warnings are not printed on stderr (the JSON document carries them; stderr is for an error
+#: document only)
+JSON_STDERR = False
 
 
 def _console():
@@ -47,10 +50,11 @@ def _console():
 
 
 def _fit(con, table, drop: tuple[str, ...] = ()):
-    """Make a rich Table fit the console: numbers (right-justified columns) are never broken or cut, text columns
-    wrap at words (at most 16 characters of a word on a line); when even that is too wide, the columns named in
-    ``drop`` are left out in that order and the caption says which (``--format json`` or a wider terminal shows
-    them). Returns the table."""
+    """Make a rich Table fit the console: numbers (right-justified columns) are never broken or cut; text columns
+    wrap between words, a word longer than the column folds. When the table is too wide, text columns narrow step by
+    step (a word of up to 28, 20, 16 characters on a line), then the columns named in ``drop`` are left out in that
+    order (the caption says which: ``--format json`` or a wider terminal shows them), then text narrows further (12,
+    8, 6). Returns the table."""
 
     def plain(cell) -> str:
         return getattr(cell, "plain", None) or str(cell)
@@ -61,10 +65,10 @@ def _fit(con, table, drop: tuple[str, ...] = ()):
     def natural(col) -> int:
         return max((len(x) for x in cells(col)), default=1)
 
-    def need(col) -> int:
+    def need(col, cap: int) -> int:
         if col.justify == "right":
             return natural(col)
-        return min(16, max((len(w) for x in cells(col) for w in x.split()), default=1))
+        return min(cap, natural(col), max((len(w) for x in cells(col) for w in x.split()), default=1))
 
     def total(width) -> int:
         return sum(width(c) + 3 for c in table.columns) + 1  # a cell's padding and border: 3 characters
@@ -74,22 +78,29 @@ def _fit(con, table, drop: tuple[str, ...] = ()):
     for col in table.columns:
         number = col.justify == "right"
         col.no_wrap = number
-        col.overflow = "ellipsis" if number else "fold"  # a number is given its whole width below: never cut
+        col.overflow = "ellipsis" if number else "fold"
     hidden = []
+    cap = 28
+    for cap in (28, 20, 16):
+        if total(lambda c: need(c, cap)) <= con.width:
+            break
     for name in drop:
-        if total(need) <= con.width:
+        if total(lambda c: need(c, cap)) <= con.width:
             break
         for i, col in enumerate(table.columns):
             if str(col.header) == name:
                 del table.columns[i]
                 hidden.append(name)
                 break
+    for cap in (cap, 12, 8, 6):
+        if total(lambda c: need(c, cap)) <= con.width:
+            break
     # fixed widths: each column its need, the room left shared by how much more the column would use
-    spare = max(0, con.width - total(need))
-    more = {id(c): natural(c) - need(c) for c in table.columns}
+    spare = max(0, con.width - total(lambda c: need(c, cap)))
+    more = {id(c): natural(c) - need(c, cap) for c in table.columns}
     want = sum(more.values()) or 1
     for col in table.columns:
-        col.width = need(col) + min(more[id(col)], spare * more[id(col)] // want)
+        col.width = need(col, cap) + min(more[id(col)], spare * more[id(col)] // want)
     if hidden:
         note = f"narrow terminal: {', '.join(hidden)} not shown (a wider terminal or --format json shows them)"
         table.caption = f"{table.caption}; {note}" if table.caption else note
@@ -108,6 +119,8 @@ def _json(obj: Any) -> None:
     def clean(o):
         if isinstance(o, float) and (math.isnan(o) or math.isinf(o)):
             return None
+        if isinstance(o, float):
+            return o + 0.0  # -0.0 -> 0.0
         if isinstance(o, dict):
             return {str(k): clean(v) for k, v in o.items()}
         if isinstance(o, (list, tuple)):
@@ -206,14 +219,16 @@ def estimate(result, fmt: str) -> None:
         t.add_row("latency targets", "none (offline)")
     for k, v in (n.get("breakdown_gib") or {}).items():
         t.add_row(f"  {k} (GiB/replica)", f"{v:,.2f}")
-    con.print(t)
+    con.print(_fit(con, t))
     for a in result.assumptions:
         con.print(f"- {a}")
 
 
 def known(models: list, gpus: list, fmt: str) -> None:
     if fmt == "json":
-        _json({"models": list(models), "gpus": list(gpus)})
+        from gpuopt.schemas import envelope
+
+        _json(envelope("models", {"models": [str(m) for m in models], "gpus": [str(g) for g in gpus]}))
         return
     con = _console()
     con.print("Models: " + ", ".join(str(m) for m in models))
@@ -298,7 +313,7 @@ def prices_status(status: dict, fmt: str) -> None:
         t.add_row(prov, str(p.get("origin", "")).split(" ")[0], str(p.get("rows")), *(str(rbp.get(k, 0)) for k in shown),
                   str(p.get("estimated_rows")), str(p.get("undated_rows", 0)), dates, ages,
                   "—" if skipped is None else str(skipped))
-    con.print(t)
+    con.print(_fit(con, t))
     if isinstance(status.get("source_dates"), list) and status["source_dates"]:
         st = Table(title="Sources and the dates their prices held", title_justify="left")
         for col in ("provider", "source", "as of", "age (days)", "rows"):
@@ -306,7 +321,7 @@ def prices_status(status: dict, fmt: str) -> None:
         for r in status["source_dates"]:
             st.add_row(r["provider"], r["source"], r["as_of"], "—" if r["age_days"] is None else f"{r['age_days']:.0f}",
                        str(r["rows"]))
-        con.print(st)
+        con.print(_fit(con, st))
     reasons = {}
     for prov, meta in prov_meta.items():
         for code, n in (meta.get("skipped") or {}).items():
@@ -325,7 +340,7 @@ def prices_status(status: dict, fmt: str) -> None:
             regions = sn.get("regions") or {}
             ct.add_row(sn["provider"], str(sn.get("as_of")), str(sn.get("created_at"))[:19], str(sn.get("rows")),
                        str(len(regions.get("done", []))), "ok" if sn.get("ok") else f"[red]unusable: {sn.get('error')}[/]")
-        con.print(ct)
+        con.print(_fit(con, ct))
     for prov, meta in sorted(prov_meta.items()):
         srcs = meta.get("sources") or meta.get("source_files")
         if srcs:
@@ -338,7 +353,7 @@ def warnings(prices: dict, more: list[str] | None = None) -> None:
     stays clean (the JSON carries them too, under prices.warnings and warnings)."""
     import sys
 
-    if QUIET:
+    if QUIET or JSON_STDERR:
         return
     for w in list(prices.get("warnings", []) or []) + list(more or []):
         print(f"gpuopt: warning: {w}", file=sys.stderr)
@@ -406,7 +421,7 @@ def refresh_summary(summary, fmt: str) -> None:
     for p in summary.providers:
         t.add_row(p.provider, p.status, str(p.rows), str(len(p.regions_done)), str(len(p.regions_failed)),
                   str(len(p.regions_skipped)), str(len(p.kept_previous)), f"{p.seconds:.1f}")
-    con.print(t)
+    con.print(_fit(con, t))
     for p in summary.providers:
         if p.error:
             con.print(f"[red]{p.provider}:[/] {p.error}")
@@ -451,7 +466,7 @@ def price_diff(diff, fmt: str, limit: int | None) -> None:
             t.add_row(c["provider"], c["region"], c["zone"] or "", c["instance_type"], c["pricing"], c["payment"] or "",
                       f"{c['usd_per_hour_then']:,.4f}", f"{c['usd_per_hour_now']:,.4f}",
                       "—" if c["change_pct"] is None else f"{c['change_pct']:+.1f} %")
-        con.print(t)
+        con.print(_fit(con, t))
 
 
 def _rate(usd_per_hour: float) -> str:
@@ -605,7 +620,7 @@ def _plan(con, plan) -> None:
                         else _n(w['replicas_min_max'][0], 'replica')) + " in "
                        + ", ".join(w.get("regions") or []), rep,
                        f"{w['blocks_short']} blocks below demand" if w.get("blocks_short") else "")
-    con.print(wt)
+    con.print(_fit(con, wt))
     if plan.strategies:
         st = Table(title=f"Same demand, priced by strategy (over {_n(H, 'month')})", title_justify="left")
         for col in ("strategy", "total", "total / months", "most paid in a month", "upfront", "commitment",
@@ -620,7 +635,7 @@ def _plan(con, plan) -> None:
                        _usd(v.get("max_month_usd")) if v.get("max_month_usd") is not None else "—",
                        _usd(v.get("upfront_usd")) if v.get("total_usd") is not None else "—",
                        _usd(v.get("commitment_usd")) if v.get("total_usd") is not None else "—", sav)
-        con.print(st)
+        con.print(_fit(con, st))
     m = plan.marginal or {}
     if m.get("note"):
         con.print(f"Shadow prices — {m['note']}")
@@ -747,7 +762,7 @@ def plan_diff(d, verdict: str, fmt: str) -> None:
         t.add_column(col, justify="right" if col else "left")
     for k, (o, n, ch, pct) in d.money.items():
         t.add_row(k, _usd(o), _usd(n), _usd(ch), "—" if pct is None else f"{pct:+.2f} %")
-    con.print(t)
+    con.print(_fit(con, t))
     if d.lines:
         lt = Table(title="Lines that changed", title_justify="left")
         for col in ("change", "where", "instance_type", "purchase", "months", "count", "total"):
@@ -757,7 +772,7 @@ def plan_diff(d, verdict: str, fmt: str) -> None:
                        ln["instance_type"], ln["pricing"] + (f" {ln['payment']}" if ln["payment"] else ""),
                        f"{ln['start_month']}-{ln['end_month']}", f"{ln['count_old']} -> {ln['count_new']}",
                        f"{_usd(ln['total_usd_old'])} -> {_usd(ln['total_usd_new'])}")
-        con.print(lt)
+        con.print(_fit(con, lt))
     else:
         con.print("No line changed.")
     if verdict:

@@ -56,13 +56,16 @@ _STRATEGY_LABELS = {
 
 # ------------------------------------------------------------------------------------------------- the data
 def _usd(x: float | None) -> str:
+    """$1,234.56; -$12.00; never "$-0.00" or "-$0.00"."""
     if x is None:
         return "—"
+    if round(x, 2) == 0:
+        return "$0.00"
     return f"-${-x:,.2f}" if x < 0 else f"${x:,.2f}"
 
 
 def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{x:.1f} %"
+    return "—" if x is None else f"{0.0 if round(x, 1) == 0 else x:.1f} %"
 
 
 def _num(x: float | None, digits: int = 4) -> str:
@@ -74,6 +77,8 @@ def _num(x: float | None, digits: int = 4) -> str:
 def _clean(o: Any) -> Any:
     if isinstance(o, float) and (math.isnan(o) or math.isinf(o)):
         return None
+    if isinstance(o, float):
+        return o + 0.0  # -0.0 -> 0.0
     if isinstance(o, dict):
         return {str(k): _clean(v) for k, v in o.items()}
     if isinstance(o, (list, tuple, set)):

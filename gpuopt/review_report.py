@@ -56,7 +56,8 @@ def _chart_png(result) -> bytes:
     fig = _figure()
     ax = fig.add_subplot(1, 1, 1)
     if recs:
-        names = [f"{r.instance_type}\n{r.provider} {r.region}" for r in recs]
+        names = [f"{r.instance_type}\n{r.provider} {r.region}" + (f"\naccount {r.account_id}" if r.account_id else "")
+                 for r in recs]
         x = range(len(recs))
         od = [r.estimated_monthly_on_demand_cost_usd for r in recs]
         wc = [r.estimated_monthly_cost_with_commitment_usd for r in recs]
@@ -88,7 +89,7 @@ def _context(result) -> dict[str, Any]:
     t = result.totals
     c = commitment_totals(result)
     mark = ESTIMATED_MARK if c["estimated"] else ""
-    span = f"{result.period_start[:16]} to {result.period_end[:16]}"
+    span = f"{result.period_start[:16].replace('T', ' ')} to {result.period_end[:16].replace('T', ' ')} UTC"
     summary = [
         f"Usage {span} ({result.window_hours / 24:g} days, {result.source_format}); "
         f"{result.rows['read']} rows read, {result.rows['gpu']} GPU compute, {result.rows['bad']} bad.",
@@ -123,7 +124,11 @@ def _context(result) -> dict[str, Any]:
     rec_head = ["provider", "region", "instance type", "term", "payment", "quantity", "on-demand $/h",
                 "reserved $/h", "upfront $", "recurring $/mo", "on-demand $/mo", "savings $/mo", "utilization",
                 "break-even months"]
-    rec_rows = [[r.provider, r.region, r.instance_type, r.term, r.payment, str(r.recommended_quantity),
+    per_account = any(r.account_id for r in result.recommendations)  # --scope account: say whose each one is
+    if per_account:
+        rec_head = ["account"] + rec_head
+    rec_rows = [([r.account_id or "(none)"] if per_account else [])
+                + [r.provider, r.region, r.instance_type, r.term, r.payment, str(r.recommended_quantity),
                  f"{r.on_demand_usd_per_hour:,.4f}",
                  f"{r.reserved_effective_usd_per_hour:,.4f}" + (ESTIMATED_MARK if r.estimated_price else ""),
                  f"{r.upfront_cost_usd:,.2f}", f"{r.recurring_monthly_cost_usd:,.2f}",
@@ -131,8 +136,17 @@ def _context(result) -> dict[str, Any]:
                  f"{r.estimated_monthly_savings_usd:,.2f} ({r.estimated_monthly_savings_pct:.1f} %)",
                  "" if r.average_utilization is None else f"{100 * r.average_utilization:.0f} %",
                  "" if r.break_even_months is None else f"{r.break_even_months:g}"] for r in result.recommendations]
+    # Cost Explorer's fields, for analysts who compare: instances per hour and AWS normalized units, the id
+    ce_head = (["account"] if per_account else []) + ["instance type", "instances/h min", "avg", "max",
+                                                      "normalized units to buy", "recommendation id", "generated"]
+    ce_rows = [([r.account_id or "(none)"] if per_account else [])
+               + [f"{r.instance_type} {r.provider} {r.region}", f"{r.minimum_instances_per_hour:g}",
+                  f"{r.average_instances_per_hour:.2f}", f"{r.maximum_instances_per_hour:g}",
+                  "—" if r.normalized_units_to_purchase is None else f"{r.normalized_units_to_purchase:g}",
+                  r.recommendation_id, r.generation_time] for r in result.recommendations]
     return {"title": "gpuopt monthly review", "subtitle": f"Usage {span}", "figures": figures, "summary": summary,
-            "usage_table": (usage_head, usage_rows), "rec_table": (rec_head, rec_rows), "notes": [f"Warning: {w}" for w in result.warnings] + list(result.notes),
+            "usage_table": (usage_head, usage_rows), "rec_table": (rec_head, rec_rows),
+            "ce_table": (ce_head, ce_rows), "notes": [f"Warning: {w}" for w in result.warnings] + list(result.notes),
             "footnotes": [(ESTIMATED_MARK, ESTIMATED_NOTE)] if c["estimated"] else []}
 
 

@@ -33,7 +33,7 @@ from gpuopt.plan_spec import PlanFile
 #: the other kinds got their first version with issue 12.
 VERSIONS: dict[str, int] = {
     "recommend": 2, "estimate": 1, "review": 1, "prices-list": 1, "prices-status": 1, "prices-diff": 1,
-    "prices-refresh": 1, "prices-import": 1, "plan-diff": 1, "error": 1,
+    "prices-refresh": 1, "prices-import": 1, "plan-diff": 1, "error": 1, "models": 1,
 }
 
 #: Exit codes of every command (README "Exit codes").
@@ -57,11 +57,17 @@ def envelope(kind: str, body: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def frame(rows: list[dict[str, Any]] | None, columns: list[str] | None = None):
-    """A pandas DataFrame of ``rows`` (one row per dict; nested dicts and lists stay Python objects)."""
+def frame(rows: list[dict[str, Any]] | None, columns: list[str] | type[BaseModel] | None = None):
+    """A pandas DataFrame of ``rows`` (one row per dict; nested dicts and lists stay Python objects). ``columns``
+    (names, or a model whose fields name them) are the columns of an empty result, so that a pipeline's column
+    names hold when nothing matched."""
     import pandas as pd
 
-    return pd.DataFrame(list(rows or []), columns=columns)
+    rows = list(rows or [])
+    if rows or columns is None:
+        return pd.DataFrame(rows)
+    names = list(columns.model_fields) if isinstance(columns, type) else list(columns)
+    return pd.DataFrame(rows, columns=names)
 
 
 class DictResult(dict):
@@ -74,8 +80,11 @@ class DictResult(dict):
     def to_dict(self) -> dict[str, Any]:
         return envelope(self.kind, dict(self))
 
+    #: the model of one row of :attr:`frame_key` (the columns of an empty table)
+    row_model: type[BaseModel] | None = None
+
     def to_dataframe(self):
-        return frame(self.get(self.frame_key))
+        return frame(self.get(self.frame_key), self.row_model)
 
 
 class _Open(BaseModel):
@@ -448,6 +457,8 @@ class EstimateDoc(_Open):
     wall_hours: Optional[float] = None
     gpu_hours: Optional[float] = None
     wall_hours_one_replica: Optional[float] = None
+    meets_deadline: Optional[bool] = Field(None, description="Training with --deadline-hours: the job finishes "
+                                                             "in time on ``gpus``.")
 
 
 # ============================================================================================== prices
@@ -530,6 +541,7 @@ class PriceChange(_Open):
     usd_per_hour_then: float
     usd_per_hour_now: float
     change_pct: Optional[float]
+    offering_class: Optional[str] = None
 
 
 class PricesDiffDoc(_Open):
@@ -548,9 +560,25 @@ class PricesDiffDoc(_Open):
 
 
 class RefreshProvider(_Open):
+    """One provider's refresh (pricing_cache.refresh.ProviderOutcome)."""
+
     provider: str
-    status: str
+    status: str = Field(description="refreshed, partial, failed, skipped ...")
     rows: Optional[int] = None
+    regions_done: list[str] = []
+    regions_failed: dict[str, str] = Field({}, description="region -> why it failed.")
+    regions_skipped: dict[str, str] = {}
+    kept_previous: list[str] = Field([], description="Regions whose previous prices stay in use.")
+    snapshot: Optional[str] = Field(None, description="The snapshot file written, if any.")
+    seconds: float = 0.0
+    error: Optional[str] = None
+    notes: list[str] = []
+    rows_by_region: dict[str, int] = {}
+    rows_skipped: int = 0
+    skipped_by_reason: dict[str, int] = {}
+    offers_added: int = 0
+    offers_changed: int = 0
+    offers_removed: int = 0
 
 
 class PricesRefreshDoc(_Open):
@@ -564,12 +592,46 @@ class PricesRefreshDoc(_Open):
     providers: list[RefreshProvider]
 
 
+class ImportedSnapshot(_Open):
+    """One provider's snapshot written by the import (pricing_cache.importing.import_file)."""
+
+    provider: str
+    file: Optional[str] = None
+    rows: Optional[int] = None
+    as_of: Optional[str] = None
+    as_of_from: Optional[str] = None
+    regions: Optional[list[str]] = None
+    mode: Optional[str] = Field(None, description="offers (only the offers in the file replaced) or region.")
+    current: Optional[bool] = Field(None, description="True: now the current prices; False: history only.")
+    current_as_of: Optional[str] = None
+    next_as_of: Optional[str] = None
+    added: Optional[int] = None
+    changed: Optional[int] = None
+    unchanged: Optional[int] = None
+    kept: Optional[int] = None
+    removed: Optional[int] = None
+    kept_quoted: Optional[int] = None
+    kept_estimated: Optional[int] = None
+    estimated: Optional[int] = None
+    kept_previous: Optional[list[str]] = None
+    offers_added: Optional[int] = None
+    offers_removed: Optional[int] = None
+    skipped: Optional[int] = None
+    skipped_by_reason: Optional[dict[str, int]] = None
+    skipped_file: Optional[str] = None
+    written: Optional[bool] = None
+
+
 class PricesImportDoc(_Open):
-    """`gpuopt prices import --json`: offers added, changed, kept, removed per provider, and messages for people."""
+    """`gpuopt prices import --json`: per provider, the offers added, changed, kept and removed, and messages."""
 
     schema_version: Literal[1]
     kind: Literal["prices-import"]
-    messages: list[str] = []
+    snapshots: list[ImportedSnapshot]
+    skipped: int = Field(description="Rows of the file not imported.")
+    skipped_by_reason: dict[str, int]
+    notes: list[str]
+    messages: list[str] = Field(description="The lines `gpuopt prices import` prints, for people.")
 
 
 # ============================================================================================== review
@@ -722,7 +784,17 @@ class ErrorDoc(_Open):
     error: ErrorInfo
 
 
+class ModelsDoc(_Open):
+    """`gpuopt estimate --list-models --format json`: the models and GPUs gpuopt knows by name."""
+
+    schema_version: Literal[1]
+    kind: Literal["models"]
+    models: list[str]
+    gpus: list[str]
+
+
 MODELS: dict[str, type[BaseModel]] = {
+    "models": ModelsDoc,
     "recommend": RecommendDoc, "estimate": EstimateDoc, "review": ReviewDoc, "prices-list": PricesListDoc,
     "prices-status": PricesStatusDoc, "prices-diff": PricesDiffDoc, "prices-refresh": PricesRefreshDoc,
     "prices-import": PricesImportDoc, "plan-diff": PlanDiffDoc, "error": ErrorDoc,

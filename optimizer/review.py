@@ -274,7 +274,10 @@ class ReviewResult:
 
         if table not in ("recommendations", "usage"):
             raise InputError("table", f"unknown table {table!r}", accepted="recommendations, usage")
-        return frame([asdict(x) for x in getattr(self, table)])
+        from dataclasses import fields
+
+        cls = CommitmentRecommendation if table == "recommendations" else TypeUsage
+        return frame([asdict(x) for x in getattr(self, table)], [f.name for f in fields(cls)])
 
     def focus_charges(self):
         """FOCUS charges of the reviewed fleet with the recommended commitments (gpuopt.api.review_charges)."""

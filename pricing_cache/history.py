@@ -44,7 +44,9 @@ class PriceDiff:
         from gpuopt.schemas import frame
 
         return frame([{"change": kind, **r} for kind, rows in (("changed", self.changed), ("added", self.added),
-                                                                ("removed", self.removed)) for r in rows])
+                                                                ("removed", self.removed)) for r in rows],
+                     ["change", "provider", "region", "zone", "instance_type", "pricing", "payment", "usd_per_hour",
+                      "usd_per_hour_then", "usd_per_hour_now", "change_pct"])
 
 
 def parse_date(value: str, field_name: str = "since") -> dt.date:

@@ -80,7 +80,9 @@ class RefreshSummary:
         """One row per provider (status, rows, regions, time)."""
         from gpuopt.schemas import frame
 
-        return frame([asdict(p) for p in self.providers])
+        from dataclasses import fields
+
+        return frame([asdict(p) for p in self.providers], [f.name for f in fields(ProviderOutcome)])
 
 
 Event = Callable[..., None]

@@ -132,7 +132,7 @@ def test_exit_codes_and_json_errors_on_stderr(tmp_path):
     r = _run("recommend", "--budget", "1", "--format", "json", "--no-explain")
     assert r.exit_code == 1
     assert json.loads(r.stdout)["feasible"] is False
-    err = json.loads(r.stderr.strip().splitlines()[-1])
+    err = json.loads(r.stderr)  # stderr is exactly one error document
     assert err["error"]["type"] == "no_plan" and err["exit_code"] == 1
 
 
@@ -203,11 +203,20 @@ def test_failed_command_leaves_an_existing_output_untouched(tmp_path):
 
 # ------------------------------------------------------------------------------------------ CLI habits
 def test_quiet_drops_warnings_and_notes_not_results(tmp_path):
-    loud = _run("prices", "list", "--gpu", "L4", "--limit", "1", "--format", "json")
+    loud = _run("prices", "list", "--gpu", "L4", "--limit", "1")
     assert "gpuopt: warning:" in loud.stderr  # the shipped snapshot is in use: said on stderr
-    quiet = _run("--quiet", "prices", "list", "--gpu", "L4", "--limit", "1", "--format", "json")
+    quiet = _run("--quiet", "prices", "list", "--gpu", "L4", "--limit", "1")
     assert quiet.exit_code == 0 and quiet.stderr == ""
-    assert json.loads(quiet.stdout)["rows"] == json.loads(loud.stdout)["rows"]
+    assert quiet.stdout == loud.stdout
+    # --format json: stderr is for an error document only; the warnings are in the document
+    js = _run("prices", "list", "--gpu", "L4", "--limit", "1", "--format", "json")
+    assert js.stderr == "" and any("shipped snapshot" in w for w in json.loads(js.stdout)["prices"]["warnings"])
+    r = _run("recommend", "--budget", "1", "--format", "json", "--no-explain")  # no plan: one error document
+    assert r.exit_code == 1 and json.loads(r.stderr)["error"]["type"] == "no_plan"
+    # global flags may follow the command (moved before it by the console entry point)
+    from gpuopt.cli import _globals_first
+
+    assert _globals_first(["prices", "list", "-q", "--no-color"]) == ["-q", "--no-color", "prices", "list"]
     r = _run("-q", "estimate", "--model", "meta-llama/Llama-2-7b-hf", "-o", str(tmp_path / "e.txt"))
     assert r.exit_code == 0 and r.stderr == ""
 
@@ -283,3 +292,117 @@ def test_error_document_schema_names_every_exit_code():
     codes = s["properties"]["exit_code"]["enum"]
     assert sorted(codes) == [1, 2, 3, 4] and sorted(schemas.EXIT_CODES) == [0, 1, 2, 3, 4]
     assert re.search(r"\| *3 *\|", (ROOT / "README.md").read_text(encoding="utf-8"))  # the README's table
+
+
+# ------------------------------------------------------------------------- what the first users and breakers found
+CUR = ROOT / "tests" / "fixtures" / "usage" / "synthetic_cur2.csv"
+
+
+def test_an_output_never_replaces_a_file_the_command_reads(tmp_path):
+    import shutil
+
+    usage = tmp_path / "sept.csv"
+    shutil.copy(CUR, usage)
+    before = usage.read_bytes()
+    # --output the export itself
+    r = _run("review", "--usage", str(usage), "--format", "json", "--output", str(usage))
+    assert r.exit_code == 1 and "output:" in r.stderr and "reads" in r.stderr
+    # a report whose CSV beside it would be named like the export (sept.html -> sept.csv)
+    r = _run("review", "--usage", str(usage), "--format", "html", "--output", str(tmp_path / "sept.html"))
+    assert r.exit_code == 1 and "sept.csv" in r.stderr
+    assert usage.read_bytes() == before and not (tmp_path / "sept.html").exists()
+    # the plan file of recommend, the plans of diff
+    w = tmp_path / "w.yaml"
+    w.write_text("name: x\ntask: serve\nmodel: meta-llama/Llama-2-7b-hf\ntokens_per_second: 500\n")
+    r = _run("recommend", "--workload", str(w), "--no-explain", "--format", "json", "--output", str(w))
+    assert r.exit_code == 1 and w.read_text().startswith("name: x")
+
+
+def test_an_output_that_cannot_be_written_is_one_line_and_leaves_no_temporary_file(tmp_path, monkeypatch):
+    import os as _os
+
+    def deny(src, dst):
+        raise PermissionError(13, "Permission denied")
+
+    out = tmp_path / "e.json"
+    out.write_text("previous")
+    monkeypatch.setattr(_os, "replace", deny)
+    r = _run("estimate", "--model", "meta-llama/Llama-2-7b-hf", "--format", "json", "--output", str(out))
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit)  # no traceback
+    err = json.loads(r.stderr)
+    assert err["error"]["field"] == "output" and "Permission denied" in err["error"]["message"]
+    assert out.read_text() == "previous" and [p.name for p in tmp_path.iterdir() if p.name != "cache"] == ["e.json"]
+
+
+def test_a_report_and_its_files_are_written_whole_or_not_at_all(tmp_path):
+    report = tmp_path / "r.html"
+    report.write_text("KEEP")
+    (tmp_path / "r.csv").mkdir()  # the CSV beside the report cannot be written
+    r = _run("review", "--usage", str(CUR), "--format", "html", "--output", str(report))
+    assert r.exit_code == 1 and "r.csv" in r.stderr and "folder" in r.stderr
+    assert report.read_text() == "KEEP" and not (tmp_path / "r.json").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    (tmp_path / "r.csv").rmdir()
+    r = _run("review", "--usage", str(CUR), "--format", "html", "--output", str(report))
+    assert r.exit_code == 0 and report.read_text().lower().startswith("<!doctype html>")
+    assert {p.name for p in tmp_path.iterdir()} >= {"r.html", "r.csv", "r.json"}
+
+
+def test_outputs_get_the_mode_of_a_new_file(tmp_path):
+    import os as _os
+
+    mask = _os.umask(0o022)
+    try:
+        out = tmp_path / "e.json"
+        assert _run("estimate", "--model", "meta-llama/Llama-2-7b-hf", "--format", "json", "-o", str(out)).exit_code == 0
+        assert (out.stat().st_mode & 0o777) == 0o644  # not mkstemp's 0600: other users and CI artifacts can read it
+    finally:
+        _os.umask(mask)
+
+
+def test_the_cost_gate_fails_when_the_new_plan_has_no_solution(tmp_path):
+    ok = _run("recommend", "--budget", "50000", "--no-explain", "--format", "json", "-o", str(tmp_path / "a.json"))
+    assert ok.exit_code == 0
+    none = _run("recommend", "--budget", "100", "--no-explain", "--format", "json", "-o", str(tmp_path / "b.json"))
+    assert none.exit_code == 1 and json.loads((tmp_path / "b.json").read_text())["feasible"] is False
+    r = _run("diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--fail-above", "5")
+    assert r.exit_code == 4 and "no solution" in r.stderr
+
+
+def test_a_value_click_cannot_convert_is_bad_input_not_a_usage_error(capsys):
+    from gpuopt.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["recommend", "--budget", "abc", "--format", "json"])
+    assert e.value.code == 1
+    err = json.loads(capsys.readouterr().err)
+    assert err["error"]["type"] == "input" and err["error"]["field"] == "budget"
+
+
+def test_models_and_import_documents_and_their_tables(tmp_path):
+    _valid(_doc("estimate", "--list-models", "--format", "json"), "models")
+    offers = ROOT / "tests" / "fixtures" / "offers" / "onprem_ok.csv"
+    r = _run("prices", "import", str(offers), "--format", "offers", "--as-of", "2026-10-01", "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    _valid(doc, "prices-import")
+    df = gpuopt.prices_import(file=offers, fmt="offers", as_of="2026-10-01").to_dataframe()
+    assert list(df["provider"]) == ["onprem"] and df.loc[0, "rows"] >= 2
+
+
+def test_empty_results_keep_their_columns():
+    df = gpuopt.prices_list(gpu=["K80"], pricing=["capacity_block"]).to_dataframe()
+    assert df.empty and {"provider", "instance_type", "usd_per_hour"} <= set(df.columns)
+    d = gpuopt.prices_diff(since="2026-11-30").to_dataframe()
+    assert {"change", "provider", "usd_per_hour_now"} <= set(d.columns)
+    r = gpuopt.recommend(budget=1, explain=False)
+    assert r.to_dataframe().empty and "total_usd" in r.to_dataframe().columns
+
+
+def test_all_upfront_commitments_have_no_recurring_fee_in_focus():
+    rv = gpuopt.review(usage=CUR, term="3y", payment="all_upfront")
+    from gpuopt.focus import focus_rows
+
+    rows = focus_rows(rv.focus_charges())
+    purchases = [r for r in rows if r["ChargeCategory"] == "Purchase"]
+    assert purchases and all(r["ChargeFrequency"] == "One-Time" for r in purchases)

@@ -35,10 +35,10 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from gpuopt.errors import InputError
-from gpuopt.records import HOURS_PER_MONTH, TERM_HOURS, is_estimated
+from gpuopt.records import HOURS_PER_MONTH, is_estimated
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
+    pass
 
 TERMS = {"1y": "reserved_1y", "3y": "reserved_3y"}
 PAYMENTS = ("no_upfront", "partial_upfront", "all_upfront")
@@ -364,7 +364,6 @@ def review(usage, offers, *, term: str = "1y", payment: str = "no_upfront", look
     """
     import datetime as dt
 
-    import pandas as pd
 
     from providers.reserved_rules import payment_not_sold
 

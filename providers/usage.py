@@ -744,7 +744,6 @@ _CHARGE_CLASS = {"correction": "Correction"}
 
 
 def _focus_batch(df: "pd.DataFrame", src: _Source, ctx: _Ctx) -> tuple["pd.DataFrame", list[tuple[int, str]]]:
-    import numpy as np
     import pandas as pd
 
     C = src.col
@@ -1008,7 +1007,6 @@ _AZ_PRICING = {"ondemand": "OnDemand", "on demand": "OnDemand", "reservation": "
 
 
 def _azure_batch(df: "pd.DataFrame", src: _Source, ctx: _Ctx) -> tuple["pd.DataFrame", list[tuple[int, str]]]:
-    import numpy as np
     import pandas as pd
 
     C = src.col
@@ -1301,7 +1299,6 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
         if "covers" not in frame.columns:
             frame["covers"] = (frame["kind"] == "usage").to_numpy()
         cov.add(frame[frame["covers"].to_numpy(dtype=bool) & ~frame["extra"].to_numpy(dtype=bool)])
-        base = frame[~frame["extra"]]
         # GPU decision on unique (provider, itype)
         gpu = _map_pairs(frame["provider"], frame["itype"], ctx.is_gpu).astype(bool)
         kind = frame["kind"]

@@ -64,7 +64,11 @@ def _check_numbers(text: str, result) -> None:
             f"${s['total_usd']:,.2f}", f"${s['monthly_usd']:,.2f}", f"${s['upfront_usd']:,.2f}",
             f"${s['commitment_usd']:,.2f}", f"${s['max_month_usd']:,.2f}"), (name, label)
     assert rows[-1][0] == "this plan" and rows[-1][1] == f"${plan.total_usd:,.2f}"
-    assert f"${plan.savings_vs_on_demand_usd:,.2f} ({plan.savings_vs_on_demand_pct:.1f} %)" in text
+    # the savings as the report writes money: never "$-0.00 (-0.0 %)" for a plan that is all on demand
+    from gpuopt.report import _pct, _usd
+
+    assert f"{_usd(plan.savings_vs_on_demand_usd)} ({_pct(plan.savings_vs_on_demand_pct)})" in text
+    assert "$-0.00" not in text and "-$0.00" not in text and "-0.0 %" not in text
     plan_table = text.split('<table class="plan">', 1)[1].split("</table>", 1)[0]
     head = re.findall(r"<th>([^<]+)</th>", plan_table)
     body = [re.findall(r"<td[^>]*>([^<]*)</td>", r) for r in re.findall(r"<tr><td.*?</tr>", plan_table)]

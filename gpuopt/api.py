@@ -704,6 +704,8 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
     Returns: RecommendResult (``feasible`` False with ``plan.reason`` when nothing fits or a budget is short).
     Raises: InputError naming the field for bad input; SnapshotError for a corrupt snapshot.
     """
+    if model and params:  # as estimate: one of them names the model (--params would silently win)
+        raise InputError("model", "give either --model or --params, not both")
     options = dict(
         budget=budget, model=model, params=params, task=task, tokens_per_second=tokens_per_second, tokens=tokens,
         deadline_hours=deadline_hours, precision=precision, context_tokens=context_tokens, concurrency=concurrency,
@@ -965,8 +967,8 @@ def review(*, usage: str | Path, usage_format: str = "auto", lookback: str | flo
                         scope=scope)
     used = {u for u in data.hourly["provider"].astype(str).unique()}
     # warnings about the prices of providers the export does not use are noise for this review
-    prices["warnings"] = [w for w in prices.get("warnings", [])
-                          if not any(w.startswith(f"{p}:") for p in prices.get("providers", {}) if p not in used)]
+    others = (set(prices.get("providers", {})) | set(offers["provider"].astype(str).unique())) - used
+    prices["warnings"] = [w for w in prices.get("warnings", []) if w.split(":", 1)[0].strip() not in others]
     later = sorted(p for p, v in prices["providers"].items() if p in used and v.get("as_of") and v["as_of"] > end_day.isoformat())
     if later:
         result.notes.append(f"no price snapshot from the usage period for {', '.join(later)}: priced with prices valid "

@@ -60,6 +60,7 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
               "usage", "quiet")
     _STATE["quiet"], _STATE["verbose"] = quiet, verbose
     _INPUTS.clear()  # each command names the files it reads
+    _INPUT_DIRS.clear()
     from gpuopt import render
 
     render.QUIET, render.NO_COLOR = quiet, no_color
@@ -137,12 +138,52 @@ def _boundary(fmt: str | None = None):
 
 #: The files the command being run reads (--usage, --workload, --catalog, ...): never written over by an output.
 _INPUTS: list[Path] = []
+#: The folders it reads whole (a --usage folder of Parquet parts): no output goes inside one.
+_INPUT_DIRS: list[Path] = []
 
 
 def _inputs(*paths) -> None:
-    """Remember the files this command reads, so that no output (or a report's CSV/JSON beside it) replaces one."""
+    """Remember the files (and folders) this command reads, so that no output (or a report's CSV/JSON beside it)
+    replaces one or lands in one."""
     _INPUTS.clear()
-    _INPUTS.extend(Path(p).absolute() for p in paths if p)
+    _INPUT_DIRS.clear()
+    for p in paths:
+        if not p:
+            continue
+        p = Path(p).absolute()
+        (_INPUT_DIRS if p.is_dir() else _INPUTS).append(p.resolve() if p.is_dir() else p)
+
+
+def _plan_file_inputs(workload) -> list[Path]:
+    """The files a plan file names (demand_profile, catalog, measured, trace; relative to its folder), read by
+    recommend: protected from --output like the options' files."""
+    from gpuopt.api import _plan_path
+
+    path = _plan_path(workload, None)
+    if path is None or not Path(path).is_file():
+        return []
+    try:
+        import yaml
+
+        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except Exception:  # the plan's own reader reports a bad file, with its line
+        return [Path(path)]
+    found = [Path(path)]
+
+    def walk(x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k in ("demand_profile", "catalog", "measured", "trace") and isinstance(v, str) and v.strip():
+                    q = Path(v).expanduser()
+                    found.append(q if q.is_absolute() else Path(path).parent / q)
+                else:
+                    walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    walk(doc)
+    return found
 
 
 def _not_an_input(*outputs: Path) -> None:
@@ -170,12 +211,24 @@ def _check_output(output: Path) -> Path:
     from gpuopt.errors import InputError
 
     out = Path(output).absolute()
+    if out.is_symlink() and not _special(out):  # a link to a file: write the file it points at (renaming over
+        out = Path(os.path.realpath(out))      # the link would replace the link); /dev/stdout is written through
     if out.is_dir():
         raise InputError("output", f"{output} is a folder; give a file name")
     if not out.parent.is_dir():
         raise InputError("output", f"folder {out.parent} does not exist")
     _not_an_input(out)
+    for d in _INPUT_DIRS:  # a file written into a --usage folder would be read as part of the export next time
+        if d in out.resolve().parents:
+            raise InputError("output", f"{output} is inside the folder {d} this command reads; give --output "
+                                       "another folder")
     return out
+
+
+def _special(out: Path) -> bool:
+    """An existing output that is not a regular file (/dev/null, /dev/stdout, a FIFO): written through, not
+    replaced."""
+    return out.exists() and not out.is_file()
 
 
 def _cannot_write(out: Path, exc: OSError):
@@ -196,6 +249,13 @@ def _stdout_to(output: Path | None):
     import tempfile
 
     out = _check_output(output)
+    if _special(out):
+        try:
+            with open(out, "w", encoding="utf-8") as f, contextlib.redirect_stdout(f):
+                yield
+        except OSError as exc:
+            raise _cannot_write(out, exc) from None
+        return
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
     except OSError as exc:
@@ -227,13 +287,22 @@ def _write_whole(output: Path, write) -> list[Path]:
     from gpuopt.errors import InputError
 
     out = _check_output(output)
+    special = _special(out)
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        tmp = Path(tempfile.mkdtemp(prefix=".gpuopt-output.")) if special else \
+            Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     except OSError as exc:
         raise _cannot_write(out, exc) from None
     try:
         write(tmp / out.name)
         made = sorted(tmp.iterdir())
+        if special:  # /dev/stdout, a FIFO: the one file is written through; files beside it have nowhere to go
+            if len(made) != 1:
+                raise InputError("output", f"{output} is not a regular file, and this format writes files beside "
+                                           "its output: give a file name")
+            with open(made[0], "rb") as src, open(out, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            return [out]
         targets = [out.parent / f.name for f in made]
         _not_an_input(*targets)
         for t in targets:
@@ -389,7 +458,7 @@ def recommend(
 
     # every key is an option when no plan file is read (neither --workload nor ./gpuopt.yaml)
     every = _plan_path(workload, None) is None
-    _inputs(workload, catalog, demand_profile, measured, trace)
+    _inputs(workload, catalog, demand_profile, measured, trace, *_plan_file_inputs(workload))
     with _boundary(fmt), named_as_options(opts, every=every, extra={"format": "--format"}):
         _check_format(fmt, FILE_FORMATS)
         from gpuopt import api, render
@@ -505,7 +574,7 @@ def review(
     fmt: FormatOpt = "table",
 ):
     """Monthly cost review: what the GPU fleet cost, how well it was used, what to commit to and what it saves."""
-    _inputs(*([usage] if not Path(usage).is_dir() else sorted(p for p in Path(usage).rglob("*") if p.is_file())))
+    _inputs(usage, *([] if not Path(usage).is_dir() else sorted(p for p in Path(usage).rglob("*") if p.is_file())))
     with _boundary(fmt):
         _check_format(fmt, FILE_FORMATS)
         from gpuopt import api, render

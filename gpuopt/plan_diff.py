@@ -126,9 +126,13 @@ def gate(diff: PlanDiff, fail_above_pct: float | None) -> tuple[bool, str]:
     import math
 
     if not math.isfinite(fail_above_pct) or fail_above_pct < 0:
-        raise InputError("fail_above", f"must be a percentage >= 0, got {fail_above_pct!r}", accepted=">= 0, e.g. 5")
+        raise InputError("fail_above", f"must be a finite percentage >= 0, got {fail_above_pct!r}",
+                         accepted="a number >= 0, e.g. 5")
     if diff.status[1] in ("infeasible", "not_solved"):
         return True, (f"the new plan has no solution (status {diff.status[1]}): its total of $0.00 is not a saving; "
+                      "the gate fails")
+    if diff.status[0] in ("infeasible", "not_solved"):
+        return True, (f"the old plan has no solution (status {diff.status[0]}): there is no cost to compare with; "
                       "the gate fails")
     o, n, d, pct = diff.money["total_usd"]
     if pct is None:

@@ -54,7 +54,7 @@ def _fit(con, table, drop: tuple[str, ...] = ()):
     wrap between words, a word longer than the column folds. When the table is too wide, text columns narrow step by
     step (a word of up to 28, 20, 16 characters on a line), then the columns named in ``drop`` are left out in that
     order (the caption says which: ``--format json`` or a wider terminal shows them), then text narrows further (12,
-    8, 6). Returns the table."""
+    8, 6), then the last columns (text first, never the first column). Returns the table."""
 
     def plain(cell) -> str:
         return getattr(cell, "plain", None) or str(cell)
@@ -95,6 +95,12 @@ def _fit(con, table, drop: tuple[str, ...] = ()):
     for cap in (cap, 12, 8, 6):
         if total(lambda c: need(c, cap)) <= con.width:
             break
+    # still too wide: leave out the last columns (text first), never the first one, rather than cut a number
+    while total(lambda c: need(c, cap)) > con.width and len(table.columns) > 2:
+        texts = [i for i, c in enumerate(table.columns) if i > 0 and c.justify != "right"]
+        i = texts[-1] if texts else len(table.columns) - 1
+        hidden.append(str(table.columns[i].header))
+        del table.columns[i]
     # fixed widths: each column its need, the room left shared by how much more the column would use
     spare = max(0, con.width - total(lambda c: need(c, cap)))
     more = {id(c): natural(c) - need(c, cap) for c in table.columns}
@@ -726,8 +732,11 @@ def review(result, fmt: str) -> None:
                        + ("*" if c.estimated_price else ""),
                        "—" if c.average_utilization is None else f"{100 * c.average_utilization:.0f} %",
                        "—" if c.break_even_months is None else f"{c.break_even_months:g}")
-        con.print(_fit(con, rt, drop=("id", "norm. units", "inst/h min/avg/max", "account", "on-demand $/mo",
-                                      "with it $/mo", "recurring $/mo", "break-even mo", "use", "payment")))
+        drop = ("id", "norm. units", "inst/h min/avg/max", "account", "on-demand $/mo", "with it $/mo",
+                "recurring $/mo", "break-even mo", "use", "payment")
+        if result.account_scope == "account":  # whose each recommendation is: kept to the last
+            drop = tuple(d for d in drop if d != "account")
+        con.print(_fit(con, rt, drop=drop))
     elif any(x.get("kind") == "not_sold" for x in result.unpriced):
         con.print("No commitment pays off for the instance types priced; for the others the provider does not sell "
                   "the payment option asked for (see the warnings).")

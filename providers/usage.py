@@ -367,7 +367,25 @@ def _source(path: "str | Path") -> _Source:
                              "folder of Parquet parts")
         import pyarrow.parquet as pq
 
-        return _Source(p, "parquet", list(pq.read_schema(files[0]).names), files)
+        def schema(f):
+            try:
+                return list(pq.read_schema(f).names)
+            except Exception as e:  # pyarrow raises several types for a broken file
+                raise InputError("usage", f"{f} is not a readable Parquet file: {e}") from None
+
+        first = schema(files[0])
+        kinds: dict[str, list[str]] = {}
+        for f in files:  # every part must be of one format: a part of another is not read as this one in silence
+            try:
+                kind = _detect(_Source(f, "parquet", schema(f), [f]))
+            except InputError:
+                kind = "unknown"
+            kinds.setdefault(kind, []).append(f.relative_to(p).as_posix())
+        if len(kinds) > 1:
+            raise InputError("usage", f"folder {p} mixes export formats: " + "; ".join(
+                f"{k}: {', '.join(v[:3])}" + (f" and {len(v) - 3} more" if len(v) > 3 else "") for k, v in kinds.items()),
+                accepted="a folder of Parquet parts of one export")
+        return _Source(p, "parquet", first, files)
     name = p.name.lower()
     if name.endswith(".parquet") or name.endswith(".pq"):
         import pyarrow.parquet as pq

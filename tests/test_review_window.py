@@ -266,3 +266,11 @@ def test_per_account_commitments_each_reach_the_focus_projection(tmp_path):
         # window's end (Oct 15) is November 2026, 720 h
         assert {r["BillingPeriodStart"] for r in used} == {"2026-11-01T00:00:00Z"}
         assert sum(float(r["ConsumedQuantity"]) for r in used) == pytest.approx(2 * 720 * 0.75, rel=1e-6)
+
+
+def test_per_account_table_keeps_the_account_on_a_narrow_terminal(tmp_path):
+    r = CliRunner().invoke(app, ["review", "--usage", str(p4d_export(tmp_path / "x.csv")), "--scope", "account"],
+                           env={"COLUMNS": "100"})
+    assert r.exit_code == 0, r.output
+    assert "111111111111" in r.stdout and "222222222222" in r.stdout  # whose each recommendation is
+    assert max(len(x) for x in r.stdout.splitlines()) <= 100

@@ -406,3 +406,84 @@ def test_all_upfront_commitments_have_no_recurring_fee_in_focus():
     rows = focus_rows(rv.focus_charges())
     purchases = [r for r in rows if r["ChargeCategory"] == "Purchase"]
     assert purchases and all(r["ChargeFrequency"] == "One-Time" for r in purchases)
+
+
+# ------------------------------------------------------------------------------------------ second round
+def test_output_writes_through_special_files_and_symlinks(tmp_path):
+    import os as _os
+
+    real = tmp_path / "real.json"
+    real.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    r = _run("estimate", "--model", "meta-llama/Llama-2-7b-hf", "--format", "json", "--output", str(link))
+    assert r.exit_code == 0 and link.is_symlink() and json.loads(real.read_text())["kind"] == "estimate"
+    # /dev/null stays a device; a report (files beside it) cannot go there
+    r = _run("estimate", "--model", "meta-llama/Llama-2-7b-hf", "--format", "json", "--output", "/dev/null")
+    assert r.exit_code == 0 and not Path("/dev/null").is_file()
+    r = _run("review", "--usage", str(CUR), "--format", "html", "--output", "/dev/null")
+    assert r.exit_code == 1 and "not a regular file" in r.stderr and not Path("/dev/null").is_file()
+    r = _run("review", "--usage", str(CUR), "--format", "focus", "--output", "/dev/null")
+    assert r.exit_code == 0 and not Path("/dev/null").is_file()
+    fifo = tmp_path / "f.json"
+    _os.mkfifo(fifo)
+    import threading
+
+    got = []
+    t = threading.Thread(target=lambda: got.append(open(fifo).read()))
+    t.start()
+    r = _run("estimate", "--model", "meta-llama/Llama-2-7b-hf", "--format", "json", "--output", str(fifo))
+    t.join(30)
+    assert r.exit_code == 0 and json.loads(got[0])["kind"] == "estimate" and not fifo.is_file()
+
+
+def test_files_a_plan_file_names_and_usage_folders_are_inputs_too(tmp_path):
+    import shutil
+
+    shutil.copy(ROOT / "gpuopt" / "data" / "chat_daily.csv", tmp_path / "chat_daily.csv")
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("workloads:\n  - name: chat\n    task: serve\n    model: meta-llama/Llama-2-7b-hf\n"
+                    "    demand_profile: chat_daily.csv\n")
+    before = (tmp_path / "chat_daily.csv").read_text()
+    r = _run("recommend", "--workload", str(plan), "--no-explain", "--format", "json",
+             "--output", str(tmp_path / "chat_daily.csv"))
+    assert r.exit_code == 1 and "reads" in r.stderr and (tmp_path / "chat_daily.csv").read_text() == before
+    # an output inside a --usage folder would be read as part of the export next time
+    folder = tmp_path / "cur"
+    folder.mkdir()
+    import pandas as pd
+
+    pd.read_csv(CUR).to_parquet(folder / "part-0.parquet")
+    r = _run("review", "--usage", str(folder), "--format", "focus", "--output", str(folder / "new.parquet"))
+    assert r.exit_code == 1 and "inside the folder" in r.stderr and not (folder / "new.parquet").exists()
+
+
+def test_a_usage_folder_mixing_export_formats_is_refused(tmp_path):
+    import pandas as pd
+
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    pd.read_csv(CUR).to_parquet(folder / "a.parquet")
+    pd.read_csv(FOCUS_EXPORT).to_parquet(folder / "b.parquet")
+    r = _run("review", "--usage", str(folder))
+    assert r.exit_code == 1 and "mixes export formats" in r.stderr and "aws-cur-2.0" in r.stderr
+
+
+def test_model_and_params_together_are_refused_by_recommend():
+    r = _run("recommend", "--budget", "50000", "--model", "meta-llama/Llama-2-70b-hf", "--params", "3e9",
+             "--tokens-per-second", "100")
+    assert r.exit_code == 1 and "either --model or --params" in r.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ("prices", "status"),
+    ("recommend", "--budget", "50000", "--model", "meta-llama/Llama-2-70b-hf", "--tokens-per-second", "2000"),
+    ("review", "--usage", str(CUR)),
+])
+@pytest.mark.parametrize("columns", [60, 72, 100])
+def test_no_table_cuts_a_number_from_60_columns(args, columns):
+    r = _run(*args, env={"COLUMNS": str(columns)})
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert max(len(x) for x in lines) <= columns
+    assert not [x for x in lines if "…" in x]

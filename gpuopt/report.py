@@ -219,13 +219,7 @@ def _demand_capacity(data) -> dict[str, Any] | None:
     serving = [w["name"] for w in data["workloads"] if "peak_demand" in w]
     if not blocks or not serving:
         return None
-    first: dict[int, int] = {}
-    m = 1
-    for b in blocks:
-        p = int(b.get("period") or 0)
-        if p not in first:
-            first[p] = m
-            m += int(b.get("months") or 1)
+    first = _first_months(blocks)
     several = len(first) > 1
     labels = []
     for b in blocks:

@@ -63,10 +63,10 @@ _FORMAT_PROVIDER = {"ec2instances": "aws", "aws-price-list": "aws", "aws-bulk-cs
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise InputError("file", f"{path.name} is not a JSON file ({e})") from None
+    """The JSON of ``path`` (UTF-8, BOM accepted, gzip decompressed); InputError naming the file otherwise."""
+    from providers._input import read_json_file
+
+    return read_json_file(path)
 
 
 def _today() -> dt.date:
@@ -128,6 +128,7 @@ def _parse(path: Path, fmt: str, provider: str | None, as_of: str | None):
     """(offers, skipped rows as dicts with their provider, notes) of the file, rows dated by the file where it
     says, else by ``as_of`` (required before this is called for the undated formats)."""
     from pricing_cache.refresh import skipped_rows
+    from providers._input import check_offer_values
 
     notes: list[str] = []
     if fmt == "skypilot":
@@ -146,7 +147,9 @@ def _parse(path: Path, fmt: str, provider: str | None, as_of: str | None):
                   "gcp-skus": "providers.gcp"}[fmt]
         offers, skipped, notes = _adapter_file(module, path, None if fmt in DATED_FORMATS else as_of)
     owner = provider if fmt == "skypilot" else _FORMAT_PROVIDER.get(fmt, "")
-    return offers, skipped_rows(skipped, owner), notes
+    # the input boundary (providers._input): no infinite, negative or absurd number leaves an importer
+    offers, bad = check_offer_values(offers, f"import:{path.name}")
+    return offers, skipped_rows(list(skipped) + bad, owner), notes
 
 
 def _date_rows(offers, path: Path, fmt: str, as_of: str | None):

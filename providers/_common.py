@@ -40,15 +40,22 @@ def reason_code(reason: str) -> str:
 
 
 def read_text(text_or_path: "str | Path") -> tuple[str, str]:
-    """(text, name): a ``Path`` or an existing file path is read as UTF-8; any other string is the content itself."""
+    """(text, name): a ``Path`` or an existing file path is read by ``providers._input.read_text_file`` (UTF-8
+    with or without a BOM, gzip decompressed; else InputError naming the file); any other string is the content."""
+    from providers._input import read_text_file
+
     if isinstance(text_or_path, Path):
-        return text_or_path.read_text(encoding="utf-8"), text_or_path.name
+        return read_text_file(text_or_path), text_or_path.name
     s = str(text_or_path)
     if "\n" not in s and len(s) < 4096:
-        p = Path(s)
-        if p.is_file():
-            return p.read_text(encoding="utf-8"), p.name
-    return s, "<text>"
+        try:
+            p = Path(s)
+            is_file = p.is_file()
+        except (OSError, ValueError):  # a NUL or an over-long name: content, not a path
+            is_file = False
+        if is_file:
+            return read_text_file(p), p.name
+    return s.lstrip("\ufeff"), "<text>"
 
 
 def empty_offers() -> "pd.DataFrame":

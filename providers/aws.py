@@ -447,15 +447,17 @@ def _price_frame(rows: list[dict[str, Any]], col: _Collect) -> "pd.DataFrame":
 
 
 def _load_json(value: Any) -> Any:
+    from providers._input import loads_json, read_json_file
+
     if isinstance(value, Path):
-        return json.loads(value.read_text(encoding="utf-8"))
+        return read_json_file(value)
     if isinstance(value, str):
-        s = value.lstrip()
+        s = value.lstrip().lstrip("\ufeff")
         if s.startswith("{") or s.startswith("["):
-            return json.loads(value)
+            return loads_json(value)
         p = Path(value)
-        if p.is_file():
-            return json.loads(p.read_text(encoding="utf-8"))
+        if "\x00" not in value and len(value) < 4096 and p.is_file():
+            return read_json_file(p)
         raise InputError("file", f"not JSON and not a file: {value[:60]!r}")
     return value
 
@@ -482,11 +484,20 @@ def _price_entries(items: Any) -> list[Any]:
                      accepted="a get_products response, a list of its pages, or a list of PriceList entries")
 
 
+#: What the importer reads of a PriceList entry (providers._input.check_shape).
+PRODUCT_SHAPE = {"product": {"attributes": {"*": str}, "sku": str, "productFamily": str}, "publicationDate": str,
+                 "terms": {"*": {"*": {"termAttributes": {"*": str}, "priceDimensions": {"*": {
+                     "unit": str, "pricePerUnit": {"*": str}}}}}}}
+
+
 def _products_from_entries(entries: list[Any]) -> Iterator[_Product]:
+    from providers._input import check_shape, loads_json
+
     for i, e in enumerate(entries, 1):
-        d = json.loads(e) if isinstance(e, (str, bytes)) else e
+        d = loads_json(e, f"PriceList entry {i}") if isinstance(e, (str, bytes)) else e
         if not isinstance(d, dict) or "product" not in d:
             raise InputError("price_list", f"entry {i} is not a Pricing API product (no 'product' key)")
+        check_shape(d, PRODUCT_SHAPE, f"PriceList entry {i}", field="price_list")
         prod = d["product"]
         attrs = {str(k): str(v) for k, v in (prod.get("attributes") or {}).items()}
         yield _Product(sku=str(prod.get("sku", "")), family=str(prod.get("productFamily", "")), attrs=attrs,
@@ -558,6 +569,9 @@ def _bulk_products(fh, col: _Collect, operating_systems: tuple[str, ...]) -> tup
         raise InputError("file", "not an AWS bulk offer CSV: line 1 is not \"FormatVersion\",...",
                          accepted="AmazonEC2 index.csv (5 metadata lines, then the header)")
     header = [h.strip() for h in (next(reader, None) or [])]
+    from providers._input import check_unique_columns
+
+    check_unique_columns(header, "the bulk CSV", line=6)
     missing = [c for c in BULK_REQUIRED if c not in header]
     if missing or not ({"Region Code", "Location"} & set(header)):
         raise InputError("file", f"line 6: the bulk CSV header lacks {missing or ['Region Code or Location']}",
@@ -1213,15 +1227,29 @@ def import_file(path: "str | Path", as_of: str, *, gpu_facts: Any = None) -> Par
     else from the current AWS offers (the newest refreshed cache snapshot, else the shipped snapshot): the price
     files carry no GPU model. Types with no GPU facts are reported (``no_gpu``), never guessed.
     """
+    from providers._input import decode_utf8, read_text_file
+
     p = Path(path)
-    with open(p, encoding="utf-8-sig") as fh:
-        head = fh.read(64).lstrip()
-    source = f"import:{p.name}"
-    if head.startswith("{") or head.startswith("["):
-        prices = parse_price_list(p, as_of=as_of, source=source)
-    elif head.startswith('"FormatVersion"') or head.startswith("FormatVersion"):
-        prices = parse_bulk_csv(p, as_of=as_of, source=source)
+    with open(p, "rb") as fh:
+        raw = fh.read(64)
+    content: "str | Path" = p
+    if raw[:2] == b"\x1f\x8b":  # gzip: decompressed whole (bounded by providers._input)
+        content = read_text_file(p)
+        head = content[:64].lstrip()
     else:
+        head = raw.decode("utf-8", errors="replace").lstrip("\ufeff").lstrip()
+    source = f"import:{p.name}"
+    try:
+        if head.startswith("{") or head.startswith("["):
+            prices = parse_price_list(content, as_of=as_of, source=source)
+        elif head.startswith('"FormatVersion"') or head.startswith("FormatVersion"):
+            prices = parse_bulk_csv(content, as_of=as_of, source=source)
+        else:
+            prices = None
+    except UnicodeDecodeError:  # the bulk CSV is streamed: find the first byte that is not UTF-8, once
+        decode_utf8(p.read_bytes(), p.name)
+        raise
+    if prices is None:
         raise InputError("file", f"{p.name} is neither a Pricing API JSON file nor an AWS bulk offer CSV",
                          accepted="aws-price-list (JSON), aws-bulk-csv (CSV)")
     col = _Collect(source, skipped=list(prices.attrs.get("skipped", [])), notes=list(prices.attrs.get("notes", [])))
@@ -1235,7 +1263,10 @@ def import_file(path: "str | Path", as_of: str, *, gpu_facts: Any = None) -> Par
                   facts_from="not among the GPU instance types of the GPU facts used")
     df = offers_frame(out)
     check_unique(df, source)
-    return ParseResult(offers=df, skipped=col.skipped, notes=col.notes)
+    from providers._input import check_offer_values
+
+    df, bad = check_offer_values(df, source)
+    return ParseResult(offers=df, skipped=list(col.skipped) + bad, notes=col.notes)
 
 
 def _facts_for_import(gpu_facts: Any, col: _Collect) -> dict[str, dict[str, Any]]:

@@ -258,8 +258,17 @@ def _text(item: Mapping[str, Any], key: str) -> str:
     return "" if v is None else str(v).strip()
 
 
-def _items_of(payload: Any) -> list[tuple[dict[str, Any], str | None]]:
-    """(item, page BillingCurrency) pairs from a Retail Prices response, a list of responses or a list of items."""
+#: What the importer reads of a Retail Prices item (providers._input.check_shape): texts and numbers, and the
+#: savingsPlan list (whose entries are checked per row).
+ITEM_SHAPE = {k: str for k in ("armRegionName", "armSkuName", "skuName", "productName", "meterName", "type",
+                                "currencyCode", "unitOfMeasure", "retailPrice", "unitPrice", "serviceName",
+                                "reservationTerm", "effectiveStartDate", "location", "meterId", "skuId")}
+
+
+def _items_of(payload: Any, name: str = "the document") -> list[tuple[dict[str, Any], str | None]]:
+    """(item, page BillingCurrency) pairs from a Retail Prices response, a list of responses or a list of items;
+    an item that is not an object, or a field of the wrong shape, is an InputError naming ``name`` and its path
+    (``Items[3]``)."""
     if isinstance(payload, Mapping):
         if "Items" not in payload:
             raise InputError("azure-retail", "a JSON object without 'Items' is not a Retail Prices response",
@@ -267,15 +276,24 @@ def _items_of(payload: Any) -> list[tuple[dict[str, Any], str | None]]:
         payload = [payload]
     if not isinstance(payload, list):
         raise InputError("azure-retail", f"expected a JSON object or list, got {type(payload).__name__}")
+    from providers._input import check_shape, where
+
+    single = len(payload) == 1 and isinstance(payload[0], Mapping) and "Items" in payload[0]
     out: list[tuple[dict[str, Any], str | None]] = []
-    for entry in payload:
+    for n, entry in enumerate(payload):
+        at = [] if single else [n]
         if isinstance(entry, Mapping) and "Items" in entry:
             items = entry.get("Items")
             if not isinstance(items, list):
-                raise InputError("azure-retail", "a response whose 'Items' is not a list")
+                raise InputError("azure-retail", f"{name}: {where(at + ['Items'])} is not a list")
             cur = entry.get("BillingCurrency")
+            for k, i in enumerate(items):
+                check_shape(i, ITEM_SHAPE, name, at + ["Items", k], field="azure-retail")
+                if not isinstance(i, Mapping):
+                    raise InputError("azure-retail", f"{name}: {where(at + ['Items', k])} is null, not an item object")
             out.extend((dict(i), str(cur) if cur else None) for i in items)
         elif isinstance(entry, Mapping):
+            check_shape(entry, ITEM_SHAPE, name, at, field="azure-retail")
             out.append((dict(entry), None))
         else:
             raise InputError("azure-retail", f"list entry of type {type(entry).__name__} is neither an item nor "
@@ -285,11 +303,10 @@ def _items_of(payload: Any) -> list[tuple[dict[str, Any], str | None]]:
 
 def _load_payload(items: Any) -> Any:
     if isinstance(items, (str, Path)):
-        text, _ = read_text(items)
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InputError("azure-retail", f"not JSON: {e}") from None
+        from providers._input import loads_json
+
+        text, name = read_text(items)
+        return loads_json(text, name)
     return items
 
 
@@ -575,7 +592,8 @@ def _frame(rows: list[_Row]) -> "pd.DataFrame":
 def _parse(payload: Any, *, region: str | None, as_of: str, source: str, default_currency: str,
            allow_free: Collection[str], gpu_only: bool, resource_skus: Iterable[Mapping[str, Any]] | None,
            rep: _Report) -> "pd.DataFrame":
-    pairs = _items_of(_load_payload(payload))
+    name = Path(payload).name if isinstance(payload, Path) else "the document"
+    pairs = _items_of(_load_payload(payload), name)
     facts = _sku_facts(resource_skus) if resource_skus is not None else None
     rows = _classify(pairs, region=region, as_of=as_of, source=source, default_currency=default_currency,
                      allow_free=allow_free, gpu_only=gpu_only, facts=facts, rep=rep)
@@ -840,4 +858,9 @@ def import_file(path: "str | Path", as_of: str) -> ParseResult:
     rep = _Report(f"import:{name}")
     full = _parse(Path(path), region=None, as_of=as_of, source=f"import:{name}", default_currency="USD",
                   allow_free=(), gpu_only=True, resource_skus=None, rep=rep)
-    return _linux_offers(full, rep, f"import:{name}")
+    from providers._input import check_offer_values
+
+    res = _linux_offers(full, rep, f"import:{name}")
+    res.offers, bad = check_offer_values(res.offers, f"import:{name}")
+    res.skipped = list(res.skipped) + bad
+    return res

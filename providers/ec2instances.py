@@ -95,6 +95,11 @@ def split_reserved(effective: float, payment: str, term_hours: float, partial_sh
     raise PriceDataError(f"unknown payment option '{payment}'")
 
 
+def _float_or_nan(value: Any) -> float:
+    f = float_or_none(value)
+    return float("nan") if f is None else f
+
+
 def _family(instance_type: str) -> str:
     return instance_type.split(".", 1)[0]
 
@@ -121,10 +126,12 @@ def parse_instances_json(data: "list[dict] | str | Path", as_of: str, source: st
                          "no offering-class column)", accepted="standard, convertible")
     cls = classes[0]
     shares = partial_shares or PARTIAL_UPFRONT_SHARE
-    if isinstance(data, Path) or (isinstance(data, str) and not data.lstrip().startswith("[")):
-        data = Path(data).read_text(encoding="utf-8")
-    if isinstance(data, str):
-        data = json.loads(data)
+    from providers._input import loads_json, read_json_file
+
+    if isinstance(data, Path) or (isinstance(data, str) and not data.lstrip().lstrip("\ufeff").startswith("[")):
+        data = read_json_file(Path(data))
+    elif isinstance(data, str):
+        data = loads_json(data)
     if not isinstance(data, list):
         raise InputError("catalog", "ec2instances.info instances.json must be a JSON list of instances",
                          accepted="ec2instances.info www/instances.json")
@@ -134,7 +141,15 @@ def parse_instances_json(data: "list[dict] | str | Path", as_of: str, source: st
     def skip(itype: str, region: str, reason: str) -> None:
         skipped.append(SkippedRow(source=source, line=0, instance_type=itype, region=region, reason=reason))
 
-    for inst in data:
+    from providers._input import where
+
+    for k, inst in enumerate(data):
+        if not isinstance(inst, dict):
+            raise InputError("catalog", f"{source}: {where([k])} is a {type(inst).__name__}, not an instance object",
+                             accepted="ec2instances.info www/instances.json")
+        if not isinstance(inst.get("pricing", {}), dict):
+            raise InputError("catalog", f"{source}: {where([k, 'pricing'])} is not an object of regions",
+                             accepted="ec2instances.info www/instances.json")
         itype = str(inst.get("instance_type", ""))
         gpus = float_or_none(inst.get("GPU"))
         if not gpus or gpus <= 0:
@@ -145,13 +160,17 @@ def parse_instances_json(data: "list[dict] | str | Path", as_of: str, source: st
             skip(itype, "", f"unknown_gpu: family '{_family(itype)}' not in AWS_FAMILY_GPU")
             continue
         base = {"provider": "aws", "zone": "", "instance_type": itype, "gpu_model": gpu, "gpu_count": float(gpus),
-                "gpu_memory_gib": GPU_MEMORY_MIB[gpu] / 1024.0, "vcpus": float(inst.get("vCPU") or "nan"),
-                "memory_gib": float(inst.get("memory") or "nan"), "interconnect": interconnect_for("aws", itype),
+                "gpu_memory_gib": GPU_MEMORY_MIB[gpu] / 1024.0, "vcpus": _float_or_nan(inst.get("vCPU")),
+                "memory_gib": _float_or_nan(inst.get("memory")), "interconnect": interconnect_for("aws", itype),
                 "currency": "USD", "source": source, "as_of": as_of}
         for region in sorted(inst.get("pricing", {})):
-            linux = inst["pricing"][region].get("linux")
+            prices = inst["pricing"][region]
+            linux = prices.get("linux") if isinstance(prices, dict) else None
             if not isinstance(linux, dict):
                 continue
+            if not isinstance(linux.get("reserved") or {}, dict):
+                raise InputError("catalog", f"{source}: {where([k, 'pricing', region, 'linux', 'reserved'])} is not an object "
+                                            "of terms", accepted="ec2instances.info www/instances.json")
             od = float_or_none(linux.get("ondemand"))
             if od is None:
                 skip(itype, region, "unknown_price: empty Linux on-demand rate")
@@ -183,4 +202,7 @@ def parse_instances_json(data: "list[dict] | str | Path", as_of: str, source: st
                              "source": src})
     df = offers_frame(rows)
     check_unique(df, source)
-    return ParseResult(offers=df, skipped=skipped)
+    from providers._input import check_offer_values
+
+    df, bad = check_offer_values(df, source)
+    return ParseResult(offers=df, skipped=skipped + bad)

@@ -523,17 +523,26 @@ def _load(data: Any) -> Any:
         path = Path(data)
         if not path.is_file():
             raise InputError("file", f"not found: {path}")
-        data = path.read_text(encoding="utf-8")
+        from providers._input import read_json_file
+
+        return read_json_file(path)
     if isinstance(data, (str, bytes)):
-        try:
-            return json.loads(data)
-        except ValueError as e:
-            raise InputError("file", f"not JSON ({e})", accepted="a Cloud Billing Catalog SKU listing") from None
+        from providers._input import loads_json
+
+        return loads_json(data)
     return data
 
 
 COMPONENT_COLUMNS = ("component", "kind", "series", "accelerator", "gpu_model", "bundles_host", "region", "pricing",
                      "usage_type", "unit_price", "usage_unit", "currency", "sku_id", "description", "effective_time")
+
+
+#: What :func:`_components` reads of a SKU (providers._input.check_shape).
+SKU_SHAPE = {"category": {"resourceFamily": str, "resourceGroup": str, "usageType": str}, "description": str,
+             "skuId": str, "serviceRegions": [str],
+             "pricingInfo": [{"effectiveTime": str, "pricingExpression": {
+                 "usageUnit": str, "tieredRates": [{"startUsageAmount": str, "unitPrice": {
+                     "currencyCode": str, "units": str, "nanos": str}}]}}]}
 
 
 def _components(skus: Iterable[dict[str, Any]], report: _Report, regions: set[str] | None = None) -> list[dict]:
@@ -793,8 +802,18 @@ def parse_region(raw: dict[str, Any], region: str, as_of: str) -> ParseResult:
 
 def import_file(path: "str | Path", as_of: str) -> ParseResult:
     """Offers of every region in a saved SKU listing (``gpuopt prices import FILE --format gcp-skus``)."""
+    from providers._input import check_offer_values
+
+    from providers._input import check_shape
+
     data = _load(Path(path))
-    return _result(_iter_skus(data), as_of, None, f"{SOURCE} {Path(path).name}")
+    skus = _iter_skus(data)
+    for i, sku in enumerate(skus):
+        check_shape(sku, SKU_SHAPE, Path(path).name, [f"skus[{i}]"])
+    res = _result(skus, as_of, None, f"{SOURCE} {Path(path).name}")
+    res.offers, bad = check_offer_values(res.offers, f"{SOURCE} {Path(path).name}")
+    res.skipped = list(res.skipped) + bad
+    return res
 
 
 # --------------------------------------------------------------------------------------------------------------------

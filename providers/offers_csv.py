@@ -29,7 +29,9 @@ as_of                      ``unknown``
 
 Validation (each error is ``InputError("catalog", "line N: ...", accepted=...)``, line 1 = header): unknown
 columns; an empty or non-numeric or non-positive ``usd_per_hour`` (a missing price is unknown, never 0);
-``gpu_count`` and ``gpu_memory_gib`` > 0 (``gpu_count`` may be fractional); ``pricing`` in PRICING_MODELS;
+``gpu_count`` and ``gpu_memory_gib`` > 0 (``gpu_count`` may be fractional); every number finite, and ``gpu_count``
+at most 64, ``gpu_memory_gib`` at most 16,384 (``providers._input``: sentinels and overflow; an absurd finite price
+is refused per row by providers.validate, ``bad_price``); ``pricing`` in PRICING_MODELS;
 ``payment`` in PAYMENT_OPTIONS for reserved rows and empty otherwise; ``fabric`` in FABRICS and ``zone_kind`` in
 ZONE_KINDS when given; a ``gpu_model`` that is neither canonical nor
 mappable by ``providers.gpu_names.canonical_gpu``; mixed currencies or any currency other than USD (every price in
@@ -79,6 +81,16 @@ def _err(line: int, msg: str, accepted: str | None = None) -> InputError:
     return InputError("catalog", f"line {line}: {msg}", accepted=accepted)
 
 
+def _upper(col: str) -> float:
+    """The upper bound of a numeric column other than the prices (providers._input: wide bounds that catch
+    sentinels and the overflow of ``gpu_count x gpu_memory_gib`` to infinity). A finite price out of bounds is a
+    row providers.validate refuses (``bad_price``, counted), not a file error."""
+    from providers._input import MAX_GPU_COUNT, MAX_GPU_MEMORY_GIB
+
+    return {"gpu_count": MAX_GPU_COUNT, "gpu_memory_gib": MAX_GPU_MEMORY_GIB, "term_hours": 26_280.0,
+            "vcpus": 100_000.0, "memory_gib": 1_048_576.0}.get(col, math.inf)
+
+
 def _num(line: int, col: str, value: str, *, required: bool, positive: bool = False,
          nonneg: bool = False) -> float | None:
     s = (value or "").strip()
@@ -97,6 +109,9 @@ def _num(line: int, col: str, value: str, *, required: bool, positive: bool = Fa
         raise _err(line, f"{col} must be > 0, got {s}")
     if nonneg and f < 0:
         raise _err(line, f"{col} must be >= 0, got {s}")
+    top = _upper(col)
+    if f > top:
+        raise _err(line, f"{col} {s} is above {top:g}, the most gpuopt believes (a sentinel or a unit fault?)")
     return f
 
 
@@ -243,7 +258,7 @@ def _parse_columnar(text: str, header: list[str], name: str) -> "pd.DataFrame | 
             return None
         v = np.asarray(f.to_numpy(zero_copy_only=False), dtype=float)
         e = mask(isempty)
-        if not np.isfinite(v[~e]).all():
+        if not np.isfinite(v[~e]).all() or (v[~e] > _upper(c)).any():
             return None
         return v, e
 

@@ -187,6 +187,9 @@ def _read_rows(text: str) -> tuple[list[str], list[_Raw]]:
     except StopIteration:
         raise InputError("catalog", "empty SkyPilot catalog (no header line)") from None
     header = [h.strip() for h in header]
+    from providers._input import check_unique_columns
+
+    check_unique_columns(header, "the SkyPilot catalog", field="catalog")
     need = {"InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "SpotPrice", "Region"}
     missing = sorted(need - set(header))
     if missing:
@@ -371,6 +374,11 @@ def _resolve_gpu(provider: str, raw: _Raw, col: _Collector) -> tuple[str, float,
         return None
     if count <= 0:
         col.skip(raw, f"no_gpu: AcceleratorCount {count}")
+        return None
+    from providers._input import MAX_GPU_COUNT
+
+    if not count <= MAX_GPU_COUNT:
+        col.skip(raw, f"bad_gpu_count: AcceleratorCount {count:g} is not in (0, {MAX_GPU_COUNT:g}]")
         return None
     if mem is None:
         mem = GPU_MEMORY_MIB.get(gpu)
@@ -573,5 +581,9 @@ def parse_skypilot_csv(text_or_path: "str | Path", provider: str, as_of: str, so
         out = _parse_flat(provider, rows, as_of, source, col)
     df = offers_frame(out)
     check_unique(df, f"{source} ({provider})")
+    from providers._input import check_offer_values
+
+    df, bad = check_offer_values(df, source)
+    col.skipped.extend(bad)
     col.skipped.sort(key=lambda s: (s.line, s.reason))
     return ParseResult(offers=df, skipped=col.skipped, notes=col.notes)

@@ -33,7 +33,6 @@ with the prices in effect on its date, ``--prices-on`` uses it, and the current 
 from __future__ import annotations
 
 import datetime as dt
-import json
 from pathlib import Path
 from typing import Any
 

@@ -23,7 +23,6 @@ reason code, never a traceback and never an infinite, negative or absurd price i
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import zlib

@@ -73,7 +73,6 @@ Skipped rows use ``line`` = the item's 1-based position in the listing (all page
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass

@@ -27,7 +27,6 @@ docs: P2 = NVIDIA K80, P3 = V100 16 GB, P3dn = V100 32 GB, G3 = Tesla M60).
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Iterable

@@ -97,7 +97,6 @@ the next refresh, with new options, lists again. ``clear_listing_cache()`` empti
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import re

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from gpuopt.errors import GpuoptError, InputError
 from pricing_cache.build_snapshot import INPUTS_DIR
-from pricing_cache.importing import _parse, import_file
+from pricing_cache.importing import _parse
 from providers import _input
 from providers.offers_csv import parse_offers_csv, read_offers_csv
 

@@ -73,12 +73,16 @@ def read_text(path: str | Path, field: str, what: str = "file", max_bytes: int =
         size = p.stat().st_size
         if size > max_bytes:
             raise InputError(field, f"{p} is {size:,} bytes, more than the {max_bytes:,} a {what} may have")
-        with open(p, "rb") as fh:
-            data = fh.read(max_bytes + 1)
+        chunks, total = [], 0
+        with open(p, "rb") as fh:  # in chunks: read(max_bytes) would allocate max_bytes for a small file
+            while chunk := fh.read(1 << 20):
+                chunks.append(chunk)
+                total += len(chunk)
+                if total > max_bytes:  # a file that grew, or a device: stop at the limit
+                    raise InputError(field, f"{p} is more than the {max_bytes:,} bytes a {what} may have")
+        data = b"".join(chunks)
     except OSError as exc:
         raise InputError(field, f"cannot read {p}: {exc.strerror or exc}") from None
-    if len(data) > max_bytes:  # a file that grew, or a device: stop at the limit
-        raise InputError(field, f"{p} is more than the {max_bytes:,} bytes a {what} may have")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -184,8 +188,9 @@ def load_yaml(text: str, origin: str, field: str = "workload") -> tuple[Any, Any
     passed or a value PyYAML cannot build (a date 2024-13-01); InputError(path of the key) for a duplicate key."""
     import yaml
 
-    loader = _yaml_loader(text, origin, field)
+    loader = None
     try:
+        loader = _yaml_loader(text, origin, field)  # its reader refuses control characters at once
         try:
             node = loader.get_single_node()
         except RecursionError:  # belt and braces: the depth limit stops nesting long before
@@ -205,7 +210,8 @@ def load_yaml(text: str, origin: str, field: str = "workload") -> tuple[Any, Any
     except (ValueError, OverflowError, TypeError) as exc:  # a date that is no date, a 5000-digit integer
         raise InputError(field, f"{origin}: a value is not valid: {str(exc).splitlines()[0][:200]}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return data, node
 
 

@@ -273,7 +273,8 @@ def load_json(text: str, origin: str, field: str, allow_nonfinite: bool = False)
     def number(s: str) -> float:
         v = float(s)
         if not math.isfinite(v) and not allow_nonfinite:
-            raise InputError(field, f"{origin}: the number {s[:40]} is too large for a float", accepted="finite numbers")
+            raise InputError(field, f"{origin}: the number {s[:40]} is too large for a float",
+                             accepted="finite numbers")
         return v
 
     try:

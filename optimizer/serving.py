@@ -728,7 +728,6 @@ def load_measurements(path: str) -> Measurements:
             value (the message names the row and the column).
     """
     import csv as _csv
-    import json as _json
     from pathlib import Path
 
     from optimizer.specs import load_gpu, load_model

@@ -266,11 +266,16 @@ def test_trace_csv_bounds_and_bad_bytes(tmp_path):
 
 # ------------------------------------------------------------------------------------------- CLI options
 @pytest.mark.parametrize("args, message", [
-    (["estimate", "--model", "llama-3-8b", "--tokens-per-second", "inf"], "--tokens-per-second: must be a finite number, got inf"),
-    (["estimate", "--model", "llama-3-8b", "--task", "train", "--tokens", "nan"], "--tokens: must be a finite number, got nan"),
-    (["recommend", "--model", "llama-3-8b", "--tokens-per-second", "5", "--budget", "inf"], "--budget: must be a finite number, got inf"),
-    (["recommend", "--model", "llama-3-8b", "--tokens-per-second", "-inf"], "--tokens-per-second: must be a finite number, got -inf"),
-    (["recommend", "--model", "llama-3-8b", "--tokens-per-second", "1e300"], "--tokens-per-second: must be from -1e+15 to 1e+15, got 1e+300"),
+    (["estimate", "--model", "llama-3-8b", "--tokens-per-second", "inf"],
+     "--tokens-per-second: must be a finite number, got inf"),
+    (["estimate", "--model", "llama-3-8b", "--task", "train", "--tokens", "nan"],
+     "--tokens: must be a finite number, got nan"),
+    (["recommend", "--model", "llama-3-8b", "--tokens-per-second", "5", "--budget", "inf"],
+     "--budget: must be a finite number, got inf"),
+    (["recommend", "--model", "llama-3-8b", "--tokens-per-second", "-inf"],
+     "--tokens-per-second: must be a finite number, got -inf"),
+    (["recommend", "--model", "llama-3-8b", "--tokens-per-second", "1e300"],
+     "--tokens-per-second: must be from -1e+15 to 1e+15, got 1e+300"),
     (["diff", "a.json", "b.json", "--fail-above", "nan"], "--fail-above: must be a finite number, got nan"),
 ])
 def test_cli_number_options_finite_naming_the_option(args, message):
@@ -309,11 +314,12 @@ _FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthC
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(10**30), max_value=10**30),
                      st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=12),
                      st.sampled_from(["llama-3-8b", "serve", "train", "bf16", "H100-80GB", "aws", "2024-06-01"]))
-_values = st.recursive(_scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),
-                       max_leaves=12)
-_PLAN_KEYS = ["name", "task", "model", "params", "precision", "tokens_per_second", "request_rate", "demand", "tokens",
-              "deadline_hours", "budget", "budget_total", "horizon_months", "gpus", "pricing", "allow_spot", "min_replicas",
-              "input_tokens", "output_tokens", "start", "end", "months", "blocks", "leftover_value", "prices_on"]
+_values = st.recursive(_scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c,
+                                                                                     max_size=4), max_leaves=12)
+_PLAN_KEYS = ["name", "task", "model", "params", "precision", "tokens_per_second", "request_rate", "demand",
+              "tokens", "deadline_hours", "budget", "budget_total", "horizon_months", "gpus", "pricing", "allow_spot",
+              "min_replicas", "input_tokens", "output_tokens", "start", "end", "months", "blocks", "leftover_value",
+              "prices_on"]
 _plan_dicts = st.dictionaries(st.sampled_from(_PLAN_KEYS), _values, max_size=8)
 _yaml_text = st.one_of(
     _plan_dicts.map(lambda d: yaml.safe_dump(d, allow_unicode=True)),
@@ -348,7 +354,8 @@ def test_fuzz_plan_yaml_gives_a_plan_or_a_gpuopt_error(tmp_path, text):
 
 _HF_KEYS = list(LLAMA2_7B) + ["head_dim", "num_local_experts", "num_experts_per_tok", "sliding_window",
                                "new_decoder_architecture", "multi_query", "num_kv_heads", "bias", "n_embd", "n_layer"]
-_hf_numbers = st.one_of(st.integers(min_value=-4, max_value=2**70), st.floats(), st.sampled_from([0, 1, 2, 8, 64, 4096]))
+_hf_numbers = st.one_of(st.integers(min_value=-4, max_value=2**70), st.floats(),
+                        st.sampled_from([0, 1, 2, 8, 64, 4096]))
 _hf_dicts = st.fixed_dictionaries(
     {"model_type": st.sampled_from(["llama", "mistral", "mixtral", "qwen2", "falcon", "RefinedWeb", "gpt_neox", "x"])},
     optional={k: st.one_of(_hf_numbers, _scalars) for k in _HF_KEYS if k != "model_type"})

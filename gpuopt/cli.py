@@ -130,10 +130,38 @@ def _boundary(fmt: str | None = None):
         # --format json: stderr holds nothing but an error document (the warnings are in the JSON on stdout)
         render.JSON_STDERR = fmt == "json"
     try:
+        _check_numbers()
         yield
     except GpuoptError as exc:
         kind, code = _error_type(exc)
         _fail(str(exc), code, kind, getattr(exc, "field", None), getattr(exc, "accepted", None))
+
+
+def _check_numbers() -> None:
+    """Every number option of the command being run is finite and within +-gpuopt.inputs.MAX_QUANTITY (1e15):
+    ``--tokens-per-second inf`` or ``--budget nan`` is refused naming the option, before any command-specific check
+    (click reads "inf" and "nan" as floats). Raises InputError(option)."""
+    import importlib
+    import math
+
+    from gpuopt.errors import InputError
+    from gpuopt.inputs import MAX_QUANTITY
+
+    # click's globals, vendored by typer >= 0.29 (typer._click) and click itself before (as main() explains)
+    click_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+    click_globals = importlib.import_module(click_error.__module__.rsplit(".", 1)[0] + ".globals")
+    ctx = click_globals.get_current_context(silent=True)
+    if ctx is None:
+        return
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        for x in value if isinstance(value, (list, tuple)) else (value,):
+            if not isinstance(x, float) or (math.isfinite(x) and abs(x) <= MAX_QUANTITY):
+                continue
+            name = next((o for o in param.opts if o.startswith("--")), param.name)
+            if not math.isfinite(x):
+                raise InputError(name, f"must be a finite number, got {x:g}")
+            raise InputError(name, f"must be from {-MAX_QUANTITY:g} to {MAX_QUANTITY:g}, got {x:g}")
 
 
 #: The files the command being run reads (--usage, --workload, --catalog, ...): never written over by an output.
@@ -162,27 +190,29 @@ def _plan_file_inputs(workload) -> list[Path]:
     path = _plan_path(workload, None)
     if path is None or not Path(path).is_file():
         return []
-    try:
-        import yaml
+    from gpuopt.errors import GpuoptError
+    from gpuopt.inputs import load_yaml, read_text
 
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except Exception:  # the plan's own reader reports a bad file, with its line
+    try:  # the bounded reader: an alias bomb or deep nesting must not hang or crash here either
+        doc, _ = load_yaml(read_text(path, "workload", "YAML file"), str(path))
+    except GpuoptError:  # the plan's own reader reports a bad file, with its line
         return [Path(path)]
     found = [Path(path)]
-
-    def walk(x):
-        if isinstance(x, dict):
-            for k, v in x.items():
-                if k in ("demand_profile", "catalog", "measured", "trace") and isinstance(v, str) and v.strip():
-                    q = Path(v).expanduser()
-                    found.append(q if q.is_absolute() else Path(path).parent / q)
-                else:
-                    walk(v)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v)
-
-    walk(doc)
+    stack, seen = [doc], set()
+    while stack:  # each value once (aliases share them), without recursion
+        x = stack.pop()
+        if not isinstance(x, (dict, list)) or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, list):
+            stack.extend(x)
+            continue
+        for k, v in x.items():
+            if k in ("demand_profile", "catalog", "measured", "trace") and isinstance(v, str) and v.strip():
+                q = Path(v).expanduser()
+                found.append(q if q.is_absolute() else Path(path).parent / q)
+            else:
+                stack.append(v)
     return found
 
 

@@ -8,7 +8,6 @@ matched by what is bought: provider, region, zone, instance type, pricing, payme
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,18 +29,31 @@ def load_plan_json(path: str | Path, which: str) -> dict[str, Any]:
         InputError(which): the file is missing, is not JSON, or is not a plan (no ``total_usd`` and ``lines``;
         ``which`` is "old" or "new").
     """
+    from gpuopt.inputs import load_json_file
+
     p = Path(path)
     if not p.is_file():
         raise InputError(which, f"no such file: {p}", accepted="a file written by gpuopt recommend --format json")
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(which, f"{p} is not JSON ({exc.__class__.__name__})",
-                         accepted="a file written by gpuopt recommend --format json") from None
+    try:  # UTF-8 with or without a byte-order mark, bounded size and nesting, finite numbers, no duplicate keys
+        doc = load_json_file(p, which, "plan JSON")
+    except InputError as exc:
+        raise InputError(which, exc.message, accepted="a file written by gpuopt recommend --format json") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("lines"), list) or \
-            not isinstance(doc.get("total_usd"), (int, float)):
+            not isinstance(doc.get("total_usd"), (int, float)) or isinstance(doc.get("total_usd"), bool):
         raise InputError(which, f"{p} is not a gpuopt plan (no total_usd and lines)",
                          accepted="a file written by gpuopt recommend --format json")
+    from gpuopt.inputs import MAX_QUANTITY, check_number
+
+    for k in MONEY_KEYS:  # the amounts diff_plans compares: numbers (or null), finite, within +-1e15 USD
+        if doc.get(k) is not None:
+            check_number(doc[k], which, f"{p}: {k}", lo=-MAX_QUANTITY)
+    for i, line in enumerate(doc["lines"]):
+        if not isinstance(line, dict):
+            raise InputError(which, f"{p}: lines[{i}] is not an object", accepted="a file written by gpuopt recommend")
+        if line.get("count") is not None:
+            check_number(line["count"], which, f"{p}: lines[{i}].count", whole=True)
+        if line.get("total_usd") is not None:
+            check_number(line["total_usd"], which, f"{p}: lines[{i}].total_usd", lo=-MAX_QUANTITY)
     return doc
 
 

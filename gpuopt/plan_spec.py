@@ -42,6 +42,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr
 from pydantic_core import PydanticCustomError
 
 from gpuopt.errors import InputError
+from gpuopt.inputs import MAX_QUANTITY
 from gpuopt.records import PLANNED_PRICING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -109,10 +110,11 @@ def _lower_names(v: Any) -> Any:
     return [_lower(x) for x in v] if isinstance(v, list) else v
 
 
-PosFloat = Annotated[float, BeforeValidator(_not_bool), Field(gt=0, allow_inf_nan=False)]
-NonNegFloat = Annotated[float, BeforeValidator(_not_bool), Field(ge=0, allow_inf_nan=False)]
-PosInt = Annotated[int, BeforeValidator(_not_bool), Field(ge=1)]
-NonNegInt = Annotated[int, BeforeValidator(_not_bool), Field(ge=0)]
+# every quantity at most gpuopt.inputs.MAX_QUANTITY (1e15): beyond any real one, and products of two stay finite
+PosFloat = Annotated[float, BeforeValidator(_not_bool), Field(gt=0, le=MAX_QUANTITY, allow_inf_nan=False)]
+NonNegFloat = Annotated[float, BeforeValidator(_not_bool), Field(ge=0, le=MAX_QUANTITY, allow_inf_nan=False)]
+PosInt = Annotated[int, BeforeValidator(_not_bool), Field(ge=1, le=int(MAX_QUANTITY))]
+NonNegInt = Annotated[int, BeforeValidator(_not_bool), Field(ge=0, le=int(MAX_QUANTITY))]
 ZeroStage = Annotated[int, BeforeValidator(_not_bool), Field(ge=0, le=3)]
 Deadline = Annotated[float, BeforeValidator(_not_bool), Field(ge=1, le=MAX_DEADLINE_HOURS, allow_inf_nan=False)]
 Name = Annotated[str, BeforeValidator(_name), Field(min_length=1)]
@@ -600,52 +602,18 @@ KEY_DOCS = {
 
 # ------------------------------------------------------------------------------------------- reading
 def _compose(text: str, origin: str) -> tuple[Any, dict[tuple, int]]:
-    """Parse YAML; return (data, path -> 1-based line). Duplicate keys are an error (PyYAML keeps the last)."""
-    import yaml
+    """Parse YAML within gpuopt.inputs' limits (aliases, nesting, duplicate keys refused); return (data, path ->
+    1-based line)."""
+    from gpuopt.inputs import load_yaml, yaml_lines
 
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise InputError("workload", f"{origin} is not valid YAML{where}") from None
-    except (ValueError, OverflowError) as exc:  # a YAML date that is no date (2024-13-01)
-        raise InputError("workload", f"{origin}: a value is not valid: {exc}") from None
-    finally:
-        loader.dispose()
-    lines: dict[tuple, int] = {}
-
-    def walk(n, path: tuple) -> None:
-        lines.setdefault(path, n.start_mark.line + 1)
-        if isinstance(n, yaml.MappingNode):
-            first: dict[Any, int] = {}
-            for k, v in n.value:
-                key = k.value
-                if key in first:
-                    raise InputError(_dotted(path + (key,)), f"duplicate key in {origin} (lines {first[key]} "
-                                     f"and {k.start_mark.line + 1})")
-                first[key] = k.start_mark.line + 1
-                lines[path + (key,)] = k.start_mark.line + 1
-                walk(v, path + (key,))
-        elif isinstance(n, yaml.SequenceNode):
-            for i, v in enumerate(n.value):
-                walk(v, path + (i,))
-
-    if node is not None:
-        walk(node, ())
-    return data, lines
+    data, node = load_yaml(text, origin, "workload")
+    return data, yaml_lines(node)
 
 
 def _dotted(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out or "workload"
+    from gpuopt.inputs import dotted
+
+    return dotted(loc)
 
 
 def _normalize(data: Any, origin: str, lines: dict[tuple, int]) -> tuple[dict, dict[tuple, int], bool]:
@@ -804,15 +772,10 @@ def load_plan_file(path: str | Path, options: Mapping[str, Any] | None = None) -
     Also reads every demand profile it names (``PlanFile.demand_profiles``) and checks they share one grid.
     Raises InputError: field ``workload`` for a missing file, a folder or bad YAML; else the dotted path of the
     first bad key, the message naming the file and line."""
+    from gpuopt.inputs import read_text
+
     p = Path(path)
-    if p.is_dir():
-        raise InputError("workload", f"{p} is a directory, not a YAML file")
-    if not p.is_file():
-        raise InputError("workload", f"file not found: {p}")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InputError("workload", f"{p} is not UTF-8 text") from None
+    text = read_text(p, "workload", "YAML file")
     data, lines = _compose(text, str(p))
     data, lines, single = _normalize(data, str(p), lines)
     if options:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpuopt.errors import InputError
+from gpuopt.inputs import MAX_QUANTITY
 from optimizer.specs import GpuSpec, ModelSpec
 
 GIB = 2**30
@@ -675,6 +676,14 @@ class Measurements:
         return Correction(f_tps, f_ttft, f_tpot, f"measured: {self.path} row {r.row}{same}")
 
 
+def _ratio(a: float, b: float) -> float:
+    """a / b as a float; inf when it overflows one (JSON integers have no bound)."""
+    try:
+        return float(a) / float(b)
+    except (OverflowError, ZeroDivisionError):
+        return math.inf
+
+
 def _flat(obj: dict) -> dict:
     """A result object's keys, lower case, for :data:`MEASURED_COLUMNS`: a statistic object ``{"avg": x, "p99": ...}``
     (GenAI-Perf / AIPerf exports) gives its ``avg``; another nested object (``input_config``) lends its keys; a list
@@ -691,7 +700,9 @@ def _flat(obj: dict) -> dict:
                     out.setdefault(str(k2).strip().lower(), v2)
         elif isinstance(v, list) and v:
             nums = [x for x in v if isinstance(x, (int, float)) and not isinstance(x, bool)]
-            out[key] = (round(sum(nums) / len(nums)) if len(nums) == len(v) else v[0])
+            mean = _ratio(sum(nums), len(nums)) if nums and len(nums) == len(v) else None
+            # a mean that is not finite (Infinity in the list) is kept as such: num() refuses it naming the column
+            out[key] = v[0] if mean is None else (round(mean) if math.isfinite(mean) else mean)
         else:
             out[key] = v
     for k in ("model", "model_id", "model_names"):
@@ -700,8 +711,8 @@ def _flat(obj: dict) -> dict:
     done = out.get("completed")
     if isinstance(done, (int, float)) and done > 0:
         for total, mean in (("total_input_tokens", "mean_input_tokens"), ("total_output_tokens", "mean_output_tokens")):
-            if isinstance(out.get(total), (int, float)):
-                out.setdefault(mean, round(out[total] / done))
+            if isinstance(out.get(total), (int, float)) and math.isfinite(_ratio(out[total], done)):
+                out.setdefault(mean, round(_ratio(out[total], done)))
     return out
 
 
@@ -717,22 +728,27 @@ def load_measurements(path: str) -> Measurements:
             value (the message names the row and the column).
     """
     import csv as _csv
-    import json as _json
     from pathlib import Path
 
     from optimizer.specs import load_gpu, load_model
 
+    from gpuopt.inputs import load_json, read_text
+
     p = Path(path)
     if not p.is_file():
         raise InputError("measured", f"no such file: {path}", accepted="a CSV or JSON file of benchmark results")
+    # UTF-8 with or without a byte-order mark (Excel's "CSV UTF-8"), bounded size and nesting, duplicate keys
+    # refused; NaN/Infinity allowed where vLLM writes them (a std of one request): every figure used is checked
+    text = read_text(p, "measured", "measurements file")
     try:
-        text = p.read_text(encoding="utf-8-sig")  # Excel's "CSV UTF-8" starts with a byte-order mark
         if p.suffix.lower() == ".json" or text.lstrip().startswith(("{", "[")):
-            data = _json.loads(text)
+            data = load_json(text, str(path), "measured", allow_nonfinite=True)
             raw = data if isinstance(data, list) else [data]
         else:
             raw = list(_csv.DictReader(text.splitlines()))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (_csv.Error, ValueError) as exc:
+        if isinstance(exc, InputError):
+            raise
         raise InputError("measured", f"cannot read {path}: {exc}", accepted="CSV with a header, or JSON") from None
     rows = []
     for i, obj in enumerate(raw, start=1):
@@ -758,9 +774,9 @@ def load_measurements(path: str) -> Measurements:
             except (TypeError, ValueError):
                 raise InputError("measured", f"{path} row {_i}: {col} {v!r} is not a number",
                                  accepted="a number > 0") from None
-            if not math.isfinite(x) or x <= 0 or (whole and not x.is_integer()):
-                raise InputError("measured", f"{path} row {_i}: {col} {v!r} must be a {'whole ' if whole else ''}"
-                                             "number > 0", accepted="a number > 0")
+            if not math.isfinite(x) or x <= 0 or (whole and not x.is_integer()) or x > MAX_QUANTITY:
+                raise InputError("measured", f"{path} row {_i}: {col} {v!r:.40} must be a {'whole ' if whole else ''}"
+                                             f"number > 0 and at most {MAX_QUANTITY:g}", accepted="a number > 0")
             return int(x) if whole else x
 
         if get("model") is None:
@@ -831,6 +847,10 @@ class TraceLengths:
                 f"{self.mean_output:,} output tokens (p99 {self.p99_input:,} + {self.p99_output:,})")
 
 
+#: Most tokens one request of a trace may have: 100x the longest context of any model (Llama 4 Scout's 10,485,760).
+MAX_REQUEST_TOKENS = 1_000_000_000
+
+
 def load_trace(path: str) -> TraceLengths:
     """Mean request lengths from a CSV trace with one row per request and columns :data:`TRACE_COLUMNS` (the rest is
     ignored). The serving model sizes the mean request (a paged KV cache holds what the running requests hold on
@@ -864,11 +884,14 @@ def load_trace(path: str) -> TraceLengths:
                         x = float(v)
                     except ValueError:
                         x = -1.0
-                    if not math.isfinite(x) or x < 0 or not x.is_integer():
-                        raise InputError("trace", f"{path} line {i}: {pick[key]} {v!r} is not a whole number >= 0",
-                                         accepted="token counts")
+                    if not math.isfinite(x) or x < 0 or not x.is_integer() or x > MAX_REQUEST_TOKENS:
+                        raise InputError("trace", f"{path} line {i}: {pick[key]} {v!r:.40} is not a whole number "
+                                         f"from 0 to {MAX_REQUEST_TOKENS:,}", accepted="token counts")
                     store.append(int(x))
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise InputError("trace", f"{path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); save it as UTF-8",
+                         accepted="a CSV file in UTF-8") from None
+    except (OSError, _csv.Error) as exc:  # unreadable; a NUL byte or a field over csv's 128 KiB limit
         raise InputError("trace", f"cannot read {path}: {exc}", accepted="a CSV file") from None
     if not ins:
         raise InputError("trace", f"{path} has no requests", accepted="one row per request")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import logging
 import math
 import re
@@ -687,12 +686,14 @@ def _read_hf_config(config: str | Path | dict) -> tuple[dict, str, str]:
             raise InputError("model", f"no config.json at {str(config)!r} (not a file, nor a folder holding config.json)",
                              accepted=_HF_ACCEPTED)
         origin = str(path)
+        from gpuopt.inputs import load_json_file
+
+        # UTF-8 with or without BOM, bounded size and nesting, duplicate keys refused; NaN/Infinity allowed in the
+        # fields not read here (transformers' json.dumps writes them), every field read is checked by _cfg_int
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError("model", f"cannot read {origin}: {exc}", accepted=_HF_ACCEPTED) from None
-        except json.JSONDecodeError as exc:
-            raise InputError("model", f"{origin} is not valid JSON: {exc}", accepted=_HF_ACCEPTED) from None
+            data = load_json_file(path, "model", "config.json", allow_nonfinite=True)
+        except InputError as exc:
+            raise InputError("model", exc.message, accepted=_HF_ACCEPTED) from None
         default = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
     if not isinstance(data, dict):
         raise InputError("model", f"{origin}: a config.json holds a JSON object, got {type(data).__name__}",
@@ -703,17 +704,37 @@ def _read_hf_config(config: str | Path | dict) -> tuple[dict, str, str]:
     return data, origin, default or str(data.get("model_type") or "hf-config")
 
 
+#: Largest value of a config.json size field: 64x and more above the real ones (hidden_size 16384 of
+#: Llama-3.1-405B, vocab_size 256000 of Gemma) and small enough that every count stays finite; a file above it is
+#: broken (``hidden_size: 1e308``) and refused naming the field.
+_CFG_MAX: dict[str, int] = {
+    "hidden_size": 1 << 20, "n_embd": 1 << 20, "head_dim": 1 << 16,
+    "num_hidden_layers": 1 << 14, "n_layer": 1 << 14,
+    "num_attention_heads": 1 << 16, "n_head": 1 << 16, "num_key_value_heads": 1 << 16, "num_kv_heads": 1 << 16,
+    "n_head_kv": 1 << 16, "vocab_size": 1 << 24, "intermediate_size": 1 << 22, "ffn_hidden_size": 1 << 22,
+    "num_local_experts": 1 << 12, "num_experts_per_tok": 1 << 12, "num_ln_in_parallel_attn": 16,
+}
+#: Ceiling of the context fields (max_position_embeddings, n_positions, sliding_window): 2^31 - 1 tokens (Llama 4
+#: Scout's config.json says 10,485,760).
+_CFG_MAX_CONTEXT = (1 << 31) - 1
+
+
 def _cfg_int(cfg: dict, origin: str, *keys: str, required: bool = True) -> int | None:
-    """The first of ``keys`` that config.json sets (not null) as a whole number > 0; None when none is set and
-    not ``required``. Raises InputError("model") naming the field that is missing or bad."""
+    """The first of ``keys`` that config.json sets (not null) as a whole number > 0 and at most its ceiling
+    (:data:`_CFG_MAX`); None when none is set and not ``required``. Raises InputError("model") naming the field
+    that is missing or bad and the file."""
     for key in keys:
         value = cfg.get(key)
         if value is None:
             continue
+        top = _CFG_MAX.get(key, _CFG_MAX_CONTEXT)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
                 or value <= 0 or not float(value).is_integer():
-            raise InputError("model", f"{origin}: field {key!r} must be a whole number > 0, got {value!r}",
+            raise InputError("model", f"{origin}: field {key!r} must be a whole number > 0, got {value!r:.40}",
                              accepted=_HF_ACCEPTED)
+        if value > top:
+            raise InputError("model", f"{origin}: field {key!r} must be a whole number from 1 to {top:,}, "
+                             f"got {value!r:.40}", accepted=_HF_ACCEPTED)
         return int(value)
     if required:
         also = f" (nor {', '.join(repr(k) for k in keys[1:])})" if len(keys) > 1 else ""

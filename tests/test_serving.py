@@ -233,7 +233,7 @@ def test_measured_round_trip(tmp_path):
     ("model,gpu,input_tokens,output_tokens\nLlama-2-7B,A100-80GB,100,100\n", "no measured figure"),
     ("model,gpu,input_tokens,output_tokens,ttft_ms\nLlama-2-7B,A100-80GB,100,-5,10\n", "output_tokens"),
     ("model,gpu,input_tokens,output_tokens,ttft_ms\nNoSuchModel,A100-80GB,100,100,10\n", "row 1: model"),
-    ("{not json", "cannot read"),
+    ("{not json", "m.csv is not valid JSON: Expecting property name enclosed in double quotes at line 1 column 2"),
 ])
 def test_measured_file_errors_name_the_row_and_column(tmp_path, content, match):
     f = tmp_path / "m.csv"

@@ -314,7 +314,7 @@ def prices_status(catalog: str | Path | None = None) -> dict[str, Any]:
                        "file": str(s.csv_path), "ok": s.ok, "error": s.error,
                        "regions": s.meta.get("regions"), "skipped": s.meta.get("skipped"),
                        "skipped_total": s.meta.get("skipped_total"), "skipped_file": s.meta.get("skipped_file")}
-                      for s in cache.list_snapshots()],
+                      for s in map(cache.verified, cache.list_snapshots())],  # values read too (issue 13)
     }
     return StatusResult(status)
 

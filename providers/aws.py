@@ -108,7 +108,8 @@ Retries are botocore's own (:func:`client_config`): ``retries={"mode": "standard
 options.max_attempts}`` (the Pricing client's mode is PRICING_RETRY_MODE; ``total_max_attempts`` counts the first
 attempt, as ``FetchOptions.max_attempts`` does, while botocore's ``max_attempts`` key counts retries only),
 ``connect_timeout``/``read_timeout`` = ``options.timeout_s``. Throttling (ThrottlingException,
-RequestLimitExceeded...) and 5xx are retried with botocore's exponential backoff and jitter. Paging uses botocore's
+RequestLimitExceeded...) and 5xx are retried with botocore's exponential backoff and jitter, within the call's
+budget of timeout x attempts seconds (:func:`bound_retries`, the REST adapters' rule). Paging uses botocore's
 paginators; :func:`_all_pages` stops with ``TruncatedPriceList(next=NextToken)`` when ``options.max_pages`` pages
 were read and a NextToken is still pending, or when a NextToken comes back a second time (a cycle; botocore alone
 only catches the same token twice in a row) — never a shorter list (PRICE_FAULTS BUG-08).
@@ -122,6 +123,7 @@ import io
 import json
 import re
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -1283,12 +1285,61 @@ def _session(options: FetchOptions):
         raise MissingCredentials(f"AWS profile '{options.profile}' not found ({e}). {CREDENTIALS_HOWTO}") from None
 
 
+def bound_retries(client, options: FetchOptions):
+    """Keep every call of ``client`` — retries and botocore's backoff waits included — within
+    ``providers.base.call_budget_s(options)`` (timeout x attempts, as the REST adapters; issue 13). Returns the
+    client.
+
+    botocore's standard mode waits up to 20 s between attempts (random x 2^attempt), so 5 attempts could wait a
+    minute on their own. A ``needs-retry`` handler registered first checks, when botocore is about to retry (a
+    retryable error and attempts left: botocore's own StandardRetryConditions), whether the longest wait it may pick
+    (min(20, 2^(attempts-1)) s) would end after the budget; if so the call ends with ProviderError naming the error
+    code, the attempts made and the budget, instead of sleeping past it. Non-retryable errors are left as they are.
+    """
+    from botocore.retries import standard
+
+    from providers.base import call_budget_s
+
+    budget = call_budget_s(options)
+    attempts_max = max(1, int(options.max_attempts))
+    svc = client.meta.service_model.service_id.hyphenize()
+    adapter = standard.RetryEventAdapter()
+    conditions = standard.StandardRetryConditions(max_attempts=attempts_max)
+
+    def started(context=None, **_kw) -> None:
+        if context is not None:
+            context["gpuopt_call_started"] = time.monotonic()
+
+    def guard(attempts=1, request_dict=None, response=None, caught_exception=None, operation=None, **kw) -> None:
+        t0 = ((request_dict or {}).get("context") or {}).get("gpuopt_call_started")
+        if t0 is None:
+            return None
+        ctx = adapter.create_retry_context(attempts=attempts, request_dict=request_dict, response=response,
+                                           caught_exception=caught_exception, operation=operation, **kw)
+        if not conditions.is_retryable(ctx):
+            return None
+        longest = min(20.0, 2.0 ** (attempts - 1))
+        elapsed = time.monotonic() - t0
+        if elapsed + longest <= budget:
+            return None
+        code = (((response or (None, {}))[1] or {}).get("Error") or {}).get("Code") if response else None
+        what = code or (type(caught_exception).__name__ if caught_exception is not None else "an error")
+        name = getattr(operation, "name", "call")
+        raise ProviderError(f"aws {name}: {what} after {attempts} attempt(s) in {elapsed:.1f} s; another retry "
+                            f"could wait {longest:g} s, past the call's budget of {budget:g} s (--timeout "
+                            f"{options.timeout_s:g} s x --attempts {attempts_max}): try again later")
+
+    client.meta.events.register(f"before-call.{svc}", started, unique_id=f"gpuopt-call-start-{svc}")
+    client.meta.events.register_first(f"needs-retry.{svc}", guard, unique_id=f"gpuopt-retry-budget-{svc}")
+    return client
+
+
 def make_client(service: str, region: str, options: FetchOptions, session: Any = None):
     """A boto3 client with :func:`client_config` (retry mode PRICING_RETRY_MODE for ``pricing``, standard for the
-    others)."""
+    others), its calls bounded by :func:`bound_retries`."""
     session = session if session is not None else _session(options)
     mode = PRICING_RETRY_MODE if service == "pricing" else "standard"
-    return session.client(service, region_name=region, config=client_config(options, mode))
+    return bound_retries(session.client(service, region_name=region, config=client_config(options, mode)), options)
 
 
 def _client(options: FetchOptions, key: str, service: str, region: str, *, share: bool = False):

@@ -69,6 +69,9 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
         logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO, stream=sys.stderr,
                             format="gpuopt: %(levelname)s: %(name)s: %(message)s")
+        from gpuopt.redact import install_log_filter
+
+        install_log_filter()  # urllib3 and botocore log request URLs: keys never reach the log (issue 13)
 
 
 #: --quiet / --verbose / --format of the command being run (set by the root callback and by _boundary).
@@ -101,7 +104,10 @@ def _error_type(exc) -> tuple[str, int]:
 def _fail(message: str, code: int, kind: str, field: str | None = None, accepted: str | None = None,
           prefix: str = "gpuopt: error: ") -> None:
     """Report a failure: one line on stderr, or with --format json one ``error`` document (gpuopt.schemas.ErrorDoc)
-    on stderr; then exit with ``code``."""
+    on stderr; then exit with ``code``. Secrets are scrubbed from the message (gpuopt.redact)."""
+    from gpuopt.redact import scrub
+
+    message = scrub(message)
     if _STATE["format"] == "json":
         import json
 

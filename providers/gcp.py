@@ -838,7 +838,11 @@ def clear_listing_cache() -> None:
 
 
 def _scrub(text: str, key: str) -> str:
-    return text.replace(key, "***") if key else text
+    """``text`` without ``key`` in any encoding (raw, percent-encoded as in a request URL, JSON, base64) and without
+    any credential-like URL parameter (gpuopt.redact.scrub)."""
+    from gpuopt.redact import scrub
+
+    return scrub(text, key)
 
 
 def _error_detail(resp, key: str) -> str:

@@ -54,6 +54,12 @@ class MissingCredentials(ProviderError):
     """No credentials for a provider that needs them: the message says which ones and how to provide them."""
 
 
+class InvalidCredentials(MissingCredentials):
+    """Credentials were found but the provider refused them (invalid, expired, wrongly signed): the message says
+    "credentials", the provider and the provider's error code, never "region not enabled" (issue 13). A kind of
+    MissingCredentials: the refresh treats both alike (the provider keeps its previous prices)."""
+
+
 @dataclass
 class FetchOptions:
     """Options of one refresh, shared by every adapter.

@@ -314,7 +314,7 @@ def prices_status(catalog: str | Path | None = None) -> dict[str, Any]:
                        "file": str(s.csv_path), "ok": s.ok, "error": s.error,
                        "regions": s.meta.get("regions"), "skipped": s.meta.get("skipped"),
                        "skipped_total": s.meta.get("skipped_total"), "skipped_file": s.meta.get("skipped_file")}
-                      for s in cache.list_snapshots()],
+                      for s in map(cache.verified, cache.list_snapshots())],  # values read too (issue 13)
     }
     return StatusResult(status)
 
@@ -343,6 +343,9 @@ def prices_refresh(*, providers: Iterable[str] = (), regions: Iterable[str] = ()
     # GPUOPT_GCP_BILLING_URL; for AWS, botocore's own AWS_ENDPOINT_URL_PRICING / AWS_ENDPOINT_URL_EC2.
     env_endpoints = {k: os.environ[v] for k, v in (("azure", "GPUOPT_AZURE_PRICES_URL"), ("gcp", "GPUOPT_GCP_BILLING_URL"))
                      if os.environ.get(v)}
+    from gpuopt.redact import register
+
+    register(gcp_api_key)  # scrubbed from every message and log line from now on, in every encoding
     opts = FetchOptions(regions=_names(regions) or None, profile=profile, gcp_api_key=gcp_api_key,
                         timeout_s=float(timeout_s), max_attempts=int(max_attempts),
                         endpoints={**env_endpoints, **dict(endpoints or {})}, savings_plans=bool(savings_plans))

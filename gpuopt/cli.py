@@ -69,6 +69,9 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
         logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO, stream=sys.stderr,
                             format="gpuopt: %(levelname)s: %(name)s: %(message)s")
+        from gpuopt.redact import install_log_filter
+
+        install_log_filter()  # urllib3 and botocore log request URLs: keys never reach the log (issue 13)
 
 
 #: --quiet / --verbose / --format of the command being run (set by the root callback and by _boundary).
@@ -101,7 +104,10 @@ def _error_type(exc) -> tuple[str, int]:
 def _fail(message: str, code: int, kind: str, field: str | None = None, accepted: str | None = None,
           prefix: str = "gpuopt: error: ") -> None:
     """Report a failure: one line on stderr, or with --format json one ``error`` document (gpuopt.schemas.ErrorDoc)
-    on stderr; then exit with ``code``."""
+    on stderr; then exit with ``code``. Secrets are scrubbed from the message (gpuopt.redact)."""
+    from gpuopt.redact import scrub
+
+    message = scrub(message)
     if _STATE["format"] == "json":
         import json
 
@@ -665,8 +671,8 @@ def prices_refresh(
     profile: Annotated[Optional[str], typer.Option("--profile", help="AWS named profile (default: the standard boto3 credential chain).")] = None,
     gcp_api_key: Annotated[Optional[str], typer.Option("--gcp-api-key", envvar="GPUOPT_GCP_API_KEY", help="API key for the Cloud Billing Catalog API.")] = None,
     workers: Annotated[int, typer.Option("--workers", help="Regions fetched at once per provider.")] = 4,
-    timeout: Annotated[float, typer.Option("--timeout", help="Timeout of one API call, seconds.")] = 30.0,
-    attempts: Annotated[int, typer.Option("--attempts", help="Attempts per API call, retries of throttling and 5xx included.")] = 5,
+    timeout: Annotated[float, typer.Option("--timeout", help="Timeout of one API call attempt, and the longest wait between attempts (Retry-After is capped), seconds.")] = 30.0,
+    attempts: Annotated[int, typer.Option("--attempts", help="Attempts per API call, retries of throttling and 5xx included; a call gives up after about timeout x attempts seconds.")] = 5,
     savings_plans: Annotated[bool, typer.Option("--savings-plans", help="Also fetch AWS Savings Plans rates (needs savingsplans:DescribeSavingsPlansOfferingRates); Azure's come with its prices.")] = False,
     output: OutputOpt = None,
     fmt: FormatOpt = "table",

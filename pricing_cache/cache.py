@@ -18,8 +18,12 @@ Rules (DESIGN.md "pricing_cache"):
   one as the newest good one). "Newest" orders by the date the prices were valid (``as_of``), then by write time,
   so importing an old file never replaces newer prices as the current ones.
 - Writers hold a file lock, so two refreshes cannot interleave; readers need no lock.
-- Reading verifies the schema version and the sha256; a corrupted or hand-edited snapshot is reported and skipped,
-  and the previous good one of that provider is used.
+- Reading verifies the schema version, the sha256 and ``as_of`` (a real date, not after today + AS_OF_SKEW_DAYS:
+  a snapshot dated in the future would otherwise stay "newest" forever and hide every later refresh or import);
+  reading the offers also checks the columns, types and values (:func:`offer_values_error`: no negative or
+  non-finite price, count or size, no row without a price), so a hand-edited snapshot whose checksum was
+  recomputed is not served either. A corrupted or hand-edited snapshot is reported (``prices status``, and a
+  warning on every command that loads prices) and skipped, and the previous good one of that provider is used.
 - History: snapshots older than the retention are deleted after a successful write, but the newest snapshot of
   each provider is always kept. ``offers_at(date)`` gives the prices in effect on a date (the newest snapshot
   created on or before it), so a past month is priced with that month's prices.
@@ -262,6 +266,68 @@ def write_snapshot(provider: str, offers: "pd.DataFrame", *, regions: dict[str, 
     return CachedSnapshot(provider, meta["created_at"], meta["as_of"], csv_path, meta_path, meta)
 
 
+#: Clock skew allowed between the machine that wrote a snapshot and this one: an ``as_of`` up to this many days
+#: after today (UTC) is accepted; a later one is refused (it would stay "newest" and hide every later refresh).
+AS_OF_SKEW_DAYS = 1
+#: Numeric offer columns that must be finite and >= 0 where given (an empty cell is "unknown", never 0).
+NON_NEGATIVE_COLUMNS: tuple[str, ...] = ("gpu_count", "gpu_memory_gib", "vcpus", "memory_gib", "upfront_usd",
+                                         "recurring_usd_per_hour", "usd_per_hour", "term_hours")
+#: Columns every row must fill (a row without them cannot be priced or planned).
+REQUIRED_TEXT_COLUMNS: tuple[str, ...] = ("provider", "region", "instance_type", "pricing", "currency")
+
+
+def _as_of_error(value: Any, today: dt.date | None = None) -> str | None:
+    """Why a snapshot's metadata ``as_of`` is unusable (None when it is a real date not after today + skew).
+
+    Accepts YYYY-MM-DD, or an ISO date-time whose first 10 characters are one."""
+    text = str(value if value is not None else "")
+    try:
+        day = dt.date.fromisoformat(text[:10])
+        if len(text) > 10:
+            dt.datetime.fromisoformat(text)
+    except ValueError:
+        return f"as_of {text!r} is not a date (YYYY-MM-DD)"
+    today = today or _now().date()
+    if day > today + dt.timedelta(days=AS_OF_SKEW_DAYS):
+        return (f"as_of {day.isoformat()} is in the future (today is {today.isoformat()} UTC, "
+                f"{AS_OF_SKEW_DAYS} day of clock skew allowed)")
+    return None
+
+
+def offer_values_error(df: "pd.DataFrame", provider: str | None = None) -> str | None:
+    """Why the offers of a snapshot cannot be served (None when they can): the value checks beyond the checksum
+    (issue 13: a hand-edited snapshot with a recomputed checksum is otherwise served as is).
+
+    Checks: every NON_NEGATIVE_COLUMNS value finite and >= 0 where given (empty = unknown is allowed), ``usd_per_hour``
+    given on every row, REQUIRED_TEXT_COLUMNS filled, ``provider`` equal to ``provider`` when given. The message
+    names the column, the first bad CSV line (header = line 1) and the count."""
+    import numpy as np
+
+    def first(mask: "np.ndarray", what: str) -> str:
+        idx = np.flatnonzero(mask)
+        return f"{what} on {len(idx)} row(s), first at line {int(idx[0]) + 2}"
+
+    for c in NON_NEGATIVE_COLUMNS:
+        v = df[c].to_numpy(dtype=float, na_value=np.nan)
+        bad = np.isinf(v) | (v < 0)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            return first(bad, f"{c} negative or not finite ({v[i]:g})")
+    miss = np.isnan(df["usd_per_hour"].to_numpy(dtype=float, na_value=np.nan))
+    if miss.any():
+        return first(miss, "usd_per_hour empty")
+    for c in REQUIRED_TEXT_COLUMNS:
+        col = df[c].astype(object)
+        empty = (col.isna() | (col.astype(str).str.strip() == "")).to_numpy()
+        if empty.any():
+            return first(empty, f"{c} empty")
+    if provider is not None:
+        other = (df["provider"].astype(str) != provider).to_numpy()
+        if other.any():
+            return first(other, f"provider not {provider!r}")
+    return None
+
+
 def _read_meta(meta_path: Path) -> CachedSnapshot:
     provider = meta_path.parent.name
     csv_path = meta_path.with_suffix(".csv")
@@ -284,6 +350,8 @@ def _read_meta(meta_path: Path) -> CachedSnapshot:
         actual = hashlib.sha256(csv_path.read_bytes()).hexdigest()
         if actual != meta.get("sha256"):
             err = "checksum mismatch (the file was edited or truncated)"
+    if err is None:
+        err = _as_of_error(meta.get("as_of"))
     return CachedSnapshot(provider, created, as_of, csv_path, meta_path, meta, err)
 
 
@@ -333,7 +401,26 @@ def read_snapshot(snap: CachedSnapshot) -> "pd.DataFrame":
         raise SnapshotError(f"cached snapshot {snap.csv_path.name} cannot be read: {str(e).split('; rebuild')[0]}") from None
     if len(df) != snap.meta.get("rows"):
         raise SnapshotError(f"cached snapshot {snap.csv_path} has {len(df)} rows, its metadata says {snap.meta.get('rows')}")
+    bad = offer_values_error(df, snap.provider)
+    if bad is not None:
+        raise SnapshotError(f"cached {snap.provider} snapshot {snap.csv_path.name} is not usable: {bad}")
     return df
+
+
+def verified(snap: CachedSnapshot) -> CachedSnapshot:
+    """``snap`` after reading its offers (:func:`read_snapshot`: columns, types, row count, values): the same
+    snapshot when usable, else a copy whose ``error`` says why. Reads the whole file: for ``prices status`` and
+    the retention, not for every listing."""
+    if not snap.ok:
+        return snap
+    try:
+        read_snapshot(snap)
+    except SnapshotError as e:
+        import dataclasses
+
+        why = str(e).split(" is not usable: ", 1)[-1]
+        return dataclasses.replace(snap, error=why)
+    return snap
 
 
 def good_snapshots(provider: str, on_or_before: dt.date | None = None):
@@ -362,6 +449,7 @@ def newest_good(provider: str, on_or_before: dt.date | None = None) -> tuple[Cac
                 valid = None
             if valid is None or valid > on_or_before:
                 continue
+        snap = verified(snap)
         if snap.ok:
             return snap, warnings
         warnings.append(f"{provider}: cached snapshot {snap.meta_path.name} skipped: {snap.error}; "

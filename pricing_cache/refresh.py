@@ -18,7 +18,8 @@ from importlib import import_module
 from typing import Any, Callable
 
 from gpuopt.errors import GpuoptError, InputError, PriceDataError
-from providers.base import LIVE_ADAPTERS, FetchOptions, RegionSkipped
+from gpuopt.redact import scrub
+from providers.base import LIVE_ADAPTERS, FetchOptions, MissingCredentials, RegionSkipped
 
 #: Regions fetched at once per provider (each region is a handful of paginated API calls).
 DEFAULT_WORKERS = 4
@@ -351,13 +352,14 @@ def refresh_provider(name: str, options: FetchOptions, *, as_of: str, max_worker
         mod = _adapter(name, adapters)
         regions = list(mod.list_regions(options))
     except Exception as exc:  # missing credentials, listing failed, SDK missing: the provider keeps its data
-        out.error = f"{type(exc).__name__}: {exc}"
+        out.error = scrub(f"{type(exc).__name__}: {exc}", options.gcp_api_key)
         out.seconds = time.perf_counter() - t0
         emit("provider_failed", name, error=out.error)
         return out
     emit("start", name, total=len(regions))
     frames = []
     skipped: list = []
+    creds_error: str | None = None  # the first region refused for its credentials: the provider's error
     with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(regions) or 1))) as pool:
         futures = {pool.submit(_one_region, mod, r, options, as_of): r for r in regions}
         for fut in as_completed(futures):
@@ -365,11 +367,13 @@ def refresh_provider(name: str, options: FetchOptions, *, as_of: str, max_worker
             try:
                 result, secs = fut.result()
             except RegionSkipped as exc:
-                out.regions_skipped[region] = str(exc)
-                emit("region", name, region=region, status="skipped", message=str(exc))
+                out.regions_skipped[region] = scrub(exc, options.gcp_api_key)
+                emit("region", name, region=region, status="skipped", message=out.regions_skipped[region])
                 continue
             except Exception as exc:  # one region failed after the adapter's retries: keep its previous rows
-                out.regions_failed[region] = f"{type(exc).__name__}: {exc}"
+                out.regions_failed[region] = scrub(f"{type(exc).__name__}: {exc}", options.gcp_api_key)
+                if isinstance(exc, MissingCredentials) and creds_error is None:
+                    creds_error = out.regions_failed[region]
                 emit("region", name, region=region, status="failed", message=out.regions_failed[region])
                 continue
             if result.offers.empty:
@@ -388,7 +392,8 @@ def refresh_provider(name: str, options: FetchOptions, *, as_of: str, max_worker
             emit("region", name, region=region, status="done", rows=len(result.offers))
     out.regions_done.sort()
     if not out.regions_done:
-        out.error = "no region could be refreshed; the previous prices stay in use"
+        out.error = ((creds_error + "; ") if creds_error else "") + \
+            "no region could be refreshed; the previous prices stay in use"
         out.seconds = time.perf_counter() - t0
         emit("end", name, status=out.status)
         return out

@@ -324,6 +324,11 @@ def _load_base(catalog: "str | Path | None" = None, snapshot_dir: Path | None = 
     if len(df) != meta.get("rows"):
         raise SnapshotError(f"price snapshot {path} has {len(df)} rows, snapshot.json says {meta.get('rows')}; "
                             f"{REBUILD_HINT}")
+    from pricing_cache.cache import offer_values_error
+
+    bad = offer_values_error(df)  # beyond the checksum: a hand-edit with a recomputed sha256 (issue 13)
+    if bad is not None:
+        raise SnapshotError(f"price snapshot {path} is not usable: {bad}; {REBUILD_HINT}")
     per = _providers_from_frame(df)
     providers = {}
     for prov, info in per.items():

@@ -108,7 +108,8 @@ Retries are botocore's own (:func:`client_config`): ``retries={"mode": "standard
 options.max_attempts}`` (the Pricing client's mode is PRICING_RETRY_MODE; ``total_max_attempts`` counts the first
 attempt, as ``FetchOptions.max_attempts`` does, while botocore's ``max_attempts`` key counts retries only),
 ``connect_timeout``/``read_timeout`` = ``options.timeout_s``. Throttling (ThrottlingException,
-RequestLimitExceeded...) and 5xx are retried with botocore's exponential backoff and jitter. Paging uses botocore's
+RequestLimitExceeded...) and 5xx are retried with botocore's exponential backoff and jitter, within the call's
+budget of timeout x attempts seconds (:func:`bound_retries`, the REST adapters' rule). Paging uses botocore's
 paginators; :func:`_all_pages` stops with ``TruncatedPriceList(next=NextToken)`` when ``options.max_pages`` pages
 were read and a NextToken is still pending, or when a NextToken comes back a second time (a cycle; botocore alone
 only catches the same token twice in a row) — never a shorter list (PRICE_FAULTS BUG-08).
@@ -122,6 +123,7 @@ import io
 import json
 import re
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -131,7 +133,7 @@ from gpuopt.errors import InputError, PriceDataError, ProviderError
 from gpuopt.records import (FILLED_FROM_FACTS, OFFER_COLUMNS, OFFER_DTYPES, SAVINGS_PLAN_TERM_HOURS, TERM_HOURS,
                              SkippedRow)
 from providers._common import ParseResult, check_unique, fill_facts, float_or_none, hourly_row, offers_frame
-from providers.base import FetchOptions, MissingCredentials, RegionSkipped, TruncatedPriceList
+from providers.base import FetchOptions, InvalidCredentials, MissingCredentials, RegionSkipped, TruncatedPriceList
 from providers.gpu_names import canonical_gpu
 from providers.skypilot import interconnect_for
 
@@ -192,8 +194,15 @@ GPU_INSTANCE_FAMILY = "GPU instance"
 #: Spot product descriptions that are Linux (moto answers with the EC2-Classic era "(Amazon VPC)" name).
 LINUX_SPOT = ("Linux/UNIX", "Linux/UNIX (Amazon VPC)")
 
-#: EC2 error codes meaning "these credentials cannot use this region" (not enabled / not opted in).
-REGION_NOT_ENABLED = ("AuthFailure", "OptInRequired", "UnrecognizedClientException")
+#: EC2 error code meaning "this region is not enabled for the account" and nothing else.
+REGION_NOT_ENABLED = ("OptInRequired",)
+#: Error codes EC2 answers both for a region the account has not enabled and for credentials it does not accept:
+#: :func:`_region_or_credentials` asks ``describe_regions`` in PRICING_REGION (always enabled) which one it is.
+REGION_OR_CREDENTIALS = ("AuthFailure", "UnrecognizedClientException")
+#: Error codes meaning the credentials themselves were refused, in any region and service (STS/IAM-style
+#: InvalidClientTokenId, a wrong secret key: SignatureDoesNotMatch, an expired session token: ExpiredToken...).
+CREDENTIALS_REFUSED = ("InvalidClientTokenId", "SignatureDoesNotMatch", "ExpiredToken", "ExpiredTokenException",
+                       "InvalidAccessKeyId", "InvalidToken", "UnrecognizedClientException", "AuthFailure")
 
 CREDENTIALS_HOWTO = ("AWS credentials not found: run `aws configure` (or `aws sso login --profile NAME` and pass "
                      "--profile NAME), or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; the Pricing API and EC2 "
@@ -1314,12 +1323,61 @@ def _session(options: FetchOptions):
         raise MissingCredentials(f"AWS profile '{options.profile}' not found ({e}). {CREDENTIALS_HOWTO}") from None
 
 
+def bound_retries(client, options: FetchOptions):
+    """Keep every call of ``client`` — retries and botocore's backoff waits included — within
+    ``providers.base.call_budget_s(options)`` (timeout x attempts, as the REST adapters; issue 13). Returns the
+    client.
+
+    botocore's standard mode waits up to 20 s between attempts (random x 2^attempt), so 5 attempts could wait a
+    minute on their own. A ``needs-retry`` handler registered first checks, when botocore is about to retry (a
+    retryable error and attempts left: botocore's own StandardRetryConditions), whether the longest wait it may pick
+    (min(20, 2^(attempts-1)) s) would end after the budget; if so the call ends with ProviderError naming the error
+    code, the attempts made and the budget, instead of sleeping past it. Non-retryable errors are left as they are.
+    """
+    from botocore.retries import standard
+
+    from providers.base import call_budget_s
+
+    budget = call_budget_s(options)
+    attempts_max = max(1, int(options.max_attempts))
+    svc = client.meta.service_model.service_id.hyphenize()
+    adapter = standard.RetryEventAdapter()
+    conditions = standard.StandardRetryConditions(max_attempts=attempts_max)
+
+    def started(context=None, **_kw) -> None:
+        if context is not None:
+            context["gpuopt_call_started"] = time.monotonic()
+
+    def guard(attempts=1, request_dict=None, response=None, caught_exception=None, operation=None, **kw) -> None:
+        t0 = ((request_dict or {}).get("context") or {}).get("gpuopt_call_started")
+        if t0 is None:
+            return None
+        ctx = adapter.create_retry_context(attempts=attempts, request_dict=request_dict, response=response,
+                                           caught_exception=caught_exception, operation=operation, **kw)
+        if not conditions.is_retryable(ctx):
+            return None
+        longest = min(20.0, 2.0 ** (attempts - 1))
+        elapsed = time.monotonic() - t0
+        if elapsed + longest <= budget:
+            return None
+        code = (((response or (None, {}))[1] or {}).get("Error") or {}).get("Code") if response else None
+        what = code or (type(caught_exception).__name__ if caught_exception is not None else "an error")
+        name = getattr(operation, "name", "call")
+        raise ProviderError(f"aws {name}: {what} after {attempts} attempt(s) in {elapsed:.1f} s; another retry "
+                            f"could wait {longest:g} s, past the call's budget of {budget:g} s (--timeout "
+                            f"{options.timeout_s:g} s x --attempts {attempts_max}): try again later")
+
+    client.meta.events.register(f"before-call.{svc}", started, unique_id=f"gpuopt-call-start-{svc}")
+    client.meta.events.register_first(f"needs-retry.{svc}", guard, unique_id=f"gpuopt-retry-budget-{svc}")
+    return client
+
+
 def make_client(service: str, region: str, options: FetchOptions, session: Any = None):
     """A boto3 client with :func:`client_config` (retry mode PRICING_RETRY_MODE for ``pricing``, standard for the
-    others)."""
+    others), its calls bounded by :func:`bound_retries`."""
     session = session if session is not None else _session(options)
     mode = PRICING_RETRY_MODE if service == "pricing" else "standard"
-    return session.client(service, region_name=region, config=client_config(options, mode))
+    return bound_retries(session.client(service, region_name=region, config=client_config(options, mode)), options)
 
 
 def _client(options: FetchOptions, key: str, service: str, region: str, *, share: bool = False):
@@ -1386,7 +1444,7 @@ def list_regions(options: FetchOptions) -> list[str]:
                 options.say(NAME, r, f"{r} is not in botocore's region list (new region or typo?); trying it")
             out.append(r)
         return out
-    from botocore.exceptions import NoCredentialsError
+    from botocore.exceptions import ClientError, NoCredentialsError
 
     ec2 = options.clients.get("ec2") or options.clients.get("ec2:us-east-1")
     try:
@@ -1395,6 +1453,11 @@ def list_regions(options: FetchOptions) -> list[str]:
         resp = ec2.describe_regions(AllRegions=True)
     except NoCredentialsError:
         raise MissingCredentials(CREDENTIALS_HOWTO) from None
+    except ClientError as e:
+        code = _error_code(e)
+        if code in CREDENTIALS_REFUSED:
+            raise _refused(code, e, f"describe_regions in {PRICING_REGION}") from None
+        raise
     out = []
     for r in sorted(resp.get("Regions", []), key=lambda r: r["RegionName"]):
         name, status = r["RegionName"], r.get("OptInStatus", "opt-in-not-required")
@@ -1403,6 +1466,56 @@ def list_regions(options: FetchOptions) -> list[str]:
         else:
             options.say(NAME, name, f"skipped: region not enabled for this account (OptInStatus {status})")
     return out
+
+
+def _error_code(exc) -> str:
+    return str((getattr(exc, "response", None) or {}).get("Error", {}).get("Code", "") or "")
+
+
+def _refused(code: str, exc, where: str) -> InvalidCredentials:
+    """The one-line error for credentials AWS refused (``code`` in CREDENTIALS_REFUSED)."""
+    from gpuopt.redact import scrub
+
+    detail = str((getattr(exc, "response", None) or {}).get("Error", {}).get("Message", "") or "")
+    return InvalidCredentials(scrub(
+        f"aws: the AWS credentials were refused ({code}{': ' + ' '.join(detail.split())[:160] if detail else ''}) "
+        f"on {where}: they are invalid, expired or for another partition; check them with `aws sts "
+        "get-caller-identity` (and --profile), renew a session with `aws sso login`, or set AWS_ACCESS_KEY_ID and "
+        "AWS_SECRET_ACCESS_KEY"))
+
+
+def _region_or_credentials(region: str, code: str, exc, options: FetchOptions) -> ProviderError:
+    """What an AuthFailure / UnrecognizedClientException from ``region``'s EC2 means (EC2 answers both for a region
+    the account has not enabled and for credentials it refuses): ``describe_regions(RegionNames=[region],
+    AllRegions=True)`` in PRICING_REGION, which every account has, tells. Returns the error to raise:
+    InvalidCredentials when that call refuses the credentials too; RegionSkipped when the region's OptInStatus is
+    ``not-opted-in``; else ProviderError saying the credentials are refused in this region although it is enabled
+    (an IAM or SCP region condition)."""
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+    ec2 = options.clients.get("ec2") or options.clients.get(f"ec2:{PRICING_REGION}")
+    try:
+        if ec2 is None:
+            ec2 = make_client("ec2", PRICING_REGION, options)
+        resp = ec2.describe_regions(RegionNames=[region], AllRegions=True)
+    except NoCredentialsError:
+        return MissingCredentials(CREDENTIALS_HOWTO)
+    except ClientError as e:
+        other = _error_code(e)
+        if other in CREDENTIALS_REFUSED:
+            return _refused(other, e, f"describe_regions in {PRICING_REGION} (after {code} in {region})")
+        return ProviderError(f"aws {region}: {code} from EC2, and describe_regions in {PRICING_REGION} failed too "
+                             f"({other or type(e).__name__}): the region may not be enabled or the credentials may "
+                             "be refused")
+    except (BotoCoreError, ProviderError) as e:
+        return ProviderError(f"aws {region}: {code} from EC2; checking the region with describe_regions failed: "
+                             f"{type(e).__name__}: {e}")
+    status = next((r.get("OptInStatus", "") for r in resp.get("Regions", []) if r.get("RegionName") == region), None)
+    if status is None or status == "not-opted-in":
+        return RegionSkipped(f"aws {region}: region not enabled for this account ({code}; OptInStatus "
+                             f"{status or 'unknown: not listed'})")
+    return ProviderError(f"aws {region}: the credentials are refused in this region ({code}) although it is enabled "
+                         f"for the account (OptInStatus {status}): an IAM or SCP condition on aws:RequestedRegion?")
 
 
 def _spot_window() -> dt.datetime:
@@ -1512,6 +1625,8 @@ def fetch_savings_plans_rates(region: str, usage_types: Iterable[str], options: 
         raise MissingCredentials(CREDENTIALS_HOWTO) from None
     except ClientError as e:
         code = e.response.get("Error", {}).get("Code", "?")
+        if code in CREDENTIALS_REFUSED:
+            raise _refused(code, e, f"describe_savings_plans_offering_rates for {region}") from None
         raise ProviderError(f"aws {region}: savings-plan rates refused ({code}); the credentials need "
                             "savingsplans:DescribeSavingsPlansOfferingRates, or refresh without savings plans") \
             from None
@@ -1536,7 +1651,10 @@ def fetch_region(region: str, options: FetchOptions) -> dict[str, Any]:
     ``"savings_plans": {"region", "usage_types": {type: usage type}, "pages": [...]}`` in step 4.
 
     Raises:
-        RegionSkipped: AuthFailure / OptInRequired / UnrecognizedClientException from this region's EC2.
+        RegionSkipped: OptInRequired from this region's EC2; or AuthFailure / UnrecognizedClientException when
+            describe_regions in PRICING_REGION says the region is not opted in (:func:`_region_or_credentials`).
+        InvalidCredentials: the credentials were refused (CREDENTIALS_REFUSED; AuthFailure when describe_regions
+            refuses them too): the message says "credentials", never "region not enabled".
         MissingCredentials: no credentials in the standard chain (or an unknown profile).
         TruncatedPriceList: page cap reached or a NextToken cycle (never a shorter list).
         ProviderError: savings-plan rates asked for and refused (step 4).
@@ -1551,9 +1669,13 @@ def fetch_region(region: str, options: FetchOptions) -> dict[str, Any]:
             types = _all_pages(ec2, "describe_instance_types", options, f"{region} describe_instance_types",
                                PaginationConfig={"PageSize": 100})
         except ClientError as e:
-            code = e.response.get("Error", {}).get("Code", "")
+            code = _error_code(e)
             if code in REGION_NOT_ENABLED:
-                raise RegionSkipped(f"aws {region}: region not enabled for these credentials ({code})") from None
+                raise RegionSkipped(f"aws {region}: region not enabled for this account ({code})") from None
+            if code in REGION_OR_CREDENTIALS:
+                raise _region_or_credentials(region, code, e, options) from None
+            if code in CREDENTIALS_REFUSED:
+                raise _refused(code, e, f"describe_instance_types in {region}") from None
             raise
         gpu_types = sorted({t["InstanceType"] for p in types for t in p.get("InstanceTypes", [])
                             if (t.get("GpuInfo") or {}).get("Gpus")})
@@ -1593,6 +1715,12 @@ def fetch_region(region: str, options: FetchOptions) -> dict[str, Any]:
                                     "pages": fetch_savings_plans_rates(region, usage.values(), options)}
     except NoCredentialsError:
         raise MissingCredentials(CREDENTIALS_HOWTO) from None
+    except ClientError as e:  # the Pricing API or spot history refusing the credentials: say so, not a region fault
+        code = _error_code(e)
+        if code in CREDENTIALS_REFUSED:
+            op = (getattr(e, "operation_name", "") or "a call")
+            raise _refused(code, e, f"{op} for {region}") from None
+        raise
     return raw
 
 

@@ -83,7 +83,7 @@ from urllib.parse import parse_qsl, urlsplit
 from gpuopt.errors import InputError, PriceDataError, ProviderError
 from gpuopt.records import OFFER_COLUMNS, SAVINGS_PLAN_TERM_HOURS, TERM_HOURS, SkippedRow
 from providers._common import OFFER_KEY, ParseResult, check_unique, float_or_none, hourly_row, offers_frame, read_text
-from providers.base import FetchOptions, MissingCredentials, TruncatedPriceList, http_session
+from providers.base import FetchOptions, MissingCredentials, TruncatedPriceList, http_session, retry_after_note
 from providers.gpu_names import GPU_MEMORY_MIB
 from providers.skypilot import AZURE_GPU_SIZES, interconnect_for
 
@@ -708,7 +708,8 @@ def _fetch_retail_pages(region: str, options: FetchOptions) -> list[dict[str, An
             except requests.RequestException as e:
                 raise fail(f"request failed after {options.max_attempts} attempt(s): {type(e).__name__}: {e}") from e
             if resp.status_code != 200:
-                raise fail(f"HTTP {resp.status_code} after {options.max_attempts} attempt(s): {resp.text[:200]!r}")
+                raise fail(f"HTTP {resp.status_code} after {options.max_attempts} attempt(s): {resp.text[:200]!r}"
+                           f"{retry_after_note(resp, options)}")
             try:
                 page = resp.json()
             except ValueError as e:

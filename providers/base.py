@@ -21,6 +21,8 @@ bounded thread pool, and keeps the previous data of any region that fails.
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -52,6 +54,12 @@ class MissingCredentials(ProviderError):
     """No credentials for a provider that needs them: the message says which ones and how to provide them."""
 
 
+class InvalidCredentials(MissingCredentials):
+    """Credentials were found but the provider refused them (invalid, expired, wrongly signed): the message says
+    "credentials", the provider and the provider's error code, never "region not enabled" (issue 13). A kind of
+    MissingCredentials: the refresh treats both alike (the provider keeps its previous prices)."""
+
+
 @dataclass
 class FetchOptions:
     """Options of one refresh, shared by every adapter.
@@ -61,8 +69,10 @@ class FetchOptions:
         profile: AWS named profile (standard boto3 credential chain when None).
         gcp_api_key: API key for the Cloud Billing Catalog API (env GPUOPT_GCP_API_KEY when None).
         currency: currency to request (USD: every price in gpuopt is compared in USD).
-        timeout_s: connect/read timeout of one HTTP call, seconds.
-        max_attempts: attempts per call, retries included (throttling 429/Throttling and 5xx, with backoff).
+        timeout_s: connect/read timeout of one HTTP call, seconds; also the longest wait between attempts (a
+            ``Retry-After`` above it is capped).
+        max_attempts: attempts per call, retries included (throttling 429/Throttling and 5xx, with backoff); one
+            call with its retries and waits ends within timeout_s x max_attempts seconds (:func:`call_budget_s`).
         max_pages: safety cap on pages per listing; reaching it raises TruncatedPriceList, never a short list.
         endpoints: base URLs overriding the real endpoints (tests point them at 127.0.0.1), e.g.
             {"azure": "http://127.0.0.1:8080/api/retail/prices", "gcp": "http://127.0.0.1:8081/v1"}.
@@ -89,21 +99,87 @@ class FetchOptions:
             self.progress(provider, region, message)
 
 
-def http_session(options: FetchOptions):
-    """A requests Session that retries throttling (429, honouring Retry-After) and 5xx answers with exponential
-    backoff (urllib3 ``Retry``), for the REST adapters. Timeouts: per socket operation as passed per call
-    (options.timeout_s), and the whole body of an answer within options.timeout_s of its first byte."""
-    import requests
-    from requests.adapters import HTTPAdapter
+def call_budget_s(options: FetchOptions) -> float:
+    """The most one call may take, retries and waits included: ``timeout_s`` x ``max_attempts`` seconds (issue 13:
+    a 429 with ``Retry-After: 3600`` held a refresh far beyond ``--timeout``/``--attempts``)."""
+    return float(options.timeout_s) * max(1, int(options.max_attempts))
+
+
+#: The start (time.monotonic()) of the HTTP call running in this thread (set by the deadline session).
+_CALL = threading.local()
+
+
+def _bounded_retry_class():
+    from urllib3.exceptions import MaxRetryError, ResponseError
     from urllib3.util.retry import Retry
 
-    retry = Retry(
+    class BoundedRetry(Retry):
+        """urllib3's Retry with every wait bounded: a ``Retry-After`` is capped at ``cap_s`` (the per-attempt
+        timeout, ``--timeout``; an unparseable one falls back to the backoff), and a wait that would end after the
+        call's budget (``budget_s`` from the call's start, :func:`call_budget_s`) ends the retries at once: the
+        last answer is returned (its status is reported by the adapter), or for a connection error the error is
+        raised. A 429 asking for an hour therefore costs at most about timeout x attempts seconds."""
+
+        def __init__(self, *args, cap_s: float = 30.0, budget_s: float = 150.0, **kw):
+            super().__init__(*args, **kw)
+            self.cap_s, self.budget_s = float(cap_s), float(budget_s)
+
+        def new(self, **kw):
+            r = super().new(**kw)
+            r.cap_s, r.budget_s = self.cap_s, self.budget_s
+            return r
+
+        def get_retry_after(self, response):
+            try:
+                seconds = super().get_retry_after(response)
+            except Exception:  # an unparseable Retry-After (urllib3 raises InvalidHeader): plain backoff
+                return None
+            return None if seconds is None else min(float(seconds), self.cap_s)
+
+        def increment(self, method=None, url=None, response=None, error=None, _pool=None, _stacktrace=None):
+            nxt = super().increment(method, url, response, error, _pool, _stacktrace)
+            started = getattr(_CALL, "started", None)
+            if started is None:
+                return nxt
+            wait = nxt.get_retry_after(response) if (response is not None and self.respect_retry_after_header) \
+                else None
+            wait = nxt.get_backoff_time() if wait is None else wait
+            if time.monotonic() - started + wait > self.budget_s:
+                raise MaxRetryError(_pool, url, error or ResponseError(
+                    f"gave up: the next attempt would start after the call's budget of {self.budget_s:g} s"))
+            return nxt
+
+    return BoundedRetry
+
+
+def retry_after_note(resp, options: FetchOptions) -> str:
+    """For an HTTP failure message: what the server asked (``Retry-After``) when it exceeds what ``--timeout``
+    allows, else "" (a throttled refresh says why it gave up instead of waiting an hour)."""
+    raw = (getattr(resp, "headers", None) or {}).get("Retry-After")
+    if raw is None:
+        return ""
+    return (f"; the server asked to wait {str(raw).strip()[:40]} (Retry-After), waits are capped at --timeout "
+            f"{options.timeout_s:g} s and each call at {call_budget_s(options):g} s (timeout x attempts): "
+            "try again later")
+
+
+def http_session(options: FetchOptions):
+    """A requests Session that retries throttling (429, honouring Retry-After) and 5xx answers with exponential
+    backoff (a bounded urllib3 ``Retry``), for the REST adapters. Timeouts: per socket operation as passed per
+    call (options.timeout_s), and the whole body of an answer within options.timeout_s of its first byte. Waits:
+    a ``Retry-After`` is capped at options.timeout_s, and no retry starts after :func:`call_budget_s` (timeout x
+    attempts) from the start of the call: the last answer or error is then the call's result."""
+    from requests.adapters import HTTPAdapter
+
+    retry = _bounded_retry_class()(
         total=max(0, options.max_attempts - 1),
         backoff_factor=0.5,
         status_forcelist=(429, 500, 502, 503, 504),
         allowed_methods=frozenset({"GET"}),
         respect_retry_after_header=True,
         raise_on_status=False,
+        cap_s=options.timeout_s,
+        budget_s=call_budget_s(options),
     )
     s = _DeadlineSession(options.timeout_s)
     s.mount("http://", HTTPAdapter(max_retries=retry))
@@ -127,7 +203,11 @@ def _deadline_session_class():
             import threading
 
             kw["stream"] = True
-            resp = super().request(method, url, **kw)
+            _CALL.started = time.monotonic()  # the retries' budget counts from here (BoundedRetry)
+            try:
+                resp = super().request(method, url, **kw)
+            finally:
+                _CALL.started = None
             fired = threading.Event()
 
             def cut() -> None:  # a watchdog: shut the socket so the blocked read returns

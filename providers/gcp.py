@@ -109,7 +109,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 from gpuopt.errors import InputError, PriceDataError, ProviderError
 from gpuopt.records import TERM_HOURS, SkippedRow
 from providers._common import ParseResult, check_unique, hourly_row, offers_frame
-from providers.base import FetchOptions, MissingCredentials, RegionSkipped, TruncatedPriceList, http_session
+from providers.base import (FetchOptions, MissingCredentials, RegionSkipped, TruncatedPriceList, http_session,
+                            retry_after_note)
 from providers.gpu_names import GPU_MEMORY_MIB, canonical_gpu
 from providers.skypilot import GCP_MACHINE_GPUS, interconnect_for
 
@@ -855,7 +856,11 @@ def clear_listing_cache() -> None:
 
 
 def _scrub(text: str, key: str) -> str:
-    return text.replace(key, "***") if key else text
+    """``text`` without ``key`` in any encoding (raw, percent-encoded as in a request URL, JSON, base64) and without
+    any credential-like URL parameter (gpuopt.redact.scrub)."""
+    from gpuopt.redact import scrub
+
+    return scrub(text, key)
 
 
 def _error_detail(resp, key: str) -> str:
@@ -901,7 +906,7 @@ def _list_all(options: FetchOptions, key: str) -> list[dict[str, Any]]:
                 raise (TruncatedPriceList(msg, next=token) if token else ProviderError(msg)) from None
             if resp.status_code != 200:
                 msg = (f"{where}: HTTP {resp.status_code} after {options.max_attempts} attempt(s): "
-                       f"{_error_detail(resp, key)}")
+                       f"{_error_detail(resp, key)}{retry_after_note(resp, options)}")
                 if resp.status_code in (400, 401, 403) and not token:
                     msg += " (is the API key valid and the Cloud Billing API enabled in its project?)"
                 raise TruncatedPriceList(msg, next=token) if token else ProviderError(msg)

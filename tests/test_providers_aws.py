@@ -19,12 +19,12 @@ from botocore.exceptions import ClientError
 from botocore.stub import ANY, Stubber
 from moto import mock_aws  # imported before any session is made: moto hooks botocore's handlers at import
 
-from gpuopt.errors import InputError, PriceDataError
+from gpuopt.errors import InputError, PriceDataError, ProviderError
 from gpuopt.records import OFFER_COLUMNS, OFFER_DTYPES
 from providers import IMPORTERS
 from providers import aws
 from providers._common import OFFER_KEY
-from providers.base import FetchOptions, MissingCredentials, RegionSkipped, TruncatedPriceList
+from providers.base import FetchOptions, InvalidCredentials, MissingCredentials, RegionSkipped, TruncatedPriceList
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "aws"
 M5 = FIX / "GetProducts_m5_large.json"
@@ -591,13 +591,92 @@ def test_stubber_client_errors_are_not_retried_documented():
 
 @pytest.mark.parametrize("code", ["OptInRequired", "AuthFailure", "UnrecognizedClientException"])
 def test_region_not_enabled_is_skipped(code):
+    """OptInRequired means a region not enabled; AuthFailure / UnrecognizedClientException may mean that or refused
+    credentials: describe_regions in us-east-1 (always enabled) tells (issue 13)."""
     opts = _opts()
     ec2, ec2s = _ec2_stubbed("ap-east-1")
     ec2s.add_client_error("describe_instance_types", service_error_code=code, http_status_code=401)
+    home, homes = _ec2_stubbed("us-east-1")
+    if code != "OptInRequired":
+        homes.add_response("describe_regions", {"Regions": [{"RegionName": "ap-east-1", "OptInStatus": "not-opted-in",
+                                                             "Endpoint": "ec2.ap-east-1.amazonaws.com"}]},
+                           {"RegionNames": ["ap-east-1"], "AllRegions": True})
     pricing, ps = _pricing_stubbed(opts)
-    opts.clients = {"pricing": pricing, "ec2:ap-east-1": ec2}
-    with ec2s, ps, pytest.raises(RegionSkipped, match=code):
+    opts.clients = {"pricing": pricing, "ec2:ap-east-1": ec2, "ec2": home}
+    with ec2s, homes, ps, pytest.raises(RegionSkipped, match=code) as e:
         aws.fetch_region("ap-east-1", opts)
+    assert "region not enabled" in str(e.value) and "credentials" not in str(e.value)
+    homes.assert_no_pending_responses()
+
+
+@pytest.mark.parametrize("code", ["AuthFailure", "UnrecognizedClientException"])
+def test_invalid_credentials_are_not_reported_as_a_region_not_enabled(code):
+    """Issue 13: invalid AWS credentials were reported as "region not enabled". EC2 answers AuthFailure both ways;
+    describe_regions in us-east-1 refusing them too means the credentials."""
+    opts = _opts()
+    ec2, ec2s = _ec2_stubbed("eu-west-1")
+    ec2s.add_client_error("describe_instance_types", service_error_code=code, http_status_code=401,
+                          service_message="AWS was not able to validate the provided access credentials")
+    home, homes = _ec2_stubbed("us-east-1")
+    homes.add_client_error("describe_regions", service_error_code=code, http_status_code=401,
+                           service_message="AWS was not able to validate the provided access credentials")
+    opts.clients = {"ec2:eu-west-1": ec2, "ec2": home}
+    with ec2s, homes, pytest.raises(InvalidCredentials) as e:
+        aws.fetch_region("eu-west-1", opts)
+    msg = str(e.value)
+    assert msg.startswith("aws: the AWS credentials were refused") and code in msg
+    assert "not enabled" not in msg and "\n" not in msg
+    assert isinstance(e.value, MissingCredentials) and not isinstance(e.value, RegionSkipped)
+
+
+def test_credentials_refused_in_an_enabled_region_say_so():
+    opts = _opts()
+    ec2, ec2s = _ec2_stubbed("eu-west-1")
+    ec2s.add_client_error("describe_instance_types", service_error_code="AuthFailure", http_status_code=401)
+    home, homes = _ec2_stubbed("us-east-1")
+    homes.add_response("describe_regions", {"Regions": [{"RegionName": "eu-west-1", "OptInStatus": "opt-in-not-required",
+                                                         "Endpoint": "ec2.eu-west-1.amazonaws.com"}]},
+                       {"RegionNames": ["eu-west-1"], "AllRegions": True})
+    opts.clients = {"ec2:eu-west-1": ec2, "ec2": home}
+    with ec2s, homes, pytest.raises(ProviderError) as e:
+        aws.fetch_region("eu-west-1", opts)
+    assert not isinstance(e.value, RegionSkipped)
+    assert "credentials are refused in this region (AuthFailure) although it is enabled" in str(e.value)
+
+
+@pytest.mark.parametrize("code", ["InvalidClientTokenId", "SignatureDoesNotMatch", "ExpiredToken",
+                                  "UnrecognizedClientException"])
+def test_credentials_refused_by_the_pricing_api_or_describe_regions(code):
+    opts = _opts()
+    ec2, ec2s = _ec2_stubbed("eu-west-1")
+    ec2s.add_response("describe_instance_types", _types_page("p4d.24xlarge"))
+    pricing, ps = _pricing_stubbed(opts)
+    ps.add_client_error("get_products", service_error_code=code, http_status_code=403,
+                        service_message="The security token included in the request is invalid.")
+    opts.clients = {"pricing": pricing, "ec2:eu-west-1": ec2}
+    with ec2s, ps, pytest.raises(InvalidCredentials, match=f"aws: the AWS credentials were refused \\({code}") as e:
+        aws.fetch_region("eu-west-1", opts)
+    assert "GetProducts for eu-west-1" in str(e.value) and "not enabled" not in str(e.value)
+    home, homes = _ec2_stubbed("us-east-1")
+    homes.add_client_error("describe_regions", service_error_code=code, http_status_code=401)
+    with homes, pytest.raises(InvalidCredentials, match="credentials were refused"):
+        aws.list_regions(_opts(clients={"ec2": home}))
+
+
+def test_a_refresh_with_refused_credentials_says_credentials_and_aws(tmp_path):
+    from pricing_cache.refresh import refresh
+
+    opts = _opts(regions=["eu-west-1"])
+    ec2, ec2s = _ec2_stubbed("eu-west-1")
+    ec2s.add_client_error("describe_instance_types", service_error_code="AuthFailure", http_status_code=401)
+    home, homes = _ec2_stubbed("us-east-1")
+    homes.add_client_error("describe_regions", service_error_code="AuthFailure", http_status_code=401)
+    opts.clients = {"ec2:eu-west-1": ec2, "ec2": home}
+    with ec2s, homes:
+        out = refresh(["aws"], opts).providers[0]
+    assert out.status == "failed" and not out.regions_skipped
+    assert out.error.startswith("InvalidCredentials: aws: the AWS credentials were refused (AuthFailure")
+    assert "not enabled" not in out.error
 
 
 def test_missing_credentials_one_line_howto(monkeypatch, tmp_path):

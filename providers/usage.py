@@ -38,6 +38,21 @@ Costs (USD only; another currency raises InputError): ``billed_cost`` is what th
 the amortized cost (FOCUS EffectiveCost; CUR reservation_effective_cost for DiscountedUsage and
 savings_plan_savings_plan_effective_cost for SavingsPlanCoveredUsage, the unblended cost otherwise; Azure cost of the
 amortized export), ``list_cost`` the public on-demand price of the line (NaN when the export lacks it).
+
+Refunds and credits of a commitment (a CUR Refund/Credit line with a savings plan or reservation ARN, an Azure
+Refund with its reservation order id, a FOCUS Credit/Adjustment with a CommitmentDiscountId) are netted against
+the commitment's purchase: in the amortized view the refund's effective cost is minus what is left of its
+purchases' effective cost in the export (0 when the purchase is amortized into usage, as it is in CUR, Azure and
+amortized FOCUS data), so a purchase of 8,760 and its refund give 0.00, not -8,760; in the billed view
+:func:`purchase_totals` folds the refund into the commitment's Purchase total (up to it).
+
+Input boundary (one line naming the file, InputError field ``usage``, before any row is read where possible): UTF-8
+with or without BOM (a byte that is not UTF-8 in a column gpuopt reads names the file, line and column; columns it
+does not read are not decoded, as pyarrow and DuckDB decode only the columns they project); header names stripped;
+a name twice (case-insensitively) refused; at most :data:`MAX_COLUMNS` columns and a header of at most
+:data:`MAX_HEADER_CHARS` characters; a truncated gzip or a corrupt Parquet file (or part of a folder) named. Row
+level (bad rows with a reason): dates outside :func:`date_window` (2000-01-01 to two years after today), usage rows
+covering more than :data:`MAX_USAGE_ROW_DAYS` days, amounts that are not finite or beyond :data:`MAX_ABS_AMOUNT`.
 """
 
 from __future__ import annotations
@@ -392,21 +407,36 @@ def _check_columns(path: Path, names: list[str]) -> list[str]:
 def _read_header(p: Path) -> list[str]:
     """The CSV header (first record), read within :data:`MAX_HEADER_CHARS` characters; InputError naming the file
     for a file that is not UTF-8 (with or without BOM), a truncated or corrupt gzip, or an over-long header."""
+    op = gzip.open if p.suffix.lower() == ".gz" else open
     try:
-        with _open_text(p) as fh:
-            head = fh.read(MAX_HEADER_CHARS + 1)
+        with op(p, "rb") as fh:
+            raw = fh.read(MAX_HEADER_CHARS + 1)
+    except (OSError, EOFError) as e:
+        raise InputError("usage", f"{p.name} cannot be read: {_one_line(e)}") from None
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    # the first record: up to the first line end outside quotes
+    end, quoted = -1, False
+    for i, ch in enumerate(raw):
+        if ch == 0x22:
+            quoted = not quoted
+        elif ch in (0x0A, 0x0D) and not quoted:
+            end = i
+            break
+    if end < 0:
+        if len(raw) > MAX_HEADER_CHARS:
+            raise InputError("usage", f"{p.name}: header line longer than {MAX_HEADER_CHARS:,} characters",
+                             accepted=f"a billing export of at most {MAX_COLUMNS:,} columns")
+        end = len(raw)
+    try:
+        head = raw[:end].decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError("usage", f"{p.name} line 1: not UTF-8 text ({e.reason} at byte {e.start})",
                          accepted="UTF-8 CSV, with or without BOM") from None
-    except (OSError, EOFError, gzip.BadGzipFile) as e:
-        raise InputError("usage", f"{p.name} cannot be read: {e}") from None
-    if len(head) > MAX_HEADER_CHARS and "\n" not in head and "\r" not in head:
-        raise InputError("usage", f"{p.name}: header line longer than {MAX_HEADER_CHARS:,} characters",
-                         accepted=f"a billing export of at most {MAX_COLUMNS:,} columns")
     try:
         return next(csv.reader(io.StringIO(head)), None) or []
     except csv.Error as e:
-        raise InputError("usage", f"{p.name} line 1: the header is not CSV: {e}") from None
+        raise InputError("usage", f"{p.name} line 1: the header is not CSV: {_one_line(e)}") from None
 
 
 def _parquet_names(f: Path) -> list[str]:
@@ -491,7 +521,8 @@ def _detect(src: _Source) -> str:
         return "focus-1.0"
     if "metercategory" in low and "quantity" in low and ({"date", "usagedatetime"} & low):
         return "azure-cost-details"
-    shown = ", ".join(src.columns[:12]) + (", ..." if len(src.columns) > 12 else "")
+    shown = ", ".join(_one_line(c) if c.isprintable() else repr(c) for c in src.columns[:12]) + (
+        ", ..." if len(src.columns) > 12 else "")
     raise InputError("format", f"cannot tell the format of {src.path.name} from its columns ({shown})",
                      accepted="FOCUS 1.0-1.2 (BilledCost, ChargePeriodStart, ...), AWS CUR 2.0 "
                      "(line_item_line_item_type, line_item_usage_start_date, ...), Azure cost details (Date, "
@@ -564,13 +595,10 @@ def _csv_error(src: _Source, start: int, e: BaseException) -> InputError:
     if "utf8" in msg.lower() or "utf-8" in msg.lower():
         line = _first_non_utf8_line(src.path)
         col = ""
-        import re as _re
-
-        m = _re.search(r"CSV column #(\d+)", msg)
+        m = re.search(r"CSV column #(\d+)", msg)
         if m:
             i = int(m.group(1))
-            names = [c for c in src.columns]
-            col = f", column {names[i]!r}" if i < len(names) else ""
+            col = f", column {src.columns[i]!r}" if i < len(src.columns) else ""
         where = f" line {line}" if line else ""
         return InputError("usage", f"{src.path.name}{where}{col}: not UTF-8 text", accepted="UTF-8 CSV, with or "
                           "without BOM (a byte that is not UTF-8 is accepted only in a column gpuopt does not read)")
@@ -1599,6 +1627,12 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
             pur[c] = pd.Series([], dtype="datetime64[us, UTC]")
         pur["line"] = pur["line"].astype("int64")
     pur = pur[list(PURCHASE_COLUMNS)].sort_values("line", kind="stable").reset_index(drop=True)
+    n_net, usd_net = _net_refunds_amortized(pur)
+    if n_net:
+        notes_refund = (f"{n_net} refund/credit row(s) of a commitment (total {usd_net:.2f} USD billed) netted "
+                        "against its purchase: amortized (effective) cost 0 beyond the purchase's own effective cost "
+                        "(the purchase is amortized into usage rows, so its refund is not a negative cost)")
+        ctx.extra_notes.append(notes_refund)
     if id_parts:
         ids = _compact_ids(id_parts).rename(columns={"itype": "instance_type", "pcat": "pricing_category",
                                                      "cid": "commitment_id", "hours": "usage_hours",
@@ -1636,6 +1670,74 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
     return UsageData(hourly=hourly, purchases=pur, period_start=p0, period_end=p1, source_format=fmt, currency="USD",
                      rows_read=rows_read, rows_gpu=rows_gpu, rows_not_gpu=rows_not_gpu, bad_rows=bad_rows,
                      notes=notes, coverage_start=c0, coverage_end=c1, covered_days=cdays, ids=ids)
+
+
+def commitment_key(commitment_id: Any) -> str:
+    """The key that ties a refund to its purchase: the id lower-cased and stripped; an Azure id holding
+    ``reservationOrders/<order>`` becomes that order id (purchase and refund rows carry the reservation order,
+    usage rows its reservation); an AWS ARN stays whole."""
+    k = str(commitment_id or "").strip().lower()
+    m = re.search(r"reservationorders/([^/]+)", k)
+    return m.group(1) if m else k
+
+
+def _refund_rows(pur: "pd.DataFrame") -> "pd.Series":
+    """Refunds and credits that carry a commitment's id: category Credit / Adjustment, a negative billed cost."""
+    return pur["charge_category"].isin(["Credit", "Adjustment"]) & (pur["commitment_id"].astype(str) != "") & \
+        (pur["billed_cost"] < 0)
+
+
+def _net_refunds_amortized(pur: "pd.DataFrame") -> tuple[int, float]:
+    """Amortized view, in place: a refund or credit of a commitment (:func:`_refund_rows`) takes an effective cost of
+    minus what is left of its purchases' effective cost in the export (0 when the purchase is amortized into usage,
+    as CUR fees, Azure purchases and FOCUS amortized purchases are, or not in the export), never below -|refund|.
+    Returns (rows netted, their billed total)."""
+    if pur.empty:
+        return 0, 0.0
+    ref = _refund_rows(pur)
+    if not ref.any():
+        return 0, 0.0
+    keys = pur["commitment_id"].map(commitment_key)
+    left = pur[pur["charge_category"] == "Purchase"].groupby(keys)["effective_cost"].sum().clip(lower=0).to_dict()
+    for i in pur.index[ref]:
+        k = keys[i]
+        take = min(-float(pur.at[i, "billed_cost"]), float(left.get(k, 0.0)))
+        left[k] = float(left.get(k, 0.0)) - take
+        pur.at[i, "effective_cost"] = -take + 0.0  # not -0.0
+    return int(ref.sum()), float(pur.loc[ref, "billed_cost"].sum())
+
+
+def purchase_totals(pur: "pd.DataFrame") -> dict[str, float]:
+    """Billed totals of ``UsageData.purchases`` by charge category (USD), with each refund or credit of a commitment
+    netted against the purchases of that commitment in the export (up to their billed total): a purchase of 8,760
+    and its refund of 8,760 give ``{'Purchase': 0.0}``; what a refund exceeds its purchase by (or a refund whose
+    purchase is not in the export) stays under its own category."""
+    if pur is None or pur.empty:
+        return {}
+    pur = pur.copy()
+    ref = _refund_rows(pur)
+    keys = pur["commitment_id"].map(commitment_key)
+    left = pur[pur["charge_category"] == "Purchase"].groupby(keys)["billed_cost"].sum().clip(lower=0).to_dict()
+    cat = pur["charge_category"].astype(str).copy()
+    extra = []
+    for i in pur.index[ref]:
+        k = keys[i]
+        amount = -float(pur.at[i, "billed_cost"])
+        take = min(amount, float(left.get(k, 0.0)))
+        if take <= 0:
+            continue
+        left[k] = float(left.get(k, 0.0)) - take
+        if take >= amount:
+            cat[i] = "Purchase"
+        else:  # part netted, the rest stays a refund/credit
+            pur.at[i, "billed_cost"] = -(amount - take)
+            extra.append(("Purchase", -take))
+    out: dict[str, float] = {}
+    for c, v in zip(cat, pur["billed_cost"]):
+        out[c] = out.get(c, 0.0) + float(v)
+    for c, v in extra:
+        out[c] = out.get(c, 0.0) + v
+    return {k: round(v, 2) + 0.0 for k, v in sorted(out.items())}
 
 
 class _Coverage:

@@ -718,7 +718,9 @@ class ReviewDoc(_Open):
     usage: list[TypeUsage]
     recommendations: list[CommitmentRecommendation]
     totals: dict[str, Optional[float]]
-    purchases: dict[str, float] = Field(description="Commitment purchases, fees and refunds in the export, USD.")
+    purchases: dict[str, float] = Field(description="Commitment purchases, fees and refunds in the export by charge category, "
+                                         "USD billed; a refund or credit of a commitment is netted into the "
+                                         "Purchase total of that commitment.")
     prices: Prices
     notes: list[str]
     warnings: list[str] = Field(description="What makes the figures less sure (also on stderr).")

@@ -477,7 +477,10 @@ def review(usage, offers, *, term: str = "1y", payment: str = "no_upfront", look
                                                    if any("" in u.accounts for u in res.usage) else ""))
     if len(usage.purchases):
         p = usage.purchases
-        res.purchases = {str(k): round(float(v), 2) for k, v in p.groupby("charge_category")["billed_cost"].sum().items()}
+        # a refund or credit of a commitment is netted against its purchase (providers.usage.purchase_totals)
+        from providers.usage import purchase_totals
+
+        res.purchases = purchase_totals(p)
     if any(r.estimated_price for r in res.recommendations):
         res.notes.append("some reserved rates are estimated from documented discount rules (source rule:...); "
                          "refresh prices (`gpuopt prices refresh`) for quoted rates")

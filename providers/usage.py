@@ -38,6 +38,21 @@ Costs (USD only; another currency raises InputError): ``billed_cost`` is what th
 the amortized cost (FOCUS EffectiveCost; CUR reservation_effective_cost for DiscountedUsage and
 savings_plan_savings_plan_effective_cost for SavingsPlanCoveredUsage, the unblended cost otherwise; Azure cost of the
 amortized export), ``list_cost`` the public on-demand price of the line (NaN when the export lacks it).
+
+Refunds and credits of a commitment (a CUR Refund/Credit line with a savings plan or reservation ARN, an Azure
+Refund with its reservation order id, a FOCUS Credit/Adjustment with a CommitmentDiscountId) are netted against
+the commitment's purchase: in the amortized view the refund's effective cost is minus what is left of its
+purchases' effective cost in the export (0 when the purchase is amortized into usage, as it is in CUR, Azure and
+amortized FOCUS data), so a purchase of 8,760 and its refund give 0.00, not -8,760; in the billed view
+:func:`purchase_totals` folds the refund into the commitment's Purchase total (up to it).
+
+Input boundary (one line naming the file, InputError field ``usage``, before any row is read where possible): UTF-8
+with or without BOM (a byte that is not UTF-8 in a column gpuopt reads names the file, line and column; columns it
+does not read are not decoded, as pyarrow and DuckDB decode only the columns they project); header names stripped;
+a name twice (case-insensitively) refused; at most :data:`MAX_COLUMNS` columns and a header of at most
+:data:`MAX_HEADER_CHARS` characters; a truncated gzip or a corrupt Parquet file (or part of a folder) named. Row
+level (bad rows with a reason): dates outside :func:`date_window` (2000-01-01 to two years after today), usage rows
+covering more than :data:`MAX_USAGE_ROW_DAYS` days, amounts that are not finite or beyond :data:`MAX_ABS_AMOUNT`.
 """
 
 from __future__ import annotations
@@ -76,6 +91,20 @@ PURCHASE_COLUMNS: tuple[str, ...] = ("provider", "region", "instance_type", "com
 PRICING_CATEGORIES: tuple[str, ...] = ("Standard", "Committed", "Dynamic", "")
 #: Strings read as null in every text column (besides the empty cell).
 NULL_STRINGS: tuple[str, ...] = ("", "NULL", "null", "Null", "NaN", "nan", "None")
+#: The first date a billing row may carry (see :func:`date_window`).
+FIRST_DATE = "2000-01-01"
+#: How many years after today a billing row's date may be.
+MAX_YEARS_AHEAD = 2
+#: A usage row may cover at most this many days (longer: a bad row; the hour spreading is bounded by it).
+MAX_USAGE_ROW_DAYS = 366
+#: Most columns an export may have: real exports have ~40 (FOCUS) to ~130 (CUR 2.0); a wider file is refused
+#: before any row is read, so that a header of a million columns fails fast.
+MAX_COLUMNS = 2_000
+#: Longest header line read (characters).
+MAX_HEADER_CHARS = 1 << 20
+#: Largest magnitude of a cost, price or quantity cell; beyond it (or not finite: inf, 1e400) the cell is not a
+#: number, so that no sum overflows to infinity.
+MAX_ABS_AMOUNT = 1e15
 #: Rows per batch (CSV: about that many, by a block size of ~48 MB).
 BATCH_ROWS = 262_144
 _CSV_BLOCK_BYTES = 16 << 20
@@ -326,7 +355,8 @@ def _hour_block(unit: Any) -> float:
         return math.nan
     n = float(m.group("n")) if m.group("n") else 1.0
     k = (m.group("k") or "").lower()
-    return n * (1000.0 if k == "k" else 1e6 if k == "m" else 1.0)
+    v = n * (1000.0 if k == "k" else 1e6 if k == "m" else 1.0)
+    return v if 0 < v <= 1e9 else math.nan  # '0 Hours' or '1e400 Hours' is not a unit of hours
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -350,10 +380,77 @@ class _Source:
         return None
 
 
-def _open_text(path: Path) -> io.TextIOBase:
+def _open_text(path: Path, errors: str = "strict") -> io.TextIOBase:
     if path.suffix.lower() == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", newline="")
-    return open(path, encoding="utf-8-sig", newline="")
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", errors=errors, newline="")
+    return open(path, encoding="utf-8-sig", errors=errors, newline="")
+
+
+def _check_columns(path: Path, names: list[str]) -> list[str]:
+    """The column names stripped of spaces; InputError (field ``usage``) for too many columns
+    (:data:`MAX_COLUMNS`), an empty name among named ones, or a name that appears twice (compared
+    case-insensitively, as columns are looked up)."""
+    if len(names) > MAX_COLUMNS:
+        raise InputError("usage", f"{path.name} has {len(names):,} columns, more than {MAX_COLUMNS:,}",
+                         accepted=f"a billing export of at most {MAX_COLUMNS:,} columns")
+    out = [str(h).strip() for h in names]
+    seen: dict[str, int] = {}
+    for i, h in enumerate(out):
+        k = h.lower()
+        if k in seen:
+            raise InputError("usage", f"{path.name}: column {h!r} appears twice (columns {seen[k] + 1} and {i + 1})",
+                             accepted="one column per name")
+        seen[k] = i
+    return out
+
+
+def _read_header(p: Path) -> list[str]:
+    """The CSV header (first record), read within :data:`MAX_HEADER_CHARS` characters; InputError naming the file
+    for a file that is not UTF-8 (with or without BOM), a truncated or corrupt gzip, or an over-long header."""
+    op = gzip.open if p.suffix.lower() == ".gz" else open
+    try:
+        with op(p, "rb") as fh:
+            raw = fh.read(MAX_HEADER_CHARS + 1)
+    except (OSError, EOFError) as e:
+        raise InputError("usage", f"{p.name} cannot be read: {_one_line(e)}") from None
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    # the first record: up to the first line end outside quotes
+    end, quoted = -1, False
+    for i, ch in enumerate(raw):
+        if ch == 0x22:
+            quoted = not quoted
+        elif ch in (0x0A, 0x0D) and not quoted:
+            end = i
+            break
+    if end < 0:
+        if len(raw) > MAX_HEADER_CHARS:
+            raise InputError("usage", f"{p.name}: header line longer than {MAX_HEADER_CHARS:,} characters",
+                             accepted=f"a billing export of at most {MAX_COLUMNS:,} columns")
+        end = len(raw)
+    try:
+        head = raw[:end].decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError("usage", f"{p.name} line 1: not UTF-8 text ({e.reason} at byte {e.start})",
+                         accepted="UTF-8 CSV, with or without BOM") from None
+    try:
+        return next(csv.reader(io.StringIO(head)), None) or []
+    except csv.Error as e:
+        raise InputError("usage", f"{p.name} line 1: the header is not CSV: {_one_line(e)}") from None
+
+
+def _parquet_names(f: Path) -> list[str]:
+    import pyarrow.parquet as pq
+
+    try:
+        return list(pq.read_schema(f).names)
+    except Exception as e:  # pyarrow raises several types for a broken file
+        raise InputError("usage", f"{f} is not a readable Parquet file: {_one_line(e)}") from None
+
+
+def _one_line(e: BaseException) -> str:
+    t = " ".join(str(e).split())
+    return t[:200] + ("..." if len(t) > 200 else "")
 
 
 def _source(path: "str | Path") -> _Source:
@@ -365,19 +462,15 @@ def _source(path: "str | Path") -> _Source:
         if not files:
             raise InputError("usage", f"folder {p} holds no .parquet file", accepted="a CSV or Parquet file, or a "
                              "folder of Parquet parts")
-        import pyarrow.parquet as pq
-
         def schema(f):
-            try:
-                return list(pq.read_schema(f).names)
-            except Exception as e:  # pyarrow raises several types for a broken file
-                raise InputError("usage", f"{f} is not a readable Parquet file: {e}") from None
+            return _check_columns(f, _parquet_names(f))
 
         first = schema(files[0])
         kinds: dict[str, list[str]] = {}
         for f in files:  # every part must be of one format: a part of another is not read as this one in silence
+            names = schema(f)  # a broken part is named, not reported as a part of another format
             try:
-                kind = _detect(_Source(f, "parquet", schema(f), [f]))
+                kind = _detect(_Source(f, "parquet", names, [f]))
             except InputError:
                 kind = "unknown"
             kinds.setdefault(kind, []).append(f.relative_to(p).as_posix())
@@ -388,21 +481,11 @@ def _source(path: "str | Path") -> _Source:
         return _Source(p, "parquet", first, files)
     name = p.name.lower()
     if name.endswith(".parquet") or name.endswith(".pq"):
-        import pyarrow.parquet as pq
-
-        try:
-            names = list(pq.read_schema(p).names)
-        except Exception as e:  # pyarrow raises several types for a broken file
-            raise InputError("usage", f"{p} is not a readable Parquet file: {e}") from None
-        return _Source(p, "parquet", names, [p])
-    try:
-        with _open_text(p) as fh:
-            header = next(csv.reader(fh), None)
-    except (UnicodeDecodeError, OSError, csv.Error) as e:
-        raise InputError("usage", f"{p} is not a readable UTF-8 CSV file: {e}") from None
+        return _Source(p, "parquet", _check_columns(p, _parquet_names(p)), [p])
+    header = _read_header(p)
     if not header:
         raise InputError("usage", f"{p} is empty (no header line)")
-    return _Source(p, "csv", [h.strip() for h in header], [p])
+    return _Source(p, "csv", _check_columns(p, header), [p])
 
 
 def detect_format(path: "str | Path") -> str:
@@ -438,7 +521,8 @@ def _detect(src: _Source) -> str:
         return "focus-1.0"
     if "metercategory" in low and "quantity" in low and ({"date", "usagedatetime"} & low):
         return "azure-cost-details"
-    shown = ", ".join(src.columns[:12]) + (", ..." if len(src.columns) > 12 else "")
+    shown = ", ".join(_one_line(c) if c.isprintable() else repr(c) for c in src.columns[:12]) + (
+        ", ..." if len(src.columns) > 12 else "")
     raise InputError("format", f"cannot tell the format of {src.path.name} from its columns ({shown})",
                      accepted="FOCUS 1.0-1.2 (BilledCost, ChargePeriodStart, ...), AWS CUR 2.0 "
                      "(line_item_line_item_type, line_item_usage_start_date, ...), Azure cost details (Date, "
@@ -462,37 +546,78 @@ def _batches(src: _Source, wanted: list[str], numeric: frozenset[str] = frozense
         cols = [c for c in src.columns if c in wanted]
         try:
             stream = pa.input_stream(str(src.path), compression="detect")
-            reader = pcsv.open_csv(
-                stream, read_options=pcsv.ReadOptions(block_size=_CSV_BLOCK_BYTES),
+            reader = pcsv.open_csv(  # the header's names stripped (_check_columns), so 'BilledCost ' is found
+                stream, read_options=pcsv.ReadOptions(block_size=_CSV_BLOCK_BYTES, column_names=src.columns,
+                                                      skip_rows=1),
                 parse_options=pcsv.ParseOptions(newlines_in_values=True),
                 convert_options=pcsv.ConvertOptions(column_types={c: (pa.string() if c.strip().lower() in numeric else
                                                                       pa.dictionary(pa.int32(), pa.string()))
                                                                   for c in cols}, include_columns=cols,
                                                     null_values=list(NULL_STRINGS), strings_can_be_null=True,
                                                     quoted_strings_can_be_null=True))
-        except pa.ArrowInvalid as e:
-            raise InputError("usage", f"{src.path.name}: cannot be read as CSV: {e}") from None
+        except (pa.ArrowException, OSError, EOFError) as e:
+            raise _csv_error(src, 0, e) from None
         start = 0
         while True:
             try:
                 b = reader.read_next_batch()
             except StopIteration:
                 break
-            except pa.ArrowInvalid as e:
-                raise InputError("usage", f"{src.path.name}: CSV broken after data row {start}: {e}") from None
+            except (pa.ArrowException, OSError, EOFError) as e:
+                raise _csv_error(src, start, e) from None
             yield _arrow_to_pandas(b, numeric), start, src.path.name
             start += b.num_rows
         return
     import pyarrow.parquet as pq
 
     for f in src.files:
-        pf = pq.ParquetFile(f)
-        names = pf.schema_arrow.names
-        cols = [c for c in names if c in wanted]
         start = 0
-        for b in pf.iter_batches(batch_size=BATCH_ROWS, columns=cols):
-            yield _arrow_to_pandas(b, numeric), start, f.name
-            start += b.num_rows
+        try:
+            pf = pq.ParquetFile(f)
+            names = pf.schema_arrow.names
+            cols = [c for c in names if c in wanted]
+            batches = pf.iter_batches(batch_size=BATCH_ROWS, columns=cols)
+            for b in batches:
+                frame = _arrow_to_pandas(b, numeric)
+                yield frame, start, f.name
+                start += b.num_rows
+        except InputError:
+            raise
+        except Exception as e:  # pyarrow raises OSError, ArrowInvalid, ... for a corrupt page or footer
+            raise InputError("usage", f"{f} is not a readable Parquet file (after row {start}): "
+                             f"{_one_line(e)}") from None
+
+
+def _csv_error(src: _Source, start: int, e: BaseException) -> InputError:
+    """One line for a CSV that pyarrow cannot read: the file, and the line of the first byte that is not UTF-8
+    when that is the cause (a column gpuopt reads; the columns it does not read are not decoded)."""
+    msg = _one_line(e)
+    if "utf8" in msg.lower() or "utf-8" in msg.lower():
+        line = _first_non_utf8_line(src.path)
+        col = ""
+        m = re.search(r"CSV column #(\d+)", msg)
+        if m:
+            i = int(m.group(1))
+            col = f", column {src.columns[i]!r}" if i < len(src.columns) else ""
+        where = f" line {line}" if line else ""
+        return InputError("usage", f"{src.path.name}{where}{col}: not UTF-8 text", accepted="UTF-8 CSV, with or "
+                          "without BOM (a byte that is not UTF-8 is accepted only in a column gpuopt does not read)")
+    return InputError("usage", f"{src.path.name}: cannot be read as CSV (after data row {start}): {msg}")
+
+
+def _first_non_utf8_line(path: Path) -> int | None:
+    """The 1-based physical line holding the first byte that is not UTF-8 (None when none is found)."""
+    op = gzip.open if path.suffix.lower() == ".gz" else open
+    try:
+        with op(path, "rb") as fh:
+            for i, raw in enumerate(fh, 1):
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    return i
+    except (OSError, EOFError):
+        return None
+    return None
 
 
 def _arrow_to_pandas(b: Any, numeric: frozenset[str] = frozenset()) -> "pd.DataFrame":
@@ -592,7 +717,8 @@ def _map_pairs(a: "pd.Series", b: "pd.Series", fn: Callable[[str, str], Any]) ->
 
 
 def _num(df: "pd.DataFrame", col: str | None) -> tuple["pd.Series", "pd.Series"]:
-    """(float values, mask of non-empty cells that are not numbers)."""
+    """(float values, mask of non-empty cells that are not numbers: not numeric, not finite, or beyond
+    :data:`MAX_ABS_AMOUNT`; those values are NaN)."""
     import numpy as np
     import pandas as pd
 
@@ -600,24 +726,49 @@ def _num(df: "pd.DataFrame", col: str | None) -> tuple["pd.Series", "pd.Series"]
         return pd.Series(np.nan, index=df.index), pd.Series(False, index=df.index)
     s = df[col]
     if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
-        return s.astype("float64"), pd.Series(False, index=df.index)
-    t = _obj(_text(df, col))
-    v = pd.to_numeric(t.replace("", np.nan), errors="coerce").astype("float64")
-    return v, (t != "") & v.isna()
+        v = s.astype("float64")
+        bad = pd.Series(False, index=df.index)
+    else:
+        t = _obj(_text(df, col))
+        v = pd.to_numeric(t.replace("", np.nan), errors="coerce").astype("float64")
+        bad = (t != "") & v.isna()
+    big = v.notna() & ~(v.abs() <= MAX_ABS_AMOUNT)  # inf, -inf, 1e400 and beyond the bound
+    if big.any():
+        v = v.where(~big)
+        bad = bad | big
+    return v, bad
 
 
-def _ts(df: "pd.DataFrame", col: str | None, *, date_only: bool = False) -> tuple["pd.Series", "pd.Series"]:
-    """(UTC timestamps, mask of non-empty cells that do not parse). Naive times are UTC; ISO 8601 with or without
-    T/Z/offset; MM/DD/YYYY (Azure)."""
+def date_window() -> tuple["pd.Timestamp", "pd.Timestamp"]:
+    """The dates a billing row may carry: from :data:`FIRST_DATE` to :data:`MAX_YEARS_AHEAD` years after today
+    (UTC). A date outside it (0001-01-01, 1970-01-01 from an empty epoch field, 9999-12-31 for "no end") would
+    stretch the review window over decades or overflow the hour arithmetic."""
+    import pandas as pd
+
+    today = pd.Timestamp.now(tz="UTC").floor("D")
+    return pd.Timestamp(FIRST_DATE, tz="UTC"), today + pd.DateOffset(years=MAX_YEARS_AHEAD)
+
+
+def _window_why(label: str) -> str:
+    lo, hi = date_window()
+    return f"{label} is outside the accepted dates {lo:%Y-%m-%d} .. {hi:%Y-%m-%d}"
+
+
+def _ts(df: "pd.DataFrame", col: str | None, *, date_only: bool = False
+        ) -> tuple["pd.Series", "pd.Series", "pd.Series"]:
+    """(UTC timestamps, mask of non-empty cells that do not parse, mask of dates outside :func:`date_window`).
+    Naive times are UTC; ISO 8601 with or without T/Z/offset; MM/DD/YYYY (Azure). Dates outside the window are
+    NaT in the timestamps."""
     import numpy as np
     import pandas as pd
 
     if col is None or col not in df.columns:
-        return pd.Series(pd.NaT, index=df.index, dtype="datetime64[us, UTC]"), pd.Series(False, index=df.index)
+        no = pd.Series(False, index=df.index)
+        return pd.Series(pd.NaT, index=df.index, dtype="datetime64[us, UTC]"), no, no
     s = df[col]
     if pd.api.types.is_datetime64_any_dtype(s):
         v = s.dt.tz_localize("UTC") if s.dt.tz is None else s.dt.tz_convert("UTC")
-        return v.astype("datetime64[us, UTC]"), pd.Series(False, index=df.index)
+        return _in_window(v.astype("datetime64[us, UTC]"), pd.Series(False, index=df.index))
     t = _text(df, col)
     codes = t.cat.codes.to_numpy()
     u = pd.Index(list(t.cat.categories), dtype=object)
@@ -634,7 +785,17 @@ def _ts(df: "pd.DataFrame", col: str | None, *, date_only: bool = False) -> tupl
     bad = out.isna() & (t != "")
     if date_only:
         out = out.dt.floor("D")
-    return out, bad
+    return _in_window(out, bad)
+
+
+def _in_window(out: "pd.Series", bad: "pd.Series") -> tuple["pd.Series", "pd.Series", "pd.Series"]:
+    import pandas as pd
+
+    lo, hi = date_window()
+    far = out.notna() & ((out < lo) | (out > hi))
+    if far.any():
+        out = out.where(~far, pd.NaT)
+    return out, bad, far
 
 
 class _Problems:
@@ -829,8 +990,8 @@ def _focus_batch(df: "pd.DataFrame", src: _Source, ctx: _Ctx) -> tuple["pd.DataF
             ctx.currencies[str(k)] += int(n)
     if C("BillingCurrency") is None:
         ctx.counts["no_currency"] += len(df)
-    start, s_bad = _ts(df, C("ChargePeriodStart"))
-    end, e2_bad = _ts(df, C("ChargePeriodEnd"))
+    start, s_bad, s_far = _ts(df, C("ChargePeriodStart"))
+    end, e2_bad, e2_far = _ts(df, C("ChargePeriodEnd"))
     if C("EffectiveCost") is None:
         ctx.counts["no_effective_col"] += len(df)
     # unknown charge category
@@ -849,6 +1010,7 @@ def _focus_batch(df: "pd.DataFrame", src: _Source, ctx: _Ctx) -> tuple["pd.DataF
     _add_ids(frame, df, src, "focus")
     pr = _Problems(df.index)
     for mask, why in ((s_bad, "ChargePeriodStart does not parse"), (e2_bad, "ChargePeriodEnd does not parse"),
+                      (s_far, _window_why("ChargePeriodStart")), (e2_far, _window_why("ChargePeriodEnd")),
                       (b_bad, "BilledCost is not a number"), (e_bad, "EffectiveCost is not a number"),
                       (cq_bad, "ConsumedQuantity is not a number"), (pq_bad, "PricingQuantity is not a number"),
                       (l_bad, "ListCost is not a number")):
@@ -924,8 +1086,8 @@ def _cur_batch(df: "pd.DataFrame", src: _Source, ctx: _Ctx) -> tuple["pd.DataFra
             ctx.currencies[str(k)] += int(n)
     if C("line_item_currency_code") is None and C("pricing_currency") is None:
         ctx.counts["no_currency"] += len(df)
-    start, s_bad = _ts(df, C("line_item_usage_start_date"))
-    end, e_bad = _ts(df, C("line_item_usage_end_date"))
+    start, s_bad, s_far = _ts(df, C("line_item_usage_start_date"))
+    end, e_bad, e_far = _ts(df, C("line_item_usage_end_date"))
     desc = _obj(_text(df, C("line_item_line_item_description")))
 
     kind = pd.Series("skip", index=df.index, dtype=object)
@@ -999,6 +1161,8 @@ def _cur_batch(df: "pd.DataFrame", src: _Source, ctx: _Ctx) -> tuple["pd.DataFra
     pr = _Problems(df.index)
     for mask, why in ((s_bad, "line_item_usage_start_date does not parse"),
                       (e_bad, "line_item_usage_end_date does not parse"),
+                      (s_far, _window_why("line_item_usage_start_date")),
+                      (e_far, _window_why("line_item_usage_end_date")),
                       (u_bad, "line_item_unblended_cost is not a number"),
                       (a_bad, "line_item_usage_amount is not a number"),
                       (r_bad & d, "reservation_effective_cost is not a number"),
@@ -1057,7 +1221,7 @@ def _azure_batch(df: "pd.DataFrame", src: _Source, ctx: _Ctx) -> tuple["pd.DataF
             ctx.currencies[str(k)] += int(n)
     if C("BillingCurrency", "BillingCurrencyCode", "Currency") is None:
         ctx.counts["no_currency"] += len(df)
-    day, d_bad = _ts(df, C("Date", "UsageDateTime"), date_only=True)
+    day, d_bad, d_far = _ts(df, C("Date", "UsageDateTime"), date_only=True)
     end = day + pd.Timedelta(days=1)
     cid = _obj(_text(df, C("ReservationId", "BenefitId")))
     desc = (msub + " " + mname).str.strip()
@@ -1096,7 +1260,7 @@ def _azure_batch(df: "pd.DataFrame", src: _Source, ctx: _Ctx) -> tuple["pd.DataF
     frame["covers"] = charge.isin(["usage", ""]).to_numpy()
     _add_ids(frame, df, src, "azure-cost-details")
     pr = _Problems(df.index)
-    for mask, why in ((d_bad, "Date does not parse"), (q_bad, "Quantity is not a number"),
+    for mask, why in ((d_bad, "Date does not parse"), (d_far, _window_why("Date")), (q_bad, "Quantity is not a number"),
                       (c_bad, "CostInBillingCurrency is not a number")):
         pr.add(mask, why)
     unknown = (charge != "") & ~charge.isin(list(_AZ_CHARGE))
@@ -1114,7 +1278,7 @@ def _hourly_batch(df: "pd.DataFrame", src: _Source, ctx: _Ctx) -> tuple["pd.Data
     import pandas as pd
 
     C = src.col
-    hour, h_bad = _ts(df, C("hour"))
+    hour, h_bad, h_far = _ts(df, C("hour"))
     hours, u_bad = _num(df, C("usage_hours"))
     billed, b_bad = _num(df, C("billed_cost"))
     eff, e_bad = _num(df, C("effective_cost"))
@@ -1132,7 +1296,7 @@ def _hourly_batch(df: "pd.DataFrame", src: _Source, ctx: _Ctx) -> tuple["pd.Data
     frame["account"] = _obj(_text(df, C("account_id")))
     frame["covers"] = True
     pr = _Problems(df.index)
-    for mask, why in ((h_bad | (hour.isna()), "hour does not parse"),
+    for mask, why in ((h_far, _window_why("hour")), (h_bad | (hour.isna()), "hour does not parse"),
                       (u_bad | hours.isna(), "usage_hours is not a number"),
                       (b_bad, "billed_cost is not a number"), (e_bad, "effective_cost is not a number"),
                       (pcat.isna(), "pricing_category " + pcat_raw + " is not Standard/Committed/Dynamic/empty")):
@@ -1233,7 +1397,19 @@ def _line_numbers(src: _Source, recs: dict[str, list[int]]) -> dict[tuple[str, i
     if not want:
         return out
     fname = src.path.name
-    with _open_text(src.path) as fh:
+    try:
+        _count_lines(src.path, want, fname, out)
+    except (OSError, EOFError, csv.Error) as e:
+        raise InputError("usage", f"{fname} cannot be read: {_one_line(e)}") from None
+    for r in want:
+        out.setdefault((fname, r), r + 2)
+    return out
+
+
+def _count_lines(path: Path, want: list[int], fname: str, out: dict[tuple[str, int], int]) -> None:
+    # errors="replace": bytes that are not UTF-8 can only be in columns gpuopt does not read (pyarrow refuses
+    # them in the columns it reads), and they do not change where lines end
+    with _open_text(path, errors="replace") as fh:
         rd = csv.reader(fh)
         next(rd, None)
         prev_end = rd.line_num
@@ -1252,9 +1428,6 @@ def _line_numbers(src: _Source, recs: dict[str, list[int]]) -> dict[tuple[str, i
                 j += 1
                 if j >= len(want):
                     break
-    for r in want:
-        out.setdefault((fname, r), r + 2)
-    return out
 
 
 def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | None = None,
@@ -1339,6 +1512,8 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
         pr.add(ue & st_na, "no usage start time")
         pr.add(ue & frame["end"].isna().to_numpy(), "no usage end time")
         pr.add(ue & (frame["end"] <= frame["start"]).to_numpy(), "usage ends before it starts")
+        pr.add(ue & ((frame["end"] - frame["start"]) > pd.Timedelta(days=MAX_USAGE_ROW_DAYS)).to_numpy(),
+               f"usage row covers more than {MAX_USAGE_ROW_DAYS} days")
         pr.add(ue & frame["hours"].isna().to_numpy(), "no usage quantity in hours")
         pr.add(ue & frame["billed"].isna().to_numpy(), "no billed cost")
         eff_na = frame["effective"].isna().to_numpy()
@@ -1452,6 +1627,12 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
             pur[c] = pd.Series([], dtype="datetime64[us, UTC]")
         pur["line"] = pur["line"].astype("int64")
     pur = pur[list(PURCHASE_COLUMNS)].sort_values("line", kind="stable").reset_index(drop=True)
+    n_net, usd_net = _net_refunds_amortized(pur)
+    if n_net:
+        notes_refund = (f"{n_net} refund/credit row(s) of a commitment (total {usd_net:.2f} USD billed) netted "
+                        "against its purchase: amortized (effective) cost 0 beyond the purchase's own effective cost "
+                        "(the purchase is amortized into usage rows, so its refund is not a negative cost)")
+        ctx.extra_notes.append(notes_refund)
     if id_parts:
         ids = _compact_ids(id_parts).rename(columns={"itype": "instance_type", "pcat": "pricing_category",
                                                      "cid": "commitment_id", "hours": "usage_hours",
@@ -1489,6 +1670,74 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
     return UsageData(hourly=hourly, purchases=pur, period_start=p0, period_end=p1, source_format=fmt, currency="USD",
                      rows_read=rows_read, rows_gpu=rows_gpu, rows_not_gpu=rows_not_gpu, bad_rows=bad_rows,
                      notes=notes, coverage_start=c0, coverage_end=c1, covered_days=cdays, ids=ids)
+
+
+def commitment_key(commitment_id: Any) -> str:
+    """The key that ties a refund to its purchase: the id lower-cased and stripped; an Azure id holding
+    ``reservationOrders/<order>`` becomes that order id (purchase and refund rows carry the reservation order,
+    usage rows its reservation); an AWS ARN stays whole."""
+    k = str(commitment_id or "").strip().lower()
+    m = re.search(r"reservationorders/([^/]+)", k)
+    return m.group(1) if m else k
+
+
+def _refund_rows(pur: "pd.DataFrame") -> "pd.Series":
+    """Refunds and credits that carry a commitment's id: category Credit / Adjustment, a negative billed cost."""
+    return pur["charge_category"].isin(["Credit", "Adjustment"]) & (pur["commitment_id"].astype(str) != "") & \
+        (pur["billed_cost"] < 0)
+
+
+def _net_refunds_amortized(pur: "pd.DataFrame") -> tuple[int, float]:
+    """Amortized view, in place: a refund or credit of a commitment (:func:`_refund_rows`) takes an effective cost of
+    minus what is left of its purchases' effective cost in the export (0 when the purchase is amortized into usage,
+    as CUR fees, Azure purchases and FOCUS amortized purchases are, or not in the export), never below -|refund|.
+    Returns (rows netted, their billed total)."""
+    if pur.empty:
+        return 0, 0.0
+    ref = _refund_rows(pur)
+    if not ref.any():
+        return 0, 0.0
+    keys = pur["commitment_id"].map(commitment_key)
+    left = pur[pur["charge_category"] == "Purchase"].groupby(keys)["effective_cost"].sum().clip(lower=0).to_dict()
+    for i in pur.index[ref]:
+        k = keys[i]
+        take = min(-float(pur.at[i, "billed_cost"]), float(left.get(k, 0.0)))
+        left[k] = float(left.get(k, 0.0)) - take
+        pur.at[i, "effective_cost"] = -take + 0.0  # not -0.0
+    return int(ref.sum()), float(pur.loc[ref, "billed_cost"].sum())
+
+
+def purchase_totals(pur: "pd.DataFrame") -> dict[str, float]:
+    """Billed totals of ``UsageData.purchases`` by charge category (USD), with each refund or credit of a commitment
+    netted against the purchases of that commitment in the export (up to their billed total): a purchase of 8,760
+    and its refund of 8,760 give ``{'Purchase': 0.0}``; what a refund exceeds its purchase by (or a refund whose
+    purchase is not in the export) stays under its own category."""
+    if pur is None or pur.empty:
+        return {}
+    pur = pur.copy()
+    ref = _refund_rows(pur)
+    keys = pur["commitment_id"].map(commitment_key)
+    left = pur[pur["charge_category"] == "Purchase"].groupby(keys)["billed_cost"].sum().clip(lower=0).to_dict()
+    cat = pur["charge_category"].astype(str).copy()
+    extra = []
+    for i in pur.index[ref]:
+        k = keys[i]
+        amount = -float(pur.at[i, "billed_cost"])
+        take = min(amount, float(left.get(k, 0.0)))
+        if take <= 0:
+            continue
+        left[k] = float(left.get(k, 0.0)) - take
+        if take >= amount:
+            cat[i] = "Purchase"
+        else:  # part netted, the rest stays a refund/credit
+            pur.at[i, "billed_cost"] = -(amount - take)
+            extra.append(("Purchase", -take))
+    out: dict[str, float] = {}
+    for c, v in zip(cat, pur["billed_cost"]):
+        out[c] = out.get(c, 0.0) + float(v)
+    for c, v in extra:
+        out[c] = out.get(c, 0.0) + v
+    return {k: round(v, 2) + 0.0 for k, v in sorted(out.items())}
 
 
 class _Coverage:

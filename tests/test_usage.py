@@ -371,7 +371,7 @@ def test_cur_commitments_spot_fees_refunds(tmp_path):
     p = d.purchases
     assert p[["charge_category", "commitment_id", "billed_cost", "effective_cost"]].values.tolist() == [
         ["Purchase", RI, 432.0, 0.0], ["Usage", RI, 0.0, 5.0], ["Purchase", SP, 100.0, 0.0],
-        ["Usage", SP, 0.0, 20.0], ["Adjustment", RI, -10.0, -10.0]]
+        ["Usage", SP, 0.0, 20.0], ["Adjustment", RI, -10.0, 0.0]]  # the RI refund is netted against its fee
     assert p["instance_type"].tolist()[:2] == ["g5.xlarge", "g5.xlarge"] and p["line"].tolist() == [7, 7, 8, 8, 9]
     notes = "\n".join(d.notes)
     assert "SavingsPlanCoveredUsage" in notes and "1 credit/refund/adjustment row(s) (total -3.00 USD)" in notes
@@ -465,7 +465,7 @@ def test_azure_reservations_spot_units_and_regions(tmp_path):
     pur = d.purchases
     assert pur[["charge_category", "instance_type", "billed_cost", "effective_cost"]].values.tolist() == [
         ["Usage", "Standard_NC24ads_A100_v4", 0.0, 6.6], ["Purchase", "Standard_NC24ads_A100_v4", 19272.0, 0.0],
-        ["Adjustment", "Standard_NC24ads_A100_v4", -1000.0, -1000.0]]
+        ["Adjustment", "Standard_NC24ads_A100_v4", -1000.0, 0.0]]  # refund of r-1: netted, not a negative cost
     notes = "\n".join(d.notes)
     assert "'10 Hours'" in notes and "actual-cost export" in notes
 

@@ -196,6 +196,19 @@ def test_infinite_or_huge_costs_are_bad_rows(tmp_path):
     assert all(math.isfinite(x) for x in d.hourly[["billed_cost", "effective_cost"]].to_numpy().ravel())
 
 
+def test_an_infinite_quantity_is_a_bad_row_not_demand_of_one(tmp_path):
+    """Issue 13: "quantity inf reported as 'demand: value 1'": a usage quantity that is not finite is a bad row
+    naming its column; the review goes on with the other rows."""
+    df = synthetic()
+    i = df.index[df["ChargeDescription"].astype(str).str.contains("p4d")][0]
+    df.loc[i, ["ConsumedQuantity", "PricingQuantity"]] = "inf"
+    p = tmp_path / "qinf.csv"
+    df.to_csv(p, index=False)
+    d = U.read_usage(p)
+    assert [(b.line, b.reason) for b in d.bad_rows] == [(i + 2, "ConsumedQuantity is not a number")]
+    assert math.isfinite(d.hourly["usage_hours"].sum()) and d.hourly["usage_hours"].max() <= 3.0  # 3 instances at most
+
+
 # ---------------------------------------------------------------------------------------------- refunds netted
 
 CUR = ["line_item_line_item_type", "line_item_usage_start_date", "line_item_usage_end_date", "line_item_usage_type",

@@ -323,8 +323,13 @@ def prices_status(catalog: str | Path | None = None) -> dict[str, Any]:
 def prices_refresh(*, providers: Iterable[str] = (), regions: Iterable[str] = (), profile: str | None = None,
                    gcp_api_key: str | None = None, workers: int = 4, timeout_s: float = 30.0, max_attempts: int = 5,
                    on_event=None, adapters: dict[str, Any] | None = None, endpoints: dict[str, str] | None = None,
-                   savings_plans: bool = False):
+                   savings_plans: bool = False, deadline_s: float | None = 1800.0):
     """Fetch current prices from the clouds' APIs into the user cache (pricing_cache.refresh.refresh).
+
+    ``deadline_s``: the whole refresh's deadline, seconds (default 1800, providers.base.DEFAULT_DEADLINE_S; None:
+    none): no API call starts after it and every call's timeouts and retry waits are capped at the time left; the
+    regions not done by then are reported as failed "deadline reached after N s" and keep their previous prices (a
+    partial refresh: what was fetched is kept).
 
     Returns a RefreshSummary (``.to_dict()``: per provider status, rows, regions done/failed/skipped, kept
     previous, time). Raises InputError for bad options; SnapshotError if another refresh holds the lock.
@@ -335,6 +340,7 @@ def prices_refresh(*, providers: Iterable[str] = (), regions: Iterable[str] = ()
     if workers < 1:
         raise InputError("workers", f"must be at least 1, got {workers}")
     _positive("timeout", timeout_s, "seconds")
+    deadline_s = _positive("deadline", deadline_s, "seconds")
     if max_attempts < 1:
         raise InputError("max_attempts", f"must be at least 1, got {max_attempts}")
     import os
@@ -348,7 +354,8 @@ def prices_refresh(*, providers: Iterable[str] = (), regions: Iterable[str] = ()
     register(gcp_api_key)  # scrubbed from every message and log line from now on, in every encoding
     opts = FetchOptions(regions=_names(regions) or None, profile=profile, gcp_api_key=gcp_api_key,
                         timeout_s=float(timeout_s), max_attempts=int(max_attempts),
-                        endpoints={**env_endpoints, **dict(endpoints or {})}, savings_plans=bool(savings_plans))
+                        endpoints={**env_endpoints, **dict(endpoints or {})}, savings_plans=bool(savings_plans),
+                        deadline_s=deadline_s)
     return refresh(_names(providers) or None, opts, max_workers=workers, adapters=adapters, on_event=on_event)
 
 

@@ -674,6 +674,7 @@ def prices_refresh(
     timeout: Annotated[float, typer.Option("--timeout", help="Timeout of one API call attempt, and the longest wait between attempts (Retry-After is capped), seconds.")] = 30.0,
     attempts: Annotated[int, typer.Option("--attempts", help="Attempts per API call, retries of throttling and 5xx included; a call gives up after about timeout x attempts seconds.")] = 5,
     savings_plans: Annotated[bool, typer.Option("--savings-plans", help="Also fetch AWS Savings Plans rates (needs savingsplans:DescribeSavingsPlansOfferingRates); Azure's come with its prices.")] = False,
+    deadline: Annotated[float, typer.Option("--deadline", help="Deadline of the whole refresh, seconds (default 1800 = 30 min): no API call starts after it, timeouts and retry waits are capped at the time left; regions not done by then fail with 'deadline reached' and keep their previous prices (exit code 3).")] = 1800.0,
     output: OutputOpt = None,
     fmt: FormatOpt = "table",
 ):
@@ -697,7 +698,7 @@ def prices_refresh(
                 summary = api.prices_refresh(providers=provider or (), regions=region or (), profile=profile,
                                              gcp_api_key=gcp_api_key, workers=workers, timeout_s=timeout,
                                              max_attempts=attempts, on_event=progress.event,
-                                             savings_plans=savings_plans)
+                                             savings_plans=savings_plans, deadline_s=deadline)
         except KeyboardInterrupt:
             # worker threads may be inside an HTTP call: leave at once; nothing half-written is ever used
             typer.echo("gpuopt: refresh interrupted: snapshots not written are not used; the previous prices stay "

@@ -5,8 +5,12 @@ thread pool. A region that fails (after the adapters' own retries) keeps its pre
 cache snapshot of that provider, else from the shipped snapshot — and the summary says so; a region the account
 cannot use is skipped with a note; regions not asked for (``--region``) keep their previous rows too. A provider
 whose every region failed, or whose credentials are missing, is not written at all (its previous data stays the
-current data); the other providers still refresh. The whole refresh holds the cache's file lock, so two
-refreshes cannot interleave (the second waits for the first).
+current data); the other providers still refresh. The whole refresh runs within one deadline
+(``FetchOptions.deadline_s``, ``--deadline``, counted from its start): no API call starts after it, every call's
+timeouts and retry waits are capped at the time left (providers.base), and the regions and providers not done by
+then are reported as failed "deadline reached after N s (--deadline D s)" and keep their previous prices, while
+what was fetched in time is written (a partial refresh, exit code 3), never a hang. The whole refresh holds the
+cache's file lock, so two refreshes cannot interleave (the second waits for the first).
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from typing import Any, Callable
 
 from gpuopt.errors import GpuoptError, InputError, PriceDataError
 from gpuopt.redact import scrub
-from providers.base import LIVE_ADAPTERS, FetchOptions, MissingCredentials, RegionSkipped
+from providers.base import (LIVE_ADAPTERS, DeadlineReached, FetchOptions, MissingCredentials, RegionSkipped,
+                            check_deadline, deadline_note, deadline_passed)
 
 #: Regions fetched at once per provider (each region is a handful of paginated API calls).
 DEFAULT_WORKERS = 4
@@ -331,12 +336,23 @@ def _one_region(mod, region: str, options: FetchOptions, as_of: str):
     from providers.validate import validate_offers
 
     t0 = time.perf_counter()
+    check_deadline(options, f"{getattr(mod, 'NAME', '')} {region}".strip())  # a region still queued: not started
     raw = mod.fetch_region(region, options)
     result = mod.parse_region(raw, region, as_of)
     checked = validate_offers(result.offers, f"{getattr(mod, 'NAME', '')} {region}".strip())
     result = ParseResult(offers=checked.offers, skipped=list(getattr(result, "skipped", [])) + checked.skipped,
                          notes=list(getattr(result, "notes", [])) + checked.notes)
     return result, time.perf_counter() - t0
+
+
+def _deadline_first(message: str, exc: BaseException, options: FetchOptions) -> str:
+    """A failure's message, led by "deadline reached after N s (--deadline D s):" (or
+    "deadline too near ..." for a retry given up because its wait would pass it) when the refresh's deadline
+    caused it (DeadlineReached, or any failure once the deadline has passed: its timeouts were capped at the time
+    left)."""
+    if options.deadline_s is not None and (isinstance(exc, DeadlineReached) or deadline_passed(options)):
+        return f"{deadline_note(options)}: {message}"
+    return message
 
 
 def refresh_provider(name: str, options: FetchOptions, *, as_of: str, max_workers: int = DEFAULT_WORKERS,
@@ -350,9 +366,10 @@ def refresh_provider(name: str, options: FetchOptions, *, as_of: str, max_worker
     emit = on_event or (lambda *a, **k: None)
     try:
         mod = _adapter(name, adapters)
+        check_deadline(options, f"{name} list_regions")
         regions = list(mod.list_regions(options))
     except Exception as exc:  # missing credentials, listing failed, SDK missing: the provider keeps its data
-        out.error = scrub(f"{type(exc).__name__}: {exc}", options.gcp_api_key)
+        out.error = scrub(_deadline_first(f"{type(exc).__name__}: {exc}", exc, options), options.gcp_api_key)
         out.seconds = time.perf_counter() - t0
         emit("provider_failed", name, error=out.error)
         return out
@@ -371,7 +388,8 @@ def refresh_provider(name: str, options: FetchOptions, *, as_of: str, max_worker
                 emit("region", name, region=region, status="skipped", message=out.regions_skipped[region])
                 continue
             except Exception as exc:  # one region failed after the adapter's retries: keep its previous rows
-                out.regions_failed[region] = scrub(f"{type(exc).__name__}: {exc}", options.gcp_api_key)
+                out.regions_failed[region] = scrub(_deadline_first(f"{type(exc).__name__}: {exc}", exc, options),
+                                                   options.gcp_api_key)
                 if isinstance(exc, MissingCredentials) and creds_error is None:
                     creds_error = out.regions_failed[region]
                 emit("region", name, region=region, status="failed", message=out.regions_failed[region])
@@ -393,6 +411,7 @@ def refresh_provider(name: str, options: FetchOptions, *, as_of: str, max_worker
     out.regions_done.sort()
     if not out.regions_done:
         out.error = ((creds_error + "; ") if creds_error else "") + \
+            ((deadline_note(options) + "; ") if deadline_passed(options) else "") + \
             "no region could be refreshed; the previous prices stay in use"
         out.seconds = time.perf_counter() - t0
         emit("end", name, status=out.status)
@@ -440,7 +459,9 @@ def refresh(providers: list[str] | None = None, options: FetchOptions | None = N
 
     Args:
         providers: provider names (validated against LIVE_ADAPTERS, or ``adapters`` in tests).
-        options: FetchOptions (regions, profile, API keys, timeouts, retries, page caps).
+        options: FetchOptions (regions, profile, API keys, timeouts, retries, page caps, ``deadline_s``: the whole
+            refresh's deadline in seconds, counted from this call; a copy with ``started_at`` set is what the
+            adapters get).
         max_workers: regions fetched concurrently per provider.
         adapters: name -> adapter module (tests inject fakes).
         on_event: progress callback: on_event(kind, provider, **details) with kind in start, region, end,
@@ -455,7 +476,11 @@ def refresh(providers: list[str] | None = None, options: FetchOptions | None = N
     from gpuopt.errors import SnapshotError
     from pricing_cache import cache
 
+    import dataclasses
+
     options = options or FetchOptions()
+    if options.deadline_s is not None and options.started_at is None:
+        options = dataclasses.replace(options, started_at=time.monotonic())
     known = set(adapters or {}) | set(LIVE_ADAPTERS)
     names = list(dict.fromkeys(providers)) if providers else list(LIVE_ADAPTERS)
     for n in names:

@@ -1333,10 +1333,15 @@ def bound_retries(client, options: FetchOptions):
     retryable error and attempts left: botocore's own StandardRetryConditions), whether the longest wait it may pick
     (min(20, 2^(attempts-1)) s) would end after the budget; if so the call ends with ProviderError naming the error
     code, the attempts made and the budget, instead of sleeping past it. Non-retryable errors are left as they are.
+
+    Under the refresh's deadline (``options.deadline_s``): no call starts after it (DeadlineReached, from a
+    ``before-call`` handler), a retry whose longest wait would pass it is not made (DeadlineReached), and the
+    connect/read timeouts of every attempt are capped at the time left (:func:`providers.base.deadline_timeout` in
+    the client's connection pools).
     """
     from botocore.retries import standard
 
-    from providers.base import call_budget_s
+    from providers.base import DeadlineReached, call_budget_s, check_deadline, deadline_timeout, remaining_s
 
     budget = call_budget_s(options)
     attempts_max = max(1, int(options.max_attempts))
@@ -1344,7 +1349,8 @@ def bound_retries(client, options: FetchOptions):
     adapter = standard.RetryEventAdapter()
     conditions = standard.StandardRetryConditions(max_attempts=attempts_max)
 
-    def started(context=None, **_kw) -> None:
+    def started(context=None, model=None, **_kw) -> None:
+        check_deadline(options, f"aws {getattr(model, 'name', 'call')}")
         if context is not None:
             context["gpuopt_call_started"] = time.monotonic()
 
@@ -1358,17 +1364,28 @@ def bound_retries(client, options: FetchOptions):
             return None
         longest = min(20.0, 2.0 ** (attempts - 1))
         elapsed = time.monotonic() - t0
-        if elapsed + longest <= budget:
+        rem = remaining_s(options)
+        if elapsed + longest <= budget and (rem is None or longest < rem):
             return None
         code = (((response or (None, {}))[1] or {}).get("Error") or {}).get("Code") if response else None
         what = code or (type(caught_exception).__name__ if caught_exception is not None else "an error")
         name = getattr(operation, "name", "call")
+        if rem is not None and longest >= rem:
+            raise DeadlineReached(f"aws {name}: {what} after {attempts} attempt(s); another retry could wait "
+                                  f"{longest:g} s, more than the {max(rem, 0):.1f} s left before the refresh's "
+                                  f"deadline (--deadline {float(options.deadline_s or 0):g} s)")
         raise ProviderError(f"aws {name}: {what} after {attempts} attempt(s) in {elapsed:.1f} s; another retry "
                             f"could wait {longest:g} s, past the call's budget of {budget:g} s (--timeout "
                             f"{options.timeout_s:g} s x --attempts {attempts_max}): try again later")
 
     client.meta.events.register(f"before-call.{svc}", started, unique_id=f"gpuopt-call-start-{svc}")
     client.meta.events.register_first(f"needs-retry.{svc}", guard, unique_id=f"gpuopt-retry-budget-{svc}")
+    try:  # botocore internals: the pools are made lazily from these settings (without them the calls still end
+        # within --timeout of the deadline)
+        http = client._endpoint.http_session
+        http._timeout = http._manager.connection_pool_kw["timeout"] = deadline_timeout(options)
+    except (AttributeError, KeyError, TypeError):
+        pass
     return client
 
 

@@ -80,6 +80,11 @@ class FetchOptions:
         progress: called as progress(provider, region, message) from worker threads.
         savings_plans: also fetch AWS Savings Plans rates (``savingsplans`` DescribeSavingsPlansOfferingRates; needs
             ``savingsplans:DescribeSavingsPlansOfferingRates``); Azure's come with its retail prices anyway.
+        deadline_s: the whole refresh's deadline, seconds (``--deadline``; None: none). Counted from
+            ``started_at``: no call starts after it, every call's timeout and retry waits are capped at the time
+            left (:func:`remaining_s`), and a retry whose wait would pass it is not made (DeadlineReached).
+        started_at: ``time.monotonic()`` when the refresh started (set by pricing_cache.refresh.refresh); None:
+            the deadline is not counted.
     """
 
     regions: list[str] | None = None
@@ -93,6 +98,8 @@ class FetchOptions:
     clients: dict[str, Any] = field(default_factory=dict)
     savings_plans: bool = False
     progress: Callable[[str, str, str], None] | None = None
+    deadline_s: float | None = None
+    started_at: float | None = None
 
     def say(self, provider: str, region: str, message: str) -> None:
         if self.progress is not None:
@@ -103,6 +110,70 @@ def call_budget_s(options: FetchOptions) -> float:
     """The most one call may take, retries and waits included: ``timeout_s`` x ``max_attempts`` seconds (issue 13:
     a 429 with ``Retry-After: 3600`` held a refresh far beyond ``--timeout``/``--attempts``)."""
     return float(options.timeout_s) * max(1, int(options.max_attempts))
+
+
+#: The default of ``prices refresh --deadline``, seconds: 30 minutes, about 15 times a full refresh of the three clouds
+#: (a minute or two) and 12 times one call's budget at the default --timeout x --attempts (150 s).
+DEFAULT_DEADLINE_S = 1800.0
+
+
+class DeadlineReached(ProviderError):
+    """The refresh's deadline (``FetchOptions.deadline_s``, ``--deadline``) has passed, or the next retry's wait
+    would pass it: the call is not made (the refresh reports the region as failed and keeps its previous prices)."""
+
+
+def remaining_s(options: FetchOptions) -> float | None:
+    """Seconds left before the refresh's deadline (negative once it has passed); None when there is none."""
+    if options.deadline_s is None or options.started_at is None:
+        return None
+    return options.started_at + float(options.deadline_s) - time.monotonic()
+
+
+def deadline_passed(options: FetchOptions) -> bool:
+    rem = remaining_s(options)
+    return rem is not None and rem <= 0
+
+
+def deadline_note(options: FetchOptions) -> str:
+    """"deadline reached after N s (--deadline D s)", N counted from the refresh's start; before it has passed (a
+    retry given up because its wait would pass it): "deadline too near after N s (--deadline D s, R s left)"."""
+    elapsed = time.monotonic() - (options.started_at or time.monotonic())
+    d = float(options.deadline_s or 0)
+    rem = remaining_s(options)
+    if rem is not None and rem > 0:
+        return f"deadline too near after {elapsed:.1f} s (--deadline {d:g} s, {rem:.1f} s left)"
+    return f"deadline reached after {elapsed:.1f} s (--deadline {d:g} s)"
+
+
+def check_deadline(options: FetchOptions, what: str) -> None:
+    """Raise DeadlineReached naming ``what`` (the call not started) when the refresh's deadline has passed."""
+    if deadline_passed(options):
+        raise DeadlineReached(f"{what}: not started (the refresh's deadline, --deadline "
+                              f"{float(options.deadline_s or 0):g} s, has passed)")
+
+
+def cap_timeout(options: FetchOptions, timeout):
+    """A call's timeout (seconds, or a (connect, read) pair) capped at the time left before the deadline (at least
+    10 ms: a socket timeout must be positive; the call was checked by :func:`check_deadline` first)."""
+    rem = remaining_s(options)
+    if rem is None or timeout is None:
+        return timeout
+    rem = max(rem, 0.01)
+    return tuple(min(float(t), rem) for t in timeout) if isinstance(timeout, tuple) else min(float(timeout), rem)
+
+
+def deadline_timeout(options: FetchOptions):
+    """A urllib3 ``Timeout`` for botocore's connection pools: connect and read timeouts of ``options.timeout_s``,
+    each capped, when a request starts, at the time left before the refresh's deadline (urllib3 clones a pool's
+    timeout for every request)."""
+    from urllib3.util.timeout import Timeout
+
+    class DeadlineTimeout(Timeout):
+        def clone(self):
+            t = cap_timeout(options, float(options.timeout_s))
+            return Timeout(connect=t, read=t)
+
+    return DeadlineTimeout(connect=options.timeout_s, read=options.timeout_s)
 
 
 #: The start (time.monotonic()) of the HTTP call running in this thread (set by the deadline session).
@@ -118,15 +189,17 @@ def _bounded_retry_class():
         timeout, ``--timeout``; an unparseable one falls back to the backoff), and a wait that would end after the
         call's budget (``budget_s`` from the call's start, :func:`call_budget_s`) ends the retries at once: the
         last answer is returned (its status is reported by the adapter), or for a connection error the error is
-        raised. A 429 asking for an hour therefore costs at most about timeout x attempts seconds."""
+        raised. A 429 asking for an hour therefore costs at most about timeout x attempts seconds. A wait that would
+        pass the refresh's deadline (``options``, :func:`remaining_s`) raises DeadlineReached."""
 
-        def __init__(self, *args, cap_s: float = 30.0, budget_s: float = 150.0, **kw):
+        def __init__(self, *args, cap_s: float = 30.0, budget_s: float = 150.0, options: FetchOptions | None = None,
+                     **kw):
             super().__init__(*args, **kw)
-            self.cap_s, self.budget_s = float(cap_s), float(budget_s)
+            self.cap_s, self.budget_s, self.options = float(cap_s), float(budget_s), options
 
         def new(self, **kw):
             r = super().new(**kw)
-            r.cap_s, r.budget_s = self.cap_s, self.budget_s
+            r.cap_s, r.budget_s, r.options = self.cap_s, self.budget_s, self.options
             return r
 
         def get_retry_after(self, response):
@@ -144,6 +217,12 @@ def _bounded_retry_class():
             wait = nxt.get_retry_after(response) if (response is not None and self.respect_retry_after_header) \
                 else None
             wait = nxt.get_backoff_time() if wait is None else wait
+            rem = remaining_s(self.options) if self.options is not None else None
+            if rem is not None and wait >= rem:
+                got = f"HTTP {response.status}" if response is not None else type(error).__name__
+                raise DeadlineReached(f"gave up after {got}: the next attempt would wait {wait:g} s, more than "
+                                      f"the {max(rem, 0):.1f} s left before the refresh's deadline (--deadline "
+                                      f"{float(self.options.deadline_s or 0):g} s)")
             if time.monotonic() - started + wait > self.budget_s:
                 raise MaxRetryError(_pool, url, error or ResponseError(
                     f"gave up: the next attempt would start after the call's budget of {self.budget_s:g} s"))
@@ -168,7 +247,9 @@ def http_session(options: FetchOptions):
     backoff (a bounded urllib3 ``Retry``), for the REST adapters. Timeouts: per socket operation as passed per
     call (options.timeout_s), and the whole body of an answer within options.timeout_s of its first byte. Waits:
     a ``Retry-After`` is capped at options.timeout_s, and no retry starts after :func:`call_budget_s` (timeout x
-    attempts) from the start of the call: the last answer or error is then the call's result."""
+    attempts) from the start of the call: the last answer or error is then the call's result. The refresh's deadline
+    (options.deadline_s): no call starts after it (DeadlineReached), each call's timeouts are capped at the time
+    left, and a retry whose wait would pass it is not made (DeadlineReached)."""
     from requests.adapters import HTTPAdapter
 
     retry = _bounded_retry_class()(
@@ -180,8 +261,9 @@ def http_session(options: FetchOptions):
         raise_on_status=False,
         cap_s=options.timeout_s,
         budget_s=call_budget_s(options),
+        options=options,
     )
-    s = _DeadlineSession(options.timeout_s)
+    s = _DeadlineSession(options)
     s.mount("http://", HTTPAdapter(max_retries=retry))
     s.mount("https://", HTTPAdapter(max_retries=retry))
     return s
@@ -192,16 +274,22 @@ def _deadline_session_class():
 
     class DeadlineSession(requests.Session):
         """A Session whose answers must arrive whole within ``body_timeout_s`` of their first byte: requests'
-        own timeout bounds each socket read, so a server trickling bytes could otherwise hold a call forever."""
+        own timeout bounds each socket read, so a server trickling bytes could otherwise hold a call forever. Under
+        a refresh deadline (``options.deadline_s``) no call starts after it and both timeouts are capped at the
+        time left."""
 
-        def __init__(self, body_timeout_s: float):
+        def __init__(self, options: FetchOptions):
             super().__init__()
-            self.body_timeout_s = body_timeout_s
+            self.options = options
+            self.body_timeout_s = float(options.timeout_s)
 
         def request(self, method, url, **kw):  # noqa: D401 - requests' own signature
             import socket
             import threading
 
+            check_deadline(self.options, f"{method} {url.split('?')[0]}")
+            kw["timeout"] = cap_timeout(self.options, kw.get("timeout"))
+            body_timeout_s = cap_timeout(self.options, self.body_timeout_s)
             kw["stream"] = True
             _CALL.started = time.monotonic()  # the retries' budget counts from here (BoundedRetry)
             try:
@@ -224,7 +312,7 @@ def _deadline_session_class():
                 except OSError:
                     pass
 
-            timer = threading.Timer(self.body_timeout_s, cut)
+            timer = threading.Timer(body_timeout_s, cut)
             timer.daemon = True
             timer.start()
             try:
@@ -232,19 +320,19 @@ def _deadline_session_class():
             except Exception:
                 if fired.is_set():
                     raise requests.exceptions.ReadTimeout(
-                        f"the answer from {url} was not complete after {self.body_timeout_s:g} s") from None
+                        f"the answer from {url} was not complete after {body_timeout_s:g} s") from None
                 raise
             finally:
                 timer.cancel()
                 resp.close()
             if fired.is_set():
                 raise requests.exceptions.ReadTimeout(
-                    f"the answer from {url} was not complete after {self.body_timeout_s:g} s")
+                    f"the answer from {url} was not complete after {body_timeout_s:g} s")
             resp._content = content
             return resp
 
     return DeadlineSession
 
 
-def _DeadlineSession(body_timeout_s: float):
-    return _deadline_session_class()(body_timeout_s)
+def _DeadlineSession(options: FetchOptions):
+    return _deadline_session_class()(options)

@@ -101,13 +101,18 @@ def _error_type(exc) -> tuple[str, int]:
     return "error", 1
 
 
+#: Characters str.splitlines breaks a line at, and their escapes (an error message is one line).
+_LINE_BREAKS = {ord(c): repr(c)[1:-1] for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
+
+
 def _fail(message: str, code: int, kind: str, field: str | None = None, accepted: str | None = None,
           prefix: str = "gpuopt: error: ") -> None:
     """Report a failure: one line on stderr, or with --format json one ``error`` document (gpuopt.schemas.ErrorDoc)
     on stderr; then exit with ``code``. Secrets are scrubbed from the message (gpuopt.redact)."""
     from gpuopt.redact import scrub
 
-    message = scrub(message)
+    # one line whatever the user typed: a line break inside a value (--gpu $'a\nb') is shown escaped
+    message = scrub(message).translate(_LINE_BREAKS)
     if _STATE["format"] == "json":
         import json
 

@@ -27,7 +27,8 @@ def load_plan_json(path: str | Path, which: str) -> dict[str, Any]:
 
     Raises:
         InputError(which): the file is missing, is not JSON, or is not a plan (no ``total_usd`` and ``lines``;
-        ``which`` is "old" or "new").
+        ``which`` is "old" or "new"), or an amount (``total_usd``, ``max_month_usd``, ``commitment_usd``,
+        ``upfront_usd``, a line's ``total_usd``) is not a finite number from 0 to 1e15 USD, as recommend writes them.
     """
     from gpuopt.inputs import load_json_file
 
@@ -42,18 +43,18 @@ def load_plan_json(path: str | Path, which: str) -> dict[str, Any]:
             not isinstance(doc.get("total_usd"), (int, float)) or isinstance(doc.get("total_usd"), bool):
         raise InputError(which, f"{p} is not a gpuopt plan (no total_usd and lines)",
                          accepted="a file written by gpuopt recommend --format json")
-    from gpuopt.inputs import MAX_QUANTITY, check_number
+    from gpuopt.inputs import check_number
 
-    for k in MONEY_KEYS:  # the amounts diff_plans compares: numbers (or null), finite, within +-1e15 USD
+    for k in MONEY_KEYS:  # the amounts diff_plans compares: numbers (or null), finite, 0 to 1e15 USD (schemas.Usd)
         if doc.get(k) is not None:
-            check_number(doc[k], which, f"{p}: {k}", lo=-MAX_QUANTITY)
+            check_number(doc[k], which, f"{p}: {k}")
     for i, line in enumerate(doc["lines"]):
         if not isinstance(line, dict):
             raise InputError(which, f"{p}: lines[{i}] is not an object", accepted="a file written by gpuopt recommend")
         if line.get("count") is not None:
             check_number(line["count"], which, f"{p}: lines[{i}].count", whole=True)
         if line.get("total_usd") is not None:
-            check_number(line["total_usd"], which, f"{p}: lines[{i}].total_usd", lo=-MAX_QUANTITY)
+            check_number(line["total_usd"], which, f"{p}: lines[{i}].total_usd")
     return doc
 
 

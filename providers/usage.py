@@ -52,7 +52,8 @@ does not read are not decoded, as pyarrow and DuckDB decode only the columns the
 a name twice (case-insensitively) refused; at most :data:`MAX_COLUMNS` columns and a header of at most
 :data:`MAX_HEADER_CHARS` characters; a truncated gzip or a corrupt Parquet file (or part of a folder) named. Row
 level (bad rows with a reason): dates outside :func:`date_window` (2000-01-01 to two years after today), usage rows
-covering more than :data:`MAX_USAGE_ROW_DAYS` days, amounts that are not finite or beyond :data:`MAX_ABS_AMOUNT`.
+covering more than :data:`MAX_USAGE_ROW_DAYS` days, amounts that are not finite or beyond :data:`MAX_ABS_AMOUNT`,
+a negative Quantity, cost or price on an Azure usage row, a negative usage_hours or cost in the hourly format.
 """
 
 from __future__ import annotations
@@ -1270,6 +1271,9 @@ def _azure_batch(df: "pd.DataFrame", src: _Source, ctx: _Ctx) -> tuple["pd.DataF
     usage_nohour = usage & block.isna() & (itype != "")
     if usage_nohour.any():
         pr.add(usage_nohour, "UnitOfMeasure " + uom + " is not an hour unit")
+    for v, name in ((qty, "Quantity"), (cost, "CostInBillingCurrency"), (eff_price, "EffectivePrice"),
+                    (payg, "PayGPrice")):  # a usage row is never negative (a refund is ChargeType Refund)
+        pr.add(usage & (v < 0), f"{name} is negative on a usage row")
     frame["problem"] = pr.why
     return frame, []
 
@@ -1299,6 +1303,8 @@ def _hourly_batch(df: "pd.DataFrame", src: _Source, ctx: _Ctx) -> tuple["pd.Data
     for mask, why in ((h_far, _window_why("hour")), (h_bad | (hour.isna()), "hour does not parse"),
                       (u_bad | hours.isna(), "usage_hours is not a number"),
                       (b_bad, "billed_cost is not a number"), (e_bad, "effective_cost is not a number"),
+                      (hours < 0, "usage_hours is negative"), (billed < 0, "billed_cost is negative"),
+                      (eff < 0, "effective_cost is negative"), (lst < 0, "list_cost is negative"),
                       (pcat.isna(), "pricing_category " + pcat_raw + " is not Standard/Committed/Dynamic/empty")):
         pr.add(mask, why)
     frame["problem"] = pr.why

@@ -86,7 +86,7 @@ def _engine(text: str) -> str | None:
 
 
 def _model(row: dict):
-    from gpuopt.errors import InputError
+    from gpuopt.kernel.errors import InputError
     from optimizer.specs import load_model
 
     repo = (row.get("hf_repo") or "").split(" (")[0].strip()
@@ -99,7 +99,7 @@ def _model(row: dict):
 
 
 def _gpu(row: dict):
-    from gpuopt.errors import InputError
+    from gpuopt.kernel.errors import InputError
     from optimizer.specs import load_gpu
 
     name = row["gpu"]
@@ -169,7 +169,7 @@ def load_rows(path: Path) -> tuple[list[dict], Counter]:
 
 def estimate_case(case: dict, fit) -> dict | None:
     """The model's figures for one case (None when the replica does not fit its GPUs)."""
-    from gpuopt.errors import InputError
+    from gpuopt.kernel.errors import InputError
     from optimizer import serving
 
     engine = serving.ENGINES[case["engine"]]

@@ -40,7 +40,7 @@ BOUND = 0.20
 
 
 def _model(row: dict):
-    from gpuopt.errors import InputError
+    from gpuopt.kernel.errors import InputError
     from optimizer.specs import load_model, model_from_params
 
     name = (row.get("model") or "").split(" (")[0].strip()
@@ -80,7 +80,7 @@ def _network(gpu):
 
 def load_cases(path: Path) -> tuple[list[dict], Counter]:
     """The usable rows as cases: (setup, gpus, fixed layout fields, measured tokens/s per GPU, labels)."""
-    from gpuopt.errors import InputError
+    from gpuopt.kernel.errors import InputError
     from optimizer.specs import load_gpu
     from optimizer.training import TrainSetup
 
@@ -145,7 +145,7 @@ def load_cases(path: Path) -> tuple[list[dict], Counter]:
 def estimate_case(case: dict, fit=None, layout=None):
     """The step of the case's layout (given, else searched); None when no layout fits or the row cannot be laid
     out (e.g. its global batch does not split over its data-parallel ranks)."""
-    from gpuopt.errors import InputError
+    from gpuopt.kernel.errors import InputError
     from optimizer import training as tr
 
     fit = fit or tr.FIT

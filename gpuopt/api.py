@@ -15,12 +15,12 @@ from typing import Any, Iterable
 
 import logging
 
-from gpuopt.errors import InputError
+from gpuopt.kernel.errors import InputError
 from gpuopt.schemas import VERSIONS, DictResult, envelope, frame
 
 #: ``gpuopt -v`` (info) / ``-vv`` (debug) shows these on stderr
 log = logging.getLogger("gpuopt")
-from gpuopt.records import PRICING_MODELS, short_source
+from gpuopt.kernel.records import PRICING_MODELS, short_source
 
 
 # ----------------------------------------------------------------------------------------------- prices
@@ -179,7 +179,7 @@ def _canonical_gpu_filter(gpus: Iterable[str], offers, all_offers=None) -> list[
         family = [k for k in known if k.lower().split("-")[0] == gl]
         match = exact or family
         if not match:
-            from gpuopt.records import CANONICAL_GPUS
+            from gpuopt.kernel.records import CANONICAL_GPUS
 
             every = [] if all_offers is None else sorted(set(all_offers["gpu_model"].dropna().astype(str)))
             if any(k.lower() == gl or k.lower().split("-")[0] == gl for k in CANONICAL_GPUS) and not any(
@@ -349,7 +349,7 @@ def prices_refresh(*, providers: Iterable[str] = (), regions: Iterable[str] = ()
     # GPUOPT_GCP_BILLING_URL; for AWS, botocore's own AWS_ENDPOINT_URL_PRICING / AWS_ENDPOINT_URL_EC2.
     env_endpoints = {k: os.environ[v] for k, v in (("azure", "GPUOPT_AZURE_PRICES_URL"), ("gcp", "GPUOPT_GCP_BILLING_URL"))
                      if os.environ.get(v)}
-    from gpuopt.redact import register
+    from gpuopt.kernel.redact import register
 
     register(gcp_api_key)  # scrubbed from every message and log line from now on, in every encoding
     opts = FetchOptions(regions=_names(regions) or None, profile=profile, gcp_api_key=gcp_api_key,

@@ -52,7 +52,7 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
                                                  "environment variable, https://no-color.org).")] = False):
     """Which cloud GPU instances to run, where, how many, for how long and on which pricing model
     (on-demand, reserved 1y/3y, spot) for your ML workloads, from real cloud prices."""
-    from gpuopt.errors import InputError
+    from gpuopt.kernel.errors import InputError
 
     if quiet and verbose:
         _STATE["format"] = "table"
@@ -69,7 +69,7 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
         logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO, stream=sys.stderr,
                             format="gpuopt: %(levelname)s: %(name)s: %(message)s")
-        from gpuopt.redact import install_log_filter
+        from gpuopt.kernel.redact import install_log_filter
 
         install_log_filter()  # urllib3 and botocore log request URLs: keys never reach the log (issue 13)
 
@@ -86,7 +86,7 @@ def _note(message: str) -> None:
 
 def _error_type(exc) -> tuple[str, int]:
     """(type, exit code) of a gpuopt error: 1 bad input / no plan, 3 a price source or the network failed."""
-    from gpuopt.errors import InputError, PriceDataError, ProviderError, SnapshotError, SolverError
+    from gpuopt.kernel.errors import InputError, PriceDataError, ProviderError, SnapshotError, SolverError
 
     if isinstance(exc, InputError):
         return "input", 1
@@ -108,8 +108,8 @@ _LINE_BREAKS = {ord(c): repr(c)[1:-1] for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u20
 def _fail(message: str, code: int, kind: str, field: str | None = None, accepted: str | None = None,
           prefix: str = "gpuopt: error: ") -> None:
     """Report a failure: one line on stderr, or with --format json one ``error`` document (gpuopt.schemas.ErrorDoc)
-    on stderr; then exit with ``code``. Secrets are scrubbed from the message (gpuopt.redact)."""
-    from gpuopt.redact import scrub
+    on stderr; then exit with ``code``. Secrets are scrubbed from the message (gpuopt.kernel.redact)."""
+    from gpuopt.kernel.redact import scrub
 
     # one line whatever the user typed: a line break inside a value (--gpu $'a\nb') is shown escaped
     message = scrub(message).translate(_LINE_BREAKS)
@@ -132,7 +132,7 @@ def _fail(message: str, code: int, kind: str, field: str | None = None, accepted
 def _boundary(fmt: str | None = None):
     """Turn gpuopt's own errors into one line on stderr (a JSON error document with --format json) and the exit
     code of gpuopt.schemas.EXIT_CODES (1 bad input, 3 a price source or the network)."""
-    from gpuopt.errors import GpuoptError
+    from gpuopt.kernel.errors import GpuoptError
 
     if fmt is not None:
         _STATE["format"] = fmt
@@ -149,14 +149,14 @@ def _boundary(fmt: str | None = None):
 
 
 def _check_numbers() -> None:
-    """Every number option of the command being run is finite and within +-gpuopt.inputs.MAX_QUANTITY (1e15):
+    """Every number option of the command being run is finite and within +-gpuopt.kernel.inputs.MAX_QUANTITY (1e15):
     ``--tokens-per-second inf`` or ``--budget nan`` is refused naming the option, before any command-specific check
     (click reads "inf" and "nan" as floats). Raises InputError(option)."""
     import importlib
     import math
 
-    from gpuopt.errors import InputError
-    from gpuopt.inputs import MAX_QUANTITY
+    from gpuopt.kernel.errors import InputError
+    from gpuopt.kernel.inputs import MAX_QUANTITY
 
     # click's globals, vendored by typer >= 0.29 (typer._click) and click itself before (as main() explains)
     click_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
@@ -201,8 +201,8 @@ def _plan_file_inputs(workload) -> list[Path]:
     path = _plan_path(workload, None)
     if path is None or not Path(path).is_file():
         return []
-    from gpuopt.errors import GpuoptError
-    from gpuopt.inputs import load_yaml, read_text
+    from gpuopt.kernel.errors import GpuoptError
+    from gpuopt.kernel.inputs import load_yaml, read_text
 
     try:  # the bounded reader: an alias bomb or deep nesting must not hang or crash here either
         doc, _ = load_yaml(read_text(path, "workload", "YAML file"), str(path))
@@ -230,7 +230,7 @@ def _plan_file_inputs(workload) -> list[Path]:
 def _not_an_input(*outputs: Path) -> None:
     """InputError("output") when an output would replace a file the command reads (a report's CSV beside it named
     like the billing export it reviews, a plan JSON over the plan file...)."""
-    from gpuopt.errors import InputError
+    from gpuopt.kernel.errors import InputError
 
     reads = {p.resolve() for p in _INPUTS if p.exists()}
     for out in outputs:
@@ -249,7 +249,7 @@ def _public(path: Path) -> None:
 
 def _check_output(output: Path) -> Path:
     """The absolute --output path, or InputError("output") for a folder, a missing folder or one of the inputs."""
-    from gpuopt.errors import InputError
+    from gpuopt.kernel.errors import InputError
 
     out = Path(output).absolute()
     if out.is_symlink() and not _special(out):  # a link to a file: write the file it points at (renaming over
@@ -273,7 +273,7 @@ def _special(out: Path) -> bool:
 
 
 def _cannot_write(out: Path, exc: OSError):
-    from gpuopt.errors import InputError
+    from gpuopt.kernel.errors import InputError
 
     return InputError("output", f"cannot write {out}: {exc.strerror or exc}")
 
@@ -325,7 +325,7 @@ def _write_whole(output: Path, write) -> list[Path]:
     import shutil
     import tempfile
 
-    from gpuopt.errors import InputError
+    from gpuopt.kernel.errors import InputError
 
     out = _check_output(output)
     special = _special(out)
@@ -360,7 +360,7 @@ def _write_whole(output: Path, write) -> list[Path]:
 
 
 def _check_format(fmt: str, extra: tuple[str, ...] = ()) -> str:
-    from gpuopt.errors import InputError
+    from gpuopt.kernel.errors import InputError
 
     if fmt not in FORMATS + extra:
         raise InputError("format", f"unknown format '{fmt}'", accepted=", ".join(FORMATS + extra))
@@ -383,7 +383,7 @@ def _write_file_format(result, fmt: str, output: Path | None) -> None:
                     if getattr(plan, "horizon_months", None) else "")
             _note(f"wrote {len(rows)} FOCUS 1.2 rows{span} to {output}")
         return
-    from gpuopt.errors import InputError
+    from gpuopt.kernel.errors import InputError
 
     if output is None:
         raise InputError("output", f"--format {fmt} writes a file: give --output PATH (e.g. report.{'md' if fmt == 'markdown' else 'html'})")
@@ -689,7 +689,7 @@ def prices_refresh(
     with _boundary(fmt):
         _check_format(fmt)
         from gpuopt import api, render
-        from gpuopt.errors import InputError
+        from gpuopt.kernel.errors import InputError
 
         if workers < 1:
             raise InputError("workers", f"must be at least 1, got {workers}")
@@ -789,7 +789,7 @@ def completion(shell: Annotated[str, typer.Argument(help="bash, zsh, fish or pow
     """Print the shell completion script (e.g. `gpuopt completion bash >> ~/.bashrc`; or `gpuopt --install-completion`
     for the shell you run)."""
     with _boundary():
-        from gpuopt.errors import InputError
+        from gpuopt.kernel.errors import InputError
         from typer._completion_shared import get_completion_script
 
         shells = ("bash", "zsh", "fish", "powershell")

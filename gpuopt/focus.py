@@ -89,7 +89,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, TextIO
 
-from gpuopt.records import HOURS_PER_MONTH, SAVINGS_PLAN_TERM_HOURS, TERM_HOURS
+from gpuopt.kernel.records import HOURS_PER_MONTH, SAVINGS_PLAN_TERM_HOURS, TERM_HOURS
 
 FOCUS_VERSION = "1.2"
 

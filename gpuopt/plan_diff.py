@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuopt.errors import InputError
+from gpuopt.kernel.errors import InputError
 
 #: Money keys of a plan document that the diff compares, USD.
 MONEY_KEYS = ("total_usd", "max_month_usd", "commitment_usd", "upfront_usd")
@@ -30,7 +30,7 @@ def load_plan_json(path: str | Path, which: str) -> dict[str, Any]:
         ``which`` is "old" or "new"), or an amount (``total_usd``, ``max_month_usd``, ``commitment_usd``,
         ``upfront_usd``, a line's ``total_usd``) is not a finite number from 0 to 1e15 USD, as recommend writes them.
     """
-    from gpuopt.inputs import load_json_file
+    from gpuopt.kernel.inputs import load_json_file
 
     p = Path(path)
     if not p.is_file():
@@ -43,7 +43,7 @@ def load_plan_json(path: str | Path, which: str) -> dict[str, Any]:
             not isinstance(doc.get("total_usd"), (int, float)) or isinstance(doc.get("total_usd"), bool):
         raise InputError(which, f"{p} is not a gpuopt plan (no total_usd and lines)",
                          accepted="a file written by gpuopt recommend --format json")
-    from gpuopt.inputs import check_number
+    from gpuopt.kernel.inputs import check_number
 
     for k in MONEY_KEYS:  # the amounts diff_plans compares: numbers (or null), finite, 0 to 1e15 USD (schemas.Usd)
         if doc.get(k) is not None:

@@ -41,9 +41,9 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr
                       ValidationInfo, field_validator, model_validator)
 from pydantic_core import PydanticCustomError
 
-from gpuopt.errors import InputError
-from gpuopt.inputs import MAX_QUANTITY
-from gpuopt.records import PLANNED_PRICING
+from gpuopt.kernel.errors import InputError
+from gpuopt.kernel.inputs import MAX_QUANTITY
+from gpuopt.kernel.records import PLANNED_PRICING
 
 if TYPE_CHECKING:  # pragma: no cover
     from optimizer.demand import DemandProfile
@@ -110,7 +110,7 @@ def _lower_names(v: Any) -> Any:
     return [_lower(x) for x in v] if isinstance(v, list) else v
 
 
-# every quantity at most gpuopt.inputs.MAX_QUANTITY (1e15): beyond any real one, and products of two stay finite
+# every quantity at most gpuopt.kernel.inputs.MAX_QUANTITY (1e15): beyond any real one, and products of two stay finite
 PosFloat = Annotated[float, BeforeValidator(_not_bool), Field(gt=0, le=MAX_QUANTITY, allow_inf_nan=False)]
 NonNegFloat = Annotated[float, BeforeValidator(_not_bool), Field(ge=0, le=MAX_QUANTITY, allow_inf_nan=False)]
 PosInt = Annotated[int, BeforeValidator(_not_bool), Field(ge=1, le=int(MAX_QUANTITY))]
@@ -602,16 +602,16 @@ KEY_DOCS = {
 
 # ------------------------------------------------------------------------------------------- reading
 def _compose(text: str, origin: str) -> tuple[Any, dict[tuple, int]]:
-    """Parse YAML within gpuopt.inputs' limits (aliases, nesting, duplicate keys refused); return (data, path ->
+    """Parse YAML within gpuopt.kernel.inputs' limits (aliases, nesting, duplicate keys refused); return (data, path ->
     1-based line)."""
-    from gpuopt.inputs import load_yaml, yaml_lines
+    from gpuopt.kernel.inputs import load_yaml, yaml_lines
 
     data, node = load_yaml(text, origin, "workload")
     return data, yaml_lines(node)
 
 
 def _dotted(loc: tuple) -> str:
-    from gpuopt.inputs import dotted
+    from gpuopt.kernel.inputs import dotted
 
     return dotted(loc)
 
@@ -772,7 +772,7 @@ def load_plan_file(path: str | Path, options: Mapping[str, Any] | None = None) -
     Also reads every demand profile it names (``PlanFile.demand_profiles``) and checks they share one grid.
     Raises InputError: field ``workload`` for a missing file, a folder or bad YAML; else the dotted path of the
     first bad key, the message naming the file and line."""
-    from gpuopt.inputs import read_text
+    from gpuopt.kernel.inputs import read_text
 
     p = Path(path)
     text = read_text(p, "workload", "YAML file")

@@ -8,7 +8,7 @@ import json
 import math
 from typing import Any
 
-from gpuopt.records import short_source as _short_source
+from gpuopt.kernel.records import short_source as _short_source
 
 
 
@@ -267,7 +267,7 @@ def prices_list(result, fmt: str) -> None:
                   f"{(r.get('upfront_usd') or 0):,.0f}", _short_source(r.get("source")), str(r.get("as_of") or ""))
     con.print(_fit(con, t, drop=("fabric", "zone", "source", "upfront $", "as_of", "payment", "$/GPU-h")))
     if not result.rows:
-        from gpuopt.records import SAVINGS_PLAN_TERM_HOURS, WINDOW_PRICING
+        from gpuopt.kernel.records import SAVINGS_PLAN_TERM_HOURS, WINDOW_PRICING
 
         asked = set(getattr(result, "pricing", None) or ())
         if asked & (set(SAVINGS_PLAN_TERM_HOURS) | set(WINDOW_PRICING)):

@@ -35,7 +35,7 @@ from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuopt.records import HOURS_PER_MONTH, WINDOW_PRICING
+from gpuopt.kernel.records import HOURS_PER_MONTH, WINDOW_PRICING
 from gpuopt.templating import ESTIMATED_MARK, ESTIMATED_NOTE, key_figure, render
 
 FORMATS = ("html", "markdown")

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gpuopt.records import HOURS_PER_MONTH, TERM_HOURS
+from gpuopt.kernel.records import HOURS_PER_MONTH, TERM_HOURS
 from gpuopt.templating import ESTIMATED_MARK, ESTIMATED_NOTE, key_figure, render
 
 
@@ -24,7 +24,7 @@ def _usd(x: float) -> str:
 
 
 def term_months(term: str) -> float:
-    """Months (730 h) in a review term: "1y" -> 12, "3y" -> 36 (gpuopt.records.TERM_HOURS)."""
+    """Months (730 h) in a review term: "1y" -> 12, "3y" -> 36 (gpuopt.kernel.records.TERM_HOURS)."""
     return TERM_HOURS[f"reserved_{term}"] / HOURS_PER_MONTH
 
 
@@ -156,7 +156,7 @@ def render_review_report(result, fmt: str, path: str | Path) -> Path:
     ``<stem>_cost.png``. Returns the report's path. Raises InputError for another format."""
     fmt = {"md": "markdown"}.get(fmt, fmt)
     if fmt not in ("markdown", "html"):
-        from gpuopt.errors import InputError
+        from gpuopt.kernel.errors import InputError
 
         raise InputError("format", f"unknown report format '{fmt}'", accepted="markdown, html")
     p = Path(path)

@@ -27,64 +27,13 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gpuopt.kernel.documents import EXIT_CODES, VERSIONS, DictResult, envelope, frame  # noqa: F401 (re-exported)
 from gpuopt.plan_spec import PlanFile
 
 #: Version of each document's interface. recommend was versioned first (2 since the planning model of issue 5);
 #: the other kinds got their first version with issue 12.
-VERSIONS: dict[str, int] = {
-    "recommend": 2, "estimate": 1, "review": 1, "prices-list": 1, "prices-status": 1, "prices-diff": 1,
-    "prices-refresh": 1, "prices-import": 1, "plan-diff": 1, "error": 1, "models": 1,
-}
-
-#: Exit codes of every command (README "Exit codes").
-EXIT_CODES: dict[int, str] = {
-    0: "ok",
-    1: "bad input (a file, an option's value), or no plan meets the constraints",
-    2: "usage error: an unknown command or option, a missing argument",
-    3: "a price source or the network failed (prices refresh: some provider or region was not refreshed)",
-    4: "gpuopt diff --fail-above: the plan's total rose by more than the gate",
-}
-
 SCHEMA_BASE_URL = "https://github.com/gpuopt/gpuopt/blob/main/docs/schemas/"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
-
-
-def envelope(kind: str, body: dict[str, Any]) -> dict[str, Any]:
-    """``{"schema_version": VERSIONS[kind], "kind": kind, **body}`` (a ``schema_version`` or ``kind`` in ``body``
-    is replaced). Raises KeyError for an unknown kind."""
-    out = {"schema_version": VERSIONS[kind], "kind": kind}
-    out.update({k: v for k, v in body.items() if k not in ("schema_version", "kind")})
-    return out
-
-
-def frame(rows: list[dict[str, Any]] | None, columns: list[str] | type[BaseModel] | None = None):
-    """A pandas DataFrame of ``rows`` (one row per dict; nested dicts and lists stay Python objects). ``columns``
-    (names, or a model whose fields name them) are the columns of an empty result, so that a pipeline's column
-    names hold when nothing matched."""
-    import pandas as pd
-
-    rows = list(rows or [])
-    if rows or columns is None:
-        return pd.DataFrame(rows)
-    names = list(columns.model_fields) if isinstance(columns, type) else list(columns)
-    return pd.DataFrame(rows, columns=names)
-
-
-class DictResult(dict):
-    """A result that is a plain dict (``prices_status``, ``prices_import``) with the methods of the other results:
-    ``to_dict()`` (the versioned document) and ``to_dataframe()`` (its table: :attr:`frame_key`'s rows)."""
-
-    kind = ""
-    frame_key = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return envelope(self.kind, dict(self))
-
-    #: the model of one row of :attr:`frame_key` (the columns of an empty table)
-    row_model: type[BaseModel] | None = None
-
-    def to_dataframe(self):
-        return frame(self.get(self.frame_key), self.row_model)
 
 
 class _Open(BaseModel):

@@ -8,7 +8,7 @@ templates (``*.html.j2``) autoescape every value; Markdown templates escape with
 filters. An HTML report is one self-contained file: CSS inline, charts as ``data:image/png;base64`` URIs, no script.
 
 Estimated prices: a price derived by a documented rule rather than quoted (an offer whose ``source`` starts with
-``rule:``, gpuopt.records.is_estimated) is shown with :data:`ESTIMATED_MARK` after it and a footnote saying so.
+``rule:``, gpuopt.kernel.records.is_estimated) is shown with :data:`ESTIMATED_MARK` after it and a footnote saying so.
 """
 
 from __future__ import annotations

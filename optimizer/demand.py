@@ -32,8 +32,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from gpuopt.errors import InputError
-from gpuopt.records import HOURS_PER_MONTH
+from gpuopt.kernel.errors import InputError
+from gpuopt.kernel.records import HOURS_PER_MONTH
 
 #: Kinds of profile (``DemandProfile.kind``): where its numbers came from.
 KINDS = ("hour_of_day", "hour_of_week", "timestamps", "inline", "flat")

@@ -64,8 +64,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gpuopt.errors import InputError
-from gpuopt.records import HOURS_PER_MONTH, PRICING_MODELS, SAVINGS_PLAN_TERM_HOURS, WINDOW_MAX_DAYS, is_estimated
+from gpuopt.kernel.errors import InputError
+from gpuopt.kernel.records import HOURS_PER_MONTH, PRICING_MODELS, SAVINGS_PLAN_TERM_HOURS, WINDOW_MAX_DAYS, is_estimated
 from optimizer.horizon import TERM_MONTHS, Activity, Period, commitment_cost_factor, month_label, slot_starts
 from optimizer.model import COMMITTED, DEFAULT_PRICING, Candidate, UnitTable, candidates_for, text_values, unit_table
 

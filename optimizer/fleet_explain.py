@@ -11,7 +11,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from gpuopt.records import HOURS_PER_MONTH
+from gpuopt.kernel.records import HOURS_PER_MONTH
 from optimizer.fleet import (
     _SOLVE_THREADS,
     Budgets,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpuopt.errors import InputError
+from gpuopt.kernel.errors import InputError
 
 # ------------------------------------------------------------------------------------ Llama 3 pre-training (Meta)
 # Dubey et al. 2024, "The Llama 3 Herd of Models", arXiv 2407.21783, section 3.3.4, quoted: "During a 54-day snapshot

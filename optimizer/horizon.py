@@ -24,8 +24,8 @@ import math
 from dataclasses import dataclass
 from typing import Iterable
 
-from gpuopt.errors import InputError
-from gpuopt.records import HOURS_PER_MONTH
+from gpuopt.kernel.errors import InputError
+from gpuopt.kernel.records import HOURS_PER_MONTH
 
 #: The horizon a plan with a serving workload covers when none is given: one year, the budget cycle FinOps reviews
 #: plans on and the shortest commitment term, so a 1-year commitment is paid in full inside it and a 3-year one is

@@ -15,8 +15,8 @@ import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gpuopt.errors import InputError
-from gpuopt.records import default_offering_class
+from gpuopt.kernel.errors import InputError
+from gpuopt.kernel.records import default_offering_class
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -47,7 +47,7 @@ MAX_GPUS_PER_REPLICA = 64
 class Candidate:
     """One way to buy capacity: ``instances_per_unit`` instances of one offer hosting ``replicas_per_unit`` replicas.
 
-    ``offer`` is the normalized offer row as a dict (gpuopt.records.OFFER_COLUMNS). ``usd_per_unit_hour`` is
+    ``offer`` is the normalized offer row as a dict (gpuopt.kernel.records.OFFER_COLUMNS). ``usd_per_unit_hour`` is
     instances_per_unit x offer usd_per_hour; ``throughput_per_unit`` is in tokens/s (serve) or FLOP/s (train),
     spot already reduced by :data:`SPOT_INTERRUPTION_OVERHEAD`.
 
@@ -474,7 +474,7 @@ def candidates_for(
 
     Args:
         workload: optimizer.sizing.Workload (validated).
-        offers: normalized offers (gpuopt.records.OFFER_COLUMNS), already filtered by provider/region/GPU.
+        offers: normalized offers (gpuopt.kernel.records.OFFER_COLUMNS), already filtered by provider/region/GPU.
         allow_spot: keep spot offers (only when the workload may be interrupted).
         pricing: pricing models allowed (default: all but spot).
 

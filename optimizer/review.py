@@ -34,8 +34,8 @@ from dataclasses import asdict, dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from gpuopt.errors import InputError
-from gpuopt.records import HOURS_PER_MONTH, is_estimated
+from gpuopt.kernel.errors import InputError
+from gpuopt.kernel.records import HOURS_PER_MONTH, is_estimated
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -260,7 +260,7 @@ class ReviewResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``review`` document (gpuopt.schemas.ReviewDoc); ``ids`` is not part of it."""
-        from gpuopt.schemas import envelope
+        from gpuopt.kernel.documents import envelope
 
         d = asdict(self)
         d.pop("ids", None)
@@ -269,8 +269,8 @@ class ReviewResult:
     def to_dataframe(self, table: str = "recommendations"):
         """A pandas DataFrame of ``recommendations`` (default: one row per commitment recommended) or ``usage`` (one
         row per instance type used). Raises InputError for another table."""
-        from gpuopt.errors import InputError
-        from gpuopt.schemas import frame
+        from gpuopt.kernel.errors import InputError
+        from gpuopt.kernel.documents import frame
 
         if table not in ("recommendations", "usage"):
             raise InputError("table", f"unknown table {table!r}", accepted="recommendations, usage")

@@ -32,8 +32,8 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from gpuopt.errors import InputError
-from gpuopt.inputs import MAX_QUANTITY
+from gpuopt.kernel.errors import InputError
+from gpuopt.kernel.inputs import MAX_QUANTITY
 from optimizer.specs import GpuSpec, ModelSpec
 
 GIB = 2**30
@@ -732,7 +732,7 @@ def load_measurements(path: str) -> Measurements:
 
     from optimizer.specs import load_gpu, load_model
 
-    from gpuopt.inputs import load_json, read_text
+    from gpuopt.kernel.inputs import load_json, read_text
 
     p = Path(path)
     if not p.is_file():

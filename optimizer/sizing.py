@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gpuopt.errors import InputError
+from gpuopt.kernel.errors import InputError
 from optimizer.specs import GpuSpec, ModelSpec, known_gpus, load_gpu
 
 GIB = 2**30

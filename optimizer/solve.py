@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gpuopt.errors import InputError, SolverError
+from gpuopt.kernel.errors import InputError, SolverError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pulp

@@ -24,8 +24,8 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from gpuopt.errors import GpuoptError, InputError
-from gpuopt.records import CANONICAL_GPUS
+from gpuopt.kernel.errors import GpuoptError, InputError
+from gpuopt.kernel.records import CANONICAL_GPUS
 
 log = logging.getLogger(__name__)
 
@@ -686,7 +686,7 @@ def _read_hf_config(config: str | Path | dict) -> tuple[dict, str, str]:
             raise InputError("model", f"no config.json at {str(config)!r} (not a file, nor a folder holding config.json)",
                              accepted=_HF_ACCEPTED)
         origin = str(path)
-        from gpuopt.inputs import load_json_file
+        from gpuopt.kernel.inputs import load_json_file
 
         # UTF-8 with or without BOM, bounded size and nesting, duplicate keys refused; NaN/Infinity allowed in the
         # fields not read here (transformers' json.dumps writes them), every field read is checked by _cfg_int

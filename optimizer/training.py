@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gpuopt.errors import InputError
+from gpuopt.kernel.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
     from optimizer.sizing import NodeNetwork

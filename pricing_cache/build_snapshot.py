@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuopt.errors import PriceDataError
-from gpuopt.records import OFFER_COLUMNS, SCHEMA_VERSION
+from gpuopt.kernel.errors import PriceDataError
+from gpuopt.kernel.records import OFFER_COLUMNS, SCHEMA_VERSION
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 INPUTS_DIR = DATA_DIR / "inputs"

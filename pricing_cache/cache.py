@@ -2,7 +2,7 @@
 
 Layout (``cache_dir()``, the platformdirs user cache folder, or ``$GPUOPT_CACHE_DIR``)::
 
-    snapshots/<provider>/<stamp>.csv    offers (gpuopt.records.OFFER_COLUMNS), stamp = UTC YYYYmmddTHHMMSSffffffZ
+    snapshots/<provider>/<stamp>.csv    offers (gpuopt.kernel.records.OFFER_COLUMNS), stamp = UTC YYYYmmddTHHMMSSffffffZ
     snapshots/<provider>/<stamp>.json   its metadata: schema_version, provider, created_at, as_of, rows,
                                         regions (done / failed / skipped / kept_previous), sha256 of the .csv,
                                         skipped (rows refused, counted by reason), skipped_total, skipped_file
@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuopt.errors import InputError, SnapshotError
-from gpuopt.records import OFFER_COLUMNS, READABLE_SCHEMA_VERSIONS, SCHEMA_VERSION
+from gpuopt.kernel.errors import InputError, SnapshotError
+from gpuopt.kernel.records import OFFER_COLUMNS, READABLE_SCHEMA_VERSIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

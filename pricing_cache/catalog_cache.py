@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuopt.records import OFFER_COLUMNS, OFFER_DTYPES, SCHEMA_VERSION
+from gpuopt.kernel.records import OFFER_COLUMNS, OFFER_DTYPES, SCHEMA_VERSION
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -35,7 +35,7 @@ CATALOG_CACHE_VERSION = 1
 MAX_COPIES = 8
 #: The sources whose change makes a cached copy stale (they decide how a CSV row becomes an offer).
 _CODE = ("providers/offers_csv.py", "providers/facts.py", "providers/_common.py", "providers/gpu_names.py",
-         "gpuopt/records.py", "pricing_cache/catalog_cache.py")
+         "gpuopt/kernel/records.py", "pricing_cache/catalog_cache.py")
 _ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -10,7 +10,7 @@ import datetime as dt
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gpuopt.errors import InputError
+from gpuopt.kernel.errors import InputError
 
 KEY = ["provider", "region", "zone", "instance_type", "pricing", "payment", "offering_class"]
 
@@ -35,13 +35,13 @@ class PriceDiff:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``prices-diff`` document (gpuopt.schemas.PricesDiffDoc)."""
-        from gpuopt.schemas import envelope
+        from gpuopt.kernel.documents import envelope
 
         return envelope("prices-diff", asdict(self))
 
     def to_dataframe(self):
         """The changed, added and removed offers as one pandas DataFrame, with a ``change`` column."""
-        from gpuopt.schemas import frame
+        from gpuopt.kernel.documents import frame
 
         return frame([{"change": kind, **r} for kind, rows in (("changed", self.changed), ("added", self.added),
                                                                 ("removed", self.removed)) for r in rows],

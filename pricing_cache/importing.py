@@ -36,7 +36,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from gpuopt.errors import InputError, PriceDataError
+from gpuopt.kernel.errors import InputError, PriceDataError
 
 FORMATS = ("skypilot", "ec2instances", "offers", "aws-price-list", "aws-bulk-csv", "azure-retail", "gcp-skus")
 SKYPILOT_PROVIDERS = ("aws", "azure", "gcp", "lambda")

@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from importlib import import_module
 from typing import Any, Callable
 
-from gpuopt.errors import GpuoptError, InputError, PriceDataError
-from gpuopt.redact import scrub
+from gpuopt.kernel.errors import GpuoptError, InputError, PriceDataError
+from gpuopt.kernel.redact import scrub
 from providers.base import (LIVE_ADAPTERS, DeadlineReached, FetchOptions, MissingCredentials, RegionSkipped,
                             check_deadline, deadline_note, deadline_passed)
 
@@ -77,14 +77,14 @@ class RefreshSummary:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``prices-refresh`` document (gpuopt.schemas.PricesRefreshDoc)."""
-        from gpuopt.schemas import envelope
+        from gpuopt.kernel.documents import envelope
 
         return envelope("prices-refresh", {"ok": self.ok, "seconds": round(self.seconds, 2),
                                            "providers": [asdict(p) for p in self.providers]})
 
     def to_dataframe(self):
         """One row per provider (status, rows, regions, time)."""
-        from gpuopt.schemas import frame
+        from gpuopt.kernel.documents import frame
 
         from dataclasses import fields
 
@@ -473,7 +473,7 @@ def refresh(providers: list[str] | None = None, options: FetchOptions | None = N
 
     from filelock import Timeout
 
-    from gpuopt.errors import SnapshotError
+    from gpuopt.kernel.errors import SnapshotError
     from pricing_cache import cache
 
     import dataclasses

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuopt.errors import GpuoptError, SnapshotError
-from gpuopt.records import (ADDED_IN_V3, FILLED_FROM_FACTS, OFFER_COLUMNS, OFFER_DTYPES, READABLE_SCHEMA_VERSIONS,
+from gpuopt.kernel.errors import GpuoptError, SnapshotError
+from gpuopt.kernel.records import (ADDED_IN_V3, FILLED_FROM_FACTS, OFFER_COLUMNS, OFFER_DTYPES, READABLE_SCHEMA_VERSIONS,
                              SCHEMA_VERSION)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -174,12 +174,12 @@ def load_offers(catalog: "str | Path | None" = None, snapshot_dir: Path | None =
     else the shipped snapshot's rows; or a user offers CSV (``catalog``; its checked copy from
     ``pricing_cache.catalog_cache`` when the file has not changed since it was last read).
 
-    ``categories``: the text columns as pandas categoricals (``gpuopt.records.as_categories``: selecting rows of a
+    ``categories``: the text columns as pandas categoricals (``gpuopt.kernel.records.as_categories``: selecting rows of a
     big catalog 30x faster), else OFFER_DTYPES' strings.
 
     Raises: SnapshotError (shipped snapshot missing/corrupted), InputError (bad user CSV).
     """
-    from gpuopt.records import as_categories
+    from gpuopt.kernel.records import as_categories
 
     df, info = _load_offers(catalog, snapshot_dir, on_date=on_date, use_cache=use_cache, categories=categories)
     return (as_categories(df) if categories else df), info
@@ -245,11 +245,11 @@ def _load_catalog(path: Path, categories: bool) -> "tuple[pd.DataFrame, Snapshot
     and checked (``providers.offers_csv``), then copied for the next run. ``categories`` as in load_offers."""
     import dataclasses
 
-    from gpuopt.records import as_categories
+    from gpuopt.kernel.records import as_categories
     from pricing_cache import catalog_cache
 
     if not Path(path).is_file():  # (before anything reads it: the checksum, the copy)
-        from gpuopt.errors import InputError
+        from gpuopt.kernel.errors import InputError
 
         raise InputError("catalog", f"no such file: {path}")
     hit = catalog_cache.load(path)

@@ -95,12 +95,12 @@ def importer_for_format(fmt: str) -> Importer:
     """The importer that accepts ``fmt``.
 
     Raises:
-        gpuopt.errors.InputError: unknown format (the message lists the accepted ones).
+        gpuopt.kernel.errors.InputError: unknown format (the message lists the accepted ones).
     """
     for imp in IMPORTERS.values():
         if fmt in imp.formats:
             return imp
-    from gpuopt.errors import InputError
+    from gpuopt.kernel.errors import InputError
 
     accepted = sorted(f for imp in IMPORTERS.values() for f in imp.formats)
     raise InputError("format", f"no importer for '{fmt}'", accepted=", ".join(accepted))

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from gpuopt.errors import PriceDataError
-from gpuopt.records import OFFER_COLUMNS, OFFER_DTYPES, SkippedRow
+from gpuopt.kernel.errors import PriceDataError
+from gpuopt.kernel.records import OFFER_COLUMNS, OFFER_DTYPES, SkippedRow
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -117,7 +117,7 @@ def fill_offering_class(df: "pd.DataFrame") -> "pd.DataFrame":
     """The frame with ``offering_class`` (schema 3) where a row has none: ``records.default_offering_class``
     (``standard`` for an AWS reservation, "" otherwise). A frame without ``provider``/``pricing`` is returned as is;
     given values are kept; works on a copy when it changes anything."""
-    from gpuopt.records import default_offering_class
+    from gpuopt.kernel.records import default_offering_class
 
     if "provider" not in df.columns or "pricing" not in df.columns:
         return df

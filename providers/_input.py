@@ -29,8 +29,8 @@ import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from gpuopt.errors import InputError
-from gpuopt.records import SkippedRow
+from gpuopt.kernel.errors import InputError
+from gpuopt.kernel.records import SkippedRow
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

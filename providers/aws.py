@@ -129,8 +129,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
-from gpuopt.errors import InputError, PriceDataError, ProviderError
-from gpuopt.records import (FILLED_FROM_FACTS, OFFER_COLUMNS, OFFER_DTYPES, SAVINGS_PLAN_TERM_HOURS, TERM_HOURS,
+from gpuopt.kernel.errors import InputError, PriceDataError, ProviderError
+from gpuopt.kernel.records import (FILLED_FROM_FACTS, OFFER_COLUMNS, OFFER_DTYPES, SAVINGS_PLAN_TERM_HOURS, TERM_HOURS,
                              SkippedRow)
 from providers._common import ParseResult, check_unique, fill_facts, float_or_none, hourly_row, offers_frame
 from providers.base import FetchOptions, InvalidCredentials, MissingCredentials, RegionSkipped, TruncatedPriceList
@@ -1491,7 +1491,7 @@ def _error_code(exc) -> str:
 
 def _refused(code: str, exc, where: str) -> InvalidCredentials:
     """The one-line error for credentials AWS refused (``code`` in CREDENTIALS_REFUSED)."""
-    from gpuopt.redact import scrub
+    from gpuopt.kernel.redact import scrub
 
     detail = str((getattr(exc, "response", None) or {}).get("Error", {}).get("Message", "") or "")
     return InvalidCredentials(scrub(

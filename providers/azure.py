@@ -34,7 +34,7 @@ How items become offers (PRICE_FAULTS cases in brackets):
   rows are grouped by key, identical repeats collapse (``duplicate``), different prices for one key raise
   ``PriceDataError`` (invariant ``groupby(OFFER_KEY + operating_system).size() == 1``), and the frame is sorted.
 * **Reservations** [BUG-01]: ``unitPrice`` is the TOTAL for the term although ``unitOfMeasure`` says ``"1 Hour"``.
-  ``1 Year`` -> 8,760 h, ``3 Years`` -> 26,280 h (:data:`gpuopt.records.TERM_HOURS`); any other term raises
+  ``1 Year`` -> 8,760 h, ``3 Years`` -> 26,280 h (:data:`gpuopt.kernel.records.TERM_HOURS`); any other term raises
   ``PriceDataError`` (never consumption maths). Two offers per reservation: ``all_upfront`` (upfront = total,
   recurring 0) and ``no_upfront`` (Azure's monthly payment option: upfront 0, recurring = total / term_hours).
   Both have ``usd_per_hour = total / term_hours``: "the monthly payment option divides the total cost of the
@@ -80,8 +80,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping
 from urllib.parse import parse_qsl, urlsplit
 
-from gpuopt.errors import InputError, PriceDataError, ProviderError
-from gpuopt.records import OFFER_COLUMNS, SAVINGS_PLAN_TERM_HOURS, TERM_HOURS, SkippedRow
+from gpuopt.kernel.errors import InputError, PriceDataError, ProviderError
+from gpuopt.kernel.records import OFFER_COLUMNS, SAVINGS_PLAN_TERM_HOURS, TERM_HOURS, SkippedRow
 from providers._common import OFFER_KEY, ParseResult, check_unique, float_or_none, hourly_row, offers_frame, read_text
 from providers.base import FetchOptions, MissingCredentials, TruncatedPriceList, http_session, retry_after_note
 from providers.gpu_names import GPU_MEMORY_MIB

@@ -13,7 +13,7 @@ An adapter module exposes, at module level:
         raises RegionSkipped (a note, not a failure). Anything else raises ProviderError (or lets the SDK's
         own exception through: the refresh records it as a failed region).
     def parse_region(raw: dict[str, Any], region: str, as_of: str) -> ParseResult
-        PURE: raw payloads -> normalized offers (gpuopt.records.OFFER_COLUMNS) + skipped rows + notes.
+        PURE: raw payloads -> normalized offers (gpuopt.kernel.records.OFFER_COLUMNS) + skipped rows + notes.
 
 The refresh (pricing_cache/refresh.py) runs list_regions, then fetch_region + parse_region per region in a
 bounded thread pool, and keeps the previous data of any region that fails.
@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from gpuopt.errors import ProviderError
+from gpuopt.kernel.errors import ProviderError
 from providers._common import ParseResult  # noqa: F401  (re-exported: what parse_region returns)
 
 #: The live adapters, by provider name -> module path (imported lazily by the refresh).

@@ -31,8 +31,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-from gpuopt.errors import InputError, PriceDataError
-from gpuopt.records import SkippedRow, TERM_HOURS
+from gpuopt.kernel.errors import InputError, PriceDataError
+from gpuopt.kernel.records import SkippedRow, TERM_HOURS
 from providers._common import ParseResult, check_unique, hourly_row, offers_frame, float_or_none
 from providers.gpu_names import GPU_MEMORY_MIB
 from providers.skypilot import interconnect_for

@@ -37,9 +37,9 @@ import re
 from dataclasses import dataclass
 
 # FABRICS (inter-node fabrics; all but "ethernet" allow multi-node training; "" means unknown) and ZONE_KINDS
-# ("" normal, "local_zone", "wavelength") are defined with the offer columns in gpuopt.records (the ground floor
+# ("" normal, "local_zone", "wavelength") are defined with the offer columns in gpuopt.kernel.records (the ground floor
 # every package imports) and re-exported here.
-from gpuopt.records import FABRICS, ZONE_KINDS
+from gpuopt.kernel.records import FABRICS, ZONE_KINDS
 
 __all__ = ["FABRICS", "ZONE_KINDS", "CLUSTER_FABRICS", "DEFAULT_GBPS_BY_FABRIC", "FabricFact", "fabric_fact",
            "fabric_of", "fabric_gbps_per_node", "is_cluster_fabric", "zone_kind_of"]

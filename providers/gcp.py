@@ -106,8 +106,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from gpuopt.errors import InputError, PriceDataError, ProviderError
-from gpuopt.records import TERM_HOURS, SkippedRow
+from gpuopt.kernel.errors import InputError, PriceDataError, ProviderError
+from gpuopt.kernel.records import TERM_HOURS, SkippedRow
 from providers._common import ParseResult, check_unique, hourly_row, offers_frame
 from providers.base import (FetchOptions, MissingCredentials, RegionSkipped, TruncatedPriceList, http_session,
                             retry_after_note)
@@ -857,8 +857,8 @@ def clear_listing_cache() -> None:
 
 def _scrub(text: str, key: str) -> str:
     """``text`` without ``key`` in any encoding (raw, percent-encoded as in a request URL, JSON, base64) and without
-    any credential-like URL parameter (gpuopt.redact.scrub)."""
-    from gpuopt.redact import scrub
+    any credential-like URL parameter (gpuopt.kernel.redact.scrub)."""
+    from gpuopt.kernel.redact import scrub
 
     return scrub(text, key)
 

@@ -1,4 +1,4 @@
-"""Map the GPU names that price sources use to the canonical names of ``gpuopt.records.CANONICAL_GPUS``.
+"""Map the GPU names that price sources use to the canonical names of ``gpuopt.kernel.records.CANONICAL_GPUS``.
 
 Sources name GPUs loosely: SkyPilot writes ``A100`` for the 40 GB card and ``A100-80GB`` for the 80 GB one, AWS
 ``GpuInfo`` says ``A100`` for both (only ``MemoryInfo.SizeInMiB`` tells them apart), GCP's A3 Mega rows say

@@ -1,6 +1,6 @@
 """Reader for a user's own offers CSV (any other cloud, on-prem rates, negotiated prices): ``--catalog FILE``.
 
-The file has a header line with column names from ``gpuopt.records.OFFER_COLUMNS``. Required columns:
+The file has a header line with column names from ``gpuopt.kernel.records.OFFER_COLUMNS``. Required columns:
 ``provider, region, instance_type, gpu_model, gpu_count, gpu_memory_gib, pricing, usd_per_hour``. Optional columns
 and their defaults when absent or empty:
 
@@ -48,8 +48,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuopt.errors import InputError
-from gpuopt.records import (CANONICAL_GPUS, FABRICS, INTERCONNECTS, OFFER_COLUMNS, OFFER_DTYPES, PAYMENT_OPTIONS,
+from gpuopt.kernel.errors import InputError
+from gpuopt.kernel.records import (CANONICAL_GPUS, FABRICS, INTERCONNECTS, OFFER_COLUMNS, OFFER_DTYPES, PAYMENT_OPTIONS,
                              PRICING_MODELS, SAVINGS_PLAN_CLASSES, SAVINGS_PLAN_TERM_HOURS, TERM_HOURS, ZONE_KINDS,
                              default_offering_class)
 

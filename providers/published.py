@@ -25,7 +25,7 @@ import csv
 from pathlib import Path
 from typing import Any, Iterable
 
-from gpuopt.records import TERM_HOURS, SkippedRow
+from gpuopt.kernel.records import TERM_HOURS, SkippedRow
 
 #: gcp_list_prices.csv pricing -> offer pricing
 _GCP_PRICING = {"on_demand": "on_demand", "spot": "spot", "cud_1y": "reserved_1y", "cud_3y": "reserved_3y"}
@@ -212,7 +212,7 @@ def other_cloud_prices(path: Path) -> tuple[list[dict[str, Any]], list[tuple[str
     unknown (""); vCPUs and memory unknown (NaN, the pages do not give them); fabric unknown (""), so a training
     replica never spans two of these instances. A GPU with no datasheet row is listed and never planned (GH200),
     and refused when nothing gives its memory (GB200). Vast.ai's marketplace median is refused (:data:`NOT_LIST_PRICES`)."""
-    from gpuopt.errors import InputError
+    from gpuopt.kernel.errors import InputError
     from optimizer.specs import load_gpu
 
     out, skipped = [], []

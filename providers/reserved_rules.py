@@ -2,7 +2,7 @@
 
 No file in the SkyPilot catalogs holds a reserved or committed-use price, so the snapshot derives them:
 ``usd_per_hour = on-demand x ratio`` per (provider, term, payment), marked ``source = rule:<provider>-<term>-<payment>:
-<short cite>`` (``gpuopt.records.is_estimated`` is then true) and ``as_of`` = the on-demand row's ``as_of``.
+<short cite>`` (``gpuopt.kernel.records.is_estimated`` is then true) and ``as_of`` = the on-demand row's ``as_of``.
 
 Ratios (reserved effective rate / on-demand rate):
 
@@ -40,8 +40,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gpuopt.errors import PriceDataError
-from gpuopt.records import TERM_HOURS
+from gpuopt.kernel.errors import PriceDataError
+from gpuopt.kernel.records import TERM_HOURS
 from providers._common import check_unique, empty_offers, offers_frame
 from providers.ec2instances import PARTIAL_SPLIT_CITE, PARTIAL_UPFRONT_SHARE, split_reserved
 
@@ -220,7 +220,7 @@ NO_PUBLISHED_RESERVATIONS: dict[str, tuple[str, ...]] = {
 def gpu_generation(gpu_model: str) -> str:
     """The GPU's architecture (``Hopper``, ``Ampere``, ``Ada Lovelace``...) from optimizer/data/gpu_specs.csv
     (column ``architecture``, up to the first parenthesis), "" when the spec table has no row for it."""
-    from gpuopt.records import CANONICAL_GPUS
+    from gpuopt.kernel.records import CANONICAL_GPUS
 
     table = _architectures()
     row = CANONICAL_GPUS.get(str(gpu_model))
@@ -258,7 +258,7 @@ def quoted_ratios(offers: "pd.DataFrame") -> dict[tuple, LevelRatio]:
     (level, provider, type|generation|"", pricing, payment, offering_class)."""
     import pandas as pd
 
-    from gpuopt.records import RESERVED_PRICING, is_estimated
+    from gpuopt.kernel.records import RESERVED_PRICING, is_estimated
 
     od = offers[offers["pricing"] == "on_demand"].set_index(["provider", "region", "instance_type"])["usd_per_hour"]
     od = od[~od.index.duplicated()]
@@ -293,7 +293,7 @@ def derive_by_ratio(offers: "pd.DataFrame", ratios: dict[tuple, LevelRatio],
     Returns an offer frame; each row's ``source`` is ``rule:<provider>-<term>-<payment>:<ratio> = median of N quoted
     <level> <what> rows`` and ``as_of`` the on-demand row's (an estimate is as old as what it is derived from).
     """
-    from gpuopt.records import RESERVED_PRICING
+    from gpuopt.kernel.records import RESERVED_PRICING
 
     has_res = set(map(tuple, offers[offers["pricing"].isin(list(RESERVED_PRICING))][
         ["provider", "region", "instance_type"]].astype(str).values.tolist()))

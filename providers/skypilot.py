@@ -53,8 +53,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Collection
 
-from gpuopt.errors import InputError, PriceDataError
-from gpuopt.records import SkippedRow
+from gpuopt.kernel.errors import InputError, PriceDataError
+from gpuopt.kernel.records import SkippedRow
 from providers._common import ParseResult, check_unique, offers_frame, hourly_row, float_or_none, read_text
 from providers.gpu_names import GPU_MEMORY_MIB, canonical_gpu
 

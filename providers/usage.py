@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from gpuopt.errors import InputError
+from gpuopt.kernel.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

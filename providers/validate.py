@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gpuopt.records import CANONICAL_GPUS, RESERVED_PRICING, SAVINGS_PLAN_TERM_HOURS, WINDOW_PRICING, SkippedRow
+from gpuopt.kernel.records import CANONICAL_GPUS, RESERVED_PRICING, SAVINGS_PLAN_TERM_HOURS, WINDOW_PRICING, SkippedRow
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpuopt.errors import ProviderError
-from gpuopt.records import ADDED_IN_V3, FILLED_FROM_FACTS, SCHEMA_VERSION
+from gpuopt.kernel.errors import ProviderError
+from gpuopt.kernel.records import ADDED_IN_V3, FILLED_FROM_FACTS, SCHEMA_VERSION
 from pricing_cache import cache
 from pricing_cache.refresh import refresh
 from pricing_cache.store import load_offers
@@ -197,7 +197,7 @@ def test_two_refreshes_at_once_do_not_interleave(shipped):
 
 
 def test_a_held_lock_gives_a_clear_error(shipped):
-    from gpuopt.errors import SnapshotError
+    from gpuopt.kernel.errors import SnapshotError
 
     with cache.lock():
         with pytest.raises(SnapshotError, match="another `gpuopt prices refresh` holds the cache lock"):
@@ -300,7 +300,7 @@ def test_import_a_skypilot_file_into_the_cache():
 
 
 def test_import_dated_in_the_future_is_refused():
-    from gpuopt.errors import InputError
+    from gpuopt.kernel.errors import InputError
     from pricing_cache.build_snapshot import INPUTS_DIR
     from pricing_cache.importing import import_file
 
@@ -324,7 +324,7 @@ def test_back_dated_import_does_not_borrow_later_rows(shipped):
 
 
 def test_unusable_metadata_and_unwritable_cache_are_clear_errors(shipped, monkeypatch, tmp_path):
-    from gpuopt.errors import SnapshotError
+    from gpuopt.kernel.errors import SnapshotError
 
     refresh(["lambda"], FetchOptions(), adapters={"lambda": FakeAdapter(shipped)})
     snap = cache.list_snapshots("lambda")[0]
@@ -339,7 +339,7 @@ def test_unusable_metadata_and_unwritable_cache_are_clear_errors(shipped, monkey
 
 
 def test_bad_retention_is_refused_before_anything_is_fetched(shipped, monkeypatch):
-    from gpuopt.errors import InputError
+    from gpuopt.kernel.errors import InputError
 
     lam = FakeAdapter(shipped)
     monkeypatch.setenv("GPUOPT_RETENTION_DAYS", "inf")

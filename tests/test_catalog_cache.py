@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from gpuopt.records import OFFER_COLUMNS, OFFER_DTYPES
+from gpuopt.kernel.records import OFFER_COLUMNS, OFFER_DTYPES
 from pricing_cache import catalog_cache
 from pricing_cache.store import load_offers
 
@@ -95,7 +95,7 @@ def test_a_new_reader_does_not_use_old_copies(tmp_path, monkeypatch):
 
 
 def test_a_bad_csv_is_never_copied(tmp_path):
-    from gpuopt.errors import InputError
+    from gpuopt.kernel.errors import InputError
 
     f = _csv(tmp_path, ROWS + ["myco,dc1,box8,A100-80GB,8,80,on_demand,,-1,2026-11-01"])
     with pytest.raises(InputError):

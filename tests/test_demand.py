@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuopt.errors import InputError
+from gpuopt.kernel.errors import InputError
 from optimizer.demand import (DemandProfile, flat_profile, inline_profile, load_profile, merge_blocks)
 
 PROFILES = Path(__file__).parent / "fixtures" / "profiles"

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from gpuopt.cli import main
-from gpuopt.errors import GpuoptError
+from gpuopt.kernel.errors import GpuoptError
 from providers import usage as U
 
 FIX = Path(__file__).parent / "fixtures" / "usage"

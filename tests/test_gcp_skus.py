@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import providers.gcp as gcp
-from gpuopt.records import OFFER_COLUMNS, WINDOW_PRICING
+from gpuopt.kernel.records import OFFER_COLUMNS, WINDOW_PRICING
 from providers._common import reason_code
 from providers.validate import validate_offers
 

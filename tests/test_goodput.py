@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuopt.errors import InputError
+from gpuopt.kernel.errors import InputError
 from optimizer import goodput as gp
 from optimizer.goodput import Goodput, training_goodput, young_daly_interval_s
 

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuopt.errors import GpuoptError, InputError
+from gpuopt.kernel.errors import GpuoptError, InputError
 from pricing_cache.build_snapshot import INPUTS_DIR
 from pricing_cache.importing import _parse
 from providers import _input

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from gpuopt.cli import app
-from gpuopt.errors import GpuoptError, InputError
-from gpuopt.inputs import MAX_DEPTH, MAX_YAML_NODES, load_json, load_yaml, read_text
+from gpuopt.kernel.errors import GpuoptError, InputError
+from gpuopt.kernel.inputs import MAX_DEPTH, MAX_YAML_NODES, load_json, load_yaml, read_text
 from gpuopt.plan_diff import load_plan_json
 from gpuopt.plan_spec import PlanFile, load_plan_file
 from optimizer.serving import load_measurements, load_trace

@@ -29,8 +29,8 @@ import math
 import pandas as pd
 import pytest
 
-from gpuopt.errors import InputError
-from gpuopt.records import OFFER_COLUMNS
+from gpuopt.kernel.errors import InputError
+from gpuopt.kernel.records import OFFER_COLUMNS
 from optimizer.model import MAX_GPUS_PER_REPLICA, candidates_for, shape_label
 from optimizer.sizing import (
     CLUSTER_HOP_LATENCY_S,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpuopt import api
-from gpuopt.errors import InputError
+from gpuopt.kernel.errors import InputError
 from gpuopt.plan_diff import EXIT_COST_GATE, diff_plans, gate
 
 ROOT = Path(__file__).resolve().parents[1]

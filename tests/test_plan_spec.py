@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpuopt.errors import InputError
+from gpuopt.kernel.errors import InputError
 from gpuopt.plan_spec import (CLI_OPTIONS, ITEM_KEYS, KEY_DOCS, PLAN_KEYS, PlanFile, WorkloadItem, apply_options,
                               load_plan_file, plan_from_options, plan_to_yaml)
 from gpuopt.plan_spec import EXAMPLE_WORKLOAD

@@ -288,7 +288,7 @@ def test_two_offers_with_one_key_are_refused(snapshot):
     """A frame given to the API with two rows of one offer key (a breaker left zones empty): the model keys offers by
     it, so which row it priced was arbitrary; it is an input error naming the key (the CSV readers refuse such
     files already)."""
-    from gpuopt.errors import InputError
+    from gpuopt.kernel.errors import InputError
 
     rows = snapshot[(snapshot["provider"] == "aws") & (snapshot["instance_type"] == "p4d.24xlarge") &
                     (snapshot["pricing"] == "on_demand")].head(1)  # 8 x A100-40GB: hosts a 7B replica

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpuopt.errors import InputError
-from gpuopt.records import OFFER_COLUMNS
+from gpuopt.kernel.errors import InputError
+from gpuopt.kernel.records import OFFER_COLUMNS
 from optimizer.fleet import plan_workload
 from optimizer.sizing import Workload
 from optimizer.specs import load_model, model_from_params

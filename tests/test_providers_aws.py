@@ -19,8 +19,8 @@ from botocore.exceptions import ClientError
 from botocore.stub import ANY, Stubber
 from moto import mock_aws  # imported before any session is made: moto hooks botocore's handlers at import
 
-from gpuopt.errors import InputError, PriceDataError, ProviderError
-from gpuopt.records import OFFER_COLUMNS, OFFER_DTYPES
+from gpuopt.kernel.errors import InputError, PriceDataError, ProviderError
+from gpuopt.kernel.records import OFFER_COLUMNS, OFFER_DTYPES
 from providers import IMPORTERS
 from providers import aws
 from providers._common import OFFER_KEY

@@ -17,8 +17,8 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 import providers
-from gpuopt.errors import InputError, PriceDataError, ProviderError
-from gpuopt.records import OFFER_COLUMNS
+from gpuopt.kernel.errors import InputError, PriceDataError, ProviderError
+from gpuopt.kernel.records import OFFER_COLUMNS
 from providers import azure
 from providers._common import OFFER_KEY
 from providers.base import FetchOptions, MissingCredentials, TruncatedPriceList

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuopt.errors import InputError
-from gpuopt.records import OFFER_COLUMNS
+from gpuopt.kernel.errors import InputError
+from gpuopt.kernel.records import OFFER_COLUMNS
 from providers._common import OFFER_KEY
 from providers.ec2instances import (PARTIAL_UPFRONT_SHARE, parse_instances_json, partial_upfront_shares,
                                     split_reserved)

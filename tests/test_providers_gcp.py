@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 import providers
 import providers.gcp as gcp
-from gpuopt.errors import InputError, PriceDataError, ProviderError
-from gpuopt.records import OFFER_COLUMNS, OFFER_DTYPES
+from gpuopt.kernel.errors import InputError, PriceDataError, ProviderError
+from gpuopt.kernel.records import OFFER_COLUMNS, OFFER_DTYPES
 from providers._common import OFFER_KEY, reason_code
 from providers.base import FetchOptions, MissingCredentials, RegionSkipped, TruncatedPriceList
 

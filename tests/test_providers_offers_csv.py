@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuopt.errors import InputError
-from gpuopt.records import OFFER_COLUMNS, OFFER_DTYPES
+from gpuopt.kernel.errors import InputError
+from gpuopt.kernel.records import OFFER_COLUMNS, OFFER_DTYPES
 from providers.offers_csv import parse_offers_csv, read_offers_csv
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "offers"

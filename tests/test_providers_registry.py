@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import providers
-from gpuopt.errors import InputError
-from gpuopt.records import CANONICAL_GPUS
+from gpuopt.kernel.errors import InputError
+from gpuopt.kernel.records import CANONICAL_GPUS
 from providers.gpu_names import GPU_MEMORY_MIB, canonical_gpu, gpu_memory_gib
 
 PROVIDERS_DIR = Path(providers.__file__).resolve().parent

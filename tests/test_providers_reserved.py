@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuopt.records import TERM_HOURS, is_estimated
+from gpuopt.kernel.records import TERM_HOURS, is_estimated
 from providers._common import OFFER_KEY, hourly_row, offers_frame
 from providers.ec2instances import parse_instances_json
 from providers.reserved_rules import (AZURE_RATIOS, GCP_RATIOS, aws_ratios_from_quotes, default_ratios,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuopt.errors import InputError, PriceDataError
-from gpuopt.records import OFFER_COLUMNS, OFFER_DTYPES
+from gpuopt.kernel.errors import InputError, PriceDataError
+from gpuopt.kernel.records import OFFER_COLUMNS, OFFER_DTYPES
 from providers._common import OFFER_KEY
 from providers.skypilot import parse_skypilot_csv
 

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuopt.records import HOURS_PER_MONTH
+from gpuopt.kernel.records import HOURS_PER_MONTH
 from optimizer.demand import inline_profile
 from optimizer.fleet import (CAPACITY_BLOCK_DAYS, FleetWorkload, _verify, capacity_block_days,
                              capacity_block_split, make_problem, plan_fleet, solve_cost)

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 import providers.gcp as gcp
 from gpuopt.cli import app
-from gpuopt.errors import ProviderError
-from gpuopt.redact import ScrubFilter, forms, scrub
+from gpuopt.kernel.errors import ProviderError
+from gpuopt.kernel.redact import ScrubFilter, forms, scrub
 from providers.base import FetchOptions
 
 #: A key with the characters a URL, JSON or base64 changes ("+", "/", "=", "&", a space, a quote).

@@ -193,7 +193,7 @@ def test_html_report_of_the_one_workload_plan(tmp_path, one):
     _check_numbers(text, one)
     _check_summary(text, one)
     (ln,) = one.plan.lines
-    from gpuopt.records import is_estimated
+    from gpuopt.kernel.records import is_estimated
 
     # an estimated rate is marked, a quoted one is not (the snapshot's Lambda rows are quoted: lambda.ai, 2026-09-20)
     marked = f"{ln.usd_per_hour:,.4f}†" in text

@@ -12,7 +12,7 @@ import pytest
 
 import providers.azure as azure
 import providers.gcp as gcp
-from gpuopt.errors import ProviderError
+from gpuopt.kernel.errors import ProviderError
 from providers.base import FetchOptions, call_budget_s, http_session
 
 TIMEOUT_S, ATTEMPTS = 1.0, 3

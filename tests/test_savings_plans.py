@@ -32,8 +32,8 @@ import pytest
 from botocore.stub import Stubber
 from werkzeug import Request, Response
 
-from gpuopt.errors import InputError, PriceDataError, ProviderError
-from gpuopt.records import OFFER_COLUMNS, SAVINGS_PLAN_CLASSES, SAVINGS_PLAN_TERM_HOURS
+from gpuopt.kernel.errors import InputError, PriceDataError, ProviderError
+from gpuopt.kernel.records import OFFER_COLUMNS, SAVINGS_PLAN_CLASSES, SAVINGS_PLAN_TERM_HOURS
 from providers import aws, azure
 from providers._common import OFFER_KEY, reason_code
 from providers.base import FetchOptions, TruncatedPriceList

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuopt.errors import InputError
+from gpuopt.kernel.errors import InputError
 from optimizer import serving as sv
 from optimizer.sizing import Workload, estimate, size_replica, with_request_rate
 from optimizer.specs import load_gpu, load_model

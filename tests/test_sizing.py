@@ -8,7 +8,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from gpuopt.errors import InputError
+from gpuopt.kernel.errors import InputError
 from optimizer.sizing import (
     GIB,
     USABLE_FRACTION,

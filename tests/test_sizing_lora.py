@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuopt.errors import InputError
+from gpuopt.kernel.errors import InputError
 from optimizer.sizing import (
     GIB,
     LORA_ADAPTER_BYTES_PER_PARAM,

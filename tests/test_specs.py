@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuopt.errors import InputError
-from gpuopt.records import CANONICAL_GPUS
+from gpuopt.kernel.errors import InputError
+from gpuopt.kernel.records import CANONICAL_GPUS
 from optimizer import specs
 from optimizer.specs import (
     ModelSpec,

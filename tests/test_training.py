@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from gpuopt import api
-from gpuopt.errors import InputError
+from gpuopt.kernel.errors import InputError
 from optimizer import training as tr
 from optimizer.sizing import DEFAULT_NODE_NETWORK, Workload, size_training
 from optimizer.specs import load_gpu, load_model

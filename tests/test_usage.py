@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpuopt.errors import InputError
+from gpuopt.kernel.errors import InputError
 from providers import usage as U
 
 FIX = Path(__file__).parent / "fixtures" / "usage"

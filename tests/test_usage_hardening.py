@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuopt.errors import GpuoptError, InputError
+from gpuopt.kernel.errors import GpuoptError, InputError
 from providers import usage as U
 
 FIX = Path(__file__).parent / "fixtures" / "usage"

@@ -118,7 +118,7 @@ def test_user_catalog_rows_of_the_new_options_and_dates():
     # offers CSV (--catalog, prices import --format offers): a savings-plan row keeps its payment, class and term;
     # a class that is not a reservation's, a savings plan without its payment and a date with trailing text are
     # refused naming the line (a breaker's cases)
-    from gpuopt.errors import InputError
+    from gpuopt.kernel.errors import InputError
     from providers.offers_csv import parse_offers_csv
 
     head = ("provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,payment,offering_class,"

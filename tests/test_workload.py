@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gpuopt.api import load_plan
-from gpuopt.errors import InputError
+from gpuopt.kernel.errors import InputError
 from gpuopt.plan_spec import EXAMPLE_WORKLOAD, ITEM_KEYS, PLAN_KEYS, load_plan_file
 
 

@@ -28,7 +28,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from gpuopt.errors import InputError
+from gpuopt.kernel.errors import InputError
 
 #: Largest configuration file read, bytes (a plan, a config.json, a measurements JSON): 64 MiB.
 MAX_FILE_BYTES = 64 * 1024 * 1024

@@ -785,6 +785,87 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
     return out, before - sum(len(v) for v in out.values())
 
 
+def job_hourly_cost(problem: "FleetProblem", w: FleetWorkload) -> float:
+    """An upper bound, USD, on what training job ``w`` costs alone on on-demand capacity: the least, over its
+    on-demand candidates that can finish its work before the deadline at the job's scale (``job_units``; one
+    instance at a time on an offer without a cluster fabric), of work / (throughput x 3600) x USD per unit-hour,
+    charged at the worst ratio of block hours to usable hours (blocks are split at deadlines, so that is 1 in a
+    plan built by :func:`make_problem`). ``math.inf`` when none can (or ``w`` is not a training job)."""
+    if not w.training:
+        return math.inf
+    need = float(problem.work_flops.get(w.name, 0.0))
+    use = [(problem.before_deadline(w, b), b.hours, problem.months(b)) for b in problem.blocks]
+    use = [(u, h, n) for u, h, n in use if u > 1e-12]
+    if not use:
+        return math.inf
+    window = sum(u * n for u, _, n in use)
+    worst = max(h / u for u, h, _ in use)
+    best = math.inf
+    for c in problem.cands.get(w.name, []):
+        if c.offer["pricing"] != "on_demand" or c.throughput_per_unit <= 0:
+            continue
+        cap = job_units(c)
+        if c.max_units is not None:
+            cap = min(cap, float(c.max_units))
+        if c.max_units == 1:
+            cap = min(cap, 1.0 / float(c.instances_per_unit))
+        if problem.max_instances is not None:
+            cap = min(cap, float(problem.max_instances // max(1, int(c.instances_per_unit))))
+        if cap <= 0 or c.throughput_per_unit * 3600.0 * cap * window < need * (1 + 1e-9):
+            continue
+        best = min(best, need / (c.throughput_per_unit * 3600.0) * c.usd_per_unit_hour * worst)
+    return best
+
+
+def drop_lone_training_commitments(problem: "FleetProblem") -> "FleetProblem":
+    """The problem without the reservations that only training jobs could use and that cost more than those jobs
+    would on on-demand capacity (safe: the optimum is kept).
+
+    A committed offer o that no serving workload can use is bought, if at all, for training jobs. Take a plan that
+    buys N_o >= 1 of it: moving every job that uses o to its cheapest on-demand plan (:func:`job_hourly_cost`, an
+    upper bound c_j of what the job costs alone, deadline met) and dropping the N_o instances changes the cost by
+    at most sum_j c_j - N_o x min_s c_os <= 0 when one instance of o costs at least sum_j c_j in its cheapest slot
+    (c_os: FleetProblem.slot_cost). Under a monthly budget one month of its recurring charge must also be at least
+    sum_j c_j (the jobs' hourly spend then fits in any month the dropped instances paid for); with a quota per
+    instance type nothing is dropped (the on-demand instances might not fit it). Jobs' other commitments and
+    serving are untouched. Without this the example plan's two training jobs carried ~80 reservations each in every
+    node of the placement search (issue 25: 23 leaf MILPs of 1.5-2.3k integers)."""
+    if problem.max_instances is not None:
+        return problem
+    serving_offers = {c.okey for w in problem.workloads if not w.training
+                      for c in problem.cands.get(w.name, []) if c.committed}
+    users: dict[str, list[str]] = {}
+    for w in problem.workloads:
+        if w.training:
+            for c in problem.cands.get(w.name, []):
+                if c.offer["pricing"] in COMMITTED and c.okey not in serving_offers:
+                    users.setdefault(c.okey, []).append(w.name)
+    if not users:
+        return problem
+    ub = {w.name: job_hourly_cost(problem, w) for w in problem.workloads if w.training}
+    slot_min: dict[str, float] = {}
+    for s in problem.slots.values():
+        cost = problem.slot_cost(s)
+        slot_min[s.okey] = min(slot_min.get(s.okey, math.inf), cost)
+    drop: set[str] = set()
+    for ok, ws in users.items():
+        total = sum(ub[w] for w in ws)
+        if not math.isfinite(total) or ok not in slot_min or slot_min[ok] < total:
+            continue
+        if problem.budgets.monthly is not None:
+            offer = next(c.offer for c in problem.cands[ws[0]] if c.okey == ok)
+            _, recurring = commitment_parts(offer)
+            if recurring * HOURS_PER_MONTH < total:
+                continue
+        drop.add(ok)
+    if not drop:
+        return problem
+    cands = {w: [c for c in cs if c.okey not in drop or c.offer["pricing"] not in COMMITTED] for w, cs in
+             problem.cands.items()}
+    return problem.replace(cands=cands, pruned=problem.pruned + sum(len(v) for v in problem.cands.values())
+                           - sum(len(v) for v in cands.values()))
+
+
 def _cluster_front(fronts: list[list[Candidate]]) -> list[Candidate]:
     """The clusters (hourly candidates of one instance type in one region) a training job may need: those no other
     cluster beats on both USD per unit of work and the most work per hour it can run at the job's scale
@@ -1550,7 +1631,32 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
         kept, _ = (prune_fleet(cands, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity,
                                "any", problem.spread, costs, problem.payment_matters())
                    if problem.max_instances is None else (cands, 0))
-        return problem.replace(cands=kept, placement="any")
+        sub = problem.replace(cands=kept, placement="any")
+        return drop_lone_training_commitments(sub) if hourly_allowed else sub
+
+    hourly_allowed = allowed is None or "on_demand" in allowed
+    serving_only = [w for w in problem.workloads if not w.training and not w.divisible]
+    bound_cache: dict[tuple, float] = {}
+
+    def serving_bound(allow: dict[str, frozenset]) -> float:
+        """A lower bound on every plan of the node: the exact minimum of its serving workloads alone (no training
+        job, no budget; ``optimizer.exact.solve_separable``, by enumeration). The serving part of any plan of the
+        node — every commitment it buys and the serving workloads' hourly units — is such a plan and costs no
+        more; 0 when the serving workloads are not separable (they share a commitment, quotas, spread...)."""
+        from optimizer.exact import solve_separable
+
+        key = tuple(sorted((w, tuple(sorted(g))) for w, g in allow.items()))
+        if key not in bound_cache:
+            if not serving_only or len(serving_only) == len(problem.workloads) and not problem.budgets.any():
+                bound_cache[key] = 0.0  # serving alone, no budget: the node's own MILP/LP is that problem
+            else:
+                cands = {w.name: [c for c in base.get(w.name, []) if w.name not in allow or
+                                  placement_group(c.offer, problem.placement) in allow[w.name]] for w in serving_only}
+                sub = problem.replace(workloads=serving_only, cands=cands, work_flops={}, budgets=Budgets(),
+                                      budget_usd=None, placement="any")
+                sol = solve_separable(sub, allowed=allowed, deadline=t_end)
+                bound_cache[key] = 0.0 if sol is None or sol.report.status != "optimal" else float(sol.cost)
+        return bound_cache[key]
 
     def left() -> float:
         return max(0.5, t_end - time.perf_counter())
@@ -1600,6 +1706,10 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
             open_bounds.append(bound)
             timed_out = True
             continue
+        sb = serving_bound(allow)
+        if best is not None and sb >= best.cost * (1 - gap_rel) - 1e-6:
+            continue  # its serving workloads alone already cost the incumbent: nothing below it is cheaper
+        bound = max(bound, sb)
         nodes += 1
         sub = node_problem(allow)
         if all(len(g) == 1 for g in allow.values()):

@@ -72,8 +72,8 @@ def scenario(name: str):
     """(workloads, profiles) of a scenario."""
     import numpy as np
 
-    from optimizer.demand import inline_profile
-    from optimizer.fleet import FleetWorkload
+    from optimizer.planning.demand import inline_profile
+    from optimizer.planning.problem import FleetWorkload
     from optimizer.sizing import Workload
     from optimizer.specs import load_model
 
@@ -101,7 +101,7 @@ def scenario(name: str):
 
 def run(name: str, offers, solver: str, explain: bool, time_limit_s: float, profile: bool,
         placement: str = "region") -> dict:
-    from optimizer.fleet import plan_fleet
+    from optimizer.planning.plan import plan_fleet
 
     label = f"{name} {solver} explain={explain}"
     with PhaseTimer() as pt:

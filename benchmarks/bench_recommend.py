@@ -118,8 +118,9 @@ def _inprocess(offers, explain: bool, profile: bool, label: str, time_limit_s: f
     phase by phase."""
     from gpuopt.api import plan_offers
     from gpuopt.plan_spec import plan_from_options
-    from optimizer.demand import flat_profile
-    from optimizer.fleet import Budgets, FleetWorkload, plan_fleet
+    from optimizer.planning.demand import flat_profile
+    from optimizer.planning.plan import plan_fleet
+    from optimizer.planning.problem import Budgets, FleetWorkload
     from optimizer.sizing import Workload
     from optimizer.specs import load_model
 
@@ -143,8 +144,9 @@ def prune_scaling(offers, sizes: list[int]) -> list[dict]:
     """Candidates and pruning alone over synthetic catalogs of growing size: seconds of ``candidates_for``, of
     ``prune_fleet`` with placement "region" (as in make_problem) and "any" (as in every placement node of
     ``_solve_placed``), and how many candidates of each pricing kind go in and stay."""
-    from optimizer.fleet import FleetBlock, FleetWorkload, prune_fleet
-    from optimizer.model import candidates_for
+    from optimizer.planning.candidates import candidates_for
+    from optimizer.planning.problem import FleetBlock, FleetWorkload
+    from optimizer.planning.prune import prune_fleet
     from optimizer.sizing import Workload
     from optimizer.specs import load_model
 
@@ -256,7 +258,7 @@ def main() -> None:
         t0 = time.perf_counter()
         load_offers(csv, categories=True)
         res["synthetic_copy_load_s"] = round(time.perf_counter() - t0, 3)
-        from optimizer.model import candidates_for
+        from optimizer.planning.candidates import candidates_for
         from optimizer.sizing import Workload
         from optimizer.specs import load_model
 

@@ -3,18 +3,18 @@ the wall time spent in each, so a run says where its time went without a profile
 
 Phases (inclusive wall time, summed over calls):
     make_problem          periods, blocks, candidates and pruning (contains the four below)
-    unit_table            sizing every offer row into unit arrays, once per distinct hardware (optimizer.model)
-    _prefilter_rows       dropping, on those arrays, rows pruning would drop (optimizer.fleet)
-    make_candidates       Candidate objects for the rows kept (optimizer.model.UnitTable.candidates)
-    prune_fleet           dominance pruning (optimizer.fleet), in make_problem and again in every placement node
-    solve_separable       the exact enumeration (optimizer.exact), when the plan splits by workload
+    unit_table            sizing every offer row into unit arrays, once per distinct hardware (optimizer.planning.candidates)
+    prefilter_rows        dropping, on those arrays, rows pruning would drop (optimizer.planning.problem_build)
+    make_candidates       Candidate objects for the rows kept (optimizer.planning.candidates.UnitTable.candidates)
+    prune_fleet           dominance pruning (optimizer.planning.prune), in make_problem and again in every placement node
+    solve_separable       the exact enumeration (optimizer.planning.exact), when the plan splits by workload
     build_fleet_model     writing the MILP with PuLP (variables, rows)
     solve_fleet           the solver call (contains the three below)
       pulp_write_mps      PuLP writing the MPS file CBC reads
       pulp_read_solution  PuLP reading CBC's solution file
       (solver process     solve_fleet - the two above, for CBC)
-    read_solution, trim_allocations, fleet_lines, workload_summaries, _verify, binding: reading the answer
-    explain_into          the explanations (optimizer.fleet_explain)
+    read_solution, trim_allocations, fleet_lines, workload_summaries, verify, binding: reading the answer
+    explain_into          the explanations (optimizer.planning.explain)
 
 Calls made inside ``explain_into`` are booked as ``explain/<phase>`` (summed over its threads, so they can exceed
 its wall time).
@@ -31,8 +31,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-_FLEET = ("make_problem", "unit_table", "_prefilter_rows", "prune_fleet", "build_fleet_model", "solve_fleet",
-          "read_solution", "trim_allocations", "fleet_lines", "workload_summaries", "_verify")
+#: The phase functions by the planning module whose calls are timed (a function is wrapped where its callers look it
+#: up: make_problem is called by plan.py and, for placement-group bounds, by problem_build.py itself).
+_PLANNER = {"problem_build": ("make_problem", "unit_table", "prefilter_rows", "prune_fleet"),
+            "solve": ("prune_fleet", "build_fleet_model", "solve_fleet", "read_solution"),
+            "plan": ("make_problem", "trim_allocations", "fleet_lines", "workload_summaries", "verify")}
 _EXPLAIN = ("explain_into", "binding", "prune_fleet", "build_fleet_model", "solve_fleet")
 
 
@@ -86,13 +89,16 @@ class PhaseTimer:
         import pulp
         from pulp.apis import coin_api
 
-        from optimizer import fleet, fleet_explain
+        import importlib
 
-        from optimizer import exact, model
+        from optimizer.planning import candidates, exact
+        from optimizer.planning import explain as fleet_explain
 
-        for n in _FLEET:
-            self._wrap(fleet, n)
-        self._wrap(model.UnitTable, "candidates", "make_candidates")
+        for mod, names in _PLANNER.items():
+            module = importlib.import_module(f"optimizer.planning.{mod}")
+            for n in names:
+                self._wrap(module, n)
+        self._wrap(candidates.UnitTable, "candidates", "make_candidates")
         self._wrap(exact, "solve_separable")
         for n in _EXPLAIN:
             self._wrap(fleet_explain, n)

@@ -571,7 +571,7 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
     tokens_per_second = w.tokens_per_second
     import dataclasses
 
-    from optimizer.model import usable_gpu_memory_gib
+    from optimizer.planning.candidates import usable_gpu_memory_gib
 
     g = load_gpu(gpu)
     g = dataclasses.replace(g, memory_gib=usable_gpu_memory_gib(g.name, None, g.memory_gib))
@@ -829,7 +829,8 @@ def _zone_kinds(df):
 
 def _recommend_plan(plan_path, cwd, options: dict[str, Any], explain: bool = True) -> "RecommendResult":
     """Plan the workloads of a plan file / options with the one planning model (optimizer.fleet)."""
-    from optimizer.fleet import Budgets, FleetWorkload, plan_fleet
+    from optimizer.planning.plan import plan_fleet
+    from optimizer.planning.problem import Budgets, FleetWorkload
     from optimizer.sizing import Workload, validate_workload
 
     plan = load_plan(options, plan_path, cwd)

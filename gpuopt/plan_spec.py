@@ -46,7 +46,7 @@ from gpuopt.kernel.inputs import MAX_QUANTITY
 from gpuopt.kernel.records import PLANNED_PRICING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from optimizer.demand import DemandProfile
+    from optimizer.planning.demand import DemandProfile
 
 TASKS = ("serve", "train", "finetune", "lora")
 TRAINING_TASKS = ("train", "finetune", "lora")
@@ -465,7 +465,7 @@ class PlanFile(BaseModel):
 
         Raises InputError naming the workload's key (``workloads[0].demand_profile``) for a bad profile."""
         if self._profiles is None:
-            from optimizer.demand import flat_profile, inline_profile, load_profile
+            from optimizer.planning.demand import flat_profile, inline_profile, load_profile
 
             out = {}
             for i, w in enumerate(self.workloads):
@@ -717,7 +717,7 @@ def _validate(data: dict, origin: str, base_dir: Path | None, lines: dict[tuple,
     if check_profiles:  # read every demand profile now, so a bad CSV is reported with the plan
         profiles = plan.demand_profiles()
         if len(profiles) > 1:
-            from optimizer.demand import merge_blocks
+            from optimizer.planning.demand import merge_blocks
 
             merge_blocks(profiles)  # raises InputError when the profiles cannot share one grid
     return plan

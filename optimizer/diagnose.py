@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def no_fit_reason(workload: "Workload", offers: "pd.DataFrame", rejected: dict) -> dict:
     """Why no offer can host one replica: the memory one replica needs vs the largest instance offered."""
-    from optimizer.model import MAX_GPUS_PER_REPLICA
+    from optimizer.planning.candidates import MAX_GPUS_PER_REPLICA
     from optimizer.sizing import size_replica
     from optimizer.specs import load_gpu
 

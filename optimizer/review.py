@@ -269,8 +269,8 @@ class ReviewResult:
     def to_dataframe(self, table: str = "recommendations"):
         """A pandas DataFrame of ``recommendations`` (default: one row per commitment recommended) or ``usage`` (one
         row per instance type used). Raises InputError for another table."""
-        from gpuopt.kernel.errors import InputError
         from gpuopt.kernel.documents import frame
+        from gpuopt.kernel.errors import InputError
 
         if table not in ("recommendations", "usage"):
             raise InputError("table", f"unknown table {table!r}", accepted="recommendations, usage")
@@ -306,9 +306,10 @@ def recommend_commitment(counts: list[float], od: dict, ri: dict, *, solver: str
         (dicts). Returns (quantity N, monthly cost with the commitment, monthly on-demand
         cost, solver status), monthly = the window scaled to 730 h.
     """
-    from optimizer.demand import inline_profile, merge_blocks
-    from optimizer.fleet import FleetBlock, FleetProblem, FleetWorkload, solve_cost
-    from optimizer.model import Candidate
+    from optimizer.planning.candidates import Candidate
+    from optimizer.planning.demand import inline_profile, merge_blocks
+    from optimizer.planning.problem import FleetBlock, FleetProblem, FleetWorkload
+    from optimizer.planning.solve import solve_cost
 
     merged = merge_blocks({"usage": inline_profile([float(c) for c in counts])}) if counts else []
     blocks = []
@@ -327,7 +328,7 @@ def recommend_commitment(counts: list[float], od: dict, ri: dict, *, solver: str
                       divisible=True)
     # the typical month repeated over the commitment's term: the term is paid in full and used every month, so the
     # optimum is the monthly one (Cost Explorer's view); monthly figures = the term's total / its months
-    from optimizer.horizon import TERM_MONTHS
+    from optimizer.planning.horizon import TERM_MONTHS
 
     term = TERM_MONTHS[ri["pricing"]]
     problem = FleetProblem([w], blocks, {"usage": [cand(od), cand(ri)]}, {}, horizon_months=term, placement="any")

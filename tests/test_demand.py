@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuopt.kernel.errors import InputError
-from optimizer.demand import (DemandProfile, flat_profile, inline_profile, load_profile, merge_blocks)
+from optimizer.planning.demand import DemandProfile, flat_profile, inline_profile, load_profile, merge_blocks
 
 PROFILES = Path(__file__).parent / "fixtures" / "profiles"
 CHAT = PROFILES / "chat_daily.csv"

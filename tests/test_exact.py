@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from gpuopt.cli import app
-from optimizer.exact import separable, solve_separable
-from optimizer.fleet import Budgets, FleetBlock, FleetProblem, FleetWorkload, solve_cost
-from optimizer.model import Candidate
+from optimizer.planning.candidates import Candidate
+from optimizer.planning.exact import separable, solve_separable
+from optimizer.planning.problem import Budgets, FleetBlock, FleetProblem, FleetWorkload
+from optimizer.planning.solve import solve_cost
 
 
 #: The MILP the enumerations are checked against: HiGHS. CBC 2.10.3 (PuLP's bundled binary) called a plan of a
@@ -167,7 +168,7 @@ def test_limits_that_do_not_bind_keep_the_enumeration_and_those_that_do_go_to_th
                    for i, (usd, th, pricing, reg, (k, r)) in enumerate(units)]}
     pr = _problem(cands, {"a": demand}, {"a": 1}, budgets=Budgets(monthly=monthly, upfront=upfront),
                   max_instances=quota)
-    from optimizer.exact import solve_within_limits
+    from optimizer.planning.solve import solve_within_limits
 
     ex = solve_within_limits(pr)
     milp = solve_cost(pr, gap_rel=0.0, exact=False, solver=MILP_REFERENCE)
@@ -183,7 +184,7 @@ def test_several_periods_without_commitments_are_planned_exactly(kw, monkeypatch
     # a fresh user: with --horizon 36 even "all on demand" went to the MILP (three periods, cut at the renewals of
     # 1-year terms) and came back "not proven". With hourly units only, every block stands alone.
     from gpuopt import api
-    import optimizer.exact as E
+    import optimizer.planning.exact as E
 
     r = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=800, explain=False, **kw)
     assert r.plan.status == "optimal" and r.plan.solver["method"] == "enumeration" and r.plan.solver["periods"] > 1
@@ -197,7 +198,7 @@ def test_several_periods_without_commitments_are_planned_exactly(kw, monkeypatch
 def _periods_problem(cands, demands, mins, H, windows, **kw):
     """A problem cut into periods as make_problem cuts them (optimizer.horizon.periods: workload starts/ends, term
     renewals), each period with the same blocks; ``windows`` = workload -> (start_month, end_month)."""
-    from optimizer.horizon import periods as make_periods
+    from optimizer.planning.horizon import periods as make_periods
 
     names = list(cands)
     ws = [FleetWorkload(name=w, workload=SimpleNamespace(task="serve", model=SimpleNamespace(name="m")),
@@ -259,8 +260,8 @@ def test_a_placement_leaf_not_solved_in_its_time_is_an_open_bound_not_an_infeasi
     # the placement search dropped a leaf whose MILP found no plan in its time as if it had none, then called a
     # dearer leaf optimal (CBC, 240 blocks, 8 s: "$46,643 optimal" for a $31,799 optimum). Here the cheap region's
     # leaf is made to run out of time: the plan of the dear region may be returned, never as proven optimal.
-    import optimizer.fleet as fl
-    from optimizer.solve import SolveReport
+    import optimizer.planning.solve as fl
+    from optimizer.planning.solver import SolveReport
 
     cands = {"a": [_cand("r1", "s", "on_demand", 1.0, 100.0), _cand("r2", "s", "on_demand", 1.5, 100.0)]}
     pr = _problem(cands, {"a": [150.0, 80.0]}, {"a": 1})

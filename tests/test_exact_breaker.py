@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-import optimizer.exact as E
-from optimizer.exact import solve_separable
-from optimizer.fleet import _verify, solve_cost
+import optimizer.planning.exact as E
+from optimizer.planning.exact import solve_separable
+from optimizer.planning.solve import solve_cost, verify
 from test_exact import _cand, _problem  # the same tiny catalogs as the enumeration's own tests
 
 
@@ -47,13 +47,13 @@ def test_frontier_too_big_check_uses_zero_costs(monkeypatch):
 
 
 def test_demand_a_hair_above_a_capacity_multiple():
-    # 3 units of 100 tokens/s for 300 x (1 + 5e-10): the MILP's proven optimum (3 units) passes _verify (1e-9),
+    # 3 units of 100 tokens/s for 300 x (1 + 5e-10): the MILP's proven optimum (3 units) passes verify (1e-9),
     # but the enumeration demands 1e-10 and buys a 4th unit: 2920 USD for 2190.
     pr = _problem({"a": [_cand("r1", "x", "on_demand", 1.0, 100.0)]}, {"a": [300.0 * (1 + 5e-10)]}, {"a": 0}, H=1)
     milp = solve_cost(pr, exact=False, gap_rel=0.0)
-    assert milp.report.status == "optimal" and _verify(pr, milp) is None
+    assert milp.report.status == "optimal" and verify(pr, milp) is None
     ex = solve_separable(pr)
-    assert ex is not None and _verify(pr, ex) is None
+    assert ex is not None and verify(pr, ex) is None
     assert ex.cost <= milp.cost + 1e-6, (ex.cost, milp.cost)
 
 

@@ -116,9 +116,12 @@ def test_a_line_merged_over_periods_adds_up_to_the_plan_total_within_half_a_cent
     # total rounded once from the unrounded sum (87,600.88).
     from types import SimpleNamespace
 
-    from optimizer.fleet import FleetBlock, FleetProblem, FleetWorkload, fleet_lines, money, solve_cost
-    from optimizer.horizon import Period
-    from optimizer.model import Candidate
+    from optimizer.planning.answer import fleet_lines
+    from optimizer.planning.candidates import Candidate
+    from optimizer.planning.horizon import Period
+    from optimizer.planning.problem import FleetBlock, FleetProblem, FleetWorkload
+    from optimizer.planning.solution import money
+    from optimizer.planning.solve import solve_cost
 
     offer = {"provider": "t", "region": "r1", "zone": "", "instance_type": "x", "pricing": "on_demand", "payment": "",
              "usd_per_hour": 1.00001, "recurring_usd_per_hour": 0.0, "upfront_usd": 0.0, "gpu_model": "L4",

@@ -12,16 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optimizer.fleet import (
-    FleetBlock,
-    FleetProblem,
-    FleetWorkload,
-    _verify,
-    prune_fleet,
-    solve_cost,
-    solve_roi,
-)
-from optimizer.model import Candidate
+from optimizer.planning.candidates import Candidate
+from optimizer.planning.problem import FleetBlock, FleetProblem, FleetWorkload
+from optimizer.planning.prune import prune_fleet
+from optimizer.planning.solve import solve_cost, solve_roi, verify
 
 
 def _cand(itype: str, pricing: str, usd_per_hour: float, theta: float, k: int = 1, r: int = 1) -> Candidate:
@@ -56,7 +50,7 @@ def test_reserved_base_plus_on_demand_peak():
     assert sol.report.status == "optimal"
     assert sol.cost == pytest.approx(12 * 1533.0)
     assert sol.N == {"test|r1||t|reserved_1y|all_upfront@0": 1}
-    assert _verify(p, sol) is None
+    assert verify(p, sol) is None
 
 
 def test_committed_base_is_shared_with_training_at_night():
@@ -64,9 +58,9 @@ def test_committed_base_is_shared_with_training_at_night():
     # one-off training job in month 1 needs 4 x 365 unit-hours of work (time-sliced). With 4 reserved instances
     # (0.45 $/h x 730 h x 12 months x 4 = 15,768) the night hours of month 1 do the training for free; serving
     # on-demand by day (4 x 365 x 12 = 17,520) plus the job on-demand (1,460) would cost 18,980.
-    from optimizer.demand import inline_profile
-    from optimizer.fleet import blocks_for_periods
-    from optimizer.horizon import periods
+    from optimizer.planning.demand import inline_profile
+    from optimizer.planning.horizon import periods
+    from optimizer.planning.problem_build import blocks_for_periods
 
     chat, train = _wl("chat", min_replicas=0), _wl("train", task="train", deadline_hours=730.0)
     cands = {n: [_cand("t", "reserved_1y", 0.45, 250.0 if n == "chat" else 1e15),
@@ -78,7 +72,7 @@ def test_committed_base_is_shared_with_training_at_night():
     assert sol.cost == pytest.approx(15768.0)
     assert sol.N == {"test|r1||t|reserved_1y|all_upfront@0": 4}
     assert not sol.X  # the training job runs on the reserved base at night
-    assert _verify(p, sol) is None
+    assert verify(p, sol) is None
 
 
 def test_spot_cap_and_redundancy_without_spot():
@@ -126,7 +120,7 @@ def test_fleet_milp_equals_brute_force(prices, thetas, demand):
     sol = solve_cost(p, gap_rel=0.0)
     assert sol.report.status == "optimal"
     assert sol.cost == pytest.approx(36 * _brute(p), rel=1e-6, abs=1e-6)
-    assert _verify(p, sol) is None
+    assert verify(p, sol) is None
 
 
 @settings(max_examples=30, deadline=None)
@@ -208,7 +202,7 @@ def test_an_hourly_offer_running_alike_through_consecutive_periods_is_one_line()
     # a fresh user's 18-month plan showed one on-demand pair on 7 lines in no month order (a line per period)
     import dataclasses as _dc
 
-    from optimizer.fleet import FleetLine, _merge_periods
+    from optimizer.planning.answer import FleetLine, merge_periods
 
     base = FleetLine(provider="aws", region="us-east-1", zone="", instance_type="g6.xlarge", pricing="on_demand",
                      payment="", count=2, hours=730.0, usd_per_hour=0.8, monthly_usd=1168.0, gpu_model="L4",
@@ -221,7 +215,7 @@ def test_an_hourly_offer_running_alike_through_consecutive_periods_is_one_line()
              _dc.replace(base, start_month=15, end_month=18, total_usd=1168.0 * 4),
              _dc.replace(base, pricing="reserved_1y", start_month=1, end_month=12),
              _dc.replace(base, pricing="reserved_1y", start_month=13, end_month=18)]
-    out = _merge_periods(lines)
+    out = merge_periods(lines)
     od = sorted((ln.start_month, ln.end_month, ln.count, ln.total_usd) for ln in out if ln.pricing == "on_demand")
     assert od == [(1, 12, 2, 1168.0 * 12), (13, 13, 3, 1752.0), (15, 18, 2, 1168.0 * 4)]
     assert sum(1 for ln in out if ln.pricing == "reserved_1y") == 2  # commitments stay as bought
@@ -233,8 +227,8 @@ def test_lp_relaxation_without_presolve_has_the_same_optimum_and_duals(solver):
     instead of 3.3 s in CBC on a one-region LP of 720 blocks); its optimum and the demand rows' duals are those of
     the LP with presolve. Reserved 0.6 $/h (12-month term), on-demand 1.0 $/h, units of 250 tokens/s, demand 1,000
     by day and 200 by night: the LP reserves 0.8 unit (the night) and buys the day's rest on demand."""
-    from optimizer.fleet import build_fleet_model
-    from optimizer.solve import run_solver
+    from optimizer.planning.milp import build_fleet_model
+    from optimizer.planning.solver import run_solver
 
     w = _wl("chat")
     p = FleetProblem([w], _blocks(1000.0, 200.0), {"chat": [_cand("t", "reserved_1y", 0.6, 250.0),

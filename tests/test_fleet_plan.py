@@ -147,9 +147,9 @@ def test_a_deadline_that_cannot_be_met_says_so(tmp_path):
 
 def test_time_limit_is_never_reported_as_optimal():
     """A solve stopped by its time limit must say so (DESIGN.md: PuLP reports "Optimal" for such CBC runs)."""
-    from optimizer.fleet import _parse_cbc_log
+    from optimizer.planning.solver import parse_cbc_log
 
-    info = _parse_cbc_log("Result - Stopped on time limit\n\nObjective value:                4700.00\n"
+    info = parse_cbc_log("Result - Stopped on time limit\n\nObjective value:                4700.00\n"
                           "Lower bound:                    4638.19\nGap:                            0.01\n")
     assert info == {"result": "Stopped on time limit", "objective": 4700.0, "bound": 4638.19, "gap": 0.01}
     assert "Stopped" in info["result"]

@@ -345,7 +345,7 @@ def test_default_start_is_the_plans_first_month_and_infeasible_plans_have_no_row
 
 # ------------------------------------------------------------------------- a hand-built plan with long terms
 def _fleet_line(**kw):
-    from optimizer.fleet import FleetLine
+    from optimizer.planning.answer import FleetLine
 
     base = dict(provider="aws", region="us-east-1", zone="", instance_type="p5.48xlarge", pricing="on_demand",
                 payment="", count=1, hours=730.0, usd_per_hour=2.0, monthly_usd=0.0, gpu_model="H100-80GB",
@@ -360,7 +360,7 @@ def hand_built_plan():
     """12 months from 2027-11 (February 2028 has 29 days): a 3-year partial-upfront commitment of 2 instances bought
     in month 1, 75 % used; a 1-year no-upfront commitment bought in month 4 (it ends in month 15, after the horizon);
     3 on-demand instances in months 1-3."""
-    from optimizer.fleet import FleetResult
+    from optimizer.planning.answer import FleetResult
 
     three = _fleet_line(pricing="reserved_3y", payment="partial_upfront", count=2, usd_per_hour=10.0,
                         monthly_usd=6.0 * 730 * 2, upfront_usd=4.0 * 26280 * 2, commitment_usd=10.0 * 26280 * 2,

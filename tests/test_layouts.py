@@ -31,7 +31,7 @@ import pytest
 
 from gpuopt.kernel.errors import InputError
 from gpuopt.kernel.records import OFFER_COLUMNS
-from optimizer.model import MAX_GPUS_PER_REPLICA, candidates_for, shape_label
+from optimizer.planning.candidates import MAX_GPUS_PER_REPLICA, candidates_for, shape_label
 from optimizer.sizing import (
     CLUSTER_HOP_LATENCY_S,
     DEFAULT_MFU,

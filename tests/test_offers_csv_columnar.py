@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import providers.offers_csv as oc
 from gpuopt.kernel.errors import InputError
+import providers.offers_csv as oc
 
 COLUMNS = ("provider", "region", "zone", "instance_type", "gpu_model", "gpu_count", "gpu_memory_gib", "vcpus",
            "interconnect", "fabric", "zone_kind", "pricing", "payment", "upfront_usd", "recurring_usd_per_hour",
@@ -131,7 +131,7 @@ def test_candidates_built_without_init_equal_the_dataclass():
     there and the object must equal one built by Candidate(...)."""
     import dataclasses
 
-    from optimizer.model import Candidate, candidates_for, offer_key
+    from optimizer.planning.candidates import Candidate, candidates_for, offer_key
     from optimizer.sizing import Workload
     from optimizer.specs import load_model
     from pricing_cache.store import load_offers

@@ -79,7 +79,7 @@ def test_a_line_priced_from_an_old_quote_says_so(tmp_path):
 def test_the_stays_the_choice_claim_names_the_providers_it_could_not_price(monkeypatch):
     """'X stays the choice until its prices rise N %' compares X with the providers priced; when one could not be
     priced in the explanation's time the claim says so (a fresh user read it with three providers missing)."""
-    from optimizer import fleet_explain
+    from optimizer.planning import explain as fleet_explain
 
     real = fleet_explain._fits
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from optimizer.model import candidates_for
-from optimizer.fleet import plan_workload
+from optimizer.planning.candidates import candidates_for
+from optimizer.planning.plan import plan_workload
 from optimizer.sizing import Workload
 from optimizer.specs import load_gpu_board, load_model
 from pricing_cache.store import load_offers

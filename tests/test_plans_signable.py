@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from gpuopt.cli import app
-from optimizer.fleet import FleetBlock, FleetProblem, FleetWorkload, solve_cost
-from optimizer.model import Candidate
+from optimizer.planning.candidates import Candidate
+from optimizer.planning.problem import FleetBlock, FleetProblem, FleetWorkload
+from optimizer.planning.solve import solve_cost
 
 runner = CliRunner()
 

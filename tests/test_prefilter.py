@@ -19,9 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from optimizer.demand import flat_profile
-from optimizer.fleet import Budgets, FleetWorkload, make_problem, prune_fleet
-from optimizer.model import candidates_for, unit_table
+from optimizer.planning.candidates import candidates_for, unit_table
+from optimizer.planning.demand import flat_profile
+from optimizer.planning.problem import Budgets, FleetWorkload
+from optimizer.planning.problem_build import make_problem
+from optimizer.planning.prune import prune_fleet
 from optimizer.sizing import Workload
 from optimizer.specs import load_model
 from pricing_cache.store import load_offers
@@ -84,14 +86,14 @@ def _check(offers, kind, placement="region", spread="", horizon=12, budgets=None
     # without the unpruned candidates the same rows are kept, and the candidates are the same objects' values
     # (without the group bound, which only this path runs: it may drop whole placement groups a plan in hand beats,
     # which pruning alone keeps; it is checked by the plans' own tests)
-    import optimizer.fleet as fleet
+    import optimizer.planning.problem_build as build
 
-    saved, fleet.GROUP_BOUND_MIN_ROWS = fleet.GROUP_BOUND_MIN_ROWS, 10**12
+    saved, build.GROUP_BOUND_MIN_ROWS = build.GROUP_BOUND_MIN_ROWS, 10**12
     try:
         q = make_problem(ws, profiles, offers, placement=placement, spread=spread, horizon_months=horizon,
                          budgets=budgets or Budgets(), keep_unpruned=False)
     finally:
-        fleet.GROUP_BOUND_MIN_ROWS = saved
+        build.GROUP_BOUND_MIN_ROWS = saved
     assert q.unpruned is None
     # (as sets of values: the group bound, run only without the unpruned candidates, may change the order in which
     # prune_fleet meets the placement groups, not what it keeps)
@@ -131,11 +133,11 @@ def test_prefilter_drops_most_rows_of_a_replicated_catalog(snapshot):
     # --pricing names them)
     plain = (t.offers["pricing"] != "spot").to_numpy() & (t.offers["pricing"] != "capacity_block").to_numpy()
     assert len(p.unpruned["chat"]) == int((t.ok & plain).sum())
-    from optimizer.fleet import _prefilter_rows, _single_slot_factors
+    from optimizer.planning.problem_build import prefilter_rows, single_slot_factors
 
     usable = {"chat": t.ok & (t.offers["pricing"] != "spot").to_numpy()}
-    keep = _prefilter_rows({"chat": t}, usable, ws, placement="region", spread="", same_payment=False,
-                           cc_factor=_single_slot_factors(ws, 12, 0.0, Budgets()))
+    keep = prefilter_rows({"chat": t}, usable, ws, placement="region", spread="", same_payment=False,
+                           cc_factor=single_slot_factors(ws, 12, 0.0, Budgets()))
     # measured: 5,228 of 14,244 candidate rows are left for prune_fleet (the snapshot's terms and payment options
     # collapse to the cheapest of each instance type and region; the on-demand staircase drops the rest; issue 9's
     # quoted reservations differ more between terms and regions than the fixed-ratio ones did: 3,356 of 11,468)
@@ -168,7 +170,7 @@ def test_prefilter_on_random_catalogs(snapshot, seed, kind, placement, spread, h
 
 def test_candidates_for_equals_row_by_row_sizing(snapshot):
     # the array path sizes once per distinct hardware; every candidate equals the one a row-by-row loop makes
-    from optimizer.model import DEFAULT_PRICING, _hardware, offer_key, offer_records
+    from optimizer.planning.candidates import DEFAULT_PRICING, offer_hardware, offer_key, offer_records
 
     w = Workload(task="serve", model=load_model("Llama-2-70B"), tokens_per_second=2000)
     cs, rej, _ = candidates_for(w, snapshot, allow_spot=True)
@@ -177,7 +179,7 @@ def test_candidates_for_equals_row_by_row_sizing(snapshot):
     for off in offer_records(snapshot):
         if off["pricing"] not in DEFAULT_PRICING:  # capacity blocks etc.: only where a plan asks for them
             continue
-        got = _hardware(w, off, *caches)
+        got = offer_hardware(w, off, *caches)
         if got[0] is None:
             continue
         k, r, s, label, theta, fabric, max_units = got
@@ -195,10 +197,11 @@ DAY = [150, 150, 150, 160, 200, 300, 500, 800, 1100, 1300, 1400, 1400, 1300, 135
 
 
 def _plan(offers, ws, profiles, bound: bool, monkeypatch, **kw):
-    import optimizer.fleet as fleet
+    from optimizer.planning.plan import plan_fleet
+    import optimizer.planning.problem_build as build
 
-    monkeypatch.setattr(fleet, "GROUP_BOUND_MIN_ROWS", 0 if bound else 10**12)
-    return fleet.plan_fleet(ws, profiles, offers, explain=False, time_limit_s=60.0, gap_rel=0.0, **kw)
+    monkeypatch.setattr(build, "GROUP_BOUND_MIN_ROWS", 0 if bound else 10**12)
+    return plan_fleet(ws, profiles, offers, explain=False, time_limit_s=60.0, gap_rel=0.0, **kw)
 
 
 def _serve(name, model, tps, **kw):
@@ -210,7 +213,7 @@ def _serve(name, model, tps, **kw):
 def test_group_bounds_keep_the_optimum(snapshot, monkeypatch, case):
     # the placement groups _bound_groups leaves out never hold a cheaper plan: the plan with the bound equals the
     # plan without it (both proven optimal), while fewer candidates reach the solver
-    from optimizer.demand import inline_profile
+    from optimizer.planning.demand import inline_profile
 
     ws = [_serve("chat", "Llama-2-7B", 500, min_replicas=1)]
     profiles = {"chat": flat_profile(500)}
@@ -245,7 +248,7 @@ def test_group_bounds_keep_the_optimum(snapshot, monkeypatch, case):
        diurnal=st.booleans(), horizon=st.sampled_from([12, 36]))
 def test_group_bounds_on_random_catalogs(snapshot, monkeypatch, seed, model, tps, reps, diurnal, horizon):
     """Regions copied with prices scaled per instance type (the benchmark's catalog in small): same optimum."""
-    from optimizer.demand import inline_profile
+    from optimizer.planning.demand import inline_profile
 
     cat = _replicated(snapshot.sample(n=1500, random_state=seed), 3, np.random.default_rng(seed))
     ws = [_serve("svc", model, tps, min_replicas=reps)]
@@ -261,7 +264,12 @@ def test_commitment_parts_row_by_row_and_as_arrays_agree():
     """optimizer.fleet.commitment_parts: a missing part is 0; parts that do not add up to the effective rate (a part
     missing) price the row all recurring at usd_per_hour, as every other step does; commitment_parts_arrays gives
     the same floats over a frame."""
-    from optimizer.fleet import commitment_parts, commitment_parts_arrays, committed_rate, committed_rate_arrays
+    from optimizer.planning.problem import (
+        commitment_parts,
+        commitment_parts_arrays,
+        committed_rate,
+        committed_rate_arrays,
+    )
 
     rows = [  # pricing, payment, usd_per_hour, upfront, recurring
         ("reserved_1y", "all_upfront", 3.378171, 29592.78, 0.0),       # quoted: 29,592.78 / 8,760 h

@@ -10,7 +10,7 @@ import pytest
 
 from gpuopt.kernel.errors import InputError
 from gpuopt.kernel.records import OFFER_COLUMNS
-from optimizer.fleet import plan_workload
+from optimizer.planning.plan import plan_workload
 from optimizer.sizing import Workload
 from optimizer.specs import load_model, model_from_params
 from providers.offers_csv import parse_offers_csv

@@ -23,9 +23,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuopt.kernel.records import HOURS_PER_MONTH
-from optimizer.demand import inline_profile
-from optimizer.fleet import (CAPACITY_BLOCK_DAYS, FleetWorkload, _verify, capacity_block_days,
-                             capacity_block_split, make_problem, plan_fleet, solve_cost)
+from optimizer.planning.demand import inline_profile
+from optimizer.planning.plan import plan_fleet
+from optimizer.planning.problem import CAPACITY_BLOCK_DAYS, FleetWorkload, capacity_block_days, capacity_block_split
+from optimizer.planning.problem_build import make_problem
+from optimizer.planning.solve import solve_cost, verify
 from optimizer.sizing import Workload
 from pricing_cache.store import load_offers
 
@@ -119,7 +121,7 @@ def test_blocks_hold_at_most_64_instances_at_once(snapshot):
     job = _train(tokens=2e11, deadline=48.0)
     problem = make_problem([job], {}, offers, horizon_months=1)
     sol = solve_cost(problem)
-    assert sol.report.status == "optimal" and _verify(problem, sol) is None
+    assert sol.report.status == "optimal" and verify(problem, sol) is None
     idx = {(w, c.okey): c for w, cs in problem.cands.items() for c in cs}
     par: dict[tuple, float] = {}
     for (w, ok, bi), a in sol.A.items():
@@ -130,7 +132,7 @@ def test_blocks_hold_at_most_64_instances_at_once(snapshot):
     # the check refuses a plan that puts 65 instances on one block
     (key, a), = [(k, v) for k, v in sol.A.items() if "capacity_block" in k[1]][:1]
     bad = type(sol)(report=sol.report, N=dict(sol.N), A={**sol.A, key: a + 64}, X=dict(sol.X), CB=dict(sol.CB))
-    assert "over 64 instances" in (_verify(problem, bad) or "") or "capacity block" in (_verify(problem, bad) or "")
+    assert "over 64 instances" in (verify(problem, bad) or "") or "capacity block" in (verify(problem, bad) or "")
 
 
 def test_a_short_service_runs_on_a_capacity_block_for_its_months(snapshot):
@@ -198,7 +200,7 @@ def test_a_savings_plan_covers_the_base_and_on_demand_the_peak(snapshot):
 def test_savings_plan_scopes():
     # AWS Savings Plans User Guide, "Savings Plans types": Compute Savings Plans apply to any family and region,
     # EC2 Instance Savings Plans to one family in one region
-    from optimizer.fleet import savings_plan_scope
+    from optimizer.planning.problem import savings_plan_scope
 
     a = {"provider": "aws", "pricing": "savings_plan_1y", "payment": "no_upfront", "region": "us-east-1",
          "instance_type": "p4d.24xlarge", "offering_class": "compute"}
@@ -221,7 +223,7 @@ def test_one_compute_savings_plan_covers_workloads_in_two_regions(snapshot):
                                                                                  "west": "us-west-2"}[w]]
                                      for w, cs in problem.cands.items()})
     sol = solve_cost(problem)
-    assert sol.report.status == "optimal" and _verify(problem, sol) is None
+    assert sol.report.status == "optimal" and verify(problem, sol) is None
     assert len(sol.SP) == 1  # one plan, both regions
     rates = [float(od[od["region"] == r]["usd_per_hour"].iloc[0]) for r in ("us-east-1", "us-west-2")]
     (spend,) = sol.SP.values()
@@ -239,7 +241,7 @@ def test_an_all_upfront_savings_plan_is_paid_in_the_first_month(snapshot):
     assert res.cash_by_month_usd[0] == pytest.approx(whole, abs=0.02) and res.cash_by_month_usd[1] == 0
     # a --max-upfront below it keeps the plan off the all-upfront savings plan
     res2 = plan_fleet([_serve("chat", 300)], {"chat": inline_profile([300.0])}, offers, horizon_months=12,
-                      explain=False, budgets=__import__("optimizer.fleet", fromlist=["Budgets"]).Budgets(upfront=1000.0))
+                      explain=False, budgets=__import__("optimizer.planning.problem", fromlist=["Budgets"]).Budgets(upfront=1000.0))
     assert res2.status == "optimal" and res2.upfront_usd <= 1000.0
     assert not [ln for ln in res2.lines if ln.pricing == "savings_plan_1y" and not ln.covered_by]
 
@@ -249,9 +251,9 @@ def test_the_check_refuses_spend_beyond_the_savings_plan(snapshot):
     problem = make_problem([_serve("chat", 300)], {"chat": inline_profile([300.0])}, _with_savings_plans(od),
                            horizon_months=12)
     sol = solve_cost(problem)
-    assert sol.SP and _verify(problem, sol) is None
+    assert sol.SP and verify(problem, sol) is None
     sol.SP = {k: v / 2 for k, v in sol.SP.items()}
-    assert "over-spent" in _verify(problem, sol)
+    assert "over-spent" in verify(problem, sol)
 
 
 # ------------------------------------------------------------------------------------------ Flex-start
@@ -373,7 +375,7 @@ def test_a_window_shorter_than_a_day_buys_every_instance_it_runs_for_a_day(snaps
     assert res.status == "optimal" and res.total_usd <= od.total_usd + 0.01
     problem = make_problem([job], {}, offers, horizon_months=1)
     sol = solve_cost(problem)
-    assert _verify(problem, sol) is None
+    assert verify(problem, sol) is None
     for (w, ok, bi), a in sol.A.items():  # what runs at once on blocks is what was bought, each for a day at least
         assert a <= sol.CB[("job_units", w, ok)] + 1e-6 <= sol.CB[("job", w, ok)] + 1e-6
     for ln in res.lines:
@@ -384,7 +386,7 @@ def test_a_window_shorter_than_a_day_buys_every_instance_it_runs_for_a_day(snaps
 
 
 def test_blocks_keep_the_quota(snapshot):
-    from optimizer.model import candidates_for
+    from optimizer.planning.candidates import candidates_for
     from optimizer.sizing import train_flops
 
     offers = _aws(snapshot, ["us-west-2"], ["capacity_block"], ["p4d.24xlarge"])

@@ -270,19 +270,19 @@ def test_engine_and_scenario_errors():
 
 def test_planner_picks_the_layout_with_most_tokens_per_instance():
     # an 8x H100 instance serving an 8B model: eight TP1 replicas give more tokens/s than one TP8 replica
-    from optimizer.model import _unit_shape
+    from optimizer.planning.candidates import unit_shape
     from optimizer.sizing import size_replica as fn
 
     w = Workload(task="serve", model=load_model("Llama-3.1-8B"), precision_options=("bf16", "fp8"))
-    k, r, s = _unit_shape(fn, w, load_gpu("H100-80GB"), 8.0, "nvlink")
+    k, r, s = unit_shape(fn, w, load_gpu("H100-80GB"), 8.0, "nvlink")
     assert (k, r, s.tensor_parallel, s.precision) == (1, 8, 1, "fp8")
     one = fn(dataclasses.replace(w, precision="fp8"), load_gpu("H100-80GB"), 8.0)
     assert r * s.tokens_per_second_per_replica > one.tokens_per_second_per_replica
     # on an A100 (no FP8) the same options fall back to bf16
-    k, r, s = _unit_shape(fn, w, load_gpu("A100-80GB"), 8.0, "nvlink")
+    k, r, s = unit_shape(fn, w, load_gpu("A100-80GB"), 8.0, "nvlink")
     assert s.precision == "bf16"
     # fp8 only: an A100 offer is rejected with its reason
-    assert _unit_shape(fn, dataclasses.replace(w, precision="fp8", precision_options=()), load_gpu("A100-80GB"),
+    assert unit_shape(fn, dataclasses.replace(w, precision="fp8", precision_options=()), load_gpu("A100-80GB"),
                        8.0, "nvlink") == (None, None, "precision_unsupported")
 
 
@@ -370,10 +370,10 @@ def test_tensor_parallel_must_split_the_heads():
         estimate(Workload(task="serve", model=load_model("Llama-3.1-70B"), precision="fp8"), "H100-80GB",
                  tensor_parallel=3)
     assert exc.value.field == "tensor_parallel" and exc.value.accepted == "1, 2, 4, 8"
-    from optimizer.model import _unit_shape
+    from optimizer.planning.candidates import unit_shape
 
     w = Workload(task="serve", model=load_model("Qwen2.5-7B"), scenario="interactive")
-    k, r, s = _unit_shape(size_replica, w, load_gpu("L4"), 8.0, "pcie")
+    k, r, s = unit_shape(size_replica, w, load_gpu("L4"), 8.0, "pcie")
     assert s.tensor_parallel in (1, 2, 4) and sv.tp_supported(w.model, s.tensor_parallel)
 
 

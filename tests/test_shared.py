@@ -11,9 +11,10 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from optimizer import shared
-from optimizer.exact import solve_separable
-from optimizer.fleet import Budgets, _verify, solve_cost
+from optimizer.planning import shared
+from optimizer.planning.exact import solve_separable
+from optimizer.planning.problem import Budgets
+from optimizer.planning.solve import solve_cost, verify
 from tests.test_exact import _cand, _problem
 
 _unit = st.tuples(st.floats(0.3, 3.0), st.sampled_from([40.0, 90.0, 150.0, 260.0]),
@@ -71,7 +72,7 @@ def test_shared_enumeration_equals_the_milp(units, demand, mins, placement):
         return
     assert ex is not None, "the enumeration gave up on a tiny problem"
     assert ex.report.status == "optimal" and ex.report.solver == "enumeration"
-    assert _verify(pr, ex) is None
+    assert verify(pr, ex) is None
     assert ex.cost == pytest.approx(milp.cost, rel=1e-6, abs=1e-6)
 
 
@@ -95,7 +96,7 @@ def test_the_bound_of_peak_priced_commitments_is_a_bound_and_beats_the_even_spre
     # _pi_bound never exceeds the exact joint cost, and is at least the bound that spreads commitments evenly
     import numpy as np
 
-    from optimizer.exact import _TOL
+    from optimizer.planning.exact import TOL
 
     res = [_cand("r1", "x", "reserved_1y", 1.0, 100.0), _cand("r1", "x", "on_demand", 1.6, 100.0),
            _cand("r1", "s", "on_demand", 0.5, 20.0)]
@@ -108,9 +109,9 @@ def test_the_bound_of_peak_priced_commitments_is_a_bound_and_beats_the_even_spre
     hours = np.array([b.hours * p.months for b in pr.blocks])
     slot_for = {s.okey: (k, pr.slot_cost(s)) for k, s in pr.slots.items()}
     sides = [shared._Side(w, pr.cands[w.name], pr, slot_for, [], hours,
-                          np.array([b.demand[w.name] for b in pr.blocks]) * (1 - _TOL)) for w in pr.workloads]
+                          np.array([b.demand[w.name] for b in pr.blocks]) * (1 - TOL)) for w in pr.workloads]
     lb = shared._pi_bound(sides)
-    from optimizer.exact import shared_lower_bound
+    from optimizer.planning.exact import shared_lower_bound
 
     even = shared_lower_bound(pr)
     assert even - 1e-6 <= lb <= exact.cost + 1e-6

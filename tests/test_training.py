@@ -263,7 +263,8 @@ def aws_offers():
 def test_a_training_job_runs_on_one_cluster_in_whole_units(aws_offers):
     # issue 11 (breaker): one synchronous job stays on one instance type in one region (one fabric, one GPU model),
     # never more GPUs at once than the job's layout, and every line buys whole units of that layout
-    from optimizer.fleet import FleetWorkload, plan_fleet
+    from optimizer.planning.plan import plan_fleet
+    from optimizer.planning.problem import FleetWorkload
 
     w = Workload(task="train", model=load_model("Llama-2-70B"), tokens=1e11, deadline_hours=100.0)
     job = FleetWorkload(name="job", workload=w, deadline_hours=100.0, allow_spot=True)
@@ -282,7 +283,8 @@ def test_a_training_job_runs_on_one_cluster_in_whole_units(aws_offers):
 
 
 def test_a_deadline_no_cluster_meets_says_so(aws_offers):
-    from optimizer.fleet import FleetWorkload, plan_fleet
+    from optimizer.planning.plan import plan_fleet
+    from optimizer.planning.problem import FleetWorkload
 
     w = Workload(task="train", model=load_model("Llama-3.1-405B"), tokens=1e13, deadline_hours=10.0)
     res = plan_fleet([FleetWorkload(name="big", workload=w, deadline_hours=10.0)], {}, aws_offers,
@@ -326,7 +328,8 @@ def test_finetune_default_batch_is_llama2_sft():
 
 def test_the_quota_holds_whole_training_units(aws_offers):
     # a 70B job on 8-GPU A100-40GB instances needs 8 instances at once (64 GPUs): --max-instances 3 cannot run it
-    from optimizer.fleet import FleetWorkload, plan_fleet
+    from optimizer.planning.plan import plan_fleet
+    from optimizer.planning.problem import FleetWorkload
 
     offers = aws_offers[aws_offers["gpu_model"] == "A100-40GB"]
     w = Workload(task="train", model=load_model("Llama-2-70B"), tokens=1e9)
@@ -341,7 +344,8 @@ def test_the_quota_holds_whole_training_units(aws_offers):
 def test_a_long_job_on_capacity_blocks_is_planned(aws_offers):
     # a breaker's 405B job over 2,000 h on AWS: its capacity-block unit-days sit exactly at the window's limit;
     # the plan check must allow the solver's relative tolerance (it had reported not_solved)
-    from optimizer.fleet import FleetWorkload, plan_fleet
+    from optimizer.planning.plan import plan_fleet
+    from optimizer.planning.problem import FleetWorkload
 
     offers = aws_offers[aws_offers["instance_type"] == "p6-b200.48xlarge"]
     w = Workload(task="train", model=load_model("Llama-3.1-405B"), tokens=1e13, deadline_hours=2000.0)

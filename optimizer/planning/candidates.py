@@ -51,7 +51,7 @@ class Candidate:
     instances_per_unit x offer usd_per_hour; ``throughput_per_unit`` is in tokens/s (serve) or FLOP/s (train),
     spot already reduced by :data:`SPOT_INTERRUPTION_OVERHEAD`.
 
-    Layout of one replica (:func:`_unit_shape`): ``tensor_parallel`` GPUs split each layer inside one instance
+    Layout of one replica (:func:`unit_shape`): ``tensor_parallel`` GPUs split each layer inside one instance
     (serving; train/finetune: the job's layout at its scale, ``sizing.training_layout``; 1 for LoRA and for a share
     of a GPU);
     ``pipeline_parallel`` stages split the layers over that many instances, one stage per instance (serving
@@ -106,7 +106,7 @@ def _replica_gpu_counts() -> list[int]:
     return out
 
 
-def _unit_shape(sizing_fn, workload, gpu, offer_gpus: float, interconnect: str = "", network=None):
+def unit_shape(sizing_fn, workload, gpu, offer_gpus: float, interconnect: str = "", network=None):
     """How one offer hosts replicas of ``workload``: (instances_per_unit k, replicas_per_unit r, replica sizing),
     or (None, None, reason) with reason ``does_not_fit`` or ``no_cluster_fabric``.
 
@@ -174,7 +174,7 @@ MAX_TRAIN_JOB_GPUS = 16384
 
 
 def _training_shape(workload, gpu, whole: int, net):
-    """:func:`_unit_shape` for train/finetune (issue 11): the job's throughput per GPU at the scale it will run.
+    """:func:`unit_shape` for train/finetune (issue 11): the job's throughput per GPU at the scale it will run.
 
     1. The smallest job that fits (``optimizer.sizing.size_training``: the fastest layout that fits memory): inside
        one instance (all its GPUs, data parallel and tensor parallel over NVLink), else 2, 4, 8, ... instances over
@@ -254,7 +254,7 @@ def serving_precisions(workload, gpu) -> list[str]:
 
 
 def _serving_shape(sizing_fn, workload, gpu, offer_gpus: float, network=None):
-    """:func:`_unit_shape` for serving (issue 10): inside one instance, every replica option -- tensor parallel over
+    """:func:`unit_shape` for serving (issue 10): inside one instance, every replica option -- tensor parallel over
     1, 2, 4, 8 ... of its GPUs, each allowed precision the GPU runs -- sized under the latency targets, and the one
     that gives the instance the most tokens/s (``replicas x tokens/s``; the instance's price is fixed, so the
     cheapest per token) wins; ties go to fewer GPUs per replica. Only when no option serves inside one instance,
@@ -426,7 +426,7 @@ def unit_table(workload: "Workload", offers: "pd.DataFrame", *, allow_spot: bool
     gpu_cache: dict[str, Any] = {}
     networks: dict[tuple, Any] = {}
     sizing_by_gpu: dict[str, ReplicaSizing] = {}
-    hardware = [_hardware(workload, off, gpu_cache, networks, shapes, sizing_by_gpu)
+    hardware = [offer_hardware(workload, off, gpu_cache, networks, shapes, sizing_by_gpu)
                 for off in offer_records(offers.iloc[first])] if n else []
     fits = np.array([h[0] is not None for h in hardware], dtype=bool)
     K = np.array([h[0] if h[0] is not None else 0 for h in hardware], dtype=np.int64)
@@ -469,7 +469,7 @@ def candidates_for(
 
     Each offer's network between instances comes from its ``fabric`` column (``optimizer.sizing.offer_network``:
     bandwidth from ``providers.facts.fabric_gbps_per_node``; a frame without the column gets the documented fabric
-    of the instance type). :func:`_unit_shape` lays the replica out on the offer, once per distinct hardware
+    of the instance type). :func:`unit_shape` lays the replica out on the offer, once per distinct hardware
     (:func:`unit_table`).
 
     Args:
@@ -489,7 +489,7 @@ def candidates_for(
     return t.candidates(), t.rejected, t.sizing_by_gpu
 
 
-def _hardware(workload: "Workload", off: dict[str, Any], gpu_cache: dict, networks: dict, shapes: dict,
+def offer_hardware(workload: "Workload", off: dict[str, Any], gpu_cache: dict, networks: dict, shapes: dict,
               sizing_by_gpu: dict) -> tuple:
     """What one offer's hardware gives a replica of ``workload``: (instances per unit, replicas per unit, sizing,
     shape label, throughput per replica (tokens/s or FLOP/s, before the spot reduction), fabric, max_units), or
@@ -518,7 +518,7 @@ def _hardware(workload: "Workload", off: dict[str, Any], gpu_cache: dict, networ
     shape_key = (gm, float(off["gpu_count"]), str(off["interconnect"]), round(mem, 4), net)
     if shape_key not in shapes:
         g = dataclasses.replace(gpu, memory_gib=mem) if abs(mem - gpu.memory_gib) > 1e-9 else gpu
-        shapes[shape_key] = _unit_shape(size_replica, workload, g, float(off["gpu_count"]), str(off["interconnect"]),
+        shapes[shape_key] = unit_shape(size_replica, workload, g, float(off["gpu_count"]), str(off["interconnect"]),
                                         net)
     k, r, s = shapes[shape_key]
     if k is None:

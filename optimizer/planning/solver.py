@@ -132,7 +132,7 @@ class SolveReport:
     message: str = ""
 
 
-def _parse_cbc_log(text: str) -> dict[str, Any]:
+def parse_cbc_log(text: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for line in text.splitlines():
         s = line.strip()
@@ -160,7 +160,7 @@ def resolve_solver(solver: str) -> str:
     return "cbc" if solver == "auto" else solver
 
 
-_SOLVE_THREADS = __import__("threading").local()
+SOLVE_THREADS = __import__("threading").local()
 
 
 def _cbc_threads() -> int | None:
@@ -168,7 +168,7 @@ def _cbc_threads() -> int | None:
     run with ``-threads 1`` was measured to sit idle up to 10 s waiting for its worker thread and then stop "on time
     limit" (benchmarks/bench_fleet.py, 100 runs of a small model: 111 s with -threads 1, ~1 s without); without the
     option it runs single-threaded with no worker."""
-    n = getattr(_SOLVE_THREADS, "n", None) or max(1, min(os.cpu_count() or 1, 4))
+    n = getattr(SOLVE_THREADS, "n", None) or max(1, min(os.cpu_count() or 1, 4))
     return n if n > 1 else None
 
 
@@ -250,7 +250,7 @@ def run_solver(model: "pulp.LpProblem", *, solver: str = "auto", time_limit_s: f
         if log:
             try:
                 with open(log, encoding="utf-8", errors="replace") as fh:
-                    info = _parse_cbc_log(fh.read())
+                    info = parse_cbc_log(fh.read())
             except OSError:
                 pass
             try:

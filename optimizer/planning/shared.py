@@ -13,7 +13,7 @@ the horizon, where some committed offer could serve two workloads. Budgets and q
 ``optimizer.exact.solve_within_limits`` (the plan without them, when it keeps them).
 
 The plan is a placement (each workload in one placement group) and, per group, a committed base shared by the
-workloads placed there. Write A(w, g) for the exact cost of w alone in group g (``optimizer.exact._plan_group``),
+workloads placed there. Write A(w, g) for the exact cost of w alone in group g (``optimizer.exact.plan_group``),
 A*(w) = min_g A(w, g), S(w, g) for its cost with every committed instance charged its cost spread evenly over the
 hours of the horizon (a lower bound on what w contributes to any shared plan: ``optimizer.exact.shared_lower_bound``)
 and J(C, g) for the exact cost of the set C planned together in g. A placement costs the sum over its groups of J;
@@ -26,11 +26,11 @@ a group holding one workload costs A.
    cost at least their Lo. So only relevant sets need their exact J; when more than :data:`MAX_SETS` are relevant
    the problem goes back to the MILP.
 2. **J(C, g) exactly** (:func:`_joint`). Committed offers that one workload of C can use (private) enter that
-   workload's Pareto frontier of committed combinations (capacity, replicas, instances; ``optimizer.exact._frontier``);
+   workload's Pareto frontier of committed combinations (capacity, replicas, instances; ``optimizer.exact.frontier``);
    the shared ones are enumerated as a base vector n (instances per shared offer) in the box of what any workload
    could use at its peak. For a fixed n, private states P_w and per block a split of n among the workloads (a
    committed unit is paid whatever its use, so a block hands out all of n), the rest of each block is the cheapest
-   hourly cover (``optimizer.exact._hourly_table``). So
+   hourly cover (``optimizer.exact.hourly_table``). So
 
        J = min over n, (P_w) of  c.n + sum_w cost(P_w) + sum_b min over splits x_1 + ... + x_W <= n of
            sum_w H_b g_w(d_wb - cap(P_w) - cap_w(x_w), floors)
@@ -54,9 +54,10 @@ import math
 import time
 from typing import Any
 
-from optimizer.exact import TooBig, _TOL, _frontier, _hourly_table, _hourly_units, _plan_group, separable
-from optimizer.fleet import FleetProblem, FleetSolution, fleet_cost, placement_group
-from optimizer.solve import SolveReport
+from optimizer.planning.exact import TOL, TooBig, frontier, hourly_table, hourly_units, plan_group, separable
+from optimizer.planning.problem import FleetProblem, placement_group
+from optimizer.planning.solution import FleetSolution, fleet_cost
+from optimizer.planning.solver import SolveReport
 
 #: Most relevant co-locations (workload set x placement group) whose joint plan is computed exactly.
 MAX_SETS = 200
@@ -100,14 +101,14 @@ class _Side:
         hourly = [c for c in cs if not c.committed and
                   (c.offer["pricing"] != "spot" or int(problem.spot_capacity) >= c.instances_per_unit)]
         self.hourly = hourly
-        hf = _frontier(_hourly_units(w, hourly, problem.spot_capacity), peak, m)
+        hf = frontier(hourly_units(w, hourly, problem.spot_capacity), peak, m)
         if hf is None:
             raise TooBig(w.name)
-        self.table = _hourly_table(hf, m)
+        self.table = hourly_table(hf, m)
         self.private = [c for c in cs if c.committed and c.okey in slot_for and c.okey not in shared]
         cu = [(c.throughput_per_unit, int(c.replicas_per_unit), int(c.instances_per_unit),
                slot_for[c.okey][1] * c.instances_per_unit) for c in self.private]
-        pf = _frontier(cu, peak, m)
+        pf = frontier(cu, peak, m)
         if pf is None:
             raise TooBig(w.name)
         # private states: (capacity, replicas, instances, cost, combo), cheapest first
@@ -413,7 +414,7 @@ def solve_shared(problem: FleetProblem, *, allowed: set[str] | None = None, gap_
             slot_for[ok] = (k, problem.slot_cost(problem.slots[k]))
     names = [w.name for w in problem.workloads]
     wl = {w.name: w for w in problem.workloads}
-    need = {w: np.array([float(b.demand.get(w, 0.0)) for b in problem.blocks]) * (1.0 - _TOL) for w in names}
+    need = {w: np.array([float(b.demand.get(w, 0.0)) for b in problem.blocks]) * (1.0 - TOL) for w in names}
     demand = {w: np.array([float(b.demand.get(w, 0.0)) for b in problem.blocks]) for w in names}
     by_group: dict[tuple, dict[str, list]] = {}
     for w in problem.workloads:
@@ -431,16 +432,16 @@ def solve_shared(problem: FleetProblem, *, allowed: set[str] | None = None, gap_
         for wn, cs in ws.items():
             w = wl[wn]
             m = int(w.min_replicas)
-            units = _hourly_units(w, [c for c in cs if not c.committed], problem.spot_capacity)
+            units = hourly_units(w, [c for c in cs if not c.committed], problem.spot_capacity)
             units += [(c.throughput_per_unit, int(c.replicas_per_unit), int(c.instances_per_unit),
                        slot_for[c.okey][1] * c.instances_per_unit / total_hours)
                       for c in cs if c.committed and c.okey in slot_for]
-            front = _frontier(units, float(demand[wn].max(initial=0.0)), m) if units else None
+            front = frontier(units, float(demand[wn].max(initial=0.0)), m) if units else None
             if units and front is None:
                 return None
             sv = math.inf
             if front is not None:
-                caps, order, _ = _hourly_table(front, m)[(m, m)]
+                caps, order, _ = hourly_table(front, m)[(m, m)]
                 if len(caps):
                     idx = np.searchsorted(caps, need[wn], side="left")
                     if (idx < len(caps)).all():
@@ -449,9 +450,9 @@ def solve_shared(problem: FleetProblem, *, allowed: set[str] | None = None, gap_
     A: dict[tuple[str, tuple], tuple] = {}
 
     def a_of(wn: str, g: tuple) -> tuple:
-        """_plan_group of w alone in g: (cost, committed combo, committed, hourly, per block), cost inf: no plan."""
+        """plan_group of w alone in g: (cost, committed combo, committed, hourly, per block), cost inf: no plan."""
         if (wn, g) not in A:
-            r = _plan_group(wl[wn], by_group[g][wn], problem, slot_for, blocks, demand[wn], hours)
+            r = plan_group(wl[wn], by_group[g][wn], problem, slot_for, blocks, demand[wn], hours)
             A[(wn, g)] = r if r is not None else (math.inf,)
         return A[(wn, g)]
 

@@ -12,22 +12,13 @@ from dataclasses import replace
 from typing import Any
 
 from gpuopt.kernel.records import HOURS_PER_MONTH
-from optimizer.fleet import (
-    _SOLVE_THREADS,
-    Budgets,
-    FleetProblem,
-    FleetSolution,
-    FleetWorkload,
-    _cand_index,
-    _safe,
-    build_fleet_model,
-    money,
-    prune_fleet,
-    solve_cost,
-    solve_fleet,
-    spot_group,
-    spot_use,
-)
+from optimizer.planning.milp import build_fleet_model, safe_name
+from optimizer.planning.problem import Budgets, FleetProblem, FleetWorkload, cand_index, spot_group
+from optimizer.planning.prune import prune_fleet
+from optimizer.planning.solution import FleetSolution, money, spot_use
+from optimizer.planning.solve import solve_cost
+from optimizer.planning.solver import run_solver as solve_fleet
+from optimizer.planning.solver import SOLVE_THREADS
 
 STRATEGY_SETS = {
     "all_on_demand": {"on_demand"},
@@ -147,8 +138,8 @@ def _share(t_end: float, left: int) -> float:
 def _enumerable(sub: FleetProblem) -> bool:
     """Whether the enumerations (``optimizer.exact``, ``optimizer.shared``) plan ``sub``: no MILP, they end when
     done (the strategies and provider alternatives they plan may use the rest of ``STRATEGIES_MIN_S``)."""
-    from optimizer.exact import separable
-    from optimizer.shared import applies
+    from optimizer.planning.exact import separable
+    from optimizer.planning.shared import applies
 
     return separable(sub) is None or applies(sub)
 
@@ -157,8 +148,8 @@ def _fits(sub: FleetProblem, seconds: float, allowed: set[str] | None = None) ->
     """Whether a solve of ``sub`` can be started in ``seconds``: the enumeration (optimizer.exact) needs no model
     and the placement search keeps to its time by itself; one MILP's model must be built, written and read back in
     time (``optimizer.fleet.model_seconds``)."""
-    from optimizer.exact import separable
-    from optimizer.fleet import _placed, model_seconds
+    from optimizer.planning.exact import separable
+    from optimizer.planning.problem import model_seconds, placed
 
     if seconds <= 0:
         return False
@@ -168,7 +159,7 @@ def _fits(sub: FleetProblem, seconds: float, allowed: set[str] | None = None) ->
         return True
     if seconds < MIN_SOLVE_S:
         return False
-    if sub.placement != "any" and _placed(sub):
+    if sub.placement != "any" and placed(sub):
         return True  # the placement search, which starts no node it could not finish
     return model_seconds(len(sub.blocks), sub.cands) <= seconds
 
@@ -242,7 +233,7 @@ def marginal(problem: FleetProblem, solver, time_limit_s, deadline: float | None
 
     import pulp
 
-    from optimizer.fleet import model_seconds
+    from optimizer.planning.problem import model_seconds
 
     if deadline is not None:
         time_limit_s = _share(deadline, 1)
@@ -258,7 +249,7 @@ def marginal(problem: FleetProblem, solver, time_limit_s, deadline: float | None
                       presolve=False)
     if rep.status != "optimal":
         return {"note": _NO_TIME_MARGINAL}
-    names = {_safe(w.name): w for w in problem.workloads}
+    names = {safe_name(w.name): w for w in problem.workloads}
     demand = []
     for name, con in m.constraints.items():
         if name.startswith("demand_") and con.pi is not None:
@@ -360,7 +351,7 @@ def demand_flip(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s,
     base = used(sol)
 
     def one(factor: float) -> dict[str, Any] | None:
-        _SOLVE_THREADS.n = 1
+        SOLVE_THREADS.n = 1
         time_limit_s = _share(t_end, 1)
         blocks = [replace(b, demand={w: d * factor for w, d in b.demand.items()}) for b in problem.blocks]
         scaled = problem.replace(budgets=Budgets(), budget_usd=None, objective="cost", blocks=blocks,
@@ -413,7 +404,7 @@ def binding(problem: FleetProblem, sol: FleetSolution) -> list[str]:
         # a cheaper-a-month one and still have room): say only what is left
         out.append(f"{label}: ${limit:,.2f}, ${head:,.2f} left"
                    + (" (at its limit)" if head < 0.005 * limit else ""))
-    idx = _cand_index(problem)
+    idx = cand_index(problem)
     for k, n in sol.N.items():
         s = problem.slots[k]
         peak = 0.0
@@ -473,7 +464,7 @@ def _min_of(problem: FleetProblem, what: str, solver, time_limit_s) -> tuple[flo
     taken off: a lower bound, which is what "needs at least" promises, flagged not exact."""
     import pulp
 
-    from optimizer.fleet import as_unplaced
+    from optimizer.planning.solve import as_unplaced
 
     def least(p: FleetProblem) -> tuple[float | None, str]:
         m, V = build_fleet_model(p.replace(budgets=Budgets(), budget_usd=None, objective="cost"), with_budgets=False)
@@ -497,12 +488,12 @@ def _min_of(problem: FleetProblem, what: str, solver, time_limit_s) -> tuple[flo
             return float(rep.bound), "bound"
         return value, rep.status
 
-    from optimizer.fleet import _placed, model_seconds
+    from optimizer.planning.problem import model_seconds, placed
 
     # one placed workload and a model that can be built and solved well within the time (the example plan's placed
     # model has 115,506 variables: CBC overran a 60 s limit by 150 s on it): the exact figure
     small = model_seconds(len(problem.blocks), problem.cands) < 0.1 * float(time_limit_s or 60.0)
-    if len(_placed(problem)) <= 1 and small:
+    if len(placed(problem)) <= 1 and small:
         value, status = least(problem)
         if value is not None and status == "optimal":
             return value, True
@@ -548,7 +539,7 @@ def why_infeasible(problem: FleetProblem, solver, time_limit_s, gap_rel) -> dict
     late = [w for w in problem.workloads if w.training and w.deadline_hours is not None]
     for w in late:
         # one job runs on one cluster, at most its job-scale units at once (issue 11): the fastest cluster's time
-        from optimizer.fleet import job_units
+        from optimizer.planning.problem import job_units
 
         best = None
         for c in problem.cands.get(w.name, []):
@@ -571,7 +562,7 @@ def why_infeasible(problem: FleetProblem, solver, time_limit_s, gap_rel) -> dict
         limit = (problem.horizon_months - w.start_month) * HOURS_PER_MONTH
 
         def feasible(deadline: float) -> bool:
-            from optimizer.horizon import periods as make_periods
+            from optimizer.planning.horizon import periods as make_periods
 
             moved = [FleetWorkload(**{**x.__dict__, "deadline_hours": deadline}) if x is w else x
                      for x in problem.workloads]
@@ -579,7 +570,7 @@ def why_infeasible(problem: FleetProblem, solver, time_limit_s, gap_rel) -> dict
             profiles = problem.profiles
             if profiles is None:
                 return False
-            from optimizer.fleet import blocks_for_periods
+            from optimizer.planning.problem_build import blocks_for_periods
 
             free = problem.replace(budgets=Budgets(), budget_usd=None, workloads=moved, periods=per,
                                    blocks=blocks_for_periods(per, profiles))
@@ -600,7 +591,7 @@ def why_infeasible(problem: FleetProblem, solver, time_limit_s, gap_rel) -> dict
         s = solve_cost(free, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
         if s.report.status in ("optimal", "time_limit"):
             counts: dict[tuple, float] = {}
-            idx = _cand_index(free)
+            idx = cand_index(free)
             training = {x.name for x in free.workloads if x.training}
             for (w, ok, bi), x in s.X.items():
                 c = idx[(w, ok)]
@@ -646,14 +637,14 @@ def explain_into(res, problem: FleetProblem, sol: FleetSolution, solver, time_li
     left is ``not_computed``."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from optimizer.fleet import fix_placement
+    from optimizer.planning.solve import fix_placement
 
     ex_limit = min(time_limit_s, max(EXPLAIN_MIN_S, EXPLAIN_TIME_FACTOR * plan_seconds))
     ex_gap = max(gap_rel, 0.01)
     here = fix_placement(problem, sol)  # the LP duals: in the plan's own regions
 
     def single(fn, *a):
-        _SOLVE_THREADS.n = 1
+        SOLVE_THREADS.n = 1
         return fn(*a)
 
     import time as _time

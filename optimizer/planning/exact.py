@@ -49,13 +49,14 @@ import math
 import time
 from typing import Any
 
-from optimizer.fleet import FleetProblem, FleetSolution, placement_group, spot_group
-from optimizer.solve import SolveReport
+from optimizer.planning.problem import FleetProblem, placement_group, spot_group
+from optimizer.planning.solution import FleetSolution
+from optimizer.planning.solver import SolveReport
 
 #: Most Pareto-optimal partial combinations kept per frontier before the problem is handed back to the MILP.
 MAX_STATES = 20_000
-#: Demand met to this relative tolerance, the one ``optimizer.fleet._verify`` accepts.
-_TOL = 1e-9
+#: Demand met to this relative tolerance, the one ``optimizer.fleet.verify`` accepts.
+TOL = 1e-9
 #: Most partial combinations a frontier may generate (before pruning) before the problem is handed back to the MILP:
 #: a big demand over small units extends every state one unit at a time (a breaker measured 20 s for a peak of
 #: 20,000 tokens/s over units of 37-81 tokens/s, which the MILP solves in 0.3 s).
@@ -102,7 +103,7 @@ def separable(problem: FleetProblem, allowed: set[str] | None = None, apart: boo
     return None
 
 
-def _frontier(units: list[tuple], capmax: float, m: int) -> dict | None:
+def frontier(units: list[tuple], capmax: float, m: int) -> dict | None:
     """Pareto frontier of integer combinations of ``units`` (capacity, replicas, instances, cost[, most units]):
     replicas and instances are what a unit adds to the floors (a spot unit adds none to the non-spot floors), the
     optional fifth item caps its count (spot: the instances of its capped group / its instances per unit).
@@ -162,7 +163,7 @@ def _frontier(units: list[tuple], capmax: float, m: int) -> dict | None:
     return states
 
 
-def _hourly_table(front: dict, m: int):
+def hourly_table(front: dict, m: int):
     """For each remaining floor (a, i) in 0..m: (capacities ascending, cheapest cost of a combination with at least
     that capacity, its combo) over the hourly frontier's classes with replicas' >= a and instances' >= i."""
     import numpy as np
@@ -189,7 +190,7 @@ def _hourly_table(front: dict, m: int):
     return out
 
 
-def _hourly_units(w, hourly, spot_capacity: int) -> list[tuple]:
+def hourly_units(w, hourly, spot_capacity: int) -> list[tuple]:
     """Frontier units of hourly candidates: (throughput, replicas, instances, USD/h[, most units]). A spot unit is
     capped at ``spot_capacity // instances`` units (the MILP's ``spot`` rows, one candidate per capped group) and,
     unless ``spot_only_ok``, counts towards no redundancy floor (the non-spot floors then imply the others)."""
@@ -207,7 +208,7 @@ def _hourly_units(w, hourly, spot_capacity: int) -> list[tuple]:
     return out
 
 
-def _plan_group(w, cands, problem: FleetProblem, slot_for: dict[str, tuple[str, float]], blocks_idx, demand, hours,
+def plan_group(w, cands, problem: FleetProblem, slot_for: dict[str, tuple[str, float]], blocks_idx, demand, hours,
                 active=None):
     """Exact cheapest plan of serving workload ``w`` on ``cands`` (one placement group). Returns
     (cost, committed combo, committed units, hourly units, hourly combo per block), or None when no plan exists in
@@ -222,15 +223,15 @@ def _plan_group(w, cands, problem: FleetProblem, slot_for: dict[str, tuple[str, 
         return None
     capmax = peak
     hourly = [c for c in hourly if c.offer["pricing"] != "spot" or int(problem.spot_capacity) >= c.instances_per_unit]
-    hu = _hourly_units(w, hourly, problem.spot_capacity)  # aligned with ``hourly``: combos index both
+    hu = hourly_units(w, hourly, problem.spot_capacity)  # aligned with ``hourly``: combos index both
     cu = [(c.throughput_per_unit, int(c.replicas_per_unit), int(c.instances_per_unit),
            slot_for[c.okey][1] * c.instances_per_unit) for c in committed]
-    hf = _frontier(hu, capmax, m)
-    cf = _frontier(cu, capmax, m) if hf is not None else None
+    hf = frontier(hu, capmax, m)
+    cf = frontier(cu, capmax, m) if hf is not None else None
     if hf is None or cf is None:
         raise TooBig(w.name)
-    table = _hourly_table(hf, m)
-    need = demand * (1.0 - _TOL)
+    table = hourly_table(hf, m)
+    need = demand * (1.0 - TOL)
     if active is not None and not active.all():
         # a workload that stops in some periods (no commitment then, separable): in its blocks the cheapest hourly
         # cover of the demand and the floors, elsewhere nothing
@@ -341,7 +342,7 @@ def _plan_group_periods(w, cands, problem: FleetProblem, demand, hours, active, 
 
     Terms over several periods (a 3-year term on a 36-month horizon cut at the 1-year renewals) are enumerated as a
     Pareto frontier of capacity vectors (:func:`_vector_frontier`); for each of its states, every period is then
-    planned alone with the terms that cover only it (a scalar frontier per period, as in :func:`_plan_group`), once
+    planned alone with the terms that cover only it (a scalar frontier per period, as in :func:`plan_group`), once
     per distinct capacity the long terms leave it. Returns (cost, committed combo, committed units, hourly units,
     hourly combo per block) with committed units (candidate, slot key, coverage), or None when no plan exists in the
     group. Raises TooBig when a frontier outgrows its limits."""
@@ -355,7 +356,7 @@ def _plan_group_periods(w, cands, problem: FleetProblem, demand, hours, active, 
     floors = tuple(m if runs[p] else 0 for p in range(P))
     hourly = [c for c in cands if not c.committed and
               (c.offer["pricing"] != "spot" or int(problem.spot_capacity) >= c.instances_per_unit)]
-    hu = _hourly_units(w, hourly, problem.spot_capacity)
+    hu = hourly_units(w, hourly, problem.spot_capacity)
     committed = []  # (candidate, slot key, coverage)
     units = []
     for c in cands:
@@ -372,16 +373,16 @@ def _plan_group_periods(w, cands, problem: FleetProblem, demand, hours, active, 
                           problem.slot_cost(sl) * c.instances_per_unit, cov))
     if not hourly and not committed:
         return None
-    hf = _frontier(hu, max(peak), m)
+    hf = frontier(hu, max(peak), m)
     if hf is None:
         raise TooBig(w.name)
-    table = _hourly_table(hf, m)
-    need = demand * (1.0 - _TOL)
+    table = hourly_table(hf, m)
+    need = demand * (1.0 - TOL)
     blocks_of = [np.flatnonzero((bper == p) & active) for p in range(P)]
     long_j = [j for j, u in enumerate(units) if sum(u[4]) > 1]
     short_j = {p: [j for j, u in enumerate(units) if sum(u[4]) == 1 and u[4][p]] for p in range(P)}
     lf = _vector_frontier([units[j] for j in long_j], peak, floors)
-    sf = {p: _frontier([units[j][:4] for j in short_j[p]], peak[p], floors[p]) for p in range(P) if runs[p]}
+    sf = {p: frontier([units[j][:4] for j in short_j[p]], peak[p], floors[p]) for p in range(P) if runs[p]}
     if lf is None or any(v is None for v in sf.values()):
         raise TooBig(w.name)
     memo: dict[tuple, tuple] = {}
@@ -470,7 +471,7 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
     """
     import numpy as np
 
-    from optimizer.fleet import fleet_cost
+    from optimizer.planning.solution import fleet_cost
 
     if separable(problem, allowed, apart, share_spot) is not None:
         return None
@@ -540,7 +541,7 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
             evaluated += 1
             try:
                 r = _plan_group_periods(w, cs, problem, demand, hours, active, bper) if by_periods else \
-                    _plan_group(w, cs, problem, slot_for, blocks_idx, demand, hours, active)
+                    plan_group(w, cs, problem, slot_for, blocks_idx, demand, hours, active)
             except TooBig:
                 return None
             if r is None:
@@ -590,7 +591,7 @@ def plan_apart(problem: FleetProblem, *, allowed: set[str] | None = None,
     Returns the plan (report status "feasible", solver "enumeration") or None (not applicable: training, budgets,
     zone spread, a frontier too big, past ``deadline``, or no plan for some workload).
     """
-    from optimizer.fleet import spot_use
+    from optimizer.planning.solution import spot_use
 
     sol = solve_separable(problem, allowed=allowed, apart=True, deadline=deadline, share_spot=True)
     if sol is None:
@@ -606,7 +607,7 @@ def plan_apart(problem: FleetProblem, *, allowed: set[str] | None = None,
         sol = solve_separable(split, allowed=allowed, apart=True, deadline=deadline, share_spot=True)
         if sol is None or spot_over(sol):
             return None
-        from optimizer.fleet import fleet_cost
+        from optimizer.planning.solution import fleet_cost
 
         sol.cost = fleet_cost(problem, sol)
     sol.report = dataclasses.replace(sol.report, status="feasible", bound=None, gap=None,
@@ -643,7 +644,7 @@ def shared_lower_bound(problem: FleetProblem, *, allowed: set[str] | None = None
             return None
         m = int(w.min_replicas)
         demand = np.array([float(b.demand.get(w.name, 0.0)) for b in problem.blocks])
-        need = demand * (1.0 - _TOL)
+        need = demand * (1.0 - TOL)
         by_group: dict[Any, list] = {}
         for c in problem.cands.get(w.name, []):
             if allowed is not None and c.offer["pricing"] not in allowed:
@@ -652,16 +653,16 @@ def shared_lower_bound(problem: FleetProblem, *, allowed: set[str] | None = None
             by_group.setdefault(g, []).append(c)
         best = math.inf
         for cs in by_group.values():
-            units = _hourly_units(w, [c for c in cs if not c.committed], problem.spot_capacity)
+            units = hourly_units(w, [c for c in cs if not c.committed], problem.spot_capacity)
             units += [(c.throughput_per_unit, int(c.replicas_per_unit), int(c.instances_per_unit),
                        slot_cost[c.okey] * c.instances_per_unit / total_hours)
                       for c in cs if c.committed and c.okey in slot_cost]
             if not units:
                 continue
-            front = _frontier(units, float(demand.max(initial=0.0)), m)
+            front = frontier(units, float(demand.max(initial=0.0)), m)
             if front is None:
                 return None
-            caps, order, _ = _hourly_table(front, m)[(m, m)]
+            caps, order, _ = hourly_table(front, m)[(m, m)]
             if len(caps) == 0:
                 continue
             idx = np.searchsorted(caps, need, side="left")
@@ -672,58 +673,3 @@ def shared_lower_bound(problem: FleetProblem, *, allowed: set[str] | None = None
             return None
         lb += best
     return lb
-
-
-def solve_within_limits(problem: FleetProblem, *, allowed: set[str] | None = None,
-                        deadline: float | None = None, gap_rel: float = 0.001) -> FleetSolution | None:
-    """The exact plan of ``problem`` when its budgets and quota do not bind: the plan of the problem without them
-    (:func:`solve_separable`; where workloads could share a commitment ``optimizer.shared.solve_shared``, proven
-    within ``gap_rel``) is returned, labelled optimal, when it keeps every limit — cash in every month
-    <= the monthly budget (the MILP bounds the first month of each period, which this implies), total <=
-    budget_total, upfront <= max_upfront, commitment <= max_commitment, and at most ``max_instances`` instances of
-    one instance type in one region in every block (hourly units and the commitments covering the block). A
-    relaxation's optimum that is feasible is optimal. None when they bind (the MILP plans) or neither enumeration applies.
-    """
-    from optimizer.fleet import Budgets, money
-
-    if not (problem.budgets.any() or problem.max_instances is not None):
-        return None
-    free = problem.replace(budgets=Budgets(), budget_usd=None, max_instances=None)
-    sol = solve_separable(free, allowed=allowed, deadline=deadline)
-    if sol is None:
-        from optimizer.shared import solve_shared
-
-        sol = solve_shared(free, allowed=allowed, gap_rel=gap_rel, deadline=deadline)
-        if sol is not None and sol.report.status != "optimal":
-            return None  # not proven: the MILP plans with the limits
-    if sol is None:
-        return None
-    bg = problem.budgets
-    mo = money(problem, sol)
-    if bg.monthly is not None and mo["max_month_usd"] > bg.monthly:
-        return None
-    if bg.total is not None and mo["total_usd"] > bg.total:
-        return None
-    if bg.upfront is not None and mo["upfront_usd"] > bg.upfront:
-        return None
-    if bg.commitment is not None and mo["commitment_usd"] > bg.commitment:
-        return None
-    if problem.max_instances is not None:
-        cidx = {(w, c.okey): c for w, cs in problem.cands.items() for c in cs}
-        for bi in range(len(problem.blocks)):
-            p = problem.period_of(problem.blocks[bi])
-            count: dict[tuple, float] = {}
-            for (w, ok, b), x in sol.X.items():
-                if b == bi:
-                    c = cidx[(w, ok)]
-                    g = spot_group(c.offer)
-                    count[g] = count.get(g, 0.0) + c.instances_per_unit * x
-            for k, n in sol.N.items():
-                s = problem.slots[k]
-                if s.start_month <= p.start_month < s.end_month:
-                    g = spot_group(s.offer)
-                    count[g] = count.get(g, 0.0) + n
-            if any(v > problem.max_instances + 1e-9 for v in count.values()):
-                return None
-    sol.report = dataclasses.replace(sol.report, message=sol.report.message + " (budgets and quota do not bind)")
-    return sol

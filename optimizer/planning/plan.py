@@ -1,0 +1,199 @@
+"""Plan any set of workloads (:func:`plan_fleet`) or one workload (:func:`plan_workload`, a plan of one workload):
+make the problem, solve it, verify the plan, write the answer and explain it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import time
+from typing import TYPE_CHECKING
+
+from optimizer.planning.answer import (
+    FleetResult,
+    blocks_too_short,
+    fleet_lines,
+    purchase_notes,
+    unusable_notes,
+    workload_summaries,
+)
+from optimizer.planning.candidates import DEFAULT_PRICING, candidates_for
+from optimizer.planning.horizon import month_label
+from optimizer.planning.problem import (
+    DEFAULT_SPOT_CAPACITY,
+    Budgets,
+    FleetBlock,
+    FleetWorkload,
+    cand_index,
+    placed,
+    placement_group,
+)
+from optimizer.planning.problem_build import make_problem
+from optimizer.planning.solution import money
+from optimizer.planning.solve import as_unplaced, groups_used, solve_cost, solve_roi, trim_allocations, verify
+from optimizer.planning.solver import resolve_solver
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from optimizer.sizing import Workload
+
+
+
+def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock], offers: "pd.DataFrame", *,
+               budget_usd: float | None = None, objective: str = "cost", pricing: tuple[str, ...] | None = None,
+               spot_capacity: int = DEFAULT_SPOT_CAPACITY, solver: str = "auto", time_limit_s: float = 60.0,
+               gap_rel: float = 0.001, explain: bool = True, merge_note: str = "",
+               max_instances: int | None = None, horizon_months: int | None = None, leftover_value: float = 0.0,
+               placement: str = "region", spread: str = "", budgets: Budgets | None = None,
+               start_date: _dt.date | None = None) -> FleetResult:
+    """Plan several workloads over a horizon (minimum cost, or maximum ROI by Dinkelbach).
+
+    Args: as :func:`make_problem`; solver "auto"|"cbc"|"highs"; time_limit_s: wall time of the plan's own solve;
+        explain: also price the strategies, duals, per-provider alternatives and demand sensitivity.
+    Returns a FleetResult (infeasible plans included, with ``reason``). Raises InputError for bad input.
+    """
+    from optimizer.explain import on_demand_rates
+    from optimizer.planning import explain as fx
+
+    t0 = time.perf_counter()
+    if start_date is None:
+        today = _dt.date.today()
+        start_date = _dt.date(today.year + (today.month == 12), today.month % 12 + 1, 1)
+    problem = make_problem(workloads, profiles, offers, budget_usd=budget_usd, objective=objective, pricing=pricing,
+                           spot_capacity=spot_capacity, max_instances=max_instances, horizon_months=horizon_months,
+                           leftover_value=leftover_value, placement=placement, spread=spread, budgets=budgets,
+                           start_date=start_date, keep_unpruned=explain)
+    solver = resolve_solver(solver)
+    res = FleetResult(status="infeasible", objective=objective, horizon_months=problem.horizon_months,
+                      horizon_note=problem.horizon_note, start_month=month_label(start_date, 0),
+                      leftover_value=problem.leftover_value)
+    res.rules = fx.rules(problem)
+    res.solver = {"name": solver, "blocks": len(problem.blocks), "periods": len(problem.periods or []),
+                  "merge": merge_note or problem.merge_note, "pruned": problem.pruned,
+                  "candidates": {w: len(cs) for w, cs in problem.cands.items()},
+                  "rejected": {w: dict(r) for w, r in problem.rejected.items()}}
+    empty = [w for w in workloads if not problem.cands.get(w.name)]
+    if empty:
+        w = empty[0]
+        from optimizer.diagnose import no_fit_reason
+
+        rej = problem.rejected.get(w.name, {})
+        why = no_fit_reason(w.workload, offers, rej)
+        if rej.get("spot_not_allowed") or rej.get("pricing_not_allowed"):
+            fits, _, _ = candidates_for(w.workload, offers, allow_spot=True, pricing=None)
+            offered = sorted({c.offer["pricing"] for c in fits})
+            asked = sorted(set(pricing or DEFAULT_PRICING)
+                           - ({"spot"} if not w.allow_spot else set()))
+            why = {"kind": "pricing", "message": (
+                f"none of the offers that can hold a replica is sold as {', '.join(asked)}; they are offered as: "
+                f"{', '.join(offered)} (change --pricing" + (" or add --allow-spot" if "spot" in offered and
+                                                              not w.allow_spot else "") + ")")}
+        if rej.get("flex_start_training_only"):
+            why = {"kind": "pricing", "message": (
+                f"{rej['flex_start_training_only']} Flex-start offers are for training jobs only (their VMs run at "
+                "most 7 days and start when capacity is found), and no other offer allowed can hold a replica "
+                "(add on_demand or reserved to --pricing)")}
+        res.reason = {**why, "workload": w.name, "message": f"{w.name}: {why['message']}"}
+        long = blocks_too_short(problem)
+        if long:
+            res.reason = {**res.reason, "kind": "pricing", "message": long}
+        return res
+    if objective == "roi":
+        roi_problem = problem
+        if problem.placement != "any" and placed(problem):
+            # each serving workload stays in the placement group the minimum-cost plan chose (the ROI steps then
+            # need no placement binaries); said in the notes
+            base = solve_cost(problem.replace(objective="cost"), solver=solver, time_limit_s=time_limit_s / 2,
+                              gap_rel=gap_rel)
+            if base.report.status in ("optimal", "time_limit"):
+                keep = {w.name: set(groups_used(problem, base, w.name)) for w in placed(problem)}
+                cands = {w: [c for c in cs if w not in keep or placement_group(c.offer, problem.placement) in keep[w]]
+                         for w, cs in problem.cands.items()}
+                roi_problem = as_unplaced(problem.replace(cands=cands))
+                res.notes.append("ROI with placement rules: each serving workload is kept in the "
+                                 + problem.placement + " its minimum-cost plan uses")
+        sol, its = solve_roi(roi_problem, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
+        res.dinkelbach = its
+    else:
+        sol = solve_cost(problem, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
+    rep = sol.report
+    res.solver.update({"status": rep.status, "gap": rep.gap, "seconds": round(rep.seconds, 3), "message": rep.message,
+                       "method": "enumeration" if rep.solver == "enumeration" else "milp"})
+    if rep.status == "infeasible":
+        res.reason = fx.why_infeasible(problem, solver, time_limit_s, gap_rel)
+        long = blocks_too_short(problem)
+        if long and res.reason:
+            res.reason = {**res.reason, "message": f"{long} (else: {res.reason.get('message', '')})"}
+        return res
+    if rep.status not in ("optimal", "time_limit"):
+        res.status = rep.status
+        res.reason = {"kind": "solver", "message": f"the {solver} solver found no plan within {time_limit_s:g} s "
+                                                   f"({rep.message or rep.status}); raise --time-limit or narrow the choice"}
+        return res
+    bad = verify(problem, sol)
+    if bad:
+        res.status = "not_solved"
+        res.reason = {"kind": "solver", "message": f"the solver's plan fails a check ({bad}); no plan is shown rather than a wrong one"}
+        return res
+    res.status = rep.status
+    sol = trim_allocations(problem, sol)
+    res.recurring = problem.recurring
+    cidx = cand_index(problem)
+    used_types = {problem.slots[k].offer["instance_type"] for k in sol.N} | \
+        {cidx[(w, ok)].offer["instance_type"] for (w, ok, _) in list(sol.X) + list(sol.A)}
+    res.lines = fleet_lines(problem, sol, on_demand_rates(offers, used_types))
+    mo = money(problem, sol)
+    for k, v in mo.items():
+        setattr(res, k, v)
+    res.commitment = {"total_over_term_usd": mo["commitment_usd"], "upfront_usd": mo["upfront_usd"]}
+    big = [ln for ln in res.lines if ln.count > 64]
+    if big:
+        res.notes.append(f"{big[0].count} instances of {big[0].instance_type} in {big[0].region}: check your quota "
+                         "(max_instances caps it)")
+    res.workloads, res.blocks = workload_summaries(problem, sol)
+    if objective == "roi":
+        res.value_usd = round(sol.value, 2)
+        res.net_value_usd = round(sol.value - sol.cost, 2)
+        res.roi = None if sol.cost <= 0 else round(sol.value / sol.cost - 1.0, 6)
+        if sol.cost <= 0:
+            res.notes.append("no workload's value pays for its capacity: the ROI-maximizing plan buys nothing")
+    if rep.status == "time_limit":
+        res.notes.append("the solver stopped at its time limit: feasible, not proven optimal "
+                         f"(gap {100 * (rep.gap or 0.0):.3g} %)")
+    if any(ln.estimated for ln in res.lines):
+        res.notes.append("some prices are estimated (source rule:...): reserved rates derived from a documented discount rule")
+    if problem.spread == "zones" and not any(ln.zone for ln in res.lines):
+        res.notes.append("--spread zones: none of the offers used carries a zone in the price data (regional "
+                         "on-demand and reserved prices): put the min_replicas instances in distinct zones when you "
+                         "launch them")
+    if mo["after_horizon_usd"] > 0:
+        res.notes.append(f"commitments outlive the {problem.horizon_months}-month horizon: ${mo['after_horizon_usd']:,.2f} "
+                         f"is still paid after it, counted in the total at {100 * (1 - problem.leftover_value):.0f} %"
+                         " (--leftover-value)")
+    res.binding = fx.binding(problem, sol)
+    res.notes.extend(unusable_notes(problem, len(offers)))
+    res.notes.extend(purchase_notes(problem, sol))
+    if explain and objective == "roi":
+        res.notes.append("the strategy comparison and the provider alternatives price the FULL demand; an ROI plan "
+                         "may serve less, so they are not shown (run --objective cost to compare)")
+    elif explain:
+        fx.explain_into(res, problem, sol, solver, time_limit_s, gap_rel, mo, plan_seconds=rep.seconds)
+    res.solver["total_seconds"] = round(time.perf_counter() - t0, 3)
+    return res
+
+
+def plan_workload(workload: "Workload", offers: "pd.DataFrame", *, name: str = "workload", allow_spot: bool = False,
+                  min_replicas: int | None = None, spot_only_ok: bool = False, start_month: int = 0,
+                  end_month: int | None = None, explain: bool = False, **kw) -> FleetResult:
+    """A plan of one workload (what a single-workload ``recommend`` is): serving at its flat demand
+    ``workload.tokens_per_second``, or a training job before ``workload.deadline_hours``. ``min_replicas`` defaults
+    to 1 for serving (a fleet never drops to zero), 0 for training; other keywords as :func:`plan_fleet`."""
+    from optimizer.planning.demand import flat_profile
+
+    serve = workload.task == "serve"
+    fw = FleetWorkload(name=name, workload=workload, allow_spot=allow_spot,
+                       min_replicas=(1 if serve else 0) if min_replicas is None else min_replicas,
+                       spot_only_ok=spot_only_ok, deadline_hours=None if serve else workload.deadline_hours,
+                       start_month=start_month, end_month=end_month)
+    profiles = {name: flat_profile(float(workload.tokens_per_second or 0.0))} if serve else {}
+    return plan_fleet([fw], profiles, offers, explain=explain, **kw)

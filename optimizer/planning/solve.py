@@ -1,0 +1,583 @@
+"""Solve a planning problem: minimum cost (:func:`solve_cost`: the exact enumerations of
+:mod:`optimizer.planning.exact` and :mod:`optimizer.planning.shared` where they apply, else the MILP of
+:mod:`optimizer.planning.milp`, with a branch and bound over placement groups) or maximum ROI (:func:`solve_roi`,
+Dinkelbach iterations); then check the plan against the problem (:func:`verify`) and drop idle allocations
+(:func:`trim_allocations`). The solver runs themselves (status, gap, wall time) are :mod:`optimizer.planning.solver`'s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+from optimizer.planning.milp import build_fleet_model
+from optimizer.planning.problem import (
+    CAPACITY_BLOCK,
+    CAPACITY_BLOCK_MAX_INSTANCES,
+    Budgets,
+    FleetProblem,
+    cand_index,
+    model_seconds,
+    placed,
+    placement_group,
+    purchase_kind,
+    savings_plan_scope,
+    spot_group,
+)
+from optimizer.planning.prune import drop_lone_training_commitments, prune_fleet
+from optimizer.planning.solution import FleetSolution, money, read_solution, var_value
+from optimizer.planning.solver import SolveReport
+from optimizer.planning.solver import run_solver as solve_fleet  # the planner's name for it
+
+
+
+#: The share of a solve's time limit the shared-commitment enumeration (optimizer/shared.py) may use before the
+#: MILP gets the rest.
+SHARED_TIME_SHARE = 0.4
+
+
+def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_rel=0.001,
+               allowed: set[str] | None = None, exact: bool = True) -> FleetSolution:
+    """Minimum-cost plan. Serving workloads that share nothing (``optimizer.exact.separable``): exactly, by
+    enumeration, no MILP (``exact=False`` skips it). Otherwise, without placement rules (or when no serving
+    workload could be split) one MILP; with them, :func:`_solve_placed`. The enumerations keep to
+    ``time_limit_s`` too (checked between workloads): past it they give no plan, and what is left of the time goes
+    to the solver (an explanation given 2 s spent 10 s in the apart plan of 30 workloads)."""
+    t_start = time.perf_counter()
+    t_end = t_start + float(time_limit_s)
+
+    def left() -> float:
+        return max(0.0, t_end - time.perf_counter())
+
+    fallback = None
+    if exact:
+        from optimizer.planning.exact import solve_separable
+        from optimizer.planning.shared import solve_shared
+
+        sol = solve_separable(problem, allowed=allowed, deadline=t_end)
+        if sol is not None:
+            return sol
+        # several workloads that can share a commitment: proven (returned), or a plan with its bound when some
+        # co-location is past the enumeration's caps (then the MILP's start, and its bound kept)
+        # at most SHARED_TIME_SHARE of the time: what it leaves is the MILP's (a breaker's six services in one
+        # region spent all 20 s here and left CBC 0.5 s: no plan, where the MILP alone found one in 16 s)
+        fallback = solve_shared(problem, allowed=allowed, gap_rel=gap_rel,
+                                  deadline=min(t_end, time.perf_counter() + SHARED_TIME_SHARE * float(time_limit_s)))
+        if fallback is not None and fallback.report.status == "optimal":
+            return fallback
+        sol = solve_within_limits(problem, allowed=allowed, deadline=t_end, gap_rel=gap_rel)
+        if sol is not None:
+            return sol
+        if fallback is None:
+            from optimizer.planning.exact import plan_apart, separable
+
+            if separable(problem, allowed) is not None:  # else it was just tried, and its frontiers are too big
+                # each workload apart: the MILP's start and its fallback (together never above apart)
+                fallback = plan_apart(problem, allowed=allowed, deadline=t_end)
+    if problem.placement != "any" and placed(problem):
+        sol = _solve_placed(problem, solver=solver, time_limit_s=left(), gap_rel=gap_rel, allowed=allowed,
+                            start=fallback)
+        if fallback is not None and sol.report.status == "time_limit" and sol.cost > 0:
+            # the bound of committed instances charged as if always used (optimizer.exact) may be tighter, and
+            # the shared enumeration's bound tighter still
+            from optimizer.planning.exact import shared_lower_bound
+
+            # the bound only narrows the reported gap: a tenth of the limit past it at most, else the gap stands
+            lb = shared_lower_bound(problem, allowed=allowed, deadline=t_end + 0.1 * float(time_limit_s))
+            if fallback.report.bound is not None:
+                lb = max(lb or 0.0, float(fallback.report.bound))
+            if lb is not None and lb > (sol.report.bound or 0.0):
+                gap = max(0.0, (sol.cost - lb) / sol.cost)
+                sol.report = dataclasses.replace(sol.report, bound=lb, gap=gap,
+                                                 status="optimal" if gap <= gap_rel + 1e-9 else "time_limit")
+        return sol
+    m, V = build_fleet_model(problem, allowed=allowed)
+    sol = read_solution(problem, V, solve_fleet(m, solver=solver, time_limit_s=max(left(), 0.5), gap_rel=gap_rel))
+    if fallback is not None and (sol.report.status not in ("optimal", "time_limit") or
+                                   fallback.cost < sol.cost - 1e-9):
+        # the enumeration's plan (shared or apart) beats what the MILP found in its time: it, with the better bound
+        lb = min(fallback.cost, max(float(fallback.report.bound or 0.0),
+                                      float(sol.report.bound or 0.0) if sol.report.status in ("optimal", "time_limit")
+                                      else 0.0))
+        gap = max(0.0, (fallback.cost - lb) / fallback.cost) if fallback.cost > 0 else 0.0
+        proven = gap <= gap_rel + 1e-9
+        # not proven: the MILP ran and did no better in its time — said so, the solver named (a fresh user read
+        # "exact enumeration (no MILP) time_limit, 0.019 s" after 17.5 s of MILP)
+        fallback.report = dataclasses.replace(
+            fallback.report, bound=lb, gap=gap, status="optimal" if proven else "time_limit",
+            solver=fallback.report.solver if proven else solver, seconds=time.perf_counter() - t_start,
+            message=(fallback.report.message if proven else
+                     f"the MILP found no better plan in its time; this is {fallback.report.message}"))
+        return fallback
+    return sol
+
+
+def as_unplaced(problem: FleetProblem) -> FleetProblem:
+    """The problem without the one-group placement rule, its candidates pruned across groups (a relaxation of the
+    placed problem; exact when each serving workload's candidates are already in one group)."""
+    kept = problem.cands if problem.max_instances is not None else prune_fleet(
+        problem.cands, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity, "any",
+        problem.spread, problem.single_slot_costs(), problem.payment_matters())[0]
+    return problem.replace(cands=kept, placement="any")
+
+
+def fix_placement(problem: FleetProblem, sol: FleetSolution) -> FleetProblem:
+    """The problem with each placed serving workload kept in the placement group the plan ``sol`` uses (its
+    candidates, unpruned ones included, filtered), without placement binaries: the explanations price alternatives
+    in the plan's own regions."""
+    ws = placed(problem)
+    if problem.placement == "any" or not ws:
+        return problem
+    keep = {w.name: set(groups_used(problem, sol, w.name)) for w in ws}
+
+    def filt(cands):
+        return {w: [c for c in cs if w not in keep or not keep[w] or placement_group(c.offer, problem.placement) in keep[w]]
+                for w, cs in cands.items()}
+    out = as_unplaced(problem.replace(cands=filt(problem.cands)))
+    out.unpruned = filt(problem.unpruned) if problem.unpruned else None
+    return out
+
+
+def _dominated_groups(problem: FleetProblem) -> set[tuple]:
+    """Placement groups no serving workload needs: group g2 is dominated by g1 when every offer of g2 that some
+    workload can use (instance type, pricing, payment) is in g1 too, at no higher price (spot: its cheapest zone).
+    The same instance type hosts the same replicas anywhere, so a plan placing a workload in g2 maps unit for unit
+    onto g1 at no more cost (training jobs, not placed, keep every group). Of identical groups the first is kept.
+    Returns the dominated groups."""
+    price: dict[tuple, dict[tuple, float]] = {}
+    units: dict[tuple, dict[tuple, set]] = {}  # what each workload's unit of the offer is, in the group
+    for w, cs in problem.cands.items():
+        for c in cs:
+            o = c.offer
+            g = placement_group(o, problem.placement)
+            k = (str(o["instance_type"]), str(o["pricing"]), str(o.get("payment") or ""))
+            d = price.setdefault(g, {})
+            d[k] = min(d.get(k, math.inf), float(o["usd_per_hour"]))
+            units.setdefault(g, {}).setdefault(k, set()).add(
+                (w, c.instances_per_unit, c.replicas_per_unit, round(c.throughput_per_unit, 9)))
+    groups = sorted(price, key=lambda g: (sum(price[g].values()), g))
+    out: set[tuple] = set()
+    for i, g2 in enumerate(groups):
+        for g1 in groups[:i]:
+            if g1 in out:
+                continue
+            p1, p2 = price[g1], price[g2]
+            # the same offer in g1, no dearer, and hosting every workload alike (an instance type sized otherwise in
+            # another region — other memory or links in its rows — is not the same unit: a property test found a
+            # plan called optimal at $10,862.40 where $10,618.00 was feasible)
+            if all(k in p1 and p1[k] <= v * (1 + 1e-12) and units[g1][k] == units[g2][k] for k, v in p2.items()):
+                out.add(g2)
+                break
+    return out
+
+
+def groups_used(problem: FleetProblem, sol: FleetSolution, w: str, placement: str | None = None) -> dict[tuple, float]:
+    """Placement group (of ``placement``, default the problem's) -> what serving workload w spends or uses in it
+    (committed units weigh their offer's price)."""
+    idx = cand_index(problem)
+    placement = placement or problem.placement
+    out: dict[tuple, float] = {}
+    for store in (sol.A, sol.X):
+        for (wn, ok, bi), x in store.items():
+            if wn == w and x > 1e-9:
+                c = idx[(wn, ok)]
+                g = placement_group(c.offer, placement)
+                out[g] = out.get(g, 0.0) + c.usd_per_unit_hour * problem.blocks[bi].hours * x
+    return out
+
+
+def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allowed,
+                  start: FleetSolution | None = None) -> FleetSolution:
+    """Minimum cost with each serving workload in one placement group, by branch and bound on the placement.
+
+    A node allows each placed serving workload a set of groups. An inner node is bounded by its LP relaxation
+    without the one-group rule (no placement binaries; candidates pruned across the allowed groups); a *leaf* (every
+    workload down to one group) is solved as a MILP — small, since its candidates lie in one group each — and is
+    feasible for the placement. An inner node whose bound is not below the incumbent is cut; else the workload with
+    the most allowed groups is branched on: one child per group its LP solution uses (the most used first), and one
+    child with those groups removed. Nodes are explored best bound first, so the plan is proven optimal within
+    ``gap_rel`` — or, at the time limit, reported with its true gap (the smallest open bound). ``start``: a
+    feasible plan to begin with (each workload planned apart, ``optimizer.exact``): nodes whose bound is not below
+    it are cut from the first, and it is the plan if nothing beats it.
+    """
+    import heapq
+
+    t0 = time.perf_counter()
+    t_end = t0 + time_limit_s
+    base = problem.cands
+    serving = placed(problem)
+    all_groups = {w.name: frozenset(placement_group(c.offer, problem.placement) for c in base.get(w.name, []))
+                  for w in serving}
+    if problem.spread != "zones" and problem.max_instances is None:
+        drop = _dominated_groups(problem)
+        all_groups = {w: (gs - drop) or gs for w, gs in all_groups.items()}
+    costs = problem.single_slot_costs()
+
+    def node_problem(allow: dict[str, frozenset]) -> FleetProblem:
+        cands = {w: ([c for c in cs if placement_group(c.offer, problem.placement) in allow[w]] if w in allow else cs)
+                 for w, cs in base.items()}
+        kept, _ = (prune_fleet(cands, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity,
+                               "any", problem.spread, costs, problem.payment_matters())
+                   if problem.max_instances is None else (cands, 0))
+        sub = problem.replace(cands=kept, placement="any")
+        return drop_lone_training_commitments(sub) if hourly_allowed else sub
+
+    hourly_allowed = allowed is None or "on_demand" in allowed
+    serving_only = [w for w in problem.workloads if not w.training and not w.divisible]
+    bound_cache: dict[tuple, float] = {}
+
+    def serving_bound(allow: dict[str, frozenset]) -> float:
+        """A lower bound on every plan of the node: the exact minimum of its serving workloads alone (no training
+        job, no budget; ``optimizer.exact.solve_separable``, by enumeration). The serving part of any plan of the
+        node — every commitment it buys and the serving workloads' hourly units — is such a plan and costs no
+        more; 0 when the serving workloads are not separable (they share a commitment, quotas, spread...)."""
+        from optimizer.planning.exact import solve_separable
+
+        key = tuple(sorted((w, tuple(sorted(g))) for w, g in allow.items()))
+        if key not in bound_cache:
+            if not serving_only or len(serving_only) == len(problem.workloads) and not problem.budgets.any():
+                bound_cache[key] = 0.0  # serving alone, no budget: the node's own MILP/LP is that problem
+            else:
+                cands = {w.name: [c for c in base.get(w.name, []) if w.name not in allow or
+                                  placement_group(c.offer, problem.placement) in allow[w.name]] for w in serving_only}
+                sub = problem.replace(workloads=serving_only, cands=cands, work_flops={}, budgets=Budgets(),
+                                      budget_usd=None, placement="any")
+                sol = solve_separable(sub, allowed=allowed, deadline=t_end)
+                bound_cache[key] = 0.0 if sol is None or sol.report.status != "optimal" else float(sol.cost)
+        return bound_cache[key]
+
+    def left() -> float:
+        return max(0.5, t_end - time.perf_counter())
+
+    def relax(sub):
+        """(LP bound, what each placed workload spends per group in the LP solution), (None, {}) when the LP is
+        infeasible, or (NaN, {}) when it was not solved in its time."""
+        m, V = build_fleet_model(sub, allowed=allowed, relax=True)
+        rep = solve_fleet(m, solver=solver, time_limit_s=left(), gap_rel=gap_rel)
+        if rep.status != "optimal":
+            return (None if rep.status == "infeasible" else math.nan), {}
+        sol = FleetSolution(report=rep)
+        for store, src in ((sol.A, V.A), (sol.X, V.X)):
+            for k, v in src.items():
+                x = var_value(v)
+                if x > 1e-9:
+                    store[k] = x
+        return float(rep.objective or 0.0), {w.name: groups_used(sub, sol, w.name, problem.placement) for w in serving}
+
+    def leaf(sub):
+        m, V = build_fleet_model(sub, allowed=allowed)
+        rep = solve_fleet(m, solver=solver, time_limit_s=left(), gap_rel=gap_rel)
+        sol = read_solution(sub, V, rep)
+        if rep.status == "time_limit":
+            return sol, (rep.bound if rep.bound is not None else 0.0)
+        return sol, (rep.bound if rep.bound is not None else sol.cost)
+
+    nblocks = len(problem.blocks)
+
+    def node_seconds(allow: dict[str, frozenset]) -> float:
+        """The least a node's solve can take (:func:`model_seconds` of its candidates before pruning)."""
+        return model_seconds(nblocks, {w: [c for c in cs if w not in allow or
+                                           placement_group(c.offer, problem.placement) in allow[w]]
+                                       for w, cs in base.items()})
+
+    best: FleetSolution | None = start
+    open_bounds: list[float] = []
+    counter = nodes = lps = milps = 0
+    heap: list = [(0.0, 0, {w.name: all_groups[w.name] for w in serving})]
+    timed_out = False
+    while heap:
+        bound, _, allow = heapq.heappop(heap)
+        if best is not None and bound >= best.cost * (1 - gap_rel) - 1e-6:
+            continue
+        if time.perf_counter() + node_seconds(allow) >= t_end:
+            # not started when it could not end in time: its bound stays open (the plan keeps to its time limit)
+            open_bounds.append(bound)
+            timed_out = True
+            continue
+        sb = serving_bound(allow)
+        if best is not None and sb >= best.cost * (1 - gap_rel) - 1e-6:
+            continue  # its serving workloads alone already cost the incumbent: nothing below it is cheaper
+        bound = max(bound, sb)
+        nodes += 1
+        sub = node_problem(allow)
+        if all(len(g) == 1 for g in allow.values()):
+            milps += 1
+            sol, b2 = leaf(sub)
+            if sol.report.status == "infeasible":
+                continue  # no plan in this placement
+            if sol.report.status not in ("optimal", "time_limit"):
+                # no plan found in its time (not_solved): its bound stays open. It was dropped as if infeasible, and
+                # a dearer leaf was then called optimal (CBC, 240 blocks, 8 s: $46,643 "optimal" for a $31,799
+                # optimum; tests/test_exact.py::test_a_long_profile_is_exact_where_the_milp_is_slow)
+                open_bounds.append(bound)
+                timed_out = True
+                continue
+            if sol.report.status == "time_limit":
+                open_bounds.append(max(bound, b2))
+                timed_out = True
+            if best is None or sol.cost < best.cost - 1e-9:
+                best = sol
+            continue
+        lps += 1
+        lb, used = relax(sub)
+        if lb is None:
+            continue  # the relaxation is infeasible: so is every plan below
+        if math.isnan(lb):  # not solved in its time: the node's bound stays open (never dropped as infeasible)
+            open_bounds.append(bound)
+            timed_out = True
+            continue
+        lb = max(lb, bound)
+        if best is not None and lb >= best.cost * (1 - gap_rel) - 1e-6:
+            continue
+        wname = max((w for w in allow if len(allow[w]) > 1), key=lambda w: (len(used.get(w) or ()) > 1, len(allow[w])))
+        g_used = {g: v for g, v in (used.get(wname) or {}).items() if g in allow[wname]}
+        children = [frozenset({g}) for g in sorted(g_used, key=lambda g: -g_used[g])]
+        rest = allow[wname] - frozenset(g_used)
+        if not children:  # the LP gives the workload nothing to serve: any single group will do; split in two
+            ordered = sorted(allow[wname])
+            children, rest = [frozenset(ordered[: len(ordered) // 2])], frozenset(ordered[len(ordered) // 2:])
+        if rest:
+            children.append(rest)
+        for ch in children:
+            counter += 1
+            heapq.heappush(heap, (lb, counter, {**allow, wname: ch}))
+    solves = f"{lps} LPs, {milps} MILPs"
+    nodes_note = nodes
+    if best is None:
+        return FleetSolution(report=SolveReport("not_solved" if timed_out else "infeasible", solver=solver,
+                                                seconds=time.perf_counter() - t0,
+                                                message="no plan meets every constraint with each serving workload "
+                                                        "in one placement group" if not timed_out else "time limit"))
+    lb = min(open_bounds + [h[0] for h in heap] + [best.cost])
+    gap = max(0.0, (best.cost - lb) / best.cost) if best.cost > 0 else 0.0
+    status = "optimal" if gap <= gap_rel + 1e-9 and not timed_out else "time_limit"
+    # a copy: the start the caller passed keeps its own report (and bound)
+    return dataclasses.replace(best, report=dataclasses.replace(
+        best.report, solver=solver, status=status, gap=gap if status == "time_limit" else 0.0, bound=lb,
+        seconds=time.perf_counter() - t0, message=f"placement branch and bound: {nodes_note} nodes, {solves}"))
+
+
+def solve_roi(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_rel=0.001,
+              max_iterations: int = 30, tol: float = 1e-6) -> tuple[FleetSolution, list[dict[str, float]]]:
+    """Maximum ROI = value / cost - 1, exactly, by Dinkelbach iterations over MILPs.
+
+    lambda_0 = 0; at each step solve max value - lambda x cost (a MILP), then lambda <- value / cost of that
+    plan; stop when the optimum of the step is within ``tol`` x cost of 0 (then lambda is the best value/cost
+    ratio; Dinkelbach 1967, "On nonlinear fractional programming"). Returns (the plan, the iterations:
+    lambda, value, cost, F(lambda)). A plan with zero cost has no ROI: returned as is (nothing is worth buying).
+    """
+    lam = 0.0
+    its: list[dict[str, float]] = []
+    best: FleetSolution | None = None
+    first: FleetSolution | None = None
+    deadline = time.perf_counter() + time_limit_s
+    for _ in range(max_iterations):
+        m, V = build_fleet_model(problem, lam=lam)
+        left = max(1.0, deadline - time.perf_counter())
+        rep = solve_fleet(m, solver=solver, time_limit_s=left, gap_rel=gap_rel)
+        sol = read_solution(problem, V, rep)
+        if rep.status not in ("optimal", "time_limit"):
+            return (best or sol), its
+        first = first or sol
+        f = sol.value - lam * sol.cost
+        its.append({"lambda": lam, "value": round(sol.value, 6), "cost": round(sol.cost, 6), "F": round(f, 6)})
+        # keep the plan with the best value/cost so far: at the optimum lambda the empty plan also scores F = 0
+        if sol.cost > 1e-9 and (best is None or sol.value / sol.cost > best.value / best.cost):
+            best = sol
+        if sol.cost <= 1e-9 or abs(f) <= tol * max(sol.cost, 1.0) or time.perf_counter() >= deadline:
+            break
+        lam = sol.value / sol.cost
+    if best is not None and best.value < best.cost and all(w.min_replicas <= 0 for w in problem.workloads):
+        # every plan loses money (ROI < 0) and nothing is mandatory: buying nothing is the better answer
+        return FleetSolution(report=best.report), its
+    return (best or first), its  # type: ignore[return-value]
+
+
+def solve_within_limits(problem: FleetProblem, *, allowed: set[str] | None = None,
+                        deadline: float | None = None, gap_rel: float = 0.001) -> FleetSolution | None:
+    """The exact plan of ``problem`` when its budgets and quota do not bind: the plan of the problem without them
+    (:func:`solve_separable`; where workloads could share a commitment ``optimizer.shared.solve_shared``, proven
+    within ``gap_rel``) is returned, labelled optimal, when it keeps every limit — cash in every month
+    <= the monthly budget (the MILP bounds the first month of each period, which this implies), total <=
+    budget_total, upfront <= max_upfront, commitment <= max_commitment, and at most ``max_instances`` instances of
+    one instance type in one region in every block (hourly units and the commitments covering the block). A
+    relaxation's optimum that is feasible is optimal. None when they bind (the MILP plans) or neither enumeration applies.
+    """
+    from optimizer.planning.exact import solve_separable
+
+    if not (problem.budgets.any() or problem.max_instances is not None):
+        return None
+    free = problem.replace(budgets=Budgets(), budget_usd=None, max_instances=None)
+    sol = solve_separable(free, allowed=allowed, deadline=deadline)
+    if sol is None:
+        from optimizer.planning.shared import solve_shared
+
+        sol = solve_shared(free, allowed=allowed, gap_rel=gap_rel, deadline=deadline)
+        if sol is not None and sol.report.status != "optimal":
+            return None  # not proven: the MILP plans with the limits
+    if sol is None:
+        return None
+    bg = problem.budgets
+    mo = money(problem, sol)
+    if bg.monthly is not None and mo["max_month_usd"] > bg.monthly:
+        return None
+    if bg.total is not None and mo["total_usd"] > bg.total:
+        return None
+    if bg.upfront is not None and mo["upfront_usd"] > bg.upfront:
+        return None
+    if bg.commitment is not None and mo["commitment_usd"] > bg.commitment:
+        return None
+    if problem.max_instances is not None:
+        cidx = {(w, c.okey): c for w, cs in problem.cands.items() for c in cs}
+        for bi in range(len(problem.blocks)):
+            p = problem.period_of(problem.blocks[bi])
+            count: dict[tuple, float] = {}
+            for (w, ok, b), x in sol.X.items():
+                if b == bi:
+                    c = cidx[(w, ok)]
+                    g = spot_group(c.offer)
+                    count[g] = count.get(g, 0.0) + c.instances_per_unit * x
+            for k, n in sol.N.items():
+                s = problem.slots[k]
+                if s.start_month <= p.start_month < s.end_month:
+                    g = spot_group(s.offer)
+                    count[g] = count.get(g, 0.0) + n
+            if any(v > problem.max_instances + 1e-9 for v in count.values()):
+                return None
+    sol.report = dataclasses.replace(sol.report, message=sol.report.message + " (budgets and quota do not bind)")
+    return sol
+
+
+def verify(problem: FleetProblem, sol: FleetSolution) -> str | None:
+    """Check the plan meets every serving block, every training job, the redundancy and the sharing rule."""
+    idx = cand_index(problem)
+    cap: dict[tuple[str, int], float] = {}
+    for store in (sol.A, sol.X):
+        for (w, ok, bi), x in store.items():
+            cap[(w, bi)] = cap.get((w, bi), 0.0) + idx[(w, ok)].throughput_per_unit * x
+    for w in problem.workloads:
+        if w.training:
+            if problem.objective == "roi" and not sol.Z.get(w.name):
+                continue
+            done = sum(cap.get((w.name, bi), 0.0) * 3600.0 * problem.before_deadline(w, b) * problem.months(b)
+                       for bi, b in enumerate(problem.blocks))
+            if done < problem.work_flops[w.name] * (1 - 1e-6):
+                return f"{w.name}: {done:.6g} FLOPs planned for {problem.work_flops[w.name]:.6g} needed"
+        elif problem.objective == "cost":
+            for bi, b in enumerate(problem.blocks):
+                if problem.active(w, b) and cap.get((w.name, bi), 0.0) < b.demand.get(w.name, 0.0) * (1 - 1e-9):
+                    return f"{w.name}: block {b.label or bi} has {cap.get((w.name, bi), 0.0):.6g} tokens/s for {b.demand.get(w.name):.6g}"
+    used: dict[tuple[str, int], float] = {}
+    for (w, ok, bi), a in sol.A.items():
+        used[(ok, bi)] = used.get((ok, bi), 0.0) + idx[(w, ok)].instances_per_unit * a
+    kinds = {c.okey: purchase_kind(c.offer) for cs in problem.cands.values() for c in cs}
+    spend: dict[tuple[str, int], float] = {}
+    block_use: dict[tuple[str, str], float] = {}
+    serve_use: dict[tuple[str, int], float] = {}
+    for (w, ok, bi), a in sol.A.items():
+        c = idx[(w, ok)]
+        b = problem.blocks[bi]
+        if kinds.get(ok) == "savings_plan":
+            key = (savings_plan_scope(c.offer), bi)
+            spend[key] = spend.get(key, 0.0) + c.usd_per_unit_hour * a
+        elif kinds.get(ok) == CAPACITY_BLOCK and problem.workloads_by_name()[w].training:
+            block_use[(w, ok)] = block_use.get((w, ok), 0.0) + a * problem.before_deadline(
+                problem.workloads_by_name()[w], b) * problem.months(b)
+        elif kinds.get(ok) == CAPACITY_BLOCK:
+            key = (ok, bi)
+            serve_use[key] = serve_use.get(key, 0.0) + c.instances_per_unit * a
+    for (ok, bi), u in used.items():
+        p = problem.period_of(problem.blocks[bi])
+        kind = kinds.get(ok)
+        if kind == "savings_plan":
+            continue
+        if kind == CAPACITY_BLOCK:
+            have = sum(v for kk, v in sol.CB.items() if kk[0] == "window" and kk[1] == ok
+                       and kk[2] <= p.start_month and p.end_month <= kk[3])
+            if serve_use.get((ok, bi), 0.0) > have + 1e-6:
+                return f"capacity block {ok} over-used in block {bi}"
+            continue
+        have = sum(sol.N.get(k, 0) for k in problem.covering(ok, p))
+        if u > have + 1e-6:
+            return f"committed offer {ok} over-used in block {bi}"
+    for (scope, bi), u in spend.items():
+        have = sum(sol.SP.get(k, 0.0) for k in problem.covering_plans(scope, problem.period_of(problem.blocks[bi])))
+        if u > have * (1 + 1e-6) + 1e-6:
+            return f"savings plan {scope} over-spent in block {bi}: {u:.6g} USD/h for {have:.6g}"
+    wl = problem.workloads_by_name()
+    for (w, ok), hours in block_use.items():
+        days, units = sol.CB.get(("job", w, ok), 0), sol.CB.get(("job_units", w, ok), 0)
+        if hours > 24.0 * days * (1 + 1e-6) + 1e-6:
+            return f"capacity block {ok} of {w} used {hours:.6g} unit-hours for {days} unit-days"
+        at_once = max(a for (w2, o2, _), a in sol.A.items() if w2 == w and o2 == ok)
+        k = idx[(w, ok)].instances_per_unit
+        window = problem.job_window_hours(wl[w])
+        f_days, rem = int(window // 24.0), window - 24.0 * int(window // 24.0)
+        if hours > (rem * days + (24.0 - rem) * f_days * units) * (1 + 1e-6) + 1e-6 and rem > 1e-9:
+            return f"capacity blocks {ok} of {w}: {hours:.6g} unit-hours do not fit {days} whole days in {window:g} h"
+        if at_once > units + 1e-6 or days < units or days > units * problem.job_block_days(wl[w]) \
+                or units * k > CAPACITY_BLOCK_MAX_INSTANCES + 1e-9:
+            return (f"capacity blocks {ok} of {w}: {at_once:.6g} units at once, {units} bought for {days} unit-days "
+                    f"(each unit a day at least, within {problem.job_block_days(wl[w])} days, at most "
+                    f"{CAPACITY_BLOCK_MAX_INSTANCES} instances)")
+    return None
+
+
+def trim_allocations(problem: FleetProblem, sol: FleetSolution) -> FleetSolution:
+    """Committed capacity is paid whatever the use, so the solver may assign spare committed units to a workload
+    that does not need them. For reporting (utilization), remove them: serving units on committed offers are taken
+    away one by one while the block still meets its demand and redundancy; training work on committed offers is
+    scaled down to what the job needs. Costs do not change."""
+    import copy
+
+    idx = cand_index(problem)
+    A = dict(sol.A)
+    X = dict(sol.X)
+    for w in problem.workloads:
+        if w.training:
+            need = problem.work_flops[w.name]
+            work = lambda store: sum(idx[(w.name, ok)].throughput_per_unit * 3600.0 *  # noqa: E731
+                                     problem.before_deadline(w, problem.blocks[bi]) *
+                                     problem.months(problem.blocks[bi]) * v
+                                     for (wn, ok, bi), v in store.items() if wn == w.name)
+            a_work, x_work = work(A), work(X)
+            if a_work > 0 and a_work + x_work > need * (1 + 1e-9):
+                f = max(0.0, need - x_work) / a_work * (1 + 1e-12)
+                for k in [k for k in A if k[0] == w.name]:
+                    A[k] *= f
+            continue
+        for bi, b in enumerate(problem.blocks):
+            d = b.demand.get(w.name, 0.0)
+            keys = sorted((k for k in A if k[0] == w.name and k[2] == bi),
+                          key=lambda k: -idx[(w.name, k[1])].throughput_per_unit)
+
+            def state():
+                cap = reps = nonspot = inst = inst_ns = 0.0
+                for store in (A, X):
+                    for (wn, ok, b2), v in store.items():
+                        if wn == w.name and b2 == bi:
+                            c = idx[(wn, ok)]
+                            cap += c.throughput_per_unit * v
+                            reps += c.replicas_per_unit * v
+                            inst += c.instances_per_unit * v
+                            if c.offer["pricing"] != "spot":
+                                nonspot += c.replicas_per_unit * v
+                                inst_ns += c.instances_per_unit * v
+                return cap, reps, nonspot, inst, inst_ns
+            for k in keys:
+                while A.get(k, 0) >= 1:
+                    c = idx[(w.name, k[1])]
+                    cap, reps, nonspot, inst, inst_ns = state()
+                    m = w.min_replicas
+                    if (cap - c.throughput_per_unit >= d * (1 - 1e-12) and reps - c.replicas_per_unit >= m
+                            and inst - c.instances_per_unit >= (0 if w.divisible else m)
+                            and (w.spot_only_ok or (nonspot - c.replicas_per_unit >= m
+                                                    and inst_ns - c.instances_per_unit >= (0 if w.divisible else m)))
+                            and problem.spread != "zones"):
+                        A[k] -= 1
+                    else:
+                        break
+    out = copy.copy(sol)
+    out.A = {k: v for k, v in A.items() if v > 1e-9}
+    return out

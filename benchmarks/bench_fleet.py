@@ -5,11 +5,11 @@ and never in unit tests.
     python benchmarks/bench_fleet.py --profile    # also prints cProfile's top functions of each plan
     python benchmarks/bench_fleet.py --scenarios 30x168 --solvers cbc
 
-Scenarios, on the shipped snapshot (``optimizer.fleet.plan_fleet``, the one model, default options of
+Scenarios, on the shipped snapshot (``optimizer.planning.plan.plan_fleet``, the one model, default options of
 ``gpuopt recommend``: 12-month horizon, placement region, no spot):
 
 * ``1x720``: the Llama-2-13B chat service of ``3x720`` alone (one workload: planned exactly by enumeration,
-  ``optimizer/exact.py``; the MILP alone, measured by hand: HiGHS 1.16 stops at 60 s with a 9.4 % gap on its
+  ``optimizer/planning/exact.py``; the MILP alone, measured by hand: HiGHS 1.16 stops at 60 s with a 9.4 % gap on its
   one-region leaf);
 * ``3x720``: three serving workloads (Llama-2-13B chat with 2 replicas always up, Mistral-7B code assistant,
   Llama-3-70B assistant), each with a demand profile of 720 hourly values (a month of distinct hours: an inline
@@ -81,7 +81,7 @@ def scenario(name: str):
         w = Workload(task="serve", model=load_model(model), tokens_per_second=max(values))
         return FleetWorkload(wname, w, min_replicas=min_replicas), inline_profile(values)
 
-    if name == "1x720":  # the chat service of 3x720 alone: separable, planned exactly by optimizer.exact
+    if name == "1x720":  # the chat service of 3x720 alone: separable, planned exactly by optimizer.planning.exact
         items = [serve("chat", "Llama-2-13B", demand_values(720, 1400, 0, 1), 2)]
     elif name == "3x720":
         items = [serve("chat", "Llama-2-13B", demand_values(720, 1400, 0, 1), 2),

@@ -4,7 +4,7 @@
     python benchmarks/bench_recommend.py --profile    # also prints cProfile's top functions of the slow runs
 
 Everything goes through the one planning model: ``gpuopt recommend`` / ``gpuopt.api.recommend`` end to end, and
-``optimizer.fleet.plan_fleet`` for the model alone.
+``optimizer.planning.plan.plan_fleet`` for the model alone.
 
 (a) On the shipped snapshot (the user price cache is replaced by an empty one, so the shipped prices are used):
     - wall time of ``gpuopt --help`` and of ``python -c "import gpuopt.cli"`` (best and median of 5);

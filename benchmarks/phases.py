@@ -1,20 +1,20 @@
 """Phase timers for the benchmarks: wrap the planner's steps (in memory only, for the benchmark process) and add up
 the wall time spent in each, so a run says where its time went without a profiler's overhead.
 
-Phases (inclusive wall time, summed over calls):
+Phases (inclusive wall time, summed over calls; modules of ``optimizer.planning``):
     make_problem          periods, blocks, candidates and pruning (contains the four below)
-    unit_table            sizing every offer row into unit arrays, once per distinct hardware (optimizer.planning.candidates)
-    prefilter_rows        dropping, on those arrays, rows pruning would drop (optimizer.planning.problem_build)
-    make_candidates       Candidate objects for the rows kept (optimizer.planning.candidates.UnitTable.candidates)
-    prune_fleet           dominance pruning (optimizer.planning.prune), in make_problem and again in every placement node
-    solve_separable       the exact enumeration (optimizer.planning.exact), when the plan splits by workload
+    unit_table            sizing every offer row into unit arrays, once per distinct hardware (planning.candidates)
+    prefilter_rows        dropping, on those arrays, rows pruning would drop (planning.problem_build)
+    make_candidates       Candidate objects for the rows kept (planning.candidates.UnitTable.candidates)
+    prune_fleet           dominance pruning (planning.prune), in make_problem and again in every placement node
+    solve_separable       the exact enumeration (planning.exact), when the plan splits by workload
     build_fleet_model     writing the MILP with PuLP (variables, rows)
     solve_fleet           the solver call (contains the three below)
       pulp_write_mps      PuLP writing the MPS file CBC reads
       pulp_read_solution  PuLP reading CBC's solution file
       (solver process     solve_fleet - the two above, for CBC)
     read_solution, trim_allocations, fleet_lines, workload_summaries, verify, binding: reading the answer
-    explain_into          the explanations (optimizer.planning.explain)
+    explain_into          the explanations (planning.explain)
 
 Calls made inside ``explain_into`` are booked as ``explain/<phase>`` (summed over its threads, so they can exceed
 its wall time).

@@ -641,7 +641,7 @@ def _names(value) -> list[str]:
 @dataclass
 class RecommendResult:
     """What `gpuopt recommend` prints: the workload(s) it planned (and where they came from), the prices it used,
-    and the plan with its explanation (optimizer.fleet.FleetResult)."""
+    and the plan with its explanation (optimizer.planning.answer.FleetResult)."""
 
     workload: dict[str, Any]
     workload_origin: str
@@ -699,7 +699,7 @@ def recommend(*, budget: float | None = None, model: str | None = None, params: 
 
     The plan comes from the options laid over ``workload_file`` (either format; gpuopt.plan_spec), else
     ``./gpuopt.yaml``, else the options alone, else the bundled example. Offers come from the shipped snapshot, the
-    cache, or ``catalog`` (an offers CSV). One planning model plans it (optimizer.fleet).
+    cache, or ``catalog`` (an offers CSV). One planning model plans it (optimizer.planning).
 
     Args (units): budget USD, the most spent in any one month (cash: hourly + recurring + upfronts of that month);
         budget_total USD over the horizon; max_upfront, max_commitment USD; horizon months (default: 12 with a
@@ -828,7 +828,7 @@ def _zone_kinds(df):
 
 
 def _recommend_plan(plan_path, cwd, options: dict[str, Any], explain: bool = True) -> "RecommendResult":
-    """Plan the workloads of a plan file / options with the one planning model (optimizer.fleet)."""
+    """Plan the workloads of a plan file / options with the one planning model (optimizer.planning)."""
     from optimizer.planning.plan import plan_fleet
     from optimizer.planning.problem import Budgets, FleetWorkload
     from optimizer.sizing import Workload, validate_workload

@@ -355,7 +355,7 @@ def charges_from_plan(result, period_start=None, *, granularity: str = "month",
     per line and day of those months).
 
     Args:
-        result: a RecommendResult (or its ``plan``, an optimizer.fleet.FleetResult).
+        result: a RecommendResult (or its ``plan``, an optimizer.planning.answer.FleetResult).
         period_start: start of the horizon's first month (date, datetime or ISO string, UTC); default: the first day
             of ``plan.start_month``. Month m of the horizon is the calendar month m after it.
         granularity: "month" or "day" (each month split evenly into daily charge periods).

@@ -175,7 +175,7 @@ def _prices_line(prices: dict) -> str:
 
 
 def recommend(result, fmt: str) -> None:
-    """Render a gpuopt.api.RecommendResult (the plan of optimizer.fleet and its explanation)."""
+    """Render a gpuopt.api.RecommendResult (the plan of optimizer.planning and its explanation)."""
     if fmt == "json":
         _json(result.to_dict())
         return
@@ -511,7 +511,7 @@ def _least_headroom(plan) -> str:
 
 
 def _plan(con, plan) -> None:
-    """Render an optimizer.fleet.FleetResult: the rules first, then the plan, its money and commitments, the
+    """Render an optimizer.planning.answer.FleetResult: the rules first, then the plan, its money and commitments, the
     workloads, the strategies (each with its commitment) and the explanation."""
     from rich.table import Table
 

@@ -1,4 +1,4 @@
-"""Small pure helpers the plan's explanation shares (optimizer.fleet, optimizer.fleet_explain, gpuopt.focus)."""
+"""Small pure helpers the plan's explanation shares (optimizer.planning.plan and .explain, gpuopt.focus)."""
 
 from __future__ import annotations
 

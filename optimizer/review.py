@@ -2,7 +2,7 @@
 
 Input: hourly GPU usage read from a billing export (providers.usage.read_usage -> UsageData). For each
 (provider, region, instance type) the on-demand usage of the lookback window is the demand, hour by hour, of the
-same MILP as `gpuopt recommend` (optimizer.fleet: committed instances billed every hour, on-demand per block; the
+same MILP as `gpuopt recommend` (optimizer.planning: committed instances billed every hour, on-demand per block; the
 hours of equal demand merged, the load-duration curve): its committed count is the recommended quantity. Nothing
 here is a rule of thumb; the closed form "commit to n while the share of hours with at least n instances exceeds
 reserved/on-demand" is used only as a cross-check in the tests.
@@ -300,7 +300,7 @@ def _offer(offers, provider, region, itype, pricing, payment=""):
 
 def recommend_commitment(counts: list[float], od: dict, ri: dict, *, solver: str = "cbc",
                          time_limit_s: float = 30.0):
-    """The MILP of optimizer.fleet over one instance type's hourly on-demand usage.
+    """The MILP of optimizer.planning over one instance type's hourly on-demand usage.
 
     Args: counts: instances running in each hour of the window; od, ri: the on-demand and the reserved offer rows
         (dicts). Returns (quantity N, monthly cost with the commitment, monthly on-demand

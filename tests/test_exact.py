@@ -1,6 +1,7 @@
-"""The exact enumeration of optimizer/exact.py against the planning MILP (optimizer.fleet, exact=False): the same
-optimum on random small catalogs (replicas and instances per unit, min_replicas floors, several blocks, placement
-groups, commitments of several payment options), handed back to the MILP whenever workloads could share."""
+"""The exact enumeration of optimizer/planning/exact.py against the planning MILP (optimizer.planning.solve,
+exact=False): the same optimum on random small catalogs (replicas and instances per unit, min_replicas floors, several
+blocks, placement groups, commitments of several payment options), handed back to the MILP whenever workloads could
+share."""
 
 from __future__ import annotations
 
@@ -101,7 +102,7 @@ def test_the_milp_plans_whatever_could_share_or_is_bounded():
     assert separable(pr) == "a committed offer two workloads can share"
     assert solve_separable(pr) is None
     # and the MILP shares the one reservation between the day and the night service: 1 instance bought, not 2
-    # (solve_cost plans it by optimizer.shared: tests/test_shared.py)
+    # (solve_cost plans it by optimizer.planning.shared: tests/test_shared.py)
     sol = solve_cost(pr, gap_rel=0.0, exact=False)
     assert sol.report.solver != "enumeration" and sum(sol.N.values()) == 1
     one = [_cand("r1", "x", "on_demand", 1.0, 100.0)]
@@ -196,8 +197,8 @@ def test_several_periods_without_commitments_are_planned_exactly(kw, monkeypatch
 
 
 def _periods_problem(cands, demands, mins, H, windows, **kw):
-    """A problem cut into periods as make_problem cuts them (optimizer.horizon.periods: workload starts/ends, term
-    renewals), each period with the same blocks; ``windows`` = workload -> (start_month, end_month)."""
+    """A problem cut into periods as make_problem cuts them (optimizer.planning.horizon.periods: workload starts/ends,
+    term renewals), each period with the same blocks; ``windows`` = workload -> (start_month, end_month)."""
     from optimizer.planning.horizon import periods as make_periods
 
     names = list(cands)

@@ -1,7 +1,7 @@
-"""Reproducers of the failures a breaker found in the exact enumeration (optimizer/exact.py), checked against the
-planning MILP (optimizer.fleet.solve_cost(exact=False, gap_rel=0)): a frontier too big taken for an infeasible
-group, a demand tolerance stricter than the plan check, frontiers that grew for tens of seconds (now handed to the
-MILP past MAX_GENERATED: speed is measured in benchmarks/, here the outcome), a workload that needs nothing."""
+"""Reproducers of the failures a breaker found in the exact enumeration (optimizer/planning/exact.py), checked against
+the planning MILP (optimizer.planning.solve.solve_cost(exact=False, gap_rel=0)): a frontier too big taken for an
+infeasible group, a demand tolerance stricter than the plan check, frontiers that grew for tens of seconds (now handed
+to the MILP past MAX_GENERATED: speed is measured in benchmarks/, here the outcome), a workload that needs nothing."""
 
 from __future__ import annotations
 

@@ -223,8 +223,8 @@ def test_an_hourly_offer_running_alike_through_consecutive_periods_is_one_line()
 
 @pytest.mark.parametrize("solver", ["cbc", "highs"])
 def test_lp_relaxation_without_presolve_has_the_same_optimum_and_duals(solver):
-    """The shadow prices' LP is solved with presolve off (optimizer.solve.run_solver(presolve=False): measured 0.7 s
-    instead of 3.3 s in CBC on a one-region LP of 720 blocks); its optimum and the demand rows' duals are those of
+    """The shadow prices' LP is solved with presolve off (optimizer.planning.solver.run_solver(presolve=False): measured
+    0.7 s instead of 3.3 s in CBC on a one-region LP of 720 blocks); its optimum and the demand rows' duals are those of
     the LP with presolve. Reserved 0.6 $/h (12-month term), on-demand 1.0 $/h, units of 250 tokens/s, demand 1,000
     by day and 200 by night: the LP reserves 0.8 unit (the night) and buys the day's rest on demand."""
     from optimizer.planning.milp import build_fleet_model

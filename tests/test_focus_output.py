@@ -293,7 +293,7 @@ def test_fleet_rows_run_only_in_their_months_and_name_their_workloads():
     assert {r["x_PricingModel"] for r in rows} == {ln.pricing for ln in plan.lines}
     starts = _month_starts(plan.start_month, plan.horizon_months)
     # the serving lines run months 1-12 (alike in month 1, with the training jobs, and in months 2-12: one line
-    # each, optimizer.fleet._merge_periods); the training jobs month 1 only
+    # each, optimizer.planning.answer.merge_periods); the training jobs month 1 only
     assert any(ln.start_month == 1 and ln.end_month == 12 for ln in plan.lines)
     assert any(ln.end_month == 1 for ln in plan.lines)
     for ln in plan.lines:

@@ -1,5 +1,5 @@
 """The whole planner (sizing + the one planning model + explanation) on small catalogs of real offers from the shipped
-snapshot: a single workload is a plan of one workload (optimizer.fleet.plan_workload)."""
+snapshot: a single workload is a plan of one workload (optimizer.planning.plan.plan_workload)."""
 
 from __future__ import annotations
 

@@ -228,7 +228,7 @@ def test_placement_branch_and_bound_equals_brute_force(p, demand, H):
     if max(math.ceil(max(demand) / c.throughput_per_unit) for c in cands if not c.committed or True) > 4:
         return  # keep the enumeration small
     want = _brute(cands, demand, H, "region")
-    for exact in (True, False):  # the enumeration of optimizer.exact, and the MILP's branch and bound
+    for exact in (True, False):  # the enumeration of optimizer.planning.exact, and the MILP's branch and bound
         sol = solve_cost(_problem({"a": cands}, [demand], H), gap_rel=0.0, exact=exact)
         if math.isinf(want):
             assert sol.report.status in ("infeasible", "not_solved")
@@ -342,7 +342,7 @@ def _week(peak: float, shift: int, seed: int) -> list[float]:
 
 def test_three_services_over_168_distinct_hours_are_proven_optimal_and_never_dearer_than_apart(tmp_path):
     # the issue: three serving workloads over 168 distinct hourly demands ran past 55 s with no proof of optimality.
-    # Now: proven optimal (optimizer/shared.py, no MILP), and never dearer than each apart.
+    # Now: proven optimal (optimizer/planning/shared.py, no MILP), and never dearer than each apart.
     specs = [("chat", "meta-llama/Llama-2-13b-hf", 1400, 0, 2), ("code", "mistralai/Mistral-7B-v0.1", 2500, 3, 1),
              ("assistant", "meta-llama/Meta-Llama-3-70B", 600, 6, 1)]
     bodies = {n: (f"  - name: {n}\n    model: {m}\n    min_replicas: {r}\n    demand: {_week(p, s, i)}\n")

@@ -1,6 +1,6 @@
-"""The offer-row prefilter of make_problem (optimizer.fleet._prefilter_rows) and the array-based candidates
-(optimizer.model.unit_table): pruning the prefiltered rows keeps exactly what pruning every candidate keeps, and the
-candidates are those the row-by-row sizing made.
+"""The offer-row prefilter of make_problem (optimizer.planning.problem_build.prefilter_rows) and the array-based
+candidates (optimizer.planning.candidates.unit_table): pruning the prefiltered rows keeps exactly what pruning every
+candidate keeps, and the candidates are those the row-by-row sizing made.
 
 Why it matters: at 500,000 offers, making a candidate for every row took 5 s and pruning them 5 s (benchmarks/
 bench_recommend.py); the prefilter drops rows on arrays first. It may only drop a row prune_fleet drops, for a
@@ -261,9 +261,9 @@ def test_group_bounds_on_random_catalogs(snapshot, monkeypatch, seed, model, tps
 
 
 def test_commitment_parts_row_by_row_and_as_arrays_agree():
-    """optimizer.fleet.commitment_parts: a missing part is 0; parts that do not add up to the effective rate (a part
-    missing) price the row all recurring at usd_per_hour, as every other step does; commitment_parts_arrays gives
-    the same floats over a frame."""
+    """optimizer.planning.problem.commitment_parts: a missing part is 0; parts that do not add up to the effective rate
+    (a part missing) price the row all recurring at usd_per_hour, as every other step does; commitment_parts_arrays
+    gives the same floats over a frame."""
     from optimizer.planning.problem import (
         commitment_parts,
         commitment_parts_arrays,

@@ -1,5 +1,5 @@
 """Purchases the planner sizes itself: AWS EC2 Capacity Blocks for ML, savings plans, GCP Flex-start
-(optimizer/fleet.py, issue 9 point 3).
+(optimizer/planning/, issue 9 point 3).
 
 Numbers:
 

@@ -1,7 +1,7 @@
-"""Plans of serving workloads that can share a commitment (optimizer/shared.py) against the planning MILP
-(optimizer.fleet, exact=False, gap 0): the same optimum on random small catalogs — two or three workloads, committed
-offers some of them share, placement groups, replicas and instances per unit, redundancy floors, several blocks —
-and the bounds it proves optimality with never above the optimum."""
+"""Plans of serving workloads that can share a commitment (optimizer/planning/shared.py) against the planning MILP
+(optimizer.planning.solve, exact=False, gap 0): the same optimum on random small catalogs — two or three workloads,
+committed offers some of them share, placement groups, replicas and instances per unit, redundancy floors, several
+blocks — and the bounds it proves optimality with never above the optimum."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ PRICING_MODELS = ("on_demand", "spot", "reserved_1y", "reserved_3y", "capacity_b
 #: The pricing options the planning model buys (``recommend --pricing``, plan-file ``pricing``): every one.
 #: On-demand, spot and Flex-start by the hour (Flex-start for training jobs only); reservations one instance-term at
 #: a time; capacity blocks sized by the plan (a training job's unit-days, a short serving period's instances) and
-#: paid whole; savings plans as a spend per hour over their scope (optimizer/fleet.py).
+#: paid whole; savings plans as a spend per hour over their scope (optimizer/planning/milp.py).
 PLANNED_PRICING: tuple[str, ...] = PRICING_MODELS
 #: Savings-plan pricing options and their terms in hours.
 SAVINGS_PLAN_TERM_HOURS: dict[str, float] = {"savings_plan_1y": 8760.0, "savings_plan_3y": 26280.0}

@@ -29,7 +29,6 @@ from optimizer.planning.problem import (
 from optimizer.planning.solution import FleetSolution, capacity_block_parts
 
 
-
 @dataclass
 class FleetLine:
     """A line of a plan.
@@ -83,7 +82,7 @@ class FleetLine:
     offering_class: str = ""  # reservations: standard | convertible (AWS); "" otherwise (records.OFFERING_CLASSES)
     days: int = 0  # capacity blocks: the block's length in days (paid whole when bought)
     covered_by: str = ""  # instances run under a savings plan: that plan's scope (its line carries the cost)
-    scope: str = ""  # a savings plan's line: the scope it covers (optimizer.fleet.savings_plan_scope)
+    scope: str = ""  # a savings plan's line: the scope it covers (optimizer.planning.problem.savings_plan_scope)
     # serving lines (issue 10): the replica's precision, batch (sequences per replica), mean TTFT and TPOT (ms)
     precision: str = ""
     batch: int = 0
@@ -513,7 +512,7 @@ def workload_summaries(problem: FleetProblem, sol: FleetSolution) -> tuple[list[
     return out_w, out_b
 
 
-#: Why an offer cannot hold a replica (optimizer.model.candidates_for's reasons), as the plan's notes say it.
+#: Why an offer cannot hold a replica (the reasons of optimizer.planning.candidates.candidates_for), as notes say it.
 _UNUSABLE = {"does_not_fit": "have too little GPU memory for a replica of up to 64 GPUs",
              "no_cluster_fabric": "would need a replica over several instances and have no cluster fabric",
              "no_spec": "have a GPU with no datasheet row", "no_throughput": "give no throughput",

@@ -1,7 +1,7 @@
 """Candidates of the planning model: which offers can host a replica of a workload, and how.
 
 :func:`candidates_for` turns offers + a workload into the candidate *units* the planning model
-(``optimizer.fleet``, the one model) buys: a unit is ``k`` instances of one offer hosting ``r`` replicas
+(``optimizer.planning``, the one model) buys: a unit is ``k`` instances of one offer hosting ``r`` replicas
 (``k > 1`` when one replica needs more GPUs than one instance has; ``r > 1`` when one instance holds several
 replicas, e.g. 8 GPUs hosting two 4-GPU replicas). Sizing (``optimizer.sizing``) decides what fits; the unit's
 price is ``k`` x the offer's effective hourly rate and its throughput ``r`` x a replica's (spot reduced by
@@ -30,8 +30,8 @@ SPOT_INTERRUPTION_OVERHEAD = 0.10
 
 COMMITTED = frozenset({"reserved_1y", "reserved_3y"})
 #: The pricing options a plan considers unless ``--pricing`` names others: every one (spot only with --allow-spot),
-#: but capacity blocks for services (optimizer.fleet.make_problem: a service runs on blocks, in periods of at most
-#: 5 months, only when --pricing names capacity_block; training jobs use them by default). Flex-start serves
+#: but capacity blocks for services (optimizer.planning.problem_build.make_problem: a service runs on blocks, in periods
+#: of at most 5 months, only when --pricing names capacity_block; training jobs use them by default). Flex-start serves
 #: training jobs only; savings plans where the offers carry their rates (the shipped snapshot has none).
 DEFAULT_PRICING: tuple[str, ...] = ("on_demand", "reserved_1y", "reserved_3y", "spot", "capacity_block", "flex_start",
                                     "savings_plan_1y", "savings_plan_3y")
@@ -80,7 +80,7 @@ class Candidate:
 
     @functools.cached_property
     def okey(self) -> str:
-        """The offer's key ``provider|region|zone|instance_type|pricing|payment`` (optimizer.fleet's offer key),
+        """The offer's key ``provider|region|zone|instance_type|pricing|payment`` (the planner's offer key),
         computed once."""
         return offer_key(self.offer)
 
@@ -326,7 +326,7 @@ def _serving_shape(sizing_fn, workload, gpu, offer_gpus: float, network=None):
 @dataclass
 class UnitTable:
     """What every offer row of a frame gives one workload, as arrays over the rows (no Python object per row), so
-    a big catalog can be pruned before candidates exist (``optimizer.fleet.make_problem``).
+    a big catalog can be pruned before candidates exist (``optimizer.planning.problem_build.make_problem``).
 
     ``offers``: the frame the arrays index (candidates_for's pricing filter applied), ``pricing`` its pricing
     column as an object array. Per row: ``ok`` — the row

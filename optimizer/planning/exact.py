@@ -1,6 +1,6 @@
 """Exact minimum-cost plans by enumeration, without a MILP, for serving workloads that share nothing.
 
-Why: the planning MILP (``optimizer.fleet``) couples every demand block through the committed base, and its LP
+Why: the planning MILP (``optimizer.planning.milp``) couples every demand block through the committed base, and its LP
 relaxation is weak there (fractional reservations against fractional instances). Measured on the shipped snapshot
 (benchmarks/bench_fleet.py, ``--scenarios 1x720``): one Llama-2-13B chat service with 2 replicas always up over
 720 distinct hourly demands in one AWS region — HiGHS 1.16 stopped at 60 s with a 9.4 % gap although its plan was
@@ -10,9 +10,9 @@ When it applies (:func:`separable`; otherwise ``None`` and the MILP plans): mini
 (not divisible); one period of the horizon or several (a horizon cut at term renewals and at the months workloads
 start or stop: see "Several periods" below); no zone spread; no committed offer that two workloads could both
 use, and no capped spot group (instance type and region) two candidates share; budgets and quotas only through
-:func:`solve_within_limits` (the plan without them, when it keeps them). Then the plan splits into one problem per
-workload and placement group (the placement rule puts a workload in one group; without it all its offers are one
-group), and each is
+``optimizer.planning.solve.solve_within_limits`` (the plan without them, when it keeps them). Then the plan splits
+into one problem per workload and placement group (the placement rule puts a workload in one group; without it all
+its offers are one group), and each is
 
     min  sum_c cost_c n_c + sum_b H_b g(d_b - cap(n), m - reps(n), m - inst(n))
 
@@ -55,7 +55,7 @@ from optimizer.planning.solver import SolveReport
 
 #: Most Pareto-optimal partial combinations kept per frontier before the problem is handed back to the MILP.
 MAX_STATES = 20_000
-#: Demand met to this relative tolerance, the one ``optimizer.fleet.verify`` accepts.
+#: Demand met to this relative tolerance, the one ``optimizer.planning.solve.verify`` accepts.
 TOL = 1e-9
 #: Most partial combinations a frontier may generate (before pruning) before the problem is handed back to the MILP:
 #: a big demand over small units extends every state one unit at a time (a breaker measured 20 s for a peak of
@@ -465,9 +465,9 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
     a frontier is too large, or some workload has no feasible plan (the MILP then reports why).
 
     Returns a FleetSolution whose report is "optimal" with gap 0 and solver "enumeration"; its cost is recomputed
-    from the units (``optimizer.fleet.fleet_cost``) like the MILP's. ``apart=True``: workloads that could share a
-    committed offer are each planned with their own (report status "feasible"): an upper bound and a starting plan
-    for the MILP, which may share.
+    from the units (``optimizer.planning.solution.fleet_cost``) like the MILP's. ``apart=True``: workloads that could
+    share a committed offer are each planned with their own (report status "feasible"): an upper bound and a starting
+    plan for the MILP, which may share.
     """
     import numpy as np
 

@@ -1,4 +1,4 @@
-"""Explain a solved plan (optimizer.fleet): the rules it was held to, the binding constraints, the same demand priced
+"""Explain a solved plan (optimizer.planning): the rules it was held to, the binding constraints, the same demand priced
 by strategy (each with its commitment), LP duals, the cheapest plan per provider, the plan at half and twice the
 demand, and — when nothing fits — why, with the budget, deadline or limit it would take.
 
@@ -136,8 +136,8 @@ def _share(t_end: float, left: int) -> float:
 
 
 def _enumerable(sub: FleetProblem) -> bool:
-    """Whether the enumerations (``optimizer.exact``, ``optimizer.shared``) plan ``sub``: no MILP, they end when
-    done (the strategies and provider alternatives they plan may use the rest of ``STRATEGIES_MIN_S``)."""
+    """Whether the enumerations (``optimizer.planning.exact``, ``optimizer.planning.shared``) plan ``sub``: no MILP,
+    they end when done (the strategies and provider alternatives they plan may use the rest of ``STRATEGIES_MIN_S``)."""
     from optimizer.planning.exact import separable
     from optimizer.planning.shared import applies
 
@@ -145,9 +145,9 @@ def _enumerable(sub: FleetProblem) -> bool:
 
 
 def _fits(sub: FleetProblem, seconds: float, allowed: set[str] | None = None) -> bool:
-    """Whether a solve of ``sub`` can be started in ``seconds``: the enumeration (optimizer.exact) needs no model
-    and the placement search keeps to its time by itself; one MILP's model must be built, written and read back in
-    time (``optimizer.fleet.model_seconds``)."""
+    """Whether a solve of ``sub`` can be started in ``seconds``: the enumeration (optimizer.planning.exact) needs no
+    model and the placement search keeps to its time by itself; one MILP's model must be built, written and read back in
+    time (``optimizer.planning.problem.model_seconds``)."""
     from optimizer.planning.exact import separable
     from optimizer.planning.problem import model_seconds, placed
 
@@ -178,8 +178,8 @@ def strategies(problem: FleetProblem, solver, time_limit_s, gap_rel, plan_money:
     strategy chooses its own regions under the same placement rule; the budgets are not applied (said in the notes);
     the strategies share ``time_limit_s`` (or the time up to ``deadline``, a perf_counter instant); one stopped by it
     carries its status and gap, one that could not be started in the time left is ``not_computed``. A strategy the
-    enumerations plan (``optimizer.exact``, ``optimizer.shared``: no MILP, they end when done) may run until
-    ``enum_deadline`` when that is later (``STRATEGIES_MIN_S``)."""
+    enumerations plan (``optimizer.planning.exact``, ``optimizer.planning.shared``: no MILP, they end when done) may run
+    until ``enum_deadline`` when that is later (``STRATEGIES_MIN_S``)."""
     import time as _time
 
     out: dict[str, dict[str, Any]] = {}
@@ -623,7 +623,7 @@ EXPLAIN_TIME_FACTOR = 1.5
 EXPLAIN_MIN_S = 2.0
 #: The strategy comparison is part of every plan's output (issue 8 point 3: upfront, monthly and commitment of each
 #: strategy): it gets at least this many seconds (within the plan's time limit) even when the plan took less. Why:
-#: once several workloads sharing commitments were planned exactly in ~1 s (optimizer/shared.py), the 2 s
+#: once several workloads sharing commitments were planned exactly in ~1 s (optimizer/planning/shared.py), the 2 s
 #: deadline, shared by four families in threads, left "all on-demand" unsolved and the reserved ones not computed.
 STRATEGIES_MIN_S = 10.0
 

@@ -6,8 +6,8 @@ The model
 
 Sets
     w in W: workloads: serving (in the months they run) or training-like (train / finetune / lora: one-off, their work
-    before a deadline). p in P: periods of alike months of the horizon (optimizer.horizon: within a period the same
-    serving workloads run and each training job is wholly in, out, or ends in it), n_p months each. b in B_p: the
+    before a deadline). p in P: periods of alike months of the horizon (optimizer.planning.horizon: within a period the
+    same serving workloads run and each training job is wholly in, out, or ends in it), n_p months each. b in B_p: the
     blocks of a typical month of period p (merged blocks of the demand profiles, split at deadlines), h_b hours each.
     o in O_c: committed offers (reserved 1y/3y) with term T_o months; s in S_o: the months a commitment of o may be
     bought (horizon start, workload starts, renewals every T_o); o in O_h: hourly offers (on-demand, spot).
@@ -79,7 +79,6 @@ from optimizer.planning.problem import (
 
 if TYPE_CHECKING:  # pragma: no cover
     import pulp
-
 
 
 @dataclass

@@ -38,7 +38,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from optimizer.sizing import Workload
 
 
-
 def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock], offers: "pd.DataFrame", *,
                budget_usd: float | None = None, objective: str = "cost", pricing: tuple[str, ...] | None = None,
                spot_capacity: int = DEFAULT_SPOT_CAPACITY, solver: str = "auto", time_limit_s: float = 60.0,

@@ -26,7 +26,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from optimizer.sizing import Workload
 
 
-
 TRAINING_TASKS = frozenset({"train", "finetune", "lora"})
 
 
@@ -161,7 +160,7 @@ class FleetBlock:
     ``demand`` per serving workload running in it (tokens/s). ``label`` names it (e.g. "hour 9" or "Mon 09:00 +3
     merged"); ``end_hour``: a block spread over a stretch [start_hour, end_hour) (a repeating hour of a daily or
     weekly profile) has its hours spread evenly over the stretch. ``slots``: the blocks of the demand grid merged
-    into this one (optimizer.demand.MergedBlock.members: hours of the day or week, or stretches of a calendar
+    into this one (optimizer.planning.demand.MergedBlock.members: hours of the day or week, or stretches of a calendar
     month), ``slot_labels`` their labels and ``grid_hours`` the grid's cycle (24, 168, 730 for a calendar month,
     None for a flat demand): for charts in time order (reports); the model does not read them."""
 

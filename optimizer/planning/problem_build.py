@@ -35,7 +35,6 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 
-
 def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock], offers: "pd.DataFrame", *,
                  budget_usd: float | None = None, objective: str = "cost", pricing: tuple[str, ...] | None = None,
                  spot_capacity: int = DEFAULT_SPOT_CAPACITY, prune: bool = True,
@@ -46,7 +45,7 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
     """The problem: periods of the horizon, the blocks of each, candidates per workload (sizing on every offer,
     filtered by pricing and spot permission), then pruned.
 
-    Args: profiles: serving workload name -> optimizer.demand.DemandProfile (blocks are made per period with
+    Args: profiles: serving workload name -> optimizer.planning.demand.DemandProfile (blocks are made per period with
         merge_blocks, split at deadlines); or a list of FleetBlock of one typical month (then one period: horizon 1).
     Candidates are made only for the offer rows :func:`prefilter_rows` keeps (prune_fleet then keeps what it would
     keep of all of them); ``keep_unpruned``: also make every candidate, for ``FleetProblem.unpruned`` (the
@@ -268,8 +267,8 @@ def _bound_groups(workloads, profiles, offers, tables, usable, blocks, periods, 
     of one row in every block it runs in (n enough for its peak and its floors; an hourly row paid by the hour, a
     term bought once over the horizon paid whole), on its cheapest such row; (2) the plan of the problem with each
     workload restricted to the :data:`GROUP_BOUND_FIRST` groups of lowest bound and the as many where plan (1) is
-    cheapest (``optimizer.exact.solve_separable``, each workload apart when they could share), when that plans it.
-    Group g is left out for w when LB_wg + the other workloads' lowest bounds > that cost: no plan using it is
+    cheapest (``optimizer.planning.exact.solve_separable``, each workload apart when they could share), when that plans
+    it. Group g is left out for w when LB_wg + the other workloads' lowest bounds > that cost: no plan using it is
     cheaper. Measured on the 500,000-offer benchmark (one Llama-2-7B service, 12 months): the bound keeps 679 of
     6,203 groups (without the one-unit term, 2,278; with 3-year terms at their effective rate, 4,346).
     Applies to minimum cost without budgets, quotas or zone spread, every workload a placed serving one (training
@@ -415,8 +414,8 @@ def prefilter_rows(tables: dict[str, "UnitTable"], usable: dict[str, Any], workl
       with more throughput (then it is not on prune_fleet's staircase); for a training job, unless its USD per
       unit of work is above the lowest. A row is kept when some workload needs it.
     - committed: among rows of the same placement group (zone when spreading, payment under a cash or upfront
-      limit), the same hardware (:data:`optimizer.model.HARDWARE_COLUMNS`: the same units for every workload)
-      and the same term — or both terms bought once over the whole horizon (``cc_factor``), compared by their
+      limit), the same hardware (:data:`optimizer.planning.candidates.HARDWARE_COLUMNS`: the same units for every
+      workload) and the same term — or both terms bought once over the whole horizon (``cc_factor``), compared by their
       cost over it — only the cheapest are kept: the others are dominated unit for unit by a row that comes first
       in prune_fleet's order, and whatever they dominate, that row dominates too. Then, across hardware, a
       single-instance row that one unit of a cheaper one replaces for every workload (:func:`_unit_dominated`).
@@ -553,7 +552,7 @@ def prefilter_rows(tables: dict[str, "UnitTable"], usable: dict[str, Any], workl
 def blocks_for_periods(periods: list[Period], profiles: dict, notes: list[str] | None = None) -> list[FleetBlock]:
     """The blocks of every period: the typical month of the serving workloads that run in it (their profiles merged
     by the load-duration curve), split at the training deadlines that fall in it. ``notes`` collects what was
-    merged (optimizer.demand.merge_blocks' note), once per distinct period shape."""
+    merged (optimizer.planning.demand.merge_blocks' note), once per distinct period shape."""
     from optimizer.planning.demand import merge_blocks
 
     out: list[FleetBlock] = []

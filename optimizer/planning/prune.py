@@ -26,7 +26,6 @@ from optimizer.planning.problem import (
 )
 
 
-
 def dominates(o2: dict[str, Candidate], o1: dict[str, Candidate], p2: float, p1: float) -> bool:
     """Offer o2 can replace offer o1 for every workload o1 can host, at no more cost. (o2/o1 map workload name ->
     that workload's candidate on the offer.) Two ways:

@@ -7,17 +7,17 @@ demands, two of them able to share GCP reservations in several regions): HiGHS' 
 with a 17.7 % gap on the plan of each workload apart; on its one co-located leaf alone (us-central1, two
 workloads) HiGHS needed 37 s to prove that sharing saves $45 there.
 
-When it applies (:func:`applies`): what ``optimizer.exact.separable(..., apart=True)`` takes (minimum cost,
+When it applies (:func:`applies`): what ``optimizer.planning.exact.separable(..., apart=True)`` takes (minimum cost,
 serving workloads only, no budgets/quota/zone spread, no capped spot group two workloads share) in ONE period of
 the horizon, where some committed offer could serve two workloads. Budgets and quotas: through
-``optimizer.exact.solve_within_limits`` (the plan without them, when it keeps them).
+``optimizer.planning.solve.solve_within_limits`` (the plan without them, when it keeps them).
 
 The plan is a placement (each workload in one placement group) and, per group, a committed base shared by the
-workloads placed there. Write A(w, g) for the exact cost of w alone in group g (``optimizer.exact.plan_group``),
-A*(w) = min_g A(w, g), S(w, g) for its cost with every committed instance charged its cost spread evenly over the
-hours of the horizon (a lower bound on what w contributes to any shared plan: ``optimizer.exact.shared_lower_bound``)
-and J(C, g) for the exact cost of the set C planned together in g. A placement costs the sum over its groups of J;
-a group holding one workload costs A.
+workloads placed there. Write A(w, g) for the exact cost of w alone in group g
+(``optimizer.planning.exact.plan_group``), A*(w) = min_g A(w, g), S(w, g) for its cost with every committed instance
+charged its cost spread evenly over the hours of the horizon (a lower bound on what w contributes to any shared plan:
+``optimizer.planning.exact.shared_lower_bound``) and J(C, g) for the exact cost of the set C planned together in g. A
+placement costs the sum over its groups of J; a group holding one workload costs A.
 
 1. **Which co-locations can matter.** A set C (two or more workloads, a group g where some committed offer serves
    two of them) is *relevant* when S(C, g) + sum over the other workloads of Lo(w) < U (1 - gap), U the plan in
@@ -26,11 +26,11 @@ a group holding one workload costs A.
    cost at least their Lo. So only relevant sets need their exact J; when more than :data:`MAX_SETS` are relevant
    the problem goes back to the MILP.
 2. **J(C, g) exactly** (:func:`_joint`). Committed offers that one workload of C can use (private) enter that
-   workload's Pareto frontier of committed combinations (capacity, replicas, instances; ``optimizer.exact.frontier``);
-   the shared ones are enumerated as a base vector n (instances per shared offer) in the box of what any workload
-   could use at its peak. For a fixed n, private states P_w and per block a split of n among the workloads (a
-   committed unit is paid whatever its use, so a block hands out all of n), the rest of each block is the cheapest
-   hourly cover (``optimizer.exact.hourly_table``). So
+   workload's Pareto frontier of committed combinations (capacity, replicas, instances;
+   ``optimizer.planning.exact.frontier``); the shared ones are enumerated as a base vector n (instances per shared
+   offer) in the box of what any workload could use at its peak. For a fixed n, private states P_w and per block a split
+   of n among the workloads (a committed unit is paid whatever its use, so a block hands out all of n), the rest of each
+   block is the cheapest hourly cover (``optimizer.planning.exact.hourly_table``). So
 
        J = min over n, (P_w) of  c.n + sum_w cost(P_w) + sum_b min over splits x_1 + ... + x_W <= n of
            sum_w H_b g_w(d_wb - cap(P_w) - cap_w(x_w), floors)
@@ -39,8 +39,8 @@ a group holding one workload costs A.
    vectors and private states cut by bounds that hand every workload all of n (valid: a cover never costs more with
    more capacity). The enumeration is capped (:data:`MAX_BOX` base vectors, :data:`MAX_WORK` block evaluations);
    a co-location past the caps is left out with its bound: the plan is then "feasible" with its gap, and
-   ``optimizer.fleet.solve_cost`` starts the MILP from it (the enumeration gets at most
-   ``optimizer.fleet.SHARED_TIME_SHARE`` of the time limit).
+   ``optimizer.planning.solve.solve_cost`` starts the MILP from it (the enumeration gets at most
+   ``optimizer.planning.solve.SHARED_TIME_SHARE`` of the time limit).
 3. **The placement** is the cheapest packing of relevant sets (disjoint, one group each) with every other workload
    at A*: every placement is either made only of relevant sets (then it costs at least that packing) or holds an
    irrelevant one (then at least U (1 - gap)). The plan is proven optimal within ``gap_rel``; the reported gap is
@@ -394,7 +394,7 @@ def solve_shared(problem: FleetProblem, *, allowed: set[str] | None = None, gap_
     the MILP then plans and reports).
 
     Returns a FleetSolution whose report is "optimal" (solver "enumeration") with the proven gap; cost recomputed
-    from the units (``optimizer.fleet.fleet_cost``). When some co-location that could matter is past the
+    from the units (``optimizer.planning.solution.fleet_cost``). When some co-location that could matter is past the
     enumeration's caps (:data:`MAX_BOX`, :data:`MAX_WORK`), it is left out and its bound kept: the plan (the best
     of the rest) is then "feasible", with ``bound`` and ``gap`` — optimal still if the gap is within ``gap_rel``."""
     import numpy as np

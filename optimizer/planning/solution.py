@@ -23,7 +23,6 @@ from optimizer.planning.problem import (
 from optimizer.planning.solver import SolveReport
 
 
-
 @dataclass
 class FleetSolution:
     """Variable values of a solved model (non-zero only), its cost and value recomputed from them."""

@@ -31,15 +31,14 @@ from optimizer.planning.solver import SolveReport
 from optimizer.planning.solver import run_solver as solve_fleet  # the planner's name for it
 
 
-
-#: The share of a solve's time limit the shared-commitment enumeration (optimizer/shared.py) may use before the
+#: The share of a solve's time limit the shared-commitment enumeration (optimizer/planning/shared.py) may use before the
 #: MILP gets the rest.
 SHARED_TIME_SHARE = 0.4
 
 
 def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_rel=0.001,
                allowed: set[str] | None = None, exact: bool = True) -> FleetSolution:
-    """Minimum-cost plan. Serving workloads that share nothing (``optimizer.exact.separable``): exactly, by
+    """Minimum-cost plan. Serving workloads that share nothing (``optimizer.planning.exact.separable``): exactly, by
     enumeration, no MILP (``exact=False`` skips it). Otherwise, without placement rules (or when no serving
     workload could be split) one MILP; with them, :func:`_solve_placed`. The enumerations keep to
     ``time_limit_s`` too (checked between workloads): past it they give no plan, and what is left of the time goes
@@ -79,7 +78,7 @@ def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_r
         sol = _solve_placed(problem, solver=solver, time_limit_s=left(), gap_rel=gap_rel, allowed=allowed,
                             start=fallback)
         if fallback is not None and sol.report.status == "time_limit" and sol.cost > 0:
-            # the bound of committed instances charged as if always used (optimizer.exact) may be tighter, and
+            # the bound of committed instances charged as if always used (optimizer.planning.exact) may be tighter, and
             # the shared enumeration's bound tighter still
             from optimizer.planning.exact import shared_lower_bound
 
@@ -198,8 +197,8 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
     the most allowed groups is branched on: one child per group its LP solution uses (the most used first), and one
     child with those groups removed. Nodes are explored best bound first, so the plan is proven optimal within
     ``gap_rel`` — or, at the time limit, reported with its true gap (the smallest open bound). ``start``: a
-    feasible plan to begin with (each workload planned apart, ``optimizer.exact``): nodes whose bound is not below
-    it are cut from the first, and it is the plan if nothing beats it.
+    feasible plan to begin with (each workload planned apart, ``optimizer.planning.exact``): nodes whose bound is not
+    below it are cut from the first, and it is the plan if nothing beats it.
     """
     import heapq
 
@@ -229,8 +228,8 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
 
     def serving_bound(allow: dict[str, frozenset]) -> float:
         """A lower bound on every plan of the node: the exact minimum of its serving workloads alone (no training
-        job, no budget; ``optimizer.exact.solve_separable``, by enumeration). The serving part of any plan of the
-        node — every commitment it buys and the serving workloads' hourly units — is such a plan and costs no
+        job, no budget; ``optimizer.planning.exact.solve_separable``, by enumeration). The serving part of any plan of
+        the node — every commitment it buys and the serving workloads' hourly units — is such a plan and costs no
         more; 0 when the serving workloads are not separable (they share a commitment, quotas, spread...)."""
         from optimizer.planning.exact import solve_separable
 
@@ -397,8 +396,8 @@ def solve_roi(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_re
 def solve_within_limits(problem: FleetProblem, *, allowed: set[str] | None = None,
                         deadline: float | None = None, gap_rel: float = 0.001) -> FleetSolution | None:
     """The exact plan of ``problem`` when its budgets and quota do not bind: the plan of the problem without them
-    (:func:`solve_separable`; where workloads could share a commitment ``optimizer.shared.solve_shared``, proven
-    within ``gap_rel``) is returned, labelled optimal, when it keeps every limit — cash in every month
+    (:func:`solve_separable`; where workloads could share a commitment ``optimizer.planning.shared.solve_shared``,
+    proven within ``gap_rel``) is returned, labelled optimal, when it keeps every limit — cash in every month
     <= the monthly budget (the MILP bounds the first month of each period, which this implies), total <=
     budget_total, upfront <= max_upfront, commitment <= max_commitment, and at most ``max_instances`` instances of
     one instance type in one region in every block (hourly units and the commitments covering the block). A

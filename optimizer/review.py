@@ -269,8 +269,8 @@ class ReviewResult:
     def to_dataframe(self, table: str = "recommendations"):
         """A pandas DataFrame of ``recommendations`` (default: one row per commitment recommended) or ``usage`` (one
         row per instance type used). Raises InputError for another table."""
-        from gpuopt.kernel.documents import frame
         from gpuopt.kernel.errors import InputError
+        from gpuopt.kernel.documents import frame
 
         if table not in ("recommendations", "usage"):
             raise InputError("table", f"unknown table {table!r}", accepted="recommendations, usage")

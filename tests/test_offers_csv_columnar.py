@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuopt.kernel.errors import InputError
 import providers.offers_csv as oc
+from gpuopt.kernel.errors import InputError
 
 COLUMNS = ("provider", "region", "zone", "instance_type", "gpu_model", "gpu_count", "gpu_memory_gib", "vcpus",
            "interconnect", "fabric", "zone_kind", "pricing", "payment", "upfront_usd", "recurring_usd_per_hour",

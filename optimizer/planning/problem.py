@@ -368,6 +368,10 @@ class FleetProblem:
     def months(self, b: FleetBlock) -> int:
         return self.period_of(b).months
 
+    def slots_of(self, okey: str) -> tuple[str, ...]:
+        """Slot keys of committed offer ``okey`` (every month it may be bought), in start order."""
+        return tuple(self._slots_of.get(okey, ()))
+
     def covering(self, okey: str, p: Period) -> list[str]:
         """Slot keys of offer ``okey`` whose term covers period ``p``."""
         return [k for k in self._slots_of.get(okey, ())

@@ -26,7 +26,7 @@ from optimizer.planning.problem import (
     spot_group,
 )
 from optimizer.planning.prune import drop_lone_training_commitments, prune_fleet
-from optimizer.planning.solution import FleetSolution, money, read_solution, var_value
+from optimizer.planning.solution import FleetSolution, fleet_cost, fleet_value, money, read_solution, var_value
 from optimizer.planning.solver import SolveReport
 from optimizer.planning.solver import run_solver as solve_fleet  # the planner's name for it
 
@@ -34,6 +34,86 @@ from optimizer.planning.solver import run_solver as solve_fleet  # the planner's
 #: The share of a solve's time limit the shared-commitment enumeration (optimizer/planning/shared.py) may use before the
 #: MILP gets the rest.
 SHARED_TIME_SHARE = 0.4
+
+
+def independent_parts(problem: FleetProblem, allowed: set[str] | None = None) -> list[list[str]]:
+    """The workloads split into parts that share no constraint but the objective (names, in problem order).
+
+    Two workloads are in one part when they could share a committed offer (a reservation's instances), a capacity
+    block or savings plan offer, or a capped spot group (one spot instance type in one region), or any instance
+    type in a region when a quota (``max_instances``) caps it. Budgets tie every workload together: with any
+    budget there is one part. Without those ties the MILP's rows never mention two parts at once, so the minimum
+    cost of the whole is the sum of the parts' minima (the decomposition of DESIGN.md "Making it fast")."""
+    names = [w.name for w in problem.workloads]
+    if problem.budgets.any() or problem.objective != "cost" or len(names) < 2:
+        return [names]
+    parent = {n: n for n in names}
+
+    def find(n: str) -> str:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    owner: dict[tuple, str] = {}
+    for w in problem.workloads:
+        for c in problem.cands.get(w.name, []):
+            o = c.offer
+            if allowed is not None and o["pricing"] not in allowed:
+                continue
+            keys = []
+            if c.committed or purchase_kind(o) == CAPACITY_BLOCK:
+                keys.append(("offer", c.okey))
+            if purchase_kind(o) == "savings_plan":
+                keys.append(("plan", savings_plan_scope(o)))
+            if o["pricing"] == "spot" or problem.max_instances is not None:
+                keys.append(("type", spot_group(o)))
+            for k in keys:
+                if k in owner:
+                    a, b = find(owner[k]), find(w.name)
+                    if a != b:
+                        parent[a] = b
+                else:
+                    owner[k] = w.name
+    parts: dict[str, list[str]] = {}
+    for n in names:
+        parts.setdefault(find(n), []).append(n)
+    return list(parts.values())
+
+
+def _solve_parts(problem: FleetProblem, parts: list[list[str]], *, solver, time_limit_s, gap_rel,
+                 allowed) -> FleetSolution:
+    """Minimum cost of a problem whose ``parts`` (:func:`independent_parts`) share nothing: each part solved alone
+    (:func:`solve_cost`, its share of the time left) and the plans put together. The report is "optimal" when every
+    part is, else the worst status; the bound is the sum of the parts' bounds."""
+    t_end = time.perf_counter() + float(time_limit_s)
+    t0 = time.perf_counter()
+    by_name = {w.name: w for w in problem.workloads}
+    merged = FleetSolution(report=SolveReport("optimal", solver=solver))
+    bound, statuses, messages = 0.0, [], []
+    for i, part in enumerate(parts):
+        share = max(0.5, (t_end - time.perf_counter()) / (len(parts) - i))
+        sub = problem.replace(workloads=[by_name[n] for n in part], cands={n: problem.cands.get(n, []) for n in part},
+                              work_flops={n: f for n, f in problem.work_flops.items() if n in part},
+                              unpruned=None)
+        sol = solve_cost(sub, solver=solver, time_limit_s=share, gap_rel=gap_rel, allowed=allowed)
+        rep = sol.report
+        statuses.append(rep.status)
+        if rep.status not in ("optimal", "time_limit"):
+            return FleetSolution(report=dataclasses.replace(rep, seconds=time.perf_counter() - t0,
+                                                            message=f"{', '.join(part)}: {rep.message or rep.status}"))
+        bound += float(rep.bound if rep.bound is not None else sol.cost)
+        messages.append(f"{'+'.join(part)}: {rep.message or rep.solver}")
+        for store in ("N", "A", "X", "S", "Z", "CB", "SP"):
+            getattr(merged, store).update(getattr(sol, store))
+    merged.cost = fleet_cost(problem, merged)
+    merged.value = fleet_value(problem, merged)
+    status = "optimal" if all(st == "optimal" for st in statuses) else "time_limit"
+    gap = 0.0 if status == "optimal" or merged.cost <= 0 else max(0.0, (merged.cost - bound) / merged.cost)
+    merged.report = SolveReport(status, objective=merged.cost, bound=min(bound, merged.cost), gap=gap,
+                                seconds=time.perf_counter() - t0, solver=solver,
+                                message=f"{len(parts)} independent parts: " + "; ".join(messages))
+    return merged
 
 
 def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_rel=0.001,
@@ -49,6 +129,10 @@ def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_r
     def left() -> float:
         return max(0.0, t_end - time.perf_counter())
 
+    parts = independent_parts(problem, allowed)
+    if len(parts) > 1:
+        return _solve_parts(problem, parts, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel,
+                            allowed=allowed)
     fallback = None
     if exact:
         from optimizer.planning.exact import solve_separable
@@ -224,27 +308,39 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
 
     hourly_allowed = allowed is None or "on_demand" in allowed
     serving_only = [w for w in problem.workloads if not w.training and not w.divisible]
-    bound_cache: dict[tuple, float] = {}
+    minima = None
+    if serving_only and (len(serving_only) < len(problem.workloads) or problem.budgets.any()):
+        from optimizer.planning.exact import GroupMinima
+
+        # the serving workloads alone, without training jobs or budgets, over the same candidates
+        minima = GroupMinima(problem.replace(workloads=serving_only, cands={w.name: base.get(w.name, [])
+                                                                            for w in serving_only},
+                                             work_flops={}, budgets=Budgets(), budget_usd=None), allowed)
+        minima = minima if minima.ok else None
 
     def serving_bound(allow: dict[str, frozenset]) -> float:
-        """A lower bound on every plan of the node: the exact minimum of its serving workloads alone (no training
-        job, no budget; ``optimizer.planning.exact.solve_separable``, by enumeration). The serving part of any plan of
-        the node — every commitment it buys and the serving workloads' hourly units — is such a plan and costs no
-        more; 0 when the serving workloads are not separable (they share a commitment, quotas, spread...)."""
-        from optimizer.planning.exact import solve_separable
+        """A lower bound on every plan of the node: the sum over its serving workloads of their exact minimum alone
+        (no training job, no budget; ``optimizer.planning.exact.GroupMinima``, by enumeration) in the best group the
+        node allows. The serving part of any plan of the node — every commitment it buys and the serving workloads'
+        hourly units — is such a plan and costs no more. 0 when the serving workloads alone are not separable
+        (they could share a commitment; quotas, spread...) or when they are the whole problem (the node's own
+        LP/MILP is then that problem)."""
+        if minima is None or time.perf_counter() > t_end:
+            return 0.0
+        from optimizer.planning.exact import TooBig
 
-        key = tuple(sorted((w, tuple(sorted(g))) for w, g in allow.items()))
-        if key not in bound_cache:
-            if not serving_only or len(serving_only) == len(problem.workloads) and not problem.budgets.any():
-                bound_cache[key] = 0.0  # serving alone, no budget: the node's own MILP/LP is that problem
-            else:
-                cands = {w.name: [c for c in base.get(w.name, []) if w.name not in allow or
-                                  placement_group(c.offer, problem.placement) in allow[w.name]] for w in serving_only}
-                sub = problem.replace(workloads=serving_only, cands=cands, work_flops={}, budgets=Budgets(),
-                                      budget_usd=None, placement="any")
-                sol = solve_separable(sub, allowed=allowed, deadline=t_end)
-                bound_cache[key] = 0.0 if sol is None or sol.report.status != "optimal" else float(sol.cost)
-        return bound_cache[key]
+        total = 0.0
+        try:
+            for w in serving_only:
+                r = minima.best(w, allow.get(w.name))
+                if r is None:
+                    if minima.needs_nothing(w):
+                        continue
+                    return math.inf  # no plan of this workload in the node's groups
+                total += float(r[0])
+        except TooBig:
+            return 0.0
+        return total
 
     def left() -> float:
         return max(0.5, t_end - time.perf_counter())
@@ -266,7 +362,9 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
 
     def leaf(sub):
         m, V = build_fleet_model(sub, allowed=allowed)
-        rep = solve_fleet(m, solver=solver, time_limit_s=left(), gap_rel=gap_rel)
+        # only a plan cheaper than the incumbent is of use: the solver stops once its bound reaches it
+        cut = None if best is None else best.cost - 1e-6
+        rep = solve_fleet(m, solver=solver, time_limit_s=left(), gap_rel=gap_rel, cutoff=cut)
         sol = read_solution(sub, V, rep)
         if rep.status == "time_limit":
             return sol, (rep.bound if rep.bound is not None else 0.0)
@@ -289,18 +387,36 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
         bound, _, allow = heapq.heappop(heap)
         if best is not None and bound >= best.cost * (1 - gap_rel) - 1e-6:
             continue
-        if time.perf_counter() + node_seconds(allow) >= t_end:
-            # not started when it could not end in time: its bound stays open (the plan keeps to its time limit)
-            open_bounds.append(bound)
-            timed_out = True
-            continue
         sb = serving_bound(allow)
         if best is not None and sb >= best.cost * (1 - gap_rel) - 1e-6:
             continue  # its serving workloads alone already cost the incumbent: nothing below it is cheaper
         bound = max(bound, sb)
+        leaf_node = all(len(g) == 1 for g in allow.values())
+        sub = None
+        if (leaf_node or minima is None) and time.perf_counter() + node_seconds(allow) >= t_end:
+            # not started when it could not end in time: its bound stays open (the plan keeps to its time limit).
+            # A leaf is counted on its candidates after pruning (a fraction of the time), an LP node before it (its
+            # LP's own time is not in the estimate: the 30 x 168 root LP took 30 s where the estimate said 20)
+            sub = node_problem(allow) if leaf_node and time.perf_counter() < t_end else None
+            if sub is None or time.perf_counter() + model_seconds(nblocks, sub.cands) >= t_end:
+                open_bounds.append(bound)
+                timed_out = True
+                continue
         nodes += 1
-        sub = node_problem(allow)
-        if all(len(g) == 1 for g in allow.values()):
+        if not leaf_node and minima is not None:
+            # the serving workloads' exact minima bound every child: branch on the workload with the most groups,
+            # one child per group, each bounded by its own minima (no LP; the children are taken best bound first)
+            wname = max((w for w in allow if len(allow[w]) > 1), key=lambda w: (len(allow[w]), w))
+            for g in sorted(allow[wname]):
+                child = {**allow, wname: frozenset({g})}
+                cb = max(bound, serving_bound(child))
+                if best is not None and cb >= best.cost * (1 - gap_rel) - 1e-6:
+                    continue
+                counter += 1
+                heapq.heappush(heap, (cb, counter, child))
+            continue
+        sub = sub if sub is not None else node_problem(allow)
+        if leaf_node:
             milps += 1
             sol, b2 = leaf(sub)
             if sol.report.status == "infeasible":

@@ -361,7 +361,7 @@ def _plan_group_periods(w, cands, problem: FleetProblem, demand, hours, active, 
     for c in cands:
         if not c.committed:
             continue
-        for sk in problem._slots_of.get(c.okey, ()):
+        for sk in problem.slots_of(c.okey):
             sl = problem.slots[sk]
             cov = tuple(int(runs[p] and sl.start_month <= periods[p].start_month and
                             periods[p].end_month <= sl.end_month) for p in range(P))
@@ -457,40 +457,44 @@ def _plan_group_periods(w, cands, problem: FleetProblem, demand, hours, active, 
         per_block.append(combos[j])
     return total, ccombo, committed, hourly, per_block
 
-def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
-                    apart: bool = False, deadline: float | None = None,
-                    share_spot: bool = False) -> FleetSolution | None:
-    """The exact minimum-cost plan of a separable problem (:func:`separable`), or None when it is not separable,
-    a frontier is too large, or some workload has no feasible plan (the MILP then reports why).
+class GroupMinima:
+    """The exact minimum cost of each serving workload of a separable problem (:func:`separable`) in each placement
+    group, computed when first asked and kept: :func:`solve_separable` picks each workload's best group with it, and
+    the placement search of ``optimizer.fleet`` bounds its nodes with it (a node allowing groups G costs at least
+    the sum over its serving workloads of the least of their minima over G).
 
-    Returns a FleetSolution whose report is "optimal" with gap 0 and solver "enumeration"; its cost is recomputed
-    from the units (``optimizer.fleet.fleet_cost``) like the MILP's. ``apart=True``: workloads that could share a
-    committed offer are each planned with their own (report status "feasible"): an upper bound and a starting plan
-    for the MILP, which may share.
+    ``ok`` is False when the problem is not separable (then nothing is computed). :meth:`best` raises
+    :class:`TooBig` when a frontier is past the enumeration's caps.
     """
-    import numpy as np
 
-    from optimizer.fleet import fleet_cost
+    def __init__(self, problem: FleetProblem, allowed: set[str] | None = None, apart: bool = False,
+                 share_spot: bool = False) -> None:
+        import numpy as np
 
-    if separable(problem, allowed, apart, share_spot) is not None:
-        return None
-    t0 = time.perf_counter()
-    blocks_idx = list(range(len(problem.blocks)))
-    hours = np.array([problem.blocks[b].hours * problem.months(problem.blocks[b]) for b in blocks_idx])
-    slot_for: dict[str, tuple[str, float]] = {}
-    if len(problem.periods or []) == 1:  # several periods: no committed candidate (separable)
-        p = problem.periods[0]
-        for ok in {s.okey for s in problem.slots.values()}:
-            cover = problem.covering(ok, p)
-            if cover:
-                k = min(cover, key=lambda s: (problem.slot_cost(problem.slots[s]), s))
-                slot_for[ok] = (k, problem.slot_cost(problem.slots[k]))
-    sol = FleetSolution(report=SolveReport("optimal", solver="enumeration"))
-    evaluated = 0
-    bper = np.array([int(problem.blocks[b].period) for b in blocks_idx])
-    for w in problem.workloads:
-        if deadline is not None and time.perf_counter() > deadline:
-            return None  # out of the caller's time (time.perf_counter() seconds): no plan rather than a late one
+        self.problem, self.allowed = problem, allowed
+        self.ok = separable(problem, allowed, apart, share_spot) is None
+        self.evaluated = 0
+        self.blocks_idx = list(range(len(problem.blocks)))
+        self.hours = np.array([problem.blocks[b].hours * problem.months(problem.blocks[b]) for b in self.blocks_idx])
+        self.slot_for: dict[str, tuple[str, float]] = {}
+        if self.ok and len(problem.periods or []) == 1:  # several periods: no committed candidate (separable)
+            p = problem.periods[0]
+            for ok in {s.okey for s in problem.slots.values()}:
+                cover = problem.covering(ok, p)
+                if cover:
+                    k = min(cover, key=lambda s: (problem.slot_cost(problem.slots[s]), s))
+                    self.slot_for[ok] = (k, problem.slot_cost(problem.slots[k]))
+        self.bper = np.array([int(problem.blocks[b].period) for b in self.blocks_idx])
+        self._setup: dict[str, tuple] = {}
+        self._exact: dict[tuple[str, Any], tuple | None] = {}
+
+    def setup(self, w) -> tuple:
+        """(candidates by group, cheap lower bound by group, by_periods, active, demand) of workload ``w``."""
+        import numpy as np
+
+        if w.name in self._setup:
+            return self._setup[w.name]
+        problem, allowed, hours, bper, blocks_idx = self.problem, self.allowed, self.hours, self.bper, self.blocks_idx
         cands = [c for c in problem.cands.get(w.name, []) if allowed is None or c.offer["pricing"] in allowed]
         # several periods with commitments: a term's capacity is one number per period (_plan_group_periods)
         by_periods = len(problem.periods or []) > 1 and any(c.committed for c in cands)
@@ -508,6 +512,7 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
         busy = active & ((demand > 0) | (w.min_replicas > 0))
         okeys = {id(c): c.okey for c in cands}
         total_hours = float(hours.sum())
+        slot_for = self.slot_for
 
         def slot_rate(c) -> float | None:
             """Least USD per hour of use of one committed unit: its cost over the hours it can serve."""
@@ -515,7 +520,7 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
                 return slot_for[okeys[id(c)]][1] * c.instances_per_unit / total_hours \
                     if okeys[id(c)] in slot_for else None
             rates = []
-            for sk in problem._slots_of.get(okeys[id(c)], ()):
+            for sk in problem.slots_of(okeys[id(c)]):
                 sl = problem.slots[sk]
                 inside = [p.index for p in problem.periods
                           if sl.start_month <= p.start_month and p.end_month <= sl.end_month]
@@ -533,21 +538,71 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
             unit = min(u for u, _ in units)
             return float(np.maximum(rate * demand, np.where(busy, unit, 0.0)) @ hours)
         bounds = {g: bound(cs) for g, cs in by_group.items()}
+        self._setup[w.name] = (by_group, bounds, by_periods, active, demand)
+        return self._setup[w.name]
+
+    def exact(self, w, g) -> tuple | None:
+        """The exact plan of workload ``w`` alone in group ``g``: (cost, committed combo, committed, hourly, per-block
+        combos), or None when no plan exists there. Raises TooBig."""
+        key = (w.name, g)
+        if key not in self._exact:
+            by_group, _bounds, by_periods, active, demand = self.setup(w)
+            cs = by_group[g]
+            self.evaluated += 1
+            self._exact[key] = _plan_group_periods(w, cs, self.problem, demand, self.hours, active, self.bper) \
+                if by_periods else _plan_group(w, cs, self.problem, self.slot_for, self.blocks_idx, demand, self.hours,
+                                               active)
+        return self._exact[key]
+
+    def best(self, w, groups=None) -> tuple | None:
+        """The cheapest exact plan of ``w`` over ``groups`` (default: all its groups), found in the order of the cheap
+        bounds and stopping when the next bound is not below the best found; None when none has a plan."""
+        by_group, bounds, _bp, _a, _d = self.setup(w)
         best = None
-        for g, cs in sorted(by_group.items(), key=lambda kv: (bounds[kv[0]], kv[0])):
+        for g in sorted((g for g in by_group if groups is None or g in groups), key=lambda g: (bounds[g], g)):
             if best is not None and bounds[g] >= best[0] - 1e-9:
                 break
-            evaluated += 1
-            try:
-                r = _plan_group_periods(w, cs, problem, demand, hours, active, bper) if by_periods else \
-                    _plan_group(w, cs, problem, slot_for, blocks_idx, demand, hours, active)
-            except TooBig:
-                return None
+            r = self.exact(w, g)
             if r is None:
                 continue
             if best is None or r[0] < best[0] - 1e-9:
                 best = r
-        if best is None and not (demand > 0).any() and w.min_replicas <= 0:
+        return best
+
+    def needs_nothing(self, w) -> bool:
+        """``w`` has no demand and no redundancy floor: its plan is no units."""
+        _bg, _b, _bp, _a, demand = self.setup(w)
+        return not (demand > 0).any() and w.min_replicas <= 0
+
+
+def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
+                    apart: bool = False, deadline: float | None = None,
+                    share_spot: bool = False) -> FleetSolution | None:
+    """The exact minimum-cost plan of a separable problem (:func:`separable`), or None when it is not separable,
+    a frontier is too large, or some workload has no feasible plan (the MILP then reports why).
+
+    Returns a FleetSolution whose report is "optimal" with gap 0 and solver "enumeration"; its cost is recomputed
+    from the units (``optimizer.fleet.fleet_cost``) like the MILP's. ``apart=True``: workloads that could share a
+    committed offer are each planned with their own (report status "feasible"): an upper bound and a starting plan
+    for the MILP, which may share.
+    """
+    from optimizer.fleet import fleet_cost
+
+    gm = GroupMinima(problem, allowed, apart, share_spot)
+    if not gm.ok:
+        return None
+    t0 = time.perf_counter()
+    blocks_idx, bper, slot_for = gm.blocks_idx, gm.bper, gm.slot_for
+    sol = FleetSolution(report=SolveReport("optimal", solver="enumeration"))
+    for w in problem.workloads:
+        if deadline is not None and time.perf_counter() > deadline:
+            return None  # out of the caller's time (time.perf_counter() seconds): no plan rather than a late one
+        try:
+            best = gm.best(w)
+        except TooBig:
+            return None
+        _bg, _b, by_periods, active, _d = gm.setup(w)
+        if best is None and gm.needs_nothing(w):
             continue  # needs nothing: no units (the MILP's optimum too)
         if best is None:
             return None
@@ -567,6 +622,7 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
             for j, n in combo:
                 ok = hourly[j].okey
                 sol.X[(w.name, ok, b)] = sol.X.get((w.name, ok, b), 0.0) + float(n)
+    evaluated = gm.evaluated
     sol.cost = fleet_cost(problem, sol)
     sol.value = 0.0
     secs = time.perf_counter() - t0

@@ -403,6 +403,10 @@ class FleetProblem:
     def months(self, b: FleetBlock) -> int:
         return self.period_of(b).months
 
+    def slots_of(self, okey: str) -> tuple[str, ...]:
+        """Slot keys of committed offer ``okey`` (every month it may be bought), in start order."""
+        return tuple(self._slots_of.get(okey, ()))
+
     def covering(self, okey: str, p: Period) -> list[str]:
         """Slot keys of offer ``okey`` whose term covers period ``p``."""
         return [k for k in self._slots_of.get(okey, ())
@@ -1636,27 +1640,39 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
 
     hourly_allowed = allowed is None or "on_demand" in allowed
     serving_only = [w for w in problem.workloads if not w.training and not w.divisible]
-    bound_cache: dict[tuple, float] = {}
+    minima = None
+    if serving_only and (len(serving_only) < len(problem.workloads) or problem.budgets.any()):
+        from optimizer.exact import GroupMinima
+
+        # the serving workloads alone, without training jobs or budgets, over the same candidates
+        minima = GroupMinima(problem.replace(workloads=serving_only, cands={w.name: base.get(w.name, [])
+                                                                            for w in serving_only},
+                                             work_flops={}, budgets=Budgets(), budget_usd=None), allowed)
+        minima = minima if minima.ok else None
 
     def serving_bound(allow: dict[str, frozenset]) -> float:
-        """A lower bound on every plan of the node: the exact minimum of its serving workloads alone (no training
-        job, no budget; ``optimizer.exact.solve_separable``, by enumeration). The serving part of any plan of the
-        node — every commitment it buys and the serving workloads' hourly units — is such a plan and costs no
-        more; 0 when the serving workloads are not separable (they share a commitment, quotas, spread...)."""
-        from optimizer.exact import solve_separable
+        """A lower bound on every plan of the node: the sum over its serving workloads of their exact minimum alone
+        (no training job, no budget; ``optimizer.exact.GroupMinima``, by enumeration) in the best group the node
+        allows. The serving part of any plan of the node — every commitment it buys and the serving workloads'
+        hourly units — is such a plan and costs no more. 0 when the serving workloads alone are not separable
+        (they could share a commitment; quotas, spread...) or when they are the whole problem (the node's own
+        LP/MILP is then that problem)."""
+        if minima is None or time.perf_counter() > t_end:
+            return 0.0
+        from optimizer.exact import TooBig
 
-        key = tuple(sorted((w, tuple(sorted(g))) for w, g in allow.items()))
-        if key not in bound_cache:
-            if not serving_only or len(serving_only) == len(problem.workloads) and not problem.budgets.any():
-                bound_cache[key] = 0.0  # serving alone, no budget: the node's own MILP/LP is that problem
-            else:
-                cands = {w.name: [c for c in base.get(w.name, []) if w.name not in allow or
-                                  placement_group(c.offer, problem.placement) in allow[w.name]] for w in serving_only}
-                sub = problem.replace(workloads=serving_only, cands=cands, work_flops={}, budgets=Budgets(),
-                                      budget_usd=None, placement="any")
-                sol = solve_separable(sub, allowed=allowed, deadline=t_end)
-                bound_cache[key] = 0.0 if sol is None or sol.report.status != "optimal" else float(sol.cost)
-        return bound_cache[key]
+        total = 0.0
+        try:
+            for w in serving_only:
+                r = minima.best(w, allow.get(w.name))
+                if r is None:
+                    if minima.needs_nothing(w):
+                        continue
+                    return math.inf  # no plan of this workload in the node's groups
+                total += float(r[0])
+        except TooBig:
+            return 0.0
+        return total
 
     def left() -> float:
         return max(0.5, t_end - time.perf_counter())
@@ -1678,7 +1694,9 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
 
     def leaf(sub):
         m, V = build_fleet_model(sub, allowed=allowed)
-        rep = solve_fleet(m, solver=solver, time_limit_s=left(), gap_rel=gap_rel)
+        # only a plan cheaper than the incumbent is of use: the solver stops once its bound reaches it
+        cut = None if best is None else best.cost - 1e-6
+        rep = solve_fleet(m, solver=solver, time_limit_s=left(), gap_rel=gap_rel, cutoff=cut)
         sol = read_solution(sub, V, rep)
         if rep.status == "time_limit":
             return sol, (rep.bound if rep.bound is not None else 0.0)
@@ -1701,18 +1719,35 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
         bound, _, allow = heapq.heappop(heap)
         if best is not None and bound >= best.cost * (1 - gap_rel) - 1e-6:
             continue
-        if time.perf_counter() + node_seconds(allow) >= t_end:
-            # not started when it could not end in time: its bound stays open (the plan keeps to its time limit)
-            open_bounds.append(bound)
-            timed_out = True
-            continue
         sb = serving_bound(allow)
         if best is not None and sb >= best.cost * (1 - gap_rel) - 1e-6:
             continue  # its serving workloads alone already cost the incumbent: nothing below it is cheaper
         bound = max(bound, sb)
+        leaf_node = all(len(g) == 1 for g in allow.values())
+        sub = None
+        if (leaf_node or minima is None) and time.perf_counter() + node_seconds(allow) >= t_end:
+            # not started when it could not end in time (counted on the node's candidates after pruning, which
+            # takes a fraction of that): its bound stays open (the plan keeps to its time limit)
+            sub = node_problem(allow) if time.perf_counter() < t_end else None
+            if sub is None or time.perf_counter() + model_seconds(nblocks, sub.cands) >= t_end:
+                open_bounds.append(bound)
+                timed_out = True
+                continue
         nodes += 1
-        sub = node_problem(allow)
-        if all(len(g) == 1 for g in allow.values()):
+        if not leaf_node and minima is not None:
+            # the serving workloads' exact minima bound every child: branch on the workload with the most groups,
+            # one child per group, each bounded by its own minima (no LP; the children are taken best bound first)
+            wname = max((w for w in allow if len(allow[w]) > 1), key=lambda w: (len(allow[w]), w))
+            for g in sorted(allow[wname]):
+                child = {**allow, wname: frozenset({g})}
+                cb = max(bound, serving_bound(child))
+                if best is not None and cb >= best.cost * (1 - gap_rel) - 1e-6:
+                    continue
+                counter += 1
+                heapq.heappush(heap, (cb, counter, child))
+            continue
+        sub = sub if sub is not None else node_problem(allow)
+        if leaf_node:
             milps += 1
             sol, b2 = leaf(sub)
             if sol.report.status == "infeasible":

@@ -198,7 +198,7 @@ def solver_time_limit(model: "pulp.LpProblem", time_limit_s: float) -> float:
 
 
 def run_solver(model: "pulp.LpProblem", *, solver: str = "auto", time_limit_s: float = 60.0,
-                gap_rel: float = 0.001, presolve: bool = True) -> SolveReport:
+                gap_rel: float = 0.001, presolve: bool = True, cutoff: float | None = None) -> SolveReport:
     """Solve ``model`` and read the solver's real termination status, bound and gap.
 
     CBC runs with a wall-clock time limit (PuLP ``timeMode="elapsed"``, so a CPU-time limit cannot overrun the
@@ -208,6 +208,10 @@ def run_solver(model: "pulp.LpProblem", *, solver: str = "auto", time_limit_s: f
     tying each block's committed use to the committed base (``share``) presolve handles badly: the one-region LP of
     720 hourly blocks (``benchmarks/bench_fleet.py --scenarios 1x720``, 5,500 columns) takes HiGHS 1.16 8.4 s with
     presolve and 0.14 s without (same optimum, same duals), CBC 3.3 s and 0.7 s.
+    ``cutoff`` (minimization, objective units): only plans cheaper than it are searched for (CBC ``-cutoff``,
+    HiGHS ``objective_bound``); when none exists the report is "infeasible" — the caller, which holds a plan of
+    that cost, reads it as "nothing cheaper here". The placement search passes its incumbent, so a leaf that
+    cannot beat it ends as soon as its bound reaches it.
     Raises InputError for an unknown or missing solver.
     """
     import os
@@ -223,12 +227,14 @@ def run_solver(model: "pulp.LpProblem", *, solver: str = "auto", time_limit_s: f
         os.close(fd)
         backend = pulp.PULP_CBC_CMD(msg=False, timeLimit=limit, gapRel=gap_rel, logPath=log, timeMode="elapsed",
                                     threads=_cbc_threads(),
-                                    options=CBC_OPTIONS + ([] if presolve else ["presolve off"]))
+                                    options=CBC_OPTIONS + ([] if presolve else ["presolve off"])
+                                    + ([] if cutoff is None else [f"cutoff {cutoff:.10g}"]))
     elif solver == "highs":
         if "HiGHS" not in pulp.listSolvers(onlyAvailable=True):
             raise InputError("solver", "HiGHS is not installed (pip install highspy)", accepted=", ".join(SOLVERS))
         backend, log = pulp.HiGHS(msg=False, timeLimit=limit, gapRel=gap_rel,
-                                  **({} if presolve else {"presolve": "off"})), None
+                                  **({} if presolve else {"presolve": "off"}),
+                                  **({} if cutoff is None else {"objective_bound": float(cutoff)})), None
     else:
         raise InputError("solver", f"unknown solver '{solver}'", accepted=", ".join(SOLVERS))
     try:

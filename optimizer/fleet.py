@@ -1446,6 +1446,86 @@ def money(problem: FleetProblem, sol: FleetSolution) -> dict[str, Any]:
 SHARED_TIME_SHARE = 0.4
 
 
+def independent_parts(problem: FleetProblem, allowed: set[str] | None = None) -> list[list[str]]:
+    """The workloads split into parts that share no constraint but the objective (names, in problem order).
+
+    Two workloads are in one part when they could share a committed offer (a reservation's instances), a capacity
+    block or savings plan offer, or a capped spot group (one spot instance type in one region), or any instance
+    type in a region when a quota (``max_instances``) caps it. Budgets tie every workload together: with any
+    budget there is one part. Without those ties the MILP's rows never mention two parts at once, so the minimum
+    cost of the whole is the sum of the parts' minima (the decomposition of DESIGN.md "Making it fast")."""
+    names = [w.name for w in problem.workloads]
+    if problem.budgets.any() or problem.objective != "cost" or len(names) < 2:
+        return [names]
+    parent = {n: n for n in names}
+
+    def find(n: str) -> str:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    owner: dict[tuple, str] = {}
+    for w in problem.workloads:
+        for c in problem.cands.get(w.name, []):
+            o = c.offer
+            if allowed is not None and o["pricing"] not in allowed:
+                continue
+            keys = []
+            if c.committed or purchase_kind(o) == CAPACITY_BLOCK:
+                keys.append(("offer", c.okey))
+            if purchase_kind(o) == "savings_plan":
+                keys.append(("plan", savings_plan_scope(o)))
+            if o["pricing"] == "spot" or problem.max_instances is not None:
+                keys.append(("type", spot_group(o)))
+            for k in keys:
+                if k in owner:
+                    a, b = find(owner[k]), find(w.name)
+                    if a != b:
+                        parent[a] = b
+                else:
+                    owner[k] = w.name
+    parts: dict[str, list[str]] = {}
+    for n in names:
+        parts.setdefault(find(n), []).append(n)
+    return list(parts.values())
+
+
+def _solve_parts(problem: FleetProblem, parts: list[list[str]], *, solver, time_limit_s, gap_rel,
+                 allowed) -> FleetSolution:
+    """Minimum cost of a problem whose ``parts`` (:func:`independent_parts`) share nothing: each part solved alone
+    (:func:`solve_cost`, its share of the time left) and the plans put together. The report is "optimal" when every
+    part is, else the worst status; the bound is the sum of the parts' bounds."""
+    t_end = time.perf_counter() + float(time_limit_s)
+    t0 = time.perf_counter()
+    by_name = {w.name: w for w in problem.workloads}
+    merged = FleetSolution(report=SolveReport("optimal", solver=solver))
+    bound, statuses, messages = 0.0, [], []
+    for i, part in enumerate(parts):
+        share = max(0.5, (t_end - time.perf_counter()) / (len(parts) - i))
+        sub = problem.replace(workloads=[by_name[n] for n in part], cands={n: problem.cands.get(n, []) for n in part},
+                              work_flops={n: f for n, f in problem.work_flops.items() if n in part},
+                              unpruned=None)
+        sol = solve_cost(sub, solver=solver, time_limit_s=share, gap_rel=gap_rel, allowed=allowed)
+        rep = sol.report
+        statuses.append(rep.status)
+        if rep.status not in ("optimal", "time_limit"):
+            return FleetSolution(report=dataclasses.replace(rep, seconds=time.perf_counter() - t0,
+                                                            message=f"{', '.join(part)}: {rep.message or rep.status}"))
+        bound += float(rep.bound if rep.bound is not None else sol.cost)
+        messages.append(f"{'+'.join(part)}: {rep.message or rep.solver}")
+        for store in ("N", "A", "X", "S", "Z", "CB", "SP"):
+            getattr(merged, store).update(getattr(sol, store))
+    merged.cost = fleet_cost(problem, merged)
+    merged.value = fleet_value(problem, merged)
+    status = "optimal" if all(st == "optimal" for st in statuses) else "time_limit"
+    gap = 0.0 if status == "optimal" or merged.cost <= 0 else max(0.0, (merged.cost - bound) / merged.cost)
+    merged.report = SolveReport(status, objective=merged.cost, bound=min(bound, merged.cost), gap=gap,
+                                seconds=time.perf_counter() - t0, solver=solver,
+                                message=f"{len(parts)} independent parts: " + "; ".join(messages))
+    return merged
+
+
 def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_rel=0.001,
                allowed: set[str] | None = None, exact: bool = True) -> FleetSolution:
     """Minimum-cost plan. Serving workloads that share nothing (``optimizer.exact.separable``): exactly, by
@@ -1459,6 +1539,10 @@ def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_r
     def left() -> float:
         return max(0.0, t_end - time.perf_counter())
 
+    parts = independent_parts(problem, allowed)
+    if len(parts) > 1:
+        return _solve_parts(problem, parts, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel,
+                            allowed=allowed)
     fallback = None
     if exact:
         from optimizer.exact import solve_separable, solve_within_limits

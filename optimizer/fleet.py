@@ -1810,9 +1810,10 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
         leaf_node = all(len(g) == 1 for g in allow.values())
         sub = None
         if (leaf_node or minima is None) and time.perf_counter() + node_seconds(allow) >= t_end:
-            # not started when it could not end in time (counted on the node's candidates after pruning, which
-            # takes a fraction of that): its bound stays open (the plan keeps to its time limit)
-            sub = node_problem(allow) if time.perf_counter() < t_end else None
+            # not started when it could not end in time: its bound stays open (the plan keeps to its time limit).
+            # A leaf is counted on its candidates after pruning (a fraction of the time), an LP node before it (its
+            # LP's own time is not in the estimate: the 30 x 168 root LP took 30 s where the estimate said 20)
+            sub = node_problem(allow) if leaf_node and time.perf_counter() < t_end else None
             if sub is None or time.perf_counter() + model_seconds(nblocks, sub.cands) >= t_end:
                 open_bounds.append(bound)
                 timed_out = True

@@ -94,7 +94,7 @@ def serving_rules(workloads) -> list[str]:
         precisions = "/".join(w.precision_options or (w.precision,))
         note = ""
         if w.measured is not None:
-            from optimizer.serving import load_engine
+            from optimizer.sizing.serving import load_engine
 
             eng = load_engine(w.engine).name
             rows = [r.row for r in w.measured.rows if r.model.name == w.model.name and r.engine in (eng, None)]
@@ -109,7 +109,7 @@ def serving_rules(workloads) -> list[str]:
 
 def training_rules(workloads) -> list[str]:
     """One rule per train/finetune workload (issue 11): how its throughput per GPU, layout and goodput are set."""
-    from optimizer import goodput as gp
+    from optimizer.sizing import goodput as gp
     from optimizer.sizing import effective_context, training_framework
 
     out = []

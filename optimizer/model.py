@@ -247,7 +247,7 @@ def serving_precisions(workload, gpu) -> list[str]:
     """The precisions a serving replica of ``workload`` may use on ``gpu``: ``workload.precision_options`` (else its
     ``precision``) that the GPU runs (``optimizer.serving.supported_precisions``: fp8 on Ada/Hopper/Blackwell, fp4 on
     Blackwell)."""
-    from optimizer.serving import supported_precisions
+    from optimizer.sizing.serving import supported_precisions
 
     ok = supported_precisions(gpu)
     return [p for p in (workload.precision_options or (workload.precision,)) if p in ok]
@@ -287,7 +287,7 @@ def _serving_shape(sizing_fn, workload, gpu, offer_gpus: float, network=None):
     net = network or dataclasses.replace(DEFAULT_NODE_NETWORK, gpus_per_node=whole)
     counts = _replica_gpu_counts()
     best = None
-    from optimizer.serving import tp_supported
+    from optimizer.sizing.serving import tp_supported
 
     for n in counts:
         if n > offer_gpus:
@@ -495,7 +495,7 @@ def _hardware(workload: "Workload", off: dict[str, Any], gpu_cache: dict, networ
     shape label, throughput per replica (tokens/s or FLOP/s, before the spot reduction), fabric, max_units), or
     (None, rejection reason). The caches are shared over a catalog (GPU datasheet rows, networks, shapes)."""
     from optimizer.sizing import offer_network, size_replica
-    from optimizer.specs import load_gpu_board
+    from optimizer.sizing.specs import load_gpu_board
 
     gm = off["gpu_model"]
     board = (gm, str(off["interconnect"]))

@@ -23,7 +23,7 @@ from optimizer.demand import flat_profile
 from optimizer.fleet import Budgets, FleetWorkload, make_problem, prune_fleet
 from optimizer.model import candidates_for, unit_table
 from optimizer.sizing import Workload
-from optimizer.specs import load_model
+from optimizer.sizing.specs import load_model
 from pricing_cache.store import load_offers
 
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from gpuopt.kernel.errors import InputError
 from gpuopt.kernel.inputs import MAX_QUANTITY
-from optimizer.specs import GpuSpec, ModelSpec
+from optimizer.sizing.specs import GpuSpec, ModelSpec
 
 GIB = 2**30
 
@@ -148,7 +148,7 @@ ENGINES: dict[str, EngineProfile] = {
 DEFAULT_ENGINE = "vllm"
 
 
-def _engine_aliases(name: str) -> str:
+def engine_aliases(name: str) -> str:
     """The canonical engine name of ``name`` (``trt-llm``, ``trtllm``, ``nim`` -> ``tensorrt-llm``)."""
     key = str(name or "").strip().lower().replace("_", "-").replace(" ", "-")
     return {"trt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm", "tensorrtllm": "tensorrt-llm",
@@ -166,7 +166,7 @@ def load_engine(name: str | None) -> EngineProfile:
     Raises:
         InputError("engine"): an unknown engine, listing the accepted ones.
     """
-    key = _engine_aliases(name or DEFAULT_ENGINE)
+    key = engine_aliases(name or DEFAULT_ENGINE)
     if key not in ENGINES:
         raise InputError("engine", f"unknown serving engine {name!r}", accepted=", ".join(ENGINES))
     return ENGINES[key]
@@ -730,7 +730,7 @@ def load_measurements(path: str) -> Measurements:
     import csv as _csv
     from pathlib import Path
 
-    from optimizer.specs import load_gpu, load_model
+    from optimizer.sizing.specs import load_gpu, load_model
 
     from gpuopt.kernel.inputs import load_json, read_text
 

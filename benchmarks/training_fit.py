@@ -6,13 +6,13 @@ model against DeepSpeed's and accelerate's estimator outputs (``memory.csv``, De
     python benchmarks/training_fit.py [--csv PATH] [--json OUT] [--refit]
 
 Each row is laid out as published where the row says (TP, PP, CP, EP, virtual stages, micro-batch, recompute, ZeRO
-stage from FULL_SHARD/SHARD_GRAD_OP); what it leaves out is searched (``optimizer.sizing.training.search``). Rows are skipped
-when they give no tokens/s per GPU, name a GPU without a datasheet row (GB200, GB300, B300, the 96 GB / 500 W H100),
+stage from FULL_SHARD/SHARD_GRAD_OP); what it leaves out is searched (``optimizer.sizing.training.search``). Rows are
+skipped when they give no tokens/s per GPU, name a GPU without a datasheet row (GB200, GB300, B300, the 96 GB / 500 W H100),
 or train in FP4 (not modelled). The network between nodes is the vendor reference cluster of the row's GPU
 generation: DGX A100 8 x 200 Gb/s HDR InfiniBand (200 GB/s per node), DGX H100/H200/B200 8 x 400 Gb/s NDR
 (400 GB/s per node) -- NVIDIA DGX datasheets. A row is *within* when estimate / measured is within +-20 % (issue 11;
-goal: at least 70 % of runs). ``--refit`` re-fits ``optimizer.sizing.training.FIT`` (needs scipy) on all usable rows, the
-layouts of rows that leave them out fixed at the search's choice under the current constants, and prints the new
+goal: at least 70 % of runs). ``--refit`` re-fits ``optimizer.sizing.training.FIT`` (needs scipy) on all usable rows,
+the layouts of rows that leave them out fixed at the search's choice under the current constants, and prints the new
 constants.
 """
 

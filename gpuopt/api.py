@@ -500,11 +500,11 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
         vllm|sglang|tensorrt-llm (default vllm), input_tokens / output_tokens per request (default 1024 / 128),
         scenario offline|server|interactive (default server: p99 TTFT <= 2,000 ms, TPOT <= 200 ms), ttft_slo_ms /
         tpot_slo_ms (p99 targets, override the scenario's), measured (a CSV/JSON of the user's benchmark results,
-        ``optimizer.sizing.serving.load_measurements``), trace (a CSV of requests' input/output tokens: their means are the
-        lengths, ``optimizer.sizing.serving.load_trace``). Training (train/finetune, issue 11; ``optimizer.sizing.training``): gpus
-        (the job's GPU count; default: the fewest of 1, 2, 4, ... 16,384 that hold it, or with deadline_hours the
-        fewest that finish in time), tensor_parallel / pipeline_parallel / context_parallel / expert_parallel (fix
-        the layout; default searched),
+        ``optimizer.sizing.serving.load_measurements``), trace (a CSV of requests' input/output tokens: their means are
+        the lengths, ``optimizer.sizing.serving.load_trace``). Training (train/finetune, issue 11;
+        ``optimizer.sizing.training``): gpus (the job's GPU count; default: the fewest of 1, 2, 4, ... 16,384 that
+        hold it, or with deadline_hours the fewest that finish in time), tensor_parallel / pipeline_parallel /
+        context_parallel / expert_parallel (fix the layout; default searched),
         context_tokens (sequence length), global_batch_tokens (default 4M), micro_batch_size, activation_recompute
         (default: searched), precision bf16|fp16|fp8, optimizer adam|adam8bit|adafactor|sgd, zero_stage 0..3 (default:
         the framework's), offload none|optimizer|params, framework megatron|fsdp|deepspeed (default: megatron for

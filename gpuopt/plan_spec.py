@@ -149,7 +149,8 @@ def _engine(v: Any) -> Any:
 
 Engine = Annotated[Literal["vllm", "sglang", "tensorrt-llm"], BeforeValidator(_engine)]
 def _optimizer(v: Any) -> Any:
-    """An optimizer name, canonical (``AdamW`` -> ``adam``, ``adamw8bit`` -> ``adam8bit``; optimizer.sizing.training)."""
+    """An optimizer name, canonical (``AdamW`` -> ``adam``, ``adamw8bit`` -> ``adam8bit``;
+    optimizer.sizing.training)."""
     from optimizer.sizing.training import OPTIMIZER_ALIASES
 
     if isinstance(v, str):
@@ -426,8 +427,9 @@ class PlanFile(BaseModel):
         return self._base_dir / p
 
     def model_ref(self, item: WorkloadItem) -> str | None:
-        """The model of ``item`` as ``optimizer.sizing.specs.load_model`` takes it: a relative path to a local config.json
-        (or a folder holding one) that exists next to the plan file becomes that path; anything else as written."""
+        """The model of ``item`` as ``optimizer.sizing.specs.load_model`` takes it: a relative path to a local
+        config.json (or a folder holding one) that exists next to the plan file becomes that path; anything else as
+        written."""
         if item.model is None or self._base_dir is None or Path(item.model).is_absolute():
             return item.model
         local = self._base_dir / item.model

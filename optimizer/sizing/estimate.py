@@ -99,8 +99,8 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
     :data:`DEFAULT_NODE_NETWORK`.
 
     Training / fine-tuning (train, finetune; issue 11): :func:`size_training` -- the job on g GPUs laid out by
-    :func:`optimizer.sizing.training.search` (TP/PP/CP/EP/DP, ZeRO stage, micro-batch, recompute), memory as the frameworks
-    count it, step time, MFU and goodput; ``pipeline_parallel`` > 1 fixes its pipeline stages.
+    :func:`optimizer.sizing.training.search` (TP/PP/CP/EP/DP, ZeRO stage, micro-batch, recompute), memory as the
+    frameworks count it, step time, MFU and goodput; ``pipeline_parallel`` > 1 fixes its pipeline stages.
 
     LoRA / QLoRA (task "lora"; same replica layout), per GPU:
 

@@ -1,6 +1,6 @@
 """A train/finetune job on one GPU model: its options checked, the fastest parallel layout that fits
-(:func:`optimizer.sizing.training.search`), its throughput, memory, MFU and goodput, and ``gpuopt estimate``'s numbers for
-it (issue 11; part of :mod:`optimizer.sizing`).
+(:func:`optimizer.sizing.training.search`), its throughput, memory, MFU and goodput, and ``gpuopt estimate``'s numbers
+for it (issue 11; part of :mod:`optimizer.sizing`).
 
 Units: GiB (2**30 B) for memory, tokens/s, FLOP/s, seconds, hours.
 """
@@ -132,8 +132,8 @@ def size_training(w: Workload, gpu: GpuSpec, gpus: float, *, network: NodeNetwor
                   context_parallel: int | None = None, expert_parallel: int | None = None,
                   spot: bool = False) -> ReplicaSizing:
     """A train/finetune job of ``w`` on ``gpus`` GPUs: the fastest parallel layout that fits
-    (:func:`optimizer.sizing.training.search`; TP/PP fixed when given; ZeRO stage, micro-batch and recompute fixed when the
-    workload gives them), its tokens/s, MFU, step time and memory per GPU, and the goodput of a job of that size
+    (:func:`optimizer.sizing.training.search`; TP/PP fixed when given; ZeRO stage, micro-batch and recompute fixed when
+    the workload gives them), its tokens/s, MFU, step time and memory per GPU, and the goodput of a job of that size
     (:func:`optimizer.sizing.goodput.training_goodput`). ``gpus`` <= 1 is a share of one GPU (its memory and FLOPs).
 
     ``fits`` is False when no layout fits; the numbers are then those of the layout that needs the least memory.

@@ -101,7 +101,8 @@ class Workload:
             ``DEFAULT_MFU`` (lora).
         framework: train/finetune: ``megatron``, ``fsdp`` or ``deepspeed`` (:mod:`optimizer.sizing.training`); None: by
             task (:func:`training_framework`).
-        optimizer: ``adam`` (default), ``adam8bit``, ``adafactor``, ``sgd`` (:data:`optimizer.sizing.training.OPTIMIZERS`).
+        optimizer: ``adam`` (default), ``adam8bit``, ``adafactor``, ``sgd``
+            (:data:`optimizer.sizing.training.OPTIMIZERS`).
         offload: ``none`` (default), ``optimizer`` (ZeRO-Offload to CPU memory) or ``params`` (stage 3 only).
         global_batch_tokens: tokens per optimizer step; None: 4M (Llama 2's), rounded to whole micro-batches.
         lora_rank: task "lora": adapter rank r, 1..4096 (ignored by other tasks).
@@ -235,8 +236,9 @@ class ReplicaSizing:
     estimate_source: str | None = None
     kv_capacity_sequences: int | None = None
     meets_targets: bool | None = None
-    # train/finetune (issue 11, optimizer.sizing.training): the parallel layout, MFU, step time (s), global batch (tokens),
-    # goodput (on-demand and spot; optimizer.sizing.goodput) and the GPU count the throughput is for (job scale)
+    # train/finetune (issue 11, optimizer.sizing.training): the parallel layout, MFU, step time (s), global batch
+    # (tokens), goodput (on-demand and spot; optimizer.sizing.goodput) and the GPU count the throughput is for (job
+    # scale)
     training_layout: dict | None = None
     mfu: float | None = None
     step_time_s: float | None = None

@@ -75,7 +75,7 @@ def scenario(name: str):
     from optimizer.planning.demand import inline_profile
     from optimizer.planning.problem import FleetWorkload
     from optimizer.sizing import Workload
-    from optimizer.specs import load_model
+    from optimizer.sizing.specs import load_model
 
     def serve(wname, model, values, min_replicas=1):
         w = Workload(task="serve", model=load_model(model), tokens_per_second=max(values))

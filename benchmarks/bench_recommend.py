@@ -122,7 +122,7 @@ def _inprocess(offers, explain: bool, profile: bool, label: str, time_limit_s: f
     from optimizer.planning.plan import plan_fleet
     from optimizer.planning.problem import Budgets, FleetWorkload
     from optimizer.sizing import Workload
-    from optimizer.specs import load_model
+    from optimizer.sizing.specs import load_model
 
     plan = plan_from_options({"model": MODEL, "tokens_per_second": TPS})
     t0 = time.perf_counter()
@@ -148,7 +148,7 @@ def prune_scaling(offers, sizes: list[int]) -> list[dict]:
     from optimizer.planning.problem import FleetBlock, FleetWorkload
     from optimizer.planning.prune import prune_fleet
     from optimizer.sizing import Workload
-    from optimizer.specs import load_model
+    from optimizer.sizing.specs import load_model
 
     w = FleetWorkload("workload", Workload(task="serve", model=load_model(MODEL), tokens_per_second=TPS), min_replicas=1)
     out = []
@@ -260,7 +260,7 @@ def main() -> None:
         res["synthetic_copy_load_s"] = round(time.perf_counter() - t0, 3)
         from optimizer.planning.candidates import candidates_for
         from optimizer.sizing import Workload
-        from optimizer.specs import load_model
+        from optimizer.sizing.specs import load_model
 
         t0 = time.perf_counter()
         cs, _, _ = candidates_for(Workload(task="serve", model=load_model(MODEL), tokens_per_second=TPS), big,

@@ -1,4 +1,4 @@
-"""Fit and check gpuopt's serving model (``optimizer/serving.py``) on the calibration set
+"""Fit and check gpuopt's serving model (``optimizer/sizing/serving.py``) on the calibration set
 ``shared/data/perf/serving.csv`` (issue 10).
 
     python benchmarks/serving_fit.py            # the shipped fit on the whole set: error figures, by group
@@ -87,7 +87,7 @@ def _engine(text: str) -> str | None:
 
 def _model(row: dict):
     from gpuopt.kernel.errors import InputError
-    from optimizer.specs import load_model
+    from optimizer.sizing.specs import load_model
 
     repo = (row.get("hf_repo") or "").split(" (")[0].strip()
     for name in (repo, repo + "-v0.1"):
@@ -100,7 +100,7 @@ def _model(row: dict):
 
 def _gpu(row: dict):
     from gpuopt.kernel.errors import InputError
-    from optimizer.specs import load_gpu
+    from optimizer.sizing.specs import load_gpu
 
     name = row["gpu"]
     if name.startswith("A100 (memory not stated; 70B bf16 TP4 implies 80GB"):
@@ -113,7 +113,7 @@ def _gpu(row: dict):
 
 def load_rows(path: Path) -> tuple[list[dict], Counter]:
     """The usable rows as cases: model, GPU, layout, precision, engine, I, O, mode, batch and measured figures."""
-    from optimizer.serving import Layout
+    from optimizer.sizing.serving import Layout
 
     cases, skipped = [], Counter()
     with open(path, newline="", encoding="utf-8") as fh:
@@ -170,7 +170,7 @@ def load_rows(path: Path) -> tuple[list[dict], Counter]:
 def estimate_case(case: dict, fit) -> dict | None:
     """The model's figures for one case (None when the replica does not fit its GPUs)."""
     from gpuopt.kernel.errors import InputError
-    from optimizer import serving
+    from optimizer.sizing import serving
 
     engine = serving.ENGINES[case["engine"]]
     args = (case["model"], case["gpu"], case["layout"], case["precision"], engine)
@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--refit", action="store_true", help="fit the efficiencies again (needs scipy)")
     ap.add_argument("--json", help="write the rows and the summaries here")
     args = ap.parse_args(argv)
-    from optimizer import serving
+    from optimizer.sizing import serving
 
     if not Path(args.csv).is_file():
         print(f"serving_fit: no such file: {args.csv}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""The training performance model (``optimizer/training.py``) against published runs and memory estimators:
+"""The training performance model (``optimizer/sizing/training.py``) against published runs and memory estimators:
 prints, on the whole calibration set ``shared/data/perf/training.csv``, how far the estimated tokens/s per GPU is
 from the measured one, overall and by framework family, GPU, precision, model size and GPU count; and the memory
 model against DeepSpeed's and accelerate's estimator outputs (``memory.csv``, DeepSpeed's memory.rst).
@@ -6,13 +6,13 @@ model against DeepSpeed's and accelerate's estimator outputs (``memory.csv``, De
     python benchmarks/training_fit.py [--csv PATH] [--json OUT] [--refit]
 
 Each row is laid out as published where the row says (TP, PP, CP, EP, virtual stages, micro-batch, recompute, ZeRO
-stage from FULL_SHARD/SHARD_GRAD_OP); what it leaves out is searched (``optimizer.training.search``). Rows are skipped
-when they give no tokens/s per GPU, name a GPU without a datasheet row (GB200, GB300, B300, the 96 GB / 500 W H100),
+stage from FULL_SHARD/SHARD_GRAD_OP); what it leaves out is searched (``optimizer.sizing.training.search``). Rows are
+skipped when they give no tokens/s per GPU, name a GPU without a datasheet row (GB200, GB300, B300, the 96 GB / 500 W H100),
 or train in FP4 (not modelled). The network between nodes is the vendor reference cluster of the row's GPU
 generation: DGX A100 8 x 200 Gb/s HDR InfiniBand (200 GB/s per node), DGX H100/H200/B200 8 x 400 Gb/s NDR
 (400 GB/s per node) -- NVIDIA DGX datasheets. A row is *within* when estimate / measured is within +-20 % (issue 11;
-goal: at least 70 % of runs). ``--refit`` re-fits ``optimizer.training.FIT`` (needs scipy) on all usable rows, the
-layouts of rows that leave them out fixed at the search's choice under the current constants, and prints the new
+goal: at least 70 % of runs). ``--refit`` re-fits ``optimizer.sizing.training.FIT`` (needs scipy) on all usable rows,
+the layouts of rows that leave them out fixed at the search's choice under the current constants, and prints the new
 constants.
 """
 
@@ -41,7 +41,7 @@ BOUND = 0.20
 
 def _model(row: dict):
     from gpuopt.kernel.errors import InputError
-    from optimizer.specs import load_model, model_from_params
+    from optimizer.sizing.specs import load_model, model_from_params
 
     name = (row.get("model") or "").split(" (")[0].strip()
     norm = re.sub(r"(?i)^llama[-_ ]?(\d(?:\.\d)?)[-_ ]", r"Llama-\1-", name)
@@ -73,7 +73,7 @@ def _int(text: str | None) -> int | None:
 
 
 def _network(gpu):
-    from optimizer.training import reference_network
+    from optimizer.sizing.training import reference_network
 
     return reference_network(gpu)
 
@@ -81,8 +81,8 @@ def _network(gpu):
 def load_cases(path: Path) -> tuple[list[dict], Counter]:
     """The usable rows as cases: (setup, gpus, fixed layout fields, measured tokens/s per GPU, labels)."""
     from gpuopt.kernel.errors import InputError
-    from optimizer.specs import load_gpu
-    from optimizer.training import TrainSetup
+    from optimizer.sizing.specs import load_gpu
+    from optimizer.sizing.training import TrainSetup
 
     cases, skipped = [], Counter()
     with open(path, newline="", encoding="utf-8") as fh:
@@ -146,7 +146,7 @@ def estimate_case(case: dict, fit=None, layout=None):
     """The step of the case's layout (given, else searched); None when no layout fits or the row cannot be laid
     out (e.g. its global batch does not split over its data-parallel ranks)."""
     from gpuopt.kernel.errors import InputError
-    from optimizer import training as tr
+    from optimizer.sizing import training as tr
 
     fit = fit or tr.FIT
     if layout is not None:
@@ -223,7 +223,7 @@ def refit(cases: list[dict], base):
 
     def fun(x):
         f = _unpack(x, base)
-        from optimizer import training as tr
+        from optimizer.sizing import training as tr
 
         return [math.log(tr.step(c["setup"], lay, f).tokens_per_second_per_gpu / c["measured"]) for c, lay in fixed]
 
@@ -236,7 +236,7 @@ def refit(cases: list[dict], base):
 
 def memory_checks() -> list[dict]:
     """The memory model's estimator functions against published estimator outputs (binary GiB printed as "GB")."""
-    from optimizer import training as tr
+    from optimizer.sizing import training as tr
 
     G = 2**30
     checks = []
@@ -269,8 +269,8 @@ def memory_checks() -> list[dict]:
 def measured_memory() -> list[dict]:
     """The memory model against the measured peak training memory of memory.csv (torchtitan on 96 GB H100s; the
     GPU is laid out as an H100 SXM with 96 GB). Reported, not fitted: peaks include the allocator's cache."""
-    from optimizer import training as tr
-    from optimizer.specs import load_gpu, load_model
+    from optimizer.sizing import training as tr
+    from optimizer.sizing.specs import load_gpu, load_model
 
     out = []
     h100 = dataclasses.replace(load_gpu("H100-80GB"), memory_gib=96.0)
@@ -297,12 +297,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--csv", default=str(DEFAULT_CSV))
     ap.add_argument("--json", help="write the rows and the summaries here")
-    ap.add_argument("--refit", action="store_true", help="re-fit optimizer.training.FIT (needs scipy)")
+    ap.add_argument("--refit", action="store_true", help="re-fit optimizer.sizing.training.FIT (needs scipy)")
     args = ap.parse_args(argv)
     if not Path(args.csv).is_file():
         print(f"training_fit: no such file: {args.csv}", file=sys.stderr)
         return 1
-    from optimizer import training as tr
+    from optimizer.sizing import training as tr
 
     cases, skipped = load_cases(Path(args.csv))
     fit = tr.FIT

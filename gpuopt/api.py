@@ -377,7 +377,7 @@ def prices_diff(*, since: str, providers: Iterable[str] = ()):
 
 # ------------------------------------------------------------------------------------------- estimate
 def _model_spec(model: str | None, params: float | None):
-    from optimizer.specs import load_model, model_from_params
+    from optimizer.sizing.specs import load_model, model_from_params
 
     if model and params:
         raise InputError("model", "give either --model or --params, not both")
@@ -410,7 +410,7 @@ def precision_from_name(model: str | None) -> str | None:
 
 
 def _trace_lengths(trace, input_tokens, output_tokens):
-    """(input, output, note) from a request trace CSV (``--trace``; optimizer.serving.load_trace) or as given.
+    """(input, output, note) from a request trace CSV (``--trace``; optimizer.sizing.serving.load_trace) or as given.
 
     Raises: InputError("trace") for a bad file or when input/output tokens are given too."""
     if trace is None:
@@ -418,7 +418,7 @@ def _trace_lengths(trace, input_tokens, output_tokens):
     if input_tokens is not None or output_tokens is not None:
         raise InputError("trace", "give the request lengths as --trace or as --input-tokens/--output-tokens, not both",
                          accepted="one of them")
-    from optimizer.serving import load_trace
+    from optimizer.sizing.serving import load_trace
 
     t = load_trace(str(trace))
     return t.mean_input, t.mean_output, t.describe()
@@ -443,7 +443,7 @@ def _lower(value, field_name: str):
         raise InputError(field_name, f"must be text, got {value!r}")
     v = value.strip().lower()
     if field_name == "optimizer":
-        from optimizer.training import OPTIMIZER_ALIASES
+        from optimizer.sizing.training import OPTIMIZER_ALIASES
 
         v = OPTIMIZER_ALIASES.get(v, v)
     return v
@@ -500,11 +500,11 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
         vllm|sglang|tensorrt-llm (default vllm), input_tokens / output_tokens per request (default 1024 / 128),
         scenario offline|server|interactive (default server: p99 TTFT <= 2,000 ms, TPOT <= 200 ms), ttft_slo_ms /
         tpot_slo_ms (p99 targets, override the scenario's), measured (a CSV/JSON of the user's benchmark results,
-        ``optimizer.serving.load_measurements``), trace (a CSV of requests' input/output tokens: their means are the
-        lengths, ``optimizer.serving.load_trace``). Training (train/finetune, issue 11; ``optimizer.training``): gpus
-        (the job's GPU count; default: the fewest of 1, 2, 4, ... 16,384 that hold it, or with deadline_hours the
-        fewest that finish in time), tensor_parallel / pipeline_parallel / context_parallel / expert_parallel (fix
-        the layout; default searched),
+        ``optimizer.sizing.serving.load_measurements``), trace (a CSV of requests' input/output tokens: their means are
+        the lengths, ``optimizer.sizing.serving.load_trace``). Training (train/finetune, issue 11;
+        ``optimizer.sizing.training``): gpus (the job's GPU count; default: the fewest of 1, 2, 4, ... 16,384 that
+        hold it, or with deadline_hours the fewest that finish in time), tensor_parallel / pipeline_parallel /
+        context_parallel / expert_parallel (fix the layout; default searched),
         context_tokens (sequence length), global_batch_tokens (default 4M), micro_batch_size, activation_recompute
         (default: searched), precision bf16|fp16|fp8, optimizer adam|adam8bit|adafactor|sgd, zero_stage 0..3 (default:
         the framework's), offload none|optimizer|params, framework megatron|fsdp|deepspeed (default: megatron for
@@ -517,7 +517,7 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
         and estimate_source. Raises: InputError naming the field for bad input or when nothing fits.
     """
     from optimizer import sizing
-    from optimizer.specs import load_gpu
+    from optimizer.sizing.specs import load_gpu
 
     training_only = {"--gpus": gpus, "--global-batch-tokens": global_batch_tokens, "--optimizer": optimizer,
                      "--offload": offload, "--framework": framework, "--context-parallel": context_parallel,
@@ -556,7 +556,7 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
     input_tokens, output_tokens, trace_note = _trace_lengths(trace, input_tokens, output_tokens)
     meas = None
     if measured is not None:
-        from optimizer.serving import load_measurements
+        from optimizer.sizing.serving import load_measurements
 
         meas = load_measurements(str(measured))
     w = _workload(dict(task=task, model_name=model, params=params, precision=precision, context_tokens=context_tokens,
@@ -847,7 +847,7 @@ def _recommend_plan(plan_path, cwd, options: dict[str, Any], explain: bool = Tru
                       scenario=item.scenario, ttft_slo_ms=item.ttft_ms, tpot_slo_ms=item.tpot_ms,
                       precision_options=precisions if len(precisions) > 1 else None)
             if item.trace:
-                from optimizer.serving import load_trace
+                from optimizer.sizing.serving import load_trace
 
                 try:
                     t = load_trace(str(plan.resolve_path(item.trace)))
@@ -857,7 +857,7 @@ def _recommend_plan(plan_path, cwd, options: dict[str, Any], explain: bool = Tru
                 if item.request_rate is not None:
                     kw["tokens_per_second"] = item.request_rate * t.mean_output
             if item.measured:
-                from optimizer.serving import load_measurements
+                from optimizer.sizing.serving import load_measurements
 
                 try:
                     kw["measured"] = load_measurements(str(plan.resolve_path(item.measured)))
@@ -873,7 +873,7 @@ def _recommend_plan(plan_path, cwd, options: dict[str, Any], explain: bool = Tru
             kw["tokens"] = item.tokens
             kw["deadline_hours"] = item.deadline_hours
             if item.task != "lora":
-                from optimizer.training import OPTIMIZER_ALIASES
+                from optimizer.sizing.training import OPTIMIZER_ALIASES
 
                 kw.update(framework=item.framework, offload=item.offload, global_batch_tokens=item.global_batch_tokens,
                           optimizer=OPTIMIZER_ALIASES.get(item.optimizer, item.optimizer) if item.optimizer else None)

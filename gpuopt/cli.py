@@ -581,7 +581,7 @@ def estimate(
         from gpuopt import render
 
         if list_models:
-            from optimizer.specs import known_gpus, known_models
+            from optimizer.sizing.specs import known_gpus, known_models
 
             with _stdout_to(output):
                 render.known(known_models(), known_gpus(), fmt)

@@ -141,16 +141,17 @@ def _precisions(v: Any) -> Any:
 
 Precision = Annotated[str, BeforeValidator(_precisions)]
 def _engine(v: Any) -> Any:
-    """An engine name, canonical (``trt-llm``, ``trtllm`` -> ``tensorrt-llm``; optimizer.serving)."""
-    from optimizer.serving import _engine_aliases
+    """An engine name, canonical (``trt-llm``, ``trtllm`` -> ``tensorrt-llm``; optimizer.sizing.serving)."""
+    from optimizer.sizing.serving import engine_aliases
 
-    return _engine_aliases(v) if isinstance(v, str) else v
+    return engine_aliases(v) if isinstance(v, str) else v
 
 
 Engine = Annotated[Literal["vllm", "sglang", "tensorrt-llm"], BeforeValidator(_engine)]
 def _optimizer(v: Any) -> Any:
-    """An optimizer name, canonical (``AdamW`` -> ``adam``, ``adamw8bit`` -> ``adam8bit``; optimizer.training)."""
-    from optimizer.training import OPTIMIZER_ALIASES
+    """An optimizer name, canonical (``AdamW`` -> ``adam``, ``adamw8bit`` -> ``adam8bit``;
+    optimizer.sizing.training)."""
+    from optimizer.sizing.training import OPTIMIZER_ALIASES
 
     if isinstance(v, str):
         v = v.strip().lower()
@@ -426,8 +427,9 @@ class PlanFile(BaseModel):
         return self._base_dir / p
 
     def model_ref(self, item: WorkloadItem) -> str | None:
-        """The model of ``item`` as ``optimizer.specs.load_model`` takes it: a relative path to a local config.json
-        (or a folder holding one) that exists next to the plan file becomes that path; anything else as written."""
+        """The model of ``item`` as ``optimizer.sizing.specs.load_model`` takes it: a relative path to a local
+        config.json (or a folder holding one) that exists next to the plan file becomes that path; anything else as
+        written."""
         if item.model is None or self._base_dir is None or Path(item.model).is_absolute():
             return item.model
         local = self._base_dir / item.model
@@ -478,7 +480,7 @@ class PlanFile(BaseModel):
                         out[w.name] = inline_profile(w.demand, blocks=self.blocks)
                     elif w.request_rate is not None:
                         if w.trace is not None:
-                            from optimizer.serving import load_trace
+                            from optimizer.sizing.serving import load_trace
 
                             per = load_trace(str(self.resolve_path(w.trace))).mean_output
                         else:

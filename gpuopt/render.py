@@ -213,7 +213,7 @@ def estimate(result, fmt: str) -> None:
         for key in ("wall_hours_one_replica", "gpus_per_replica", "memory_gib_per_replica"):
             fmt_map.pop(key)  # the whole job's: gpus, memory_gib_per_gpu and wall_hours say it
         lay = n["layout"]
-        from optimizer.training import TrainLayout
+        from optimizer.sizing.training import TrainLayout
 
         t.add_row("layout", TrainLayout.from_dict(lay).describe())
         t.add_row("framework / precision / optimizer", f"{lay['framework']} / {lay['precision']} / {lay['optimizer']}")

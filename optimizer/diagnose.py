@@ -16,7 +16,7 @@ def no_fit_reason(workload: "Workload", offers: "pd.DataFrame", rejected: dict) 
     """Why no offer can host one replica: the memory one replica needs vs the largest instance offered."""
     from optimizer.planning.candidates import MAX_GPUS_PER_REPLICA
     from optimizer.sizing import size_replica
-    from optimizer.specs import load_gpu
+    from optimizer.sizing.specs import load_gpu
 
     if offers.empty:
         return {"kind": "no_offers", "message": "no offers match the filters (provider, region, GPU, pricing)"}
@@ -62,12 +62,12 @@ def _serving_reason(workload: "Workload", rejected: dict) -> dict | None:
     """Why no offer serves when memory is not the cause (issue 10): no allowed precision runs on the offered GPUs,
     or the replicas that fit meet the latency targets at no batch. None when memory is the cause."""
     from optimizer.sizing import latency_targets
-    from optimizer.specs import known_gpus, load_gpu
+    from optimizer.sizing.specs import known_gpus, load_gpu
 
     counts = {k: v for k, v in rejected.items() if v}
     if counts.get("precision_unsupported") and not counts.get("misses_latency_target") and \
             counts["precision_unsupported"] >= counts.get("does_not_fit", 0) + counts.get("no_cluster_fabric", 0):
-        from optimizer.serving import supported_precisions
+        from optimizer.sizing.serving import supported_precisions
 
         wanted = workload.precision_options or (workload.precision,)
         gpus = [g for g in known_gpus() if any(p in supported_precisions(load_gpu(g)) for p in wanted)]
@@ -92,7 +92,7 @@ def gpus_that_fit(workload: "Workload", max_gpus: int = 8) -> list[tuple[str, fl
     """GPU models of the spec table on which one replica fits within ``max_gpus`` GPUs (one 8-GPU server), fewest
     GPUs then most memory first: the "GPU that would fit" of an infeasible plan."""
     from optimizer.sizing import min_gpus_per_replica
-    from optimizer.specs import known_gpus, load_gpu
+    from optimizer.sizing.specs import known_gpus, load_gpu
 
     out = []
     for name in known_gpus():

@@ -207,13 +207,13 @@ def other_cloud_prices(path: Path) -> tuple[list[dict[str, Any]], list[tuple[str
     """CoreWeave, RunPod and Nebius rows of ``other_clouds.csv`` as offers, with their hardware from the product
     name and the GPU datasheet: ``instance_type`` the product's slug (``nvidia-hgx-h100``,
     ``h100-sxm-community-cloud``), the GPU count the page's, per-GPU memory the datasheet's
-    (optimizer.specs.load_gpu), ``interconnect`` ``nvlink`` for an HGX board (NVIDIA HGX is the SXM
+    (optimizer.sizing.specs.load_gpu), ``interconnect`` ``nvlink`` for an HGX board (NVIDIA HGX is the SXM
     baseboard whose GPUs NVLink/NVSwitch join: NVIDIA HGX platform datasheet) and for several SXM GPUs, else
     unknown (""); vCPUs and memory unknown (NaN, the pages do not give them); fabric unknown (""), so a training
     replica never spans two of these instances. A GPU with no datasheet row is listed and never planned (GH200),
     and refused when nothing gives its memory (GB200). Vast.ai's marketplace median is refused (:data:`NOT_LIST_PRICES`)."""
     from gpuopt.kernel.errors import InputError
-    from optimizer.specs import load_gpu
+    from optimizer.sizing.specs import load_gpu
 
     out, skipped = [], []
     for line, r in _rows(path):

@@ -114,7 +114,7 @@ class Validated:
 
 def _datasheet_memory() -> dict[str, float]:
     """GiB-as-sold of one GPU per canonical GPU name, from optimizer/data/gpu_specs.csv (``memory_gb``)."""
-    from optimizer.specs import load_gpu
+    from optimizer.sizing.specs import load_gpu
 
     out = {}
     for name, row in CANONICAL_GPUS.items():

@@ -1,4 +1,5 @@
-"""optimizer.goodput: training goodput from failures, checkpoints, restarts and spot reclaims (issue 11, point 3).
+"""optimizer.sizing.goodput: training goodput from failures, checkpoints, restarts and spot reclaims (issue 11,
+point 3).
 
 Published figures used as checks, each with its source:
 - Llama 3 (Dubey et al. 2024, arXiv 2407.21783, section 3.3.4): 466 interruptions (47 planned, 419 unexpected) in a
@@ -22,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from gpuopt.kernel.errors import InputError
-from optimizer import goodput as gp
-from optimizer.goodput import Goodput, training_goodput, young_daly_interval_s
+from optimizer.sizing import goodput as gp
+from optimizer.sizing.goodput import Goodput, training_goodput, young_daly_interval_s
 
 FIXTURES = Path(__file__).parent / "fixtures" / "perf"
 

@@ -22,8 +22,8 @@ from gpuopt.kernel.errors import GpuoptError, InputError
 from gpuopt.kernel.inputs import MAX_DEPTH, MAX_YAML_NODES, load_json, load_yaml, read_text
 from gpuopt.plan_diff import load_plan_json
 from gpuopt.plan_spec import PlanFile, load_plan_file
-from optimizer.serving import load_measurements, load_trace
-from optimizer.specs import ModelSpec, load_model, model_from_hf_config
+from optimizer.sizing.serving import load_measurements, load_trace
+from optimizer.sizing.specs import ModelSpec, load_model, model_from_hf_config
 
 runner = CliRunner()
 

@@ -15,8 +15,8 @@ Sources used below:
 - GPipe (Huang et al. 2019, arXiv 1811.06965) bubble (p - 1)/(m + p - 1); Megatron-LM (Narayanan et al. 2021).
 - AWS fabric facts (providers/facts.py, from the EC2 docs): p4d.24xlarge 4 x 100 Gbit/s EFA = 50 GB/s,
   p5.48xlarge 3,200 Gbit/s EFA = 400 GB/s.
-- gpuopt's serving model (optimizer/serving.py: decode step, prefill, fitted on shared/data/perf/serving.csv by
-  benchmarks/serving_fit.py) and sizing constants (optimizer/sizing.py, each with its own source): USABLE_FRACTION
+- gpuopt's serving model (optimizer/sizing/serving.py: decode step, prefill, fitted on shared/data/perf/serving.csv by
+  benchmarks/serving_fit.py) and sizing constants (optimizer/sizing/, each with its own source): USABLE_FRACTION
   0.9 (vLLM gpu_memory_utilization), MFU 0.40, ZeRO volumes (ZeRO paper s.7), hop latency (NCCL tuning.cc + kernel
   TCP).
 """
@@ -48,7 +48,7 @@ from optimizer.sizing import (
     pipeline_decode_cycle_s,
     size_replica,
 )
-from optimizer.specs import load_gpu, load_model
+from optimizer.sizing.specs import load_gpu, load_model
 
 GIB = 2**30
 H100 = load_gpu("H100-80GB")
@@ -122,14 +122,14 @@ def test_405b_on_h100_smallest_layout_is_two_stages():
 
 
 def _stage_s(batch: int, stages: int, context: float) -> float:
-    """One stage's decode step (optimizer.serving.decode_step_s) for a micro-batch."""
-    from optimizer import serving as sv
+    """One stage's decode step (optimizer.sizing.serving.decode_step_s) for a micro-batch."""
+    from optimizer.sizing import serving as sv
 
     return sv.decode_step_s(LLAMA405, H100, sv.Layout(8, stages), "bf16", batch, context)
 
 
 def _prefill_s(inp: int) -> float:
-    from optimizer import serving as sv
+    from optimizer.sizing import serving as sv
 
     return sv.prefill_s(LLAMA405, H100, sv.Layout(8, 2), "bf16", inp)
 
@@ -138,7 +138,7 @@ def test_pipeline_decode_first_principles_405b():
     # 16 sequences, PP 2: vLLM keeps PP = 2 micro-batches of 8 in flight; a token crosses both stages:
     # cycle = max(m t_stage, p t_stage + (p-1) hop + return), hop = 52.4 us + 2 x 16384 x 2 B x 8 / 400 GB/s
     # (hidden_states + residual over p5's EFA), return = 52.4 us; TPOT = cycle + (B / O) x one prefill (continuous
-    # batching, optimizer/serving.py), tokens/s = B / TPOT
+    # batching, optimizer/sizing/serving.py), tokens/s = B / TPOT
     s = size_replica(serve405(concurrency=16), H100, 16, pipeline_parallel=2, network=P5_NETWORK)
     inp, out = 1024, 128  # gpuopt's default request (vLLM benchmark_serving random dataset)
     t_stage = _stage_s(8, 2, inp + out / 2)

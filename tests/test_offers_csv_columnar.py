@@ -133,7 +133,7 @@ def test_candidates_built_without_init_equal_the_dataclass():
 
     from optimizer.planning.candidates import Candidate, candidates_for, offer_key
     from optimizer.sizing import Workload
-    from optimizer.specs import load_model
+    from optimizer.sizing.specs import load_model
     from pricing_cache.store import load_offers
 
     offers, _ = load_offers(use_cache=False)

@@ -143,7 +143,7 @@ def test_a_lines_rate_is_shown_to_the_precision_that_gives_its_month():
 def test_binding_names_the_redundancy_floor_when_it_sets_the_capacity():
     """A fresh user saw "all 2 instances busy in the peak block (binding)" for a service one replica covers: what
     binds is --min-replicas 2, and the plan now says so. On the snapshot a Llama-2-13B replica on GCP g2-standard-48
-    serves more than 50 tokens/s (optimizer.serving): 50 tokens/s needs one, the floor buys the second."""
+    serves more than 50 tokens/s (optimizer.sizing.serving): 50 tokens/s needs one, the floor buys the second."""
     res = api.recommend(model="meta-llama/Llama-2-13b-hf", tokens_per_second=50, min_replicas=2, explain=False)
     plan = res.plan
     per = plan.workloads[0]["sizing"][0]["tokens_per_second_per_replica"]

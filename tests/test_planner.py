@@ -8,7 +8,7 @@ import pytest
 from optimizer.planning.candidates import candidates_for
 from optimizer.planning.plan import plan_workload
 from optimizer.sizing import Workload
-from optimizer.specs import load_gpu_board, load_model
+from optimizer.sizing.specs import load_gpu_board, load_model
 from pricing_cache.store import load_offers
 
 

@@ -25,7 +25,7 @@ from optimizer.planning.problem import Budgets, FleetWorkload
 from optimizer.planning.problem_build import make_problem
 from optimizer.planning.prune import prune_fleet
 from optimizer.sizing import Workload
-from optimizer.specs import load_model
+from optimizer.sizing.specs import load_model
 from pricing_cache.store import load_offers
 
 

@@ -12,7 +12,7 @@ from gpuopt.kernel.errors import InputError
 from gpuopt.kernel.records import OFFER_COLUMNS
 from optimizer.planning.plan import plan_workload
 from optimizer.sizing import Workload
-from optimizer.specs import load_model, model_from_params
+from optimizer.sizing.specs import load_model, model_from_params
 from providers.offers_csv import parse_offers_csv
 
 HEADER = "provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,payment,usd_per_hour\n"

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from gpuopt.kernel.errors import InputError
-from optimizer import serving as sv
+from optimizer.sizing import serving as sv
 from optimizer.sizing import Workload, estimate, size_replica, with_request_rate
-from optimizer.specs import load_gpu, load_model
+from optimizer.sizing.specs import load_gpu, load_model
 
 ROOT = Path(__file__).resolve().parents[1]
 PERF = ROOT / "tests" / "fixtures" / "perf"

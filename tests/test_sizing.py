@@ -22,7 +22,7 @@ from optimizer.sizing import (
     train_flops,
     validate_workload,
 )
-from optimizer.specs import ModelSpec, known_gpus, known_models, load_gpu, load_model, model_from_params
+from optimizer.sizing.specs import ModelSpec, known_gpus, known_models, load_gpu, load_model, model_from_params
 
 A100 = load_gpu("A100-80GB")
 LLAMA7 = load_model("Llama-2-7B")
@@ -436,7 +436,7 @@ def test_memory_per_gpu_non_increasing_in_gpus(model, gpu, pair, task, concurren
     """More GPUs per replica never need more memory on the most loaded GPU (serving TP, ZeRO-3 training)."""
     m = load_model(model)
     if task == "serve":
-        from optimizer.serving import tp_supported
+        from optimizer.sizing.serving import tp_supported
 
         assume(all(tp_supported(m, n) for n in pair))  # the engines split the heads evenly (vLLM)
         w = Workload(task="serve", model=m, precision=precision, concurrency=concurrency, context_tokens=context)

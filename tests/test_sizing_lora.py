@@ -30,7 +30,7 @@ from optimizer.sizing import (
     train_flops,
     validate_workload,
 )
-from optimizer.specs import known_gpus, known_models, load_gpu, load_model
+from optimizer.sizing.specs import known_gpus, known_models, load_gpu, load_model
 
 A100 = load_gpu("A100-80GB")
 H100 = load_gpu("H100-80GB")

@@ -1,4 +1,4 @@
-"""Tests of optimizer.specs: the GPU spec table, the model table and the --params shape estimate."""
+"""Tests of optimizer.sizing.specs: the GPU spec table, the model table and the --params shape estimate."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 
 from gpuopt.kernel.errors import InputError
 from gpuopt.kernel.records import CANONICAL_GPUS
-from optimizer import specs
-from optimizer.specs import (
+from optimizer.sizing import specs
+from optimizer.sizing.specs import (
     ModelSpec,
     known_gpus,
     known_models,
@@ -22,7 +22,7 @@ from optimizer.specs import (
     model_from_params,
 )
 
-DATA = Path(specs.__file__).parent / "data"
+DATA = Path(specs.__file__).parent.parent / "data"  # optimizer/data
 GIB = 2**30
 
 
@@ -442,7 +442,7 @@ def test_the_model_table_has_the_models_users_serve_as_their_configs_give():
     import csv
     from pathlib import Path
 
-    from optimizer.specs import load_model
+    from optimizer.sizing.specs import load_model
 
     ref = Path(__file__).resolve().parents[2] / "shared" / "data" / "reference" / "model_configs_more.csv"
     table = Path(__file__).resolve().parents[1] / "optimizer" / "data" / "model_configs.csv"

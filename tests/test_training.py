@@ -1,4 +1,4 @@
-"""Issue 11: the training performance model (optimizer/training.py), its interface and its fit.
+"""Issue 11: the training performance model (optimizer/sizing/training.py), its interface and its fit.
 
 Published points come from the calibration set (tests/fixtures/perf/training.csv, a copy of
 shared/data/perf/training.csv: the row ids are cited); estimator outputs from DeepSpeed's docs
@@ -17,9 +17,9 @@ import pytest
 
 from gpuopt import api
 from gpuopt.kernel.errors import InputError
-from optimizer import training as tr
+from optimizer.sizing import training as tr
 from optimizer.sizing import DEFAULT_NODE_NETWORK, Workload, size_training
-from optimizer.specs import load_gpu, load_model
+from optimizer.sizing.specs import load_gpu, load_model
 
 ROOT = Path(__file__).resolve().parents[1]
 G = 2**30

@@ -382,7 +382,7 @@ def _layout_text(sizing) -> str:
     lay = getattr(sizing, "training_layout", None)
     if not lay:
         return ""
-    from optimizer.training import TrainLayout
+    from optimizer.sizing.training import TrainLayout
 
     return TrainLayout.from_dict(lay).describe()
 

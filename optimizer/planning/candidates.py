@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from optimizer.sizing import ReplicaSizing, Workload
 
 #: Fraction of a spot instance's throughput lost to interruptions for SERVING replicas (a stated planning assumption,
-#: not a measured figure: 10 % lost). Training jobs use :mod:`optimizer.goodput` instead (issue 11): failures of
+#: not a measured figure: 10 % lost). Training jobs use :mod:`optimizer.sizing.goodput` instead (issue 11): failures of
 #: large jobs (Llama 3), checkpoint and restart time, and spot interruptions at a checkpoint interval.
 SPOT_INTERRUPTION_OVERHEAD = 0.10
 
@@ -169,7 +169,7 @@ def unit_shape(sizing_fn, workload, gpu, offer_gpus: float, interconnect: str = 
     return None, None, "does_not_fit"
 
 
-#: Largest training job the planner lays out, GPUs (optimizer.training.MAX_TRAIN_GPUS).
+#: Largest training job the planner lays out, GPUs (optimizer.sizing.training.MAX_TRAIN_GPUS).
 MAX_TRAIN_JOB_GPUS = 16384
 
 
@@ -245,9 +245,9 @@ def _training_shape(workload, gpu, whole: int, net):
 
 def serving_precisions(workload, gpu) -> list[str]:
     """The precisions a serving replica of ``workload`` may use on ``gpu``: ``workload.precision_options`` (else its
-    ``precision``) that the GPU runs (``optimizer.serving.supported_precisions``: fp8 on Ada/Hopper/Blackwell, fp4 on
+    ``precision``) that the GPU runs (``optimizer.sizing.serving.supported_precisions``: fp8 on Ada/Hopper/Blackwell, fp4 on
     Blackwell)."""
-    from optimizer.serving import supported_precisions
+    from optimizer.sizing.serving import supported_precisions
 
     ok = supported_precisions(gpu)
     return [p for p in (workload.precision_options or (workload.precision,)) if p in ok]
@@ -287,7 +287,7 @@ def _serving_shape(sizing_fn, workload, gpu, offer_gpus: float, network=None):
     net = network or dataclasses.replace(DEFAULT_NODE_NETWORK, gpus_per_node=whole)
     counts = _replica_gpu_counts()
     best = None
-    from optimizer.serving import tp_supported
+    from optimizer.sizing.serving import tp_supported
 
     for n in counts:
         if n > offer_gpus:
@@ -439,7 +439,7 @@ def unit_table(workload: "Workload", offers: "pd.DataFrame", *, allow_spot: bool
     theta = TH[hw] if n else np.zeros(0)
     pricing_arr = text_values(offers["pricing"])
     spot = pricing_arr == "spot"
-    if workload.task in ("train", "finetune"):  # goodput of a job of that size (optimizer.goodput), by pricing
+    if workload.task in ("train", "finetune"):  # goodput of a job of that size (optimizer.sizing.goodput), by pricing
         gp = np.array([h[2].goodput if h[0] is not None and h[2].goodput else 1.0 for h in hardware], dtype=float)
         gps = np.array([h[2].goodput_spot if h[0] is not None and h[2].goodput_spot else 1.0 for h in hardware],
                        dtype=float)
@@ -495,7 +495,7 @@ def offer_hardware(workload: "Workload", off: dict[str, Any], gpu_cache: dict, n
     shape label, throughput per replica (tokens/s or FLOP/s, before the spot reduction), fabric, max_units), or
     (None, rejection reason). The caches are shared over a catalog (GPU datasheet rows, networks, shapes)."""
     from optimizer.sizing import offer_network, size_replica
-    from optimizer.specs import load_gpu_board
+    from optimizer.sizing.specs import load_gpu_board
 
     gm = off["gpu_model"]
     board = (gm, str(off["interconnect"]))

@@ -45,7 +45,7 @@ def rules(problem: FleetProblem) -> list[str]:
             counted.append("serving: 90 % of their throughput counted")
         if any(w.training for w in spot_jobs):
             counted.append("training: their work after the goodput of spot reclaims, checkpoints and restarts "
-                           "(optimizer.goodput)")
+                           "(optimizer.sizing.goodput)")
         out.append(f"spot: at most {problem.spot_capacity} instances of one instance type per region; "
                    + "; ".join(counted) + "; never the only capacity behind min_replicas unless spot_only_ok")
     else:
@@ -85,7 +85,7 @@ def serving_rules(workloads) -> list[str]:
         precisions = "/".join(w.precision_options or (w.precision,))
         note = ""
         if w.measured is not None:
-            from optimizer.serving import load_engine
+            from optimizer.sizing.serving import load_engine
 
             eng = load_engine(w.engine).name
             rows = [r.row for r in w.measured.rows if r.model.name == w.model.name and r.engine in (eng, None)]
@@ -100,7 +100,7 @@ def serving_rules(workloads) -> list[str]:
 
 def training_rules(workloads) -> list[str]:
     """One rule per train/finetune workload (issue 11): how its throughput per GPU, layout and goodput are set."""
-    from optimizer import goodput as gp
+    from optimizer.sizing import goodput as gp
     from optimizer.sizing import effective_context, training_framework
 
     out = []
@@ -112,7 +112,7 @@ def training_rules(workloads) -> list[str]:
             f"training {getattr(fw, 'name', 'workload')}: {training_framework(w)}, {w.precision}, optimizer "
             f"{w.optimizer}, sequences of {effective_context(w):,} tokens, global batch "
             + (f"{w.global_batch_tokens:,.0f}" if w.global_batch_tokens else "4M (default)")
-            + " tokens; on each offer the fastest parallel layout that fits (optimizer.training, fitted on 180 "
+            + " tokens; on each offer the fastest parallel layout that fits (optimizer.sizing.training, fitted on 180 "
             "published runs: benchmarks/training_fit.py) at the job's scale -- the GPUs that meet the deadline -- "
             "with data-parallel traffic over the offer's fabric; work counted after goodput: failures "
             f"{gp.FAILURE_RATE_PER_GPU_HOUR:.3g} per GPU-hour (Llama 3: 419 unexpected interruptions in 54 days on "

@@ -130,7 +130,7 @@ class GpuSpec:
             ``pcie`` GPU whose table figure is an NVLink bridge (RTX 3090, H100 NVL) gets its PCIe figure, since
             a bridge joins only 2 (or 4) GPUs.
         architecture: the table's ``architecture`` column, e.g. ``"Hopper (GH100)"`` ("" when absent); the serving
-            model reads the GPU generation from it (``optimizer.serving.gpu_generation``).
+            model reads the GPU generation from it (``optimizer.sizing.serving.gpu_generation``).
     """
 
     name: str
@@ -617,7 +617,7 @@ def model_from_params(params: float, name: str | None = None) -> ModelSpec:
         max_context=ESTIMATE_MAX_CONTEXT,
         is_moe=False,
         estimated=True,
-        source="estimated from the parameter count (optimizer.specs.model_from_params: h = 128 L, d_head 128, MHA)",
+        source="estimated from the parameter count (optimizer.sizing.specs.model_from_params: h = 128 L, d_head 128, MHA)",
     )
 
 

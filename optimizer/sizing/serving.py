@@ -34,7 +34,7 @@ from typing import Any
 
 from gpuopt.kernel.errors import InputError
 from gpuopt.kernel.inputs import MAX_QUANTITY
-from optimizer.specs import GpuSpec, ModelSpec
+from optimizer.sizing.specs import GpuSpec, ModelSpec
 
 GIB = 2**30
 
@@ -148,7 +148,7 @@ ENGINES: dict[str, EngineProfile] = {
 DEFAULT_ENGINE = "vllm"
 
 
-def _engine_aliases(name: str) -> str:
+def engine_aliases(name: str) -> str:
     """The canonical engine name of ``name`` (``trt-llm``, ``trtllm``, ``nim`` -> ``tensorrt-llm``)."""
     key = str(name or "").strip().lower().replace("_", "-").replace(" ", "-")
     return {"trt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm", "tensorrtllm": "tensorrt-llm",
@@ -166,7 +166,7 @@ def load_engine(name: str | None) -> EngineProfile:
     Raises:
         InputError("engine"): an unknown engine, listing the accepted ones.
     """
-    key = _engine_aliases(name or DEFAULT_ENGINE)
+    key = engine_aliases(name or DEFAULT_ENGINE)
     if key not in ENGINES:
         raise InputError("engine", f"unknown serving engine {name!r}", accepted=", ".join(ENGINES))
     return ENGINES[key]
@@ -664,7 +664,7 @@ class Measurements:
             est = best_point(r.model, r_gpu, r_layout, r_prec, ENGINES[r.engine or engine.name], r.input_tokens,
                              r.output_tokens, concurrency=r.concurrency, fit=fit)
         except InputError as exc:  # the row cannot be that replica's (fp8 measured, estimated on an A100)
-            return Correction(source=f"model (optimizer/serving.py fit); {self.path} row {r.row} does not apply on "
+            return Correction(source=f"model (optimizer/sizing/serving.py fit); {self.path} row {r.row} does not apply on "
                                      f"{r_gpu.name}: {exc.message}", applied=False)
         if est is None:
             return None
@@ -730,7 +730,7 @@ def load_measurements(path: str) -> Measurements:
     import csv as _csv
     from pathlib import Path
 
-    from optimizer.specs import load_gpu, load_model
+    from optimizer.sizing.specs import load_gpu, load_model
 
     from gpuopt.kernel.inputs import load_json, read_text
 

@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING
 from gpuopt.kernel.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from optimizer.sizing import NodeNetwork
-    from optimizer.specs import GpuSpec, ModelSpec
+    from optimizer.sizing.network import NodeNetwork
+    from optimizer.sizing.specs import GpuSpec, ModelSpec
 
 GIB = 2**30
 
@@ -256,7 +256,8 @@ def model_flops_per_token(m: "ModelSpec", seq_len: int) -> float:
     return 6.0 * m.params_active + 12.0 * m.layers * m.heads * m.head_dim * seq_len
 
 
-def _largest_layer(m: "ModelSpec") -> float:
+def largest_layer_of(m: "ModelSpec") -> float:
+    """Parameters of the largest single layer: a transformer block or the embedding (V x h)."""
     embed = float(m.vocab_size * m.hidden_size)
     block = max(0.0, (m.params_total - (1 if m.tied_embeddings else 2) * embed) / m.layers)
     return max(block, embed)
@@ -397,7 +398,7 @@ def memory_per_gpu(setup: TrainSetup, layout: TrainLayout) -> dict:
     m = setup.model
     p_gpu, p_exp = _shard_params(m, layout)
     d = layout.dp * layout.cp
-    largest = _largest_layer(m) / layout.tp
+    largest = largest_layer_of(m) / layout.tp
     dense = model_state_bytes(p_gpu - p_exp, layout.zero_stage, d, framework=setup.framework,
                               optimizer=setup.optimizer, offload=layout.offload, largest_layer=largest)
     parts = dict(dense)
@@ -479,8 +480,8 @@ def reference_network(gpu: "GpuSpec") -> "NodeNetwork":
     NDR (400 GB/s per node) for Hopper and Blackwell (NVIDIA DGX datasheets). The calibration fit uses the same."""
     import dataclasses
 
-    from optimizer.serving import gpu_generation
-    from optimizer.sizing import DEFAULT_NODE_NETWORK
+    from optimizer.sizing.serving import gpu_generation
+    from optimizer.sizing.network import DEFAULT_NODE_NETWORK
 
     if gpu_generation(gpu) in ("hopper", "blackwell"):
         return dataclasses.replace(DEFAULT_NODE_NETWORK, gbps_per_node=400.0,

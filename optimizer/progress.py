@@ -1,0 +1,126 @@
+"""A progress line on stderr for a plan that takes more than a moment (issue 25: "a progress line on stderr for any
+solve that takes more than 2 s (phase, bound, gap), off with --quiet").
+
+The planner reports what it is doing with :func:`update` (phase, the best plan so far, the best bound); nothing is
+shown unless a caller opened a :func:`reporting` context (the CLI does, unless ``--quiet``) and the plan has run for
+``after_s`` seconds (2 s). On a terminal the line is rewritten in place about twice a second; into a file or a pipe a
+new line is written at most every ``every_s`` seconds (10 s), so logs stay short. The line is cleared (terminal) or
+ended with a newline (file) when the context closes, before the result is printed.
+
+Example line: ``gpuopt: placement search, 12 nodes · best $45,436.57 · bound $44,980.00 · gap 1.0 % · 3.4 s``.
+
+The state is one per process (the planner's explanation threads update the same line); :func:`update` is cheap
+and thread-safe, and a no-op without a reporter.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from typing import IO, Iterator
+
+#: Seconds a plan runs before the progress line appears (the issue's threshold).
+AFTER_S = 2.0
+#: Seconds between lines written to a file or pipe (a terminal's line is rewritten every TICK_S).
+EVERY_S = 10.0
+TICK_S = 0.5
+
+_lock = threading.Lock()
+_state: dict = {"active": False}
+
+
+def update(phase: str | None = None, *, best: float | None = None, bound: float | None = None,
+           detail: str | None = None) -> None:
+    """Record what the planner is doing: ``phase`` (e.g. "candidates", "placement search", "explanations"),
+    ``best`` the cost of the best plan found (USD), ``bound`` the best lower bound (USD), ``detail`` a few words
+    (e.g. "12 nodes"). Values not given keep their last value; a new phase clears best, bound and detail."""
+    if not _state.get("active"):
+        return
+    with _lock:
+        if phase is not None and phase != _state.get("phase"):
+            _state.update(phase=phase, best=None, bound=None, detail=None)
+        if best is not None:
+            _state["best"] = best
+        if bound is not None:
+            _state["bound"] = bound
+        if detail is not None:
+            _state["detail"] = detail
+
+
+def line() -> str:
+    """The progress line of the current state (without a line ending)."""
+    with _lock:
+        st = dict(_state)
+    parts = [f"gpuopt: {st.get('phase') or 'planning'}" + (f", {st['detail']}" if st.get("detail") else "")]
+    best, bound = st.get("best"), st.get("bound")
+    if best is not None:
+        parts.append(f"best ${best:,.2f}")
+    if bound is not None:
+        parts.append(f"bound ${bound:,.2f}")
+    if best is not None and bound is not None and best > 0:
+        parts.append(f"gap {max(0.0, 100.0 * (best - bound) / best):.1f} %")
+    parts.append(f"{time.perf_counter() - st.get('t0', time.perf_counter()):.1f} s")
+    return " · ".join(parts)
+
+
+@contextmanager
+def reporting(stream: IO[str] | None = None, *, after_s: float = AFTER_S, every_s: float = EVERY_S,
+              tty: bool | None = None) -> Iterator[None]:
+    """Show the progress line on ``stream`` (default stderr) while the body runs, from ``after_s`` seconds on.
+    ``tty`` (default: ``stream.isatty()``) chooses rewriting one line in place or writing a line every ``every_s``.
+    Nested or concurrent contexts: only the outermost reports."""
+    out = stream if stream is not None else sys.stderr
+    if tty is None:
+        try:
+            tty = bool(out.isatty())
+        except (AttributeError, ValueError):
+            tty = False
+    with _lock:
+        if _state.get("active"):
+            owner = False
+        else:
+            owner = True
+            _state.clear()
+            _state.update(active=True, t0=time.perf_counter(), phase=None)
+    if not owner:
+        yield
+        return
+    stop = threading.Event()
+    shown = {"any": False, "width": 0}
+
+    def run() -> None:
+        if stop.wait(after_s):
+            return
+        last = -1e9
+        while not stop.is_set():
+            now = time.perf_counter()
+            if tty or now - last >= every_s:
+                text = line()
+                try:
+                    if tty:
+                        out.write("\r" + text.ljust(shown["width"]))
+                    else:
+                        out.write(text + "\n")
+                    out.flush()
+                except (OSError, ValueError):
+                    return
+                shown["any"], shown["width"], last = True, max(shown["width"], len(text)), now
+            stop.wait(TICK_S)
+
+    thread = threading.Thread(target=run, name="gpuopt-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        with _lock:
+            _state["active"] = False
+        if shown["any"] and tty:
+            try:
+                out.write("\r" + " " * shown["width"] + "\r")
+                out.flush()
+            except (OSError, ValueError):
+                pass

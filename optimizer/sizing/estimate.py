@@ -1,0 +1,567 @@
+"""Sizing of one replica: how much GPU memory one replica of a workload needs on a GPU model, and how fast it runs
+there; the smallest replica that fits; ``gpuopt estimate`` (part of :mod:`optimizer.sizing`).
+
+A *replica* is one copy of the model spread over ``gpus`` GPUs of one model: for serving, tensor parallel inside one
+instance and, when one instance is too small, pipeline stages across instances (``pipeline_parallel``); for training,
+ZeRO data parallel (stage 0-3), across instances only over a cluster fabric. The planner (``optimizer/model.py``)
+turns replicas into instances and gives the instances' network (:func:`optimizer.sizing.network.offer_network`); this
+module only answers "does a replica fit on g GPUs of type X laid out so, and what is its throughput?".
+
+Formulas and constants come from ``shared/FORMULAS.md`` (section numbers cited as "F§n") and the papers it cites.
+Units: bytes and GiB (2**30 B) for memory, GB/s (1e9 B/s) for bandwidth, FLOP/s, tokens/s, hours.
+Every result carries ``assumptions``: the constants used, each with its source.
+
+No pandas here (this module is imported by every ``gpuopt`` command): plain floats only.
+"""
+
+from __future__ import annotations
+
+from gpuopt.kernel.errors import InputError
+from optimizer.sizing.memory import (
+    activation_bytes_per_gpu,
+    embedding_params,
+    gpu_share,
+    lora_base_weight_bytes,
+    model_state_parts,
+)
+from optimizer.sizing.network import (
+    DEFAULT_NODE_NETWORK,
+    GPUS_PER_NODE,
+    PIPELINE_VALUES_PER_TOKEN_PER_HIDDEN,
+    NodeNetwork,
+)
+from optimizer.sizing.specs import GpuSpec, known_gpus, load_gpu
+from optimizer.sizing.throughput import (
+    data_parallel_efficiency,
+    peak_flops_and_note,
+    replica_mfu,
+    train_flops,
+)
+from optimizer.sizing.training_job import estimate_training, size_training
+from optimizer.sizing.workload import (
+    FULL_TRAINING_TASKS,
+    GIB,
+    LORA_ADAPTER_BYTES_PER_PARAM,
+    LORA_BASE_BYTES,
+    LORA_FLOPS_PER_PARAM_TOKEN,
+    QLORA_NF4_BYTES_PER_PARAM,
+    TRAINING_TASKS,
+    USABLE_FRACTION,
+    ZERO_K,
+    ReplicaSizing,
+    Workload,
+    check_lora_targets,
+    is_int,
+    is_number,
+    latency_targets,
+    lora_adapter_params,
+    lora_defaults,
+    serve_lengths,
+    validate_workload,
+)
+
+
+def _check_gpus(gpus: float) -> float:
+    if not is_number(gpus) or gpus <= 0 or (gpus > 1 and not float(gpus).is_integer()):
+        raise InputError("gpus", f"GPUs per replica must be a share 0 < g <= 1 or a whole number, got {gpus!r}",
+                         accepted="0 < g <= 1, or 1, 2, 3, ...")
+    return float(gpus)
+
+
+# ----------------------------------------------------------------------------------------------- sizing
+
+
+def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: int = 1,
+                 network: NodeNetwork | None = None) -> ReplicaSizing:
+    """Memory and throughput of one replica of ``w`` spread over ``gpus`` GPUs of type ``gpu``.
+
+    Serving (issue 10; :mod:`optimizer.sizing.serving`, fitted on the published measurements of
+    ``shared/data/perf/serving.csv`` by ``benchmarks/serving_fit.py``): tensor parallel over the g GPUs of one
+    instance (g <= 1: a share of one GPU with that share of its memory, bandwidth and FLOPs), or ``pipeline_parallel``
+    p stages of t = g / p GPUs, one instance each (vLLM distributed serving docs: "the tensor parallel size is the
+    number of GPUs you want to use in each node, and the pipeline parallel size is the number of nodes"). Per GPU of
+    the most loaded stage:
+
+    * weights: the stage's ``ceil(L/p)`` blocks (+ the embedding or the head) at the precision's bytes per parameter
+      (embeddings 16-bit), over t; activations: the engine's iteration budget; the KV cache: the engine's memory
+      share less the rest, paged (:func:`optimizer.sizing.serving.memory_per_gpu`);
+    * the batch: ``w.concurrency``, else the largest that fits the KV cache and the engine's caps and meets the
+      workload's p99 TTFT/TPOT targets (:func:`latency_targets`; :func:`optimizer.sizing.serving.best_point`);
+    * TPOT = one decode step (bytes and FLOPs, all-reduces over NVLink or PCIe) + the prefill work it carries;
+      with p > 1 stages the engine keeps ``min(p, B)`` micro-batches in flight (vLLM ``max_concurrent_batches =
+      pipeline_parallel_size``) and a token takes one trip through every stage: ``max(m t_stage, p t_stage + (p-1)
+      t_hop + t_return)``, a hop carrying ``2 x h x 2 B`` per sequence (vLLM's hidden_states + residual) over the
+      instances' network at ``network.gbps_per_node`` after ``network.hop_latency_s``; tokens/s = batch / TPOT;
+    * ``fits``: the weights fit and some batch meets the targets; the breakdown's kv_cache is what the batch holds.
+
+    ``network`` (:class:`NodeNetwork`, :func:`offer_network`) is the instances' fabric: bandwidth and hop latency
+    for pipeline stages, node bandwidth for training replicas of more GPUs than one node has; None =
+    :data:`DEFAULT_NODE_NETWORK`.
+
+    Training / fine-tuning (train, finetune; issue 11): :func:`size_training` -- the job on g GPUs laid out by
+    :func:`optimizer.sizing.training.search` (TP/PP/CP/EP/DP, ZeRO stage, micro-batch, recompute), memory as the
+    frameworks count it, step time, MFU and goodput; ``pipeline_parallel`` > 1 fixes its pipeline stages.
+
+    LoRA / QLoRA (task "lora"; same replica layout), per GPU:
+
+    * weights: the frozen base, :func:`lora_base_weight_bytes` (bf16 2 B/param; int8 1; int4 = QLoRA NF4
+      0.516 B/param; embeddings and output head 16-bit when quantized), divided by n under ZeRO-3, else replicated;
+    * adapter_weights, gradients, optimizer_states: :func:`lora_adapter_params` x (2 + 2 + 12) B, split as
+      :func:`model_state_bytes_per_gpu` (F§4 LoRA/QLoRA line);
+    * activations as for training (F§5; the adapters' rank-r intermediates are left out);
+    * overhead: ZeRO-3 gathers the largest layer at its stored size; a quantized base dequantizes one matrix at
+      a time to 16-bit: 2 B x the largest linear matrix (DERIVED from how bitsandbytes runs a matmul);
+    * FLOP/s as for training; tokens/s = FLOP/s / (4 N_active) (:func:`train_flops`).
+
+    ``usable_gib_per_gpu = memory_gib x min(g, 1) x 0.9`` (vLLM gpu_memory_utilization default; serving: the
+    engine's memory share).
+
+    Args:
+        w: a valid workload. gpu: the GPU model. gpus: 0 < g <= 1, or a whole number >= 1.
+        pipeline_parallel: serving pipeline stages p (one instance each); g must be a whole multiple of p and p at
+            most the model's layers. LoRA replicas are ZeRO data parallel: p must be 1; train/finetune: the job's
+            pipeline stages (:func:`size_training`).
+        network: the network between instances; None = :data:`DEFAULT_NODE_NETWORK`.
+
+    Returns:
+        ReplicaSizing (breakdown in GiB, summed over the replica's GPUs).
+
+    Raises:
+        InputError: as :func:`validate_workload`; ("gpus") for a bad GPU count; ("pipeline_parallel") for a bad
+        stage count.
+    """
+    validate_workload(w)
+    g = _check_gpus(gpus)
+    if w.task in FULL_TRAINING_TASKS:
+        return size_training(w, gpu, g, network=network,
+                             pipeline_parallel=None if pipeline_parallel == 1 else pipeline_parallel)
+    if w.task == "lora":
+        w = lora_defaults(w)
+    pp = _check_pipeline(w, g, pipeline_parallel)
+    net = network or DEFAULT_NODE_NETWORK
+    m = w.model
+    share = min(g, 1.0)  # share of one GPU's memory and bandwidth each GPU slot gives the replica
+    n = max(1, int(g))  # GPUs the model is split over
+    peak, peak_note = peak_flops_and_note(gpu, w.precision)
+    mfu = replica_mfu(w, gpu)
+    usable = gpu.memory_gib * share * USABLE_FRACTION
+    assumptions = [
+        f"usable memory = {USABLE_FRACTION:.0%} of the GPU's {gpu.memory_gib:g} GiB (x share {share:g}) "
+        "(vLLM --gpu-memory-utilization default 0.9)",
+        f"{gpu.name}: {gpu.memory_bandwidth_gbps:g} GB/s, {peak_note}, interconnect {gpu.interconnect} "
+        f"({gpu.link_gbps_one_way:g} GB/s one way) ({gpu.source})",
+    ]
+    keys = ("weights", "kv_cache", "gradients", "optimizer_states", "activations", "overhead")
+    if w.task == "lora":
+        keys = ("weights", "adapter_weights") + keys[1:]
+    parts = dict.fromkeys(keys, 0.0)
+
+    tp_used, tpot_ms, serve_extra, fits_override = 1, None, {}, None
+    if w.task == "serve":
+        from optimizer.sizing import serving as sv
+
+        eng = sv.load_engine(w.engine)
+        inp, out = serve_lengths(w)
+        tp_used = max(1, int(g / pp))
+        if not sv.tp_supported(m, tp_used):
+            ok = [t for t in range(1, GPUS_PER_NODE + 1) if sv.tp_supported(m, t)]
+            raise InputError("tensor_parallel", f"{m.name}'s {m.heads} attention heads and {m.kv_heads} KV heads do "
+                                                f"not split over {tp_used} GPUs", accepted=", ".join(map(str, ok)))
+        spec = gpu if g >= 1 else gpu_share(gpu, g)
+        layout = sv.Layout(tp_used, pp)
+        ttft_t, tpot_t = latency_targets(w)
+        hop = ((net.hop_latency_s, PIPELINE_VALUES_PER_TOKEN_PER_HIDDEN * m.hidden_size * 2.0
+                / (net.gbps_per_node * 1e9)) if pp > 1 else (0.0, 0.0))
+        corr = w.measured.correction(m, spec, layout, w.precision, eng) if w.measured is not None else None
+        pt = sv.best_point(m, spec, layout, w.precision, eng, inp, out, ttft_slo_ms=ttft_t, tpot_slo_ms=tpot_t,
+                           concurrency=w.concurrency, hop=hop, scale=corr)
+        mem = sv.memory_per_gpu(m, spec, layout, w.precision, eng)
+        shown = pt or sv.point(m, spec, layout, w.precision, eng, w.concurrency or 1, inp, out, hop=hop, scale=corr)
+        held = sv.tokens_held(eng, inp, out)
+        parts["weights"] = mem["weights"]
+        parts["activations"] = mem["activations"]
+        parts["kv_cache"] = shown.batch * held * mem["kv_per_token"]
+        usable = spec.memory_gib * eng.memory_fraction
+        meets = pt is not None and sv.meets_targets(pt, ttft_t, tpot_t)
+        fits_override = meets
+        tokens_per_s, tpot_ms = shown.tokens_per_second, shown.tpot_ms
+        flops_per_s = None
+        cap = sv.max_batch_memory(m, spec, layout, w.precision, eng, inp, out)
+        serve_extra = {"ttft_ms": shown.ttft_ms, "concurrency": shown.batch, "precision": w.precision,
+                       "engine": eng.name, "input_tokens": inp, "output_tokens": out,
+                       "ttft_target_ms": ttft_t, "tpot_target_ms": tpot_t,
+                       "estimate_source": corr.source if corr else "model (optimizer/sizing/serving.py fit)",
+                       "kv_capacity_sequences": cap, "meets_targets": meets}
+        assumptions[0] = (f"usable memory = {eng.memory_fraction:.0%} of the GPU's {gpu.memory_gib:g} GiB"
+                          f"{f' (x share {share:g})' if share < 1 else ''} ({eng.name}: {eng.source})")
+        targets = ("no latency target (offline)" if ttft_t is None and tpot_t is None else
+                   f"p99 TTFT <= {ttft_t:g} ms, p99 TPOT <= {tpot_t:g} ms" if ttft_t and tpot_t else
+                   f"p99 TTFT <= {ttft_t:g} ms" if ttft_t else f"p99 TPOT <= {tpot_t:g} ms")
+        why = ""
+        if cap < 1:
+            why = "the weights and activations do not fit the engine's memory"
+        elif pt is None:
+            why = f"no batch meets {targets} (batch 1: TTFT {shown.ttft_ms:.0f} ms, TPOT {shown.tpot_ms:.1f} ms)"
+        elif not meets:
+            why = f"at this batch it misses {targets}"
+        assumptions += [
+            f"requests of {inp} input + {out} output tokens (mean); scenario {w.scenario}: {targets} "
+            f"(MLPerf Inference server 2 s / 200 ms, interactive 450 / 40 ms); p99 = mean x "
+            f"{sv.P99_OVER_MEAN_TTFT} (TTFT), x {sv.P99_OVER_MEAN_TPOT} (TPOT) (MLPerf server runs, DERIVED)",
+            f"weights {sv.WEIGHT_BYTES[w.precision]:.4g} B/param ({w.precision}; embeddings and head 16-bit), KV cache "
+            f"{sv.KV_BYTES[w.precision]:g} B/element, matmuls at the {sv.MATMUL_PEAK[w.precision]} peak",
+            f"paged KV cache: {held:g} tokens per running sequence ("
+            + ("the whole request reserved at admission" if eng.reserve_full_request else "input + half the output "
+               "on average, pages allocated on demand") + f"); room for {cap} sequences; engine caps "
+            f"{eng.max_batch(spec)} sequences, {eng.max_tokens(spec)} tokens per iteration",
+            (f"batch {shown.batch}" + ((" (given)" if shown.batch == w.concurrency else
+                                         f" (given {w.concurrency}; the KV cache and the engine run {shown.batch} at "
+                                         f"once, the other {w.concurrency - shown.batch} wait: TTFT includes "
+                                         f"{shown.queue_ms:,.0f} ms of queueing)") if w.concurrency else
+                                        " = the largest that fits memory and the targets")
+             + f": TPOT {shown.tpot_ms:.1f} ms, TTFT {shown.ttft_ms:.0f} ms, {shown.tokens_per_second:,.0f} tokens/s"
+             + (f" -- does not serve: {why}" if why else "")),
+            sv.describe_fit(),
+            f"layout TP {tp_used} x PP {pp}" + (f" ({net.fabric or 'unknown network'} {net.gbps_per_node:g} GB/s per "
+                                                f"node between stages, {net.hop_latency_s * 1e6:.1f} us per hop)"
+                                                if pp > 1 else ""),
+        ]
+        if w.precision == "bf16" and sv.gpu_generation(spec) in ("volta", "turing"):
+            assumptions.append(f"{spec.name} has no bf16: the engines serve a bf16 checkpoint in fp16 (vLLM casts it "
+                               "with a warning), the same bytes and speed")
+        if corr is not None and corr.applied:
+            assumptions.append(f"corrected by the user's benchmark ({corr.source}): tokens/s x "
+                               f"{corr.tokens_per_second:.3f}, TTFT x {corr.ttft:.3f}, TPOT x {corr.tpot:.3f}")
+        elif corr is not None:
+            assumptions.append(corr.source)
+        elif w.measured is not None:
+            assumptions.append(f"{w.measured.path} has no row of {m.name} on {eng.name}: the model alone")
+    elif w.task == "lora":
+        adapters = lora_adapter_params(m, w.lora_rank, w.lora_targets)
+        targets = check_lora_targets(w.lora_rank, w.lora_targets)
+        base = lora_base_weight_bytes(m, w.precision)
+        parts["weights"] = base / n if w.zero_stage == 3 else base
+        a_w, a_g, a_o = model_state_parts(float(adapters), w.zero_stage, n)
+        parts["adapter_weights"], parts["gradients"], parts["optimizer_states"] = a_w, a_g, a_o
+        act, act_note = activation_bytes_per_gpu(w)
+        parts["activations"] = act
+        bpp = LORA_BASE_BYTES[w.precision]
+        quantized = bpp < 2.0
+        largest_matrix = float(m.hidden_size * max(m.heads * m.head_dim, m.intermediate_size))
+        if w.zero_stage == 3:  # as for training, also on one GPU (conservative; keeps memory non-increasing in g)
+            block = max(0.0, (m.params_total - embedding_params(m)) / m.layers)
+            parts["overhead"] += max(block * bpp, m.vocab_size * m.hidden_size * 2.0)
+        if quantized:
+            parts["overhead"] += 2.0 * largest_matrix
+        dp_eff = data_parallel_efficiency(w, gpu, g, net)
+        flops_per_s = g * peak * mfu * dp_eff
+        tokens_per_s = flops_per_s / (LORA_FLOPS_PER_PARAM_TOKEN * m.params_active)
+        base_note = {
+            "int4": f"QLoRA NF4 {QLORA_NF4_BYTES_PER_PARAM:.4f} B/param = (4 + 8/64 + 32/(64*256)) bits / 8, "
+                    "blocksize-64 absmax double-quantized (Dettmers et al. 2023, arXiv 2305.14314, s.3)",
+            "int8": "LLM.int8 1 B/param (bitsandbytes; per-row scales neglected)",
+        }.get(w.precision, f"{bpp:g} B/param ({w.precision})")
+        assumptions += [
+            f"LoRA rank {w.lora_rank} on {', '.join(targets)}: {adapters:,} adapter params = sum over layers and "
+            "targets of r*(d_in+d_out) (Hu et al. 2021, arXiv 2106.09685)"
+            + (f"; MLP targets once per expert ({m.experts})" if m.experts > 1 else "")
+            + ("; no gate matrix in a 2-matrix MLP" if "gate" in targets and not m.gated_mlp else ""),
+            f"frozen base weights: {base_note}"
+            + ("; embeddings and output head kept 16-bit (bitsandbytes quantizes nn.Linear only)" if quantized else "")
+            + (f"; ZeRO-3: sharded over the replica's {n} GPU(s)" if w.zero_stage == 3
+               else "; replicated on every GPU (ZeRO < 3)"),
+            f"adapter states {LORA_ADAPTER_BYTES_PER_PARAM} B/param: bf16 weights 2 + grads 2 + fp32 Adam K={ZERO_K} "
+            f"(ZeRO paper; F§4), ZeRO stage {w.zero_stage} over {n} GPU(s)",
+            act_note,
+            "overhead: "
+            + ("ZeRO-3 gathered largest layer at its stored size (DeepSpeed largest_layer_mem; F§4)"
+               if w.zero_stage == 3 else "no gathered layer (ZeRO stage < 3)")
+            + ("; one dequantized 16-bit copy of the largest linear matrix (bitsandbytes dequantizes per matmul)"
+               if quantized else ""),
+            f"MFU {mfu:g} ({'given' if w.mfu is not None else f'default for {gpu.gpu_class}'}; Megatron-LM A100 "
+            "41.5-56%, PaLM 46.2%, end-to-end 35-64% (F§3)); QLoRA's dequantization time not modelled",
+            f"data-parallel efficiency {dp_eff:.3f}: adapter gradients only"
+            + (", plus 2 all-gathers of the sharded frozen base (ZeRO-3)" if w.zero_stage == 3 else "")
+            + f", over {gpu.link_gbps_one_way:g} GB/s one way{_node_note(net, g)}, no overlap (ZeRO paper s.7; F§9)",
+            "LoRA FLOPs 4*N*D with N = active params (DERIVED): forward 2N + activation gradients 2N, no weight "
+            "gradients for frozen weights (Transformer Math 101's 2N forward / 4N backward split); adapter FLOPs "
+            "left out; model FLOPs at the MFU, activation recomputation (HFU 6ND) not added (F§3)",
+        ]
+    per_gpu_bytes = sum(parts.values())
+    replica_mult = float(n) if g >= 1 else 1.0
+    breakdown = {k: v * replica_mult / GIB for k, v in parts.items()}
+    mem_per_gpu = per_gpu_bytes / GIB
+    return ReplicaSizing(
+        task=w.task,
+        gpu_model=gpu.name,
+        gpus_per_replica=g,
+        memory_gib_per_replica=mem_per_gpu * replica_mult,
+        memory_gib_per_gpu=mem_per_gpu,
+        usable_gib_per_gpu=usable,
+        fits=(mem_per_gpu <= usable) if fits_override is None else fits_override,
+        breakdown_gib=breakdown,
+        tokens_per_second_per_replica=tokens_per_s,
+        flops_per_second_per_replica=flops_per_s,
+        assumptions=tuple(assumptions),
+        tensor_parallel=tp_used,
+        pipeline_parallel=pp,
+        time_per_output_token_ms=tpot_ms,
+        **serve_extra,
+    )
+
+
+def _holding(w: Workload, gpu: GpuSpec, max_gpus: int, tensor_parallel: int | None,
+             pipeline_parallel: int | None) -> ReplicaSizing | None:
+    """The smallest serving replica whose weights and KV cache hold at least one sequence, targets met or not (the
+    layout given, else 1, 2, 4, 8 GPUs, then pipeline stages of 8); None when none does."""
+    if tensor_parallel is not None or pipeline_parallel is not None:
+        tp, pp = tensor_parallel or 1, pipeline_parallel or 1
+        layouts = [(tp, pp)]
+    else:
+        layouts = [(g, 1) if g <= GPUS_PER_NODE else (GPUS_PER_NODE, g // GPUS_PER_NODE)
+                   for g in replica_sizes(max_gpus) if g <= GPUS_PER_NODE or g % GPUS_PER_NODE == 0]
+    for tp, pp in layouts:
+        try:
+            s = size_replica(w, gpu, float(tp * pp), pipeline_parallel=pp)
+        except InputError:
+            continue
+        if (s.kv_capacity_sequences or 0) >= 1:
+            return s
+    return None
+
+
+def _raise_serving_unmet(w: Workload, gpu: GpuSpec, max_gpus: int, tensor_parallel: int | None,
+                         pipeline_parallel: int | None) -> None:
+    """Raise the reason no serving replica on ``gpu`` serves when its weights fit but no batch meets the latency
+    targets (InputError naming ttft_slo_ms/tpot_slo_ms with the best TTFT/TPOT one sequence gets); return when
+    memory is the cause (the caller says so)."""
+    if tensor_parallel is not None or pipeline_parallel is not None:
+        layouts = [(1 if tensor_parallel is None else tensor_parallel, 1 if pipeline_parallel is None else
+                    pipeline_parallel)]
+    else:
+        layouts = [(min(g, GPUS_PER_NODE), _node_stages(w, g, DEFAULT_NODE_NETWORK) or 1)
+                   for g in replica_sizes(max_gpus)]
+        layouts = [(g // pp if pp > 1 else g, pp) for g, pp in layouts]
+    best = None
+    for tp, pp in layouts:
+        try:
+            s = size_replica(w, gpu, float(tp * pp), pipeline_parallel=pp)
+        except InputError:
+            continue
+        if (s.kv_capacity_sequences or 0) >= 1 and (best is None or s.time_per_output_token_ms < best[1]):
+            best = (s.ttft_ms, s.time_per_output_token_ms, tp, pp)
+    if best is None:
+        return
+    ttft_t, tpot_t = latency_targets(w)
+    from optimizer.sizing.serving import P99_OVER_MEAN_TPOT, P99_OVER_MEAN_TTFT
+
+    field = "tpot_slo_ms" if tpot_t is not None and best[1] * P99_OVER_MEAN_TPOT > tpot_t else "ttft_slo_ms"
+    raise InputError(field, f"{gpu.name} holds {w.model.name} but meets p99 TTFT <= {ttft_t or 0:g} ms, TPOT <= "
+                            f"{tpot_t or 0:g} ms at no batch: one sequence gets p99 TTFT {best[0] * P99_OVER_MEAN_TTFT:,.0f} "
+                            f"ms, TPOT {best[1] * P99_OVER_MEAN_TPOT:,.1f} ms (TP{best[2]} PP{best[3]})",
+                     accepted="looser --ttft-ms/--tpot-ms or --scenario, shorter --input-tokens, fp8, a faster GPU")
+
+
+def _sized_layout(w: Workload, gpu: GpuSpec, tensor_parallel: int | None,
+                  pipeline_parallel: int | None) -> ReplicaSizing | None:
+    """The sizing at a layout the user fixed (``--tensor-parallel``/``--pipeline-parallel``); None when it does not
+    fit or meets no target.
+
+    Raises:
+        InputError("tensor_parallel"/"pipeline_parallel"): not a whole number >= 1, or TP above one node's GPUs;
+        InputError("task"): a training task (its replicas are ZeRO data parallel).
+    """
+    if w.task != "serve":
+        field = "tensor_parallel" if tensor_parallel is not None else "pipeline_parallel"
+        raise InputError(field, f"{w.task} replicas are sized as ZeRO data parallel; a tensor- or pipeline-parallel "
+                                "size is a serving option", accepted="--task serve")
+    tp = 1 if tensor_parallel is None else tensor_parallel
+    pp = 1 if pipeline_parallel is None else pipeline_parallel
+    if not is_int(tp) or not 1 <= tp <= GPUS_PER_NODE:
+        raise InputError("tensor_parallel", f"must be a whole number 1..{GPUS_PER_NODE} (GPUs of one node), got {tp!r}",
+                         accepted=f"1..{GPUS_PER_NODE}")
+    if not is_int(pp) or pp < 1:
+        raise InputError("pipeline_parallel", f"must be a whole number >= 1, got {pp!r}", accepted=">= 1")
+    s = size_replica(w, gpu, float(tp * pp), pipeline_parallel=pp)
+    return s if s.fits else None
+
+
+def _node_note(net: NodeNetwork, gpus: float) -> str:
+    """The node-network clause of the data-parallel assumption line."""
+    where = "crossed" if gpus > net.gpus_per_node else "not crossed"
+    return (f" (node network {net.gbps_per_node:g} GB/s {net.fabric or 'unknown fabric'} beyond {net.gpus_per_node} "
+            f"GPUs: {where}; {net.source})")
+
+
+def _check_pipeline(w: Workload, g: float, stages: object) -> int:
+    """Check a pipeline stage count for ``size_replica``; return it.
+
+    Raises:
+        InputError("pipeline_parallel"): not a whole number >= 1; > 1 for a training task (ZeRO data parallel
+        replicas), for a share of a GPU, for a GPU count that is not a multiple of it, or above the model's layers.
+    """
+    if not is_int(stages) or stages < 1:
+        raise InputError("pipeline_parallel", f"must be a whole number >= 1, got {stages!r}", accepted=">= 1")
+    if stages == 1:
+        return 1
+    if w.task != "serve":
+        raise InputError("pipeline_parallel", f"{w.task} replicas are sized as ZeRO data parallel, not pipelined",
+                         accepted="1")
+    if g < stages or not float(g).is_integer() or int(g) % stages:
+        raise InputError("pipeline_parallel", f"{g:g} GPUs do not split into {stages} equal stages",
+                         accepted=f"a divisor of {g:g}")
+    if stages > w.model.layers:
+        raise InputError("pipeline_parallel", f"{w.model.name} has {w.model.layers} layers, fewer than {stages} stages",
+                         accepted=f"1..{w.model.layers}")
+    return stages
+
+
+def replica_sizes(max_gpus: int) -> list[int]:
+    """GPU counts tried for a replica: 1, 2, 4, 8, then multiples of 8 up to ``max_gpus``."""
+    return [g for g in (1, 2, 4) if g <= max_gpus] + list(range(8, max_gpus + 1, 8))
+
+
+def min_gpus_per_replica(w: Workload, gpu: GpuSpec, max_gpus: int = 64,
+                         network: NodeNetwork | None = None) -> ReplicaSizing | None:
+    """The sizing of the smallest replica of ``w`` that fits on ``gpu``, trying :func:`replica_sizes`
+    (1, 2, 4, 8, 16, 24, ... <= max_gpus); None when none fits. Fractional GPUs are not tried here (call
+    :func:`size_replica` with the offer's share).
+
+    A serving replica of more GPUs than one node has (``network.gpus_per_node``, 8 by default) is laid out as
+    vLLM's distributed serving docs say: tensor parallel over the GPUs of a node, one pipeline stage per node
+    (16 GPUs = TP 8 x PP 2), never one tensor-parallel group across nodes. Train/finetune jobs are laid out by
+    :func:`size_training`; LoRA replicas stay ZeRO data parallel over all their GPUs.
+
+    Raises:
+        InputError: as :func:`validate_workload`; ("max_gpus") when max_gpus < 1.
+    """
+    if not is_int(max_gpus) or max_gpus < 1:
+        raise InputError("max_gpus", f"must be a whole number >= 1, got {max_gpus!r}", accepted=">= 1")
+    validate_workload(w)
+    net = network or DEFAULT_NODE_NETWORK
+    for g in replica_sizes(max_gpus):
+        pp = _node_stages(w, g, net)
+        if pp is None:
+            continue
+        try:
+            sizing = size_replica(w, gpu, g, pipeline_parallel=pp, network=net)
+        except InputError as exc:
+            if exc.field == "tensor_parallel":  # the model's heads do not split over this many GPUs
+                continue
+            raise
+        if sizing.fits:
+            return sizing
+    return None
+
+
+def _node_stages(w: Workload, gpus: int, net: NodeNetwork) -> int | None:
+    """Pipeline stages of a replica of ``gpus`` GPUs on nodes of ``net.gpus_per_node``: 1 within one node or for
+    training (ZeRO data parallel); one stage per node for serving beyond one node; None when the GPUs do not fill
+    whole nodes or there would be more stages than layers."""
+    if w.task != "serve" or gpus <= net.gpus_per_node:
+        return 1
+    if gpus % net.gpus_per_node or gpus // net.gpus_per_node > w.model.layers:
+        return None
+    return gpus // net.gpus_per_node
+
+
+def gpu_hours(w: Workload, sizing: ReplicaSizing) -> float:
+    """GPU-hours to process ``w.tokens``: ``train_flops / (FLOP/s per replica / GPUs per replica) / 3600``
+    (F§1 "Time and cost": GPU_hours = C / (peak x MFU x 3600), here with the replica's scaling efficiency too).
+
+    Raises:
+        InputError("task") for a serving workload or sizing (a serving replica runs as long as it serves).
+    """
+    if w.task not in TRAINING_TASKS or sizing.flops_per_second_per_replica is None:
+        raise InputError("task", "GPU-hours are computed for train/finetune/lora workloads",
+                         accepted=", ".join(TRAINING_TASKS))
+    per_gpu = sizing.flops_per_second_per_replica / sizing.gpus_per_replica
+    return train_flops(w) / per_gpu / 3600.0
+
+
+def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64, *, tensor_parallel: int | None = None,
+             pipeline_parallel: int | None = None, gpus: int | None = None, context_parallel: int | None = None,
+             expert_parallel: int | None = None) -> dict:
+    """The smallest replica of ``w`` on ``gpu`` and what it does, for ``gpuopt estimate``.
+
+    Returns:
+        dict with keys memory_gib_per_replica, memory_gib_per_gpu, gpus_per_replica, breakdown_gib (GiB),
+        tokens_per_second_per_replica; for train/finetune/lora also train_flops (FLOP), gpu_hours and
+        wall_hours_one_replica (hours on one replica); and assumptions (tuple of str).
+
+    Raises:
+        InputError: as :func:`validate_workload`; ("gpu") for an unknown GPU name, or when the GPU cannot hold one
+            replica even with ``max_gpus`` GPUs -- the error says how much a GPU would need and lists the GPUs
+            that can hold it.
+    """
+    validate_workload(w)
+    spec = load_gpu(gpu) if isinstance(gpu, str) else gpu
+    if w.task in FULL_TRAINING_TASKS:
+        return estimate_training(w, spec, gpus=gpus, tensor_parallel=tensor_parallel,
+                                 pipeline_parallel=pipeline_parallel, context_parallel=context_parallel,
+                                 expert_parallel=expert_parallel)
+    if context_parallel is not None or expert_parallel is not None:
+        raise InputError("context_parallel" if context_parallel is not None else "expert_parallel",
+                         "context and expert parallelism are layouts of a training job", accepted="--task train or finetune")
+    if gpus is not None:
+        raise InputError("gpus", "--gpus sizes a training job (train, finetune)", accepted="--task train or finetune")
+    if tensor_parallel is not None or pipeline_parallel is not None:
+        sizing = _sized_layout(w, spec, tensor_parallel, pipeline_parallel)
+    else:
+        sizing = min_gpus_per_replica(w, spec, max_gpus)
+    if sizing is None and w.task == "serve" and w.concurrency is not None:
+        # the user fixed the batch: show what it gives on the smallest replica that holds it, targets met or not
+        sizing = _holding(w, spec, max_gpus, tensor_parallel, pipeline_parallel)
+    if sizing is None and w.task == "serve":
+        _raise_serving_unmet(w, spec, max_gpus, tensor_parallel, pipeline_parallel)
+    if sizing is None and (tensor_parallel is not None or pipeline_parallel is not None):
+        tp, pp = tensor_parallel or 1, pipeline_parallel or 1
+        s = size_replica(w, spec, float(tp * pp), pipeline_parallel=pp)
+        raise InputError("tensor_parallel", f"TP{tp} x PP{pp} of {spec.name} does not hold {w.model.name}: each GPU "
+                                            f"needs {s.memory_gib_per_gpu:.1f} GiB, {s.usable_gib_per_gpu:.1f} GiB "
+                                            "usable", accepted="a larger --tensor-parallel/--pipeline-parallel, or "
+                                                               "leave them out for the smallest replica that holds it")
+    if sizing is None:
+        top = replica_sizes(max_gpus)[-1]
+        largest = size_replica(w, spec, top, pipeline_parallel=_node_stages(w, top, DEFAULT_NODE_NETWORK) or 1)
+
+        def holds(name: str) -> bool:
+            try:
+                return min_gpus_per_replica(w, load_gpu(name), max_gpus) is not None
+            except InputError:  # a precision that GPU lacks
+                return False
+
+        others = [name for name in known_gpus() if holds(name)]
+        raise InputError(
+            "gpu",
+            f"{spec.name} cannot hold one replica even with {largest.gpus_per_replica:g} GPUs: each needs "
+            f"{largest.memory_gib_per_gpu:.1f} GiB, {largest.usable_gib_per_gpu:.1f} GiB usable"
+            + ("" if others else "; no known GPU can: lower the precision, context, concurrency or micro-batch"),
+            accepted=", ".join(others) or None,
+        )
+    out: dict = {
+        "memory_gib_per_replica": sizing.memory_gib_per_replica,
+        "memory_gib_per_gpu": sizing.memory_gib_per_gpu,
+        "gpus_per_replica": sizing.gpus_per_replica,
+        "breakdown_gib": dict(sizing.breakdown_gib),
+        "tokens_per_second_per_replica": sizing.tokens_per_second_per_replica,
+    }
+    if w.task == "serve":
+        out["tensor_parallel"] = sizing.tensor_parallel
+        out["pipeline_parallel"] = sizing.pipeline_parallel
+        out["time_per_output_token_ms"] = sizing.time_per_output_token_ms
+        out["tpot_ms"] = sizing.time_per_output_token_ms
+        out["ttft_ms"] = sizing.ttft_ms
+        out["concurrency"] = sizing.concurrency
+        out["tokens_per_second_per_gpu"] = sizing.tokens_per_second_per_replica / sizing.gpus_per_replica
+        for key in ("precision", "engine", "input_tokens", "output_tokens", "ttft_target_ms", "tpot_target_ms",
+                    "kv_capacity_sequences", "meets_targets", "estimate_source"):
+            out[key] = getattr(sizing, key)
+        out["scenario"] = w.scenario
+    if w.task in TRAINING_TASKS:
+        flops = train_flops(w)
+        out["train_flops"] = flops
+        out["gpu_hours"] = gpu_hours(w, sizing)
+        out["wall_hours_one_replica"] = flops / sizing.flops_per_second_per_replica / 3600.0
+    out["assumptions"] = sizing.assumptions
+    return out

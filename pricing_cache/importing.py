@@ -282,7 +282,7 @@ def import_file(file: str | Path, fmt: str, *, provider: str | None = None, as_o
         and the previous snapshots stay the current ones.
     """
     from pricing_cache import cache
-    from pricing_cache.refresh import _previous_rows, current_as_of, merge_offers, skipped_rows
+    from pricing_cache.refresh import previous_rows, current_as_of, merge_offers, skipped_rows
 
     path = Path(file)
     if fmt not in FORMATS:
@@ -317,7 +317,7 @@ def import_file(file: str | Path, fmt: str, *, provider: str | None = None, as_o
             snap_day = max(grp["as_of"].astype(str).str[:10])
             current = current_as_of(prov)
             is_current = current is None or snap_day >= current
-            previous = _previous_rows(prov, snap_day)
+            previous = previous_rows(prov, snap_day)
             checked = _validate_in_context(grp, previous, replace_region)
             mine = [r for r in skipped if r["provider"] in (prov, "")]
             refused = skipped_rows([{"provider": p, **s.__dict__} for s, p in zip(checked.skipped, checked.providers)],

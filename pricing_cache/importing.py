@@ -142,8 +142,8 @@ def _parse(path: Path, fmt: str, provider: str | None, as_of: str | None):
 
         offers, skipped = read_offers_csv(path), []
     else:
-        module = {"aws-price-list": "providers.aws", "aws-bulk-csv": "providers.aws", "azure-retail": "providers.azure",
-                  "gcp-skus": "providers.gcp"}[fmt]
+        module = {"aws-price-list": "providers.aws_import", "aws-bulk-csv": "providers.aws_import",
+                  "azure-retail": "providers.azure", "gcp-skus": "providers.gcp"}[fmt]
         offers, skipped, notes = _adapter_file(module, path, None if fmt in DATED_FORMATS else as_of)
     owner = provider if fmt == "skypilot" else _FORMAT_PROVIDER.get(fmt, "")
     # the input boundary (providers._input): no infinite, negative or absurd number leaves an importer

@@ -151,7 +151,7 @@ def _hours(h: float) -> str:
 
 
 
-def _date_span(p: dict) -> str:
+def date_span(p: dict) -> str:
     """'as of D' or 'as of D1 to D2' of a provider's prices, with the rows no source dates ("412 undated")."""
     new, old = p.get("as_of"), p.get("oldest_as_of")
     span = f"as of {new or 'unknown'}" if not old or old == new else f"as of {old} to {new}"
@@ -166,10 +166,10 @@ def _prices_line(prices: dict) -> str:
         origin = str(p.get("origin") or prices.get("catalog"))
         age = p.get("age_days")
         if origin == "shipped snapshot":  # rows of several source dates: the span, and how many have none
-            parts.append(f"{prov} {_date_span(p)} (shipped snapshot)")
+            parts.append(f"{prov} {date_span(p)} (shipped snapshot)")
         else:  # a cache snapshot keeps the rows a partial import did not carry: their span, not just the newest
             where = "cache" if origin.startswith("cache") else origin
-            parts.append(f"{prov} {_date_span(p)}"
+            parts.append(f"{prov} {date_span(p)}"
                          + (f" ({where}, newest {_days(age)} old)" if age is not None else f" ({where})"))
     return "Prices: " + "; ".join(parts)
 

@@ -17,34 +17,28 @@ review's report; key figures at the top: the total, the average month, the commi
 upfront and paid each month, the savings against all on-demand. A price derived by a rule (an estimated offer) is
 marked with a dagger and a footnote.
 
-Charts (matplotlib, Agg canvas, imported only here; 1000 x 450 px, fonts of 11 pt and more): total cost of the same
-demand by strategy; cash paid in each month of the horizon, months in calendar order (hourly usage, commitment fees
-and upfronts stacked); demand against capacity per serving workload in time order (``demand_timeline``: a panel per
-stretch of the horizon with its own blocks, in calendar order, each the hours of its typical day or week in
-order); spend over the horizon by provider and by GPU model. The output is deterministic: fixed figure sizes and
-DPI, no timestamps but the data's, no PNG software tag.
+Charts (matplotlib, Agg canvas, imported only here and in gpuopt/charting.py; 1000 x 450 px, fonts of 11 pt and
+more): total cost of the same demand by strategy; cash paid in each month of the horizon, months in calendar order
+(hourly usage, commitment fees and upfronts stacked); demand against capacity per serving workload in time order
+(``demand_timeline``: a panel per stretch of the horizon with its own blocks, in calendar order, each the hours of
+its typical day or week in order); spend over the horizon by provider and by GPU model. The output is deterministic:
+fixed figure sizes and DPI, no timestamps but the data's, no PNG software tag.
 """
 
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
 from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuopt.charting import FIG_SIZE, FONT_PT, TITLE_PT, dollars, figure, png_bytes
 from gpuopt.kernel.records import HOURS_PER_MONTH, WINDOW_PRICING
 from gpuopt.templating import ESTIMATED_MARK, ESTIMATED_NOTE, key_figure, render
 
 FORMATS = ("html", "markdown")
-
-#: Chart size in inches and resolution (1000 x 450 pixels; fixed: deterministic), and font sizes in points.
-FIG_SIZE = (10.0, 4.5)
-FIG_DPI = 100
-FONT_PT = 11
-TITLE_PT = 13
 
 SECTIONS = ("Summary", "Plan", "Strategy comparison", "Charts", "Workloads", "Constraints and notes", "Prices")
 
@@ -298,30 +292,10 @@ def _demand_timeline(data) -> dict[str, Any] | None:
 
 
 # ---------------------------------------------------------------------------------------------------- charts
-def _figure(size: tuple[float, float] = FIG_SIZE):
-    """A matplotlib figure on the Agg canvas (no pyplot state), constrained layout (labels never cut off)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=size, dpi=FIG_DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _png(fig) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=FIG_DPI, metadata={"Software": None})
-    return buf.getvalue()
-
-
-def _dollars(v: float) -> str:
-    return f"\\${v:,.0f}"  # "\$": a literal dollar sign (matplotlib's mathtext would pair plain ones)
-
-
 def _hbars(title: str, labels: list[str], values: list[float], highlight: set[int] | None = None) -> bytes:
     from matplotlib.ticker import FuncFormatter
 
-    fig = _figure()
+    fig = figure()
     ax = fig.add_subplot(1, 1, 1)
     ys = list(range(len(labels)))[::-1]
     colors = ["#d95f02" if highlight and i in highlight else "#1b9e77" for i in range(len(labels))]
@@ -329,12 +303,12 @@ def _hbars(title: str, labels: list[str], values: list[float], highlight: set[in
     ax.set_yticks(ys, labels=labels, fontsize=FONT_PT)
     top = max(values) if values else 0.0
     for y, v in zip(ys, values):
-        ax.text(v + top * 0.01, y, _dollars(v), va="center", fontsize=FONT_PT)
+        ax.text(v + top * 0.01, y, dollars(v), va="center", fontsize=FONT_PT)
     ax.set_xlim(0, top * 1.25 if top > 0 else 1)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _dollars(v)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: dollars(v)))
     ax.tick_params(axis="x", labelsize=FONT_PT)
     ax.set_title(title, fontsize=TITLE_PT)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def _chart_strategies(data) -> bytes | None:
@@ -355,7 +329,7 @@ def _chart_cash(data) -> bytes | None:
     cash = data.get("cash_by_month") or []
     if not cash:
         return None
-    fig = _figure()
+    fig = figure()
     ax = fig.add_subplot(1, 1, 1)
     xs = list(range(len(cash)))
     bottom = [0.0] * len(cash)
@@ -372,11 +346,11 @@ def _chart_cash(data) -> bytes | None:
     ax.set_xlabel("month", fontsize=FONT_PT)
     top = max(bottom) if bottom else 0.0
     ax.set_ylim(0, top * 1.2 if top > 0 else 1)
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _dollars(v)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: dollars(v)))
     ax.tick_params(axis="y", labelsize=FONT_PT)
     ax.legend(fontsize=FONT_PT, loc="upper right", ncol=3)
     ax.set_title("Cash paid by month (USD)", fontsize=TITLE_PT)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 _PALETTE = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02"]
@@ -400,7 +374,7 @@ def _chart_demand(data) -> bytes | None:
         return None
     panels, names = tl["panels"], tl["workloads"]
     if all(len(p["labels"]) == 1 for p in panels):  # flat demand: bars per stretch, in calendar order
-        fig = _figure()
+        fig = figure()
         ax = fig.add_subplot(1, 1, 1)
         xs = list(range(len(panels)))
         width = 0.8 / (2 * len(names))
@@ -421,10 +395,10 @@ def _chart_demand(data) -> bytes | None:
         ax.tick_params(axis="y", labelsize=FONT_PT)
         ax.legend(fontsize=FONT_PT, loc="upper right", ncol=2)
         ax.set_title("Demand and planned capacity (flat demand)", fontsize=TITLE_PT)
-        return _png(fig)
+        return png_bytes(fig)
     cols = min(4, len(panels))
     rows = math.ceil(len(panels) / cols)
-    fig = _figure((FIG_SIZE[0], FIG_SIZE[1] * rows))
+    fig = figure((FIG_SIZE[0], FIG_SIZE[1] * rows))
     axes = fig.subplots(rows, cols, sharey=True, squeeze=False)
     top = max((v for p in panels for w in names for k in ("demand", "capacity") for v in p["series"][w][k]),
               default=0.0)
@@ -454,7 +428,7 @@ def _chart_demand(data) -> bytes | None:
                                                                                 "through the month")
     fig.suptitle(f"Demand and planned capacity {unit}, in time order", fontsize=TITLE_PT)
     fig.legend(loc="outside lower center", ncol=min(6, 2 * len(names)), fontsize=FONT_PT)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def _chart_spend(data, key: str, title: str) -> bytes | None:
@@ -617,9 +591,9 @@ def _summary(data) -> list[str]:
     for prov, p in sorted((data["prices"].get("providers") or {}).items()):
         origin = str(p.get("origin") or data["prices"].get("catalog") or "")
         if origin == "shipped snapshot":
-            from gpuopt.render import _date_span
+            from gpuopt.render import date_span
 
-            parts.append(f"{prov} {_date_span(p)} (shipped snapshot)")
+            parts.append(f"{prov} {date_span(p)} (shipped snapshot)")
         else:
             age = p.get("age_days")
             parts.append(f"{prov} as of {p.get('as_of') or 'unknown'} ({origin}"

@@ -50,10 +50,10 @@ def _chart_png(result) -> bytes:
     """Monthly cost per instance type: on demand vs with the recommended commitment (bars, USD per 730-hour month)."""
     from matplotlib.ticker import FuncFormatter
 
-    from gpuopt.report import FONT_PT, TITLE_PT, _dollars, _figure, _png
+    from gpuopt.charting import FONT_PT, TITLE_PT, dollars, figure, png_bytes
 
     recs = result.recommendations
-    fig = _figure()
+    fig = figure()
     ax = fig.add_subplot(1, 1, 1)
     if recs:
         names = [f"{r.instance_type}\n{r.provider} {r.region}" + (f"\naccount {r.account_id}" if r.account_id else "")
@@ -64,8 +64,8 @@ def _chart_png(result) -> bytes:
         ax.bar([i - 0.2 for i in x], od, width=0.4, color="#d95f02", label="on demand")
         ax.bar([i + 0.2 for i in x], wc, width=0.4, color="#1b9e77", label="with the commitment")
         for i, (a, b) in enumerate(zip(od, wc)):
-            ax.text(i - 0.2, a, _dollars(a), ha="center", va="bottom", fontsize=FONT_PT)
-            ax.text(i + 0.2, b, _dollars(b), ha="center", va="bottom", fontsize=FONT_PT)
+            ax.text(i - 0.2, a, dollars(a), ha="center", va="bottom", fontsize=FONT_PT)
+            ax.text(i + 0.2, b, dollars(b), ha="center", va="bottom", fontsize=FONT_PT)
         ax.set_xticks(list(x), labels=names, fontsize=FONT_PT)
         ax.set_xlim(-0.8, len(recs) - 0.2)
         ax.set_ylim(0, max(od + wc) * 1.2 if max(od + wc) > 0 else 1)
@@ -73,11 +73,11 @@ def _chart_png(result) -> bytes:
     else:
         ax.text(0.5, 0.5, "no commitment pays off", ha="center", va="center", fontsize=TITLE_PT,
                 transform=ax.transAxes)
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _dollars(v)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: dollars(v)))
     ax.tick_params(axis="y", labelsize=FONT_PT)
     ax.set_ylabel("USD per month", fontsize=FONT_PT)
     ax.set_title("Monthly cost by instance type: on demand and with the recommended commitment", fontsize=TITLE_PT)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def _rows(result) -> list[dict]:

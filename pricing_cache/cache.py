@@ -45,6 +45,8 @@ from typing import TYPE_CHECKING, Any
 
 from gpuopt.kernel.errors import InputError, SnapshotError
 from gpuopt.kernel.records import OFFER_COLUMNS, READABLE_SCHEMA_VERSIONS, SCHEMA_VERSION
+from pricing_cache.offers_file import read_offers_file
+from pricing_cache.paths import cache_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -54,16 +56,6 @@ DEFAULT_RETENTION_DAYS = 400.0
 LOCK_TIMEOUT_S = 600.0
 #: Columns of a snapshot's skipped list (and of the shipped pricing_cache/data/skipped.csv).
 SKIPPED_COLUMNS: tuple[str, ...] = ("provider", "source", "line", "instance_type", "region", "reason")
-
-
-def cache_dir() -> Path:
-    """The cache folder: $GPUOPT_CACHE_DIR, else platformdirs' user cache dir for "gpuopt" (not created here)."""
-    env = os.environ.get("GPUOPT_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("gpuopt", appauthor=False))
 
 
 def _float_env(name: str, default: float, most: float = 36_500.0) -> float:
@@ -391,8 +383,6 @@ def list_snapshots(provider: str | None = None) -> list[CachedSnapshot]:
 
 def read_snapshot(snap: CachedSnapshot) -> "pd.DataFrame":
     """The offers of a valid snapshot. Raises SnapshotError for an invalid one or an unparseable file."""
-    from pricing_cache.store import read_offers_file
-
     if not snap.ok:
         raise SnapshotError(f"cached {snap.provider} snapshot {snap.meta_path.name} is not usable: {snap.error}")
     try:

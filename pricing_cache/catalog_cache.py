@@ -4,7 +4,7 @@ plan over the same file skips parsing and validation.
 Why: reading and checking a CSV of 500,000 offers (136 MB) took 3.7-4.4 s of an 8 s plan on this 2-core machine;
 the Arrow IPC (Feather v2) copy of the checked table, its text columns dictionary-encoded, is 40 MB and reads back
 in ~0.2 s (``benchmarks/bench_recommend.py``). The copy is a cache, never a source: it lives under the price cache
-folder (``pricing_cache.cache.cache_dir()/catalogs``), is keyed by the file's absolute path, size, modification
+folder (``pricing_cache.paths.cache_dir()/catalogs``), is keyed by the file's absolute path, size, modification
 time, inode and inode change time (ns; the change time moves on every write and cannot be set back) and by the code
 that reads and fills offers (this module's version, the schema version and the sources of
 the reader, the facts and the records), so an edited file or a new gpuopt is read again from the CSV. Writing is
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuopt.kernel.records import OFFER_COLUMNS, OFFER_DTYPES, SCHEMA_VERSION
+from pricing_cache.paths import cache_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -54,8 +55,6 @@ def _code_hash() -> str:
 
 def folder() -> Path:
     """Where the copies live: ``<price cache>/catalogs``."""
-    from pricing_cache.cache import cache_dir
-
     return cache_dir() / "catalogs"
 
 

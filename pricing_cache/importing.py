@@ -142,8 +142,8 @@ def _parse(path: Path, fmt: str, provider: str | None, as_of: str | None):
 
         offers, skipped = read_offers_csv(path), []
     else:
-        module = {"aws-price-list": "providers.aws", "aws-bulk-csv": "providers.aws", "azure-retail": "providers.azure",
-                  "gcp-skus": "providers.gcp"}[fmt]
+        module = {"aws-price-list": "providers.aws_import", "aws-bulk-csv": "providers.aws_import",
+                  "azure-retail": "providers.azure", "gcp-skus": "providers.gcp"}[fmt]
         offers, skipped, notes = _adapter_file(module, path, None if fmt in DATED_FORMATS else as_of)
     owner = provider if fmt == "skypilot" else _FORMAT_PROVIDER.get(fmt, "")
     # the input boundary (providers._input): no infinite, negative or absurd number leaves an importer
@@ -282,7 +282,7 @@ def import_file(file: str | Path, fmt: str, *, provider: str | None = None, as_o
         and the previous snapshots stay the current ones.
     """
     from pricing_cache import cache
-    from pricing_cache.refresh import _previous_rows, current_as_of, merge_offers, skipped_rows
+    from pricing_cache.refresh import previous_rows, current_as_of, merge_offers, skipped_rows
 
     path = Path(file)
     if fmt not in FORMATS:
@@ -317,7 +317,7 @@ def import_file(file: str | Path, fmt: str, *, provider: str | None = None, as_o
             snap_day = max(grp["as_of"].astype(str).str[:10])
             current = current_as_of(prov)
             is_current = current is None or snap_day >= current
-            previous = _previous_rows(prov, snap_day)
+            previous = previous_rows(prov, snap_day)
             checked = _validate_in_context(grp, previous, replace_region)
             mine = [r for r in skipped if r["provider"] in (prov, "")]
             refused = skipped_rows([{"provider": p, **s.__dict__} for s, p in zip(checked.skipped, checked.providers)],

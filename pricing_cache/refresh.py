@@ -132,12 +132,17 @@ def current_as_of(provider: str) -> str | None:
     return max(dates) if dates else None
 
 
-def _previous_rows(provider: str, as_of: str | None = None):
+def previous_rows(provider: str, as_of: str | None = None):
     """The provider's rows in effect on ``as_of`` (default today), the base a new snapshot of that date is merged
     with, by the store's rule: the newest good cache snapshot valid on or before that date — unless the shipped
     snapshot is newer than it and the date is not before the shipped snapshot (then the shipped rows). For a date
     before the shipped prices with no cached prices, the shipped rows whose own ``as_of`` is on or before the date
-    (none with an unknown date): rows valid later never leak into an earlier date's history."""
+    (none with an unknown date): rows valid later never leak into an earlier date's history.
+
+    Args: provider name; as_of a date YYYY-MM-DD (or an ISO date-time; only its first 10 characters count).
+    Returns: a DataFrame of the offer columns (OFFER_COLUMNS / OFFER_DTYPES), empty when the provider has none.
+    Raises: SnapshotError when the shipped snapshot is missing or corrupted; ValueError for an ``as_of`` that is not
+    a date. A cached snapshot that cannot be read is skipped (the one before it is used)."""
     import datetime as dt
 
     from pricing_cache import cache
@@ -212,7 +217,7 @@ def merge_offers(previous, new, *, replace_regions=None):
     """Merge ``new`` rows of one provider into its ``previous`` rows (both OFFER_COLUMNS frames).
 
     Args:
-        previous: the provider's rows in effect before (:func:`_previous_rows`).
+        previous: the provider's rows in effect before (:func:`previous_rows`).
         new: the rows fetched or imported (validated).
         replace_regions: None to replace only the offers ``new`` carries, by offer key (an import); or the
             regions replaced whole (a live refresh of a region, ``prices import --replace-region``): every previous
@@ -307,7 +312,7 @@ def merge_and_write(provider: str, new, regions_done: list[str], *, as_of: str, 
                     source: str, replace_regions: bool = True, skipped: list | None = None,
                     previous=None, extra: dict[str, Any] | None = None):
     """Write a new snapshot of ``provider`` (the caller holds the cache lock): the ``new`` rows merged into the
-    rows in effect on ``as_of`` (:func:`_previous_rows`, or ``previous`` when given) by :func:`merge_offers` —
+    rows in effect on ``as_of`` (:func:`previous_rows`, or ``previous`` when given) by :func:`merge_offers` —
     the regions ``regions_done`` replaced whole when ``replace_regions`` (a live refresh), else only the offers
     ``new`` carries (an import). ``skipped``: the rows refused (dicts of :func:`skipped_rows`), written to the
     snapshot's skipped list (cache.write_snapshot).
@@ -316,7 +321,7 @@ def merge_and_write(provider: str, new, regions_done: list[str], *, as_of: str, 
     from pricing_cache import cache
 
     if previous is None:
-        previous = _previous_rows(provider, as_of)
+        previous = previous_rows(provider, as_of)
     merged, counts = merge_offers(previous, new, replace_regions=regions_done if replace_regions else None)
     snap = cache.write_snapshot(
         provider, merged, as_of=as_of,
@@ -396,7 +401,7 @@ def refresh_provider(name: str, options: FetchOptions, *, as_of: str, max_worker
                 continue
             if result.offers.empty:
                 # an answer with no usable GPU offer for a region that had some is suspicious: keep the old rows
-                prev = _previous_rows(name)
+                prev = previous_rows(name)
                 if (prev["region"] == region).any():
                     out.regions_failed[region] = (f"the API returned no usable GPU offer for {region} "
                                                   f"({len(getattr(result, 'skipped', []))} rows skipped)")

@@ -20,14 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuopt.kernel.errors import GpuoptError, SnapshotError
-from gpuopt.kernel.records import (ADDED_IN_V3, FILLED_FROM_FACTS, OFFER_COLUMNS, OFFER_DTYPES, READABLE_SCHEMA_VERSIONS,
-                             SCHEMA_VERSION)
+from gpuopt.kernel.records import OFFER_DTYPES, READABLE_SCHEMA_VERSIONS, SCHEMA_VERSION
+from pricing_cache.offers_file import REBUILD_HINT, read_offers_file
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 SNAPSHOT_DIR = Path(__file__).resolve().parent / "data"
-REBUILD_HINT = "rebuild it with `python -m pricing_cache.build_snapshot` or reinstall gpuopt"
 
 
 @dataclass(frozen=True)
@@ -100,41 +99,6 @@ def read_snapshot_meta(snapshot_dir: Path | None = None) -> dict[str, Any]:
         raise SnapshotError(f"price snapshot corrupted: sha256 of {offers_path} is {actual}, snapshot.json says "
                             f"{meta.get('offers_sha256')} (the file was edited or truncated); {REBUILD_HINT}")
     return meta
-
-
-#: The offer columns of schema version 2 (before ``offering_class``) and 1 (before ``fabric`` and ``zone_kind`` too).
-OFFER_COLUMNS_V2: tuple[str, ...] = tuple(c for c in OFFER_COLUMNS if c not in ADDED_IN_V3)
-OFFER_COLUMNS_V1: tuple[str, ...] = tuple(c for c in OFFER_COLUMNS_V2 if c not in FILLED_FROM_FACTS)
-
-
-def read_offers_file(path: Path) -> "pd.DataFrame":
-    """Read an offers.csv written by the snapshot build or a refresh: exactly OFFER_COLUMNS, OFFER_DTYPES.
-
-    A file of schema version 1 (OFFER_COLUMNS_V1: no ``fabric``/``zone_kind``) is read too: the two columns are
-    filled from the documented facts; one of version 1 or 2 gets ``offering_class`` filled (``standard`` for AWS
-    reservations, the only class read before version 3; "" otherwise). Any other set of columns raises
-    SnapshotError.
-    """
-    import pandas as pd
-
-    float_cols = [c for c in OFFER_COLUMNS if OFFER_DTYPES[c] == "float64"]
-    try:
-        df = pd.read_csv(path, dtype={c: ("string" if OFFER_DTYPES[c] == "string" else "float64") for c in
-                                      OFFER_COLUMNS}, keep_default_na=False, na_values={c: [""] for c in float_cols})
-    except (ValueError, pd.errors.ParserError) as e:
-        raise SnapshotError(f"price snapshot {path} cannot be parsed: {e}; {REBUILD_HINT}") from None
-    if tuple(df.columns) == OFFER_COLUMNS_V1:
-        from providers._common import fill_facts
-
-        df = fill_facts(df)[list(OFFER_COLUMNS_V2)]
-    if tuple(df.columns) == OFFER_COLUMNS_V2:
-        from providers._common import fill_offering_class
-
-        df = fill_offering_class(df)[list(OFFER_COLUMNS)]
-    if tuple(df.columns) != OFFER_COLUMNS:
-        raise SnapshotError(f"price snapshot {path} has columns {list(df.columns)}, expected {list(OFFER_COLUMNS)}; "
-                            f"{REBUILD_HINT}")
-    return df.astype(OFFER_DTYPES)
 
 
 def shipped_days(df: "pd.DataFrame", built_at: str | None = None) -> dict[str, str]:

@@ -48,21 +48,21 @@ IMPORTERS: dict[str, Importer] = {
 }
 
 
-# --- live adapters' parse functions: aws (providers/aws.py) ---
+# --- live adapters' parse functions: aws (providers/aws.py fetches; parsers in aws_prices, aws_import, aws_parse) ---
 IMPORTERS.update({
-    "aws-price-list": Importer("aws-price-list", "providers.aws", "parse_price_list", ("aws-price-list",),
+    "aws-price-list": Importer("aws-price-list", "providers.aws_prices", "parse_price_list", ("aws-price-list",),
                                "AWS Pricing API get_products JSON (a response, a list of pages or of PriceList "
                                "entries): Linux on-demand and every reserved term, upfront fee kept apart"),
-    "aws-bulk-csv": Importer("aws-bulk-csv", "providers.aws", "parse_bulk_csv", ("aws-bulk-csv",),
+    "aws-bulk-csv": Importer("aws-bulk-csv", "providers.aws_import", "parse_bulk_csv", ("aws-bulk-csv",),
                              "AWS bulk offer file for AmazonEC2 (index.csv: 5 metadata lines, then the header): "
                              "the same rows and filters as aws-price-list"),
-    "aws-instance-types": Importer("aws-instance-types", "providers.aws", "parse_instance_types", (),
+    "aws-instance-types": Importer("aws-instance-types", "providers.aws_parse", "parse_instance_types", (),
                                    "EC2 describe_instance_types pages -> GPU facts per instance type (fractional "
                                    "GPUs as floats, memory of one whole GPU)", kind="api"),
-    "aws-spot-history": Importer("aws-spot-history", "providers.aws", "parse_spot_history", (),
+    "aws-spot-history": Importer("aws-spot-history", "providers.aws_parse", "parse_spot_history", (),
                                  "EC2 describe_spot_price_history pages -> newest Linux/UNIX price per type and zone",
                                  kind="api"),
-    "aws-region": Importer("aws-region", "providers.aws", "parse_region", (),
+    "aws-region": Importer("aws-region", "providers.aws_parse", "parse_region", (),
                            "AWS live adapter: one region's price list + instance types + spot history -> offers",
                            kind="api"),
 })

@@ -276,10 +276,10 @@ def test_import_a_skypilot_file_into_the_cache():
     from gpuopt.cli import app
     from pricing_cache.build_snapshot import INPUTS_DIR
 
-    from pricing_cache.refresh import _previous_rows
+    from pricing_cache.refresh import previous_rows
 
     f = INPUTS_DIR / "lambda_vms_v8_gpu_us-east-1.csv"
-    base = _previous_rows("lambda", "2026-09-01")  # the lambda offers in effect that day, before the import
+    base = previous_rows("lambda", "2026-09-01")  # the lambda offers in effect that day, before the import
     r = CliRunner().invoke(app, ["prices", "import", str(f), "--format", "skypilot", "--provider", "lambda",
                                  "--as-of", "2026-09-01", "--json"])
     assert r.exit_code == 0, r.output

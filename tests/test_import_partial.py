@@ -28,7 +28,7 @@ from typer.testing import CliRunner
 from gpuopt.cli import app
 from pricing_cache import cache
 from pricing_cache.build_snapshot import INPUTS_DIR
-from pricing_cache.refresh import offer_keys, _previous_rows, shipped_day
+from pricing_cache.refresh import offer_keys, previous_rows, shipped_day
 from pricing_cache.store import load_offers
 
 FIX = Path(__file__).resolve().parent / "fixtures"
@@ -76,7 +76,7 @@ def _one_row_skypilot(tmp_path: Path, price: str | None = None, spot: str | None
 
 
 def test_a_partial_aws_price_file_keeps_every_other_offer_and_says_what_it_changed():
-    base = _previous_rows("aws", "2026-11-30")  # the AWS offers in effect on the file's date, before the import
+    base = previous_rows("aws", "2026-11-30")  # the AWS offers in effect on the file's date, before the import
     before, _ = load_offers()
     r = _cli(str(AWS_GPU_FILE), "--format", "aws-price-list", "--json")
     assert r.exit_code == 0, r.output
@@ -108,7 +108,7 @@ def test_a_partial_aws_price_file_keeps_every_other_offer_and_says_what_it_chang
 
 
 def test_replace_region_replaces_the_regions_of_the_file_whole():
-    base = _previous_rows("aws", "2026-11-30")
+    base = previous_rows("aws", "2026-11-30")
     r = _cli(str(AWS_GPU_FILE), "--format", "aws-price-list", "--replace-region", "--json")
     assert r.exit_code == 0, r.output
     (w,) = json.loads(r.stdout)["snapshots"]

@@ -15,7 +15,8 @@ import pytest
 
 import gpuopt
 from focus_validator import example_fleet_result, one_workload_result
-from gpuopt.report import FIG_DPI, FIG_SIZE, companion_paths, render_report, report_data
+from gpuopt.charting import FIG_DPI, FIG_SIZE
+from gpuopt.report import companion_paths, render_report, report_data
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SIZE = (round(FIG_SIZE[0] * FIG_DPI), round(FIG_SIZE[1] * FIG_DPI))

@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 
 from focus_validator import example_fleet_result
-from gpuopt.report import FIG_DPI, FIG_SIZE, charts, render_report, report_data
+from gpuopt.charting import FIG_DPI, FIG_SIZE
+from gpuopt.report import charts, render_report, report_data
 from gpuopt.review_report import commitment_totals, render_review_report
 
 FIX = Path(__file__).parent / "fixtures" / "usage"

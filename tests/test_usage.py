@@ -17,6 +17,8 @@ import pytest
 
 from gpuopt.kernel.errors import InputError
 from providers import usage as U
+from providers.usage_formats import NUMERIC_COLUMNS
+from providers.usage_source import open_source
 
 FIX = Path(__file__).parent / "fixtures" / "usage"
 SAMPLE = FIX / "focus_sample_1.0.csv"
@@ -76,7 +78,7 @@ def test_focus_12_columns_and_unknown_format(tmp_path):
 
 def test_headers_match_case_insensitively(tmp_path):
     # the flexibility files say SkuPriceid; any casing of any header reads the same
-    src = U._source(FLEX / "one_hundred_percent_utilization_without_commitment_discount_flexibility.csv")
+    src = open_source(FLEX / "one_hundred_percent_utilization_without_commitment_discount_flexibility.csv")
     assert src.col("SkuPriceId") == "SkuPriceid"
     text = (FIX / "synthetic_focus_1.0.csv").read_text().split("\n", 1)
     p = tmp_path / "lower.csv"
@@ -229,7 +231,7 @@ def test_every_format_reads_the_synthetic_month_the_same():
 def test_parquet_reads_like_csv(tmp_path):
     for name in ("synthetic_cur2.csv", "synthetic_focus_1.0.csv"):
         df = pd.read_csv(FIX / name, dtype=str, keep_default_na=False)
-        num = [c for c in df.columns if c in U._NUMERIC["aws-cur-2.0"] or c in ("BilledCost", "EffectiveCost",
+        num = [c for c in df.columns if c in NUMERIC_COLUMNS["aws-cur-2.0"] or c in ("BilledCost", "EffectiveCost",
                                                                                   "ListCost", "ConsumedQuantity")]
         for c in num:
             df[c] = pd.to_numeric(df[c].replace({"": None, "NULL": None}))

@@ -673,84 +673,54 @@ class RecommendResult:
         return frame(self.to_dict()["lines"], Line)
 
 
-def recommend(*, budget: float | None = None, model: str | None = None, params: float | None = None,
-              task: str | None = None, tokens_per_second: float | None = None, tokens: float | None = None,
-              deadline_hours: float | None = None, precision: str | None = None, context_tokens: int | None = None,
-              concurrency: int | None = None, zero_stage: int | None = None, gpus: Iterable[str] = (),
-              providers: Iterable[str] = (), regions: Iterable[str] = (), pricing: Iterable[str] = (),
-              allow_spot: bool | None = None, catalog: str | Path | None = None, workload_file: str | Path | None = None,
-              cwd: str | Path | None = None, solver: str | None = None, time_limit_s: float | None = None,
-              max_instances_per_offer: int | None = None, prices_on: str | None = None,
-              objective: str | None = None, exclude_gpus: Iterable[str] = (), blocks: int | None = None,
-              demand_profile: str | None = None, min_replicas: int | None = None,
-              value_per_million_tokens: float | None = None, value_usd: float | None = None,
-              spot_capacity: int | None = None, lora_rank: int | None = None, name: str | None = None,
-              spot_only_ok: bool | None = None, explain: bool = True, horizon: int | None = None,
-              leftover_value: float | None = None, placement: str | None = None, region_group: Iterable[str] = (),
-              spread: str | None = None, include_local_zones: bool | None = None, budget_total: float | None = None,
-              max_upfront: float | None = None, max_commitment: float | None = None, start_month: int | None = None,
-              end_month: int | None = None, months: int | None = None, request_rate: float | None = None,
-              engine: str | None = None, input_tokens: int | None = None, output_tokens: int | None = None,
-              scenario: str | None = None, ttft_slo_ms: float | None = None, tpot_slo_ms: float | None = None,
-              measured: str | Path | None = None, trace: str | Path | None = None, framework: str | None = None,
-              optimizer: str | None = None, offload: str | None = None,
-              global_batch_tokens: float | None = None) -> RecommendResult:
+def recommend(request: "PlanRequest | None" = None, /, **keywords: Any) -> RecommendResult:
     """Recommend the cheapest mix of GPU instances for a plan of one or several workloads over a horizon.
 
-    The plan comes from the options laid over ``workload_file`` (either format; gpuopt.plan_spec), else
-    ``./gpuopt.yaml``, else the options alone, else the bundled example. Offers come from the shipped snapshot, the
-    cache, or ``catalog`` (an offers CSV). One planning model plans it (optimizer.fleet).
+    ``recommend(request)`` plans a :class:`gpuopt.request.PlanRequest` (the plan-file schema, built in Python);
+    ``recommend(**keywords)`` plans the keywords laid over ``workload`` (a plan file, either format;
+    gpuopt.plan_spec), else ``./gpuopt.yaml`` in ``cwd``, else the keywords alone, else the bundled example;
+    ``recommend(request, **keywords)`` lays the keywords over the request. Offers come from the shipped snapshot,
+    the cache, or ``catalog`` (an offers CSV). One planning model plans it (optimizer.fleet), through
+    :func:`plan_request`.
 
-    Args (units): budget USD, the most spent in any one month (cash: hourly + recurring + upfronts of that month);
-        budget_total USD over the horizon; max_upfront, max_commitment USD; horizon months (default: 12 with a
-        serving workload, else the training jobs' span); leftover_value 0..1 of commitment months past the horizon;
-        tokens_per_second generated tokens/s for the fleet (serve); tokens to train on; deadline_hours from the
-        job's start; start_month / end_month / months: when the workload runs (1 = the first month);
-        serving (as ``estimate``): request_rate requests/s (instead of tokens_per_second), engine, input_tokens,
-        output_tokens, scenario, ttft_slo_ms / tpot_slo_ms (p99 targets), measured (the user's benchmark file),
-        precision one or several ("bf16,fp8": the planner picks per GPU, among those the GPU runs);
-        placement region|provider|any; region_group us|eu|europe|na|apac|latam|mea; spread "zones";
-        include_local_zones: also AWS Local / Wavelength Zones; prices_on: an ISO date (prices of that day).
+    Keywords: every key of the request (the plan-file keys: ``budget``, ``horizon_months``, ``ttft_ms``,
+        ``providers``, ``gpus``...; name, type, unit, default and bounds of each: gpuopt.request, or
+        docs/schemas/plan-request.schema.json), plus ``workload`` (the plan file, as ``--workload``), ``cwd`` (the
+        folder of ``./gpuopt.yaml`` and of relative paths) and ``explain`` (default True: also price the
+        strategies, duals and alternatives). The old keyword names (``horizon``, ``ttft_slo_ms``, ``tpot_slo_ms``,
+        ``start_month``, ``end_month``, ``spot_capacity``, ``max_instances_per_offer``, ``workload_file``) still work
+        with a DeprecationWarning naming the new one (gpuopt.request.DEPRECATED_KEYWORDS).
     Returns: RecommendResult (``feasible`` False with ``plan.reason`` when nothing fits or a budget is short).
-    Raises: InputError naming the field for bad input; SnapshotError for a corrupt snapshot.
+    Raises: InputError naming the field for bad input, and for an unknown keyword naming the closest known one;
+        SnapshotError for a corrupt snapshot.
     """
-    if model and params:  # as estimate: one of them names the model (--params would silently win)
+    from gpuopt.plan_spec import plan_from_request
+    from gpuopt.request import PlanRequest, request_keywords
+
+    options = request_keywords(keywords)
+    workload_file, cwd = options.pop("workload", None), options.pop("cwd", None)
+    explain = options.pop("explain", True)
+    if options.get("model") and options.get("params"):  # as estimate: one of them names the model
         raise InputError("model", "give either --model or --params, not both")
-    options = dict(
-        budget=budget, model=model, params=params, task=task, tokens_per_second=tokens_per_second, tokens=tokens,
-        deadline_hours=deadline_hours, precision=precision, context_tokens=context_tokens, concurrency=concurrency,
-        zero_stage=zero_stage, gpus=_names(gpus), providers=_names(providers), regions=_names(regions),
-        pricing=_names(pricing), allow_spot=allow_spot, catalog=None if catalog is None else str(catalog),
-        solver=solver, time_limit_s=time_limit_s, max_instances=max_instances_per_offer, prices_on=prices_on,
-        name=name, objective=objective, exclude_gpus=_names(exclude_gpus), blocks=blocks, demand_profile=demand_profile,
-        min_replicas=min_replicas, value_per_million_tokens=value_per_million_tokens, value_usd=value_usd,
-        spot_capacity_per_offer=spot_capacity, lora_rank=lora_rank, spot_only_ok=spot_only_ok,
-        horizon_months=horizon, leftover_value=leftover_value, placement=placement,
-        region_group=_names(region_group), spread=spread, include_local_zones=include_local_zones,
-        budget_total=budget_total, max_upfront=max_upfront, max_commitment=max_commitment, start=start_month,
-        end=end_month, months=months, request_rate=request_rate, engine=engine, input_tokens=input_tokens,
-        output_tokens=output_tokens, scenario=scenario, ttft_ms=ttft_slo_ms, tpot_ms=tpot_slo_ms,
-        measured=None if measured is None else str(measured), trace=None if trace is None else str(trace),
-        framework=_lower(framework, "framework"), optimizer=_lower(optimizer, "optimizer"),
-        offload=_lower(offload, "offload"), global_batch_tokens=global_batch_tokens)
-    return _recommend_plan(_plan_path(workload_file, cwd), cwd, options, explain=explain)
-
-
-def _plan_path(workload_file, cwd) -> Path | None:
-    from gpuopt.plan_spec import LOCAL_WORKLOAD_NAME
-
-    if workload_file is not None:
-        return Path(workload_file)
-    local = Path(cwd or Path.cwd()) / LOCAL_WORKLOAD_NAME
-    return local if local.is_file() else None
+    if request is None:
+        plan = load_plan(options, workload_file, cwd)
+    elif not isinstance(request, PlanRequest):
+        raise InputError("request", f"must be a gpuopt.request.PlanRequest, got {type(request).__name__} "
+                         "(give options as keywords: gpuopt.recommend(budget=..., ...))")
+    elif workload_file is not None:
+        raise InputError("workload", "give a PlanRequest or a plan file (workload=...), not both")
+    else:
+        plan = plan_from_request(request, options, base_dir=cwd)
+    solver_given = options.get("solver") is not None or (request is not None and "solver" in request.model_fields_set)
+    return plan_request(plan, explain=explain, solver_given=bool(solver_given))
 
 
 def load_plan(options: dict[str, Any], workload_file=None, cwd=None):
     """The PlanFile for these options: over --workload FILE, else ./gpuopt.yaml, else the options alone, else the
     bundled example (gpuopt.plan_spec). Raises InputError naming the key."""
-    from gpuopt.plan_spec import EXAMPLE_WORKLOAD, load_plan_file, plan_from_options
+    from gpuopt.plan_spec import EXAMPLE_WORKLOAD, find_plan_file, load_plan_file, plan_from_options
 
-    path = _plan_path(workload_file, cwd)
+    path = find_plan_file(workload_file, cwd)
     opts = {k: v for k, v in options.items() if v not in (None, [], ())}
     if path is not None:
         return load_plan_file(path, opts)
@@ -827,12 +797,16 @@ def _zone_kinds(df):
                      index=df.index)
 
 
-def _recommend_plan(plan_path, cwd, options: dict[str, Any], explain: bool = True) -> "RecommendResult":
-    """Plan the workloads of a plan file / options with the one planning model (optimizer.fleet)."""
+def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "RecommendResult":
+    """Plan a validated request (a gpuopt.request.PlanRequest, as load_plan or plan_spec.plan_from_request return
+    it) with the one planning model: the one place where the request's keys become the planner's arguments
+    (optimizer.sizing.Workload, optimizer.fleet.FleetWorkload and Budgets, and plan_fleet's keywords).
+
+    ``solver_given``: the solver was chosen by the caller (an option); otherwise the default cbc lets the planner
+    pick (``auto``)."""
     from optimizer.fleet import Budgets, FleetWorkload, plan_fleet
     from optimizer.sizing import Workload, validate_workload
 
-    plan = load_plan(options, plan_path, cwd)
     ws = []
     for i, item in enumerate(plan.workloads):
         implied = precision_from_name(item.model) if item.task == "serve" and not item.precision else None
@@ -902,7 +876,7 @@ def _recommend_plan(plan_path, cwd, options: dict[str, Any], explain: bool = Tru
     result = plan_fleet(ws, plan.demand_profiles(), filtered, budgets=budgets, objective=plan.objective,
                         pricing=tuple(plan.pricing) or None, spot_capacity=plan.spot_capacity_per_offer,
                         max_instances=plan.max_instances, explain=explain,
-                        solver="auto" if options.get("solver") is None and plan.solver == "cbc" else plan.solver,
+                        solver="auto" if not solver_given and plan.solver == "cbc" else plan.solver,
                         time_limit_s=plan.time_limit_s, horizon_months=plan.horizon_months,
                         leftover_value=plan.leftover_value, placement=plan.placement, spread=plan.spread or "")
     log.info("plan: status %s, total %s USD, solver %s", result.status, result.total_usd, result.solver)

@@ -264,6 +264,18 @@ def plan_from_options(options: Mapping[str, Any], base_dir: str | Path | None = 
     return plan
 
 
+def plan_from_request(request: PlanRequest, options: Mapping[str, Any] | None = None,
+                      base_dir: str | Path | None = None) -> PlanRequest:
+    """A request built in Python (``gpuopt.recommend(PlanRequest(...))``), checked as a plan file is, with
+    ``options`` (its keys) laid over the keys it was given; paths relative to ``base_dir`` (default: the current
+    folder). Raises InputError naming the key."""
+    data = apply_options(request.model_dump(mode="python", exclude_unset=True), options or {})
+    base = Path(base_dir) if base_dir is not None else Path.cwd()
+    plan = _validate(data, "", base, {}, single=False)
+    plan._origin = "a PlanRequest"
+    return plan
+
+
 # ------------------------------------------------------------------------------------------- writing
 def _float(v: float) -> str:
     """A float as YAML 1.1 (PyYAML) reads back to the same float: 50000, 0.25, 2.0e+10."""

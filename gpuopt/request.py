@@ -245,12 +245,12 @@ class WorkloadItem(BaseModel):
     tpot_ms: PosFloat | None = _opt(None, group="serving", cli="--tpot-ms",
          doc="serve: p99 time-per-output-token target, ms (overrides the scenario's)")
     measured: str | None = _opt(None, group="serving", cli="--measured",
-         doc="serve: CSV/JSON of your own benchmark results that corrects the model (relative to this file)")
+         doc="serve: CSV/JSON of your own benchmark results that corrects the model (in a plan file: relative to its folder)")
     trace: str | None = _opt(None, group="serving", cli="--trace",
-         doc="serve: CSV of requests (input_tokens, output_tokens): their means are the lengths (relative to this "
-             "file)")
+         doc="serve: CSV of requests (input_tokens, output_tokens): their means are the lengths (in a plan file: "
+             "relative to its folder)")
     demand_profile: str | None = _opt(None, group="demand", cli="--demand-profile",
-         doc="serve: CSV of demand by hour/timestamp (relative to this file)")
+         doc="serve: CSV of demand by hour/timestamp (in a plan file: relative to its folder)")
     demand: Annotated[list[NonNegFloat], Field(min_length=1)] | None = _opt(None, group="demand",
          doc="serve: tokens/s per block (24: hours of the day, 168: hours of the week)")
     tokens: PosFloat | None = _opt(None, group="demand", cli="--tokens", doc="training: tokens to process")
@@ -429,7 +429,7 @@ class PlanRequest(BaseModel):
     prices_on: str | None = _opt(None, group="purchase", cli="--prices-on",
          doc="plan with the prices in effect on this date (YYYY-MM-DD)")
     catalog: str | None = _opt(None, group="purchase", cli="--catalog",
-         doc="your own offers CSV instead of the shipped prices (relative to this file)")
+         doc="your own offers CSV instead of the shipped prices (in a plan file: relative to its folder)")
     workloads: list[WorkloadItem] = _opt(min_length=1, group="workloads", doc="one entry per workload")
 
     _base_dir: Path | None = PrivateAttr(default=None)
@@ -621,7 +621,8 @@ def cli_help(key: str) -> str:
     default = f.get_default(call_default_factory=True)
     if default not in (None, [], False, PydanticUndefined) and "default" not in text:
         text += f" (default {default:g})" if isinstance(default, float) else f" (default {default})"
-    return text if text.endswith(".") else text + "."
+    text = text if text.endswith(".") else text + "."
+    return text + " Repeat the option for several." if "list[" in str(f.annotation) else text
 
 
 def closest_key(name: str, known: tuple[str, ...] | None = None) -> str | None:

@@ -118,8 +118,8 @@ def _message(err: dict, single: bool) -> tuple[tuple, str, str | None]:
     if typ == "literal_error":
         return loc, f"unknown value {show_value(value)}", accepted or ctx.get("expected")
     texts = {
-        "greater_than": lambda: f"must be greater than {ctx.get('gt')}, got {show_value(value)}",
-        "greater_than_equal": lambda: f"must be at least {ctx.get('ge')}, got {show_value(value)}",
+        "greater_than": lambda: f"must be greater than {ctx.get('gt'):g}, got {show_value(value)}",
+        "greater_than_equal": lambda: f"must be at least {ctx.get('ge'):g}, got {show_value(value)}",
         "less_than_equal": lambda: f"must be at most {ctx.get('le'):g}, got {show_value(value)}",
         "finite_number": lambda: f"must be a finite number, got {show_value(value)}",
         "float_parsing": lambda: f"must be a number, got {show_value(value)}",

@@ -125,12 +125,12 @@ def _lower_names(v: Any) -> Any:
 
 
 # every quantity at most gpuopt.kernel.inputs.MAX_QUANTITY (1e15): beyond any real one, and products of two stay finite
-PosFloat = Annotated[float, BeforeValidator(_not_bool), Field(gt=0, le=MAX_QUANTITY, allow_inf_nan=False)]
-NonNegFloat = Annotated[float, BeforeValidator(_not_bool), Field(ge=0, le=MAX_QUANTITY, allow_inf_nan=False)]
-PosInt = Annotated[int, BeforeValidator(_not_bool), Field(ge=1, le=int(MAX_QUANTITY))]
-NonNegInt = Annotated[int, BeforeValidator(_not_bool), Field(ge=0, le=int(MAX_QUANTITY))]
-ZeroStage = Annotated[int, BeforeValidator(_not_bool), Field(ge=0, le=3)]
-Deadline = Annotated[float, BeforeValidator(_not_bool), Field(ge=1, le=MAX_DEADLINE_HOURS, allow_inf_nan=False)]
+PosFloat = Annotated[float, Field(gt=0, le=MAX_QUANTITY, allow_inf_nan=False), BeforeValidator(_not_bool)]
+NonNegFloat = Annotated[float, Field(ge=0, le=MAX_QUANTITY, allow_inf_nan=False), BeforeValidator(_not_bool)]
+PosInt = Annotated[int, Field(ge=1, le=int(MAX_QUANTITY)), BeforeValidator(_not_bool)]
+NonNegInt = Annotated[int, Field(ge=0, le=int(MAX_QUANTITY)), BeforeValidator(_not_bool)]
+ZeroStage = Annotated[int, Field(ge=0, le=3), BeforeValidator(_not_bool)]
+Deadline = Annotated[float, Field(ge=1, le=MAX_DEADLINE_HOURS, allow_inf_nan=False), BeforeValidator(_not_bool)]
 Name = Annotated[str, BeforeValidator(_name), Field(min_length=1)]
 NameList = Annotated[list[Name], BeforeValidator(_names)]
 Task = Annotated[Literal["serve", "train", "finetune", "lora"], BeforeValidator(_lower)]
@@ -183,9 +183,9 @@ PricingList = Annotated[list[Literal["on_demand", "spot", "reserved_1y", "reserv
 Placement = Annotated[Literal["region", "provider", "any"], BeforeValidator(_lower)]
 Spread = Annotated[Literal["zones"], BeforeValidator(_lower)]
 RegionGroupList = Annotated[list[Literal["us", "eu", "europe", "na", "apac", "latam", "mea"]], BeforeValidator(_lower_names)]
-Fraction01 = Annotated[float, BeforeValidator(_not_bool), Field(ge=0, le=1, allow_inf_nan=False)]
-Horizon = Annotated[int, BeforeValidator(_not_bool), Field(ge=1, le=120)]
-Month = Annotated[int, BeforeValidator(_not_bool), Field(ge=1, le=120)]
+Fraction01 = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False), BeforeValidator(_not_bool)]
+Horizon = Annotated[int, Field(ge=1, le=120), BeforeValidator(_not_bool)]
+Month = Annotated[int, Field(ge=1, le=120), BeforeValidator(_not_bool)]
 
 #: Accepted values of the keys with a closed set (the ``accepted`` of their errors).
 ACCEPTED = {

@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuopt.kernel.documents import EXIT_CODES, VERSIONS, DictResult, envelope, frame  # noqa: F401 (re-exported)
-from gpuopt.plan_spec import PlanFile
+from gpuopt.request import PlanRequest
 
 #: Version of each document's interface. recommend was versioned first (2 since the planning model of issue 5);
 #: the other kinds got their first version with issue 12.
@@ -324,8 +324,8 @@ class RecommendDoc(_Open):
     upfront_usd: Usd
     headline: str
     workload_origin: str
-    workload: PlanFile = Field(description="The plan file the plan was made from, every key, defaults filled in "
-                                           "(the plan-file format, gpuopt.plan_spec.PlanFile).")
+    workload: PlanRequest = Field(description="The plan the plan was made from, every key, defaults filled in "
+                                              "(the plan-file format, gpuopt.request.PlanRequest).")
     prices: Prices
     objective: Literal["cost", "roi"]
     recurring: bool
@@ -752,10 +752,18 @@ MODELS: dict[str, type[BaseModel]] = {
 }
 
 
+#: What gpuopt reads, with a published schema too: the plan request (a plan file's keys, ``gpuopt.recommend``'s
+#: keywords; gpuopt.request). Not documents: no ``schema_version`` or ``kind``.
+INPUTS: dict[str, type[BaseModel]] = {"plan-request": PlanRequest}
+
+
 def json_schema(kind: str) -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of one kind of document, generated from its model. KeyError: unknown kind."""
-    model = MODELS[kind]
-    s = model.model_json_schema(by_alias=True, mode="serialization")
+    """The JSON Schema (draft 2020-12) of one kind of document (or of an input, :data:`INPUTS`), generated from its
+    model. KeyError: unknown kind."""
+    if kind in INPUTS:  # what is read: validation mode (defaults are what is filled in, not required)
+        s = INPUTS[kind].model_json_schema(by_alias=True, mode="validation")
+    else:
+        s = MODELS[kind].model_json_schema(by_alias=True, mode="serialization")
     return {"$schema": DRAFT, "$id": f"{SCHEMA_BASE_URL}{kind}.schema.json", **s}
 
 
@@ -783,11 +791,11 @@ def undeclared_keys(obj: Any, path: str = "$") -> list[str]:
 
 
 def write_schemas(folder: str | Path) -> list[Path]:
-    """Write ``<kind>.schema.json`` for every kind into ``folder``; returns the paths."""
+    """Write ``<kind>.schema.json`` for every kind and input into ``folder``; returns the paths."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for kind in MODELS:
+    for kind in (*MODELS, *INPUTS):
         p = folder / f"{kind}.schema.json"
         p.write_text(json.dumps(json_schema(kind), indent=2, sort_keys=False) + "\n", encoding="utf-8")
         paths.append(p)

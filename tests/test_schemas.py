@@ -70,6 +70,8 @@ def test_published_schemas_are_generated_from_the_models(tmp_path):
         s = json.loads(p.read_text(encoding="utf-8"))
         jsonschema.Draft202012Validator.check_schema(s)
         kind = p.name.removesuffix(".schema.json")
+        if kind in schemas.INPUTS:  # what gpuopt reads (the plan request): not a document, no kind or version
+            continue
         assert s["properties"]["kind"]["const"] == kind
         assert s["properties"]["schema_version"]["const"] == schemas.VERSIONS[kind]
 

@@ -647,7 +647,8 @@ def request_keywords(keywords: Mapping[str, Any], *, stacklevel: int = 3) -> dic
         key = k
         if k in DEPRECATED_KEYWORDS:
             key = DEPRECATED_KEYWORDS[k]
-            warnings.warn(f"gpuopt.recommend({k}=...) is deprecated: use {key}=... (the plan-file key)",
+            warnings.warn(f"gpuopt.recommend({k}=...) is deprecated: use {key}=..."
+                          + (" (as --workload)" if key == "workload" else " (the plan-file key)"),
                           DeprecationWarning, stacklevel=stacklevel)
             if key in keywords:
                 raise InputError(key, f"given twice, as {key} and as {k} (its deprecated name)")

@@ -198,7 +198,18 @@ ACCEPTED = {
 
 
 # ------------------------------------------------------------------------------------------- the models
-class WorkloadItem(BaseModel):
+class _Parts(BaseModel):
+    """A model whose fields are grouped into parts (field metadata ``group``)."""
+
+    def part(self, group: str) -> dict[str, Any]:
+        """The keys of one part (workload, demand, serving, training, purchase, placement, budget, solver;
+        :data:`GROUPS`) and their values, e.g. ``request.part("budget")``."""
+        if group not in set(GROUPS.values()):
+            raise InputError("group", f"unknown part {group!r}", accepted=", ".join(sorted(set(GROUPS.values()))))
+        return {k: getattr(self, k) for k in type(self).model_fields if GROUPS[k] == group}
+
+
+class WorkloadItem(_Parts):
     """One workload of a plan (see the module docstring for units).
 
     Cross-field rules: ``model`` xor ``params``; a serve workload has exactly one demand (``tokens_per_second``
@@ -372,7 +383,7 @@ class WorkloadItem(BaseModel):
         return [k for k in unused if getattr(self, k) is not None]
 
 
-class PlanRequest(BaseModel):
+class PlanRequest(_Parts):
     """A plan: workloads under one budget and one set of limits (see the module docstring).
 
     ``budget`` None means no budget limit; ``pricing`` empty means every pricing model but spot unless some workload

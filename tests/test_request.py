@@ -184,3 +184,15 @@ def test_a_bad_cli_value_is_one_line_naming_the_option(args, message):
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith(message), r.stderr
     assert "Traceback" not in r.output
+
+
+def test_the_request_is_grouped_into_parts():
+    req = _request(budget=1000, max_upfront=0, horizon_months=12)
+    assert req.part("budget") == {"budget": 1000, "budget_total": None, "max_upfront": 0, "max_commitment": None}
+    assert set(req.part("placement")) == {"placement", "region_group", "spread", "providers", "regions", "gpus",
+                                          "exclude_gpus", "include_local_zones"}
+    assert {"pricing", "spot_capacity_per_offer", "max_instances", "horizon_months", "leftover_value"} <= \
+        set(req.part("purchase"))
+    assert req.workloads[0].part("demand")["tokens_per_second"] == 500
+    with pytest.raises(InputError):
+        req.part("money")

@@ -16,7 +16,7 @@ from typing import Any, Iterable
 import logging
 
 from gpuopt.kernel.errors import InputError
-from gpuopt.schemas import VERSIONS, DictResult, envelope, frame
+from gpuopt.kernel.documents import VERSIONS, DictResult, envelope, frame
 
 #: ``gpuopt -v`` (info) / ``-vv`` (debug) shows these on stderr
 log = logging.getLogger("gpuopt")

@@ -109,7 +109,7 @@ def run(name: str, offers, solver: str, explain: bool, time_limit_s: float, prof
         if name == "example":  # the bundled plan file, end to end through the API (offers loaded by it)
             from gpuopt.api import recommend
 
-            r = pt.profiled(profile, label, recommend, workload_file=str(EXAMPLE_PLAN), solver=solver,
+            r = pt.profiled(profile, label, recommend, workload=str(EXAMPLE_PLAN), solver=solver,
                             time_limit_s=time_limit_s, explain=explain).plan
         else:
             ws, profiles = scenario(name)

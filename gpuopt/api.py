@@ -16,11 +16,12 @@ from typing import Any, Iterable
 import logging
 
 from gpuopt.kernel.errors import InputError
-from gpuopt.schemas import VERSIONS, DictResult, envelope, frame
+from gpuopt.kernel.documents import VERSIONS, DictResult, envelope, frame
 
 #: ``gpuopt -v`` (info) / ``-vv`` (debug) shows these on stderr
 log = logging.getLogger("gpuopt")
 from gpuopt.kernel.records import PRICING_MODELS, short_source
+from optimizer.review import ReviewResult as _PlannedReview
 
 
 # ----------------------------------------------------------------------------------------------- prices
@@ -673,84 +674,54 @@ class RecommendResult:
         return frame(self.to_dict()["lines"], Line)
 
 
-def recommend(*, budget: float | None = None, model: str | None = None, params: float | None = None,
-              task: str | None = None, tokens_per_second: float | None = None, tokens: float | None = None,
-              deadline_hours: float | None = None, precision: str | None = None, context_tokens: int | None = None,
-              concurrency: int | None = None, zero_stage: int | None = None, gpus: Iterable[str] = (),
-              providers: Iterable[str] = (), regions: Iterable[str] = (), pricing: Iterable[str] = (),
-              allow_spot: bool | None = None, catalog: str | Path | None = None, workload_file: str | Path | None = None,
-              cwd: str | Path | None = None, solver: str | None = None, time_limit_s: float | None = None,
-              max_instances_per_offer: int | None = None, prices_on: str | None = None,
-              objective: str | None = None, exclude_gpus: Iterable[str] = (), blocks: int | None = None,
-              demand_profile: str | None = None, min_replicas: int | None = None,
-              value_per_million_tokens: float | None = None, value_usd: float | None = None,
-              spot_capacity: int | None = None, lora_rank: int | None = None, name: str | None = None,
-              spot_only_ok: bool | None = None, explain: bool = True, horizon: int | None = None,
-              leftover_value: float | None = None, placement: str | None = None, region_group: Iterable[str] = (),
-              spread: str | None = None, include_local_zones: bool | None = None, budget_total: float | None = None,
-              max_upfront: float | None = None, max_commitment: float | None = None, start_month: int | None = None,
-              end_month: int | None = None, months: int | None = None, request_rate: float | None = None,
-              engine: str | None = None, input_tokens: int | None = None, output_tokens: int | None = None,
-              scenario: str | None = None, ttft_slo_ms: float | None = None, tpot_slo_ms: float | None = None,
-              measured: str | Path | None = None, trace: str | Path | None = None, framework: str | None = None,
-              optimizer: str | None = None, offload: str | None = None,
-              global_batch_tokens: float | None = None) -> RecommendResult:
+def recommend(request: "PlanRequest | None" = None, /, **keywords: Any) -> RecommendResult:
     """Recommend the cheapest mix of GPU instances for a plan of one or several workloads over a horizon.
 
-    The plan comes from the options laid over ``workload_file`` (either format; gpuopt.plan_spec), else
-    ``./gpuopt.yaml``, else the options alone, else the bundled example. Offers come from the shipped snapshot, the
-    cache, or ``catalog`` (an offers CSV). One planning model plans it (optimizer.planning).
+    ``recommend(request)`` plans a :class:`gpuopt.request.PlanRequest` (the plan-file schema, built in Python);
+    ``recommend(**keywords)`` plans the keywords laid over ``workload`` (a plan file, either format;
+    gpuopt.plan_spec), else ``./gpuopt.yaml`` in ``cwd``, else the keywords alone, else the bundled example;
+    ``recommend(request, **keywords)`` lays the keywords over the request. Offers come from the shipped snapshot,
+    the cache, or ``catalog`` (an offers CSV). One planning model plans it (optimizer.planning), through
+    :func:`plan_request`.
 
-    Args (units): budget USD, the most spent in any one month (cash: hourly + recurring + upfronts of that month);
-        budget_total USD over the horizon; max_upfront, max_commitment USD; horizon months (default: 12 with a
-        serving workload, else the training jobs' span); leftover_value 0..1 of commitment months past the horizon;
-        tokens_per_second generated tokens/s for the fleet (serve); tokens to train on; deadline_hours from the
-        job's start; start_month / end_month / months: when the workload runs (1 = the first month);
-        serving (as ``estimate``): request_rate requests/s (instead of tokens_per_second), engine, input_tokens,
-        output_tokens, scenario, ttft_slo_ms / tpot_slo_ms (p99 targets), measured (the user's benchmark file),
-        precision one or several ("bf16,fp8": the planner picks per GPU, among those the GPU runs);
-        placement region|provider|any; region_group us|eu|europe|na|apac|latam|mea; spread "zones";
-        include_local_zones: also AWS Local / Wavelength Zones; prices_on: an ISO date (prices of that day).
+    Keywords: every key of the request (the plan-file keys: ``budget``, ``horizon_months``, ``ttft_ms``,
+        ``providers``, ``gpus``...; name, type, unit, default and bounds of each: gpuopt.request, or
+        docs/schemas/plan-request.schema.json), plus ``workload`` (the plan file, as ``--workload``), ``cwd`` (the
+        folder of ``./gpuopt.yaml`` and of relative paths) and ``explain`` (default True: also price the
+        strategies, duals and alternatives). The old keyword names (``horizon``, ``ttft_slo_ms``, ``tpot_slo_ms``,
+        ``start_month``, ``end_month``, ``spot_capacity``, ``max_instances_per_offer``, ``workload_file``) still work
+        with a DeprecationWarning naming the new one (gpuopt.request.DEPRECATED_KEYWORDS).
     Returns: RecommendResult (``feasible`` False with ``plan.reason`` when nothing fits or a budget is short).
-    Raises: InputError naming the field for bad input; SnapshotError for a corrupt snapshot.
+    Raises: InputError naming the field for bad input, and for an unknown keyword naming the closest known one;
+        SnapshotError for a corrupt snapshot.
     """
-    if model and params:  # as estimate: one of them names the model (--params would silently win)
+    from gpuopt.plan_spec import plan_from_request
+    from gpuopt.request import PlanRequest, request_keywords
+
+    options = request_keywords(keywords)
+    workload_file, cwd = options.pop("workload", None), options.pop("cwd", None)
+    explain = options.pop("explain", True)
+    if options.get("model") and options.get("params"):  # as estimate: one of them names the model
         raise InputError("model", "give either --model or --params, not both")
-    options = dict(
-        budget=budget, model=model, params=params, task=task, tokens_per_second=tokens_per_second, tokens=tokens,
-        deadline_hours=deadline_hours, precision=precision, context_tokens=context_tokens, concurrency=concurrency,
-        zero_stage=zero_stage, gpus=_names(gpus), providers=_names(providers), regions=_names(regions),
-        pricing=_names(pricing), allow_spot=allow_spot, catalog=None if catalog is None else str(catalog),
-        solver=solver, time_limit_s=time_limit_s, max_instances=max_instances_per_offer, prices_on=prices_on,
-        name=name, objective=objective, exclude_gpus=_names(exclude_gpus), blocks=blocks, demand_profile=demand_profile,
-        min_replicas=min_replicas, value_per_million_tokens=value_per_million_tokens, value_usd=value_usd,
-        spot_capacity_per_offer=spot_capacity, lora_rank=lora_rank, spot_only_ok=spot_only_ok,
-        horizon_months=horizon, leftover_value=leftover_value, placement=placement,
-        region_group=_names(region_group), spread=spread, include_local_zones=include_local_zones,
-        budget_total=budget_total, max_upfront=max_upfront, max_commitment=max_commitment, start=start_month,
-        end=end_month, months=months, request_rate=request_rate, engine=engine, input_tokens=input_tokens,
-        output_tokens=output_tokens, scenario=scenario, ttft_ms=ttft_slo_ms, tpot_ms=tpot_slo_ms,
-        measured=None if measured is None else str(measured), trace=None if trace is None else str(trace),
-        framework=_lower(framework, "framework"), optimizer=_lower(optimizer, "optimizer"),
-        offload=_lower(offload, "offload"), global_batch_tokens=global_batch_tokens)
-    return _recommend_plan(_plan_path(workload_file, cwd), cwd, options, explain=explain)
-
-
-def _plan_path(workload_file, cwd) -> Path | None:
-    from gpuopt.plan_spec import LOCAL_WORKLOAD_NAME
-
-    if workload_file is not None:
-        return Path(workload_file)
-    local = Path(cwd or Path.cwd()) / LOCAL_WORKLOAD_NAME
-    return local if local.is_file() else None
+    if request is None:
+        plan = load_plan(options, workload_file, cwd)
+    elif not isinstance(request, PlanRequest):
+        raise InputError("request", f"must be a gpuopt.request.PlanRequest, got {type(request).__name__} "
+                         "(give options as keywords: gpuopt.recommend(budget=..., ...))")
+    elif workload_file is not None:
+        raise InputError("workload", "give a PlanRequest or a plan file (workload=...), not both")
+    else:
+        plan = plan_from_request(request, options, base_dir=cwd)
+    solver_given = options.get("solver") is not None or (request is not None and "solver" in request.model_fields_set)
+    return plan_request(plan, explain=explain, solver_given=bool(solver_given))
 
 
 def load_plan(options: dict[str, Any], workload_file=None, cwd=None):
     """The PlanFile for these options: over --workload FILE, else ./gpuopt.yaml, else the options alone, else the
     bundled example (gpuopt.plan_spec). Raises InputError naming the key."""
-    from gpuopt.plan_spec import EXAMPLE_WORKLOAD, load_plan_file, plan_from_options
+    from gpuopt.plan_spec import EXAMPLE_WORKLOAD, find_plan_file, load_plan_file, plan_from_options
 
-    path = _plan_path(workload_file, cwd)
+    path = find_plan_file(workload_file, cwd)
     opts = {k: v for k, v in options.items() if v not in (None, [], ())}
     if path is not None:
         return load_plan_file(path, opts)
@@ -827,13 +798,17 @@ def _zone_kinds(df):
                      index=df.index)
 
 
-def _recommend_plan(plan_path, cwd, options: dict[str, Any], explain: bool = True) -> "RecommendResult":
-    """Plan the workloads of a plan file / options with the one planning model (optimizer.planning)."""
+def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "RecommendResult":
+    """Plan a validated request (a gpuopt.request.PlanRequest, as load_plan or plan_spec.plan_from_request return
+    it) with the one planning model: the one place where the request's keys become the planner's arguments
+    (optimizer.sizing.Workload, optimizer.planning.FleetWorkload and Budgets, and plan_fleet's keywords).
+
+    ``solver_given``: the solver was chosen by the caller (an option); otherwise the default cbc lets the planner
+    pick (``auto``)."""
     from optimizer.planning.plan import plan_fleet
     from optimizer.planning.problem import Budgets, FleetWorkload
     from optimizer.sizing import Workload, validate_workload
 
-    plan = load_plan(options, plan_path, cwd)
     ws = []
     for i, item in enumerate(plan.workloads):
         implied = precision_from_name(item.model) if item.task == "serve" and not item.precision else None
@@ -903,7 +878,7 @@ def _recommend_plan(plan_path, cwd, options: dict[str, Any], explain: bool = Tru
     result = plan_fleet(ws, plan.demand_profiles(), filtered, budgets=budgets, objective=plan.objective,
                         pricing=tuple(plan.pricing) or None, spot_capacity=plan.spot_capacity_per_offer,
                         max_instances=plan.max_instances, explain=explain,
-                        solver="auto" if options.get("solver") is None and plan.solver == "cbc" else plan.solver,
+                        solver="auto" if not solver_given and plan.solver == "cbc" else plan.solver,
                         time_limit_s=plan.time_limit_s, horizon_months=plan.horizon_months,
                         leftover_value=plan.leftover_value, placement=plan.placement, spread=plan.spread or "")
     log.info("plan: status %s, total %s USD, solver %s", result.status, result.total_usd, result.solver)
@@ -974,8 +949,8 @@ def review(*, usage: str | Path, usage_format: str = "auto", lookback: str | flo
     end_day = pd.Timestamp(data.coverage_end).date()
     offers, info = _load(None, min(end_day, _dt.date.today()))
     prices = _price_provenance(offers, info, None, prices_on=end_day)
-    result = run_review(data, offers, term=term, payment=payment, lookback_days=days, prices=prices, solver=solver,
-                        scope=scope)
+    result = _with_focus(run_review(data, offers, term=term, payment=payment, lookback_days=days, prices=prices,
+                                    solver=solver, scope=scope))
     used = {u for u in data.hourly["provider"].astype(str).unique()}
     # warnings about the prices of providers the export does not use are noise for this review
     others = (set(prices.get("providers", {})) | set(offers["provider"].astype(str).unique())) - used
@@ -988,132 +963,26 @@ def review(*, usage: str | Path, usage_format: str = "auto", lookback: str | flo
     return result
 
 
-#: Prefix of every identifier the review's FOCUS projection makes up where the billing export has none (a
-#: recommended commitment, or an export without accounts, resources or SKUs): never mistaken for a real id.
-DERIVED_ID_PREFIX = "gpuopt-derived:"
-
-
 def review_charges(result):
-    """FOCUS charges (gpuopt.focus.Charge) of the reviewed fleet with the recommended commitments, projected over
-    the calendar month after the reviewed window (e.g. usage of September 2024: October 2024, 2024-10-01T00:00Z to
-    2024-11-01T00:00Z, 744 h): the window's instance-hours scaled to that month's hours.
+    """FOCUS charges of a review (gpuopt.focus.review_charges, which this names for older callers)."""
+    from gpuopt.focus import review_charges as charges
 
-    Per (provider, region, instance type): usage an existing commitment covered (its CommitmentDiscountId as the
-    export says; its recurring fee at the effective rate, the term not being in the export), the recommended
-    commitment (its used hours taken from the on-demand usage, its unused hours, recurring fee and upfront), and
-    the on-demand usage left. Usage rows keep the export's identifiers (``result.ids``: BillingAccountId and Name,
-    SubAccountId and Name, ResourceId and Name, SkuId, SkuPriceId): each resource gets the share of its bucket's
-    hours it had in the export. Where the export has none (the warehouse ``hourly`` table, a CUR without account
-    columns) and for the recommended commitment, the identifier is made up and starts with ``DERIVED_ID_PREFIX``
-    ("gpuopt-derived:"): ``gpuopt-derived:<provider>-billing-account``, ``gpuopt-derived:<provider>/<region>/<instance
-    type>[/<option>]`` for a resource or SKU, ``gpuopt-derived:recommended/<provider>/<region>/<instance type>/<term>/
-    <payment>`` for a recommended commitment, ``gpuopt-derived:<SkuId>/<option>`` for the SKU price of a commitment.
-    A missing name is the id (FOCUS: the name is not null when the id is not).
-    """
-    import datetime as dt
+    return charges(result)
 
-    from gpuopt.focus import Charge, add_months, billing_period
 
-    end = dt.datetime.fromisoformat(result.period_end).astimezone(dt.timezone.utc)
-    start = billing_period(end - dt.timedelta(seconds=1))[1]  # the month after the window's last instant
-    stop = add_months(start, 1)
-    month_h = (stop - start).total_seconds() / 3600.0
-    scale = month_h / max(result.lookback_days * 24.0, 1.0)
-    D = DERIVED_ID_PREFIX
-    out = []
-    recs: dict[tuple, list] = {}  # per instance type: one recommendation (shared scope) or one per account
-    for rec in result.recommendations:
-        recs.setdefault((rec.provider, rec.region, rec.instance_type), []).append(rec)
-    by_type: dict[tuple, list[dict]] = {}
-    for row in getattr(result, "ids", None) or []:
-        by_type.setdefault((row["provider"], row["region"], row["instance_type"]), []).append(row)
+class ReviewResult(_PlannedReview):
+    """What ``review()`` returns: optimizer.review.ReviewResult plus ``focus_charges()``, its FOCUS charges
+    (gpuopt.focus.review_charges), which the planning layer does not build (FOCUS is a report, a layer above)."""
 
-    def ident(row, provider, region, itype, option):
-        """Charge fields of one export identity (None: the type's derived one)."""
-        g = (lambda k: (row or {}).get(k) or None)
-        derived = f"{D}{provider}/{region}/{itype}"
-        sku = g("sku_id") or derived
-        return dict(billing_account_id=g("billing_account_id") or f"{D}{provider}-billing-account",
-                    billing_account_name=g("billing_account_name") or g("billing_account_id")
-                    or f"{D}{provider}-billing-account",
-                    sub_account_id=g("sub_account_id"), sub_account_name=g("sub_account_name") or g("sub_account_id"),
-                    resource_id=g("resource_id") or f"{derived}/{option}",
-                    resource_name=g("resource_name") or (None if g("resource_id") else f"{itype} in {region} ({option})"),
-                    sku_id=sku, sku_price_id=(g("sku_price_id") if option == "on_demand" else None)
-                    or f"{D}{sku.removeprefix(D)}/{option}")
+    def focus_charges(self):
+        """FOCUS charges of the reviewed fleet with the recommended commitments (gpuopt.focus.review_charges)."""
+        return review_charges(self)
 
-    def shares(rows):
-        tot = sum(float(r["usage_hours"]) for r in rows)
-        if not rows or tot <= 0:
-            return [(None, 1.0)]
-        return [(r, float(r["usage_hours"]) / tot) for r in rows]
 
-    for u in result.usage:
-        key = (u.provider, u.region, u.instance_type)
-        rows = by_type.get(key, [])
-        od_rows = [r for r in rows if r["pricing_category"] in ("Standard", "")]
-        main = max(rows, key=lambda r: float(r["usage_hours"])) if rows else None
-        od_hours = (u.hours_by_pricing.get("Standard", 0.0) + u.hours_by_pricing.get("", 0.0)) * scale
-        od_rate = (u.on_demand_equivalent_usd / u.hours_used) if (u.on_demand_equivalent_usd and u.hours_used) else None
-        common = dict(provider=u.provider, region=u.region, zone="", instance_type=u.instance_type,
-                      gpu_model=u.gpu_model, gpu_count=u.gpu_count, workload="reviewed usage", period_start=start,
-                      period_end=stop)
-        committed = u.hours_by_pricing.get("Committed", 0.0) * scale
-        if committed > 0 and u.hours_used:
-            eff = u.effective_cost_usd / u.hours_used if u.effective_cost_usd else 0.0
-            c_rows = [x for x in rows if x["pricing_category"] == "Committed"]
-            by_cid: dict[str, list[dict]] = {}
-            for x in c_rows:
-                by_cid.setdefault(x["commitment_id"] or "", []).append(x)
-            if not by_cid:
-                by_cid = {"": []}
-            tot_c = sum(float(x["usage_hours"]) for x in c_rows)
-            for cid, xs in by_cid.items():
-                part = committed * (sum(float(x["usage_hours"]) for x in xs) / tot_c if tot_c > 0 else 1.0)
-                cd_id = cid or f"{D}existing/{u.provider}/{u.region}/{u.instance_type}"
-                kw = dict(pricing="reserved_1y", payment="no_upfront", list_unit_price=od_rate or eff,
-                          contracted_unit_price=eff, upfront_usd=0.0, commitment_id=cd_id,
-                          commitment_term_hours=8760.0, instances=max(1, round(part / month_h)), **common)
-                # the commitment itself: its recurring fee (its usage rows are the resources' below)
-                out.append(Charge(usage_hours=part, used_elsewhere=True, **kw,
-                                  **{**ident(xs[0] if xs else main, *key, "reserved_1y-no_upfront"),
-                                     "resource_id": cd_id, "resource_name": None}))
-                for x, f in shares(xs):
-                    out.append(Charge(usage_hours=part * f, recurring_unit_price=0.0, **kw,
-                                      **ident(x or main, *key, "reserved_1y-no_upfront"),
-                                      description=f"usage covered by an existing commitment (term not in the "
-                                                  f"export) at its effective rate ${eff:,.4f}/h"))
-        for r in recs.get(key, []):
-            term_hours = 8760.0 if r.term == "1y" else 26280.0
-            pricing = "reserved_1y" if r.term == "1y" else "reserved_3y"
-            option = f"{pricing}-{r.payment}"
-            used = min(od_hours, (r.average_utilization or 0.0) * r.recommended_quantity * month_h)
-            cd_id = (f"{D}recommended/{u.provider}/{u.region}/{u.instance_type}/{r.term}/{r.payment}"
-                     + (f"/{r.account_id}" if r.account_id else ""))
-            # scope account: the commitment is that account's, its hours land on that account's resources
-            mine = [x for x in od_rows if r.account_id in (x.get("sub_account_id"), x.get("billing_account_id"))] \
-                if r.account_id else od_rows
-            mine = mine or od_rows
-            kw = dict(pricing=pricing, payment=r.payment, list_unit_price=r.on_demand_usd_per_hour,
-                      contracted_unit_price=r.reserved_effective_usd_per_hour, commitment_id=cd_id,
-                      commitment_term_hours=term_hours, instances=r.recommended_quantity, source=r.price_source,
-                      estimated=r.estimated_price, **common)
-            # the commitment: unused hours, recurring fee and upfront, ResourceId the commitment
-            owner = max(mine, key=lambda x: float(x["usage_hours"])) if mine else main
-            out.append(Charge(usage_hours=used, unused_hours=r.recommended_quantity * month_h - used,
-                              upfront_usd=r.upfront_cost_usd, used_elsewhere=True, **kw,
-                              **{**ident(owner, *key, option), "resource_id": cd_id, "resource_name": None}))
-            # its used hours, on the resources that ran on demand
-            for x, f in shares(mine):
-                out.append(Charge(usage_hours=used * f, upfront_usd=0.0, recurring_unit_price=0.0, **kw,
-                                  **ident(x or main, *key, option)))
-            od_hours = max(0.0, od_hours - used)
-        if od_hours > 0 and od_rate:
-            for x, f in shares(od_rows):
-                out.append(Charge(pricing="on_demand", payment="", usage_hours=od_hours * f, list_unit_price=od_rate,
-                                  contracted_unit_price=od_rate, upfront_usd=0.0, commitment_id=None,
-                                  commitment_term_hours=None, **common, **ident(x or main, *key, "on_demand")))
-    return out
+def _with_focus(result) -> ReviewResult:
+    from dataclasses import fields
+
+    return ReviewResult(**{f.name: getattr(result, f.name) for f in fields(result) if f.init})
 
 
 def diff(old: str | Path, new: str | Path):

@@ -196,9 +196,9 @@ def _inputs(*paths) -> None:
 def _plan_file_inputs(workload) -> list[Path]:
     """The files a plan file names (demand_profile, catalog, measured, trace; relative to its folder), read by
     recommend: protected from --output like the options' files."""
-    from gpuopt.api import _plan_path
+    from gpuopt.plan_spec import find_plan_file
 
-    path = _plan_path(workload, None)
+    path = find_plan_file(workload)
     if path is None or not Path(path).is_file():
         return []
     from gpuopt.kernel.errors import GpuoptError
@@ -404,69 +404,77 @@ OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write
 CatalogOpt = Annotated[Optional[Path], typer.Option("--catalog", help="Plan over your own offers CSV (the columns of docs/architecture.md) instead of the shipped snapshot.")]
 
 
+def _help(key: str) -> str:
+    """The help of the `recommend` option of a request key, from its field (gpuopt.request.cli_help): one text,
+    one default, for the flag, the plan file's comment and the JSON Schema."""
+    from gpuopt.request import cli_help
+
+    return cli_help(key)
+
+
 @app.command()
 def recommend(
-    budget: Annotated[Optional[float], typer.Option(help="Most USD spent in any one month of the horizon (hourly + recurring + upfront paid that month).")] = None,
-    budget_total: Annotated[Optional[float], typer.Option("--budget-total", help="Most USD over the whole horizon.")] = None,
-    max_upfront: Annotated[Optional[float], typer.Option("--max-upfront", help="Most USD paid upfront for commitments.")] = None,
-    max_commitment: Annotated[Optional[float], typer.Option("--max-commitment", help="Most USD owed over the terms of the commitments bought.")] = None,
-    horizon: Annotated[Optional[int], typer.Option("--horizon", help="Months the capacity is needed (default: 12 with a serving workload; the jobs' span for training only).")] = None,
-    leftover_value: Annotated[Optional[float], typer.Option("--leftover-value", help="0..1: value of commitment months that outlive the horizon (default 0).")] = None,
-    placement: Annotated[Optional[str], typer.Option("--placement", help="region (default: each serving workload in one region of one provider), provider, or any.")] = None,
-    region_group: Annotated[Optional[list[str]], typer.Option("--region-group", help="Data residency (repeat): us, eu, europe, na, apac, latam, mea.")] = None,
-    spread: Annotated[Optional[str], typer.Option("--spread", help="zones: put --min-replicas on instances in distinct zones where the data has zones.")] = None,
-    include_local_zones: Annotated[Optional[bool], typer.Option("--include-local-zones", help="Also plan on AWS Local Zones and Wavelength Zones.")] = None,
-    start_month: Annotated[Optional[int], typer.Option("--start-month", help="Month the workload starts (1 = the first month of the horizon).")] = None,
-    end_month: Annotated[Optional[int], typer.Option("--end-month", help="Serve: last month it runs (default: the horizon's end).")] = None,
-    months: Annotated[Optional[int], typer.Option("--months", help="Serve: months it runs from its start.")] = None,
-    model: Annotated[Optional[str], typer.Option(help="Model name or Hugging Face repo, e.g. meta-llama/Llama-2-70b-hf.")] = None,
-    params: Annotated[Optional[float], typer.Option(help="Parameter count, for a model not in the table (e.g. 13e9).")] = None,
-    task: Annotated[Optional[str], typer.Option(help="serve, train, finetune (full fine-tune) or lora (LoRA; QLoRA with --precision int4).")] = None,
-    tokens_per_second: Annotated[Optional[float], typer.Option("--tokens-per-second", help="Serving demand: generated tokens/s the fleet must sustain.")] = None,
-    tokens: Annotated[Optional[float], typer.Option(help="Training: tokens to process (e.g. 2e10).")] = None,
-    deadline_hours: Annotated[Optional[float], typer.Option("--deadline-hours", help="Training: finish within this many hours of its start (default: one month, 730 h).")] = None,
-    precision: Annotated[Optional[str], typer.Option(help="Serving: bf16, fp16, fp8 (Ada/Hopper/Blackwell), int8, int4, fp4 (Blackwell), or several (bf16,fp8) for the planner to choose per GPU. Training: bf16, fp16, fp8 (Hopper/Ada/Blackwell).")] = None,
-    request_rate: Annotated[Optional[float], typer.Option("--request-rate", help="Serving demand in requests/s (instead of --tokens-per-second).")] = None,
-    engine: Annotated[Optional[str], typer.Option("--engine", help="Serving engine: vllm (default), sglang, tensorrt-llm.")] = None,
-    input_tokens: Annotated[Optional[int], typer.Option("--input-tokens", help="Serving: mean prompt tokens per request (default 1024).")] = None,
-    output_tokens: Annotated[Optional[int], typer.Option("--output-tokens", help="Serving: mean generated tokens per request (default 128).")] = None,
-    scenario: Annotated[Optional[str], typer.Option("--scenario", help="Serving: server (p99 TTFT <= 2 s, TPOT <= 200 ms; default), interactive (450 ms, 40 ms) or offline.")] = None,
-    ttft_ms: Annotated[Optional[float], typer.Option("--ttft-ms", help="Serving: p99 time-to-first-token target, ms.")] = None,
-    tpot_ms: Annotated[Optional[float], typer.Option("--tpot-ms", help="Serving: p99 time-per-output-token target, ms.")] = None,
-    measured: Annotated[Optional[Path], typer.Option("--measured", help="Serving: CSV/JSON of your own benchmark results that corrects the model.")] = None,
-    trace: Annotated[Optional[Path], typer.Option("--trace", help="Serving: a CSV of requests (input_tokens, output_tokens): their means are the lengths.")] = None,
-    context: Annotated[Optional[int], typer.Option("--context", help="Tokens per sequence (KV cache for serving, sequence length for training).")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(help="Serving: sequences decoded together per replica.")] = None,
-    zero_stage: Annotated[Optional[int], typer.Option("--zero-stage", help="Training: ZeRO stage 0-3 over the data-parallel GPUs (default: the framework's).")] = None,
-    framework: Annotated[Optional[str], typer.Option("--framework", help="Training: megatron (default for train), fsdp (default for finetune), deepspeed.")] = None,
-    optimizer: Annotated[Optional[str], typer.Option("--optimizer", help="Training: adam (default), adam8bit, adafactor, sgd.")] = None,
-    offload: Annotated[Optional[str], typer.Option("--offload", help="Training: none (default), optimizer, params.")] = None,
-    global_batch_tokens: Annotated[Optional[float], typer.Option("--global-batch-tokens", help="Training: tokens per optimizer step (default 4M).")] = None,
-    gpu: Annotated[Optional[list[str]], typer.Option("--gpu", help="Allowed GPU models (repeat): A100-80GB, H100, L4 ...")] = None,
-    provider: Annotated[Optional[list[str]], typer.Option("--provider", help="Allowed providers (repeat): aws, azure, gcp, lambda.")] = None,
-    region: Annotated[Optional[list[str]], typer.Option("--region", help="Allowed regions (repeat), e.g. us-east-1.")] = None,
-    pricing: Annotated[Optional[list[str]], typer.Option("--pricing", help="Allowed purchase options (repeat): on_demand, spot, reserved_1y, reserved_3y, capacity_block, flex_start, savings_plan_1y, savings_plan_3y (default: all; spot with --allow-spot; capacity blocks for services only when named).")] = None,
-    allow_spot: Annotated[Optional[bool], typer.Option("--allow-spot/--no-spot", help="May the workload run on interruptible spot capacity?")] = None,
+    budget: Annotated[Optional[float], typer.Option(help=_help("budget"))] = None,
+    budget_total: Annotated[Optional[float], typer.Option("--budget-total", help=_help("budget_total"))] = None,
+    max_upfront: Annotated[Optional[float], typer.Option("--max-upfront", help=_help("max_upfront"))] = None,
+    max_commitment: Annotated[Optional[float], typer.Option("--max-commitment", help=_help("max_commitment"))] = None,
+    horizon: Annotated[Optional[int], typer.Option("--horizon", help=_help("horizon_months"))] = None,
+    leftover_value: Annotated[Optional[float], typer.Option("--leftover-value", help=_help("leftover_value"))] = None,
+    placement: Annotated[Optional[str], typer.Option("--placement", help=_help("placement"))] = None,
+    region_group: Annotated[Optional[list[str]], typer.Option("--region-group", help=_help("region_group"))] = None,
+    spread: Annotated[Optional[str], typer.Option("--spread", help=_help("spread"))] = None,
+    include_local_zones: Annotated[Optional[bool], typer.Option("--include-local-zones", help=_help("include_local_zones"))] = None,
+    start_month: Annotated[Optional[int], typer.Option("--start-month", help=_help("start"))] = None,
+    end_month: Annotated[Optional[int], typer.Option("--end-month", help=_help("end"))] = None,
+    months: Annotated[Optional[int], typer.Option("--months", help=_help("months"))] = None,
+    model: Annotated[Optional[str], typer.Option(help=_help("model"))] = None,
+    params: Annotated[Optional[float], typer.Option(help=_help("params"))] = None,
+    task: Annotated[Optional[str], typer.Option(help=_help("task"))] = None,
+    tokens_per_second: Annotated[Optional[float], typer.Option("--tokens-per-second", help=_help("tokens_per_second"))] = None,
+    tokens: Annotated[Optional[float], typer.Option(help=_help("tokens"))] = None,
+    deadline_hours: Annotated[Optional[float], typer.Option("--deadline-hours", help=_help("deadline_hours"))] = None,
+    precision: Annotated[Optional[str], typer.Option(help=_help("precision"))] = None,
+    request_rate: Annotated[Optional[float], typer.Option("--request-rate", help=_help("request_rate"))] = None,
+    engine: Annotated[Optional[str], typer.Option("--engine", help=_help("engine"))] = None,
+    input_tokens: Annotated[Optional[int], typer.Option("--input-tokens", help=_help("input_tokens"))] = None,
+    output_tokens: Annotated[Optional[int], typer.Option("--output-tokens", help=_help("output_tokens"))] = None,
+    scenario: Annotated[Optional[str], typer.Option("--scenario", help=_help("scenario"))] = None,
+    ttft_ms: Annotated[Optional[float], typer.Option("--ttft-ms", help=_help("ttft_ms"))] = None,
+    tpot_ms: Annotated[Optional[float], typer.Option("--tpot-ms", help=_help("tpot_ms"))] = None,
+    measured: Annotated[Optional[Path], typer.Option("--measured", help=_help("measured"))] = None,
+    trace: Annotated[Optional[Path], typer.Option("--trace", help=_help("trace"))] = None,
+    context: Annotated[Optional[int], typer.Option("--context", help=_help("context_tokens"))] = None,
+    concurrency: Annotated[Optional[int], typer.Option(help=_help("concurrency"))] = None,
+    zero_stage: Annotated[Optional[int], typer.Option("--zero-stage", help=_help("zero_stage"))] = None,
+    framework: Annotated[Optional[str], typer.Option("--framework", help=_help("framework"))] = None,
+    optimizer: Annotated[Optional[str], typer.Option("--optimizer", help=_help("optimizer"))] = None,
+    offload: Annotated[Optional[str], typer.Option("--offload", help=_help("offload"))] = None,
+    global_batch_tokens: Annotated[Optional[float], typer.Option("--global-batch-tokens", help=_help("global_batch_tokens"))] = None,
+    gpu: Annotated[Optional[list[str]], typer.Option("--gpu", help=_help("gpus"))] = None,
+    provider: Annotated[Optional[list[str]], typer.Option("--provider", help=_help("providers"))] = None,
+    region: Annotated[Optional[list[str]], typer.Option("--region", help=_help("regions"))] = None,
+    pricing: Annotated[Optional[list[str]], typer.Option("--pricing", help=_help("pricing"))] = None,
+    allow_spot: Annotated[Optional[bool], typer.Option("--allow-spot/--no-spot", help=_help("allow_spot"))] = None,
     workload: Annotated[Optional[Path], typer.Option("--workload", help="Workload YAML file (default: ./gpuopt.yaml, else the bundled example).")] = None,
-    catalog: CatalogOpt = None,
-    max_instances: Annotated[Optional[int], typer.Option("--max-instances", help="At most this many instances of one instance type per region (quota).")] = None,
-    prices_on: Annotated[Optional[str], typer.Option("--prices-on", help="Plan with the prices in effect on this date (YYYY-MM-DD), from the cache's history.")] = None,
-    objective: Annotated[Optional[str], typer.Option("--objective", help="cost (minimum cost) or roi (maximum (value - cost) / cost).")] = None,
-    exclude_gpu: Annotated[Optional[list[str]], typer.Option("--exclude-gpu", help="GPU models never to use (repeat).")] = None,
-    demand_profile: Annotated[Optional[str], typer.Option("--demand-profile", help="Serving demand over time: a CSV of hour-of-day, hour-of-week or timestamps and demand (tokens/s).")] = None,
-    blocks: Annotated[Optional[int], typer.Option("--blocks", help="Bin the demand profile into this many blocks (24: a day, 168: a week).")] = None,
-    min_replicas: Annotated[Optional[int], typer.Option("--min-replicas", help="Serving: keep at least this many replicas up, on at least as many instances (default 1).")] = None,
-    spot_only_ok: Annotated[Optional[bool], typer.Option("--spot-only-ok", help="Let spot replicas count toward --min-replicas.")] = None,
-    value_per_million_tokens: Annotated[Optional[float], typer.Option("--value-per-million-tokens", help="ROI: USD of value per million generated tokens served.")] = None,
-    value_usd: Annotated[Optional[float], typer.Option("--value-usd", help="ROI: USD of value of the finished training job.")] = None,
-    spot_capacity: Annotated[Optional[int], typer.Option("--spot-capacity", help="Instances of one spot instance type per region the plan may count on (default 16).")] = None,
-    lora_rank: Annotated[Optional[int], typer.Option("--lora-rank", help="LoRA rank (task lora; QLoRA with --precision int4).")] = None,
-    name: Annotated[Optional[str], typer.Option("--name", help="A name for the workload.")] = None,
+    catalog: Annotated[Optional[Path], typer.Option("--catalog", help=_help("catalog"))] = None,
+    max_instances: Annotated[Optional[int], typer.Option("--max-instances", help=_help("max_instances"))] = None,
+    prices_on: Annotated[Optional[str], typer.Option("--prices-on", help=_help("prices_on"))] = None,
+    objective: Annotated[Optional[str], typer.Option("--objective", help=_help("objective"))] = None,
+    exclude_gpu: Annotated[Optional[list[str]], typer.Option("--exclude-gpu", help=_help("exclude_gpus"))] = None,
+    demand_profile: Annotated[Optional[str], typer.Option("--demand-profile", help=_help("demand_profile"))] = None,
+    blocks: Annotated[Optional[int], typer.Option("--blocks", help=_help("blocks"))] = None,
+    min_replicas: Annotated[Optional[int], typer.Option("--min-replicas", help=_help("min_replicas"))] = None,
+    spot_only_ok: Annotated[Optional[bool], typer.Option("--spot-only-ok", help=_help("spot_only_ok"))] = None,
+    value_per_million_tokens: Annotated[Optional[float], typer.Option("--value-per-million-tokens", help=_help("value_per_million_tokens"))] = None,
+    value_usd: Annotated[Optional[float], typer.Option("--value-usd", help=_help("value_usd"))] = None,
+    spot_capacity: Annotated[Optional[int], typer.Option("--spot-capacity", help=_help("spot_capacity_per_offer"))] = None,
+    lora_rank: Annotated[Optional[int], typer.Option("--lora-rank", help=_help("lora_rank"))] = None,
+    name: Annotated[Optional[str], typer.Option("--name", help=_help("name"))] = None,
     print_workload: Annotated[bool, typer.Option("--print-workload", help="Print the workload file for these options (YAML) and exit.")] = False,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the output to this file instead of stdout (needed by --format markdown and html; --format focus writes Parquet to a .parquet file, else CSV).")] = None,
     explain: Annotated[bool, typer.Option("--explain/--no-explain", help="Also price the strategies, duals, per-provider alternatives and demand sensitivity (more solves).")] = True,
-    solver: Annotated[Optional[str], typer.Option(help="MILP solver: cbc (bundled with PuLP, the default) or highs.")] = None,
-    time_limit: Annotated[Optional[float], typer.Option("--time-limit", help="Solver time limit in seconds (default 60).")] = None,
+    solver: Annotated[Optional[str], typer.Option(help=_help("solver"))] = None,
+    time_limit: Annotated[Optional[float], typer.Option("--time-limit", help=_help("time_limit_s"))] = None,
     fmt: FormatOpt = "table",
 ):
     """Recommend the cheapest mix of GPU instances and purchase options for one or several workloads over a horizon."""
@@ -495,10 +503,10 @@ def recommend(
         measured=None if measured is None else str(Path(measured).absolute()),
         trace=None if trace is None else str(Path(trace).absolute()), framework=framework, optimizer=optimizer,
         offload=offload, global_batch_tokens=global_batch_tokens)
-    from gpuopt.api import _plan_path
+    from gpuopt.plan_spec import find_plan_file
 
     # every key is an option when no plan file is read (neither --workload nor ./gpuopt.yaml)
-    every = _plan_path(workload, None) is None
+    every = find_plan_file(workload) is None
     _inputs(workload, catalog, demand_profile, measured, trace, *_plan_file_inputs(workload))
     with _boundary(fmt), named_as_options(opts, every=every, extra={"format": "--format"}):
         _check_format(fmt, FILE_FORMATS)
@@ -507,24 +515,7 @@ def recommend(
         if print_workload:
             typer.echo(api.print_workload(opts, workload), nl=False)
             return
-        result = api.recommend(
-            objective=objective, exclude_gpus=exclude_gpu or (), demand_profile=demand_profile, blocks=blocks,
-            min_replicas=min_replicas, spot_only_ok=spot_only_ok, value_per_million_tokens=value_per_million_tokens,
-            value_usd=value_usd, spot_capacity=spot_capacity, lora_rank=lora_rank, name=name, explain=explain,
-            budget=budget, model=model, params=params, task=task, tokens_per_second=tokens_per_second, tokens=tokens,
-            deadline_hours=deadline_hours, precision=precision, context_tokens=context, concurrency=concurrency,
-            zero_stage=zero_stage, gpus=gpu or (), providers=provider or (), regions=region or (), pricing=pricing or (),
-            allow_spot=allow_spot, catalog=catalog, workload_file=workload, solver=solver, time_limit_s=time_limit,
-            max_instances_per_offer=max_instances, prices_on=prices_on, budget_total=budget_total,
-            max_upfront=max_upfront, max_commitment=max_commitment, horizon=horizon, leftover_value=leftover_value,
-            placement=placement, region_group=region_group or (), spread=spread,
-            include_local_zones=include_local_zones, start_month=start_month, end_month=end_month, months=months,
-            request_rate=request_rate, engine=engine, input_tokens=input_tokens, output_tokens=output_tokens,
-            scenario=scenario, ttft_slo_ms=ttft_ms, tpot_slo_ms=tpot_ms,
-            measured=None if measured is None else Path(measured).absolute(),
-            trace=None if trace is None else Path(trace).absolute(), framework=framework, optimizer=optimizer,
-            offload=offload, global_batch_tokens=global_batch_tokens,
-        )
+        result = api.recommend(**opts, workload=workload, explain=explain)
         render.warnings(result.prices)
         if fmt in FILE_FORMATS and result.feasible:
             _write_file_format(result, fmt, output)

@@ -4,7 +4,7 @@ Two steps, so that every producer of costs shares one writer:
 
 1. ``charges_from_plan(result)`` turns a plan (``RecommendResult`` or its ``FleetResult``, planned over a horizon
    of months) into ``Charge`` records: one per plan line and month of the horizon it runs in, in instance-hours and
-   USD per hour. A monthly review builds the same records from real usage (``gpuopt.api.review_charges``).
+   USD per hour. A monthly review builds the same records from real usage (``review_charges``).
 2. ``focus_rows(charges)`` turns charges into FOCUS 1.2 rows (dicts keyed by column ID) and
    ``write_focus(rows, path)`` writes them: Parquet for a ``.parquet``/``.pq`` path (``write_focus_parquet``, typed
    columns), CSV otherwise (``write_focus_csv``; Decimal columns always with a decimal point, ``730.0``).
@@ -802,3 +802,130 @@ def focus_csv_text(rows: list[dict[str, Any]]) -> str:
     buf = io.StringIO()
     write_focus_csv(rows, buf)
     return buf.getvalue()
+
+
+# ------------------------------------------------------------------------------------ the monthly review
+#: Prefix of every identifier the review's FOCUS projection makes up where the billing export has none (a
+#: recommended commitment, or an export without accounts, resources or SKUs): never mistaken for a real id.
+DERIVED_ID_PREFIX = "gpuopt-derived:"
+
+
+def review_charges(result):
+    """FOCUS charges (gpuopt.focus.Charge) of the reviewed fleet with the recommended commitments, projected over
+    the calendar month after the reviewed window (e.g. usage of September 2024: October 2024, 2024-10-01T00:00Z to
+    2024-11-01T00:00Z, 744 h): the window's instance-hours scaled to that month's hours.
+
+    Per (provider, region, instance type): usage an existing commitment covered (its CommitmentDiscountId as the
+    export says; its recurring fee at the effective rate, the term not being in the export), the recommended
+    commitment (its used hours taken from the on-demand usage, its unused hours, recurring fee and upfront), and
+    the on-demand usage left. Usage rows keep the export's identifiers (``result.ids``: BillingAccountId and Name,
+    SubAccountId and Name, ResourceId and Name, SkuId, SkuPriceId): each resource gets the share of its bucket's
+    hours it had in the export. Where the export has none (the warehouse ``hourly`` table, a CUR without account
+    columns) and for the recommended commitment, the identifier is made up and starts with ``DERIVED_ID_PREFIX``
+    ("gpuopt-derived:"): ``gpuopt-derived:<provider>-billing-account``, ``gpuopt-derived:<provider>/<region>/<instance
+    type>[/<option>]`` for a resource or SKU, ``gpuopt-derived:recommended/<provider>/<region>/<instance type>/<term>/
+    <payment>`` for a recommended commitment, ``gpuopt-derived:<SkuId>/<option>`` for the SKU price of a commitment.
+    A missing name is the id (FOCUS: the name is not null when the id is not).
+    """
+    import datetime as dt
+
+    end = dt.datetime.fromisoformat(result.period_end).astimezone(dt.timezone.utc)
+    start = billing_period(end - dt.timedelta(seconds=1))[1]  # the month after the window's last instant
+    stop = add_months(start, 1)
+    month_h = (stop - start).total_seconds() / 3600.0
+    scale = month_h / max(result.lookback_days * 24.0, 1.0)
+    D = DERIVED_ID_PREFIX
+    out = []
+    recs: dict[tuple, list] = {}  # per instance type: one recommendation (shared scope) or one per account
+    for rec in result.recommendations:
+        recs.setdefault((rec.provider, rec.region, rec.instance_type), []).append(rec)
+    by_type: dict[tuple, list[dict]] = {}
+    for row in getattr(result, "ids", None) or []:
+        by_type.setdefault((row["provider"], row["region"], row["instance_type"]), []).append(row)
+
+    def ident(row, provider, region, itype, option):
+        """Charge fields of one export identity (None: the type's derived one)."""
+        g = (lambda k: (row or {}).get(k) or None)
+        derived = f"{D}{provider}/{region}/{itype}"
+        sku = g("sku_id") or derived
+        return dict(billing_account_id=g("billing_account_id") or f"{D}{provider}-billing-account",
+                    billing_account_name=g("billing_account_name") or g("billing_account_id")
+                    or f"{D}{provider}-billing-account",
+                    sub_account_id=g("sub_account_id"), sub_account_name=g("sub_account_name") or g("sub_account_id"),
+                    resource_id=g("resource_id") or f"{derived}/{option}",
+                    resource_name=g("resource_name") or (None if g("resource_id") else f"{itype} in {region} ({option})"),
+                    sku_id=sku, sku_price_id=(g("sku_price_id") if option == "on_demand" else None)
+                    or f"{D}{sku.removeprefix(D)}/{option}")
+
+    def shares(rows):
+        tot = sum(float(r["usage_hours"]) for r in rows)
+        if not rows or tot <= 0:
+            return [(None, 1.0)]
+        return [(r, float(r["usage_hours"]) / tot) for r in rows]
+
+    for u in result.usage:
+        key = (u.provider, u.region, u.instance_type)
+        rows = by_type.get(key, [])
+        od_rows = [r for r in rows if r["pricing_category"] in ("Standard", "")]
+        main = max(rows, key=lambda r: float(r["usage_hours"])) if rows else None
+        od_hours = (u.hours_by_pricing.get("Standard", 0.0) + u.hours_by_pricing.get("", 0.0)) * scale
+        od_rate = (u.on_demand_equivalent_usd / u.hours_used) if (u.on_demand_equivalent_usd and u.hours_used) else None
+        common = dict(provider=u.provider, region=u.region, zone="", instance_type=u.instance_type,
+                      gpu_model=u.gpu_model, gpu_count=u.gpu_count, workload="reviewed usage", period_start=start,
+                      period_end=stop)
+        committed = u.hours_by_pricing.get("Committed", 0.0) * scale
+        if committed > 0 and u.hours_used:
+            eff = u.effective_cost_usd / u.hours_used if u.effective_cost_usd else 0.0
+            c_rows = [x for x in rows if x["pricing_category"] == "Committed"]
+            by_cid: dict[str, list[dict]] = {}
+            for x in c_rows:
+                by_cid.setdefault(x["commitment_id"] or "", []).append(x)
+            if not by_cid:
+                by_cid = {"": []}
+            tot_c = sum(float(x["usage_hours"]) for x in c_rows)
+            for cid, xs in by_cid.items():
+                part = committed * (sum(float(x["usage_hours"]) for x in xs) / tot_c if tot_c > 0 else 1.0)
+                cd_id = cid or f"{D}existing/{u.provider}/{u.region}/{u.instance_type}"
+                kw = dict(pricing="reserved_1y", payment="no_upfront", list_unit_price=od_rate or eff,
+                          contracted_unit_price=eff, upfront_usd=0.0, commitment_id=cd_id,
+                          commitment_term_hours=8760.0, instances=max(1, round(part / month_h)), **common)
+                # the commitment itself: its recurring fee (its usage rows are the resources' below)
+                out.append(Charge(usage_hours=part, used_elsewhere=True, **kw,
+                                  **{**ident(xs[0] if xs else main, *key, "reserved_1y-no_upfront"),
+                                     "resource_id": cd_id, "resource_name": None}))
+                for x, f in shares(xs):
+                    out.append(Charge(usage_hours=part * f, recurring_unit_price=0.0, **kw,
+                                      **ident(x or main, *key, "reserved_1y-no_upfront"),
+                                      description=f"usage covered by an existing commitment (term not in the "
+                                                  f"export) at its effective rate ${eff:,.4f}/h"))
+        for r in recs.get(key, []):
+            term_hours = 8760.0 if r.term == "1y" else 26280.0
+            pricing = "reserved_1y" if r.term == "1y" else "reserved_3y"
+            option = f"{pricing}-{r.payment}"
+            used = min(od_hours, (r.average_utilization or 0.0) * r.recommended_quantity * month_h)
+            cd_id = (f"{D}recommended/{u.provider}/{u.region}/{u.instance_type}/{r.term}/{r.payment}"
+                     + (f"/{r.account_id}" if r.account_id else ""))
+            # scope account: the commitment is that account's, its hours land on that account's resources
+            mine = [x for x in od_rows if r.account_id in (x.get("sub_account_id"), x.get("billing_account_id"))] \
+                if r.account_id else od_rows
+            mine = mine or od_rows
+            kw = dict(pricing=pricing, payment=r.payment, list_unit_price=r.on_demand_usd_per_hour,
+                      contracted_unit_price=r.reserved_effective_usd_per_hour, commitment_id=cd_id,
+                      commitment_term_hours=term_hours, instances=r.recommended_quantity, source=r.price_source,
+                      estimated=r.estimated_price, **common)
+            # the commitment: unused hours, recurring fee and upfront, ResourceId the commitment
+            owner = max(mine, key=lambda x: float(x["usage_hours"])) if mine else main
+            out.append(Charge(usage_hours=used, unused_hours=r.recommended_quantity * month_h - used,
+                              upfront_usd=r.upfront_cost_usd, used_elsewhere=True, **kw,
+                              **{**ident(owner, *key, option), "resource_id": cd_id, "resource_name": None}))
+            # its used hours, on the resources that ran on demand
+            for x, f in shares(mine):
+                out.append(Charge(usage_hours=used * f, upfront_usd=0.0, recurring_unit_price=0.0, **kw,
+                                  **ident(x or main, *key, option)))
+            od_hours = max(0.0, od_hours - used)
+        if od_hours > 0 and od_rate:
+            for x, f in shares(od_rows):
+                out.append(Charge(pricing="on_demand", payment="", usage_hours=od_hours * f, list_unit_price=od_rate,
+                                  contracted_unit_price=od_rate, upfront_usd=0.0, commitment_id=None,
+                                  commitment_term_hours=None, **common, **ident(x or main, *key, "on_demand")))
+    return out

@@ -18,11 +18,8 @@ Every ``gpuopt recommend`` option maps to one key (``CLI_OPTIONS``); ``apply_opt
 keys (options win), ``plan_from_options`` builds a plan from options alone and ``plan_to_yaml`` writes a plan back as
 a documented file that ``load_plan_file`` reads to the same plan (``--print-workload``).
 
-Units: budget USD, the most spent in any one month of the horizon (hourly, recurring and upfront payments of that
-month), all workloads together; budget_total USD over the horizon; horizon_months months; start/end month numbers
-(1 = the horizon's first month); tokens_per_second and demand in generated tokens/s for the whole fleet of a serving
-workload; tokens to process for train/finetune/lora; deadline_hours from the job's start; value_per_million_tokens
-USD per million generated tokens served; value_usd USD for a finished training job.
+The schema itself (every key's type, unit, default and bounds, and its option) is ``gpuopt.request.PlanRequest``:
+this module reads, lays options over and writes plan files; ``PlanFile`` is another name of ``PlanRequest``.
 
 ``EXAMPLE_WORKLOAD`` is the bundled single-workload example planned when no file and no model is given.
 """
@@ -31,575 +28,28 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import datetime as _dt
-import math
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Mapping
+from typing import Any, Mapping
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StrictBool, ValidationError,
-                      ValidationInfo, field_validator, model_validator)
-from pydantic_core import PydanticCustomError
+from pydantic import ValidationError
 
 from gpuopt.kernel.errors import InputError
-from gpuopt.kernel.inputs import MAX_QUANTITY
-from gpuopt.kernel.records import PLANNED_PRICING
-
-if TYPE_CHECKING:  # pragma: no cover
-    from optimizer.planning.demand import DemandProfile
-
-TASKS = ("serve", "train", "finetune", "lora")
-TRAINING_TASKS = ("train", "finetune", "lora")
-PRECISIONS = ("fp32", "bf16", "fp16", "int8", "int4")
-OBJECTIVES = ("cost", "roi")
-SOLVERS = ("cbc", "highs")
-MAX_DEADLINE_HOURS = 87_600.0  # ten years
-DEFAULT_SPOT_CAPACITY = 16
-DEMAND_KEYS = ("tokens_per_second", "request_rate", "demand_profile", "demand")
-EXAMPLE_WORKLOAD = Path(__file__).parent / "data" / "example_workload.yaml"
-LOCAL_WORKLOAD_NAME = "gpuopt.yaml"
-
-
-# ------------------------------------------------------------------------------------------- field types
-def _fail(message: str, accepted: str | None = None, loc: tuple = ()) -> PydanticCustomError:
-    """A validation error with our own one-line message; ``loc`` is appended to the error's location."""
-    return PydanticCustomError("plan", "{message}", {"message": message, "accepted": accepted, "loc": loc})
-
-
-def _not_bool(v: Any) -> Any:
-    """Numbers only (YAML true/false are not 1/0), and finite ones (a NaN is not "greater than 0", it is no number)."""
-    if isinstance(v, bool):
-        raise _fail(f"must be a number, got {_show(v)}")
-    if isinstance(v, float) and not math.isfinite(v):
-        raise _fail(f"must be a finite number, got {_show(v)}")
-    return v
-
-
-def _file_next_to_plan(v: str | None, info: ValidationInfo) -> str | None:
-    """A path key of the plan (demand_profile, catalog) must name a file; a relative path is relative to the plan."""
-    base = (info.context or {}).get("base_dir")
-    if v is not None and base is not None:
-        p = Path(v) if Path(v).is_absolute() else Path(base) / v
-        if not p.is_file():
-            raise _fail(f"file not found: {p}" + ("" if Path(v).is_absolute()
-                                                  else " (a relative path is relative to the plan file's folder)"))
-    return v
-
-
-def _lower(v: Any) -> Any:
-    return v.strip().lower() if isinstance(v, str) else v
-
-
-def _name(v: Any) -> Any:
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return str(v)
-    return v.strip() if isinstance(v, str) else v
-
-
-def _names(v: Any) -> Any:
-    """A list of names given as one name, a list, or nothing."""
-    if v is None:
-        return []
-    if isinstance(v, str):
-        return [v]
-    return v
-
-
-def _lower_names(v: Any) -> Any:
-    v = _names(v)
-    return [_lower(x) for x in v] if isinstance(v, list) else v
-
-
-# every quantity at most gpuopt.kernel.inputs.MAX_QUANTITY (1e15): beyond any real one, and products of two stay finite
-PosFloat = Annotated[float, BeforeValidator(_not_bool), Field(gt=0, le=MAX_QUANTITY, allow_inf_nan=False)]
-NonNegFloat = Annotated[float, BeforeValidator(_not_bool), Field(ge=0, le=MAX_QUANTITY, allow_inf_nan=False)]
-PosInt = Annotated[int, BeforeValidator(_not_bool), Field(ge=1, le=int(MAX_QUANTITY))]
-NonNegInt = Annotated[int, BeforeValidator(_not_bool), Field(ge=0, le=int(MAX_QUANTITY))]
-ZeroStage = Annotated[int, BeforeValidator(_not_bool), Field(ge=0, le=3)]
-Deadline = Annotated[float, BeforeValidator(_not_bool), Field(ge=1, le=MAX_DEADLINE_HOURS, allow_inf_nan=False)]
-Name = Annotated[str, BeforeValidator(_name), Field(min_length=1)]
-NameList = Annotated[list[Name], BeforeValidator(_names)]
-Task = Annotated[Literal["serve", "train", "finetune", "lora"], BeforeValidator(_lower)]
-ALL_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
-
-
-def _precisions(v: Any) -> Any:
-    """One precision, or several the planner may choose from ("bf16,fp8" or a list: serving only), as
-    "p1,p2" lower case; each must be one of :data:`ALL_PRECISIONS` (the task's own rules are checked by sizing)."""
-    if isinstance(v, (list, tuple)):
-        items = [str(x) for x in v]
-    elif isinstance(v, str):
-        items = v.split(",")
-    else:
-        raise _fail(f"must be a precision or a list of them, got {_show(v)}", accepted=", ".join(ALL_PRECISIONS))
-    items = [x.strip().lower() for x in items if x.strip()]
-    bad = [x for x in items if x not in ALL_PRECISIONS]
-    if not items or bad:
-        raise _fail(f"unknown precision {bad[0] if bad else v!r}", accepted=", ".join(ALL_PRECISIONS))
-    return ",".join(dict.fromkeys(items))
-
-
-Precision = Annotated[str, BeforeValidator(_precisions)]
-def _engine(v: Any) -> Any:
-    """An engine name, canonical (``trt-llm``, ``trtllm`` -> ``tensorrt-llm``; optimizer.sizing.serving)."""
-    from optimizer.sizing.serving import engine_aliases
-
-    return engine_aliases(v) if isinstance(v, str) else v
-
-
-Engine = Annotated[Literal["vllm", "sglang", "tensorrt-llm"], BeforeValidator(_engine)]
-def _optimizer(v: Any) -> Any:
-    """An optimizer name, canonical (``AdamW`` -> ``adam``, ``adamw8bit`` -> ``adam8bit``;
-    optimizer.sizing.training)."""
-    from optimizer.sizing.training import OPTIMIZER_ALIASES
-
-    if isinstance(v, str):
-        v = v.strip().lower()
-        return OPTIMIZER_ALIASES.get(v, v)
-    return v
-
-
-Optimizer = Annotated[Literal["adam", "adam8bit", "adafactor", "sgd"], BeforeValidator(_optimizer)]
-Framework = Annotated[Literal["megatron", "fsdp", "deepspeed"], BeforeValidator(_lower)]
-Offload = Annotated[Literal["none", "optimizer", "params"], BeforeValidator(_lower)]
-Scenario = Annotated[Literal["offline", "server", "interactive"], BeforeValidator(_lower)]
-Objective = Annotated[Literal["cost", "roi"], BeforeValidator(_lower)]
-Solver = Annotated[Literal["cbc", "highs"], BeforeValidator(_lower)]
-PricingList = Annotated[list[Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "capacity_block", "flex_start",
-                                     "savings_plan_1y", "savings_plan_3y"]], BeforeValidator(_lower_names)]
-Placement = Annotated[Literal["region", "provider", "any"], BeforeValidator(_lower)]
-Spread = Annotated[Literal["zones"], BeforeValidator(_lower)]
-RegionGroupList = Annotated[list[Literal["us", "eu", "europe", "na", "apac", "latam", "mea"]], BeforeValidator(_lower_names)]
-Fraction01 = Annotated[float, BeforeValidator(_not_bool), Field(ge=0, le=1, allow_inf_nan=False)]
-Horizon = Annotated[int, BeforeValidator(_not_bool), Field(ge=1, le=120)]
-Month = Annotated[int, BeforeValidator(_not_bool), Field(ge=1, le=120)]
-
-#: Accepted values of the keys with a closed set (the ``accepted`` of their errors).
-ACCEPTED = {
-    "task": ", ".join(TASKS), "precision": ", ".join(PRECISIONS), "objective": ", ".join(OBJECTIVES),
-    "solver": ", ".join(SOLVERS), "pricing": ", ".join(PLANNED_PRICING), "zero_stage": "0, 1, 2, 3",
-    "allow_spot": "true, false", "spot_only_ok": "true, false", "include_local_zones": "true, false",
-    "placement": "region, provider, any", "spread": "zones", "region_group": "us, eu, europe, na, apac, latam, mea",
-    "blocks": "24 (hours of the day), 168 (hours of the week) or another positive whole number",
-}
-
-
-# ------------------------------------------------------------------------------------------- the models
-class WorkloadItem(BaseModel):
-    """One workload of a plan (see the module docstring for units).
-
-    Cross-field rules: ``model`` xor ``params``; a serve workload has exactly one demand (``tokens_per_second``
-    flat, ``demand_profile`` a CSV, ``demand`` an inline list one per block) and may have
-    ``value_per_million_tokens``; a train/finetune/lora workload needs ``tokens`` and may have ``value_usd`` and a
-    ``deadline_hours``. ``min_replicas`` defaults to 1 for serve (a serving fleet never drops to zero), 0 otherwise.
-    Keys that do not apply to the task but that a ``recommend`` option may set over a file (``tokens``,
-    ``deadline_hours``, ``zero_stage`` on serve; ``tokens_per_second``, ``concurrency`` on training; ``lora_rank``
-    off lora) are kept and reported by ``ignored_fields``; keys only a file sets (demand profiles, values) are errors.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: Name
-    task: Task = "serve"
-    model: str | None = None
-    params: PosFloat | None = None
-    precision: Precision | None = None
-    context_tokens: PosInt | None = None
-    concurrency: PosInt | None = None
-    zero_stage: ZeroStage | None = None
-    lora_rank: PosInt | None = None
-    tokens_per_second: PosFloat | None = None
-    request_rate: PosFloat | None = None
-    engine: Engine | None = None
-    input_tokens: PosInt | None = None
-    output_tokens: PosInt | None = None
-    scenario: Scenario | None = None
-    ttft_ms: PosFloat | None = None
-    tpot_ms: PosFloat | None = None
-    measured: str | None = None
-    trace: str | None = None
-    demand_profile: str | None = None
-    demand: Annotated[list[NonNegFloat], Field(min_length=1)] | None = None
-    tokens: PosFloat | None = None
-    deadline_hours: Deadline | None = None
-    framework: Framework | None = None
-    optimizer: Optimizer | None = None
-    offload: Offload | None = None
-    global_batch_tokens: PosFloat | None = None
-    allow_spot: StrictBool = False
-    min_replicas: NonNegInt | None = None
-    spot_only_ok: StrictBool = False
-    value_per_million_tokens: NonNegFloat | None = None
-    value_usd: NonNegFloat | None = None
-    start: Month | None = None
-    end: Month | None = None
-    months: Month | None = None
-
-    @field_validator("model", mode="before")
-    @classmethod
-    def _model_is_text(cls, v: Any) -> Any:
-        if v is not None and not isinstance(v, str):
-            raise _fail(f"must be a model name, a Hugging Face repo or a path to a config.json, got {_show(v)} "
-                        "(for a parameter count use params)")
-        return v.strip() if isinstance(v, str) else v
-
-    @field_validator("demand_profile", "measured", "trace")
-    @classmethod
-    def _profile_exists(cls, v: str | None, info: ValidationInfo) -> str | None:
-        return _file_next_to_plan(v, info)
-
-    def output_length(self) -> int:
-        """Mean output tokens per request (optimizer.sizing.serve_lengths' rule), to turn a request rate into
-        tokens/s."""
-        from optimizer.sizing import output_length
-
-        return output_length(self.output_tokens, self.input_tokens, self.context_tokens)
-
-    @model_validator(mode="after")
-    def _cross_checks(self) -> "WorkloadItem":
-        if self.model and self.params is not None:
-            raise _fail("give either model or params, not both", loc=("params",))
-        if not self.model and self.params is None:
-            raise _fail("a workload needs a model (a known name, a Hugging Face repo or a path to a config.json) "
-                        "or params (a parameter count)", loc=("model",))
-        given = [k for k in DEMAND_KEYS if getattr(self, k) is not None]
-        if self.task == "serve":
-            if not given:
-                raise _fail("a serve workload needs a demand: tokens_per_second or request_rate (flat), "
-                            "demand_profile (a CSV) or demand (a list, one value per block)", loc=("tokens_per_second",))
-            if len(given) > 1:
-                raise _fail(f"give one demand, not both {given[0]} and {given[1]}",
-                            accepted=", ".join(DEMAND_KEYS), loc=(given[1],))
-            if self.value_usd is not None:
-                raise _fail("value_usd is the value of a finished training job; a serve workload's value is "
-                            "value_per_million_tokens", loc=("value_usd",))
-        else:
-            if self.tokens is None:
-                raise _fail(f"a {self.task} workload needs tokens (the tokens to process, e.g. 2.0e+10)",
-                            loc=("tokens",))
-            for k in ("demand_profile", "demand"):
-                if getattr(self, k) is not None:
-                    raise _fail(f"{k} is a serving demand; a {self.task} workload has tokens (and deadline_hours)",
-                                loc=(k,))
-            if self.value_per_million_tokens is not None:
-                raise _fail(f"value_per_million_tokens is for serve workloads; a {self.task} workload's value is "
-                            "value_usd (the finished job)", loc=("value_per_million_tokens",))
-        if self.trace is not None and (self.input_tokens is not None or self.output_tokens is not None):
-            raise _fail("give the request lengths as trace or as input_tokens/output_tokens, not both",
-                        loc=("trace",))
-        if self.end is not None and self.months is not None:
-            raise _fail("give either end or months, not both", loc=("months",))
-        if self.task != "serve":
-            for k in ("end", "months"):
-                if getattr(self, k) is not None:
-                    raise _fail(f"{k} is for serving workloads; a {self.task} job runs from start until it is done "
-                                "(deadline_hours)", loc=(k,))
-        if self.end is not None and self.end < (self.start or 1):
-            raise _fail(f"end (month {self.end}) is before start (month {self.start or 1})", loc=("end",))
-        if self.min_replicas is None:
-            self.min_replicas = 1 if self.task == "serve" else 0
-        return self
-
-    def month_window(self) -> tuple[int, int | None]:
-        """(start, end) as 0-based months, end exclusive (None: the horizon's end)."""
-        start = (self.start or 1) - 1
-        if self.months is not None:
-            return start, start + self.months
-        if self.end is not None:
-            return start, self.end
-        return start, None
-
-    @property
-    def training(self) -> bool:
-        return self.task in TRAINING_TASKS
-
-    def ignored_fields(self) -> list[str]:
-        """Keys given that do not apply to the task (for the plan's notes)."""
-        if self.task == "serve":
-            unused = ("tokens", "deadline_hours", "zero_stage", "lora_rank", "framework", "optimizer", "offload",
-                      "global_batch_tokens")
-        else:
-            unused = ("tokens_per_second", "request_rate", "concurrency", "engine", "input_tokens", "output_tokens",
-                      "scenario", "ttft_ms", "tpot_ms", "measured", "trace") + (("lora_rank",) if self.task != "lora" else ())
-            if self.task == "lora":
-                unused += ("framework", "optimizer", "offload", "global_batch_tokens")
-        return [k for k in unused if getattr(self, k) is not None]
-
-
-class PlanFile(BaseModel):
-    """A plan: workloads under one budget and one set of limits (see the module docstring).
-
-    ``budget`` None means no budget limit; ``pricing`` empty means every pricing model but spot unless some workload
-    allows spot; ``gpus`` empty means every GPU model but ``exclude_gpus``; ``blocks`` None bins each demand profile
-    as it comes (see optimizer.demand.load_profile); ``spot_capacity_per_offer``: instances of one spot offer the plan
-    may count on; ``max_instances``: at most this many instances of any one offer (a quota).
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    budget: PosFloat | None = None
-    budget_total: PosFloat | None = None
-    max_upfront: NonNegFloat | None = None
-    max_commitment: NonNegFloat | None = None
-    horizon_months: Horizon | None = None
-    leftover_value: Fraction01 = 0.0
-    placement: Placement = "region"
-    region_group: RegionGroupList = Field(default_factory=list)
-    spread: Spread | None = None
-    include_local_zones: StrictBool = False
-    objective: Objective = "cost"
-    providers: NameList = Field(default_factory=list)
-    regions: NameList = Field(default_factory=list)
-    gpus: NameList = Field(default_factory=list)
-    exclude_gpus: NameList = Field(default_factory=list)
-    pricing: PricingList = Field(default_factory=list)
-    solver: Solver = "cbc"
-    time_limit_s: PosFloat = 60.0
-    spot_capacity_per_offer: NonNegInt = DEFAULT_SPOT_CAPACITY
-    max_instances: PosInt | None = None
-    blocks: PosInt | None = None
-    prices_on: str | None = None
-    catalog: str | None = None
-    workloads: Annotated[list[WorkloadItem], Field(min_length=1)]
-
-    _base_dir: Path | None = PrivateAttr(default=None)
-    _origin: str = PrivateAttr(default="command-line options")
-    _single: bool = PrivateAttr(default=False)
-    _profiles: dict | None = PrivateAttr(default=None)
-    _lines: dict | None = PrivateAttr(default=None)
-
-    @field_validator("prices_on", mode="before")
-    @classmethod
-    def _iso_date(cls, v: Any) -> Any:
-        if isinstance(v, _dt.date):
-            return v.isoformat()
-        if v is not None:
-            try:
-                _dt.date.fromisoformat(str(v))
-            except ValueError:
-                raise _fail(f"must be a date YYYY-MM-DD, got {_show(v)}") from None
-            return str(v)
-        return v
-
-    @field_validator("catalog")
-    @classmethod
-    def _catalog_exists(cls, v: str | None, info: ValidationInfo) -> str | None:
-        return _file_next_to_plan(v, info)
-
-    @model_validator(mode="after")
-    def _plan_checks(self) -> "PlanFile":
-        seen: dict[str, int] = {}
-        for i, w in enumerate(self.workloads):
-            if w.name in seen:
-                raise _fail(f"duplicate workload name {w.name!r} (also workloads[{seen[w.name]}].name): "
-                            "names must be unique", loc=("workloads", i, "name"))
-            seen[w.name] = i
-        both = sorted(set(self.gpus) & set(self.exclude_gpus))
-        if both:
-            raise _fail(f"{both[0]} is both allowed (gpus) and excluded (exclude_gpus)", loc=("exclude_gpus",))
-        if "spot" in self.pricing and not any(w.allow_spot for w in self.workloads):
-            raise _fail("spot is allowed but no workload has allow_spot: true (it must tolerate interruptions)",
-                        accepted="on_demand, reserved_1y, reserved_3y; or set allow_spot on a workload",
-                        loc=("pricing",))
-        if self.objective == "roi" and not any(
-                w.value_per_million_tokens is not None or w.value_usd is not None for w in self.workloads):
-            raise _fail("roi needs a value: value_per_million_tokens (serve) or value_usd "
-                        "(train/finetune/lora) on at least one workload", accepted=", ".join(OBJECTIVES),
-                        loc=("objective",))
-        return self
-
-    # --------------------------------------------------------------------- what the planner reads
-    @property
-    def origin(self) -> str:
-        """Where the plan came from: the file's path, or "command-line options"."""
-        return self._origin
-
-    @property
-    def base_dir(self) -> Path | None:
-        """The folder relative paths of the file are relative to (None for a plan from options: the current one)."""
-        return self._base_dir
-
-    def resolve_path(self, value: str) -> Path:
-        """A path of the file (demand_profile, catalog) as a Path: relative ones against the plan's folder."""
-        p = Path(value).expanduser()
-        if p.is_absolute() or self._base_dir is None:
-            return p
-        return self._base_dir / p
-
-    def model_ref(self, item: WorkloadItem) -> str | None:
-        """The model of ``item`` as ``optimizer.sizing.specs.load_model`` takes it: a relative path to a local
-        config.json (or a folder holding one) that exists next to the plan file becomes that path; anything else as
-        written."""
-        if item.model is None or self._base_dir is None or Path(item.model).is_absolute():
-            return item.model
-        local = self._base_dir / item.model
-        return str(local) if local.exists() else item.model
-
-    def workload(self, name: str) -> WorkloadItem:
-        for w in self.workloads:
-            if w.name == name:
-                return w
-        raise InputError("workload", f"no workload named {name!r}", accepted=", ".join(w.name for w in self.workloads))
-
-    @property
-    def serving(self) -> list[WorkloadItem]:
-        return [w for w in self.workloads if w.task == "serve"]
-
-    @property
-    def training(self) -> list[WorkloadItem]:
-        return [w for w in self.workloads if w.task in TRAINING_TASKS]
-
-    def where(self, key: str) -> str:
-        """`` (file, line N)`` of a top-level key of a plan file (`` (file)`` without its line; "" for a plan
-        made from options), to append to a message about that key."""
-        if not self._origin or self._origin == "command-line options":
-            return ""
-        line = (self._lines or {}).get((key,))
-        return f" ({self._origin}, line {line})" if line is not None else f" ({self._origin})"
-
-    def field_path(self, index: int, key: str) -> str:
-        """The dotted path of a workload's key as errors name it (``workloads[1].demand``; ``demand`` for a
-        single-workload file)."""
-        return key if self._single else f"workloads[{index}].{key}"
-
-    def demand_profiles(self) -> dict[str, "DemandProfile"]:
-        """Serving workload name -> its DemandProfile (flat, inline or CSV, binned by ``blocks``), read once.
-
-        Raises InputError naming the workload's key (``workloads[0].demand_profile``) for a bad profile."""
-        if self._profiles is None:
-            from optimizer.planning.demand import flat_profile, inline_profile, load_profile
-
-            out = {}
-            for i, w in enumerate(self.workloads):
-                if w.task != "serve":
-                    continue
-                try:
-                    if w.demand_profile is not None:
-                        out[w.name] = load_profile(self.resolve_path(w.demand_profile), blocks=self.blocks)
-                    elif w.demand is not None:
-                        out[w.name] = inline_profile(w.demand, blocks=self.blocks)
-                    elif w.request_rate is not None:
-                        if w.trace is not None:
-                            from optimizer.sizing.serving import load_trace
-
-                            per = load_trace(str(self.resolve_path(w.trace))).mean_output
-                        else:
-                            per = w.output_length()
-                        out[w.name] = flat_profile(w.request_rate * per)
-                    else:
-                        out[w.name] = flat_profile(w.tokens_per_second)
-                except InputError as exc:
-                    key = exc.field if exc.field in ("demand_profile", "demand", "trace") else \
-                        ("demand_profile" if w.demand_profile is not None else "demand")
-                    if exc.field == "blocks":
-                        raise InputError("blocks", f"{_strip_field(exc)} (for workload {w.name!r})",
-                                         exc.accepted) from None
-                    raise InputError(self.field_path(i, key), _strip_field(exc), exc.accepted) from None
-            self._profiles = out
-        return dict(self._profiles)
-
-
-def _strip_field(exc: InputError) -> str:
-    text = str(exc)
-    if text.startswith(f"{exc.field}: "):
-        text = text[len(exc.field) + 2:]
-    if exc.accepted and text.endswith(f" (accepted: {exc.accepted})"):
-        text = text[: -len(f" (accepted: {exc.accepted})")]
-    return text
-
-
-PLAN_KEYS = tuple(k for k in PlanFile.model_fields if k != "workloads")
-ITEM_KEYS = tuple(WorkloadItem.model_fields)
-
-#: The `gpuopt recommend` option of every key (some are added with the multi-workload planner).
-CLI_OPTIONS = {
-    "budget": "--budget", "objective": "--objective", "providers": "--provider", "regions": "--region",
-    "gpus": "--gpu", "exclude_gpus": "--exclude-gpu", "pricing": "--pricing", "solver": "--solver",
-    "time_limit_s": "--time-limit", "spot_capacity_per_offer": "--spot-capacity", "max_instances": "--max-instances",
-    "blocks": "--blocks", "prices_on": "--prices-on", "catalog": "--catalog",
-    "budget_total": "--budget-total", "max_upfront": "--max-upfront", "max_commitment": "--max-commitment",
-    "horizon_months": "--horizon", "leftover_value": "--leftover-value", "placement": "--placement",
-    "region_group": "--region-group", "spread": "--spread", "include_local_zones": "--include-local-zones",
-    "start": "--start-month", "end": "--end-month", "months": "--months",
-    "name": "--name", "task": "--task", "model": "--model", "params": "--params", "precision": "--precision",
-    "context_tokens": "--context", "concurrency": "--concurrency", "zero_stage": "--zero-stage",
-    "lora_rank": "--lora-rank", "tokens_per_second": "--tokens-per-second", "demand_profile": "--demand-profile",
-    "demand": "--demand", "tokens": "--tokens", "deadline_hours": "--deadline-hours",
-    "allow_spot": "--allow-spot/--no-spot", "min_replicas": "--min-replicas",
-    "spot_only_ok": "--spot-only-ok", "value_per_million_tokens": "--value-per-million-tokens",
-    "value_usd": "--value-usd", "request_rate": "--request-rate", "engine": "--engine",
-    "input_tokens": "--input-tokens", "output_tokens": "--output-tokens", "scenario": "--scenario",
-    "ttft_ms": "--ttft-ms", "tpot_ms": "--tpot-ms", "measured": "--measured", "trace": "--trace",
-    "framework": "--framework", "optimizer": "--optimizer", "offload": "--offload",
-    "global_batch_tokens": "--global-batch-tokens",
-}
-
-#: One line of documentation per key, written by plan_to_yaml after the key.
-KEY_DOCS = {
-    "budget": "USD: the most the plan may spend in any one month (hourly + recurring + upfronts paid that month)",
-    "budget_total": "USD: the most the plan may cost over the whole horizon",
-    "max_upfront": "USD: the most paid upfront for commitments",
-    "max_commitment": "USD: the most owed over the terms of the commitments bought",
-    "horizon_months": "months the capacity is needed (default 12 with serving; a job's span for training only)",
-    "leftover_value": "0..1: value of commitment months that outlive the horizon (default 0)",
-    "placement": "region (each service in one region) | provider | any",
-    "region_group": "data residency: us, eu, europe, na, apac, latam, mea",
-    "spread": "zones: min_replicas on instances in distinct zones where the data has zones",
-    "include_local_zones": "also plan on AWS Local Zones and Wavelength Zones",
-    "start": "month the workload starts (1 = the first month of the horizon)",
-    "end": "serve: last month it runs (inclusive; default the horizon's end)",
-    "months": "serve: number of months it runs from start",
-    "objective": "cost (cheapest plan that meets every demand) | roi ((value - cost) / cost)",
-    "providers": "aws, azure, gcp, lambda ... (empty: all)",
-    "regions": "provider region codes, e.g. us-east-1, eastus (empty: all)",
-    "gpus": "GPU models allowed, e.g. A100-80GB, H100-80GB, L4 (empty: all)",
-    "exclude_gpus": "GPU models never used",
-    "pricing": "on_demand, spot, reserved_1y, reserved_3y, capacity_block, flex_start, savings_plan_1y, "
-               "savings_plan_3y (empty: all; spot only for workloads that allow it; capacity blocks for services "
-               "only when named)",
-    "solver": "cbc (bundled) | highs",
-    "time_limit_s": "solver time limit, seconds",
-    "spot_capacity_per_offer": "instances of one spot offer the plan may count on",
-    "max_instances": "at most this many instances of any one offer (a quota)",
-    "blocks": "bin demand profiles into 24 (hour of day), 168 (hour of week) or N blocks; unset: as the profile comes",
-    "prices_on": "plan with the prices in effect on this date (YYYY-MM-DD)",
-    "catalog": "your own offers CSV instead of the shipped prices (relative to this file)",
-    "workloads": "one entry per workload",
-    "name": "unique label for reports",
-    "task": "serve | train | finetune | lora",
-    "model": "a known model, a Hugging Face repo, or a path to a config.json",
-    "params": "parameter count (instead of model)",
-    "precision": "serve: bf16 | fp16 | fp8 | int8 | int4 | fp4, or a list the planner chooses from per GPU; "
-                 "training: bf16 | fp16 | fp8 (Hopper, Ada, Blackwell)",
-    "context_tokens": "tokens per sequence (serve: input + output when input_tokens is not given; training: "
-                      "sequence length)",
-    "concurrency": "serve: sequences decoded together per replica (default: the largest batch meeting the targets)",
-    "request_rate": "serve: requests/s, the same all month (instead of tokens_per_second)",
-    "engine": "serve: vllm | sglang | tensorrt-llm (default vllm)",
-    "input_tokens": "serve: mean prompt tokens per request (default 1024)",
-    "output_tokens": "serve: mean generated tokens per request (default 128)",
-    "scenario": "serve: server (p99 TTFT <= 2 s, TPOT <= 200 ms; default) | interactive (450 / 40 ms) | offline",
-    "ttft_ms": "serve: p99 time-to-first-token target, ms (overrides the scenario's)",
-    "tpot_ms": "serve: p99 time-per-output-token target, ms (overrides the scenario's)",
-    "measured": "serve: CSV/JSON of your own benchmark results that corrects the model (relative to this file)",
-    "trace": "serve: CSV of requests (input_tokens, output_tokens): their means are the lengths (relative to this file)",
-    "zero_stage": "training: ZeRO stage 0..3 over the data-parallel GPUs (default: the framework's)",
-    "framework": "train/finetune: megatron (default for train) | fsdp (default for finetune) | deepspeed",
-    "optimizer": "train/finetune: adam (default) | adam8bit | adafactor | sgd",
-    "offload": "train/finetune: none (default) | optimizer (ZeRO-Offload to CPU) | params (ZeRO-3 only)",
-    "global_batch_tokens": "train/finetune: tokens per optimizer step (default 4M, Llama 2's)",
-    "lora_rank": "lora: rank of the adapters",
-    "tokens_per_second": "serve: generated tokens/s, the same all month",
-    "demand_profile": "serve: CSV of demand by hour/timestamp (relative to this file)",
-    "demand": "serve: tokens/s per block (24: hours of the day, 168: hours of the week)",
-    "tokens": "training: tokens to process",
-    "deadline_hours": "training: finish within this many hours of its start",
-    "allow_spot": "may it run on interruptible spot capacity?",
-    "min_replicas": "replicas always running, on at least as many instances (redundancy)",
-    "spot_only_ok": "may spot be the only capacity behind min_replicas?",
-    "value_per_million_tokens": "serve: USD per million generated tokens served (roi)",
-    "value_usd": "training: USD the finished job is worth (roi)",
-}
+from gpuopt.request import (ACCEPTED, CLI_OPTIONS, DEMAND_KEYS, EXAMPLE_WORKLOAD, FILE_ONLY, ITEM_KEYS,  # noqa: F401
+                            KEY_DOCS, LOCAL_WORKLOAD_NAME, PLAN_KEYS, TASKS, TRAINING_TASKS, PlanRequest, WorkloadItem,
+                            show_value)
+
+#: The plan file's schema (the request model; the old name).
+PlanFile = PlanRequest
+
+
+def find_plan_file(workload_file: str | Path | None, cwd: str | Path | None = None) -> Path | None:
+    """The plan file ``recommend`` reads: ``workload_file`` (``--workload``) if given, else ``./gpuopt.yaml`` in
+    ``cwd`` (default: the current folder) if there is one, else None."""
+    if workload_file is not None:
+        return Path(workload_file)
+    local = Path(cwd or Path.cwd()) / LOCAL_WORKLOAD_NAME
+    return local if local.is_file() else None
 
 
 # ------------------------------------------------------------------------------------------- reading
@@ -642,11 +92,6 @@ def _normalize(data: Any, origin: str, lines: dict[tuple, int]) -> tuple[dict, d
     return plan, moved, True
 
 
-def _show(v: Any) -> str:
-    text = f"{v:g}" if isinstance(v, float) else repr(v)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _message(err: dict, single: bool) -> tuple[tuple, str, str | None]:
     """(location, one-line message, accepted values) of one pydantic error."""
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))  # drop union/function tags
@@ -671,22 +116,22 @@ def _message(err: dict, single: bool) -> tuple[tuple, str, str | None]:
             return loc, "every workload needs a name (unique in the plan)", None
         return loc, "is required", None
     if typ == "literal_error":
-        return loc, f"unknown value {_show(value)}", accepted or ctx.get("expected")
+        return loc, f"unknown value {show_value(value)}", accepted or ctx.get("expected")
     texts = {
-        "greater_than": lambda: f"must be greater than {ctx.get('gt')}, got {_show(value)}",
-        "greater_than_equal": lambda: f"must be at least {ctx.get('ge')}, got {_show(value)}",
-        "less_than_equal": lambda: f"must be at most {ctx.get('le'):g}, got {_show(value)}",
-        "finite_number": lambda: f"must be a finite number, got {_show(value)}",
-        "float_parsing": lambda: f"must be a number, got {_show(value)}",
-        "float_type": lambda: f"must be a number, got {_show(value)}",
-        "int_parsing": lambda: f"must be a whole number, got {_show(value)}",
-        "int_type": lambda: f"must be a whole number, got {_show(value)}",
-        "int_from_float": lambda: f"must be a whole number, got {_show(value)}",
-        "bool_type": lambda: f"must be true or false, got {_show(value)}",
-        "bool_parsing": lambda: f"must be true or false, got {_show(value)}",
-        "string_type": lambda: f"must be text, got {_show(value)}",
+        "greater_than": lambda: f"must be greater than {ctx.get('gt'):g}, got {show_value(value)}",
+        "greater_than_equal": lambda: f"must be at least {ctx.get('ge'):g}, got {show_value(value)}",
+        "less_than_equal": lambda: f"must be at most {ctx.get('le'):g}, got {show_value(value)}",
+        "finite_number": lambda: f"must be a finite number, got {show_value(value)}",
+        "float_parsing": lambda: f"must be a number, got {show_value(value)}",
+        "float_type": lambda: f"must be a number, got {show_value(value)}",
+        "int_parsing": lambda: f"must be a whole number, got {show_value(value)}",
+        "int_type": lambda: f"must be a whole number, got {show_value(value)}",
+        "int_from_float": lambda: f"must be a whole number, got {show_value(value)}",
+        "bool_type": lambda: f"must be true or false, got {show_value(value)}",
+        "bool_parsing": lambda: f"must be true or false, got {show_value(value)}",
+        "string_type": lambda: f"must be text, got {show_value(value)}",
         "string_too_short": lambda: "must not be empty",
-        "list_type": lambda: f"must be a list, got {_show(value)}",
+        "list_type": lambda: f"must be a list, got {show_value(value)}",
         "too_short": lambda: ("needs at least one workload" if key == "workloads"
                               else f"needs at least {ctx.get('min_length')} value(s)"),
         "model_type": lambda: f"must be a mapping of keys to values, got {type(value).__name__}",
@@ -816,6 +261,18 @@ def plan_from_options(options: Mapping[str, Any], base_dir: str | Path | None = 
     base = Path(base_dir) if base_dir is not None else Path.cwd()
     plan = _validate(data, "", base, {}, single=True)
     plan._origin = "command-line options"
+    return plan
+
+
+def plan_from_request(request: PlanRequest, options: Mapping[str, Any] | None = None,
+                      base_dir: str | Path | None = None) -> PlanRequest:
+    """A request built in Python (``gpuopt.recommend(PlanRequest(...))``), checked as a plan file is, with
+    ``options`` (its keys) laid over the keys it was given; paths relative to ``base_dir`` (default: the current
+    folder). Raises InputError naming the key."""
+    data = apply_options(request.model_dump(mode="python", exclude_unset=True), options or {})
+    base = Path(base_dir) if base_dir is not None else Path.cwd()
+    plan = _validate(data, "", base, {}, single=False)
+    plan._origin = "a PlanRequest"
     return plan
 
 

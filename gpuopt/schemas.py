@@ -25,10 +25,14 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from gpuopt.kernel.documents import EXIT_CODES, VERSIONS, DictResult, envelope, frame  # noqa: F401 (re-exported)
-from gpuopt.plan_spec import PlanFile
+from gpuopt.request import PlanRequest
+from optimizer import review as review_rows
+from optimizer.planning.answer import FleetLine
+from pricing_cache.history import PriceDiff
+from pricing_cache.refresh import ProviderOutcome
 
 #: Version of each document's interface. recommend was versioned first (2 since the planning model of issue 5);
 #: the other kinds got their first version with issue 12.
@@ -48,6 +52,36 @@ Pricing = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "capacity_b
 Payment = Literal["", "no_upfront", "partial_upfront", "all_upfront"]
 Status = Literal["optimal", "time_limit", "infeasible", "not_solved"]
 Date = Annotated[str, Field(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}")]
+
+
+def from_result(cls: type, refined: type[BaseModel], *, envelope: bool = False) -> type[BaseModel]:
+    """The published model of a result dataclass ``cls`` (whose ``asdict`` a document writes), built from its fields:
+    every field of the dataclass is in the schema, so a field added to it is published without restating it here
+    (typed by its annotation, with the dataclass's default), and a field it loses cannot stay (TypeError).
+    ``refined`` gives some of them narrower published types, bounds, descriptions and their order (its fields
+    first, the others after them in the dataclass's order); ``envelope``: the document's ``schema_version`` and
+    ``kind`` (gpuopt.kernel.documents.envelope) are its only keys the dataclass does not have. The model is named
+    as ``refined`` without its leading underscore."""
+    import dataclasses
+    import typing
+
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    stray = [k for k in refined.model_fields if k not in fields and not (envelope and k in ("schema_version", "kind"))]
+    if stray:
+        raise TypeError(f"{refined.__name__} declares {', '.join(stray)}: not fields of {cls.__qualname__}")
+    hints = typing.get_type_hints(cls)
+    more: dict[str, Any] = {}
+    for name, f in fields.items():
+        if name in refined.model_fields:
+            continue
+        if f.default is not dataclasses.MISSING:
+            more[name] = (hints[name], f.default)
+        elif f.default_factory is not dataclasses.MISSING:  # a value, so the schema shows it (pydantic copies it)
+            more[name] = (hints[name], f.default_factory())
+        else:
+            more[name] = (hints[name], ...)
+    return create_model(refined.__name__.lstrip("_"), __base__=refined, __doc__=refined.__doc__,
+                        __module__=__name__, **more)
 
 
 # =========================================================================================== recommend
@@ -73,7 +107,7 @@ class Reason(_Open):
     gpus_that_fit: Optional[list[GpusThatFit]] = None
 
 
-class Line(_Open):
+class _Line(_Open):
     """One purchase of the plan: ``count`` instances of one offer over months ``start_month``..``end_month``."""
 
     provider: Annotated[str, Field(min_length=1)]
@@ -118,6 +152,10 @@ class Line(_Open):
     days: Optional[Annotated[int, Field(ge=0, le=182)]] = None
     covered_by: Optional[str] = None
     scope: Optional[str] = None
+
+
+#: optimizer.planning.answer.FleetLine, as ``lines`` of the recommend document publish it
+Line = from_result(FleetLine, _Line)
 
 
 class ProviderPrices(_Open):
@@ -324,8 +362,8 @@ class RecommendDoc(_Open):
     upfront_usd: Usd
     headline: str
     workload_origin: str
-    workload: PlanFile = Field(description="The plan file the plan was made from, every key, defaults filled in "
-                                           "(the plan-file format, gpuopt.plan_spec.PlanFile).")
+    workload: PlanRequest = Field(description="The plan the plan was made from, every key, defaults filled in "
+                                              "(the plan-file format, gpuopt.request.PlanRequest).")
     prices: Prices
     objective: Literal["cost", "roi"]
     recurring: bool
@@ -493,7 +531,7 @@ class PriceChange(_Open):
     offering_class: Optional[str] = None
 
 
-class PricesDiffDoc(_Open):
+class _PricesDiffDoc(_Open):
     """`gpuopt prices diff --format json`: prices in effect on ``since`` against today's."""
 
     schema_version: Literal[1]
@@ -508,7 +546,10 @@ class PricesDiffDoc(_Open):
     warnings: list[str]
 
 
-class RefreshProvider(_Open):
+PricesDiffDoc = from_result(PriceDiff, _PricesDiffDoc, envelope=True)
+
+
+class _RefreshProvider(_Open):
     """One provider's refresh (pricing_cache.refresh.ProviderOutcome)."""
 
     provider: str
@@ -519,15 +560,11 @@ class RefreshProvider(_Open):
     regions_skipped: dict[str, str] = {}
     kept_previous: list[str] = Field([], description="Regions whose previous prices stay in use.")
     snapshot: Optional[str] = Field(None, description="The snapshot file written, if any.")
-    seconds: float = 0.0
-    error: Optional[str] = None
-    notes: list[str] = []
-    rows_by_region: dict[str, int] = {}
-    rows_skipped: int = 0
-    skipped_by_reason: dict[str, int] = {}
-    offers_added: int = 0
-    offers_changed: int = 0
-    offers_removed: int = 0
+    # the other fields (seconds, error, notes, rows_by_region, rows_skipped, skipped_by_reason, offers_added,
+    # offers_changed, offers_removed) as the dataclass has them
+
+
+RefreshProvider = from_result(ProviderOutcome, _RefreshProvider)
 
 
 class PricesRefreshDoc(_Open):
@@ -584,7 +621,7 @@ class PricesImportDoc(_Open):
 
 
 # ============================================================================================== review
-class TypeUsage(_Open):
+class _TypeUsage(_Open):
     """What one instance type in one region did over the covered hours of the window (instance-hours, USD), pooled
     over every account."""
 
@@ -605,7 +642,10 @@ class TypeUsage(_Open):
     accounts: list[str] = Field(description="Accounts that ran it ('' = not named by the export).")
 
 
-class CommitmentRecommendation(_Open):
+TypeUsage = from_result(review_rows.TypeUsage, _TypeUsage)
+
+
+class _CommitmentRecommendation(_Open):
     """A reservation to buy, with the fields of AWS Cost Explorer's reservation recommendations (and Azure
     Advisor's): monthly figures in USD."""
 
@@ -644,6 +684,9 @@ class CommitmentRecommendation(_Open):
     maximum_normalized_units_per_hour: Optional[float]
     recommendation_id: str = Field(description="Stable id: the same review of the same window gives the same id.")
     generation_time: str = Field(description="UTC ISO 8601.")
+
+
+CommitmentRecommendation = from_result(review_rows.CommitmentRecommendation, _CommitmentRecommendation)
 
 
 class ReviewDoc(_Open):
@@ -752,10 +795,18 @@ MODELS: dict[str, type[BaseModel]] = {
 }
 
 
+#: What gpuopt reads, with a published schema too: the plan request (a plan file's keys, ``gpuopt.recommend``'s
+#: keywords; gpuopt.request). Not documents: no ``schema_version`` or ``kind``.
+INPUTS: dict[str, type[BaseModel]] = {"plan-request": PlanRequest}
+
+
 def json_schema(kind: str) -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of one kind of document, generated from its model. KeyError: unknown kind."""
-    model = MODELS[kind]
-    s = model.model_json_schema(by_alias=True, mode="serialization")
+    """The JSON Schema (draft 2020-12) of one kind of document (or of an input, :data:`INPUTS`), generated from its
+    model. KeyError: unknown kind."""
+    if kind in INPUTS:  # what is read: validation mode (defaults are what is filled in, not required)
+        s = INPUTS[kind].model_json_schema(by_alias=True, mode="validation")
+    else:
+        s = MODELS[kind].model_json_schema(by_alias=True, mode="serialization")
     return {"$schema": DRAFT, "$id": f"{SCHEMA_BASE_URL}{kind}.schema.json", **s}
 
 
@@ -783,11 +834,11 @@ def undeclared_keys(obj: Any, path: str = "$") -> list[str]:
 
 
 def write_schemas(folder: str | Path) -> list[Path]:
-    """Write ``<kind>.schema.json`` for every kind into ``folder``; returns the paths."""
+    """Write ``<kind>.schema.json`` for every kind and input into ``folder``; returns the paths."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for kind in MODELS:
+    for kind in (*MODELS, *INPUTS):
         p = folder / f"{kind}.schema.json"
         p.write_text(json.dumps(json_schema(kind), indent=2, sort_keys=False) + "\n", encoding="utf-8")
         paths.append(p)

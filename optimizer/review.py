@@ -279,12 +279,6 @@ class ReviewResult:
         cls = CommitmentRecommendation if table == "recommendations" else TypeUsage
         return frame([asdict(x) for x in getattr(self, table)], [f.name for f in fields(cls)])
 
-    def focus_charges(self):
-        """FOCUS charges of the reviewed fleet with the recommended commitments (gpuopt.api.review_charges)."""
-        from gpuopt.api import review_charges
-
-        return review_charges(self)
-
 
 def _offer(offers, provider, region, itype, pricing, payment=""):
     df = offers[(offers["provider"] == provider) & (offers["region"] == region) & (offers["instance_type"] == itype)

@@ -70,6 +70,8 @@ def test_published_schemas_are_generated_from_the_models(tmp_path):
         s = json.loads(p.read_text(encoding="utf-8"))
         jsonschema.Draft202012Validator.check_schema(s)
         kind = p.name.removesuffix(".schema.json")
+        if kind in schemas.INPUTS:  # what gpuopt reads (the plan request): not a document, no kind or version
+            continue
         assert s["properties"]["kind"]["const"] == kind
         assert s["properties"]["schema_version"]["const"] == schemas.VERSIONS[kind]
 
@@ -487,3 +489,43 @@ def test_no_table_cuts_a_number_from_60_columns(args, columns):
     lines = r.stdout.splitlines()
     assert max(len(x) for x in lines) <= columns
     assert not [x for x in lines if "…" in x]
+
+
+# ------------------------------------------------------------------------------ models built from the results
+def test_result_models_are_built_from_the_result_dataclasses():
+    """schemas.from_result: the published rows have exactly the result dataclass's fields (a field added to
+    FleetLine, TypeUsage, CommitmentRecommendation, ProviderOutcome or PriceDiff is published without restating it),
+    and a refinement may not declare a field the dataclass does not have."""
+    import dataclasses
+
+    from optimizer import review as rv
+    from optimizer.planning.answer import FleetLine
+    from pricing_cache.history import PriceDiff
+    from pricing_cache.refresh import ProviderOutcome
+
+    for model, cls, extra in [(schemas.Line, FleetLine, set()), (schemas.TypeUsage, rv.TypeUsage, set()),
+                              (schemas.CommitmentRecommendation, rv.CommitmentRecommendation, set()),
+                              (schemas.RefreshProvider, ProviderOutcome, set()),
+                              (schemas.PricesDiffDoc, PriceDiff, {"schema_version", "kind"})]:
+        assert set(model.model_fields) == {f.name for f in dataclasses.fields(cls)} | extra, model.__name__
+
+    @dataclasses.dataclass
+    class Toy:
+        usd: float
+        added_later: int = 3
+        tags: list[str] = dataclasses.field(default_factory=list)
+
+    class _Toy(schemas._Open):
+        usd: float = schemas.Field(ge=0, description="US dollars.")
+
+    s = schemas.from_result(Toy, _Toy).model_json_schema()
+    assert s["title"] == "Toy" and list(s["properties"]) == ["usd", "added_later", "tags"]
+    assert s["properties"]["usd"]["minimum"] == 0 and s["properties"]["added_later"]["default"] == 3
+    assert s["properties"]["tags"]["default"] == [] and s["required"] == ["usd"]
+
+    class _Stale(schemas._Open):
+        usd: float
+        gone: str
+
+    with pytest.raises(TypeError, match="gone"):
+        schemas.from_result(Toy, _Stale)

@@ -79,7 +79,7 @@ def _quiet_stdout():
 
 
 def solve(model: "pulp.LpProblem", U: dict, Y: dict, *, solver: str = "cbc", time_limit_s: float = 60.0) -> Solution:
-    """Solve ``model`` (from optimizer.model.build_model) and read the solver's real termination status.
+    """Solve ``model`` (from optimizer.planning.milp.build_fleet_model) and read the solver's real termination status.
 
     Args:
         model, U, Y: as returned by build_model.

@@ -23,9 +23,8 @@ Modules, lowest first (each imports only those above it; none imports this ``__i
 * :mod:`~optimizer.sizing.training_job` -- a train/finetune job on one GPU model (:func:`size_training`);
 * :mod:`~optimizer.sizing.estimate` -- one replica (:func:`size_replica`), the smallest that fits, ``gpuopt estimate``.
 
-Layering: sizing sits below planning. Nothing here imports the planner (``optimizer.model``, ``optimizer.fleet``,
-``optimizer.exact``, ``optimizer.shared``, ``optimizer.fleet_explain``, ``optimizer.solve``, ``optimizer.horizon``,
-``optimizer.demand``, ``optimizer.review``, ``optimizer.explain``, ``optimizer.diagnose``) nor ``gpuopt`` outside
+Layering: sizing sits below planning. Nothing here imports the planner (``optimizer.planning``) or the modules of
+the commands above it (``optimizer.review``, ``optimizer.explain``, ``optimizer.diagnose``) nor ``gpuopt`` outside
 ``gpuopt.kernel``; ``tests/test_structure.py`` checks it. It may import ``gpuopt.kernel`` and ``providers``.
 
 No pandas here (this package is imported by every ``gpuopt`` command): plain floats only. This ``__init__`` re-exports

@@ -11,17 +11,19 @@ import datetime as _dt
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
-
 import logging
+from typing import TYPE_CHECKING, Any, Iterable
 
-from gpuopt.kernel.errors import InputError
 from gpuopt.kernel.documents import VERSIONS, DictResult, envelope, frame
+from gpuopt.kernel.errors import InputError
+from gpuopt.kernel.records import PRICING_MODELS, short_source
+from optimizer.review import ReviewResult as _PlannedReview
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpuopt.request import PlanRequest
 
 #: ``gpuopt -v`` (info) / ``-vv`` (debug) shows these on stderr
 log = logging.getLogger("gpuopt")
-from gpuopt.kernel.records import PRICING_MODELS, short_source
-from optimizer.review import ReviewResult as _PlannedReview
 
 
 # ----------------------------------------------------------------------------------------------- prices

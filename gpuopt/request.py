@@ -155,16 +155,16 @@ def _precisions(v: Any) -> Any:
 
 Precision = Annotated[str, BeforeValidator(_precisions)]
 def _engine(v: Any) -> Any:
-    """An engine name, canonical (``trt-llm``, ``trtllm`` -> ``tensorrt-llm``; optimizer.serving)."""
-    from optimizer.serving import _engine_aliases
+    """An engine name, canonical (``trt-llm``, ``trtllm`` -> ``tensorrt-llm``; optimizer.sizing.serving)."""
+    from optimizer.sizing.serving import engine_aliases
 
-    return _engine_aliases(v) if isinstance(v, str) else v
+    return engine_aliases(v) if isinstance(v, str) else v
 
 
 Engine = Annotated[Literal["vllm", "sglang", "tensorrt-llm"], BeforeValidator(_engine)]
 def _optimizer(v: Any) -> Any:
     """An optimizer name, canonical (``AdamW`` -> ``adam``, ``adamw8bit`` -> ``adam8bit``; optimizer.training)."""
-    from optimizer.training import OPTIMIZER_ALIASES
+    from optimizer.sizing.training import OPTIMIZER_ALIASES
 
     if isinstance(v, str):
         v = v.strip().lower()
@@ -560,7 +560,7 @@ class PlanRequest(_Parts):
                         out[w.name] = inline_profile(w.demand, blocks=self.blocks)
                     elif w.request_rate is not None:
                         if w.trace is not None:
-                            from optimizer.serving import load_trace
+                            from optimizer.sizing.serving import load_trace
 
                             per = load_trace(str(self.resolve_path(w.trace))).mean_output
                         else:

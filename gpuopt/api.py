@@ -807,10 +807,12 @@ def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "
 
     ``solver_given``: the solver was chosen by the caller (an option); otherwise the default cbc lets the planner
     pick (``auto``)."""
+    from optimizer.planning import progress
     from optimizer.planning.plan import plan_fleet
     from optimizer.planning.problem import Budgets, FleetWorkload
     from optimizer.sizing import Workload, validate_workload
 
+    progress.update("reading the request and prices")
     ws = []
     for i, item in enumerate(plan.workloads):
         implied = precision_from_name(item.model) if item.task == "serve" and not item.precision else None

@@ -74,6 +74,14 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
         install_log_filter()  # urllib3 and botocore log request URLs: keys never reach the log (issue 13)
 
 
+def _isatty(stream) -> bool:
+    """``stream.isatty()``, False for a stream without one (a test's capture)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 #: --quiet / --verbose / --format of the command being run (set by the root callback and by _boundary).
 _STATE: dict = {"quiet": False, "verbose": 0, "format": "table"}
 
@@ -515,7 +523,14 @@ def recommend(
         if print_workload:
             typer.echo(api.print_workload(opts, workload), nl=False)
             return
-        result = api.recommend(**opts, workload=workload, explain=explain)
+        from optimizer.planning import progress
+
+        # a progress line on stderr once the plan runs 2 s (phase, best, bound, gap): rewritten in place on a
+        # terminal, a line every 10 s into a file; never with --quiet, nor into a non-terminal stderr with
+        # --format json/csv (stderr is then for an error document)
+        shown = not _STATE["quiet"] and (_isatty(sys.stderr) or fmt == "table")
+        with progress.reporting(sys.stderr) if shown else contextlib.nullcontext():
+            result = api.recommend(**opts, workload=workload, explain=explain)
         render.warnings(result.prices)
         if fmt in FILE_FORMATS and result.feasible:
             _write_file_format(result, fmt, output)

@@ -18,6 +18,7 @@ from optimizer.planning.answer import (
 )
 from optimizer.planning.candidates import DEFAULT_PRICING, candidates_for
 from optimizer.planning.horizon import month_label
+from optimizer.planning import progress
 from optimizer.planning.problem import (
     DEFAULT_SPOT_CAPACITY,
     Budgets,
@@ -55,6 +56,7 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
     from optimizer.planning import explain as fx
 
     t0 = time.perf_counter()
+    progress.update("sizing candidates", detail=f"{len(workloads)} workload(s) on {len(offers):,} offers")
     if start_date is None:
         today = _dt.date.today()
         start_date = _dt.date(today.year + (today.month == 12), today.month % 12 + 1, 1)
@@ -63,6 +65,8 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
                            leftover_value=leftover_value, placement=placement, spread=spread, budgets=budgets,
                            start_date=start_date, keep_unpruned=explain)
     solver = resolve_solver(solver)
+    progress.update("solving", detail=f"{sum(len(c) for c in problem.cands.values()):,} candidates, "
+                                      f"{len(problem.blocks)} blocks")
     res = FleetResult(status="infeasible", objective=objective, horizon_months=problem.horizon_months,
                       horizon_note=problem.horizon_note, start_month=month_label(start_date, 0),
                       leftover_value=problem.leftover_value)
@@ -176,6 +180,7 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
         res.notes.append("the strategy comparison and the provider alternatives price the FULL demand; an ROI plan "
                          "may serve less, so they are not shown (run --objective cost to compare)")
     elif explain:
+        progress.update("explaining", best=sol.cost, detail="strategies, duals, alternatives")
         fx.explain_into(res, problem, sol, solver, time_limit_s, gap_rel, mo, plan_seconds=rep.seconds)
     res.solver["total_seconds"] = round(time.perf_counter() - t0, 3)
     return res

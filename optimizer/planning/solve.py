@@ -11,6 +11,7 @@ import dataclasses
 import math
 import time
 
+from optimizer.planning import progress
 from optimizer.planning.milp import build_fleet_model
 from optimizer.planning.problem import (
     CAPACITY_BLOCK,
@@ -385,6 +386,9 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
     timed_out = False
     while heap:
         bound, _, allow = heapq.heappop(heap)
+        progress.update("placement search", best=None if best is None else best.cost,
+                        bound=min(open_bounds + [bound] + ([best.cost] if best is not None else [])),
+                        detail=f"{nodes} nodes, {len(heap) + 1} open")
         if best is not None and bound >= best.cost * (1 - gap_rel) - 1e-6:
             continue
         sb = serving_bound(allow)

@@ -237,6 +237,10 @@ def run_solver(model: "pulp.LpProblem", *, solver: str = "auto", time_limit_s: f
                                   **({} if cutoff is None else {"objective_bound": float(cutoff)})), None
     else:
         raise InputError("solver", f"unknown solver '{solver}'", accepted=", ".join(SOLVERS))
+    from optimizer.planning import progress
+
+    if log:
+        progress.watch(progress.cbc_log_progress(log))
     try:
         with _quiet_stdout():
             model.solve(backend)
@@ -252,6 +256,7 @@ def run_solver(model: "pulp.LpProblem", *, solver: str = "auto", time_limit_s: f
                                                                                         if rep.message else ""))
         return SolveReport("not_solved", seconds=time.perf_counter() - t0, solver=solver, message=f"{type(exc).__name__}: {exc}")
     finally:
+        progress.watch(None)
         info: dict[str, Any] = {}
         if log:
             try:

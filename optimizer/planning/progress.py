@@ -4,7 +4,7 @@ solve that takes more than 2 s (phase, bound, gap), off with --quiet").
 The planner reports what it is doing with :func:`update` (phase, the best plan so far, the best bound); nothing is
 shown unless a caller opened a :func:`reporting` context (the CLI does, unless ``--quiet``) and the plan has run for
 ``after_s`` seconds (2 s). On a terminal the line is rewritten in place about twice a second; into a file or a pipe a
-new line is written at most every ``every_s`` seconds (10 s), so logs stay short. The line is cleared (terminal) or
+new line is written when the phase changes and otherwise at most every ``every_s`` seconds (10 s), so logs stay short. The line is cleared (terminal) or
 ended with a newline (file) when the context closes, before the result is printed.
 
 Example line: ``gpuopt: placement search, 12 nodes · best $45,436.57 · bound $44,980.00 · gap 1.0 % · 3.4 s``.
@@ -15,11 +15,12 @@ and thread-safe, and a no-op without a reporter.
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 import time
 from contextlib import contextmanager
-from typing import IO, Iterator
+from typing import IO, Callable, Iterator
 
 #: Seconds a plan runs before the progress line appears (the issue's threshold).
 AFTER_S = 2.0
@@ -40,7 +41,7 @@ def update(phase: str | None = None, *, best: float | None = None, bound: float 
         return
     with _lock:
         if phase is not None and phase != _state.get("phase"):
-            _state.update(phase=phase, best=None, bound=None, detail=None)
+            _state.update(phase=phase, best=None, bound=None, detail=None, watch=None)
         if best is not None:
             _state["best"] = best
         if bound is not None:
@@ -49,10 +50,55 @@ def update(phase: str | None = None, *, best: float | None = None, bound: float 
             _state["detail"] = detail
 
 
+def watch(source: "Callable[[], tuple[float | None, float | None]] | None") -> None:
+    """While a solver runs, ``source()`` gives its (best, bound) in USD (e.g. read from CBC's log as it is
+    written: :func:`cbc_log_progress`); None stops watching. Values it returns as None keep the last ones."""
+    if not _state.get("active"):
+        return
+    with _lock:
+        _state["watch"] = source
+
+
+_CBC_BEST = re.compile(r"(?:Integer solution of|, )\s*([-+0-9.eE]+)\s*(?:found|best solution)")
+_CBC_BOUND = re.compile(r"(?:best possible|Continuous objective value is)\s*([-+0-9.eE]+)")
+
+
+def cbc_log_progress(path: str) -> "Callable[[], tuple[float | None, float | None]]":
+    """A :func:`watch` source reading CBC's log file ``path`` while CBC writes it: the last integer solution
+    ("Integer solution of X found ...", "... X best solution, best possible Y") and the last bound ("best
+    possible Y", else the root LP's "Continuous objective value is Y"), in the model's objective units (USD)."""
+
+    def read() -> tuple[float | None, float | None]:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                fh.seek(0, 2)
+                fh.seek(max(0, fh.tell() - 20_000))
+                text = fh.read()
+        except OSError:
+            return None, None
+        best = bound = None
+        for m in _CBC_BEST.finditer(text):
+            v = float(m.group(1))
+            best = v if v < 1e49 else best
+        for m in _CBC_BOUND.finditer(text):
+            bound = float(m.group(1))
+        return best, bound
+
+    return read
+
+
 def line() -> str:
     """The progress line of the current state (without a line ending)."""
     with _lock:
         st = dict(_state)
+    source = st.get("watch")
+    if source is not None and st.get("phase") != "placement search":  # a leaf's bound is not the plan's
+        try:
+            best, bound = source()
+        except Exception:  # a progress line never breaks a plan  # noqa: BLE001
+            best, bound = None, None
+        st["best"] = best if best is not None else st.get("best")
+        st["bound"] = bound if bound is not None else st.get("bound")
     parts = [f"gpuopt: {st.get('phase') or 'planning'}" + (f", {st['detail']}" if st.get("detail") else "")]
     best, bound = st.get("best"), st.get("bound")
     if best is not None:
@@ -66,12 +112,15 @@ def line() -> str:
 
 
 @contextmanager
-def reporting(stream: IO[str] | None = None, *, after_s: float = AFTER_S, every_s: float = EVERY_S,
+def reporting(stream: IO[str] | None = None, *, after_s: float | None = None, every_s: float | None = None,
               tty: bool | None = None) -> Iterator[None]:
     """Show the progress line on ``stream`` (default stderr) while the body runs, from ``after_s`` seconds on.
-    ``tty`` (default: ``stream.isatty()``) chooses rewriting one line in place or writing a line every ``every_s``.
+    ``after_s`` / ``every_s`` default to :data:`AFTER_S` / :data:`EVERY_S`. ``tty`` (default: ``stream.isatty()``)
+    chooses rewriting one line in place or writing a line every ``every_s``.
     Nested or concurrent contexts: only the outermost reports."""
     out = stream if stream is not None else sys.stderr
+    after_s = AFTER_S if after_s is None else after_s
+    every_s = EVERY_S if every_s is None else every_s
     if tty is None:
         try:
             tty = bool(out.isatty())
@@ -93,10 +142,11 @@ def reporting(stream: IO[str] | None = None, *, after_s: float = AFTER_S, every_
     def run() -> None:
         if stop.wait(after_s):
             return
-        last = -1e9
+        last, last_phase = -1e9, object()
         while not stop.is_set():
             now = time.perf_counter()
-            if tty or now - last >= every_s:
+            phase = _state.get("phase")
+            if tty or now - last >= every_s or phase != last_phase:
                 text = line()
                 try:
                     if tty:
@@ -106,7 +156,7 @@ def reporting(stream: IO[str] | None = None, *, after_s: float = AFTER_S, every_
                     out.flush()
                 except (OSError, ValueError):
                     return
-                shown["any"], shown["width"], last = True, max(shown["width"], len(text)), now
+                shown["any"], shown["width"], last, last_phase = True, max(shown["width"], len(text)), now, phase
             stop.wait(TICK_S)
 
     thread = threading.Thread(target=run, name="gpuopt-progress", daemon=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import time
 
 import pytest
@@ -97,7 +98,8 @@ def test_recommend_shows_the_line_on_stderr_and_quiet_or_json_keep_it_off(monkey
     assert "gpuopt: solving, " in r.stderr
     q = runner.invoke(app, ["--quiet", *args])
     assert q.exit_code == 0 and "gpuopt: " not in q.stderr
-    assert q.stdout == r.stdout  # the plan is the same
+    # the plan is the same (the solver's seconds aside)
+    assert re.sub(r"[0-9.]+ s;", "", q.stdout) == re.sub(r"[0-9.]+ s;", "", r.stdout)
     js = runner.invoke(app, [*args, "--format", "json"])
     assert js.exit_code == 0 and js.stderr == ""  # stderr not a terminal: it is for an error document only
-    assert json.loads(js.stdout)["plan"]["total_usd"] > 0
+    assert json.loads(js.stdout)["total_usd"] > 0

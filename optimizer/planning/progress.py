@@ -39,15 +39,20 @@ def update(phase: str | None = None, *, best: float | None = None, bound: float 
     (e.g. "12 nodes"). Values not given keep their last value; a new phase clears best, bound and detail."""
     if not _state.get("active"):
         return
+    new_phase = False
     with _lock:
         if phase is not None and phase != _state.get("phase"):
             _state.update(phase=phase, best=None, bound=None, detail=None, watch=None)
+            new_phase = True
         if best is not None:
             _state["best"] = best
         if bound is not None:
             _state["bound"] = bound
         if detail is not None:
             _state["detail"] = detail
+        write = _state.get("write_phase")
+    if new_phase and write is not None:
+        write()  # into a file: a line for each phase, written by the planner's thread (none is missed)
 
 
 def watch(source: "Callable[[], tuple[float | None, float | None]] | None") -> None:
@@ -137,26 +142,35 @@ def reporting(stream: IO[str] | None = None, *, after_s: float | None = None, ev
         yield
         return
     stop = threading.Event()
-    shown = {"any": False, "width": 0}
+    shown = {"any": False, "width": 0, "last": -1e9}
+    write_lock = threading.Lock()
+    t0 = _state["t0"]
+
+    def emit() -> None:
+        """Write the current line (in place on a terminal, as a new line into a file)."""
+        text = line()
+        with write_lock:
+            try:
+                out.write("\r" + text.ljust(shown["width"]) if tty else text + "\n")
+                out.flush()
+            except (OSError, ValueError):
+                return
+            shown.update(any=True, width=max(shown["width"], len(text)), last=time.perf_counter())
+
+    def phase_line() -> None:
+        if time.perf_counter() - t0 >= after_s and not stop.is_set():
+            emit()
+
+    if not tty:
+        with _lock:
+            _state["write_phase"] = phase_line
 
     def run() -> None:
         if stop.wait(after_s):
             return
-        last, last_phase = -1e9, object()
         while not stop.is_set():
-            now = time.perf_counter()
-            phase = _state.get("phase")
-            if tty or now - last >= every_s or phase != last_phase:
-                text = line()
-                try:
-                    if tty:
-                        out.write("\r" + text.ljust(shown["width"]))
-                    else:
-                        out.write(text + "\n")
-                    out.flush()
-                except (OSError, ValueError):
-                    return
-                shown["any"], shown["width"], last, last_phase = True, max(shown["width"], len(text)), now, phase
+            if tty or time.perf_counter() - shown["last"] >= every_s:
+                emit()
             stop.wait(TICK_S)
 
     thread = threading.Thread(target=run, name="gpuopt-progress", daemon=True)
@@ -168,6 +182,7 @@ def reporting(stream: IO[str] | None = None, *, after_s: float | None = None, ev
         thread.join()
         with _lock:
             _state["active"] = False
+            _state["write_phase"] = None
         if shown["any"] and tty:
             try:
                 out.write("\r" + " " * shown["width"] + "\r")

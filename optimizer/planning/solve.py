@@ -318,6 +318,54 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
                                                                             for w in serving_only},
                                              work_flops={}, budgets=Budgets(), budget_usd=None), allowed)
         minima = minima if minima.ok else None
+    # every workload with each sized purchase charged per hour of use (optimizer.planning.bounds): valid with
+    # sharing, savings plans, capacity blocks and training jobs
+    from optimizer.planning.bounds import SpreadMinima
+
+    spread = SpreadMinima(problem, allowed)
+    spread = spread if spread.ok else None
+    # the training jobs' least cost beside the serving workloads' exact minima (optimizer.planning.bounds.JobBounds)
+    jobs = None
+    serving_offers: dict[tuple, frozenset] = {}
+    if minima is not None and any(w.training for w in problem.workloads):
+        from optimizer.planning.bounds import JobBounds
+
+        jobs = JobBounds(problem, allowed)
+
+    def jobs_bound(allow: dict[str, frozenset]) -> float:
+        """The jobs' least cost when serving pays for the commitments its candidates in the node's groups use."""
+        if jobs is None:
+            return 0.0
+        key = tuple(sorted((w, tuple(sorted(g))) for w, g in allow.items()))
+        if key not in serving_offers:
+            serving_offers[key] = frozenset(
+                c.okey for w in serving_only for c in base.get(w.name, []) if c.committed and
+                (w.name not in allow or placement_group(c.offer, problem.placement) in allow[w.name]))
+        return jobs.total(serving_offers[key])
+
+    def spread_bound(allow: dict[str, frozenset]) -> float:
+        """A lower bound on every plan of the node with each sized purchase charged per hour of use
+        (``optimizer.planning.bounds.SpreadMinima``): the serving workloads in the best group the node allows, plus
+        the training jobs; 0 without it."""
+        if spread is None or time.perf_counter() > t_end:
+            return 0.0
+        total = spread.training()
+        for w in problem.workloads:
+            if w.training or w.divisible:
+                continue
+            r = spread.best(w, allow.get(w.name))
+            if r is None:
+                if spread.needs_nothing(w):
+                    continue
+                return math.inf
+            total += float(r[0])
+        return total
+
+    def node_bound(allow: dict[str, frozenset]) -> float:
+        """The best of the node's bounds that need no LP: the serving workloads' exact minima (plus the training
+        jobs' hourly least), and the spread bound."""
+        sb = serving_bound(allow)
+        return max(sb + jobs_bound(allow) if sb > 0 and math.isfinite(sb) else sb, spread_bound(allow))
 
     def serving_bound(allow: dict[str, frozenset]) -> float:
         """A lower bound on every plan of the node: the sum over its serving workloads of their exact minimum alone
@@ -363,8 +411,9 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
 
     def leaf(sub):
         m, V = build_fleet_model(sub, allowed=allowed)
-        # only a plan cheaper than the incumbent is of use: the solver stops once its bound reaches it
-        cut = None if best is None else best.cost - 1e-6
+        # only a plan cheaper than the incumbent by more than the gap asked for is of use: the solver stops once its
+        # bound reaches that (a leaf that cannot beat it is pruned as a node whose bound does, below)
+        cut = None if best is None else best.cost * (1 - gap_rel) - 1e-6
         rep = solve_fleet(m, solver=solver, time_limit_s=left(), gap_rel=gap_rel, cutoff=cut)
         sol = read_solution(sub, V, rep)
         if rep.status == "time_limit":
@@ -384,6 +433,8 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
     counter = nodes = lps = milps = 0
     heap: list = [(0.0, 0, {w.name: all_groups[w.name] for w in serving})]
     timed_out = False
+    # branch without LPs when the serving workloads' exact minima bound the nodes (separable serving workloads)
+    no_lp = minima is not None
     while heap:
         bound, _, allow = heapq.heappop(heap)
         progress.update("placement search", best=None if best is None else best.cost,
@@ -391,13 +442,13 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
                         detail=f"{nodes} nodes, {len(heap) + 1} open")
         if best is not None and bound >= best.cost * (1 - gap_rel) - 1e-6:
             continue
-        sb = serving_bound(allow)
+        sb = node_bound(allow)
         if best is not None and sb >= best.cost * (1 - gap_rel) - 1e-6:
-            continue  # its serving workloads alone already cost the incumbent: nothing below it is cheaper
+            continue  # its workloads' bounds alone already cost the incumbent: nothing below it is cheaper
         bound = max(bound, sb)
         leaf_node = all(len(g) == 1 for g in allow.values())
         sub = None
-        if (leaf_node or minima is None) and time.perf_counter() + node_seconds(allow) >= t_end:
+        if (leaf_node or not no_lp) and time.perf_counter() + node_seconds(allow) >= t_end:
             # not started when it could not end in time: its bound stays open (the plan keeps to its time limit).
             # A leaf is counted on its candidates after pruning (a fraction of the time), an LP node before it (its
             # LP's own time is not in the estimate: the 30 x 168 root LP took 30 s where the estimate said 20)
@@ -407,13 +458,13 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
                 timed_out = True
                 continue
         nodes += 1
-        if not leaf_node and minima is not None:
-            # the serving workloads' exact minima bound every child: branch on the workload with the most groups,
-            # one child per group, each bounded by its own minima (no LP; the children are taken best bound first)
+        if not leaf_node and no_lp:
+            # the bounds that need no LP bound every child: branch on the workload with the most groups, one child
+            # per group, each bounded by its own bounds (no LP; the children are taken best bound first)
             wname = max((w for w in allow if len(allow[w]) > 1), key=lambda w: (len(allow[w]), w))
             for g in sorted(allow[wname]):
                 child = {**allow, wname: frozenset({g})}
-                cb = max(bound, serving_bound(child))
+                cb = max(bound, node_bound(child))
                 if best is not None and cb >= best.cost * (1 - gap_rel) - 1e-6:
                     continue
                 counter += 1
@@ -446,6 +497,10 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
             open_bounds.append(bound)
             timed_out = True
             continue
+        if nodes == 1 and not no_lp and spread is not None and sb >= lb - 1e-6 * max(1.0, abs(lb)):
+            # the root's spread bound is as strong as its LP: the LPs would not bound the children better, so
+            # they are bounded without one from here on (each LP of the example plans took 0.3-1.5 s)
+            no_lp = True
         lb = max(lb, bound)
         if best is not None and lb >= best.cost * (1 - gap_rel) - 1e-6:
             continue

@@ -363,3 +363,16 @@ def test_fuzz_cur_rows_and_bytes(tmp_path, rows, junk):
     p = write(tmp_path / "fuzz_cur.csv", CUR, rows)
     p.write_bytes(p.read_bytes() + junk)
     _read(p)
+
+
+def test_a_currency_with_a_line_break_stays_one_line(tmp_path):
+    """Found by test_fuzz_focus_rows (issue 25's merge): a BillingCurrency cell "EU\\nR" came back in the error
+    message as a real line break; every gpuopt error now shows such characters escaped (gpuopt.kernel.errors)."""
+    row = {c: "" for c in FOCUS_COLS}
+    row.update(BilledCost="2.5", EffectiveCost="2.5", ChargeCategory="Usage", ChargePeriodStart="2024-09-01T00:00:00Z",
+               ChargePeriodEnd="2024-09-01T01:00:00Z", ConsumedQuantity="1", ProviderName="AWS", RegionId="us-east-1",
+               ResourceId="i-1", BillingCurrency="EU\nR", x_InstanceType="p4d.24xlarge")
+    p = write(tmp_path / "eur.csv", FOCUS_COLS, [row])
+    with pytest.raises(GpuoptError) as exc:
+        U.read_usage(p, is_gpu_instance=lambda prov, t: t.startswith(("p", "g")))
+    assert "\n" not in str(exc.value) and "EU\\nR" in str(exc.value) and exc.value.field == "currency"

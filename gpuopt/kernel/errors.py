@@ -7,8 +7,19 @@ The CLI turns any :class:`GpuoptError` into a one-line message on stderr and exi
 from __future__ import annotations
 
 
+def one_line(text: str) -> str:
+    """``text`` on one line: line breaks and other control characters a value carried into a message (a cell of a
+    user's file, an option value) shown escaped (``\\n``), so an error stays the one line the CLI promises."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
 class GpuoptError(Exception):
-    """Base class of every error gpuopt raises on purpose."""
+    """Base class of every error gpuopt raises on purpose; its message is one line (:func:`one_line`)."""
+
+    def __init__(self, *args):
+        super().__init__(*(one_line(a) if isinstance(a, str) else a for a in args))
 
 
 class InputError(GpuoptError, ValueError):
@@ -16,8 +27,8 @@ class InputError(GpuoptError, ValueError):
 
     def __init__(self, field: str, message: str, accepted: str | None = None):
         self.field = field
-        self.message = message
-        self.accepted = accepted
+        self.message = one_line(message)
+        self.accepted = accepted if accepted is None else one_line(accepted)
         text = f"{field}: {message}"
         if accepted:
             text += f" (accepted: {accepted})"

@@ -703,6 +703,11 @@ def recommend(request: "PlanRequest | None" = None, /, **keywords: Any) -> Recom
     options = request_keywords(keywords)
     workload_file, cwd = options.pop("workload", None), options.pop("cwd", None)
     explain = options.pop("explain", True)
+    for key, value in (("workload", workload_file), ("cwd", cwd)):
+        if value is not None and not isinstance(value, (str, Path)) and not hasattr(value, "__fspath__"):
+            raise InputError(key, f"must be a path, got {type(value).__name__}", accepted="a str or os.PathLike")
+    if not isinstance(explain, bool):
+        raise InputError("explain", f"must be True or False, got {explain!r}", accepted="True, False")
     if options.get("model") and options.get("params"):  # as estimate: one of them names the model
         raise InputError("model", "give either --model or --params, not both")
     if request is None:

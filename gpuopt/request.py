@@ -667,6 +667,9 @@ def request_keywords(keywords: Mapping[str, Any], *, stacklevel: int = 3) -> dic
             if k in CALL_KEYWORDS:
                 out[k] = v
                 continue
+            if k == "workloads":  # a list of workloads is a request, not a keyword (``workload`` is a file)
+                raise InputError(k, "not a keyword: give several workloads as gpuopt.recommend(PlanRequest("
+                                    "workloads=[WorkloadItem(...), ...])) or in a plan file (workload=PATH)")
             near = closest_key(k)
             raise InputError(k, "unknown option" + (f"; did you mean {near}?" if near else ""),
                              accepted=", ".join(PLAN_KEYS + ITEM_KEYS + CALL_KEYWORDS))

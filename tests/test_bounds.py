@@ -146,3 +146,24 @@ workloads:
   - {name: pretrain-1b, task: train, params: 1.3e+9, precision: bf16, context_tokens: 2048, zero_stage: 2,
      tokens: 2.6e+10, deadline_hours: 240}
 """
+
+
+def test_a_frontier_past_its_deadline_gives_up_and_the_bound_falls_back():
+    """A bound of the placement search must not eat the plan's time (a breaker's 70B service and fine-tune spent
+    60 s in one frontier, issue 25): past the deadline GroupMinima raises TooBig (the search then bounds with LPs)
+    and SpreadMinima falls back to its quick bound, which is still a bound."""
+    import time as _time
+
+    from optimizer.planning.exact import GroupMinima, TooBig
+
+    res = [_cand("r1", "x", "reserved_1y", 0.62, 100.0)]
+    od = [_cand("r1", "x", "on_demand", 1.0, 100.0)]
+    pr = _problem({"s": res + od}, {"s": [100.0, 300.0]}, {"s": 1}, 12, "region")
+    w = pr.workloads[0]
+    past = _time.perf_counter() - 1.0
+    with pytest.raises(TooBig):
+        GroupMinima(pr, deadline=past).best(w)
+    assert GroupMinima(pr).best(w) is not None  # no deadline: the exact minimum
+    late, on_time = SpreadMinima(pr, deadline=past), SpreadMinima(pr)
+    exact = on_time.best(w)[0]
+    assert late.best(w)[0] == pytest.approx(late._cheap(w, ("t", "r1"))) and late.best(w)[0] <= exact + 1e-9

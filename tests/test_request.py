@@ -196,3 +196,18 @@ def test_the_request_is_grouped_into_parts():
     assert req.workloads[0].part("demand")["tokens_per_second"] == 500
     with pytest.raises(InputError):
         req.part("money")
+
+
+@pytest.mark.parametrize("kw, field", [({"cwd": 5}, "cwd"), ({"workload": 5}, "workload"),
+                                       ({"workloads": [{}]}, "workloads"), ({"explain": "no"}, "explain")])
+def test_call_keywords_of_the_wrong_kind_are_input_errors(kw, field):
+    """Found by a breaker session (issue 25): cwd=5 / workload=5 raised pathlib's TypeError, explain="no" was taken
+    as True, and workloads=[...] was told "did you mean workload?" (a file path)."""
+    import gpuopt
+    from gpuopt.kernel.errors import InputError
+
+    with pytest.raises(InputError) as exc:
+        gpuopt.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=100, **kw)
+    assert exc.value.field == field and "\n" not in str(exc.value)
+    if field == "workloads":
+        assert "PlanRequest(workloads=" in str(exc.value)

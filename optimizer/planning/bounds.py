@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from optimizer.planning.exact import TOL, TooBig, frontier, hourly_table, hourly_units
+from optimizer.planning.exact import TOL, TooBig, frontier, frontier_deadline, hourly_table, hourly_units
 from optimizer.planning.problem import CAPACITY_BLOCK, FleetProblem, placement_group, purchase_kind, savings_plan_scope
 
 
@@ -54,10 +54,11 @@ class SpreadMinima:
     the enumeration's caps falls back to the per-block cheapest USD per throughput-hour, still a bound.
     """
 
-    def __init__(self, problem: FleetProblem, allowed: set[str] | None = None) -> None:
+    def __init__(self, problem: FleetProblem, allowed: set[str] | None = None,
+                 deadline: float | None = None) -> None:
         import numpy as np
 
-        self.problem, self.allowed = problem, allowed
+        self.problem, self.allowed, self.deadline = problem, allowed, deadline
         self.ok = problem.objective == "cost"
         blocks = problem.blocks
         self.hours = np.array([b.hours * problem.months(b) for b in blocks]) if self.ok else np.zeros(0)
@@ -159,7 +160,11 @@ class SpreadMinima:
         m = int(w.min_replicas)
         val = 0.0
         if busy.any():
-            front = frontier(units, float(demand.max(initial=0.0)), m)
+            frontier_deadline(self.deadline)
+            try:
+                front = frontier(units, float(demand.max(initial=0.0)), m)
+            finally:
+                frontier_deadline(None)
             if front is None:
                 val = self._cheap(w, g)
             else:

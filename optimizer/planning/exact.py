@@ -64,7 +64,23 @@ MAX_GENERATED = 150_000
 
 
 class TooBig(Exception):
-    """A frontier outgrew MAX_STATES or MAX_GENERATED: the MILP plans the problem."""
+    """A frontier outgrew MAX_STATES or MAX_GENERATED, or its caller's deadline passed: the MILP plans the problem."""
+
+
+#: The deadline (time.perf_counter()) of the frontiers built in this thread, None for none: a frontier past it gives
+#: up like one past its caps (a bound of the placement search must not eat the plan's time: a 70B service and its
+#: fine-tune spent 60 s in one vector frontier, found by a breaker session in issue 25).
+_LIMIT = __import__("threading").local()
+
+
+def frontier_deadline(deadline: float | None) -> None:
+    """Set (or clear, None) the deadline of the frontiers this thread builds next."""
+    _LIMIT.t = deadline
+
+
+def _past_deadline() -> bool:
+    d = getattr(_LIMIT, "t", None)
+    return d is not None and time.perf_counter() > d
 
 
 def separable(problem: FleetProblem, allowed: set[str] | None = None, apart: bool = False,
@@ -115,6 +131,8 @@ def frontier(units: list[tuple], capmax: float, m: int) -> dict | None:
     states: dict[tuple[int, int], list[tuple[float, float, tuple]]] = {(0, 0): [(0.0, 0.0, ())]}
     generated = 0
     for j, unit in enumerate(units):
+        if _past_deadline():
+            return None
         cap, reps, inst, cost = unit[:4]
         most = unit[4] if len(unit) > 4 else None
         new: dict[tuple[int, int], list] = {k: list(v) for k, v in states.items()}
@@ -304,6 +322,8 @@ def _vector_frontier(units: list[tuple], capmax: tuple, floors: tuple) -> list |
     states = [(zero, (0,) * P, (0,) * P, 0.0, ())]
     generated = 0
     for j, (cap, reps, inst, cost, cov) in enumerate(units):
+        if _past_deadline():
+            return None
         new = list(states)
         for c0, r0, i0, k0, combo in states:
             n, c, r, i = 0, c0, r0, i0
@@ -469,10 +489,10 @@ class GroupMinima:
     """
 
     def __init__(self, problem: FleetProblem, allowed: set[str] | None = None, apart: bool = False,
-                 share_spot: bool = False) -> None:
+                 share_spot: bool = False, deadline: float | None = None) -> None:
         import numpy as np
 
-        self.problem, self.allowed = problem, allowed
+        self.problem, self.allowed, self.deadline = problem, allowed, deadline
         self.ok = separable(problem, allowed, apart, share_spot) is None
         self.evaluated = 0
         self.blocks_idx = list(range(len(problem.blocks)))
@@ -550,9 +570,15 @@ class GroupMinima:
             by_group, _bounds, by_periods, active, demand = self.setup(w)
             cs = by_group[g]
             self.evaluated += 1
-            self._exact[key] = _plan_group_periods(w, cs, self.problem, demand, self.hours, active, self.bper) \
-                if by_periods else plan_group(w, cs, self.problem, self.slot_for, self.blocks_idx, demand, self.hours,
-                                               active)
+            if self.deadline is not None and time.perf_counter() > self.deadline:
+                raise TooBig(w.name)
+            frontier_deadline(self.deadline)
+            try:
+                self._exact[key] = _plan_group_periods(w, cs, self.problem, demand, self.hours, active, self.bper) \
+                    if by_periods else plan_group(w, cs, self.problem, self.slot_for, self.blocks_idx, demand,
+                                                   self.hours, active)
+            finally:
+                frontier_deadline(None)
         return self._exact[key]
 
     def best(self, w, groups=None) -> tuple | None:

@@ -271,6 +271,10 @@ def groups_used(problem: FleetProblem, sol: FleetSolution, w: str, placement: st
     return out
 
 
+#: Share of the placement search's time its bounds without an LP may take (GroupMinima, SpreadMinima frontiers).
+BOUND_TIME_SHARE = 0.25
+
+
 def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allowed,
                   start: FleetSolution | None = None) -> FleetSolution:
     """Minimum cost with each serving workload in one placement group, by branch and bound on the placement.
@@ -310,19 +314,22 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
     hourly_allowed = allowed is None or "on_demand" in allowed
     serving_only = [w for w in problem.workloads if not w.training and not w.divisible]
     minima = None
+    # the bounds that need no LP get a quarter of the time: past it they bound nothing more (0) and the LPs do
+    bound_end = t0 + BOUND_TIME_SHARE * time_limit_s
     if serving_only and (len(serving_only) < len(problem.workloads) or problem.budgets.any()):
         from optimizer.planning.exact import GroupMinima
 
         # the serving workloads alone, without training jobs or budgets, over the same candidates
         minima = GroupMinima(problem.replace(workloads=serving_only, cands={w.name: base.get(w.name, [])
                                                                             for w in serving_only},
-                                             work_flops={}, budgets=Budgets(), budget_usd=None), allowed)
+                                             work_flops={}, budgets=Budgets(), budget_usd=None), allowed,
+                             deadline=bound_end)
         minima = minima if minima.ok else None
     # every workload with each sized purchase charged per hour of use (optimizer.planning.bounds): valid with
     # sharing, savings plans, capacity blocks and training jobs
     from optimizer.planning.bounds import SpreadMinima
 
-    spread = SpreadMinima(problem, allowed)
+    spread = SpreadMinima(problem, allowed, deadline=bound_end)
     spread = spread if spread.ok else None
     # the training jobs' least cost beside the serving workloads' exact minima (optimizer.planning.bounds.JobBounds)
     jobs = None
@@ -388,6 +395,7 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
                     return math.inf  # no plan of this workload in the node's groups
                 total += float(r[0])
         except TooBig:
+            lp_again[0] = True  # the exact minima gave up (caps or their time): the nodes need their LPs again
             return 0.0
         return total
 
@@ -435,6 +443,7 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
     timed_out = False
     # branch without LPs when the serving workloads' exact minima bound the nodes (separable serving workloads)
     no_lp = minima is not None
+    lp_again = [False]
     while heap:
         bound, _, allow = heapq.heappop(heap)
         progress.update("placement search", best=None if best is None else best.cost,
@@ -448,6 +457,8 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
         bound = max(bound, sb)
         leaf_node = all(len(g) == 1 for g in allow.values())
         sub = None
+        if lp_again[0] and minima is not None:
+            no_lp = False
         if (leaf_node or not no_lp) and time.perf_counter() + node_seconds(allow) >= t_end:
             # not started when it could not end in time: its bound stays open (the plan keeps to its time limit).
             # A leaf is counted on its candidates after pruning (a fraction of the time), an LP node before it (its
@@ -522,7 +533,11 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
         return FleetSolution(report=SolveReport("not_solved" if timed_out else "infeasible", solver=solver,
                                                 seconds=time.perf_counter() - t0,
                                                 message="no plan meets every constraint with each serving workload "
-                                                        "in one placement group" if not timed_out else "time limit"))
+                                                        "in one placement group" if not timed_out else
+                                                "time limit" if nodes else
+                                                "no node of the placement search could be built and solved in the "
+                                                f"{time_limit_s:.0f} s left (its models were estimated too large), "
+                                                "so none was started"))
     lb = min(open_bounds + [h[0] for h in heap] + [best.cost])
     gap = max(0.0, (best.cost - lb) / best.cost) if best.cost > 0 else 0.0
     status = "optimal" if gap <= gap_rel + 1e-9 and not timed_out else "time_limit"

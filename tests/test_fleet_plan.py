@@ -74,7 +74,12 @@ def test_example_plan_explanations(example):
     # what a change in demand would do: the plan re-solved at half and twice the demand
     assert [x["demand_factor"] for x in d["demand_sensitivity"]] == [0.5, 2.0]
     half, double = d["demand_sensitivity"]
-    assert half["total_usd"] <= d["total_usd"] <= double["total_usd"]
+    # each priced, in order; or, when the machine is too loaded for its share of the explanation time, said so
+    for x in (half, double):
+        assert x["total_usd"] is not None or (x["status"] == "not_computed" and "not computed" in x["note"])
+    assert half["total_usd"] is None or half["total_usd"] <= d["total_usd"]
+    assert double["total_usd"] is None or d["total_usd"] <= double["total_usd"]
+    assert half["total_usd"] is not None or double["total_usd"] is not None  # 8 s at least: one of them fits
     assert "blocks" in d["solver"] and "merged" in d["solver"]["merge"]
     for ln in d["lines"]:
         if ln["break_even_utilization"] is not None:

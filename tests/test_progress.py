@@ -103,3 +103,16 @@ def test_recommend_shows_the_line_on_stderr_and_quiet_or_json_keep_it_off(monkey
     js = runner.invoke(app, [*args, "--format", "json"])
     assert js.exit_code == 0 and js.stderr == ""  # stderr not a terminal: it is for an error document only
     assert json.loads(js.stdout)["total_usd"] > 0
+
+
+def test_the_explanations_keep_their_line_while_their_what_ifs_search():
+    """A new user saw "placement search, 0 nodes ... bound $0.00" after "explaining": the what-if solves' own
+    search (issue 25). While a phase is held, other phases do not take the line."""
+    with progress.reporting(io.StringIO(), after_s=60.0, tty=False):
+        progress.update("placement search", best=10.0, bound=9.0)
+        progress.hold("explaining")
+        progress.update("placement search", best=500.0, bound=0.0, detail="0 nodes")
+        assert progress.line().startswith("gpuopt: explaining · ") and "$500" not in progress.line()
+        progress.release()
+        progress.update("placement search", detail="1 nodes")
+        assert progress.line().startswith("gpuopt: placement search, 1 nodes")

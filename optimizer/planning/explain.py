@@ -357,12 +357,14 @@ def demand_flip(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s,
         scaled = problem.replace(budgets=Budgets(), budget_usd=None, objective="cost", blocks=blocks,
                                  work_flops={w: f * factor for w, f in problem.work_flops.items()})
         missing = {"demand_factor": factor, "total_usd": None, "monthly_usd": None, "uses": [], "flips": False,
+                   "status": "not_computed",
                    "note": f"at {factor:g}x the demand: not computed within the explanation's time"}
         if not _fits(scaled, time_limit_s):
             return missing
         s2 = solve_cost(scaled, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
         if s2.report.status == "infeasible":
-            return {**missing, "note": f"at {factor:g}x the demand no plan meets every constraint"}
+            return {**missing, "status": "infeasible",
+                    "note": f"at {factor:g}x the demand no plan meets every constraint"}
         if s2.report.status not in ("optimal", "time_limit"):
             return missing
         now = used(s2)

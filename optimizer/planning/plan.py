@@ -180,8 +180,12 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
         res.notes.append("the strategy comparison and the provider alternatives price the FULL demand; an ROI plan "
                          "may serve less, so they are not shown (run --objective cost to compare)")
     elif explain:
-        progress.update("explaining", best=sol.cost, detail="strategies, duals, alternatives")
-        fx.explain_into(res, problem, sol, solver, time_limit_s, gap_rel, mo, plan_seconds=rep.seconds)
+        progress.hold("explaining (strategies, what-ifs, alternatives)")
+        progress.update(best=sol.cost)
+        try:
+            fx.explain_into(res, problem, sol, solver, time_limit_s, gap_rel, mo, plan_seconds=rep.seconds)
+        finally:
+            progress.release()
     res.solver["total_seconds"] = round(time.perf_counter() - t0, 3)
     return res
 

@@ -41,6 +41,8 @@ def update(phase: str | None = None, *, best: float | None = None, bound: float 
         return
     new_phase = False
     with _lock:
+        if _state.get("held") and phase is not None and phase != _state.get("phase"):
+            return  # the solves of a held phase (the explanations' what-ifs) do not take its line
         if phase is not None and phase != _state.get("phase"):
             _state.update(phase=phase, best=None, bound=None, detail=None, watch=None)
             new_phase = True
@@ -53,6 +55,20 @@ def update(phase: str | None = None, *, best: float | None = None, bound: float 
         write = _state.get("write_phase")
     if new_phase and write is not None:
         write()  # into a file: a line for each phase, written by the planner's thread (none is missed)
+
+
+def hold(phase: str) -> None:
+    """Enter ``phase`` and keep it: until :func:`release`, updates naming another phase are ignored (the explanations
+    re-solve what-ifs with the same placement search, whose nodes and bounds are not the plan's)."""
+    update(phase)
+    with _lock:
+        _state["held"] = True
+
+
+def release() -> None:
+    """End :func:`hold`."""
+    with _lock:
+        _state["held"] = False
 
 
 def watch(source: "Callable[[], tuple[float | None, float | None]] | None") -> None:
@@ -97,7 +113,8 @@ def line() -> str:
     with _lock:
         st = dict(_state)
     source = st.get("watch")
-    if source is not None and st.get("phase") != "placement search":  # a leaf's bound is not the plan's
+    if source is not None and st.get("phase") != "placement search" and not st.get("held"):
+        # a leaf's bound is not the plan's, nor a what-if's
         try:
             best, bound = source()
         except Exception:  # a progress line never breaks a plan  # noqa: BLE001

@@ -110,6 +110,12 @@ def _message(err: dict, single: bool) -> tuple[tuple, str, str | None]:
         msg = "unknown key"
         if not in_item and not single and key in ITEM_KEYS:
             msg += " at the top of a multi-workload plan: workload keys go under workloads:"
+        else:  # the nearest key of the place it is in, an old name mapped to its key (horizon -> horizon_months)
+            from gpuopt.request import DEPRECATED_KEYWORDS, closest_key
+
+            near = DEPRECATED_KEYWORDS.get(key) or closest_key(key, keys)
+            if near and near in keys and near != key:
+                msg += f"; did you mean {near}?"
         return loc, msg, ", ".join(keys)
     if typ == "missing":
         if key == "name":

@@ -147,7 +147,7 @@ def test_every_key_has_an_option_and_a_doc():
         ("workloads:\n  - name: a\n    task: train\n    model: x\n    tokens: 1e9\n    deadline_hours: 90000\n",
          "workloads[0].deadline_hours", "must be at most 87600", None),
         ("workloads:\n  - name: a\n    model: x\n    tokens_per_second: 5\n    deman: [1]\n",
-         "workloads[0].deman", "unknown key (plan.yaml, line 5)", "name, task, model"),
+         "workloads[0].deman", "unknown key; did you mean demand? (plan.yaml, line 5)", "name, task, model"),
         ("workloads:\n  - name: a\n    model: x\n    tokens_per_second: 5\n  - name: a\n    model: y\n    demand: [1]\n",
          "workloads[1].name", "duplicate workload name 'a' (also workloads[0].name)", None),
         ("workloads:\n  - model: x\n    tokens_per_second: 5\n",
@@ -313,3 +313,20 @@ def test_plan_to_yaml_is_documented_and_in_order(tmp_path):
     assert "# max_instances:" in text  # unset plan keys are written commented out
     assert "--tokens-per-second" not in text  # no workload key the plan does not use
     assert "budget: 60000" in text and "# --budget:" in text and "tokens: 2.6e+10" in text
+
+
+@pytest.mark.parametrize("text, near", [
+    ("horizon: 24\nworkloads:\n  - {name: a, task: serve, model: m, tokens_per_second: 1}\n", "horizon_months"),
+    ("workloads:\n  - {name: a, task: serve, model: m, tokens_per_second: 1, ttft_slo_ms: 500}\n", "ttft_ms"),
+    ("workloads:\n  - {name: a, task: serve, model: m, tokens_per_second: 1, tpot_msx: 5}\n", "tpot_ms"),
+])
+def test_an_unknown_plan_file_key_names_the_closest_one(tmp_path, text, near):
+    """As the API does (issue 25, found by a breaker session): an old name maps to its key, a typo to the nearest
+    key of the place it is in."""
+    from gpuopt.plan_spec import load_plan_file
+
+    p = tmp_path / "plan.yaml"
+    p.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as exc:
+        load_plan_file(p)
+    assert f"did you mean {near}?" in str(exc.value) and "\n" not in str(exc.value)

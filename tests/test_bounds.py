@@ -16,6 +16,7 @@ from optimizer.planning.bounds import SpreadMinima
 from optimizer.planning.problem import FleetProblem, FleetWorkload
 from optimizer.planning.solve import solve_cost
 from tests.test_exact import _cand, _problem
+from benchmarks.bench_fleet import MIX5  # the benchmark's five-workload plan, one text for both
 from tests.test_shared import MILP_REFERENCE, _shared_cands, _unit
 
 
@@ -130,22 +131,6 @@ def test_the_mixed_plan_is_proven_without_lps_on_the_shipped_snapshot(tmp_path, 
     assert with_res.status == "optimal" and with_res.total_usd == pytest.approx(hourly.total_usd, abs=0.01)
     assert "1 LPs" in with_res.solver["message"]
 
-
-#: benchmarks/bench_fleet.py's "mix5" scenario (three services, a fine-tune and a pre-training job).
-MIX5 = """horizon_months: 12
-budget: 90000
-providers: []
-time_limit_s: 60
-workloads:
-  - {name: chat, task: serve, model: meta-llama/Llama-2-13b-hf, precision: bf16, input_tokens: 1024,
-     output_tokens: 256, scenario: server, demand_profile: chat_daily.csv, min_replicas: 2}
-  - {name: code, task: serve, model: Mistral-7B-v0.1, precision: bf16, tokens_per_second: 800, min_replicas: 1}
-  - {name: assistant, task: serve, model: Llama-3-70B, precision: "bf16,fp8", tokens_per_second: 300}
-  - {name: finetune-8b, task: finetune, model: Llama-3-8B, precision: bf16, context_tokens: 4096, tokens: 5.0e+8,
-     deadline_hours: 72, start: 2, allow_spot: true}
-  - {name: pretrain-1b, task: train, params: 1.3e+9, precision: bf16, context_tokens: 2048, zero_stage: 2,
-     tokens: 2.6e+10, deadline_hours: 240}
-"""
 
 
 def test_a_frontier_past_its_deadline_gives_up_and_the_bound_falls_back():

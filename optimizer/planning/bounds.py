@@ -124,8 +124,9 @@ class SpreadMinima:
             hourly = [c for c in cs if c.offer["pricing"] == "spot" or
                       (not c.committed and not purchase_kind(c.offer))]
             units = hourly_units(w, hourly, pr.spot_capacity)
+            hourly_ids = {id(c) for c in hourly}
             for c in cs:
-                if c in hourly:
+                if id(c) in hourly_ids:  # by identity: equality would compare every offer's dict
                     continue
                 r = self.unit_rate(c)
                 if r is not None:

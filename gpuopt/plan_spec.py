@@ -37,7 +37,7 @@ from pydantic import ValidationError
 from gpuopt.kernel.errors import InputError
 from gpuopt.request import (ACCEPTED, CLI_OPTIONS, DEMAND_KEYS, EXAMPLE_WORKLOAD, FILE_ONLY, ITEM_KEYS,  # noqa: F401
                             KEY_DOCS, LOCAL_WORKLOAD_NAME, PLAN_KEYS, TASKS, TRAINING_TASKS, PlanRequest, WorkloadItem,
-                            show_value)
+                            show_value, validation_message)
 
 #: The plan file's schema (the request model; the old name).
 PlanFile = PlanRequest
@@ -92,64 +92,9 @@ def _normalize(data: Any, origin: str, lines: dict[tuple, int]) -> tuple[dict, d
     return plan, moved, True
 
 
-def _message(err: dict, single: bool) -> tuple[tuple, str, str | None]:
-    """(location, one-line message, accepted values) of one pydantic error."""
-    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))  # drop union/function tags
-    typ, ctx, value = err["type"], err.get("ctx") or {}, err.get("input")
-    key = next((p for p in reversed(loc) if isinstance(p, str)), "")
-    accepted = ACCEPTED.get(key)
-    if typ == "plan":
-        return loc + tuple(ctx.get("loc") or ()), ctx["message"], ctx.get("accepted") or (
-            ACCEPTED.get(ctx["loc"][-1]) if ctx.get("loc") and isinstance(ctx["loc"][-1], str) else accepted)
-    if typ == "extra_forbidden":
-        in_item = len(loc) >= 3 and loc[0] == "workloads"
-        if single:  # a single-workload file holds workload and plan keys side by side
-            keys = ITEM_KEYS + PLAN_KEYS
-        else:
-            keys = ITEM_KEYS if in_item else PLAN_KEYS + ("workloads",)
-        msg = "unknown key"
-        if not in_item and not single and key in ITEM_KEYS:
-            msg += " at the top of a multi-workload plan: workload keys go under workloads:"
-        else:  # the nearest key of the place it is in, an old name mapped to its key (horizon -> horizon_months)
-            from gpuopt.request import DEPRECATED_KEYWORDS, closest_key
-
-            near = DEPRECATED_KEYWORDS.get(key) or closest_key(key, keys)
-            if near and near in keys and near != key:
-                msg += f"; did you mean {near}?"
-        return loc, msg, ", ".join(keys)
-    if typ == "missing":
-        if key == "name":
-            return loc, "every workload needs a name (unique in the plan)", None
-        return loc, "is required", None
-    if typ == "literal_error":
-        return loc, f"unknown value {show_value(value)}", accepted or ctx.get("expected")
-    texts = {
-        "greater_than": lambda: f"must be greater than {ctx.get('gt'):g}, got {show_value(value)}",
-        "greater_than_equal": lambda: f"must be at least {ctx.get('ge'):g}, got {show_value(value)}",
-        "less_than_equal": lambda: f"must be at most {ctx.get('le'):g}, got {show_value(value)}",
-        "finite_number": lambda: f"must be a finite number, got {show_value(value)}",
-        "float_parsing": lambda: f"must be a number, got {show_value(value)}",
-        "float_type": lambda: f"must be a number, got {show_value(value)}",
-        "int_parsing": lambda: f"must be a whole number, got {show_value(value)}",
-        "int_type": lambda: f"must be a whole number, got {show_value(value)}",
-        "int_from_float": lambda: f"must be a whole number, got {show_value(value)}",
-        "bool_type": lambda: f"must be true or false, got {show_value(value)}",
-        "bool_parsing": lambda: f"must be true or false, got {show_value(value)}",
-        "string_type": lambda: f"must be text, got {show_value(value)}",
-        "string_too_short": lambda: "must not be empty",
-        "list_type": lambda: f"must be a list, got {show_value(value)}",
-        "too_short": lambda: ("needs at least one workload" if key == "workloads"
-                              else f"needs at least {ctx.get('min_length')} value(s)"),
-        "model_type": lambda: f"must be a mapping of keys to values, got {type(value).__name__}",
-        "dict_type": lambda: f"must be a mapping of keys to values, got {type(value).__name__}",
-    }
-    make = texts.get(typ)
-    return loc, (make() if make else err["msg"]), accepted
-
-
 def _raise_validation(exc: ValidationError, origin: str, lines: dict[tuple, int], single: bool) -> None:
     err = exc.errors(include_url=False)[0]
-    loc, msg, accepted = _message(err, single)
+    loc, msg, accepted = validation_message(err, single)
     line = None
     for n in range(len(loc), -1, -1):
         if loc[:n] in lines:

@@ -199,7 +199,27 @@ ACCEPTED = {
 
 # ------------------------------------------------------------------------------------------- the models
 class _Parts(BaseModel):
-    """A model whose fields are grouped into parts (field metadata ``group``)."""
+    """A model whose fields are grouped into parts (field metadata ``group``).
+
+    Built directly (``PlanRequest(...)``, ``WorkloadItem(...)``), a bad field raises :class:`InputError` with one
+    line naming the field and the accepted values — an unknown key names the closest known one — as a plan file
+    and ``gpuopt.recommend(**keywords)`` do (``model_validate`` raises pydantic's ValidationError)."""
+
+    def __init__(self, **data: Any) -> None:
+        from pydantic import ValidationError
+
+        from gpuopt.kernel.inputs import dotted
+
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            errs = exc.errors(include_url=False)
+            # an unknown key first: a misspelt key is why a required one looks missing
+            err = next((e for e in errs if e["type"] == "extra_forbidden"), errs[0])
+            loc, msg, accepted = validation_message(err, item=isinstance(self, WorkloadItem))
+            out = InputError(dotted(loc, type(self).__name__), msg, accepted)
+            out.error = err  # pydantic calls this __init__ while it validates too: the outer model words it anew
+            raise out from None
 
     def part(self, group: str) -> dict[str, Any]:
         """The keys of one part (workload, demand, serving, training, purchase, placement, budget, solver;
@@ -682,3 +702,62 @@ def request_keywords(keywords: Mapping[str, Any], *, stacklevel: int = 3) -> dic
             v = list(v)
         out[key] = v
     return out
+
+
+def validation_message(err: dict, single: bool = False, item: bool = False) -> tuple[tuple, str, str | None]:
+    """(location, one-line message, accepted values) of one pydantic error (``ValidationError.errors()`` item) on a
+    plan or workload; ``single``: the plan is a single-workload file (its workload and plan keys side by side);
+    ``item``: the error is on a WorkloadItem built alone (its keys are the workload keys)."""
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))  # drop union/function tags
+    typ, ctx, value = err["type"], err.get("ctx") or {}, err.get("input")
+    inner = ctx.get("error")
+    if typ == "value_error" and isinstance(inner, InputError) and hasattr(inner, "error"):
+        # a model built inside (_Parts.__init__): its error, at its place in this one
+        return validation_message({**inner.error, "loc": tuple(err["loc"]) + tuple(inner.error["loc"])}, single, item)
+    key = next((p for p in reversed(loc) if isinstance(p, str)), "")
+    accepted = ACCEPTED.get(key)
+    if typ == "plan":
+        return loc + tuple(ctx.get("loc") or ()), ctx["message"], ctx.get("accepted") or (
+            ACCEPTED.get(ctx["loc"][-1]) if ctx.get("loc") and isinstance(ctx["loc"][-1], str) else accepted)
+    if typ == "extra_forbidden":
+        in_item = item or (len(loc) >= 3 and loc[0] == "workloads")
+        if single:  # a single-workload file holds workload and plan keys side by side
+            keys = ITEM_KEYS + PLAN_KEYS
+        else:
+            keys = ITEM_KEYS if in_item else PLAN_KEYS + ("workloads",)
+        msg = "unknown key"
+        if not in_item and not single and key in ITEM_KEYS:
+            msg += " at the top of a multi-workload plan: workload keys go under workloads:"
+        else:  # the nearest key of the place it is in, an old name mapped to its key (horizon -> horizon_months)
+            near = DEPRECATED_KEYWORDS.get(key) or closest_key(key, keys)
+            if near and near in keys and near != key:
+                msg += f"; did you mean {near}?"
+        return loc, msg, ", ".join(keys)
+    if typ == "missing":
+        if key == "name":
+            return loc, "every workload needs a name (unique in the plan)", None
+        return loc, "is required", None
+    if typ == "literal_error":
+        return loc, f"unknown value {show_value(value)}", accepted or ctx.get("expected")
+    texts = {
+        "greater_than": lambda: f"must be greater than {ctx.get('gt'):g}, got {show_value(value)}",
+        "greater_than_equal": lambda: f"must be at least {ctx.get('ge'):g}, got {show_value(value)}",
+        "less_than_equal": lambda: f"must be at most {ctx.get('le'):g}, got {show_value(value)}",
+        "finite_number": lambda: f"must be a finite number, got {show_value(value)}",
+        "float_parsing": lambda: f"must be a number, got {show_value(value)}",
+        "float_type": lambda: f"must be a number, got {show_value(value)}",
+        "int_parsing": lambda: f"must be a whole number, got {show_value(value)}",
+        "int_type": lambda: f"must be a whole number, got {show_value(value)}",
+        "int_from_float": lambda: f"must be a whole number, got {show_value(value)}",
+        "bool_type": lambda: f"must be true or false, got {show_value(value)}",
+        "bool_parsing": lambda: f"must be true or false, got {show_value(value)}",
+        "string_type": lambda: f"must be text, got {show_value(value)}",
+        "string_too_short": lambda: "must not be empty",
+        "list_type": lambda: f"must be a list, got {show_value(value)}",
+        "too_short": lambda: ("needs at least one workload" if key == "workloads"
+                              else f"needs at least {ctx.get('min_length')} value(s)"),
+        "model_type": lambda: f"must be a mapping of keys to values, got {type(value).__name__}",
+        "dict_type": lambda: f"must be a mapping of keys to values, got {type(value).__name__}",
+    }
+    make = texts.get(typ)
+    return loc, (make() if make else err["msg"]), accepted

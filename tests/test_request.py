@@ -211,3 +211,33 @@ def test_call_keywords_of_the_wrong_kind_are_input_errors(kw, field):
     assert exc.value.field == field and "\n" not in str(exc.value)
     if field == "workloads":
         assert "PlanRequest(workloads=" in str(exc.value)
+
+
+def test_a_request_built_directly_names_the_field_and_the_closest_key():
+    """PlanRequest(...) and WorkloadItem(...) built in Python fail as a plan file does: one InputError line naming
+    the field (an unknown key before the required key it hides) and, for a misspelt key, the closest known one."""
+    from gpuopt.kernel.errors import InputError
+
+    with pytest.raises(InputError, match=r"^budgett: unknown key; did you mean budget\?"):
+        PlanRequest(budgett=5)
+    with pytest.raises(InputError, match=r"^modle: unknown key; did you mean model\?.*accepted: name, task"):
+        WorkloadItem(name="chat", modle="Llama-2-7b-hf")
+    with pytest.raises(InputError, match=r"^workloads\[0\]\.tokns: unknown key; did you mean tokens\?"):
+        PlanRequest(workloads=[{"name": "a", "model": "Llama-2-7b-hf", "tokns": 3}])
+    with pytest.raises(InputError, match=r"^budget: must be a number, got 'x'$"):
+        PlanRequest(budget="x", workloads=[WorkloadItem(name="a", model="Llama-2-7b-hf", tokens_per_second=100)])
+    with pytest.raises(InputError, match=r"^workloads: needs at least one workload$"):
+        PlanRequest(workloads=[])
+    ok = PlanRequest(budget=5000, workloads=[WorkloadItem(name="a", model="Llama-2-7b-hf", tokens_per_second=100)])
+    assert ok.budget == 5000.0 and ok.workloads[0].tokens_per_second == 100
+
+
+def test_a_single_workload_file_names_a_plan_key_for_a_typo(tmp_path):
+    """A single-workload file holds plan and workload keys side by side: a misspelt plan key there is offered the
+    plan key (this broke once while PlanRequest(...) learnt to word its own errors)."""
+    f = tmp_path / "one.yaml"
+    f.write_text("model: meta-llama/Llama-2-7b-hf\ntokens_per_second: 100\nbudjet: 5000\n")
+    with pytest.raises(InputError) as e:
+        load_plan_file(f)
+    assert e.value.field == "budjet" and e.value.message.startswith("unknown key; did you mean budget? (")
+    assert "line 3" in e.value.message

@@ -171,47 +171,67 @@ def _restricted(problem: FleetProblem, subset: dict) -> FleetProblem:
     return problem.replace(budgets=Budgets(), budget_usd=None, objective="cost", cands=kept)
 
 
+#: Strategies solved at once (threads; HiGHS releases the GIL while it solves, CBC runs as a subprocess): on the
+#: example plan the reserved 1y and 3y strategies took 8.5 s and 6.7 s one after the other and 9.2 s side by side
+#: on this 2-core machine, where the plan's explanations used 19 s of CPU in 16 s (benchmarks/bench_fleet.py, issue 25).
+STRATEGY_WORKERS = 2
+
+
 def strategies(problem: FleetProblem, solver, time_limit_s, gap_rel, plan_money: dict,
                deadline: float | None = None, enum_deadline: float | None = None) -> dict[str, dict[str, Any]]:
     """The same demand priced all on-demand, all reserved 1y / 3y, on-demand + spot where allowed, and the plan
     itself: each with its total over the horizon, average per month, upfront and commitment over the terms. Each
     strategy chooses its own regions under the same placement rule; the budgets are not applied (said in the notes);
-    the strategies share ``time_limit_s`` (or the time up to ``deadline``, a perf_counter instant); one stopped by it
+    the strategies, :data:`STRATEGY_WORKERS` at once, share ``time_limit_s`` (or the time up to ``deadline``, a
+    perf_counter instant); one stopped by it
     carries its status and gap, one that could not be started in the time left is ``not_computed``. A strategy the
     enumerations plan (``optimizer.planning.exact``, ``optimizer.planning.shared``: no MILP, they end when done) may run
     until ``enum_deadline`` when that is later (``STRATEGIES_MIN_S``)."""
+    import threading
     import time as _time
+    from concurrent.futures import ThreadPoolExecutor
 
     out: dict[str, dict[str, Any]] = {}
     t_end = deadline if deadline is not None else _time.perf_counter() + time_limit_s
-    sets = [(n, a) for n, a in STRATEGY_SETS.items()
+    # the enumerated ones (on-demand, spot) first: they take milliseconds, then the reserved ones side by side
+    order = ("all_on_demand", "spot_where_allowed", "all_reserved_1y", "all_reserved_3y")
+    sets = [(n, STRATEGY_SETS[n]) for n in order
             if not (n == "spot_where_allowed" and not any(w.allow_spot for w in problem.workloads))]
-    for i, (name, allowed) in enumerate(sets):
-        time_limit_s = _share(t_end, len(sets) - i)
+    lock = threading.Lock()
+    started = [0]
+
+    def one(name: str, allowed: set[str]) -> dict[str, Any]:
+        SOLVE_THREADS.n = 1
+        with lock:  # the time up to the deadline, shared by the strategies not yet started on each worker
+            left = -(-(len(sets) - started[0]) // STRATEGY_WORKERS)
+            started[0] += 1
+        time_limit_s = _share(t_end, left)
         base = problem.unpruned or problem.cands
         subset = {w: [c for c in cs if c.offer["pricing"] in allowed] for w, cs in base.items()}
         if any(not cs for cs in subset.values()):
-            out[name] = {"status": "no_offers", "total_usd": None, "monthly_usd": None,
-                         "note": "some workload has no offer of this pricing (or may not use it)"}
-            continue
+            return {"status": "no_offers", "total_usd": None, "monthly_usd": None,
+                    "note": "some workload has no offer of this pricing (or may not use it)"}
         sub = _restricted(problem, subset)
         if enum_deadline is not None and enum_deadline > t_end:
             # the comparison is part of every plan's output: each strategy may use the rest of STRATEGIES_MIN_S
-            time_limit_s = max(time_limit_s, _share(enum_deadline, len(sets) - i))
+            time_limit_s = max(time_limit_s, _share(enum_deadline, left))
         if not _fits(sub, time_limit_s):
-            out[name] = {"status": "not_computed", "total_usd": None, "monthly_usd": None, "note": _NO_TIME}
-            continue
+            return {"status": "not_computed", "total_usd": None, "monthly_usd": None, "note": _NO_TIME}
         sol = solve_cost(sub, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
         if sol.report.status == "not_solved":  # out of its time before any plan: said as such
-            out[name] = {"status": "not_computed", "total_usd": None, "monthly_usd": None, "note": _NO_TIME}
-            continue
+            return {"status": "not_computed", "total_usd": None, "monthly_usd": None, "note": _NO_TIME}
         if sol.report.status not in ("optimal", "time_limit"):
-            out[name] = {"status": sol.report.status, "total_usd": None, "monthly_usd": None}
-            continue
-        mo = money(sub, sol)
-        out[name] = {"status": sol.report.status, **_money_keys(mo)}
+            return {"status": sol.report.status, "total_usd": None, "monthly_usd": None}
+        row = {"status": sol.report.status, **_money_keys(money(sub, sol))}
         if sol.report.status == "time_limit":
-            out[name]["gap"] = sol.report.gap
+            row["gap"] = sol.report.gap
+        return row
+
+    with ThreadPoolExecutor(max_workers=STRATEGY_WORKERS) as pool:
+        futures = {name: pool.submit(one, name, allowed) for name, allowed in sets}
+    for name in STRATEGY_SETS:  # the output keeps its order
+        if name in futures:
+            out[name] = futures[name].result()
     out["this_plan"] = {"status": "plan", **_money_keys(plan_money)}
     base = out.get("all_on_demand", {}).get("total_usd")
     for v in out.values():

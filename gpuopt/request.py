@@ -218,8 +218,11 @@ class _Parts(BaseModel):
             err = next((e for e in errs if e["type"] == "extra_forbidden"), errs[0])
             loc, msg, accepted = validation_message(err, item=isinstance(self, WorkloadItem))
             out = InputError(dotted(loc, type(self).__name__), msg, accepted)
-            out.error = err  # pydantic calls this __init__ while it validates too: the outer model words it anew
             raise out from None
+
+    # pydantic must not call this __init__ while it validates a nested model (it would lose the validation context:
+    # the plan file's folder, by which measured/trace/demand_profile paths are checked): marked as its own
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
     def part(self, group: str) -> dict[str, Any]:
         """The keys of one part (workload, demand, serving, training, purchase, placement, budget, solver;
@@ -482,6 +485,13 @@ class PlanRequest(_Parts):
             return str(v)
         return v
 
+    @field_validator("workloads", mode="before")
+    @classmethod
+    def _a_list(cls, v: Any) -> Any:
+        if isinstance(v, (Mapping, BaseModel, str)):  # pydantic would iterate a model's fields or a dict's keys
+            raise plan_error(f"must be a list of workloads, got {type(v).__name__}")
+        return v
+
     @field_validator("catalog")
     @classmethod
     def _catalog_exists(cls, v: str | None, info: ValidationInfo) -> str | None:
@@ -710,10 +720,6 @@ def validation_message(err: dict, single: bool = False, item: bool = False) -> t
     ``item``: the error is on a WorkloadItem built alone (its keys are the workload keys)."""
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))  # drop union/function tags
     typ, ctx, value = err["type"], err.get("ctx") or {}, err.get("input")
-    inner = ctx.get("error")
-    if typ == "value_error" and isinstance(inner, InputError) and hasattr(inner, "error"):
-        # a model built inside (_Parts.__init__): its error, at its place in this one
-        return validation_message({**inner.error, "loc": tuple(err["loc"]) + tuple(inner.error["loc"])}, single, item)
     key = next((p for p in reversed(loc) if isinstance(p, str)), "")
     accepted = ACCEPTED.get(key)
     if typ == "plan":

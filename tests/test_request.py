@@ -241,3 +241,22 @@ def test_a_single_workload_file_names_a_plan_key_for_a_typo(tmp_path):
         load_plan_file(f)
     assert e.value.field == "budjet" and e.value.message.startswith("unknown key; did you mean budget? (")
     assert "line 3" in e.value.message
+
+
+def test_a_request_built_in_python_keeps_the_plan_files_checks(tmp_path):
+    """Found by a breaker session: while PlanRequest(...) learnt to word its errors, nested workloads lost the plan
+    file's folder, so a missing ``measured:`` file passed loading; a lone WorkloadItem was read as a list of tuples;
+    InputError could not be pickled or copied."""
+    import copy
+    import pickle
+
+    f = tmp_path / "one.yaml"
+    f.write_text("name: chat\nmodel: meta-llama/Llama-2-7b-hf\ntokens_per_second: 200\nmeasured: nothere.csv\n")
+    with pytest.raises(InputError) as e:
+        load_plan_file(f)
+    assert e.value.field == "measured" and "file not found" in e.value.message and "line 4" in e.value.message
+    with pytest.raises(InputError, match=r"^workloads: must be a list of workloads, got WorkloadItem$"):
+        PlanRequest(workloads=WorkloadItem(name="chat", model="meta-llama/Llama-2-7b-hf", tokens_per_second=1))
+    err = InputError("budget", "must be a number", "a number of USD")
+    for back in (pickle.loads(pickle.dumps(err)), copy.deepcopy(err)):
+        assert (back.field, back.message, back.accepted, str(back)) == (err.field, err.message, err.accepted, str(err))

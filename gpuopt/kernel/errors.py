@@ -34,6 +34,9 @@ class InputError(GpuoptError, ValueError):
             text += f" (accepted: {accepted})"
         super().__init__(text)
 
+    def __reduce__(self):  # pickle and copy rebuild it from its parts (its __init__ takes three)
+        return (type(self), (self.field, self.message, self.accepted))
+
 
 class ProviderError(GpuoptError):
     """A price source answered something that cannot be used."""

@@ -178,7 +178,8 @@ STRATEGY_WORKERS = 2
 
 
 def strategies(problem: FleetProblem, solver, time_limit_s, gap_rel, plan_money: dict,
-               deadline: float | None = None, enum_deadline: float | None = None) -> dict[str, dict[str, Any]]:
+               deadline: float | None = None, enum_deadline: float | None = None,
+               others_done=None) -> dict[str, dict[str, Any]]:
     """The same demand priced all on-demand, all reserved 1y / 3y, on-demand + spot where allowed, and the plan
     itself: each with its total over the horizon, average per month, upfront and commitment over the terms. Each
     strategy chooses its own regions under the same placement rule; the budgets are not applied (said in the notes);
@@ -186,7 +187,9 @@ def strategies(problem: FleetProblem, solver, time_limit_s, gap_rel, plan_money:
     perf_counter instant); one stopped by it
     carries its status and gap, one that could not be started in the time left is ``not_computed``. A strategy the
     enumerations plan (``optimizer.planning.exact``, ``optimizer.planning.shared``: no MILP, they end when done) may run
-    until ``enum_deadline`` when that is later (``STRATEGIES_MIN_S``)."""
+    until ``enum_deadline`` when that is later (``STRATEGIES_MIN_S``). ``others_done`` (a threading.Event): the last
+    strategy waits for it (at most until ``deadline``) before it starts, so the other explanation families, whose
+    time ends at ``deadline``, are not starved of the CPU by two strategies at once."""
     import threading
     import time as _time
     from concurrent.futures import ThreadPoolExecutor
@@ -202,6 +205,8 @@ def strategies(problem: FleetProblem, solver, time_limit_s, gap_rel, plan_money:
 
     def one(name: str, allowed: set[str]) -> dict[str, Any]:
         SOLVE_THREADS.n = 1
+        if others_done is not None and name == sets[-1][0] and len(sets) > STRATEGY_WORKERS:
+            others_done.wait(timeout=max(0.0, t_end - _time.perf_counter()))
         with lock:  # the time up to the deadline, shared by the strategies not yet started on each worker
             left = -(-(len(sets) - started[0]) // STRATEGY_WORKERS)
             started[0] += 1
@@ -674,6 +679,7 @@ def explain_into(res, problem: FleetProblem, sol: FleetSolution, solver, time_li
     one deadline, ``max(EXPLAIN_MIN_S, EXPLAIN_TIME_FACTOR x plan_seconds)`` from now (the strategies by
     ``STRATEGIES_MIN_S`` at least): they compare, they are not the plan; an alternative stopped by that time says so with its gap, one that could not be started in the time
     left is ``not_computed``."""
+    import threading
     from concurrent.futures import ThreadPoolExecutor
 
     from optimizer.planning.solve import fix_placement
@@ -695,12 +701,17 @@ def explain_into(res, problem: FleetProblem, sol: FleetSolution, solver, time_li
     deadline = now + ex_limit
     enum_end = now + max(ex_limit, min(time_limit_s, STRATEGIES_MIN_S))
     with ThreadPoolExecutor(max_workers=4) as pool:  # one per family: none waits for a worker (and the deadline)
-        f_st = pool.submit(single, strategies, problem, solver, ex_limit, ex_gap, plan_money, deadline, enum_end)
+        others_done = threading.Event()  # the strategies' second worker waits for the families below
+        f_st = pool.submit(single, strategies, problem, solver, ex_limit, ex_gap, plan_money, deadline, enum_end,
+                           others_done)
         f_mg = pool.submit(single, marginal, here, solver, ex_limit, deadline)
         f_nb = pool.submit(single, next_best, problem, sol, solver, ex_limit, ex_gap, deadline, enum_end, plan_money)
         f_df = pool.submit(single, demand_flip, problem, sol, solver, ex_limit, ex_gap, deadline)
-        res.strategies, res.marginal, res.next_best = f_st.result(), f_mg.result(), f_nb.result()
-        res.demand_sensitivity = f_df.result()
+        try:
+            res.marginal, res.next_best, res.demand_sensitivity = f_mg.result(), f_nb.result(), f_df.result()
+        finally:
+            others_done.set()
+        res.strategies = f_st.result()
     base = res.strategies.get("all_on_demand", {}).get("total_usd")
     if base:
         res.savings_vs_on_demand_usd = round(base - sol.cost, 2)

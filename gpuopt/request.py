@@ -666,6 +666,11 @@ def cli_help(key: str) -> str:
     return text + " Repeat the option for several." if "list[" in str(f.annotation) else text
 
 
+def _likeness(a: str, b: str) -> float:
+    """difflib's similarity of two keys, 0..1."""
+    return difflib.SequenceMatcher(None, a, b).ratio() if b else 0.0
+
+
 def closest_key(name: str, known: tuple[str, ...] | None = None) -> str | None:
     """The known key nearest to ``name`` (difflib), or None."""
     known = known if known is not None else PLAN_KEYS + ITEM_KEYS + CALL_KEYWORDS + tuple(DEPRECATED_KEYWORDS)
@@ -732,8 +737,11 @@ def validation_message(err: dict, single: bool = False, item: bool = False) -> t
         else:
             keys = ITEM_KEYS if in_item else PLAN_KEYS + ("workloads",)
         msg = "unknown key"
+        near_item = None if in_item or single or key in ITEM_KEYS else closest_key(key, ITEM_KEYS)
         if not in_item and not single and key in ITEM_KEYS:
             msg += " at the top of a multi-workload plan: workload keys go under workloads:"
+        elif near_item and _likeness(key, near_item) > _likeness(key, closest_key(key, keys) or ""):
+            msg += f"; did you mean the workload key {near_item} (under workloads:)?"
         else:  # the nearest key of the place it is in, an old name mapped to its key (horizon -> horizon_months)
             near = DEPRECATED_KEYWORDS.get(key) or closest_key(key, keys)
             if near and near in keys and near != key:
@@ -760,8 +768,8 @@ def validation_message(err: dict, single: bool = False, item: bool = False) -> t
         "string_type": lambda: f"must be text, got {show_value(value)}",
         "string_too_short": lambda: "must not be empty",
         "list_type": lambda: f"must be a list, got {show_value(value)}",
-        "too_short": lambda: ("needs at least one workload" if key == "workloads"
-                              else f"needs at least {ctx.get('min_length')} value(s)"),
+        "too_short": lambda: ("needs at least one workload" if key == "workloads" else "must not be empty"
+                              if isinstance(value, str) else f"needs at least {ctx.get('min_length')} value(s)"),
         "model_type": lambda: f"must be a mapping of keys to values, got {type(value).__name__}",
         "dict_type": lambda: f"must be a mapping of keys to values, got {type(value).__name__}",
     }

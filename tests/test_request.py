@@ -260,3 +260,19 @@ def test_a_request_built_in_python_keeps_the_plan_files_checks(tmp_path):
     err = InputError("budget", "must be a number", "a number of USD")
     for back in (pickle.loads(pickle.dumps(err)), copy.deepcopy(err)):
         assert (back.field, back.message, back.accepted, str(back)) == (err.field, err.message, err.accepted, str(err))
+
+
+@pytest.mark.parametrize("key, says", [("tokns", "did you mean the workload key tokens (under workloads:)?"),
+                                       ("deadline_hrs", "did you mean the workload key deadline_hours (under workloads:)?"),
+                                       ("budjet", "did you mean budget?")])
+def test_a_workload_key_misspelt_at_the_top_is_sent_under_workloads(key, says):
+    """Found by a breaker session: PlanRequest(workloads=[...], tokns=1) was offered the plan key `blocks`."""
+    w = WorkloadItem(name="a", model="meta-llama/Llama-2-7b-hf", tokens_per_second=1)
+    with pytest.raises(InputError) as e:
+        PlanRequest(workloads=[w], **{key: 1})
+    assert e.value.field == key and e.value.message == f"unknown key; {says}"
+
+
+def test_an_empty_name_says_so():
+    with pytest.raises(InputError, match=r"^name: must not be empty$"):
+        WorkloadItem(name="", model="meta-llama/Llama-2-7b-hf")

@@ -501,7 +501,7 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
         request_rate (serve demand, to count replicas), tokens (train), deadline_hours, zero_stage 0..3.
         Serving: tensor_parallel / pipeline_parallel (default: the smallest replica that serves), engine
         vllm|sglang|tensorrt-llm (default vllm), input_tokens / output_tokens per request (default 1024 / 128),
-        scenario offline|server|interactive (default server: p99 TTFT <= 2,000 ms, TPOT <= 200 ms), ttft_slo_ms /
+        scenario chat|interactive|server|offline (default chat: p99 TTFT <= 2,000 ms, TPOT <= 50 ms), ttft_slo_ms /
         tpot_slo_ms (p99 targets, override the scenario's), measured (a CSV/JSON of the user's benchmark results,
         ``optimizer.sizing.serving.load_measurements``), trace (a CSV of requests' input/output tokens: their means are
         the lengths, ``optimizer.sizing.serving.load_trace``). Training (train/finetune, issue 11;

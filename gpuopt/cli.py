@@ -561,7 +561,7 @@ def estimate(
     engine: Annotated[Optional[str], typer.Option("--engine", help="Serving engine: vllm (default), sglang, tensorrt-llm.")] = None,
     input_tokens: Annotated[Optional[int], typer.Option("--input-tokens", help="Serving: mean prompt tokens per request (default 1024).")] = None,
     output_tokens: Annotated[Optional[int], typer.Option("--output-tokens", help="Serving: mean generated tokens per request (default 128).")] = None,
-    scenario: Annotated[Optional[str], typer.Option("--scenario", help="Serving: server (p99 TTFT <= 2 s, TPOT <= 200 ms; default), interactive (450 ms, 40 ms) or offline (no target).")] = None,
+    scenario: Annotated[Optional[str], typer.Option("--scenario", help="Serving: chat (p99 TTFT <= 2 s, TPOT <= 50 ms; default), interactive (450 ms, 40 ms), server (MLPerf's 2 s, 200 ms) or offline (no target).")] = None,
     ttft_ms: Annotated[Optional[float], typer.Option("--ttft-ms", help="Serving: p99 time-to-first-token target, ms (overrides the scenario's).")] = None,
     tpot_ms: Annotated[Optional[float], typer.Option("--tpot-ms", help="Serving: p99 time-per-output-token target, ms (overrides the scenario's).")] = None,
     measured: Annotated[Optional[Path], typer.Option("--measured", help="Serving: a CSV/JSON of your own benchmark results (vLLM benchmark_serving, GenAI-Perf) that corrects the model.")] = None,

@@ -175,7 +175,7 @@ def _optimizer(v: Any) -> Any:
 Optimizer = Annotated[Literal["adam", "adam8bit", "adafactor", "sgd"], BeforeValidator(_optimizer)]
 Framework = Annotated[Literal["megatron", "fsdp", "deepspeed"], BeforeValidator(_lower)]
 Offload = Annotated[Literal["none", "optimizer", "params"], BeforeValidator(_lower)]
-Scenario = Annotated[Literal["offline", "server", "interactive"], BeforeValidator(_lower)]
+Scenario = Annotated[Literal["chat", "offline", "server", "interactive"], BeforeValidator(_lower)]
 Objective = Annotated[Literal["cost", "roi"], BeforeValidator(_lower)]
 Solver = Annotated[Literal["cbc", "highs"], BeforeValidator(_lower)]
 PricingList = Annotated[list[Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "capacity_block", "flex_start",
@@ -269,7 +269,8 @@ class WorkloadItem(_Parts):
     output_tokens: PosInt | None = _opt(None, group="serving", cli="--output-tokens",
          doc="serve: mean generated tokens per request (default 128)")
     scenario: Scenario | None = _opt(None, group="serving", cli="--scenario",
-         doc="serve: server (p99 TTFT <= 2 s, TPOT <= 200 ms; default) | interactive (450 / 40 ms) | offline")
+         doc="serve: chat (p99 TTFT <= 2 s, TPOT <= 50 ms; default) | interactive (450 / 40 ms) | server (MLPerf's "
+             "2 s / 200 ms) | offline (batch: no latency target)")
     ttft_ms: PosFloat | None = _opt(None, group="serving", cli="--ttft-ms",
          doc="serve: p99 time-to-first-token target, ms (overrides the scenario's)")
     tpot_ms: PosFloat | None = _opt(None, group="serving", cli="--tpot-ms",

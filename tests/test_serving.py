@@ -105,7 +105,9 @@ def test_weights_and_kv_pool_against_a_vllm_log():
 @pytest.mark.parametrize("gpu", ["A10G", "L4", "RTX-4090"])
 def test_a_7b_model_serves_on_one_24gb_gpu(model, gpu):
     # the issue: Llama-2-7B / Llama-3-8B landed on 2 or 4 GPUs over PCIe; 16 GB of bf16 weights fit one 24 GB card
-    e = estimate(Workload(task="serve", model=load_model(model)), gpu)
+    # (under MLPerf's server limits: at the chat default's 50 ms TPOT an L4's 300 GB/s reads 13.5 GB of weights in
+    # 45 ms a token, too slow at p99 on one card)
+    e = estimate(Workload(task="serve", model=load_model(model), scenario="server"), gpu)
     assert e["gpus_per_replica"] == 1 and e["tensor_parallel"] == 1
     assert e["concurrency"] >= 4
     assert e["tpot_ms"] * sv.P99_OVER_MEAN_TPOT <= 200 and e["ttft_ms"] * sv.P99_OVER_MEAN_TTFT <= 2000
@@ -182,7 +184,7 @@ def test_kv_cache_is_paged_at_the_average_context():
 def test_the_same_demand_no_longer_depends_on_a_default_batch():
     # the issue: Llama-2-70B at 2,000 tokens/s cost $8.6k-$28.7k a month depending on --concurrency; the batch is now
     # chosen from memory and the targets, and a given concurrency is honoured exactly
-    w = Workload(task="serve", model=load_model("Llama-2-70B"), tokens_per_second=2000)
+    w = Workload(task="serve", model=load_model("Llama-2-70B"), tokens_per_second=2000, scenario="server")
     e = estimate(w, "H100-80GB")
     assert e["concurrency"] > 16
     e8 = estimate(dataclasses.replace(w, concurrency=8), "H100-80GB")
@@ -466,3 +468,20 @@ def test_recheck_name_bits_api_backends_and_rows_that_cannot_apply(tmp_path):
     s = size_replica(w, load_gpu("A100-80GB"), 1.0)
     assert s.estimate_source.startswith("model") and "row 1 does not apply on A100-80GB" in s.estimate_source
     assert any("does not apply on A100-80GB" in a for a in s.assumptions)
+
+
+def test_the_default_serving_target_is_a_chat_target():
+    # issue 26: the default was MLPerf's server limit (p99 TPOT 200 ms, ~6 tokens/s per user at 170-175 ms); the
+    # chat default is p99 TPOT 50 ms = 20 tokens/s, the low end of the 20-50 tokens/s MLCommons gives for MLPerf's
+    # Llama-2-70B interactive limit, and MLPerf's 2 s server TTFT
+    from optimizer.sizing import latency_targets
+
+    w = Workload(task="serve", model=load_model("Llama-2-7B"))
+    assert w.scenario == sv.DEFAULT_SCENARIO == "chat"
+    assert latency_targets(w) == (2000.0, 50.0)
+    assert latency_targets(Workload(task="serve", model=load_model("Llama-2-7B"), scenario="server")) == (2000.0, 200.0)
+    e = estimate(w, "H100-80GB")
+    assert e["tpot_ms"] * sv.P99_OVER_MEAN_TPOT <= 50.0 + 1e-6
+    # on an L4 one bf16 7B replica cannot stream 20 tokens/s at p99: the weights alone take 45 ms a token
+    # (13.5 GB / 300 GB/s, L4 datasheet), so the estimate uses two GPUs
+    assert estimate(w, "L4")["gpus_per_replica"] >= 2

@@ -67,6 +67,7 @@ def serving_rules(workloads) -> list[str]:
     """One rule per serving workload: its latency targets, request lengths, engine and precisions (issue 10: the
     targets are stated in every output)."""
     from optimizer.sizing import latency_targets, serve_lengths
+    from optimizer.sizing.serving import SCENARIO_SOURCES
 
     out = []
     for fw in workloads:
@@ -75,7 +76,7 @@ def serving_rules(workloads) -> list[str]:
             continue
         ttft, tpot = latency_targets(w)
         inp, outp = serve_lengths(w)
-        src = {"server": "MLPerf server targets", "interactive": "MLPerf interactive targets"}.get(w.scenario, "")
+        src = SCENARIO_SOURCES.get(w.scenario, "") if w.scenario != "offline" else ""
         targets = ("no latency target (offline: the largest batch that fits)" if ttft is None and tpot is None else
                    ", ".join(x for x in (f"p99 TTFT <= {ttft:g} ms" if ttft else "",
                                          f"p99 TPOT <= {tpot:g} ms" if tpot else "") if x)

@@ -113,8 +113,9 @@ class Workload:
         engine: ``vllm`` (default), ``sglang`` or ``tensorrt-llm``: its memory share, batching caps and KV policy.
         input_tokens, output_tokens: mean prompt and generated tokens per request (default 1024 and 128, vLLM
             ``benchmark_serving``'s random-dataset lengths; with only ``context_tokens``: output 128, input the rest).
-        scenario: ``server`` (default: p99 TTFT <= 2 s, TPOT <= 200 ms, MLPerf's server targets), ``interactive``
-            (450 ms, 40 ms) or ``offline`` (no target: the largest batch that fits).
+        scenario: ``chat`` (default: p99 TTFT <= 2 s, TPOT <= 50 ms, a chat product's pace, issue 26),
+            ``server`` (2 s, 200 ms, MLPerf's server limits), ``interactive`` (450 ms, 40 ms) or ``offline`` (no
+            target: the largest batch that fits); sources: :data:`optimizer.sizing.serving.SCENARIOS`.
         ttft_slo_ms, tpot_slo_ms: p99 targets overriding the scenario's.
         request_rate: demand in requests/s (the fleet's tokens/s = rate x output_tokens); exclusive with
             tokens_per_second.
@@ -144,7 +145,7 @@ class Workload:
     engine: str = "vllm"
     input_tokens: int | None = None
     output_tokens: int | None = None
-    scenario: str = "server"
+    scenario: str = "chat"
     ttft_slo_ms: float | None = None
     tpot_slo_ms: float | None = None
     request_rate: float | None = None
@@ -393,7 +394,8 @@ def serve_lengths(w: Workload) -> tuple[int, int]:
 
 def latency_targets(w: Workload) -> tuple[float | None, float | None]:
     """The p99 (TTFT ms, TPOT ms) a serving replica must meet: the explicit targets, else the scenario's
-    (:data:`optimizer.sizing.serving.SCENARIOS`: server 2,000 / 200 ms, interactive 450 / 40 ms, offline none)."""
+    (:data:`optimizer.sizing.serving.SCENARIOS`: chat 2,000 / 50 ms (default), server 2,000 / 200 ms, interactive
+    450 / 40 ms, offline none)."""
     from optimizer.sizing.serving import SCENARIOS
 
     ttft, tpot = SCENARIOS.get(w.scenario, (None, None))

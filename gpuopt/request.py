@@ -184,6 +184,27 @@ Placement = Annotated[Literal["region", "provider", "any"], BeforeValidator(_low
 Spread = Annotated[Literal["zones"], BeforeValidator(_lower)]
 RegionGroupList = Annotated[list[Literal["us", "eu", "europe", "na", "apac", "latam", "mea"]], BeforeValidator(_lower_names)]
 Fraction01 = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False), BeforeValidator(_not_bool)]
+
+
+def _redundancy(v: Any) -> Any:
+    """``n+1`` -> 1.0 (the default: the fleet carries the peak after losing one instance), ``none`` -> 0.0, or a
+    share 0..1 of the demand carried after that loss."""
+    if isinstance(v, str):
+        t = v.strip().lower().replace(" ", "")
+        if t in ("n+1", "n1"):
+            return 1.0
+        if t in ("none", "n", "n+0", "0"):
+            return 0.0
+        try:
+            return float(t)
+        except ValueError:
+            raise plan_error(f"must be n+1, none or a share of the demand 0..1, got {show_value(v)}",
+                             accepted="n+1, none, 0..1") from None
+    return v
+
+
+Redundancy = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False), BeforeValidator(_not_bool),
+                       BeforeValidator(_redundancy)]
 Horizon = Annotated[int, Field(ge=1, le=120), BeforeValidator(_not_bool)]
 Month = Annotated[int, Field(ge=1, le=120), BeforeValidator(_not_bool)]
 
@@ -198,6 +219,11 @@ ACCEPTED = {
 
 
 # ------------------------------------------------------------------------------------------- the models
+#: Replicas a serving workload keeps running by default (issue 26: two, spread over zones where the provider has
+#: zones, so one instance or zone lost leaves the endpoint up).
+DEFAULT_SERVE_REPLICAS = 2
+
+
 class _Parts(BaseModel):
     """A model whose fields are grouped into parts (field metadata ``group``).
 
@@ -234,7 +260,8 @@ class WorkloadItem(_Parts):
     Cross-field rules: ``model`` xor ``params``; a serve workload has exactly one demand (``tokens_per_second``
     flat, ``demand_profile`` a CSV, ``demand`` an inline list one per block) and may have
     ``value_per_million_tokens``; a train/finetune/lora workload needs ``tokens`` and may have ``value_usd`` and a
-    ``deadline_hours``. ``min_replicas`` defaults to 1 for serve (a serving fleet never drops to zero), 0 otherwise.
+    ``deadline_hours``. ``min_replicas`` defaults to 2 for serve (issue 26: a production endpoint survives the
+    loss of one instance; a serving fleet never drops to zero), 0 otherwise; ``redundancy`` to N+1 (1.0) for serve.
     Keys that do not apply to the task but that a ``recommend`` option may set over a file (``tokens``,
     ``deadline_hours``, ``zero_stage`` on serve; ``tokens_per_second``, ``concurrency`` on training; ``lora_rank``
     off lora) are kept and reported by ``ignored_fields``; keys only a file sets (demand profiles, values) are errors.
@@ -298,7 +325,11 @@ class WorkloadItem(_Parts):
     allow_spot: StrictBool = _opt(False, group="purchase", cli="--allow-spot/--no-spot",
          doc="may it run on interruptible spot capacity?")
     min_replicas: NonNegInt | None = _opt(None, group="serving", cli="--min-replicas",
-         doc="replicas always running, on at least as many instances (redundancy)")
+         doc="replicas always running, on at least as many instances (serve default 2, in distinct zones where the "
+             "provider has zones)")
+    redundancy: Redundancy | None = _opt(None, group="serving", cli="--redundancy",
+         doc="serve: n+1 (default: the peak is still carried after losing any one instance), none, or the share "
+             "0..1 of the demand carried after that loss")
     spot_only_ok: StrictBool = _opt(False, group="purchase", cli="--spot-only-ok",
          doc="may spot be the only capacity behind min_replicas?")
     value_per_million_tokens: NonNegFloat | None = _opt(None, group="demand", cli="--value-per-million-tokens",
@@ -374,7 +405,9 @@ class WorkloadItem(_Parts):
         if self.end is not None and self.end < (self.start or 1):
             raise plan_error(f"end (month {self.end}) is before start (month {self.start or 1})", loc=("end",))
         if self.min_replicas is None:
-            self.min_replicas = 1 if self.task == "serve" else 0
+            self.min_replicas = DEFAULT_SERVE_REPLICAS if self.task == "serve" else 0
+        if self.redundancy is None:
+            self.redundancy = 1.0 if self.task == "serve" else 0.0
         return self
 
     def month_window(self) -> tuple[int, int | None]:

@@ -49,7 +49,7 @@ import math
 import time
 from typing import Any
 
-from optimizer.planning.problem import FleetProblem, placement_group, spot_group
+from optimizer.planning.problem import FleetProblem, failure_loss, placement_group, spot_group
 from optimizer.planning.solution import FleetSolution
 from optimizer.planning.solver import SolveReport
 
@@ -574,12 +574,47 @@ class GroupMinima:
                 raise TooBig(w.name)
             frontier_deadline(self.deadline)
             try:
-                self._exact[key] = _plan_group_periods(w, cs, self.problem, demand, self.hours, active, self.bper) \
-                    if by_periods else plan_group(w, cs, self.problem, self.slot_for, self.blocks_idx, demand,
-                                                   self.hours, active)
+                self._exact[key] = self._plan(w, cs, by_periods, active, demand)
             finally:
                 frontier_deadline(None)
         return self._exact[key]
+
+    def _plan(self, w, cs, by_periods, active, demand) -> tuple | None:
+        """The exact plan of ``w`` on candidates ``cs``; with an N+1 rule (``w.redundancy`` s > 0, issue 26) the
+        least over thresholds t of the failure losses of ``cs`` (optimizer.planning.problem.failure_loss) of the
+        plan on the candidates losing at most t with demand s x d + t where d > 0: a plan whose largest loss is t*
+        is feasible for t*, and any plan for t loses at most t, so capacity - loss >= s x d (exact)."""
+        import numpy as np
+
+        def one(cands, dem):
+            return _plan_group_periods(w, cands, self.problem, dem, self.hours, active, self.bper) if by_periods \
+                else plan_group(w, cands, self.problem, self.slot_for, self.blocks_idx, dem, self.hours, active)
+        if not (w.redundancy > 0) or not (demand > 0).any():
+            return one(cs, demand)
+        total_hours = float(self.hours.sum())
+
+        def rate(c) -> float:  # least USD per tokens/s-hour of a unit (a committed one used every hour)
+            if not c.committed:
+                return c.usd_per_unit_hour / c.throughput_per_unit
+            if by_periods or c.okey not in self.slot_for:
+                return 0.0
+            return self.slot_for[c.okey][1] * c.instances_per_unit / total_hours / c.throughput_per_unit
+        serving = demand > 0
+        tries = []
+        for t in sorted({failure_loss(c) for c in cs}):
+            sub = [c for c in cs if failure_loss(c) <= t + 1e-9]
+            dem = np.where(serving, w.redundancy * demand + t, 0.0)
+            tries.append((min(rate(c) for c in sub) * float(dem @ self.hours), t, sub, dem))
+        best = None
+        for lb, t, sub, dem in sorted(tries, key=lambda x: (x[0], x[1])):
+            if best is not None and lb >= best[0] - 1e-9:
+                break  # every other threshold's plan costs at least its bound
+            if _past_deadline():
+                raise TooBig(w.name)
+            r = one(sub, dem)
+            if r is not None and (best is None or r[0] < best[0] - 1e-9):
+                best = r
+        return best
 
     def best(self, w, groups=None) -> tuple | None:
         """The cheapest exact plan of ``w`` over ``groups`` (default: all its groups), found in the order of the cheap

@@ -22,7 +22,8 @@ Variables
     (integer for serving workloads; continuous for training-like ones, whose work can be time-sliced)
     y_wg in {0,1}   serving workload w placed in group g (placement region|provider; not for "any")
     u_wzb in [0,1]  zone z holds an instance of w in block b (``spread: zones`` only; integral at the optimum since
-                    instance counts are)
+                    instance counts are); z: an offer's zone, or one location for an offer in a region without
+                    zones (providers.zones.zone_of); regional offers in zoned regions count each instance
     S_wb  >= 0      served demand (ROI only; otherwise S_wb = d_wb);  Z_w in {0,1} job completed (ROI only)
 
 Constraints
@@ -31,6 +32,9 @@ Constraints
     serving:        sum_o th_wo (A_wob + X_wob) >= S_wb,  S_wb = d_wb (cost) or S_wb <= d_wb (ROI)
     redundancy:     sum_o r_wo (A + X) >= m_w  and  sum_o k_wo (A + X) >= m_w  (replicas on at least m_w
                     instances); both without spot unless spot_only_ok;  spread: sum_z u_wzb + regional instances >= m_w
+    N+1 (issue 26): sum_o th_wo (A + X) - L_w >= s_w S_wb;  L_w >= loss_o delta_wo;  A, X <= M_wo delta_wo
+                    (delta_wo in {0,1}: w uses o; loss_o = what one failed instance of o takes away,
+                    optimizer.planning.problem.failure_loss; s_w the redundancy share, 1 = N+1 at peak)
     placement:      sum_g y_wg = 1;  A_wob, X_wob <= M_wo y_wg(o)   (M_wo: the most units of o w could need)
     training:       sum_{p,b} n_p sum_o th_wo 3600 h_wb (A_wob + X_wob) >= W_w Z_w, h_wb = hours of b inside w's window
     quotas:         instances of one instance type in one region <= max_instances, every block
@@ -58,6 +62,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gpuopt.kernel.records import HOURS_PER_MONTH
+from providers.zones import zone_of
 from optimizer.planning.candidates import Candidate
 from optimizer.planning.horizon import Period
 from optimizer.planning.problem import (
@@ -69,6 +74,7 @@ from optimizer.planning.problem import (
     block_days_of,
     cluster_group,
     commitment_parts,
+    failure_loss,
     committed_rate,
     job_units,
     placement_group,
@@ -101,10 +107,13 @@ class FleetVars:
     cash_terms: dict[int, dict[Any, float]] = field(default_factory=dict)  # period -> its first month's cash
 
 
-def _unit_bound(w: FleetWorkload, c: Candidate, blocks: list[FleetBlock]) -> float:
+def _unit_bound(w: FleetWorkload, c: Candidate, blocks: list[FleetBlock], most_loss: float = 0.0) -> float:
     """The most units of candidate c a cheapest (or best-ROI) plan gives serving workload w in one block: its peak
-    demand in whole units, or its redundancy (replicas and instances), plus one."""
+    demand in whole units (with an N+1 rule, the peak's share plus the largest failure loss ``most_loss`` among
+    w's candidates), or its redundancy (replicas and instances), plus one."""
     peak = max((b.demand.get(w.name, 0.0) for b in blocks), default=0.0)
+    if w.redundancy > 0:
+        peak = max(peak, w.redundancy * peak + most_loss)
     return float(max(math.ceil(peak / c.throughput_per_unit - 1e-12),
                      math.ceil(w.min_replicas / max(c.replicas_per_unit, 1)), w.min_replicas, 1) + 1)
 
@@ -198,7 +207,14 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                     V.Y[(w.name, g)] = pulp.LpVariable(f"C_{safe_name(w.name)}_{gi}", lowBound=0, upBound=1,
                                                        cat=pulp.LpContinuous if relax else pulp.LpBinary)
                 m += pulp.lpSum(V.Y[(w.name, g)] for g in clusters) == 1, f"cluster_{safe_name(w.name)}"
-        bound = {id(c): _unit_bound(w, c, problem.blocks) for c in cands} if V.Y and not w.training else {}
+        n1 = w.redundancy > 0 and not w.training and not w.divisible and bool(cands)
+        most_loss = max((failure_loss(c) for c in cands), default=0.0) if n1 else 0.0
+        bound = {id(c): _unit_bound(w, c, problem.blocks, most_loss) for c in cands} \
+            if (V.Y or n1) and not w.training else {}
+        # N+1 (issue 26): L_w >= the failure loss of every candidate used (delta_wc), and in every block the capacity
+        # less L_w carries the redundancy share of the demand
+        loss_var = pulp.LpVariable(f"L_{safe_name(w.name)}", lowBound=0) if n1 else None
+        used_by: dict[int, list] = {}
         work_terms: dict = {}
         cluster_work: dict[tuple, dict] = {}
         for bi, b in enumerate(problem.blocks):
@@ -275,12 +291,14 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                         cluster_work.setdefault(g, {})[v] = a_work
                     continue
                 cap_terms[v] = c.throughput_per_unit
+                if n1:
+                    used_by.setdefault(id(c), []).append(v)
                 rep_terms[v] = float(c.replicas_per_unit)
                 inst_terms[v] = k
                 if c.offer["pricing"] != "spot":
                     rep_nonspot[v] = float(c.replicas_per_unit)
                     inst_nonspot[v] = k
-                zone = str(c.offer.get("zone") or "")
+                zone = zone_of(c.offer)  # issue 26: offers without zones count as one location
                 if zone:
                     zone_terms.setdefault(zone, {})[v] = k
                 else:
@@ -311,6 +329,16 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                 scale = 1000.0 / d
                 m += pulp.LpAffineExpression({v: min(a * scale, 1000.0) if cat == pulp.LpInteger else a * scale
                                               for v, a in cap_terms.items()}) >= 1000.0, f"demand_{tag}"
+            if n1 and (roi or d > 0):
+                # capacity less the largest failure loss >= share x demand (served demand under ROI)
+                scale = 1000.0 / d if d > 0 else 1.0
+                row = {v: a * scale for v, a in cap_terms.items()}
+                row[loss_var] = -scale
+                if roi:
+                    row[V.S[(w.name, bi)]] = -w.redundancy * scale
+                    m += pulp.LpAffineExpression(row) >= 0, f"nplus1_{tag}"
+                else:
+                    m += pulp.LpAffineExpression(row) >= 1000.0 * w.redundancy, f"nplus1_{tag}"
             if w.min_replicas > 0:
                 m += pulp.LpAffineExpression(rep_terms) >= w.min_replicas, f"minrep_{tag}"
                 if not w.divisible:
@@ -326,6 +354,16 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                         m += pulp.LpAffineExpression({**terms, u: -1.0}) >= 0
                         us[u] = 1.0
                     m += pulp.LpAffineExpression({**us, **regional}) >= w.min_replicas, f"spread_{tag}"
+        if n1:
+            for ci, c in enumerate(cands):
+                vs = used_by.get(id(c))
+                if not vs:
+                    continue
+                delta = pulp.LpVariable(f"D_{safe_name(w.name)}_{ci}", lowBound=0, upBound=1,
+                                        cat=pulp.LpContinuous if relax else pulp.LpBinary)
+                m += pulp.LpAffineExpression({loss_var: 1.0, delta: -failure_loss(c)}) >= 0
+                for v in vs:
+                    m += pulp.LpAffineExpression({v: 1.0, delta: -bound[id(c)]}) <= 0
         if w.training:
             need = float(problem.work_flops[w.name])
             for gi, (g, terms) in enumerate(sorted(cluster_work.items())):

@@ -165,10 +165,7 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
                          f"(gap {100 * (rep.gap or 0.0):.3g} %)")
     if any(ln.estimated for ln in res.lines):
         res.notes.append("some prices are estimated (source rule:...): reserved rates derived from a documented discount rule")
-    if problem.spread == "zones" and not any(ln.zone for ln in res.lines):
-        res.notes.append("--spread zones: none of the offers used carries a zone in the price data (regional "
-                         "on-demand and reserved prices): put the min_replicas instances in distinct zones when you "
-                         "launch them")
+    res.notes.extend(zone_notes(problem, res.lines))
     if mo["after_horizon_usd"] > 0:
         res.notes.append(f"commitments outlive the {problem.horizon_months}-month horizon: ${mo['after_horizon_usd']:,.2f} "
                          f"is still paid after it, counted in the total at {100 * (1 - problem.leftover_value):.0f} %"
@@ -188,6 +185,35 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
             progress.release()
     res.solver["total_seconds"] = round(time.perf_counter() - t0, 3)
     return res
+
+
+def zone_notes(problem, lines) -> list[str]:
+    """Where to launch the serving replicas (issue 26): regional offers in a region with availability zones are
+    launched in distinct zones (the plan counted each instance as one zone under ``--spread zones``; by default two
+    replicas are planned and should sit in two zones); a region without zones is one location, said so."""
+    from providers.zones import region_has_zones
+
+    out = []
+    serving = {w.name: w for w in problem.workloads if not w.training and w.min_replicas > 1}
+    seen: set[tuple] = set()
+    for ln in lines:
+        names = [n for n in (getattr(ln, "workloads", None) or []) if n in serving]
+        if not names or ln.zone:
+            continue
+        key = (ln.provider, ln.region, tuple(names))
+        if key in seen:
+            continue
+        seen.add(key)
+        m = max(serving[n].min_replicas for n in names)
+        if region_has_zones(ln.provider, ln.region):
+            out.append(f"{', '.join(names)}: launch the {ln.provider} {ln.region} instances in at least {m} distinct "
+                       "availability zones (the price data is regional; "
+                       + ("the zone spread counted each instance as one zone)" if problem.spread == "zones" else
+                          "--spread zones makes it a rule of the plan)"))
+        else:
+            out.append(f"{', '.join(names)}: {ln.provider} {ln.region} has no availability zones: its {m} replicas "
+                       "share one location (a zone outage takes all of them; --spread zones plans across zones)")
+    return out
 
 
 def plan_workload(workload: "Workload", offers: "pd.DataFrame", *, name: str = "workload", allow_spot: bool = False,

@@ -183,7 +183,9 @@ class FleetWorkload:
     on at least as many instances); spot_only_ok; deadline_hours (training: hours from its start);
     value_per_million_tokens (serving, USD); value_usd (training, USD for the finished job); divisible (demand met by
     fractions of units: a review's instance-hours); start_month (0-based month it starts); end_month (serving:
-    exclusive month it stops; None: the horizon's end).
+    exclusive month it stops; None: the horizon's end); redundancy (serving: the share of each block's demand the
+    fleet still carries after losing its largest failure domain, :func:`failure_loss`; 1.0 = N+1 at peak, 0 = none;
+    issue 26).
     """
 
     name: str
@@ -191,6 +193,7 @@ class FleetWorkload:
     allow_spot: bool = False
     min_replicas: int = 0
     spot_only_ok: bool = False
+    redundancy: float = 0.0
     deadline_hours: float | None = None
     value_per_million_tokens: float | None = None
     value_usd: float | None = None
@@ -536,6 +539,16 @@ def cluster_group(offer: dict[str, Any]) -> tuple[str, str, str]:
     """The cluster a training job runs on (issue 11): one synchronous job stays on one instance type in one region
     of one provider -- one fabric, one GPU model -- whatever the purchase options it mixes there."""
     return ("cluster", str(offer["provider"]), str(offer["region"]), str(offer["instance_type"]))
+
+
+def failure_loss(c: Candidate) -> float:
+    """Tokens/s a serving unit of candidate ``c`` loses when one of its instances fails (the N+1 rule's failure
+    domain, issue 26): an instance holding whole replicas loses them (throughput / instances per unit), a replica
+    spread over several instances (tensor or pipeline parallel across nodes) is lost whole (throughput / replicas
+    per unit); so throughput / min(replicas, instances)."""
+    k = max(1.0, float(c.instances_per_unit))
+    r = max(1.0, float(c.replicas_per_unit))
+    return float(c.throughput_per_unit) / min(r, k)
 
 
 def job_units(c: Candidate) -> float:

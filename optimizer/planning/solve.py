@@ -19,6 +19,7 @@ from optimizer.planning.problem import (
     Budgets,
     FleetProblem,
     cand_index,
+    failure_loss,
     model_seconds,
     placed,
     placement_group,
@@ -661,9 +662,15 @@ def verify(problem: FleetProblem, sol: FleetSolution) -> str | None:
             if done < problem.work_flops[w.name] * (1 - 1e-6):
                 return f"{w.name}: {done:.6g} FLOPs planned for {problem.work_flops[w.name]:.6g} needed"
         elif problem.objective == "cost":
+            loss = largest_loss(problem, sol, w.name) if w.redundancy > 0 and not w.divisible else 0.0
             for bi, b in enumerate(problem.blocks):
                 if problem.active(w, b) and cap.get((w.name, bi), 0.0) < b.demand.get(w.name, 0.0) * (1 - 1e-9):
                     return f"{w.name}: block {b.label or bi} has {cap.get((w.name, bi), 0.0):.6g} tokens/s for {b.demand.get(w.name):.6g}"
+                d = b.demand.get(w.name, 0.0)
+                if loss > 0 and problem.active(w, b) and d > 0 and \
+                        cap.get((w.name, bi), 0.0) - loss < w.redundancy * d * (1 - 1e-9) - 1e-9:
+                    return (f"{w.name}: block {b.label or bi} carries {cap.get((w.name, bi), 0.0) - loss:.6g} tokens/s "
+                            f"after losing {loss:.6g} (one instance), for {w.redundancy:g} x {d:.6g} (N+1)")
     used: dict[tuple[str, int], float] = {}
     for (w, ok, bi), a in sol.A.items():
         used[(ok, bi)] = used.get((ok, bi), 0.0) + idx[(w, ok)].instances_per_unit * a
@@ -720,6 +727,14 @@ def verify(problem: FleetProblem, sol: FleetSolution) -> str | None:
     return None
 
 
+def largest_loss(problem: FleetProblem, sol: FleetSolution, name: str) -> float:
+    """The tokens/s serving workload ``name`` loses when its largest failure domain fails: the greatest
+    ``failure_loss`` of the candidates the plan runs it on (any block)."""
+    idx = cand_index(problem)
+    return max((failure_loss(idx[(w, ok)]) for store in (sol.A, sol.X) for (w, ok, _), x in store.items()
+                if w == name and x > 1e-9), default=0.0)
+
+
 def trim_allocations(problem: FleetProblem, sol: FleetSolution) -> FleetSolution:
     """Committed capacity is paid whatever the use, so the solver may assign spare committed units to a workload
     that does not need them. For reporting (utilization), remove them: serving units on committed offers are taken
@@ -761,12 +776,15 @@ def trim_allocations(problem: FleetProblem, sol: FleetSolution) -> FleetSolution
                                 nonspot += c.replicas_per_unit * v
                                 inst_ns += c.instances_per_unit * v
                 return cap, reps, nonspot, inst, inst_ns
+            loss = largest_loss(problem, sol, w.name) if w.redundancy > 0 and d > 0 else 0.0
             for k in keys:
                 while A.get(k, 0) >= 1:
                     c = idx[(w.name, k[1])]
                     cap, reps, nonspot, inst, inst_ns = state()
                     m = w.min_replicas
-                    if (cap - c.throughput_per_unit >= d * (1 - 1e-12) and reps - c.replicas_per_unit >= m
+                    if (cap - c.throughput_per_unit >= d * (1 - 1e-12)
+                            and cap - c.throughput_per_unit - loss >= w.redundancy * d * (1 - 1e-12) - 1e-12
+                            and reps - c.replicas_per_unit >= m
                             and inst - c.instances_per_unit >= (0 if w.divisible else m)
                             and (w.spot_only_ok or (nonspot - c.replicas_per_unit >= m
                                                     and inst_ns - c.instances_per_unit >= (0 if w.divisible else m)))

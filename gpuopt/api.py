@@ -875,6 +875,9 @@ def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "
         ws.append(FleetWorkload(name=item.name, workload=w, allow_spot=item.allow_spot,
                                 min_replicas=item.min_replicas or 0, spot_only_ok=item.spot_only_ok,
                                 redundancy=float(item.redundancy or 0.0) if item.task == "serve" else 0.0,
+                                allow_marketplace=item.allow_marketplace,
+                                allow_spot_training=item.allow_spot_training,
+                                schedule_margin=plan.schedule_margin if item.training else 0.0,
                                 deadline_hours=item.deadline_hours, value_per_million_tokens=item.value_per_million_tokens,
                                 value_usd=item.value_usd, start_month=start, end_month=end))
     catalog = str(plan.resolve_path(plan.catalog)) if plan.catalog else None

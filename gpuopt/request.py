@@ -213,6 +213,7 @@ ACCEPTED = {
     "task": ", ".join(TASKS), "precision": ", ".join(PRECISIONS), "objective": ", ".join(OBJECTIVES),
     "solver": ", ".join(SOLVERS), "pricing": ", ".join(PLANNED_PRICING), "zero_stage": "0, 1, 2, 3",
     "allow_spot": "true, false", "spot_only_ok": "true, false", "include_local_zones": "true, false",
+    "allow_marketplace": "true, false", "allow_spot_training": "true, false", "redundancy": "n+1, none, 0..1",
     "placement": "region, provider, any", "spread": "zones", "region_group": "us, eu, europe, na, apac, latam, mea",
     "blocks": "24 (hours of the day), 168 (hours of the week) or another positive whole number",
 }
@@ -324,6 +325,11 @@ class WorkloadItem(_Parts):
          doc="train/finetune: tokens per optimizer step (default 4M, Llama 2's)")
     allow_spot: StrictBool = _opt(False, group="purchase", cli="--allow-spot/--no-spot",
          doc="may it run on interruptible spot capacity?")
+    allow_marketplace: StrictBool = _opt(False, group="purchase", cli="--allow-marketplace",
+         doc="serve: may it run on marketplace capacity (third-party hosts without a data-centre SLA, e.g. RunPod "
+             "Community Cloud)? Training and batch jobs always may")
+    allow_spot_training: StrictBool = _opt(False, group="purchase", cli="--allow-spot-training",
+         doc="train/finetune: may a synchronous job whose window is longer than 72 h run on spot (with allow_spot)?")
     min_replicas: NonNegInt | None = _opt(None, group="serving", cli="--min-replicas",
          doc="replicas always running, on at least as many instances (serve default 2, in distinct zones where the "
              "provider has zones)")
@@ -457,6 +463,9 @@ class PlanRequest(_Parts):
          doc="USD: the most owed over the terms of the commitments bought")
     horizon_months: Horizon | None = _opt(None, group="purchase", cli="--horizon",
          doc="months the capacity is needed (default 12 with serving; a job's span for training only)")
+    schedule_margin: Fraction01 = _opt(0.15, group="purchase", cli="--schedule-margin",
+         doc="0..1: capacity blocks bought for a training job hold this share more hours than the estimate (default "
+             "0.15: an estimate 10 percent optimistic still finishes inside the prepaid window)")
     leftover_value: Fraction01 = _opt(0.0, group="purchase", cli="--leftover-value",
          doc="0..1: value of commitment months that outlive the horizon (default 0)")
     placement: Placement = _opt("region", group="placement", cli="--placement",

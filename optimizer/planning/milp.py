@@ -36,7 +36,8 @@ Constraints
                     (delta_wo in {0,1}: w uses o; loss_o = what one failed instance of o takes away,
                     optimizer.planning.problem.failure_loss; s_w the redundancy share, 1 = N+1 at peak)
     placement:      sum_g y_wg = 1;  A_wob, X_wob <= M_wo y_wg(o)   (M_wo: the most units of o w could need)
-    training:       sum_{p,b} n_p sum_o th_wo 3600 h_wb (A_wob + X_wob) >= W_w Z_w, h_wb = hours of b inside w's window
+    training:       sum_{p,b} n_p sum_o th_wo 3600 h_wb (A_wob + X_wob) >= W_w Z_w, h_wb = hours of b inside w's window;
+                    capacity blocks of a job: 24 x unit-days >= (1 + margin_w) x unit-hours used (schedule margin)
     quotas:         instances of one instance type in one region <= max_instances, every block
     budgets:        cash in the first month of every period <= budget (monthly spend: hourly + recurring of the
                     commitments that cover it + upfronts bought that month);  cost <= budget_total;
@@ -406,6 +407,9 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
         f_days, rem = int(window // 24.0), window - 24.0 * int(window // 24.0)
         u = V.CB[("job_units", wn, ok)] = pulp.LpVariable(f"CBU_{j}", lowBound=0, upBound=units_max, cat=cat_int)
         d = V.CB[("job", wn, ok)] = pulp.LpVariable(f"CBJ_{j}", lowBound=0, upBound=units_max * days_max, cat=cat_int)
+        # the schedule margin (issue 26): the unit-days bought hold (1 + margin) x the unit-hours the estimate uses
+        g = 1.0 + max(0.0, float(w.schedule_margin))
+        terms = {v: a * g for v, a in terms.items()}
         m += pulp.LpAffineExpression({**terms, d: -24.0}) <= 0, f"cbjob_{j}"
         m += pulp.LpAffineExpression({u: 1.0, d: -1.0}) <= 0, f"cbday_{j}"
         m += pulp.LpAffineExpression({d: 1.0, u: -float(days_max)}) <= 0, f"cbwin_{j}"

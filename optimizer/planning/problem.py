@@ -185,7 +185,11 @@ class FleetWorkload:
     fractions of units: a review's instance-hours); start_month (0-based month it starts); end_month (serving:
     exclusive month it stops; None: the horizon's end); redundancy (serving: the share of each block's demand the
     fleet still carries after losing its largest failure domain, :func:`failure_loss`; 1.0 = N+1 at peak, 0 = none;
-    issue 26).
+    issue 26); allow_marketplace (serving: may run on marketplace-tier offers, third-party hosts without a
+    data-centre SLA; training and batch always may); allow_spot_training (a synchronous train/finetune job whose
+    window is longer than :data:`SPOT_TRAINING_MAX_HOURS` may run on spot); schedule_margin (training: capacity
+    blocks bought for the job hold this share more unit-hours than its estimate uses, so a 10 % optimistic estimate
+    still finishes inside the prepaid window; issue 26, default 0.15 from the request).
     """
 
     name: str
@@ -194,6 +198,9 @@ class FleetWorkload:
     min_replicas: int = 0
     spot_only_ok: bool = False
     redundancy: float = 0.0
+    allow_marketplace: bool = False
+    allow_spot_training: bool = False
+    schedule_margin: float = 0.0
     deadline_hours: float | None = None
     value_per_million_tokens: float | None = None
     value_usd: float | None = None
@@ -535,10 +542,36 @@ def placement_group(offer: dict[str, Any], placement: str) -> tuple[str, ...]:
     return ()
 
 
-def cluster_group(offer: dict[str, Any]) -> tuple[str, str, str]:
-    """The cluster a training job runs on (issue 11): one synchronous job stays on one instance type in one region
-    of one provider -- one fabric, one GPU model -- whatever the purchase options it mixes there."""
-    return ("cluster", str(offer["provider"]), str(offer["region"]), str(offer["instance_type"]))
+def capacity_pool(pricing: str) -> str:
+    """The capacity pool an offer's instances come from (issue 26): ``spot``, ``capacity_block``, ``flex_start``, or
+    ``on_demand`` for on-demand, reserved and savings-plan rows -- reserved instances and savings plans are billing
+    over on-demand capacity ("Reserved Instances are not physical instances; they are a billing discount applied to
+    the use of On-Demand Instances in your account", Amazon EC2 User Guide, "Reserved Instances"), so a job may mix
+    them with on-demand instances of the same type in one cluster."""
+    pr = str(pricing or "")
+    return pr if pr in ("spot", CAPACITY_BLOCK, "flex_start") else "on_demand"
+
+
+def cluster_group(offer: dict[str, Any]) -> tuple[str, ...]:
+    """The capacity pool a synchronous training job runs on (issues 11 and 26): one instance type in one region (and
+    zone, for rows priced per zone) of one provider -- one fabric, one GPU model -- from one pool
+    (:func:`capacity_pool`): a data-parallel step never spans spot and a capacity block, whose instances are
+    delivered in one cluster of one zone (AWS EC2 User Guide, "Capacity Blocks for ML"; EFA traffic stays within a
+    subnet, AWS "Elastic Fabric Adapter" limitations)."""
+    return ("cluster", str(offer["provider"]), str(offer["region"]), str(offer.get("zone") or ""),
+            str(offer["instance_type"]), capacity_pool(str(offer.get("pricing") or "")))
+
+
+#: A synchronous training job (train, finetune) whose window is longer than this many hours runs on spot only with
+#: ``allow_spot_training`` (issue 26): every reclaim stops the whole data-parallel job, and the AWS Spot Advisor's
+#: buckets (https://aws.amazon.com/ec2/spot/instance-advisor/) are monthly interruption frequencies of 5 % to over
+#: 20 % per instance, so a job of many nodes for weeks is interrupted often (optimizer.sizing.goodput prices it); 72 h
+#: is our policy ("longer than a few days", issue 26), not a measured threshold.
+SPOT_TRAINING_MAX_HOURS = 72.0
+#: Spot rows without a date (``as_of`` "") are not planned for a workload that runs longer than this many days
+#: (issue 26: "undated spot prices are not used for commitments of weeks"): a spot price moves daily, an undated one
+#: cannot be checked against the market.
+UNDATED_SPOT_MAX_DAYS = 14.0
 
 
 def failure_loss(c: Candidate) -> float:

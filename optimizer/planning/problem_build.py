@@ -20,7 +20,9 @@ from optimizer.planning.problem import (
     DEFAULT_SPOT_CAPACITY,
     PLACEMENTS,
     PURCHASED,
+    SPOT_TRAINING_MAX_HOURS,
     SPREADS,
+    UNDATED_SPOT_MAX_DAYS,
     Budgets,
     FleetBlock,
     FleetProblem,
@@ -33,6 +35,38 @@ from optimizer.planning.prune import prune_fleet
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
+
+
+def _signable(w: FleetWorkload, t: UnitTable, pr, use, rej: dict[str, int], horizon_months: int):
+    """The offers a team would sign for (issue 26), of those ``use`` allows for workload ``w``: no marketplace tier
+    for a service unless ``allow_marketplace``; no spot for a synchronous job whose window exceeds
+    SPOT_TRAINING_MAX_HOURS unless ``allow_spot_training``; no undated spot row for a workload running longer than
+    UNDATED_SPOT_MAX_DAYS. What is left out is counted in ``rej`` (marketplace_tier, spot_training_not_allowed,
+    spot_undated)."""
+    import numpy as np
+
+    from gpuopt.kernel.records import is_marketplace
+
+    def drop(mask, reason: str):
+        n = int(mask.sum())
+        if n:
+            rej[reason] = rej.get(reason, 0) + n
+        return use & ~mask
+    if not w.training and not w.allow_marketplace and "tier" in t.offers.columns:
+        tiers = text_values(t.offers["tier"])
+        use = drop(use & np.array([is_marketplace(x) for x in tiers], dtype=bool), "marketplace_tier")
+    spot = use & (pr == "spot")
+    if spot.any():
+        window_h = (w.deadline_hours if w.training and w.deadline_hours else HOURS_PER_MONTH * horizon_months)
+        if w.training and w.workload.task in ("train", "finetune") and not w.allow_spot_training \
+                and window_h > SPOT_TRAINING_MAX_HOURS:
+            use = drop(spot, "spot_training_not_allowed")
+            spot = use & (pr == "spot")
+        if spot.any() and window_h > 24.0 * UNDATED_SPOT_MAX_DAYS and "as_of" in t.offers.columns:
+            dates = text_values(t.offers["as_of"])
+            use = drop(spot & np.array([x is None or not str(x).strip() or str(x) == "<NA>" for x in dates], dtype=bool),
+                       "spot_undated")
+    return use
 
 
 def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock], offers: "pd.DataFrame", *,
@@ -115,6 +149,7 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
             if flex.any():
                 rej["flex_start_training_only"] = rej.get("flex_start_training_only", 0) + int(flex.sum())
                 use = use & ~flex
+        use = _signable(w, t, pr, use, rej, H)
         tables[w.name], rejected[w.name] = t, rej
         usable[w.name] = use
     # capacity blocks and savings-plan rates are sized by the model itself (no instance-for-instance dominance with

@@ -711,8 +711,9 @@ def verify(problem: FleetProblem, sol: FleetSolution) -> str | None:
     wl = problem.workloads_by_name()
     for (w, ok), hours in block_use.items():
         days, units = sol.CB.get(("job", w, ok), 0), sol.CB.get(("job_units", w, ok), 0)
+        hours *= 1.0 + max(0.0, float(wl[w].schedule_margin))  # the schedule margin is bought too (issue 26)
         if hours > 24.0 * days * (1 + 1e-6) + 1e-6:
-            return f"capacity block {ok} of {w} used {hours:.6g} unit-hours for {days} unit-days"
+            return f"capacity block {ok} of {w} used {hours:.6g} unit-hours (with its margin) for {days} unit-days"
         at_once = max(a for (w2, o2, _), a in sol.A.items() if w2 == w and o2 == ok)
         k = idx[(w, ok)].instances_per_unit
         window = problem.job_window_hours(wl[w])

@@ -95,11 +95,13 @@ Live quotas
 ===========
 
 :func:`fetch_aws_quota_pages` (I/O: Service Quotas ``ListServiceQuotas(ServiceCode='ec2')``, every page) and
-:func:`parse_aws_quotas` (pure); :func:`fetch_azure_usages` (I/O: the usages REST endpoint, every ``nextLink``) and
-:func:`parse_azure_usages`; :func:`fetch_gcp_regions` and :func:`parse_gcp_regions`. ``fetch_*_quotas`` compose the
+:func:`aws_quota_table` (pure); :func:`fetch_azure_usages` (I/O: the usages REST endpoint, every ``nextLink``) and
+:func:`azure_quota_table`; :func:`fetch_gcp_regions` and :func:`gcp_quota_table`. ``fetch_*_quotas`` compose the
 two. Service Quotas gives the applied limit, not the usage (that is in CloudWatch ``AWS/Usage``, not read here):
 AWS rows from the API have ``used`` 0 unless a file says otherwise; Azure's ``currentValue`` and GCP's ``usage``
-are kept as ``used``.
+are kept as ``used``. The pure halves are named ``*_quota_table`` rather than ``parse_*``: ``parse_*`` names the
+price importers of :data:`providers.IMPORTERS` (tests/test_providers_registry.py), and these return quotas, not
+offers.
 """
 
 from __future__ import annotations
@@ -542,7 +544,7 @@ def _number(raw: Any, col: str, where: str) -> float:
     return check_number(raw, col, where, lo=0.0, accepted="a finite number of vCPUs or GPUs >= 0")
 
 
-def parse_quota_rows(rows: Iterable[tuple[int, Mapping[str, Any]]], name: str = "<quotas>") -> QuotaTable:
+def quota_table_from_rows(rows: Iterable[tuple[int, Mapping[str, Any]]], name: str = "<quotas>") -> QuotaTable:
     """Pure: quota rows ``(line, {provider, region, family, limit, unit[, used][, note]})`` -> :class:`QuotaTable`.
 
     Raises:
@@ -599,7 +601,7 @@ def load_quota_file(path: str | Path) -> QuotaTable:
         raise InputError("quota", f"{p.name}: a quota file is .csv, .yaml or .yml", accepted=".csv, .yaml, .yml")
     text = read_text(p, "quota", what="quota file")
     rows = _rows_from_csv(text, p.name) if suffix == ".csv" else _rows_from_yaml(text, p.name)
-    return parse_quota_rows(rows, p.name)
+    return quota_table_from_rows(rows, p.name)
 
 
 # --------------------------------------------------------------------------------------------------- live: AWS
@@ -637,7 +639,7 @@ def fetch_aws_quota_pages(session: Any, regions: Iterable[str]) -> dict[str, lis
     return out
 
 
-def parse_aws_quotas(pages: Mapping[str, Iterable[Mapping[str, Any]]]) -> QuotaTable:
+def aws_quota_table(pages: Mapping[str, Iterable[Mapping[str, Any]]]) -> QuotaTable:
     """Pure: ``{region: [ListServiceQuotas pages]}`` -> the limits of the EC2 instance quotas this module maps
     (:data:`AWS_EC2_QUOTAS`); other quotas (hosts, VPCs...) are left out. ``Value`` is the applied limit in vCPUs;
     ``used`` is 0 (Service Quotas does not give usage)."""
@@ -656,8 +658,8 @@ def parse_aws_quotas(pages: Mapping[str, Iterable[Mapping[str, Any]]]) -> QuotaT
 
 
 def fetch_aws_quotas(session: Any, regions: Iterable[str]) -> QuotaTable:
-    """:func:`fetch_aws_quota_pages` then :func:`parse_aws_quotas`."""
-    return parse_aws_quotas(fetch_aws_quota_pages(session, regions))
+    """:func:`fetch_aws_quota_pages` then :func:`aws_quota_table`."""
+    return aws_quota_table(fetch_aws_quota_pages(session, regions))
 
 
 # -------------------------------------------------------------------------------------------------- live: Azure
@@ -734,7 +736,7 @@ def fetch_azure_usages(subscription_id: str, regions: Iterable[str], credential:
     return out
 
 
-def parse_azure_usages(pages: Mapping[str, Iterable[Mapping[str, Any]]]) -> QuotaTable:
+def azure_quota_table(pages: Mapping[str, Iterable[Mapping[str, Any]]]) -> QuotaTable:
     """Pure: ``{region: [usages pages]}`` (``{"value": [{"name": {"value", "localizedValue"}, "currentValue",
     "limit", "unit": "Count"}], "nextLink"}``) -> the limits of the usage names this module maps (GPU families,
     ``cores``, ``lowPriorityCores``) with ``used`` = ``currentValue``."""
@@ -755,8 +757,8 @@ def parse_azure_usages(pages: Mapping[str, Iterable[Mapping[str, Any]]]) -> Quot
 
 def fetch_azure_quotas(subscription_id: str, regions: Iterable[str], credential: Any, *, options: Any = None
                        ) -> QuotaTable:
-    """:func:`fetch_azure_usages` then :func:`parse_azure_usages`."""
-    return parse_azure_usages(fetch_azure_usages(subscription_id, regions, credential, options=options))
+    """:func:`fetch_azure_usages` then :func:`azure_quota_table`."""
+    return azure_quota_table(fetch_azure_usages(subscription_id, regions, credential, options=options))
 
 
 # ---------------------------------------------------------------------------------------------------- live: GCP
@@ -783,7 +785,7 @@ def fetch_gcp_regions(project: str, regions: Iterable[str], credential: Any, *, 
     return out
 
 
-def parse_gcp_regions(regions: Mapping[str, Mapping[str, Any]]) -> QuotaTable:
+def gcp_quota_table(regions: Mapping[str, Mapping[str, Any]]) -> QuotaTable:
     """Pure: ``{region: Region}`` (``{"quotas": [{"metric", "limit", "usage"}]}``) -> the limits of the GPU metrics
     this module maps (:data:`GCP_METRICS`) with ``used`` = ``usage``."""
     limits = []
@@ -799,5 +801,5 @@ def parse_gcp_regions(regions: Mapping[str, Mapping[str, Any]]) -> QuotaTable:
 
 
 def fetch_gcp_quotas(project: str, regions: Iterable[str], credential: Any, *, options: Any = None) -> QuotaTable:
-    """:func:`fetch_gcp_regions` then :func:`parse_gcp_regions`."""
-    return parse_gcp_regions(fetch_gcp_regions(project, regions, credential, options=options))
+    """:func:`fetch_gcp_regions` then :func:`gcp_quota_table`."""
+    return gcp_quota_table(fetch_gcp_regions(project, regions, credential, options=options))

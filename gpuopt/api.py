@@ -37,6 +37,15 @@ def _price_age_days(as_of: str | None, today: _dt.date | None = None) -> float |
     return float(((today or _dt.date.today()) - d).days)
 
 
+def _quotas(plan):
+    """The quota table of ``plan.quota`` (providers.quotas.load_quota_file), or None."""
+    if not plan.quota:
+        return None
+    from providers.quotas import load_quota_file
+
+    return load_quota_file(plan.resolve_path(plan.quota))
+
+
 def _old_quotes(lines, prices_on=None) -> list[str]:
     """A note for each plan line priced from a quote older than the price-age limit (GPUOPT_MAX_PRICE_AGE_DAYS,
     default 7) or of no known date (``as_of`` unknown), whatever the snapshot it came in: a fresh user was sold a $121,860 3-year p3 reservation priced from
@@ -893,7 +902,8 @@ def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "
                         max_instances=plan.max_instances, explain=explain,
                         solver="auto" if not solver_given and plan.solver == "cbc" else plan.solver,
                         time_limit_s=plan.time_limit_s, horizon_months=plan.horizon_months,
-                        leftover_value=plan.leftover_value, placement=plan.placement, spread=plan.spread or "")
+                        leftover_value=plan.leftover_value, placement=plan.placement, spread=plan.spread or "",
+                        quotas=_quotas(plan))
     log.info("plan: status %s, total %s USD, solver %s", result.status, result.total_usd, result.solver)
     result.notes.extend(notes)
     old_quotes = _old_quotes(result.lines, plan.prices_on)

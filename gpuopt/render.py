@@ -136,6 +136,14 @@ def _json(obj: Any) -> None:
     print(json.dumps(clean(obj), indent=2, default=default))
 
 
+def _delta(alt: float, base: float) -> str:
+    """'$1,234.00 more' / '$1,234.00 less' / 'the same' of an alternative against the plan."""
+    d = float(alt) - float(base)
+    if abs(d) < 0.005:
+        return "the same"
+    return f"{_usd(abs(d))} {'more' if d > 0 else 'less'}" + (f", {100 * d / base:+.0f} %" if base else "")
+
+
 def _usd(x: float | None) -> str:
     """$1,234.56; a negative amount -$91,867.71 (not $-91,867.71)."""
     if x is None:
@@ -556,7 +564,8 @@ def _plan(con, plan) -> None:
                        and not covered else "")
                     + (f", {days} day{'s' if days > 1 else ''} paid whole when bought" if days else "")
                     + (" (runs on the savings plan)" if covered else ""))
-        t.add_row(f"{ln.provider} {ln.region}" + (f"/{ln.zone}" if ln.zone else ""), ln.instance_type,
+        t.add_row(f"{ln.provider} {ln.region}" + (f"/{ln.zone}" if ln.zone else "")
+                  + f" ({getattr(ln, 'tier', '') or 'tier unknown'})", ln.instance_type,
                   purchase, str(ln.count),
                   _months(ln.start_month, ln.end_month),
                   _rate(ln.usd_per_hour) + ("*" if ln.estimated else ""),
@@ -669,6 +678,24 @@ def _plan(con, plan) -> None:
         if nb.get("total_usd") is not None and nb.get("note"):
             alone += f" ({nb['note']})"
         con.print(f"Alternative — {alone}" + (f"; {nb['flip']}" if nb.get("flip") else ""))
+    for tg in getattr(plan, "targets", []) or []:
+        if tg.get("scenario") == "this plan":
+            continue
+        what = (f"p99 TTFT <= {tg['ttft_ms']:g} ms, TPOT <= {tg['tpot_ms']:g} ms" if tg.get("tpot_ms") else
+                "no latency target: batch")
+        con.print(f"Targets — {tg['scenario']} ({what}): "
+                  + (f"{_usd(tg['total_usd'])} over the horizon ({_delta(tg['total_usd'], plan.total_usd)})"
+                     if tg.get("total_usd") is not None else f"no plan ({tg.get('reason') or tg.get('status')})"))
+    mk = getattr(plan, "marketplace", None)
+    if mk and mk.get("total_usd") is not None:
+        con.print(f"Tiers — with marketplace offers allowed (--allow-marketplace; {mk['offers_kept_out']:,} kept out "
+                  f"of the serving workloads): {_usd(mk['total_usd'])} over the horizon "
+                  f"({_delta(mk['total_usd'], plan.total_usd)})")
+    pc = getattr(plan, "precision", None)
+    if pc and pc.get("total_usd") is not None:
+        con.print(f"Precision — with fp8 allowed for {', '.join(pc['workloads'])} (--precision auto): "
+                  f"{_usd(pc['total_usd'])} over the horizon ({_delta(pc['total_usd'], plan.total_usd)}); "
+                  f"{pc['rule']}")
     for ds in getattr(plan, "demand_sensitivity", []) or []:
         con.print(f"Demand — {ds['note']}" + (f" ({_usd(ds['total_usd'])} over the horizon)"
                                               if ds.get("total_usd") is not None else ""))

@@ -137,6 +137,15 @@ Task = Annotated[Literal["serve", "train", "finetune", "lora"], BeforeValidator(
 ALL_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
 
 
+#: What ``precision: auto`` lets a serving plan choose from, per GPU (issue 26, "precision as a decision"): bf16, and
+#: fp8 (W8A8) on GPUs with FP8 tensor cores -- vLLM quantizes any BF16/FP16 checkpoint to FP8 on load "without any
+#: calibration data" (vLLM docs, "FP8 W8A8", online dynamic quantization), and FP8 W8A8 recovers 99 % or more of the
+#: BF16 model's accuracy across model sizes and tasks (Kurtic et al. 2024, "Give Me BF16 or Give Me Death?",
+#: arXiv 2411.02355) -- and fp16 where bf16 does not run (Volta, Turing). Weight-only int8/int4 (AWQ/GPTQ) are never
+#: chosen for you: their accuracy depends on the model and its calibration (same paper); name them to plan them.
+AUTO_PRECISIONS = "bf16,fp8,fp16"
+
+
 def _precisions(v: Any) -> Any:
     """One precision, or several the planner may choose from ("bf16,fp8" or a list: serving only), as
     "p1,p2" lower case; each must be one of :data:`ALL_PRECISIONS` (the task's own rules are checked by sizing)."""
@@ -147,6 +156,8 @@ def _precisions(v: Any) -> Any:
     else:
         raise plan_error(f"must be a precision or a list of them, got {show_value(v)}", accepted=", ".join(ALL_PRECISIONS))
     items = [x.strip().lower() for x in items if x.strip()]
+    if items == ["auto"]:
+        return "auto"  # resolved by the task in WorkloadItem._cross_checks (AUTO_PRECISIONS)
     bad = [x for x in items if x not in ALL_PRECISIONS]
     if not items or bad:
         raise plan_error(f"unknown precision {bad[0] if bad else v!r}", accepted=", ".join(ALL_PRECISIONS))
@@ -276,8 +287,9 @@ class WorkloadItem(_Parts):
          doc="a known model, a Hugging Face repo, or a path to a config.json")
     params: PosFloat | None = _opt(None, group="workload", cli="--params", doc="parameter count (instead of model)")
     precision: Precision | None = _opt(None, group="workload", cli="--precision",
-         doc="serve: bf16 | fp16 | fp8 | int8 | int4 | fp4, or a list the planner chooses from per GPU; training: "
-             "bf16 | fp16 | fp8 (Hopper, Ada, Blackwell)")
+         doc="serve: bf16 | fp16 | fp8 | int8 | int4 | fp4, a list the planner chooses from per GPU, or auto (bf16, "
+             "fp8 where the GPU has FP8 tensor cores, fp16 where bf16 does not run); training: bf16 | fp16 | fp8 "
+             "(Hopper, Ada, Blackwell)")
     context_tokens: PosInt | None = _opt(None, group="workload", cli="--context",
          doc="tokens per sequence (serve: input + output when input_tokens is not given; training: sequence "
              "length)")
@@ -410,6 +422,8 @@ class WorkloadItem(_Parts):
                                 "(deadline_hours)", loc=(k,))
         if self.end is not None and self.end < (self.start or 1):
             raise plan_error(f"end (month {self.end}) is before start (month {self.start or 1})", loc=("end",))
+        if self.precision == "auto":
+            self.precision = AUTO_PRECISIONS if self.task == "serve" else "bf16"
         if self.min_replicas is None:
             self.min_replicas = DEFAULT_SERVE_REPLICAS if self.task == "serve" else 0
         if self.redundancy is None:
@@ -494,6 +508,10 @@ class PlanRequest(_Parts):
     time_limit_s: PosFloat = _opt(60.0, group="solver", cli="--time-limit", doc="solver time limit, seconds")
     spot_capacity_per_offer: NonNegInt = _opt(DEFAULT_SPOT_CAPACITY, group="purchase", cli="--spot-capacity",
          doc="instances of one spot offer the plan may count on")
+    quota: str | None = _opt(None, group="purchase", cli="--quota",
+         doc="CSV/YAML of your quotas (provider, region, family, limit, unit vcpus|gpus, used), as AWS Service "
+             "Quotas, Azure usages or GCP quotas list them: the plan never exceeds them (in a plan file: relative "
+             "to its folder)")
     max_instances: PosInt | None = _opt(None, group="purchase", cli="--max-instances",
          doc="at most this many instances of any one offer (a quota)")
     blocks: PosInt | None = _opt(None, group="solver", cli="--blocks",
@@ -531,7 +549,7 @@ class PlanRequest(_Parts):
             raise plan_error(f"must be a list of workloads, got {type(v).__name__}")
         return v
 
-    @field_validator("catalog")
+    @field_validator("catalog", "quota")
     @classmethod
     def _catalog_exists(cls, v: str | None, info: ValidationInfo) -> str | None:
         return _file_next_to_plan(v, info)

@@ -29,6 +29,13 @@ from optimizer.planning.problem import (
 from optimizer.planning.solution import FleetSolution, capacity_block_parts
 
 
+def offer_tier(o) -> str:
+    """The offer's tier (``tier`` column: hyperscaler, neocloud, marketplace; issue 26), "" when unknown."""
+    t = o.get("tier") if hasattr(o, "get") else None
+    t = "" if t is None or str(t) in ("<NA>", "nan") else str(t)
+    return t
+
+
 @dataclass
 class FleetLine:
     """A line of a plan.
@@ -70,6 +77,7 @@ class FleetLine:
     as_of: str
     estimated: bool
     total_usd: float = 0.0
+    tier: str = ""
     start_month: int = 1
     end_month: int = 1
     term_end: str = ""
@@ -127,6 +135,9 @@ class FleetResult:
     next_best: list[dict[str, Any]] = field(default_factory=list)
     demand_sensitivity: list[dict[str, Any]] = field(default_factory=list)
     binding: list[str] = field(default_factory=list)
+    targets: list[dict[str, Any]] = field(default_factory=list)        # the plan priced at other serving targets
+    marketplace: dict[str, Any] | None = None                          # the plan with marketplace offers allowed
+    precision: dict[str, Any] | None = None                            # the plan with FP8 allowed
     rules: list[str] = field(default_factory=list)
     reason: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
@@ -318,7 +329,7 @@ def _purchase_lines(problem: FleetProblem, sol: FleetSolution) -> list[FleetLine
                                          and savings_plan_scope(idx[(w, ok)].offer) == s.scope}),
                        utilization=round(min(1.0, used / (x * HOURS_PER_MONTH * months_in)), 4) if months_in else None,
                        break_even_utilization=None, upfront_usd=round(s.upfront_share * whole, 2),
-                       commitment_usd=round(whole, 2), source=str(o.get("source") or ""),
+                       commitment_usd=round(whole, 2), source=str(o.get("source") or ""), tier=offer_tier(o),
                        as_of=str(o.get("as_of") or ""), estimated=is_estimated(o.get("source") or ""),
                        offering_class=cls)
         ln.total_usd = round(problem.plan_slot_cost(s) * x, 2)
@@ -361,7 +372,7 @@ def _line(o, count, hours, monthly, users: dict[str, Candidate], util, be, upfro
                      monthly_usd=round(monthly, 2), gpu_model=o["gpu_model"], gpu_count=float(o["gpu_count"]),
                      gpu_memory_gib=float(o["gpu_memory_gib"]), workloads=sorted(users), utilization=util,
                      break_even_utilization=be, upfront_usd=round(upfront, 2), commitment_usd=round(commitment, 2),
-                     source=str(o.get("source") or ""), as_of=str(o.get("as_of") or ""),
+                     source=str(o.get("source") or ""), as_of=str(o.get("as_of") or ""), tier=offer_tier(o),
                      estimated=is_estimated(o.get("source") or ""),
                      gpus_per_replica=float(getattr(sizing, "gpus_per_replica", 0.0) or 0.0),
                      tensor_parallel=int(getattr(c, "tensor_parallel", 0) or getattr(sizing, "tensor_parallel", 0)

@@ -93,7 +93,7 @@ def separable(problem: FleetProblem, allowed: set[str] | None = None, apart: boo
         return "objective is not cost"
     if problem.has_purchases(allowed):
         return "capacity blocks or savings plans (sized purchases the MILP plans)"
-    if problem.budgets.any() or problem.max_instances is not None or problem.spread:
+    if problem.budgets.any() or problem.max_instances is not None or problem.spread or problem.quotas:
         return "budgets, quotas or zone spread"
     periods = problem.periods or []
     seen: dict[str, str] = {}

@@ -166,7 +166,7 @@ def _fits(sub: FleetProblem, seconds: float, allowed: set[str] | None = None) ->
 
 
 def _restricted(problem: FleetProblem, subset: dict) -> FleetProblem:
-    kept = subset if problem.max_instances is not None else prune_fleet(
+    kept = subset if problem.capped else prune_fleet(
         subset, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity, problem.placement,
         problem.spread, problem.single_slot_costs(), problem.payment_matters())[0]
     return problem.replace(budgets=Budgets(), budget_usd=None, objective="cost", cands=kept)
@@ -614,8 +614,8 @@ def why_infeasible(problem: FleetProblem, solver, time_limit_s, gap_rel) -> dict
                     "message": (f"{w.name} cannot finish within {w.deadline_hours:g} h with the capacity allowed "
                                 f"(spot caps, pricing limits); the earliest deadline it can meet is about "
                                 f"{math.ceil(hi)} h (or allow more spot capacity / on-demand)")}
-    if problem.max_instances is not None:
-        free = problem.replace(max_instances=None, budgets=Budgets(), budget_usd=None)
+    if problem.capped:
+        free = problem.replace(max_instances=None, quotas=None, budgets=Budgets(), budget_usd=None)
         s = solve_cost(free, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel)
         if s.report.status in ("optimal", "time_limit"):
             counts: dict[tuple, float] = {}
@@ -630,6 +630,13 @@ def why_infeasible(problem: FleetProblem, solver, time_limit_s, gap_rel) -> dict
             for k, n in s.N.items():
                 key = (spot_group(free.slots[k].offer), -1)
                 counts[key] = counts.get(key, 0.0) + n
+            if problem.quotas and problem.max_instances is None:
+                from optimizer.planning.plan import quota_notes
+
+                needs = "; ".join(n.replace("quota: ", "") for n in quota_notes(free.replace(quotas=problem.quotas), s))
+                return {"kind": "quota", "message": (
+                    "the demand cannot be met within your quotas (--quota); the cheapest plan without them "
+                    f"needs: {needs} — request more quota or allow more providers, regions or GPUs")}
             most = math.ceil(max(counts.values(), default=0.0) - 1e-9)
             return {"kind": "max_instances", "message": (
                 f"the demand cannot be met with at most {problem.max_instances} instances of one instance type per "

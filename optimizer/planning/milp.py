@@ -38,7 +38,9 @@ Constraints
     placement:      sum_g y_wg = 1;  A_wob, X_wob <= M_wo y_wg(o)   (M_wo: the most units of o w could need)
     training:       sum_{p,b} n_p sum_o th_wo 3600 h_wb (A_wob + X_wob) >= W_w Z_w, h_wb = hours of b inside w's window;
                     capacity blocks of a job: 24 x unit-days >= (1 + margin_w) x unit-hours used (schedule margin)
-    quotas:         instances of one instance type in one region <= max_instances, every block
+    quotas:         instances of one instance type in one region <= max_instances, every block; with --quota, per
+                    quota q (providers.quotas: AWS vCPU classes, Azure families, GCP GPU metrics) and block:
+                    sum units_q(o) k_wo (A + X) <= headroom_q (capacity blocks draw on none)
     budgets:        cash in the first month of every period <= budget (monthly spend: hourly + recurring of the
                     commitments that cover it + upfronts bought that month);  cost <= budget_total;
                     sum upfront N <= max_upfront;  sum commitment N <= max_commitment
@@ -190,6 +192,13 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
     spot: dict[tuple[tuple, int], dict] = {}
     quota: dict[tuple[tuple, int], dict] = {}
     vid = 0
+    quota_rows: dict[tuple, dict] = {}
+    quota_cache: dict[str, list] = {}
+
+    def quota_of(ok: str, offer) -> list:
+        if ok not in quota_cache:
+            quota_cache[ok] = problem.quotas.keys_for(offer)
+        return quota_cache[ok]
     for w in problem.workloads:
         cat = pulp.LpContinuous if (w.training or w.divisible or relax) else pulp.LpInteger
         cands = [c for c in problem.cands.get(w.name, []) if allowed is None or c.offer["pricing"] in allowed]
@@ -273,6 +282,13 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                     cash[v] = cash.get(v, 0.0) + c.usd_per_unit_hour * b.hours
                     if c.offer["pricing"] == "spot":
                         spot.setdefault((spot_group(c.offer), bi), {})[v] = k
+                if problem.quotas is not None and kind != CAPACITY_BLOCK:  # --quota: running instances (issue 26)
+                    for qk, per in quota_of(ok, c.offer):
+                        if per is None:
+                            v.upBound = 0  # its size is unknown: no count of it can be shown to fit
+                        else:
+                            qt = quota_rows.setdefault((qk, bi), {})
+                            qt[v] = qt.get(v, 0.0) + k * float(per)
                 if problem.max_instances is not None and not c.committed:  # reservations: counted by N below
                     q = quota.setdefault((spot_group(c.offer), bi), {})
                     q[v] = q.get(v, 0.0) + k
@@ -456,6 +472,8 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                     q[V.N[k]] = q.get(V.N[k], 0.0) + 1.0
         for j, ((g, bi), terms) in enumerate(sorted(quota.items(), key=lambda kv: (kv[0][0], kv[0][1]))):
             m += pulp.LpAffineExpression(terms) <= float(problem.max_instances), f"quota_{j}_{bi}"
+    for j, ((qk, bi), terms) in enumerate(sorted(quota_rows.items(), key=lambda kv: (kv[0][0].label, kv[0][1]))):
+        m += pulp.LpAffineExpression(terms) <= float(problem.quotas.headroom(qk)) + 1e-9, f"vquota_{j}_{bi}"
     cost = pulp.LpAffineExpression(V.cost_terms)
     bg = problem.budgets
     if with_budgets:

@@ -45,7 +45,7 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
                gap_rel: float = 0.001, explain: bool = True, merge_note: str = "",
                max_instances: int | None = None, horizon_months: int | None = None, leftover_value: float = 0.0,
                placement: str = "region", spread: str = "", budgets: Budgets | None = None,
-               start_date: _dt.date | None = None) -> FleetResult:
+               start_date: _dt.date | None = None, quotas=None) -> FleetResult:
     """Plan several workloads over a horizon (minimum cost, or maximum ROI by Dinkelbach).
 
     Args: as :func:`make_problem`; solver "auto"|"cbc"|"highs"; time_limit_s: wall time of the plan's own solve;
@@ -63,7 +63,7 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
     problem = make_problem(workloads, profiles, offers, budget_usd=budget_usd, objective=objective, pricing=pricing,
                            spot_capacity=spot_capacity, max_instances=max_instances, horizon_months=horizon_months,
                            leftover_value=leftover_value, placement=placement, spread=spread, budgets=budgets,
-                           start_date=start_date, keep_unpruned=explain)
+                           start_date=start_date, keep_unpruned=explain, quotas=quotas)
     solver = resolve_solver(solver)
     progress.update("solving", detail=f"{sum(len(c) for c in problem.cands.values()):,} candidates, "
                                       f"{len(problem.blocks)} blocks")
@@ -166,6 +166,7 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
     if any(ln.estimated for ln in res.lines):
         res.notes.append("some prices are estimated (source rule:...): reserved rates derived from a documented discount rule")
     res.notes.extend(zone_notes(problem, res.lines))
+    res.notes.extend(quota_notes(problem, sol))
     if mo["after_horizon_usd"] > 0:
         res.notes.append(f"commitments outlive the {problem.horizon_months}-month horizon: ${mo['after_horizon_usd']:,.2f} "
                          f"is still paid after it, counted in the total at {100 * (1 - problem.leftover_value):.0f} %"
@@ -183,8 +184,161 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
             fx.explain_into(res, problem, sol, solver, time_limit_s, gap_rel, mo, plan_seconds=rep.seconds)
         finally:
             progress.release()
+    if explain and objective == "cost" and any(not w.training for w in workloads):
+        progress.update("pricing the other serving targets and tiers")
+        again = dict(profiles=profiles, offers=offers, budget_usd=budget_usd, objective=objective, pricing=pricing,
+                     spot_capacity=spot_capacity, solver=solver, time_limit_s=min(time_limit_s, ALTERNATIVE_TIME_S),
+                     gap_rel=gap_rel, max_instances=max_instances, horizon_months=horizon_months,
+                     leftover_value=leftover_value, placement=placement, spread=spread, budgets=budgets,
+                     start_date=start_date, quotas=quotas)
+        res.targets = target_alternatives(workloads, res, again)
+        res.marketplace = marketplace_alternative(workloads, res, problem, again)
+        res.precision = precision_alternative(workloads, res, again)
+        if res.marketplace and res.marketplace.get("total_usd") is not None \
+                and res.marketplace["total_usd"] < res.total_usd - 0.01:
+            res.notes.append(
+                f"marketplace offers (third-party hosts without a data-centre SLA) were kept from the serving "
+                f"workloads: allowing them (--allow-marketplace) would cost ${res.marketplace['total_usd']:,.2f} over "
+                f"the horizon, ${res.total_usd - res.marketplace['total_usd']:,.2f} less")
     res.solver["total_seconds"] = round(time.perf_counter() - t0, 3)
     return res
+
+
+#: Seconds each alternative plan (another serving target, marketplace offers allowed) may take.
+ALTERNATIVE_TIME_S = 20.0
+
+
+def _alt_plan(workloads, kw: dict) -> dict:
+    """Plan ``workloads`` again without explanations; its total, or why there is none."""
+    r = plan_fleet(workloads, kw["profiles"], kw["offers"], explain=False,
+                   **{k: v for k, v in kw.items() if k not in ("profiles", "offers")})
+    if not r.feasible:
+        return {"status": r.status, "total_usd": None,
+                "reason": (r.reason or {}).get("message", r.status)}
+    out = {"status": r.status, "total_usd": round(r.total_usd, 2), "max_month_usd": round(r.max_month_usd, 2),
+           "gap": r.solver.get("gap")}
+    return out
+
+
+def target_alternatives(workloads, res, kw: dict) -> list[dict]:
+    """The plan priced at each serving target of ``optimizer.sizing.serving.ALTERNATIVE_SCENARIOS`` (interactive,
+    chat, offline/batch) for every serving workload, beside this plan (issue 26: "every serving plan shows beside it
+    what the interactive and the batch (offline) targets would cost"). Targets a workload sets itself (ttft_ms,
+    tpot_ms) are replaced by the scenario's in the alternative."""
+    import dataclasses
+
+    from optimizer.sizing.serving import ALTERNATIVE_SCENARIOS, SCENARIOS
+
+    serving = [w for w in workloads if not w.training]
+    own = {w.workload.scenario for w in serving
+           if w.workload.ttft_slo_ms is None and w.workload.tpot_slo_ms is None}
+    out = [{"scenario": "this plan", "targets": sorted(own) if own else ["yours"], "total_usd": round(res.total_usd, 2),
+            "status": res.status}]
+    for sc in ALTERNATIVE_SCENARIOS:
+        if own == {sc} and len(serving) and all(w.workload.scenario == sc for w in serving):
+            continue
+        alt = [dataclasses.replace(w, workload=dataclasses.replace(w.workload, scenario=sc, ttft_slo_ms=None,
+                                                                     tpot_slo_ms=None)) if not w.training else w
+               for w in workloads]
+        ttft, tpot = SCENARIOS[sc]
+        row = {"scenario": sc, "ttft_ms": ttft, "tpot_ms": tpot}
+        try:
+            row.update(_alt_plan(alt, kw))
+        except Exception as exc:  # an alternative is a comparison: its failure never costs the plan
+            row.update({"status": "not_computed", "total_usd": None, "reason": str(exc)})
+        out.append(row)
+    return out
+
+
+def precision_alternative(workloads, res, kw: dict) -> dict | None:
+    """The plan with FP8 allowed beside the stated precision of every serving workload that does not allow it
+    (issue 26: "a 405B bf16 plan on H100 costs 40 % more than the FP8 plan ... and the plan does not say so"): its
+    total, what it saves, and the quality rule (gpuopt.request.AUTO_PRECISIONS). None when every serving workload
+    already allows fp8."""
+    import dataclasses
+
+    todo = [w for w in workloads if not w.training
+            and "fp8" not in (tuple(w.workload.precision_options or ()) or (w.workload.precision,))]
+    if not todo:
+        return None
+    names = {w.name for w in todo}
+
+    def with_fp8(w):
+        opts = tuple(w.workload.precision_options or ()) or (w.workload.precision,)
+        return dataclasses.replace(w, workload=dataclasses.replace(
+            w.workload, precision=opts[0], precision_options=tuple(dict.fromkeys(opts + ("fp8",)))))
+    alt = [with_fp8(w) if w.name in names else w for w in workloads]
+    row = {"precision": "fp8 allowed", "workloads": sorted(names),
+           "rule": "FP8 W8A8 on GPUs with FP8 tensor cores: 99 % or more of BF16 accuracy (arXiv 2411.02355); vLLM "
+                   "quantizes a BF16 checkpoint to FP8 on load"}
+    try:
+        row.update(_alt_plan(alt, kw))
+    except Exception as exc:  # a comparison only
+        row.update({"status": "not_computed", "total_usd": None, "reason": str(exc)})
+    return row
+
+
+def marketplace_alternative(workloads, res, problem, kw: dict) -> dict | None:
+    """The plan with marketplace-tier offers allowed for the serving workloads, when some were kept out (issue 26:
+    "a plan that excluded a cheaper marketplace offer says what it would have cost"); None when none was."""
+    import dataclasses
+
+    kept_out = sum(problem.rejected.get(w.name, {}).get("marketplace_tier", 0) for w in workloads if not w.training)
+    if not kept_out:
+        return None
+    alt = [dataclasses.replace(w, allow_marketplace=True) if not w.training else w for w in workloads]
+    try:
+        return {"offers_kept_out": int(kept_out), **_alt_plan(alt, kw)}
+    except Exception as exc:  # a comparison only
+        return {"offers_kept_out": int(kept_out), "status": "not_computed", "total_usd": None, "reason": str(exc)}
+
+
+def quota_needs(problem, sol) -> dict:
+    """The most of each quota the plan draws on in any block: {QuotaKey: (units, limit or None)} (issue 26). Running
+    instances count (hourly and committed units; a reservation or savings plan is billing over On-Demand capacity);
+    capacity blocks draw on none (providers.quotas)."""
+    from providers.quotas import quota_keys
+
+    idx = cand_index(problem)
+    by_block: dict[int, dict] = {}
+    keys_of: dict[str, tuple] = {}
+    for store in (sol.A, sol.X):
+        for (w, ok, bi), x in store.items():
+            if x <= 1e-9:
+                continue
+            c = idx[(w, ok)]
+            if ok not in keys_of:
+                pairs = {k: k.units_per_instance for k in quota_keys(c.offer)}
+                if problem.quotas is not None:
+                    pairs.update(dict(problem.quotas.keys_for(c.offer)))
+                keys_of[ok] = tuple(pairs.items())
+            for key, per in keys_of[ok]:
+                if per is None:
+                    continue
+                d = by_block.setdefault(bi, {})
+                d[key] = d.get(key, 0.0) + float(per) * float(c.instances_per_unit) * float(x)
+    out: dict = {}
+    for d in by_block.values():
+        for key, n in d.items():
+            out[key] = max(out.get(key, 0.0), n)
+    table = problem.quotas
+    return {k: (n, table.limit_of(k) if table is not None else None) for k, n in out.items()}
+
+
+def quota_notes(problem, sol) -> list[str]:
+    """One note per quota the plan needs: its name, the most it runs at once and the limit when known (issue 26: new
+    AWS accounts have 0 vCPUs of P-instance quota in most regions)."""
+    out = []
+    for key, (n, lim) in sorted(quota_needs(problem, sol).items(), key=lambda kv: kv[0].label):
+        if lim is None and key.provider not in ("aws", "azure", "gcp"):
+            continue  # no published quota system (providers.quotas): only a quota file limits it
+        unit = "vCPUs" if key.unit == "vcpus" else "GPUs" if key.unit == "gpus" else key.unit
+        if lim is None:
+            out.append(f"quota: needs {n:,.0f} {unit} of {key.label} (check it: new accounts often have 0; "
+                       "--quota FILE plans within yours)")
+        else:
+            out.append(f"quota: uses {n:,.0f} of {lim.headroom:,.0f} {unit} left of {key.label} (--quota)")
+    return out
 
 
 def zone_notes(problem, lines) -> list[str]:

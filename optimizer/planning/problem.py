@@ -283,6 +283,7 @@ class FleetProblem:
     rejected: dict[str, dict[str, int]] = field(default_factory=dict)
     unpruned: dict[str, list[Candidate]] | None = None   # every candidate, for strategies over other pricing sets
     max_instances: int | None = None                      # quota per instance type and region (instances)
+    quotas: Any = None                                    # providers.quotas.QuotaTable (--quota, live quotas)
     horizon_months: int = 1
     periods: list[Period] | None = None
     leftover_value: float = 0.0
@@ -296,6 +297,11 @@ class FleetProblem:
     slots: dict[str, Slot] = field(default_factory=dict, init=False)
     plan_slots: dict[str, PlanSlot] = field(default_factory=dict, init=False)   # savings plans that can be bought
     _slots_of: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @property
+    def capped(self) -> bool:
+        """A quota caps instances (``max_instances`` or ``--quota`` limits): dominance pruning is not safe."""
+        return self.max_instances is not None or bool(self.quotas)
 
     def __post_init__(self) -> None:
         if self.budget_usd is not None and self.budgets.monthly is None:

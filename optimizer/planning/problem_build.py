@@ -74,7 +74,7 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
                  spot_capacity: int = DEFAULT_SPOT_CAPACITY, prune: bool = True,
                  max_instances: int | None = None, horizon_months: int | None = None, leftover_value: float = 0.0,
                  placement: str = "region", spread: str = "", budgets: Budgets | None = None,
-                 start_date: _dt.date | None = None, keep_unpruned: bool = True,
+                 start_date: _dt.date | None = None, keep_unpruned: bool = True, quotas: Any = None,
                  _rows: dict[str, Any] | None = None, _tables: dict[str, Any] | None = None) -> FleetProblem:
     """The problem: periods of the horizon, the blocks of each, candidates per workload (sizing on every offer,
     filtered by pricing and spot permission), then pruned.
@@ -159,7 +159,7 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
               for w, u in usable.items()}
     usable = {w: u & ~bought[w] for w, u in usable.items()}
     budgets_ = budgets
-    do_prune = prune and max_instances is None  # with quotas, dominance is not safe (DESIGN.md): keep every candidate
+    do_prune = prune and max_instances is None and not quotas  # with quotas, dominance is not safe (DESIGN.md): keep every candidate
     n_all = sum(int(u.sum()) for u in usable.values()) + sum(int(b.sum()) for b in bought.values())
     if _rows is not None:
         usable = {w: u & _rows[w] for w, u in usable.items()}
@@ -220,7 +220,7 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
                            horizon_months=H, periods=periods, leftover_value=float(leftover_value),
                            placement=placement, spread=spread, budgets=budgets, start_date=start_date,
                            horizon_note=note, profiles=None if isinstance(profiles, list) else dict(profiles),
-                           merge_note=note_m, pruned=pruned)
+                           merge_note=note_m, pruned=pruned, quotas=quotas or None)
     problem.unpruned = full if keep_unpruned else None
     return problem
 

@@ -268,7 +268,7 @@ def drop_lone_training_commitments(problem: "FleetProblem") -> "FleetProblem":
     instance type nothing is dropped (the on-demand instances might not fit it). Jobs' other commitments and
     serving are untouched. Without this the example plan's two training jobs carried ~80 reservations each in every
     node of the placement search (issue 25: 23 leaf MILPs of 1.5-2.3k integers)."""
-    if problem.max_instances is not None:
+    if problem.capped:
         return problem
     serving_offers = {c.okey for w in problem.workloads if not w.training
                       for c in problem.cands.get(w.name, []) if c.committed}

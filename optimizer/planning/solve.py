@@ -47,8 +47,8 @@ def independent_parts(problem: FleetProblem, allowed: set[str] | None = None) ->
     budget there is one part. Without those ties the MILP's rows never mention two parts at once, so the minimum
     cost of the whole is the sum of the parts' minima (the decomposition of DESIGN.md "Making it fast")."""
     names = [w.name for w in problem.workloads]
-    if problem.budgets.any() or problem.objective != "cost" or len(names) < 2:
-        return [names]
+    if problem.budgets.any() or problem.objective != "cost" or len(names) < 2 or problem.quotas:
+        return [names]  # budgets (and --quota limits, issue 26) tie every workload together
     parent = {n: n for n in names}
 
     def find(n: str) -> str:
@@ -201,7 +201,7 @@ def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_r
 def as_unplaced(problem: FleetProblem) -> FleetProblem:
     """The problem without the one-group placement rule, its candidates pruned across groups (a relaxation of the
     placed problem; exact when each serving workload's candidates are already in one group)."""
-    kept = problem.cands if problem.max_instances is not None else prune_fleet(
+    kept = problem.cands if problem.capped else prune_fleet(
         problem.cands, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity, "any",
         problem.spread, problem.single_slot_costs(), problem.payment_matters())[0]
     return problem.replace(cands=kept, placement="any")
@@ -298,7 +298,7 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
     serving = placed(problem)
     all_groups = {w.name: frozenset(placement_group(c.offer, problem.placement) for c in base.get(w.name, []))
                   for w in serving}
-    if problem.spread != "zones" and problem.max_instances is None:
+    if problem.spread != "zones" and not problem.capped:
         drop = _dominated_groups(problem)
         all_groups = {w: (gs - drop) or gs for w, gs in all_groups.items()}
     costs = problem.single_slot_costs()
@@ -308,7 +308,7 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
                  for w, cs in base.items()}
         kept, _ = (prune_fleet(cands, problem.workloads, problem.blocks, problem.work_flops, problem.spot_capacity,
                                "any", problem.spread, costs, problem.payment_matters())
-                   if problem.max_instances is None else (cands, 0))
+                   if not problem.capped else (cands, 0))
         sub = problem.replace(cands=kept, placement="any")
         return drop_lone_training_commitments(sub) if hourly_allowed else sub
 

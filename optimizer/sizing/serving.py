@@ -236,6 +236,13 @@ FIT = ServingFit(
 GENERATIONS = ("volta", "turing", "ampere", "ada", "hopper", "blackwell", "other")
 
 
+#: NVIDIA generations without BF16 tensor cores (issue 26: two T4s were labelled "bf16"): Volta (the V100 datasheet
+#: lists FP16 tensor FLOPS and no BF16; shared/data/reference/gpu_specs.csv: "No TF32/BF16/FP8") and Turing (the T4
+#: datasheet lists FP16, INT8 and INT4 tensor performance only); BF16 tensor cores arrived with Ampere ("NVIDIA A100
+#: Tensor Core GPU Architecture" whitepaper: "BF16 ... new in A100").
+NO_BF16_GENERATIONS: tuple[str, ...] = ("volta", "turing")
+
+
 def gpu_generation(gpu: GpuSpec) -> str:
     """The GPU's generation from its datasheet row's ``architecture`` (``"Hopper (GH100)"`` -> ``hopper``);
     ``other`` for non-NVIDIA parts or an unknown architecture."""
@@ -255,11 +262,15 @@ def matmul_peak_flops(gpu: GpuSpec, precision: str) -> float:
 
     Raises:
         InputError("precision"): fp8 on a GPU without FP8 tensor cores (the datasheet lists no FP8 peak: Ampere,
-            Volta, Turing), fp4 on a GPU that is not Blackwell; an unknown precision.
+            Volta, Turing), fp4 on a GPU that is not Blackwell, bf16 on Volta or Turing
+            (:data:`NO_BF16_GENERATIONS`); an unknown precision.
     """
     if precision not in SERVE_PRECISIONS:
         raise InputError("precision", f"unknown serving precision {precision!r}", accepted=", ".join(SERVE_PRECISIONS))
     kind = MATMUL_PEAK[precision]
+    if precision == "bf16" and gpu_generation(gpu) in NO_BF16_GENERATIONS:
+        raise InputError("precision", f"{gpu.name} ({gpu_generation(gpu).title()}) has no BF16 tensor cores: serve it "
+                                      "as fp16 (the same bytes and peak)", accepted="fp16, int8, int4")
     if kind == "fp16":
         return gpu.fp16_tflops_dense * 1e12
     if not gpu.fp8_tflops_dense:

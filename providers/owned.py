@@ -335,6 +335,9 @@ def _commitment(name: str, line: int, values: dict[str, Any], line_of: Callable[
     if provider not in PROVIDERS:
         raise bad("provider", f"{provider!r} is not a known provider", ", ".join(PROVIDERS))
     pricing = need("pricing").lower()
+    if pricing in UNKNOWN_TERM_PRICING:  # written by --owned-out from an export that does not say the term
+        raise bad("pricing", f"{pricing!r}: the term length is unknown (the billing export did not say it); "
+                  "give it", ", ".join(c for c in OWNED_PRICING if c.startswith(pricing)))
     if pricing not in OWNED_PRICING:
         raise bad("pricing", f"{pricing!r} is not a commitment", ", ".join(OWNED_PRICING))
     spend = pricing in SAVINGS_PLAN_TERM_HOURS

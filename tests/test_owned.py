@@ -244,5 +244,22 @@ def test_cur_without_end_and_count(tmp_path):
     assert "end of term unknown" in c.note and "at least 3" in c.note
     out = tmp_path / "owned.csv"
     write_owned_csv([c], out)
-    with pytest.raises(InputError, match="line 2: pricing 'reserved' is not a commitment"):
+    with pytest.raises(InputError, match="line 2: pricing 'reserved': the term length is unknown.*reserved_1y, reserved_3y"):
+        load_owned_file(out)
+
+
+def test_review_owned_out(tmp_path):
+    """``gpuopt review --owned-out FILE`` writes the export's commitments as the --owned CSV."""
+    from typer.testing import CliRunner
+
+    from gpuopt.cli import app
+
+    out = tmp_path / "owned.csv"
+    r = CliRunner().invoke(app, ["review", "--usage", str(FIX / "focus_sample_1.0.csv"), "--format", "json",
+                                 "--owned-out", str(out)])
+    assert r.exit_code == 0, r.output
+    rows = out.read_text().splitlines()
+    assert rows[0] == ",".join(OWNED_COLUMNS) and len(rows) == 3
+    assert "2 with an unknown end of term" in r.stderr
+    with pytest.raises(InputError, match="line 2: pricing 'savings_plan': the term length is unknown.*savings_plan_1y, savings_plan_3y"):
         load_owned_file(out)

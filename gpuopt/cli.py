@@ -627,6 +627,7 @@ def review(
     scope: Annotated[str, typer.Option("--scope", help="shared: one recommendation pooled over every account; account: one per account.")] = "shared",
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the output to this file instead of stdout (needed by --format markdown and html; --format focus writes Parquet to a .parquet file, else CSV).")] = None,
     fmt: FormatOpt = "table",
+    owned_out: Annotated[Optional[Path], typer.Option("--owned-out", help="Also write the commitments the export shows as the CSV that --owned reads (unknown ends left empty: fill them in).")] = None,
 ):
     """Monthly cost review: what the GPU fleet cost, how well it was used, what to commit to and what it saves."""
     _inputs(usage, *([] if not Path(usage).is_dir() else sorted(p for p in Path(usage).rglob("*") if p.is_file())))
@@ -637,6 +638,15 @@ def review(
         result = api.review(usage=usage, usage_format=usage_format, lookback=lookback, term=term, payment=payment,
                             scope=scope)
         render.warnings(result.prices, result.warnings)
+        if owned_out is not None:
+            from providers.owned import owned_from_usage, write_owned_csv
+
+            owned = owned_from_usage(usage, fmt=usage_format)
+            write_owned_csv(owned, owned_out)
+            unknown = sum(1 for c in owned if c.end is None)
+            typer.echo(f"wrote {len(owned)} owned commitment(s) to {owned_out}"
+                       + (f"; {unknown} with an unknown end of term: fill in 'end' before --owned" if unknown
+                          else ""), err=True)
         if fmt in FILE_FORMATS:
             _write_file_format(result, fmt, output)
         else:

@@ -37,6 +37,28 @@ def _price_age_days(as_of: str | None, today: _dt.date | None = None) -> float |
     return float(((today or _dt.date.today()) - d).days)
 
 
+def _owned(plan, filtered, offers) -> tuple[list, list[str]]:
+    """The commitments of ``plan.owned`` (providers.owned.load_owned_file) the plan can count (instance
+    commitments of an instance type in the price data, whose term runs into the horizon), and notes on the others.
+    Savings plans owned are listed, not yet counted (said so)."""
+    if not plan.owned:
+        return [], []
+    from providers.owned import load_owned_file
+
+    known: dict[str, set[str]] = {}
+    for prov, it in offers[["provider", "instance_type"]].drop_duplicates().itertuples(index=False):
+        known.setdefault(str(prov), set()).add(str(it))
+    rows = load_owned_file(plan.resolve_path(plan.owned), known_types=known)
+    keep, notes = [], []
+    for c in rows:
+        if c.is_spend or not c.count:
+            notes.append(f"owned {c.commitment_discount_id}: a savings plan of {c.usd_per_hour or 0:g} USD/h is listed, "
+                         "not counted (owned instance commitments are; buy-side savings plans are planned as usual)")
+            continue
+        keep.append(c)
+    return keep, notes
+
+
 def _quotas(plan):
     """The quota table of ``plan.quota`` (providers.quotas.load_quota_file), or None."""
     if not plan.quota:
@@ -62,6 +84,8 @@ def _old_quotes(lines, prices_on=None) -> list[str]:
         age = _price_age_days(as_of)
         key = (ln.provider, ln.region, ln.instance_type, ln.pricing, ln.payment)
         undated = as_of == "unknown"  # a catalog row no dated source confirms (pricing_cache/build_snapshot.UNDATED)
+        if str(getattr(ln, "source", "") or "").startswith("owned:"):
+            continue  # an owned commitment: already paid, nothing to buy at a quote
         if key in seen or not (undated or (age is not None and age > limit)):
             continue
         seen.add(key)
@@ -893,6 +917,12 @@ def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "
     # text columns as categoricals: selecting rows of a big catalog 30x faster (records.as_categories)
     offers, info = _load(catalog, _date_or_none(plan.prices_on), categories=True)
     filtered, notes = plan_offers(plan, offers)
+    owned, owned_notes = _owned(plan, filtered, offers)
+    notes = notes + owned_notes
+    if owned:
+        from optimizer.planning.owned import owned_offers
+
+        filtered = owned_offers(filtered, owned, offers)
     log.info("plan: %d workload(s) %s over %d of %d offers after the plan's filters; solver %s, time limit %s s",
              len(ws), ", ".join(w.name for w in ws), len(filtered), len(offers), plan.solver, plan.time_limit_s)
     budgets = Budgets(monthly=plan.budget, total=plan.budget_total, upfront=plan.max_upfront,
@@ -903,7 +933,7 @@ def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "
                         solver="auto" if not solver_given and plan.solver == "cbc" else plan.solver,
                         time_limit_s=plan.time_limit_s, horizon_months=plan.horizon_months,
                         leftover_value=plan.leftover_value, placement=plan.placement, spread=plan.spread or "",
-                        quotas=_quotas(plan))
+                        quotas=_quotas(plan), owned=owned)
     log.info("plan: status %s, total %s USD, solver %s", result.status, result.total_usd, result.solver)
     result.notes.extend(notes)
     old_quotes = _old_quotes(result.lines, plan.prices_on)

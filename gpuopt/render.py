@@ -563,7 +563,8 @@ def _plan(con, plan) -> None:
                     + (f" {ln.offering_class}" if ln.offering_class in ("convertible", "compute", "ec2_instance")
                        and not covered else "")
                     + (f", {days} day{'s' if days > 1 else ''} paid whole when bought" if days else "")
-                    + (" (runs on the savings plan)" if covered else ""))
+                    + (" (runs on the savings plan)" if covered else "")
+                    + (f" — owned, reused ({ln.reused})" if getattr(ln, "reused", "") else ""))
         t.add_row(f"{ln.provider} {ln.region}" + (f"/{ln.zone}" if ln.zone else "")
                   + f" ({getattr(ln, 'tier', '') or 'tier unknown'})", ln.instance_type,
                   purchase, str(ln.count),

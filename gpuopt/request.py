@@ -508,6 +508,10 @@ class PlanRequest(_Parts):
     time_limit_s: PosFloat = _opt(60.0, group="solver", cli="--time-limit", doc="solver time limit, seconds")
     spot_capacity_per_offer: NonNegInt = _opt(DEFAULT_SPOT_CAPACITY, group="purchase", cli="--spot-capacity",
          doc="instances of one spot offer the plan may count on")
+    owned: str | None = _opt(None, group="purchase", cli="--owned",
+         doc="CSV/YAML of the commitments you already own (provider, region, instance_type, pricing, count, end, "
+             "commitment_discount_id; `gpuopt review --owned-out` writes it from a billing export): counted as paid, "
+             "the plan buys only what is missing (in a plan file: relative to its folder)")
     quota: str | None = _opt(None, group="purchase", cli="--quota",
          doc="CSV/YAML of your quotas (provider, region, family, limit, unit vcpus|gpus, used), as AWS Service "
              "Quotas, Azure usages or GCP quotas list them: the plan never exceeds them (in a plan file: relative "
@@ -549,7 +553,7 @@ class PlanRequest(_Parts):
             raise plan_error(f"must be a list of workloads, got {type(v).__name__}")
         return v
 
-    @field_validator("catalog", "quota")
+    @field_validator("catalog", "quota", "owned")
     @classmethod
     def _catalog_exists(cls, v: str | None, info: ValidationInfo) -> str | None:
         return _file_next_to_plan(v, info)

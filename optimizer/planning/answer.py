@@ -26,6 +26,7 @@ from optimizer.planning.problem import (
     purchase_kind,
     savings_plan_scope,
 )
+from optimizer.planning.owned import owned_id
 from optimizer.planning.solution import FleetSolution, capacity_block_parts
 
 
@@ -78,6 +79,7 @@ class FleetLine:
     estimated: bool
     total_usd: float = 0.0
     tier: str = ""
+    reused: str = ""                 # an owned commitment reused: its CommitmentDiscountId (issue 26)
     start_month: int = 1
     end_month: int = 1
     term_end: str = ""
@@ -373,7 +375,7 @@ def _line(o, count, hours, monthly, users: dict[str, Candidate], util, be, upfro
                      gpu_memory_gib=float(o["gpu_memory_gib"]), workloads=sorted(users), utilization=util,
                      break_even_utilization=be, upfront_usd=round(upfront, 2), commitment_usd=round(commitment, 2),
                      source=str(o.get("source") or ""), as_of=str(o.get("as_of") or ""), tier=offer_tier(o),
-                     estimated=is_estimated(o.get("source") or ""),
+                     reused=owned_id(o), estimated=is_estimated(o.get("source") or ""),
                      gpus_per_replica=float(getattr(sizing, "gpus_per_replica", 0.0) or 0.0),
                      tensor_parallel=int(getattr(c, "tensor_parallel", 0) or getattr(sizing, "tensor_parallel", 0)
                                          or max(1, int(getattr(sizing, "gpus_per_replica", 1) or 1))),

@@ -631,7 +631,7 @@ def why_infeasible(problem: FleetProblem, solver, time_limit_s, gap_rel) -> dict
                 key = (spot_group(free.slots[k].offer), -1)
                 counts[key] = counts.get(key, 0.0) + n
             if problem.quotas and problem.max_instances is None:
-                from optimizer.planning.plan import quota_notes
+                from optimizer.planning.limits import quota_notes
 
                 needs = "; ".join(n.replace("quota: ", "") for n in quota_notes(free.replace(quotas=problem.quotas), s))
                 return {"kind": "quota", "message": (

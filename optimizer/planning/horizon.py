@@ -122,14 +122,16 @@ def slot_starts(activities: Iterable[Activity], horizon: int, term_months: int) 
     return sorted(out)
 
 
-def periods(activities: Iterable[Activity], horizon: int, terms: Iterable[int] = (12, 36)) -> list[Period]:
+def periods(activities: Iterable[Activity], horizon: int, terms: Iterable[int] = (12, 36),
+            cuts_at: Iterable[int] = ()) -> list[Period]:
     """Cut the horizon into periods of alike months (module docstring).
 
-    Args: activities: every workload's; horizon: months; terms: commitment terms in months that may be bought.
+    Args: activities: every workload's; horizon: months; terms: commitment terms in months that may be bought;
+        cuts_at: more months to cut at (where an owned commitment's term ends, issue 26).
     Returns: the periods in time order, covering [0, horizon) without gaps.
     """
     acts = list(activities)
-    cuts = {0, horizon}
+    cuts = {0, horizon} | {int(c) for c in cuts_at}
     for a in acts:
         if a.training:
             s, e = a.window_hours()

@@ -143,7 +143,8 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
     periods = problem.periods or []
     slots = {k: s for k, s in problem.slots.items() if allowed is None or s.offer["pricing"] in allowed}
     for i, (k, s) in enumerate(slots.items()):
-        v = V.N[k] = pulp.LpVariable(f"N_{i}", lowBound=0, cat=cat_int)
+        given = problem.owned_count(s)  # an owned commitment: at most its instances, at $0 (already paid)
+        v = V.N[k] = pulp.LpVariable(f"N_{i}", lowBound=0, upBound=given, cat=cat_int)
         V.cost_terms[v] = problem.slot_cost(s)
         upfront, recurring = commitment_parts(s.offer)
         V.upfront_terms[v] = upfront

@@ -18,6 +18,7 @@ from optimizer.planning.answer import (
 )
 from optimizer.planning.candidates import DEFAULT_PRICING, candidates_for
 from optimizer.planning.horizon import month_label
+from optimizer.planning.limits import quota_notes, zone_notes
 from optimizer.planning import progress
 from optimizer.planning.problem import (
     DEFAULT_SPOT_CAPACITY,
@@ -45,7 +46,7 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
                gap_rel: float = 0.001, explain: bool = True, merge_note: str = "",
                max_instances: int | None = None, horizon_months: int | None = None, leftover_value: float = 0.0,
                placement: str = "region", spread: str = "", budgets: Budgets | None = None,
-               start_date: _dt.date | None = None, quotas=None) -> FleetResult:
+               start_date: _dt.date | None = None, quotas=None, owned: list | None = None) -> FleetResult:
     """Plan several workloads over a horizon (minimum cost, or maximum ROI by Dinkelbach).
 
     Args: as :func:`make_problem`; solver "auto"|"cbc"|"highs"; time_limit_s: wall time of the plan's own solve;
@@ -63,7 +64,8 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
     problem = make_problem(workloads, profiles, offers, budget_usd=budget_usd, objective=objective, pricing=pricing,
                            spot_capacity=spot_capacity, max_instances=max_instances, horizon_months=horizon_months,
                            leftover_value=leftover_value, placement=placement, spread=spread, budgets=budgets,
-                           start_date=start_date, keep_unpruned=explain, quotas=quotas)
+                           start_date=start_date, keep_unpruned=explain, quotas=quotas,
+                           owned=owned)
     solver = resolve_solver(solver)
     progress.update("solving", detail=f"{sum(len(c) for c in problem.cands.values()):,} candidates, "
                                       f"{len(problem.blocks)} blocks")
@@ -167,6 +169,11 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
         res.notes.append("some prices are estimated (source rule:...): reserved rates derived from a documented discount rule")
     res.notes.extend(zone_notes(problem, res.lines))
     res.notes.extend(quota_notes(problem, sol))
+    if owned:
+        from optimizer.planning.owned import owned_id as _oid, owned_notes
+
+        used = {_oid(problem.slots[k].offer): float(n) for k, n in sol.N.items() if k.startswith("owned:") and n}
+        res.notes.extend(owned_notes(owned, used, start_date, problem.horizon_months))
     if mo["after_horizon_usd"] > 0:
         res.notes.append(f"commitments outlive the {problem.horizon_months}-month horizon: ${mo['after_horizon_usd']:,.2f} "
                          f"is still paid after it, counted in the total at {100 * (1 - problem.leftover_value):.0f} %"
@@ -190,7 +197,7 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
                      spot_capacity=spot_capacity, solver=solver, time_limit_s=min(time_limit_s, ALTERNATIVE_TIME_S),
                      gap_rel=gap_rel, max_instances=max_instances, horizon_months=horizon_months,
                      leftover_value=leftover_value, placement=placement, spread=spread, budgets=budgets,
-                     start_date=start_date, quotas=quotas)
+                     start_date=start_date, quotas=quotas, owned=owned)
         res.targets = target_alternatives(workloads, res, again)
         res.marketplace = marketplace_alternative(workloads, res, problem, again)
         res.precision = precision_alternative(workloads, res, again)
@@ -291,83 +298,6 @@ def marketplace_alternative(workloads, res, problem, kw: dict) -> dict | None:
         return {"offers_kept_out": int(kept_out), **_alt_plan(alt, kw)}
     except Exception as exc:  # a comparison only
         return {"offers_kept_out": int(kept_out), "status": "not_computed", "total_usd": None, "reason": str(exc)}
-
-
-def quota_needs(problem, sol) -> dict:
-    """The most of each quota the plan draws on in any block: {QuotaKey: (units, limit or None)} (issue 26). Running
-    instances count (hourly and committed units; a reservation or savings plan is billing over On-Demand capacity);
-    capacity blocks draw on none (providers.quotas)."""
-    from providers.quotas import quota_keys
-
-    idx = cand_index(problem)
-    by_block: dict[int, dict] = {}
-    keys_of: dict[str, tuple] = {}
-    for store in (sol.A, sol.X):
-        for (w, ok, bi), x in store.items():
-            if x <= 1e-9:
-                continue
-            c = idx[(w, ok)]
-            if ok not in keys_of:
-                pairs = {k: k.units_per_instance for k in quota_keys(c.offer)}
-                if problem.quotas is not None:
-                    pairs.update(dict(problem.quotas.keys_for(c.offer)))
-                keys_of[ok] = tuple(pairs.items())
-            for key, per in keys_of[ok]:
-                if per is None:
-                    continue
-                d = by_block.setdefault(bi, {})
-                d[key] = d.get(key, 0.0) + float(per) * float(c.instances_per_unit) * float(x)
-    out: dict = {}
-    for d in by_block.values():
-        for key, n in d.items():
-            out[key] = max(out.get(key, 0.0), n)
-    table = problem.quotas
-    return {k: (n, table.limit_of(k) if table is not None else None) for k, n in out.items()}
-
-
-def quota_notes(problem, sol) -> list[str]:
-    """One note per quota the plan needs: its name, the most it runs at once and the limit when known (issue 26: new
-    AWS accounts have 0 vCPUs of P-instance quota in most regions)."""
-    out = []
-    for key, (n, lim) in sorted(quota_needs(problem, sol).items(), key=lambda kv: kv[0].label):
-        if lim is None and key.provider not in ("aws", "azure", "gcp"):
-            continue  # no published quota system (providers.quotas): only a quota file limits it
-        unit = "vCPUs" if key.unit == "vcpus" else "GPUs" if key.unit == "gpus" else key.unit
-        if lim is None:
-            out.append(f"quota: needs {n:,.0f} {unit} of {key.label} (check it: new accounts often have 0; "
-                       "--quota FILE plans within yours)")
-        else:
-            out.append(f"quota: uses {n:,.0f} of {lim.headroom:,.0f} {unit} left of {key.label} (--quota)")
-    return out
-
-
-def zone_notes(problem, lines) -> list[str]:
-    """Where to launch the serving replicas (issue 26): regional offers in a region with availability zones are
-    launched in distinct zones (the plan counted each instance as one zone under ``--spread zones``; by default two
-    replicas are planned and should sit in two zones); a region without zones is one location, said so."""
-    from providers.zones import region_has_zones
-
-    out = []
-    serving = {w.name: w for w in problem.workloads if not w.training and w.min_replicas > 1}
-    seen: set[tuple] = set()
-    for ln in lines:
-        names = [n for n in (getattr(ln, "workloads", None) or []) if n in serving]
-        if not names or ln.zone:
-            continue
-        key = (ln.provider, ln.region, tuple(names))
-        if key in seen:
-            continue
-        seen.add(key)
-        m = max(serving[n].min_replicas for n in names)
-        if region_has_zones(ln.provider, ln.region):
-            out.append(f"{', '.join(names)}: launch the {ln.provider} {ln.region} instances in at least {m} distinct "
-                       "availability zones (the price data is regional; "
-                       + ("the zone spread counted each instance as one zone)" if problem.spread == "zones" else
-                          "--spread zones makes it a rule of the plan)"))
-        else:
-            out.append(f"{', '.join(names)}: {ln.provider} {ln.region} has no availability zones: its {m} replicas "
-                       "share one location (a zone outage takes all of them; --spread zones plans across zones)")
-    return out
 
 
 def plan_workload(workload: "Workload", offers: "pd.DataFrame", *, name: str = "workload", allow_spot: bool = False,

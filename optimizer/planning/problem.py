@@ -19,6 +19,7 @@ from gpuopt.kernel.errors import InputError
 from gpuopt.kernel.records import HOURS_PER_MONTH, SAVINGS_PLAN_TERM_HOURS, WINDOW_MAX_DAYS
 from optimizer.planning.candidates import Candidate, text_values
 from optimizer.planning.horizon import TERM_MONTHS, Activity, Period, commitment_cost_factor, slot_starts
+from optimizer.planning.owned import owned_id, owned_months
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -284,6 +285,7 @@ class FleetProblem:
     unpruned: dict[str, list[Candidate]] | None = None   # every candidate, for strategies over other pricing sets
     max_instances: int | None = None                      # quota per instance type and region (instances)
     quotas: Any = None                                    # providers.quotas.QuotaTable (--quota, live quotas)
+    owned: dict[str, Any] = field(default_factory=dict)   # CommitmentDiscountId -> providers.owned.OwnedCommitment
     horizon_months: int = 1
     periods: list[Period] | None = None
     leftover_value: float = 0.0
@@ -300,8 +302,9 @@ class FleetProblem:
 
     @property
     def capped(self) -> bool:
-        """A quota caps instances (``max_instances`` or ``--quota`` limits): dominance pruning is not safe."""
-        return self.max_instances is not None or bool(self.quotas)
+        """A quota caps instances (``max_instances`` or ``--quota`` limits), or owned commitments give a few at $0:
+        dominance pruning (of offers and of placement groups) is not safe."""
+        return self.max_instances is not None or bool(self.quotas) or bool(self.owned)
 
     def __post_init__(self) -> None:
         if self.budget_usd is not None and self.budgets.monthly is None:
@@ -325,6 +328,14 @@ class FleetProblem:
                 if not c.committed:
                     continue
                 ok = c.okey
+                oid = owned_id(c.offer)
+                if oid:  # an owned commitment (optimizer.planning.owned): one slot, given, from month 0
+                    if oid in self.owned and f"owned:{oid}" not in slots:
+                        months = owned_months(self.owned[oid], self.start_date or _dt.date.today(),
+                                              self.horizon_months)
+                        if months > 0:
+                            slots[f"owned:{oid}"] = Slot(f"owned:{oid}", ok, c.offer, 0, months)
+                    continue
                 t = TERM_MONTHS[c.offer["pricing"]]
                 if t not in starts:
                     starts[t] = list(slot_starts(acts, self.horizon_months, t))
@@ -429,6 +440,11 @@ class FleetProblem:
         """Some candidate is a capacity block or a savings-plan rate (planned by the MILP only)."""
         return any(purchase_kind(c.offer) and (allowed is None or c.offer["pricing"] in allowed)
                    for cs in self.cands.values() for c in cs)
+
+    def owned_count(self, s: Slot) -> float | None:
+        """The instances an owned slot gives (its commitment's count), None for a slot that is bought."""
+        oid = owned_id(s.offer)
+        return float(self.owned[oid].count) if oid and oid in self.owned else None
 
     def slot_cost(self, s: Slot) -> float:
         """USD over the horizon of one instance of slot s (the whole term, less the leftover value)."""

@@ -75,6 +75,7 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
                  max_instances: int | None = None, horizon_months: int | None = None, leftover_value: float = 0.0,
                  placement: str = "region", spread: str = "", budgets: Budgets | None = None,
                  start_date: _dt.date | None = None, keep_unpruned: bool = True, quotas: Any = None,
+                 owned: list | None = None,
                  _rows: dict[str, Any] | None = None, _tables: dict[str, Any] | None = None) -> FleetProblem:
     """The problem: periods of the horizon, the blocks of each, candidates per workload (sizing on every offer,
     filtered by pricing and spot permission), then pruned.
@@ -108,7 +109,10 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
         H, note, periods, note_m = horizon_months or 1, "", None, ""
     else:
         H, note = horizon_for([w.activity() for w in workloads], horizon_months)
-        periods = make_periods([w.activity() for w in workloads], H)
+        from optimizer.planning.owned import owned_months
+
+        ends = [owned_months(c, start_date or _dt.date.today(), H) for c in (owned or [])]
+        periods = make_periods([w.activity() for w in workloads], H, cuts_at=[e for e in ends if 0 < e < H])
         merged: list[str] = []
         blocks = blocks_for_periods(periods, profiles, merged)
         note_m = "; ".join(merged)
@@ -159,7 +163,7 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
               for w, u in usable.items()}
     usable = {w: u & ~bought[w] for w, u in usable.items()}
     budgets_ = budgets
-    do_prune = prune and max_instances is None and not quotas  # with quotas, dominance is not safe (DESIGN.md): keep every candidate
+    do_prune = prune and max_instances is None and not quotas and not owned  # with quotas (or owned, $0 but few), dominance is not safe (DESIGN.md): keep every candidate
     n_all = sum(int(u.sum()) for u in usable.values()) + sum(int(b.sum()) for b in bought.values())
     if _rows is not None:
         usable = {w: u & _rows[w] for w, u in usable.items()}
@@ -220,7 +224,8 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
                            horizon_months=H, periods=periods, leftover_value=float(leftover_value),
                            placement=placement, spread=spread, budgets=budgets, start_date=start_date,
                            horizon_note=note, profiles=None if isinstance(profiles, list) else dict(profiles),
-                           merge_note=note_m, pruned=pruned, quotas=quotas or None)
+                           merge_note=note_m, pruned=pruned, quotas=quotas or None,
+                           owned={c.commitment_discount_id: c for c in (owned or [])})
     problem.unpruned = full if keep_unpruned else None
     return problem
 

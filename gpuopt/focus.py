@@ -408,7 +408,9 @@ def charges_from_plan(result, period_start=None, *, granularity: str = "month",
             used = committed * (1.0 if util is None else min(1.0, max(0.0, float(util))))
             # the recurring fee is the line's monthly_usd (exact to the cent); 0 for all upfront
             recurring = float(ln.monthly_usd) / committed if committed else 0.0
-            common.update(commitment_id=commitment_id(ln, term_start), term_start=term_start, term_end=term_end,
+            # an owned commitment reused (issue 26) keeps the provider's own id (its RI id, reservation or ARN)
+            cid = str(getattr(ln, "reused", "") or "") or commitment_id(ln, term_start)
+            common.update(commitment_id=cid, term_start=term_start, term_end=term_end,
                           recurring_unit_price=recurring, unused_hours=committed - used, usage_hours=used,
                           used_elsewhere=bool(getattr(ln, "scope", "")))
         else:

@@ -584,7 +584,7 @@ class GroupMinima:
     def _plan(self, w, cs, by_periods, active, demand) -> tuple | None:
         """The exact plan of ``w`` on candidates ``cs``; with an N+1 rule (``w.redundancy`` s > 0, issue 26) the
         least over thresholds t of the failure losses of ``cs`` (optimizer.planning.problem.failure_loss) of the
-        plan on the candidates losing at most t with demand s x d + t where d > 0: a plan whose largest loss is t*
+        plan on the candidates losing at most t with demand max(d, s x d + t) where d > 0: a plan whose largest loss is t*
         is feasible for t*, and any plan for t loses at most t, so capacity - loss >= s x d (exact)."""
         import numpy as np
 
@@ -605,7 +605,7 @@ class GroupMinima:
         tries = []
         for t in sorted({failure_loss(c) for c in cs}):
             sub = [c for c in cs if failure_loss(c) <= t + 1e-9]
-            dem = np.where(serving, w.redundancy * demand + t, 0.0)
+            dem = np.where(serving, np.maximum(demand, w.redundancy * demand + t), 0.0)
             tries.append((min(rate(c) for c in sub) * float(dem @ self.hours), t, sub, dem))
         best = None
         for lb, t, sub, dem in sorted(tries, key=lambda x: (x[0], x[1])):

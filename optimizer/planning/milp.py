@@ -349,7 +349,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                                               for v, a in cap_terms.items()}) >= 1000.0, f"demand_{tag}"
             if n1 and (roi or d > 0):
                 # capacity less the largest failure loss >= share x demand (served demand under ROI)
-                scale = 1000.0 / d if d > 0 else 1.0
+                scale = 1000.0 / max(d, 1e-3) if d > 0 else 1.0  # a demand of 1e-308 tokens/s: no inf
                 row = {v: a * scale for v, a in cap_terms.items()}
                 row[loss_var] = -scale
                 if roi:

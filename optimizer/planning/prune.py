@@ -24,6 +24,7 @@ from optimizer.planning.problem import (
     purchase_kind,
     spot_group,
 )
+from providers.zones import zone_of
 
 
 def dominates(o2: dict[str, Candidate], o1: dict[str, Candidate], p2: float, p1: float) -> bool:
@@ -69,7 +70,7 @@ def _same_place(a: dict[str, Any], b: dict[str, Any], placement: str, spread: st
     spread over zones, the same zone) and, for commitments, the same term."""
     if placement_group(a, placement) != placement_group(b, placement):
         return False
-    if spread == "zones" and str(a.get("zone") or "") != str(b.get("zone") or ""):
+    if spread == "zones" and zone_of(a) != zone_of(b):  # one failure domain (providers.zones, issue 26)
         return False
     if a["pricing"] in COMMITTED and a["pricing"] != b["pricing"] and not any_term:
         return False
@@ -138,7 +139,7 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
 
     def loc(o: dict[str, Any]) -> tuple:
         """What _same_place compares besides the term: only offers with the same loc can dominate each other."""
-        return placement_group(o, placement) + ((str(o.get("zone") or ""),) if spread == "zones" else ()) + \
+        return placement_group(o, placement) + (zone_of(o) if spread == "zones" else ()) + \
             ((str(o.get("payment") or ""),) if same_payment else ())
 
     committed = sorted((k for k in by_offer if offer_of[k]["pricing"] in COMMITTED), key=lambda k: (term_cost(k), k))
@@ -179,7 +180,7 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
         od_all = [c for c in cs if c.offer["pricing"] in HOURLY_UNCAPPED]
         groups: dict[tuple, list[Candidate]] = {}
         for c in od_all:
-            key = placement_group(c.offer, placement) + ((str(c.offer.get("zone") or ""),) if spread == "zones" else ())
+            key = placement_group(c.offer, placement) + (zone_of(c.offer) if spread == "zones" else ())
             groups.setdefault(key, []).append(c)
         od: list[Candidate] = []
         if w.training and w.workload.task in ("train", "finetune"):  # one cluster per job: per cluster, the

@@ -2,8 +2,9 @@
 
 Files of an older readable schema (``READABLE_SCHEMA_VERSIONS``: version 1 lacks ``fabric`` and ``zone_kind``,
 version 2 ``offering_class``, version 3 ``tier``) are read, never refused: the missing columns are filled from the
-documented facts (``providers._common.fill_facts``, ``fill_offering_class``). Both ``pricing_cache.store`` (the shipped snapshot) and
-``pricing_cache.cache`` (the user cache) read their files here, so neither imports the other for it.
+documented facts (``providers._common.fill_facts``, ``fill_offering_class``). Both ``pricing_cache.store`` (the
+shipped snapshot) and ``pricing_cache.cache`` (the user cache) read their files here, so neither imports the other
+for it.
 
 pandas is imported inside the function: importing this module is cheap.
 """

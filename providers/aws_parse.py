@@ -373,7 +373,7 @@ def join_offers(price_rows: list[dict[str, Any]], facts: dict[str, dict[str, Any
                 col.skip(0, itype, r["region"], f"no_gpu: no GPU facts for {itype} ({facts_from}); its price rows "
                                                 "are not GPU offers")
             continue
-        row = {c: r[c] for c in OFFER_COLUMNS if c not in OFFER_FACT_COLUMNS}  # fabric, zone_kind, tier: by offers_frame
+        row = {c: r[c] for c in OFFER_COLUMNS if c not in OFFER_FACT_COLUMNS}  # fabric, zone_kind, tier: offers_frame
         row.update({k: f[k] for k in GPU_FIELDS})
         if as_of is not None:
             row["as_of"] = as_of

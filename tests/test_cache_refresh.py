@@ -387,7 +387,8 @@ def test_a_cached_snapshot_of_schema_1_is_read_with_its_facts_filled(shipped):
 
     import pandas as pd
 
-    old = pd.read_csv(snap.csv_path, dtype=str, keep_default_na=False).drop(columns=list(FILLED_FROM_FACTS) + list(ADDED_IN_V3) + list(ADDED_IN_V4), errors="ignore")
+    old = pd.read_csv(snap.csv_path, dtype=str, keep_default_na=False).drop(
+        columns=list(FILLED_FROM_FACTS) + list(ADDED_IN_V3) + list(ADDED_IN_V4), errors="ignore")
     data = old.to_csv(index=False, lineterminator="\n").encode()
     snap.csv_path.write_bytes(data)
     meta = json.loads(snap.meta_path.read_text())

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from gpuopt.kernel.errors import SnapshotError
-from gpuopt.kernel.records import ADDED_IN_V3, ADDED_IN_V4, FILLED_FROM_FACTS, OFFER_COLUMNS, OFFER_DTYPES, SCHEMA_VERSION
+from gpuopt.kernel.records import (ADDED_IN_V3, ADDED_IN_V4, FILLED_FROM_FACTS, OFFER_COLUMNS, OFFER_DTYPES,
+                                   SCHEMA_VERSION)
 from pricing_cache import build_snapshot
 from pricing_cache.store import load_offers, snapshot_status
 from providers._common import OFFER_KEY

@@ -1,7 +1,7 @@
 """The offer tier (schema 4): hyperscaler, neocloud or marketplace, from each provider's own words.
 
 Sources (providers/facts.py, TIER_FACTS and RUNPOD_TIER_FACTS, quoted there):
-* RunPod FAQ (https://docs.runpod.io/faq): "Secure Cloud runs in T4 data centers by our trusted partners";
+* RunPod FAQ (https://docs.runpod.io/docs/faq): "Secure Cloud runs in T4 data centers by our trusted partners";
   "Community Cloud ... peer-to-peer GPU computing that connects individual compute providers to compute consumers.
   Our Community Cloud hosts are invite-only and vetted by us." Glossary: Secure Cloud "run[s] in T3/T4 data centers".
 * Vast.ai Concepts (https://docs.vast.ai/guides/concepts): "a marketplace that connects hosts (people and

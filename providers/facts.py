@@ -318,12 +318,13 @@ SRC_TIER_NEBIUS = ("Nebius docs (https://docs.nebius.com/overview/data-deletion)
                    "Nebius AI Cloud servers\"; regions of its own such as eu-north1 (Finland) "
                    "(https://docs.nebius.com/object-storage/overview) - Nebius AI Cloud sells its own servers, no "
                    "third-party hosts; neocloud is gpuopt's reading of it")
-SRC_TIER_RUNPOD_SECURE = ("RunPod docs, FAQ (https://docs.runpod.io/docs/faq): \"Secure Cloud runs in T4 data centers by "
-                          "our trusted partners\"; Glossary (https://docs.runpod.io/glossary): Secure Cloud is \"GPU "
-                          "instances that run in T3/T4 data centers, providing high reliability and security\"")
-SRC_TIER_RUNPOD_COMMUNITY = ("RunPod docs, FAQ (https://docs.runpod.io/docs/faq): \"Community Cloud ... peer-to-peer GPU "
-                             "computing that connects individual compute providers to compute consumers. Our "
-                             "Community Cloud hosts are invite-only and vetted by us.\"")
+SRC_TIER_RUNPOD_SECURE = ("RunPod docs, FAQ (https://docs.runpod.io/docs/faq): \"Secure Cloud runs in T4 data "
+                          "centers by our trusted partners\"; Glossary (https://docs.runpod.io/glossary): Secure "
+                          "Cloud is \"GPU instances that run in T3/T4 data centers, providing high reliability and "
+                          "security\"")
+SRC_TIER_RUNPOD_COMMUNITY = ("RunPod docs, FAQ (https://docs.runpod.io/docs/faq): \"Community Cloud ... "
+                             "peer-to-peer GPU computing that connects individual compute providers to compute "
+                             "consumers. Our Community Cloud hosts are invite-only and vetted by us.\"")
 SRC_TIER_VAST = ("Vast.ai docs, Concepts (https://docs.vast.ai/guides/concepts): \"Vast.ai is a marketplace that "
                  "connects hosts (people and datacenters with GPUs to rent out) with renters\"; \"Each host sets their "
                  "own prices, reliability expectations, and verification level.\"")

@@ -464,6 +464,10 @@ class OfferRow(_Open):
     interconnect: Optional[str] = None
     fabric: Optional[str] = None
     zone_kind: Optional[str] = None
+    tier: Optional[Literal["hyperscaler", "neocloud", "marketplace", ""]] = Field(
+        None, description="Who runs the machine, in the provider's own words (providers/facts.py): hyperscaler "
+                          "(AWS, Azure, GCP), neocloud (Lambda, CoreWeave, Nebius, RunPod Secure Cloud), marketplace "
+                          "(RunPod Community Cloud, Vast.ai); \"\" unknown, which is not marketplace.")
     pricing: Pricing
     payment: Payment
     offering_class: Optional[str] = None

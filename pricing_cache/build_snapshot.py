@@ -13,8 +13,9 @@ What goes in (see ``data/inputs/PROVENANCE.md``):
   snapshot's, else the AWS rule (medians of the real quotes).
 * Azure, GCP (the "more" file, 32 regions), Lambda (both files): on-demand (+ spot for Azure/GCP), reserved by rule
   for Azure and GCP (``providers.reserved_rules``), none for Lambda.
-* Every row's ``fabric`` and ``zone_kind`` (schema version 2) come from the documented facts in
-  ``providers/facts.py`` (cited there; no input file), filled by the importers' shared ``offers_frame``.
+* Every row's ``fabric`` and ``zone_kind`` (schema version 2) and ``tier`` (schema version 4) come from the
+  documented facts in ``providers/facts.py`` (cited there; no input file), filled by the importers' shared
+  ``offers_frame``.
 """
 
 from __future__ import annotations

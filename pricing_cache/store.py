@@ -4,8 +4,9 @@ The shipped snapshot is ``pricing_cache/data/offers.csv`` described by ``snapsho
 per-provider sources / as_of / row counts / skipped counts, sha256 of offers.csv), built by
 ``python -m pricing_cache.build_snapshot``. Loading it checks the schema version and the sha256 and raises
 ``SnapshotError`` with a clear message on any mismatch (a hand-edited or truncated file is never used silently).
-Files of an older readable schema (``READABLE_SCHEMA_VERSIONS``: version 1 lacks ``fabric`` and ``zone_kind``) are
-read, never refused: the missing columns are filled from the documented facts (``providers._common.fill_facts``).
+Files of an older readable schema (``READABLE_SCHEMA_VERSIONS``: version 1 lacks ``fabric`` and ``zone_kind``,
+versions 1-3 lack ``tier``) are read, never refused: the missing columns are filled from the documented facts
+(``providers._common.fill_facts``).
 
 pandas is imported inside the functions: importing this module is cheap.
 """

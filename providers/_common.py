@@ -65,16 +65,17 @@ def empty_offers() -> "pd.DataFrame":
 
 
 def fill_facts(df: "pd.DataFrame") -> "pd.DataFrame":
-    """The frame with ``fabric`` and ``zone_kind`` filled from the documented facts (providers/facts.py) wherever
-    they are absent or empty: fabric_of(provider, instance_type) and zone_kind_of(provider, region, zone).
-    A value already given (a user's offers CSV naming its fabric) is kept. Works on a copy; other columns and
-    their order are untouched (the two columns are appended when absent). The one place offers get these facts:
-    importers through :func:`offers_frame`, the price store when it reads files written before schema 2.
+    """The frame with ``fabric``, ``zone_kind`` and ``tier`` filled from the documented facts (providers/facts.py)
+    wherever they are absent or empty: fabric_of(provider, instance_type), zone_kind_of(provider, region, zone) and
+    tier_of(provider, instance_type). A value already given (a user's offers CSV naming its fabric or tier) is kept.
+    Works on a copy; other columns and their order are untouched (the columns are appended when absent). The one
+    place offers get these facts: importers through :func:`offers_frame`, the price store when it reads files
+    written before schema 2 (all three) or schema 4 (``tier``).
     """
     import numpy as np
     import pandas as pd
 
-    from providers.facts import fabric_of, zone_kind_of
+    from providers.facts import fabric_of, tier_of, zone_kind_of
 
     df = df.copy()
     n = len(df)
@@ -104,12 +105,14 @@ def fill_facts(df: "pd.DataFrame") -> "pd.DataFrame":
 
     prov, itype = text("provider"), text("instance_type")
     region, zone = given("region"), given("zone")
-    fab, kind = given("fabric"), given("zone_kind")
-    need_f, need_z = fab == "", kind == ""
+    fab, kind, tier = given("fabric"), given("zone_kind"), given("tier")
+    need_f, need_z, need_t = fab == "", kind == "", tier == ""
     fab[need_f] = facts(need_f, [prov, itype], fabric_of)
     kind[need_z] = facts(need_z, [prov, region, zone], zone_kind_of)
+    tier[need_t] = facts(need_t, [prov, itype], tier_of)
     df["fabric"] = fab
     df["zone_kind"] = kind
+    df["tier"] = tier
     return df
 
 
@@ -156,8 +159,8 @@ def offers_frame_from_columns(df: "pd.DataFrame") -> "pd.DataFrame":
 def offers_frame(rows: Iterable[dict[str, Any]]) -> "pd.DataFrame":
     """A DataFrame with exactly OFFER_COLUMNS in order and OFFER_DTYPES; missing float fields become NaN.
 
-    ``fabric`` and ``zone_kind`` may be absent or empty in the rows: they are filled from the documented facts
-    (:func:`fill_facts`), so every importer and live adapter gets them from one place.
+    ``fabric``, ``zone_kind`` and ``tier`` may be absent or empty in the rows: they are filled from the documented
+    facts (:func:`fill_facts`), so every importer and live adapter gets them from one place.
     """
     import pandas as pd
 

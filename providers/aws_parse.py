@@ -65,7 +65,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from gpuopt.kernel.errors import InputError
-from gpuopt.kernel.records import FILLED_FROM_FACTS, OFFER_COLUMNS, SAVINGS_PLAN_TERM_HOURS
+from gpuopt.kernel.records import OFFER_COLUMNS, OFFER_FACT_COLUMNS, SAVINGS_PLAN_TERM_HOURS
 from providers._common import ParseResult, check_unique, float_or_none, hourly_row, offers_frame
 from providers.aws_prices import (LINUX_OPERATION, NAME, PAYMENT_OPTIONS, SOURCE_PRICING, SOURCE_SAVINGS_PLANS,
                                   SOURCE_SPOT, SOURCE_TYPES, Collect, load_json, price_entries,
@@ -373,7 +373,7 @@ def join_offers(price_rows: list[dict[str, Any]], facts: dict[str, dict[str, Any
                 col.skip(0, itype, r["region"], f"no_gpu: no GPU facts for {itype} ({facts_from}); its price rows "
                                                 "are not GPU offers")
             continue
-        row = {c: r[c] for c in OFFER_COLUMNS if c not in FILLED_FROM_FACTS}  # fabric, zone_kind: by offers_frame
+        row = {c: r[c] for c in OFFER_COLUMNS if c not in OFFER_FACT_COLUMNS}  # fabric, zone_kind, tier: offers_frame
         row.update({k: f[k] for k in GPU_FIELDS})
         if as_of is not None:
             row["as_of"] = as_of

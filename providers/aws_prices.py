@@ -292,8 +292,8 @@ def _check_price_keys(rows: list[dict[str, Any]], source: str) -> None:
 
 def price_frame(rows: list[dict[str, Any]], col: Collect) -> "pd.DataFrame":
     """Price rows (dicts of :func:`products_price_rows`) as a DataFrame of OFFER_COLUMNS + ``operating_system``
-    (OFFER_DTYPES; ``fabric``/``zone_kind`` filled from the facts), with ``attrs["skipped"]`` and ``attrs["notes"]``
-    from ``col``; an empty frame of those columns when there are no rows."""
+    (OFFER_DTYPES; ``fabric``/``zone_kind``/``tier`` filled from the facts), with ``attrs["skipped"]`` and
+    ``attrs["notes"]`` from ``col``; an empty frame of those columns when there are no rows."""
     import pandas as pd
 
     cols = list(OFFER_COLUMNS) + list(_PRICE_EXTRA)

@@ -29,6 +29,13 @@ below), e.g. a user's offers CSV that names a fabric.
 
 Zone kind (``zone_kind_of``): ``""`` for a normal region or availability zone, ``local_zone`` for an AWS Local
 Zone, ``wavelength`` for an AWS Wavelength Zone. See the function for the rule.
+
+Tier (``tier_of``, ``TIERS``): who runs the machine an offer sells, from the provider's own words (``TIER_FACTS``,
+each with its source). ``hyperscaler`` AWS, Azure, GCP; ``neocloud`` Lambda, CoreWeave, Nebius and RunPod's Secure
+Cloud; ``marketplace`` RunPod's Community Cloud and Vast.ai. RunPod sells both under one name, so its tier is read
+from the product in the instance type (``...-community-cloud`` / ``...-secure-cloud``, the slugs of
+providers.published); a RunPod instance type naming neither, and any provider not in the table, is ``""``
+(unknown) — and unknown is not marketplace (``gpuopt.kernel.records.is_marketplace``).
 """
 
 from __future__ import annotations
@@ -39,10 +46,11 @@ from dataclasses import dataclass
 # FABRICS (inter-node fabrics; all but "ethernet" allow multi-node training; "" means unknown) and ZONE_KINDS
 # ("" normal, "local_zone", "wavelength") are defined with the offer columns in gpuopt.kernel.records (the ground floor
 # every package imports) and re-exported here.
-from gpuopt.kernel.records import FABRICS, ZONE_KINDS
+from gpuopt.kernel.records import FABRICS, TIERS, ZONE_KINDS
 
-__all__ = ["FABRICS", "ZONE_KINDS", "CLUSTER_FABRICS", "DEFAULT_GBPS_BY_FABRIC", "FabricFact", "fabric_fact",
-           "fabric_of", "fabric_gbps_per_node", "is_cluster_fabric", "zone_kind_of"]
+__all__ = ["FABRICS", "ZONE_KINDS", "TIERS", "CLUSTER_FABRICS", "DEFAULT_GBPS_BY_FABRIC", "FabricFact", "fabric_fact",
+           "fabric_of", "fabric_gbps_per_node", "is_cluster_fabric", "zone_kind_of", "TierFact", "TIER_FACTS",
+           "tier_fact", "tier_of"]
 
 #: The fabrics over which multi-node training is planned.
 CLUSTER_FABRICS: frozenset[str] = frozenset(f for f in FABRICS if f != "ethernet")
@@ -286,3 +294,90 @@ def zone_kind_of(provider: str, region: str, zone: str) -> str:
     if _AWS_LOCAL_ZONE_ID.match(z) or _AWS_LOCAL_ZONE_NAME.match(z):
         return "local_zone"
     return ""
+
+
+# --- tiers --------------------------------------------------------------------------------------------------
+# The quotations below are the providers' own documentation pages as stored and read on 2026-12-05; where a page
+# does not say "our data centres" in those words, the citation says what it does say and that the tier is gpuopt's
+# reading of it.
+SRC_TIER_AWS = ("AWS, a hyperscale cloud: capacity in AWS's own Regions and Availability Zones "
+                "(https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html)")
+SRC_TIER_AZURE = ("Microsoft Azure, a hyperscale cloud: capacity in Azure's own regions "
+                  "(https://learn.microsoft.com/azure/virtual-machines/sizes/overview)")
+SRC_TIER_GCP = ("Google Cloud, a hyperscale cloud: capacity in Google's own regions and zones "
+                "(https://cloud.google.com/compute/docs/regions-zones)")
+SRC_TIER_LAMBDA = ("Lambda docs, Billing (https://docs.lambda.ai/public-cloud/billing): \"Lambda Cloud charges for "
+                   "... On-Demand Cloud (ODC) instances\" - Lambda's own public cloud, one seller, no third-party "
+                   "hosts; neocloud is gpuopt's reading of it")
+SRC_TIER_COREWEAVE = ("CoreWeave docs, What CoreWeave manages (https://docs.coreweave.com/support/what-coreweave-"
+                      "manages): \"CoreWeave operates the physical infrastructure, the managed control plane, the "
+                      "Node images and drivers, and the health and replacement of hardware\"; General Access regions "
+                      "(https://docs.coreweave.com/docs/platform/regions/general-access): \"CoreWeave operates "
+                      "multiple Regions and Availability Zones\"")
+SRC_TIER_NEBIUS = ("Nebius docs (https://docs.nebius.com/overview/data-deletion): data \"physically deleted from "
+                   "Nebius AI Cloud servers\"; regions of its own such as eu-north1 (Finland) "
+                   "(https://docs.nebius.com/object-storage/overview) - Nebius AI Cloud sells its own servers, no "
+                   "third-party hosts; neocloud is gpuopt's reading of it")
+SRC_TIER_RUNPOD_SECURE = ("RunPod docs, FAQ (https://docs.runpod.io/docs/faq): \"Secure Cloud runs in T4 data "
+                          "centers by our trusted partners\"; Glossary (https://docs.runpod.io/glossary): Secure "
+                          "Cloud is \"GPU instances that run in T3/T4 data centers, providing high reliability and "
+                          "security\"")
+SRC_TIER_RUNPOD_COMMUNITY = ("RunPod docs, FAQ (https://docs.runpod.io/docs/faq): \"Community Cloud ... "
+                             "peer-to-peer GPU computing that connects individual compute providers to compute "
+                             "consumers. Our Community Cloud hosts are invite-only and vetted by us.\"")
+SRC_TIER_VAST = ("Vast.ai docs, Concepts (https://docs.vast.ai/guides/concepts): \"Vast.ai is a marketplace that "
+                 "connects hosts (people and datacenters with GPUs to rent out) with renters\"; \"Each host sets their "
+                 "own prices, reliability expectations, and verification level.\"")
+
+
+@dataclass(frozen=True)
+class TierFact:
+    """One documented fact: the tier of a provider's (or a RunPod product's) offers and where it is documented.
+
+    Attributes:
+        tier: one of TIERS.
+        source: the provider's page and its words (SRC_TIER_*).
+    """
+
+    tier: str
+    source: str
+
+
+#: The tier of every provider gpuopt has facts for (keys: the ``provider`` column, lower case). RunPod is not a key:
+#: its two products differ (:data:`RUNPOD_TIER_FACTS`).
+TIER_FACTS: dict[str, TierFact] = {
+    "aws": TierFact("hyperscaler", SRC_TIER_AWS),
+    "azure": TierFact("hyperscaler", SRC_TIER_AZURE),
+    "gcp": TierFact("hyperscaler", SRC_TIER_GCP),
+    "lambda": TierFact("neocloud", SRC_TIER_LAMBDA),
+    "coreweave": TierFact("neocloud", SRC_TIER_COREWEAVE),
+    "nebius": TierFact("neocloud", SRC_TIER_NEBIUS),
+    "vast": TierFact("marketplace", SRC_TIER_VAST),
+}
+
+#: RunPod's products by the word its instance types carry (``h100-sxm-community-cloud``, ``b200-secure-cloud``).
+RUNPOD_TIER_FACTS: dict[str, TierFact] = {
+    "community": TierFact("marketplace", SRC_TIER_RUNPOD_COMMUNITY),
+    "secure": TierFact("neocloud", SRC_TIER_RUNPOD_SECURE),
+}
+
+
+def tier_fact(provider: str, instance_type: str = "") -> TierFact | None:
+    """The documented tier of an offer, or None when there is none.
+
+    ``provider`` is looked up in :data:`TIER_FACTS`; for ``runpod`` the instance type decides: its words (split on
+    anything not a letter or digit) containing ``community`` give Community Cloud (marketplace), ``secure`` Secure
+    Cloud (neocloud); both or neither: None (unknown — a RunPod row is never guessed into either product).
+    """
+    p = str(provider or "").strip().lower()
+    if p != "runpod":
+        return TIER_FACTS.get(p)
+    words = set(re.split(r"[^a-z0-9]+", str(instance_type or "").lower()))
+    found = [fact for word, fact in RUNPOD_TIER_FACTS.items() if word in words]
+    return found[0] if len(found) == 1 else None
+
+
+def tier_of(provider: str, instance_type: str = "") -> str:
+    """The tier of an offer (one of TIERS), or "" when unknown (see :func:`tier_fact`)."""
+    fact = tier_fact(provider, instance_type)
+    return fact.tier if fact is not None else ""

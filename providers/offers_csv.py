@@ -15,6 +15,12 @@ fabric                     from the documented facts (``providers.facts.fabric_o
                            Name it (one of ``FABRICS``: efa, infiniband, rdma, tcpxo, tcpx, ethernet) for your
                            own cluster; its bandwidth is then the fabric's documented default
 zone_kind                  from the zone (``providers.facts.zone_kind_of``): "", local_zone or wavelength
+tier                       from the documented facts (``providers.facts.tier_of``): hyperscaler (aws, azure, gcp),
+                           neocloud (lambda, coreweave, nebius, runpod ``...secure-cloud``), marketplace (vast,
+                           runpod ``...community-cloud``); a provider of your own gets "" (unknown, shown as
+                           ``unknown``; unknown is not marketplace). Name it (one of ``TIERS``) for your own
+                           provider; for a provider the facts know, a given tier must be the documented one
+                           (``providers.validate`` refuses the row otherwise: ``tier_not_documented``)
 payment                    "" for on_demand/spot/capacity_block/flex_start; REQUIRED for reserved_1y/reserved_3y
 offering_class             reserved rows: ``standard`` or ``convertible`` (AWS reserved instances); default
                            ``standard`` for AWS, "" for other providers; "" for every other pricing
@@ -32,8 +38,8 @@ columns; an empty or non-numeric or non-positive ``usd_per_hour`` (a missing pri
 ``gpu_count`` and ``gpu_memory_gib`` > 0 (``gpu_count`` may be fractional); every number finite, and ``gpu_count``
 at most 64, ``gpu_memory_gib`` at most 16,384 (``providers._input``: sentinels and overflow; an absurd finite price
 is refused per row by providers.validate, ``bad_price``); ``pricing`` in PRICING_MODELS;
-``payment`` in PAYMENT_OPTIONS for reserved rows and empty otherwise; ``fabric`` in FABRICS and ``zone_kind`` in
-ZONE_KINDS when given; a ``gpu_model`` that is neither canonical nor
+``payment`` in PAYMENT_OPTIONS for reserved rows and empty otherwise; ``fabric`` in FABRICS, ``zone_kind`` in
+ZONE_KINDS and ``tier`` in TIERS when given; a ``gpu_model`` that is neither canonical nor
 mappable by ``providers.gpu_names.canonical_gpu``; mixed currencies or any currency other than USD (every price in
 gpuopt is compared in USD; convert first, with a dated FX rate); duplicate offer keys (provider, region, zone,
 instance_type, pricing, payment).
@@ -50,8 +56,8 @@ from typing import TYPE_CHECKING, Any
 
 from gpuopt.kernel.errors import InputError
 from gpuopt.kernel.records import (CANONICAL_GPUS, FABRICS, INTERCONNECTS, OFFER_COLUMNS, OFFER_DTYPES, PAYMENT_OPTIONS,
-                             PRICING_MODELS, SAVINGS_PLAN_CLASSES, SAVINGS_PLAN_TERM_HOURS, TERM_HOURS, ZONE_KINDS,
-                             default_offering_class)
+                             PRICING_MODELS, SAVINGS_PLAN_CLASSES, SAVINGS_PLAN_TERM_HOURS, TERM_HOURS, TIERS,
+                             ZONE_KINDS, default_offering_class)
 
 #: Offering classes of a reservation row (AWS reserved instances; "" for Azure and GCP's one kind).
 RESERVATION_CLASSES: tuple[str, ...] = ("", "standard", "convertible")
@@ -299,7 +305,7 @@ def _parse_columnar(text: str, header: list[str], name: str) -> "pd.DataFrame | 
     # pyarrow's Unicode case mapping is not Python's (final sigma, dotted capital I, newer letters): the columns
     # that are lower- or upper-cased must be ASCII here
     if not ascii_text and not all(pc.all(pc.string_is_ascii(s(c))).as_py()
-                                  for c in ("provider", "fabric", "zone_kind", "currency")):
+                                  for c in ("provider", "fabric", "zone_kind", "tier", "currency")):
         return None
     if not all_in(pc.utf8_upper(s("currency")), ("USD", "")):
         return None
@@ -369,9 +375,9 @@ def _parse_columnar(text: str, header: list[str], name: str) -> "pd.DataFrame | 
         vals[empty_ic] = [_default_interconnect(p, t) for p, t in zip(provs[empty_ic], types[empty_ic])]
         raw_ic = pa.array(vals, pa.string())
     interconnect = raw_ic
-    fabric, zone_kind = pc.utf8_lower(s("fabric")), pc.utf8_lower(s("zone_kind"))
+    fabric, zone_kind, tier = pc.utf8_lower(s("fabric")), pc.utf8_lower(s("zone_kind")), pc.utf8_lower(s("tier"))
     if not all_in(interconnect, INTERCONNECTS) or not all_in(fabric, ("",) + FABRICS) or \
-            not all_in(zone_kind, ZONE_KINDS):
+            not all_in(zone_kind, ZONE_KINDS) or not all_in(tier, ("",) + TIERS):
         return None
     provider, region, zone, itype = pc.utf8_lower(s("provider")), s("region"), s("zone"), s("instance_type")
     key = pc.binary_join_element_wise(provider, region, zone, itype, pricing, payment, oclass, "\x00")
@@ -389,8 +395,8 @@ def _parse_columnar(text: str, header: list[str], name: str) -> "pd.DataFrame | 
     with np.errstate(invalid="ignore"):
         if (is_p["spot"] & has & (price >= base)).any() or (reserved & has & (price > base * (1 + 1e-9))).any():
             return None
-    # fabric and zone_kind from the documented facts where not given, once per distinct key
-    from providers.facts import fabric_of, zone_kind_of
+    # fabric, zone_kind and tier from the documented facts where not given, once per distinct key
+    from providers.facts import fabric_of, tier_of, zone_kind_of
 
     def facts(given, keys, fn):
         need = mask(pc.equal(given, ""))
@@ -405,6 +411,7 @@ def _parse_columnar(text: str, header: list[str], name: str) -> "pd.DataFrame | 
 
     fabric = facts(fabric, [provider, itype], fabric_of)
     zone_kind = facts(zone_kind, [provider, region, zone], zone_kind_of)
+    tier = facts(tier, [provider, itype], tier_of)
 
     def text_col(a) -> "pd.Series":
         if isinstance(a, pa.ChunkedArray):
@@ -415,7 +422,8 @@ def _parse_columnar(text: str, header: list[str], name: str) -> "pd.DataFrame | 
         "provider": text_col(provider), "region": text_col(region), "zone": text_col(zone),
         "instance_type": text_col(itype), "gpu_model": text_col(gpu), "gpu_count": gcount, "gpu_memory_gib": gmem,
         "vcpus": nums["vcpus"][0], "memory_gib": nums["memory_gib"][0], "interconnect": text_col(interconnect),
-        "fabric": text_col(fabric), "zone_kind": text_col(zone_kind), "pricing": text_col(pricing),
+        "fabric": text_col(fabric), "zone_kind": text_col(zone_kind), "tier": text_col(tier),
+        "pricing": text_col(pricing),
         "payment": text_col(payment), "offering_class": text_col(oclass), "upfront_usd": upfront,
         "recurring_usd_per_hour": recurring,
         "usd_per_hour": price, "term_hours": np.where(hourly, 0.0, term),
@@ -529,12 +537,16 @@ def _row(line: int, header: list[str], rec: list[str], name: str, seen: dict[tup
     if zone_kind and zone_kind not in ZONE_KINDS:
         raise _err(line, f"zone_kind '{g('zone_kind')}' is not known (leave it empty for a normal zone)",
                    accepted=", ".join(k for k in ZONE_KINDS if k))
+    tier = g("tier").lower()
+    if tier and tier not in TIERS:
+        raise _err(line, f"tier '{g('tier')}' is not known (leave it empty to take it from the documented facts)",
+                   accepted=", ".join(TIERS))
     row = {"provider": g("provider").lower(), "region": g("region"), "zone": g("zone"),
            "instance_type": g("instance_type"), "gpu_model": gpu, "gpu_count": gpu_count,
            "gpu_memory_gib": gpu_mem,
            "vcpus": _num(line, "vcpus", g("vcpus"), required=False, positive=True),
            "memory_gib": _num(line, "memory_gib", g("memory_gib"), required=False, positive=True),
-           "interconnect": interconnect, "fabric": fabric, "zone_kind": zone_kind, "pricing": pricing,
+           "interconnect": interconnect, "fabric": fabric, "zone_kind": zone_kind, "tier": tier, "pricing": pricing,
            "payment": payment, "offering_class": oclass, "upfront_usd": upfront,
            "recurring_usd_per_hour": recurring, "usd_per_hour": price, "term_hours": term,
            "currency": currency, "source": g("source") or f"user:{name}", "as_of": g("as_of") or "unknown"}

@@ -22,6 +22,11 @@ and listed in ``skipped.csv``) and a detail naming the values:
                                (:data:`NOT_SOLD_ON_DEMAND`, with sources)
 ``not_sold_as``                a commitment (or other option) row for a shape sold only as spot or Flex-start
                                (:data:`SOLD_ONLY_AS`)
+``bad_tier``                   ``tier`` neither one of TIERS nor "" (unknown)
+``tier_not_documented``        a ``tier`` other than the one the provider's own words give it
+                               (``providers.facts.tier_fact``: an AWS row called ``marketplace``, a RunPod
+                               Community Cloud row called ``neocloud``); a provider or RunPod product without a
+                               documented tier keeps the tier it is given
 =============================  ===================================================================================
 
 The bounds are wide on purpose: they catch unit faults and sentinels, not unusual prices.
@@ -34,7 +39,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gpuopt.kernel.records import CANONICAL_GPUS, RESERVED_PRICING, SAVINGS_PLAN_TERM_HOURS, WINDOW_PRICING, SkippedRow
+from gpuopt.kernel.records import (CANONICAL_GPUS, RESERVED_PRICING, SAVINGS_PLAN_TERM_HOURS, TIERS, WINDOW_PRICING,
+                                   SkippedRow)
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -244,12 +250,39 @@ def validate_offers(offers: "pd.DataFrame", source: str = "") -> Validated:
             if y1 is not None and price[i] >= y1:
                 refuse(i, f"longer_term_not_cheaper: {pricing[i]} {price[i]:g} USD/h >= {longer[pricing[i]]} {y1:g} "
                           f"({payment[i]}, {oclass[i] or 'one class'})")
+    _check_tiers(df, prov, itype, why)
     keep = np.array([w is None for w in why])
     skipped = [SkippedRow(source=src[i] or source, line=0, instance_type=itype[i], region=region[i], reason=why[i])
                for i in range(n) if why[i] is not None]
     out = df[keep].reset_index(drop=True)
     return Validated(out.astype(offers.dtypes.to_dict()), skipped, notes,
                      [prov[i] for i in range(n) if why[i] is not None])
+
+
+def _check_tiers(df: "pd.DataFrame", prov, itype, why: list[str | None]) -> None:
+    """Refuse (into ``why``) the rows whose ``tier`` is not one of TIERS or "", or is not the documented one
+    (``bad_tier``, ``tier_not_documented``; see the module docstring). A frame without the column passes: its tiers
+    are filled from the same facts when it becomes an offer frame."""
+    if "tier" not in df.columns:
+        return
+    from providers.facts import tier_fact
+
+    col = df["tier"].astype(object)
+    tier = col.where(col.notna(), "").astype(str).str.strip().to_numpy(dtype=object)
+    documented: dict[tuple[str, str], str] = {}
+    for i, t in enumerate(tier):
+        if why[i] is not None or not t:
+            continue
+        if t not in TIERS:
+            why[i] = f"bad_tier: tier '{t}' is not one of {', '.join(TIERS)} (or empty: unknown)"
+            continue
+        key = (str(prov[i]).strip().lower(), str(itype[i]))
+        if key not in documented:
+            fact = tier_fact(*key)
+            documented[key] = fact.tier if fact is not None else ""
+        if documented[key] and documented[key] != t:
+            why[i] = (f"tier_not_documented: {prov[i]} {itype[i]} is {documented[key]} in the provider's own words "
+                      f"(providers/facts.py), not {t}")
 
 
 def skipped_dicts(result: Validated) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from gpuopt.kernel.errors import ProviderError
-from gpuopt.kernel.records import ADDED_IN_V3, FILLED_FROM_FACTS, SCHEMA_VERSION
+from gpuopt.kernel.records import ADDED_IN_V3, ADDED_IN_V4, FILLED_FROM_FACTS, SCHEMA_VERSION
 from pricing_cache import cache
 from pricing_cache.refresh import refresh
 from pricing_cache.store import load_offers
@@ -387,7 +387,8 @@ def test_a_cached_snapshot_of_schema_1_is_read_with_its_facts_filled(shipped):
 
     import pandas as pd
 
-    old = pd.read_csv(snap.csv_path, dtype=str, keep_default_na=False).drop(columns=list(FILLED_FROM_FACTS) + list(ADDED_IN_V3), errors="ignore")
+    old = pd.read_csv(snap.csv_path, dtype=str, keep_default_na=False).drop(
+        columns=list(FILLED_FROM_FACTS) + list(ADDED_IN_V3) + list(ADDED_IN_V4), errors="ignore")
     data = old.to_csv(index=False, lineterminator="\n").encode()
     snap.csv_path.write_bytes(data)
     meta = json.loads(snap.meta_path.read_text())

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from gpuopt.kernel.errors import SnapshotError
-from gpuopt.kernel.records import ADDED_IN_V3, FILLED_FROM_FACTS, OFFER_COLUMNS, OFFER_DTYPES, SCHEMA_VERSION
+from gpuopt.kernel.records import (ADDED_IN_V3, ADDED_IN_V4, FILLED_FROM_FACTS, OFFER_COLUMNS, OFFER_DTYPES,
+                                   SCHEMA_VERSION)
 from pricing_cache import build_snapshot
 from pricing_cache.store import load_offers, snapshot_status
 from providers._common import OFFER_KEY
@@ -84,7 +85,7 @@ def test_a_snapshot_of_schema_1_is_read_with_fabric_and_zone_kind_from_the_facts
     full = pd.read_csv(offers, dtype=str, keep_default_na=False)
     # a file of schema 1 held no Convertible reservation (schema 3 added the offering_class that tells them apart)
     older = full["offering_class"] != "convertible"
-    v1 = full[older].drop(columns=list(FILLED_FROM_FACTS) + list(ADDED_IN_V3))
+    v1 = full[older].drop(columns=list(FILLED_FROM_FACTS) + list(ADDED_IN_V3) + list(ADDED_IN_V4))
     v1.to_csv(offers, index=False, lineterminator="\n")
     meta_path = snapshot_copy / "snapshot.json"
     meta = json.loads(meta_path.read_text())

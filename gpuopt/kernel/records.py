@@ -11,17 +11,26 @@ from dataclasses import dataclass
 #: Version of the on-disk offer schema; bump it when OFFER_COLUMNS change.
 #: 2: ``fabric`` and ``zone_kind`` added after ``interconnect``.
 #: 3: ``offering_class`` added after ``payment``; pricing ``capacity_block`` and ``flex_start``.
-SCHEMA_VERSION = 3
+#: 4: ``tier`` added after ``zone_kind``.
+SCHEMA_VERSION = 4
 
 #: Schema versions the price store still reads: a version-1 file (no ``fabric``/``zone_kind``) gets both
-#: columns filled from the documented facts (providers/facts.py) when it is loaded; it is never refused.
-READABLE_SCHEMA_VERSIONS: tuple[int, ...] = (1, 2, 3)
+#: columns filled from the documented facts (providers/facts.py) when it is loaded; a file of version 1, 2 or 3
+#: gets ``tier`` filled from the same facts; no readable file is refused.
+READABLE_SCHEMA_VERSIONS: tuple[int, ...] = (1, 2, 3, 4)
 
 #: The columns version 2 added; what a version-1 file lacks.
 FILLED_FROM_FACTS: tuple[str, ...] = ("fabric", "zone_kind")
 
 #: The column version 3 added; a file of version 1 or 2 gets it filled by :func:`default_offering_class`.
 ADDED_IN_V3: tuple[str, ...] = ("offering_class",)
+
+#: The column version 4 added; a file of version 1, 2 or 3 gets it filled from the documented facts
+#: (``providers.facts.tier_of``) when it is loaded.
+ADDED_IN_V4: tuple[str, ...] = ("tier",)
+
+#: Every column an importer leaves to the documented facts (providers._common.fill_facts fills them, in one place).
+OFFER_FACT_COLUMNS: tuple[str, ...] = FILLED_FROM_FACTS + ADDED_IN_V4
 
 #: Hours in the billing month used everywhere (AWS, Azure and GCP all bill 730 h/month = 8760 / 12).
 HOURS_PER_MONTH = 730.0
@@ -75,6 +84,34 @@ FABRICS: tuple[str, ...] = ("efa", "infiniband", "rdma", "tcpxo", "tcpx", "ether
 #: Kinds of zone (the ``zone_kind`` column): "" a normal region / availability zone, or an AWS Local Zone or
 #: Wavelength Zone (which plans use only when asked).
 ZONE_KINDS: tuple[str, ...] = ("", "local_zone", "wavelength")
+#: Tiers of an offer (the ``tier`` column): who runs the machine it sells, in the provider's own words.
+#: ``hyperscaler`` AWS, Azure, GCP; ``neocloud`` a GPU cloud selling capacity in data centres it operates or
+#: contracts (Lambda, CoreWeave, Nebius, RunPod Secure Cloud); ``marketplace`` third-party hosts without a
+#: data-centre SLA (RunPod Community Cloud, Vast.ai). "" (not listed) means unknown: a provider gpuopt has no
+#: documented facts for. Unknown is NOT marketplace (:func:`is_marketplace`); it is shown as "unknown".
+#: Values and sources: providers/facts.py (``TIER_FACTS``).
+TIERS: tuple[str, ...] = ("hyperscaler", "neocloud", "marketplace")
+
+
+def _tier_text(tier) -> str:
+    """The tier as lower-case text; "" for None, NaN and pandas' NA."""
+    try:
+        missing = tier is None or bool(tier != tier)
+    except TypeError:  # pandas.NA: its comparisons are NA, whose truth value is refused
+        missing = True
+    return "" if missing else str(tier).strip().lower()
+
+
+def is_marketplace(tier) -> bool:
+    """True for an offer of a marketplace tier (third-party hosts without a data-centre SLA). An unknown tier ("",
+    None, NaN) is not: gpuopt does not call a provider a marketplace unless a documented fact says so."""
+    return _tier_text(tier) == "marketplace"
+
+
+def tier_label(tier) -> str:
+    """The tier as shown to a person: one of TIERS, or ``unknown`` for "" / None / NaN."""
+    t = _tier_text(tier)
+    return t if t in TIERS else "unknown"
 
 #: The normalized offer: one row per instance type x region (x zone for spot) x pricing option.
 #: Units are in the names. ``gpu_count`` is a float (fractional GPUs exist: AWS g6f, Azure NVads A10 v5);
@@ -82,7 +119,8 @@ ZONE_KINDS: tuple[str, ...] = ("", "local_zone", "wavelength")
 #: ``usd_per_hour`` is the effective (amortized) hourly rate = recurring + upfront / term_hours.
 #: ``source`` starting with ``rule:`` marks an estimated (derived) price.
 #: ``fabric`` (FABRICS, or "" unknown) and ``zone_kind`` (ZONE_KINDS) come from documented facts
-#: (providers/facts.py), filled by every importer in one place (providers._common.offers_frame).
+#: (providers/facts.py), filled by every importer in one place (providers._common.offers_frame); so does
+#: ``tier`` (TIERS, or "" unknown).
 OFFER_COLUMNS: tuple[str, ...] = (
     "provider",
     "region",
@@ -96,6 +134,7 @@ OFFER_COLUMNS: tuple[str, ...] = (
     "interconnect",
     "fabric",
     "zone_kind",
+    "tier",
     "pricing",
     "payment",
     "offering_class",
@@ -121,6 +160,7 @@ OFFER_DTYPES: dict[str, str] = {
     "interconnect": "string",
     "fabric": "string",
     "zone_kind": "string",
+    "tier": "string",
     "pricing": "string",
     "payment": "string",
     "offering_class": "string",

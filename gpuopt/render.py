@@ -8,7 +8,7 @@ import json
 import math
 from typing import Any
 
-from gpuopt.kernel.records import short_source as _short_source
+from gpuopt.kernel.records import short_source as _short_source, tier_label
 
 
 
@@ -259,13 +259,14 @@ def prices_list(result, fmt: str) -> None:
     con = _console()
     con.print(_prices_line(result.prices))
     t = Table(title=f"{len(result.rows)} of {result.total_matching} offers, cheapest first", title_justify="left")
-    for col in ("provider", "region", "zone", "instance_type", "GPUs", "fabric", "pricing", "payment", "$/h", "$/GPU-h", "upfront $", "source", "as_of"):
+    for col in ("provider", "tier", "region", "zone", "instance_type", "GPUs", "fabric", "pricing", "payment", "$/h",
+                "$/GPU-h", "upfront $", "source", "as_of"):
         t.add_column(col, justify="right" if col in ("$/h", "$/GPU-h", "upfront $") else "left",
                      no_wrap=col not in ("source",))
     for r in result.rows:
         est = str(r.get("source") or "").startswith("rule:")
         zone = (r.get("zone") or "") + (f" ({r['zone_kind']})" if r.get("zone_kind") else "")
-        t.add_row(r["provider"], r["region"], zone, r["instance_type"],
+        t.add_row(r["provider"], tier_label(r.get("tier")), r["region"], zone, r["instance_type"],
                   f"{r['gpu_count']:g} x {r['gpu_model']} ("
                   + ("?" if r.get("gpu_memory_gib") is None else f"{r['gpu_memory_gib']:g}") + " GiB)",
                   r.get("fabric") or "?",
@@ -566,7 +567,7 @@ def _plan(con, plan) -> None:
                     + (" (runs on the savings plan)" if covered else "")
                     + (f" — owned, reused ({ln.reused})" if getattr(ln, "reused", "") else ""))
         t.add_row(f"{ln.provider} {ln.region}" + (f"/{ln.zone}" if ln.zone else "")
-                  + f" ({getattr(ln, 'tier', '') or 'tier unknown'})", ln.instance_type,
+                  + f" ({tier_label(getattr(ln, 'tier', ''))})", ln.instance_type,
                   purchase, str(ln.count),
                   _months(ln.start_month, ln.end_month),
                   _rate(ln.usd_per_hour) + ("*" if ln.estimated else ""),

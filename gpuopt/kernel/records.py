@@ -195,16 +195,6 @@ def default_offering_class(provider, pricing) -> str:
     return "standard" if str(provider) == "aws" and str(pricing) in RESERVED_PRICING else ""
 
 
-#: Offer tiers (the ``tier`` column, issue 26): ``hyperscaler`` (AWS, Azure, GCP), ``neocloud`` (a provider's own
-#: data-centre capacity), ``marketplace`` (third-party hosts without a data-centre SLA); "" unknown.
-TIERS: tuple[str, ...] = ("hyperscaler", "neocloud", "marketplace")
-
-
-def is_marketplace(tier) -> bool:
-    """True for the marketplace tier (serving plans avoid it unless ``allow_marketplace``)."""
-    return str(tier or "") == "marketplace"
-
-
 def short_source(source) -> str:
     """The source up to its first space: 'rule:aws-1y-all_upfront' or 'skypilot-catalog:catalogs/v8/aws/vms.csv@00148f2a'."""
     text = str(source or "")

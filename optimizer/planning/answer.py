@@ -529,8 +529,8 @@ def workload_summaries(problem: FleetProblem, sol: FleetSolution) -> tuple[list[
 _UNUSABLE = {"does_not_fit": "have too little GPU memory for a replica of up to 64 GPUs",
              "no_cluster_fabric": "would need a replica over several instances and have no cluster fabric",
              "no_spec": "have a GPU with no datasheet row", "no_throughput": "give no throughput",
-             "precision_unsupported": "have a GPU that runs none of the allowed precisions (fp8: Ada, Hopper, "
-                                      "Blackwell; fp4: Blackwell)",
+             "precision_unsupported": "have a GPU that runs none of the allowed precisions (bf16: Ampere and "
+                                      "later; fp8: Ada, Hopper, Blackwell; fp4: Blackwell)",
              "misses_latency_target": "hold the model but meet the latency targets at no batch"}
 
 

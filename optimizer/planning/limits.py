@@ -45,11 +45,12 @@ def quota_notes(problem, sol) -> list[str]:
         if lim is None and key.provider not in ("aws", "azure", "gcp"):
             continue  # no published quota system (providers.quotas): only a quota file limits it
         unit = "vCPUs" if key.unit == "vcpus" else "GPUs" if key.unit == "gpus" else key.unit
+        name = key.label.rsplit(", ", 1)[0]  # the label ends with its unit
         if lim is None:
-            out.append(f"quota: needs {n:,.0f} {unit} of {key.label} (check it: new accounts often have 0; "
+            out.append(f"quota: needs {n:,.0f} {unit} of {name} (check it: new accounts often have 0; "
                        "--quota FILE plans within yours)")
         else:
-            out.append(f"quota: uses {n:,.0f} of {lim.headroom:,.0f} {unit} left of {key.label} (--quota)")
+            out.append(f"quota: uses {n:,.0f} of the {lim.headroom:,.0f} {unit} left of {name} (--quota)")
     return out
 
 
@@ -79,4 +80,22 @@ def zone_notes(problem, lines) -> list[str]:
         else:
             out.append(f"{', '.join(names)}: {ln.provider} {ln.region} has no availability zones: its {m} replicas "
                        "share one location (a zone outage takes all of them; --spread zones plans across zones)")
+    return out
+
+
+def kept_out_notes(problem) -> list[str]:
+    """The offers a team would not sign for that were kept from a workload (optimizer.planning.problem_build
+    ._signable, issue 26), one note per reason and workload."""
+    from optimizer.planning.problem import SPOT_TRAINING_MAX_HOURS, UNDATED_SPOT_MAX_DAYS
+
+    out = []
+    for w in problem.workloads:
+        rej = problem.rejected.get(w.name, {})
+        if rej.get("spot_training_not_allowed"):
+            out.append(f"{w.name}: {rej['spot_training_not_allowed']:,} spot offers kept out: a synchronous job whose "
+                       f"window is over {SPOT_TRAINING_MAX_HOURS:g} h stops whole at every reclaim "
+                       "(--allow-spot-training to allow it)")
+        if rej.get("spot_undated"):
+            out.append(f"{w.name}: {rej['spot_undated']:,} spot offers without a date kept out (a spot price is not "
+                       f"planned on for over {UNDATED_SPOT_MAX_DAYS:g} days unless a dated source gives it)")
     return out

@@ -18,7 +18,7 @@ from optimizer.planning.answer import (
 )
 from optimizer.planning.candidates import DEFAULT_PRICING, candidates_for
 from optimizer.planning.horizon import month_label
-from optimizer.planning.limits import quota_notes, zone_notes
+from optimizer.planning.limits import kept_out_notes, quota_notes, zone_notes
 from optimizer.planning import progress
 from optimizer.planning.problem import (
     DEFAULT_SPOT_CAPACITY,
@@ -180,6 +180,7 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
                          " (--leftover-value)")
     res.binding = fx.binding(problem, sol)
     res.notes.extend(unusable_notes(problem, len(offers)))
+    res.notes.extend(kept_out_notes(problem))
     res.notes.extend(purchase_notes(problem, sol))
     if explain and objective == "roi":
         res.notes.append("the strategy comparison and the provider alternatives price the FULL demand; an ROI plan "

@@ -152,6 +152,9 @@ class _Line(_Open):
     days: Optional[Annotated[int, Field(ge=0, le=182)]] = None
     covered_by: Optional[str] = None
     scope: Optional[str] = None
+    tier: Optional[Literal["", "hyperscaler", "neocloud", "marketplace"]] = Field(
+        None, description="The offer's tier (issue 26): hyperscaler, neocloud, marketplace; empty when unknown.")
+    reused: Optional[str] = Field(None, description="An owned commitment reused: its CommitmentDiscountId (--owned).")
 
 
 #: optimizer.planning.answer.FleetLine, as ``lines`` of the recommend document publish it
@@ -287,6 +290,31 @@ class NextBest(_Open):
     gap: Optional[float] = None
 
 
+class _Alternative(_Open):
+    status: str
+    total_usd: Optional[float] = None
+    max_month_usd: Optional[float] = None
+    gap: Optional[float] = None
+    reason: Optional[str] = None
+
+
+class TargetAlternative(_Alternative):
+    scenario: str = Field(description="'this plan', or the scenario priced: interactive, chat, offline.")
+    targets: Optional[list[str]] = None
+    ttft_ms: Optional[float] = None
+    tpot_ms: Optional[float] = None
+
+
+class MarketplaceAlternative(_Alternative):
+    offers_kept_out: Annotated[int, Field(ge=0)]
+
+
+class PrecisionAlternative(_Alternative):
+    precision: str
+    workloads: list[str]
+    rule: str
+
+
 class DemandSensitivity(_Open):
     demand_factor: Annotated[float, Field(gt=0.0)]
     total_usd: Optional[float] = Field(description="null: not priced (the note says why)")
@@ -387,6 +415,12 @@ class RecommendDoc(_Open):
     next_best: list[NextBest]
     demand_sensitivity: list[DemandSensitivity]
     binding: list[str]
+    targets: list[TargetAlternative] = Field(default_factory=list, description=(
+        "The plan priced at the other serving targets (interactive, chat, offline), beside this plan (issue 26)."))
+    marketplace: Optional[MarketplaceAlternative] = Field(None, description=(
+        "The plan with marketplace offers allowed for its services, when some were kept out."))
+    precision: Optional[PrecisionAlternative] = Field(None, description=(
+        "The plan with fp8 allowed for its serving workloads, when they do not allow it."))
     rules: list[str]
     notes: list[str]
     reason: Optional[Reason] = Field(description="null when feasible; why there is no plan otherwise.")

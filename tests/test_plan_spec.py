@@ -62,7 +62,9 @@ def test_multi_workload_file(tmp_path):
     assert (plan.budget, plan.objective, plan.solver, plan.spot_capacity_per_offer) == (60000, "cost", "cbc", 16)
     assert [w.name for w in plan.workloads] == ["chat", "tune", "pretrain"]
     chat, tune, pre = plan.workloads
-    assert (chat.task, chat.min_replicas, chat.allow_spot, chat.spot_only_ok) == ("serve", 1, False, False)
+    # issue 26: a service keeps two replicas by default (N+1 on top, chat.redundancy 1.0)
+    assert (chat.task, chat.min_replicas, chat.allow_spot, chat.spot_only_ok) == ("serve", 2, False, False)
+    assert chat.redundancy == 1.0 and tune.redundancy == 0.0
     assert (tune.task, tune.min_replicas, tune.allow_spot) == ("lora", 0, True)
     assert (pre.params, pre.tokens, pre.deadline_hours) == (1.3e9, 2.6e10, 240)
     assert [w.name for w in plan.serving] == ["chat"] and [w.name for w in plan.training] == ["tune", "pretrain"]
@@ -78,7 +80,7 @@ def test_single_workload_format_is_one_workload(tmp_path):
     w = plan.workloads[0]
     assert (w.name, w.task, w.model, w.tokens_per_second, w.concurrency) == (
         "llama2-7b-chat", "serve", "meta-llama/Llama-2-7b-hf", 500, None)
-    assert (w.input_tokens, w.output_tokens, w.scenario, w.engine) == (1024, 128, "server", "vllm")
+    assert (w.input_tokens, w.output_tokens, w.scenario, w.engine) == (1024, 128, "chat", "vllm")
     assert plan.budget is None and plan.providers == []
     f = _write(tmp_path, "task: train\nmodel: x\ntokens: 2.0e10\ndeadline_hours: 240\nbudget: 900\nproviders: aws\n")
     plan = load_plan_file(f)
@@ -235,7 +237,7 @@ def test_direct_construction_validates_too():
     with pytest.raises(Exception):
         WorkloadItem(name="a", model="x")
     w = WorkloadItem(name="a", model="x", tokens_per_second=5)
-    assert w.min_replicas == 1
+    assert w.min_replicas == 2 and w.redundancy == 1.0  # issue 26: two replicas and N+1 for a service
 
 
 # ------------------------------------------------------------------------------------------- options

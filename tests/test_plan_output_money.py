@@ -153,7 +153,7 @@ def test_binding_names_the_redundancy_floor_when_it_sets_the_capacity():
         "(more capacity than demand there; binding)"]
     # 1.5 replicas' worth needs both replicas anyway: the floor does not set the capacity
     res = api.recommend(model="meta-llama/Llama-2-13b-hf", tokens_per_second=round(1.5 * per, 2), min_replicas=2,
-                        explain=False)
+                        explain=False, redundancy="none")
     assert res.plan.workloads[0]["capacity_peak"] >= 1.5 * per
     assert not [b for b in res.plan.binding if "redundancy floor" in b]
 
@@ -161,11 +161,12 @@ def test_binding_names_the_redundancy_floor_when_it_sets_the_capacity():
 def test_a_term_paid_upfront_is_explained_under_the_table():
     """A fresh user read "$0.00" a month next to an all-upfront line's $/h as a free instance: a legend says what
     $/month and $/h are when a line has an upfront; plans without one do not get it."""
-    res = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=500, explain=False)
+    res = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=500, explain=False, providers=["runpod"],
+                        allow_marketplace=True)
     plan = res.plan
     legend = "a term paid upfront pays its upfront in its first month"
     # on the snapshot: a plan with no upfront payment (no legend)
-    assert len(plan.lines) == 1 and all(ln.upfront_usd == 0 for ln in plan.lines)
+    assert len(plan.lines) >= 1 and all(ln.upfront_usd == 0 for ln in plan.lines)
     assert legend not in _text(plan).replace("\n", " ")
     ln = plan.lines[0]
     ln.pricing, ln.payment, ln.upfront_usd, ln.monthly_usd = "reserved_1y", "all_upfront", 21439.21, 0.0
@@ -206,9 +207,14 @@ def test_offers_a_replica_cannot_use_are_counted_in_a_note(tmp_path):
                    "myco,dc1,l4x1,L4,1,24,on_demand,0.8\n"
                    "myco,dc1,a10x1,A10G,1,24,on_demand,1.0\n"
                    "myco,dc1,a100x8,A100-80GB,8,80,on_demand,30\n")
-    res = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=100, catalog=str(csv), explain=False)
+    # MLPerf's server targets: at the chat default's 50 ms TPOT an L4's 300 GB/s is too slow for a 7B bf16 model
+    # (45 ms a token for the weights alone), and an A10G's 600 GB/s is not (issue 26)
+    res = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=100, catalog=str(csv), explain=False,
+                        scenario="server")
     assert [ln.instance_type for ln in res.plan.lines] == ["l4x1"]
     assert res.plan.solver["rejected"]["workload"] == {}
+    chat = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=100, catalog=str(csv), explain=False)
+    assert {ln.instance_type for ln in chat.plan.lines} == {"a10x1"}
     res = api.recommend(model="meta-llama/Llama-2-70b-hf", tokens_per_second=100, catalog=str(csv), explain=False)
     assert [ln.instance_type for ln in res.plan.lines] == ["a100x8"]
     assert "workload: 2 of 3 offers cannot hold a replica (2 would need a replica over several instances and have " \

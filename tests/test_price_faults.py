@@ -55,8 +55,10 @@ def test_bug10_fractional_gpu_never_matches_a_whole_gpu_request():
         "aws,us-east-1,g6f.large,L4,0.125,24,on_demand,,0.2\n",
         "aws,us-east-1,g6.xlarge,L4,1,24,on_demand,,0.805\n",
     ])
+    # MLPerf's server targets: one L4 streams a 7B bf16 model at 45 ms a token at best, over the chat default's 50 ms
+    # at p99 (issue 26); the fault under test is the fractional GPU
     w = Workload(task="serve", model=load_model("meta-llama/Llama-2-7b-hf"), tokens_per_second=10.0,
-                 concurrency=1, context_tokens=1024)
+                 concurrency=1, context_tokens=1024, scenario="server")
     r = plan_workload(w, offers)
     assert r.status == "optimal"
     assert {ln.instance_type for ln in r.lines} == {"g6.xlarge"}

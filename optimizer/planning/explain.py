@@ -471,6 +471,12 @@ def binding(problem: FleetProblem, sol: FleetSolution) -> list[str]:
         if floor:
             out.append(f"{w.name}: the redundancy floor ({m} replica{'s' if m > 1 else ''}, --min-replicas) sets its "
                        f"capacity in {len(floor)} of {len(active)} blocks (more capacity than demand there; binding)")
+        if w.redundancy > 0:  # the N+1 rule (issue 26): capacity above the demand beyond the floor
+            n1 = [bi for bi in active if bi in cap and bi not in floor and
+                  cap[bi] - smallest[bi] >= float(problem.blocks[bi].demand.get(w.name, 0.0)) * (1 + 1e-9)]
+            if n1:
+                out.append(f"{w.name}: the N+1 rule (the demand carried after losing its largest instance, "
+                           f"--redundancy) sets its capacity in {len(n1)} of {len(active)} blocks (binding)")
     for w in problem.workloads:
         if w.training and w.deadline_hours is not None:
             out.append(f"{w.name}: must finish within {w.deadline_hours:g} h of the start of month {w.start_month + 1}")

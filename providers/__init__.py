@@ -73,6 +73,9 @@ IMPORTERS.update({
     "aws-spot-advisor": Importer("aws-spot-advisor", "providers.spot_advisor", "parse_advisor", (),
                                  "AWS Spot Instance Advisor spot-advisor-data.json -> interruption bucket per region, "
                                  "OS and instance type (not offers)", kind="api"),
+    "aws-spot-placement": Importer("aws-spot-placement", "providers.spot_advisor", "parse_spot_placement_scores", (),
+                                   "EC2 get_spot_placement_scores pages -> score 1..10 per region or zone "
+                                   "(credentials; not offers)", kind="api"),
 })
 # --- live adapters' parse functions: azure (providers/azure.py) ---
 IMPORTERS.update({

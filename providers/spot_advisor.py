@@ -17,6 +17,10 @@ display values that are not the label's bounds). The file carries no date: its `
 
 As every provider module: :func:`fetch_advisor` does the I/O only and returns the payload as the server sent it;
 :func:`parse_advisor` is pure and turns a payload into :class:`SpotRisk` rows.
+
+With AWS credentials, :func:`fetch_spot_placement_scores` / :func:`parse_spot_placement_scores` read EC2's Spot
+placement scores (1..10 per region or zone for a given capacity): a signal of whether Spot capacity can be had now,
+not an interruption rate; nothing here turns one into the other.
 """
 
 from __future__ import annotations
@@ -150,3 +154,80 @@ def parse_advisor(payload: bytes | str | dict, *, as_of: str, source: str = ADVI
         raise PriceDataError("spot advisor: no interruption entry in the payload")
     rows.sort(key=lambda x: (x.region, x.instance_type, x.os))
     return rows
+
+
+# ------------------------------------------------------------------------------ Spot placement scores (credentials)
+
+
+@dataclass(frozen=True)
+class PlacementScore:
+    """One EC2 Spot placement score: how likely a Spot request of the asked capacity succeeds now, 1 (unlikely) to
+    10 (highly likely), per region or per zone (``zone_id`` empty for a regional score). A capacity signal at the
+    time of the call, not an interruption rate (EC2 API GetSpotPlacementScores)."""
+
+    region: str
+    zone_id: str
+    score: int
+
+
+def fetch_spot_placement_scores(instance_types: Iterable[str], target_capacity: int, *,
+                                regions: Iterable[str] | None = None, single_az: bool = False,
+                                options: FetchOptions | None = None) -> list[dict[str, Any]]:
+    """Every page of EC2 ``get_spot_placement_scores`` (I/O only; needs AWS credentials and the
+    ``ec2:GetSpotPlacementScores`` permission).
+
+    Args:
+        instance_types: the types that may fill the request (the API takes 1..many).
+        target_capacity: instances wanted (TargetCapacityUnitType "units").
+        regions: regions to score (all when None).
+        single_az: score zones (the whole capacity in one zone) instead of regions.
+        options: ``options.clients["ec2"]`` is used when given (tests: a Stubber), else a client of
+            ``options.profile`` in us-east-1; ``options.max_pages`` caps the pages.
+    Returns:
+        The pages as returned (ResponseMetadata dropped).
+    Raises:
+        MissingCredentials: no AWS credentials. TruncatedPriceList: the page cap was reached with a token pending.
+        botocore ClientError for any other API error.
+    """
+    from botocore.exceptions import NoCredentialsError
+
+    from providers.base import MissingCredentials, TruncatedPriceList
+
+    options = options or FetchOptions()
+    ec2 = options.clients.get("ec2")
+    if ec2 is None:
+        from providers.aws import make_client
+
+        ec2 = make_client("ec2", "us-east-1", options)
+    kw: dict[str, Any] = {"InstanceTypes": list(instance_types), "TargetCapacity": int(target_capacity),
+                          "TargetCapacityUnitType": "units", "SingleAvailabilityZone": bool(single_az),
+                          "MaxResults": 1000}
+    if regions is not None:
+        kw["RegionNames"] = list(regions)
+    pages: list[dict[str, Any]] = []
+    while True:
+        if options.max_pages is not None and len(pages) >= options.max_pages:
+            raise TruncatedPriceList(f"get_spot_placement_scores: {len(pages)} pages, the cap, with a token pending")
+        try:
+            page = ec2.get_spot_placement_scores(**kw)
+        except NoCredentialsError as e:
+            raise MissingCredentials(f"Spot placement scores need AWS credentials: {e}") from None
+        pages.append({k: v for k, v in page.items() if k != "ResponseMetadata"})
+        token = page.get("NextToken")
+        if not token:
+            return pages
+        kw["NextToken"] = token
+
+
+def parse_spot_placement_scores(pages: Iterable[dict[str, Any]]) -> list[PlacementScore]:
+    """The scores of ``get_spot_placement_scores`` pages (pure), sorted best first, then by region and zone. An
+    entry without a region or an integer score 1..10 is left out."""
+    out = []
+    for page in pages:
+        for e in page.get("SpotPlacementScores") or []:
+            score = e.get("Score")
+            if not e.get("Region") or isinstance(score, bool) or not isinstance(score, int) or not 1 <= score <= 10:
+                continue
+            out.append(PlacementScore(str(e["Region"]), str(e.get("AvailabilityZoneId") or ""), score))
+    out.sort(key=lambda p: (-p.score, p.region, p.zone_id))
+    return out

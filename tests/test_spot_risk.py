@@ -252,3 +252,55 @@ def test_damaged_newest_refresh_is_skipped_and_old_ones_pruned(server, excerpt):
     paths[-1].write_bytes(body + b" ")  # newest damaged: its sha256 no longer matches
     assert sr.cached_refreshes()[0].path == paths[-2]
     assert sr.load_table().origin.startswith(f"refresh {paths[-2].name}")
+
+
+# ----------------------------------------------------------------------------- placement scores (Stubber-tested)
+
+
+def _stubbed_ec2():
+    import boto3
+    from botocore.stub import Stubber
+
+    c = boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing",
+                      region_name="us-east-1").client("ec2")
+    return c, Stubber(c)
+
+
+def test_placement_scores_every_page_parsed():
+    from providers.spot_advisor import PlacementScore, fetch_spot_placement_scores, parse_spot_placement_scores
+
+    ec2, stub = _stubbed_ec2()
+    asked = {"InstanceTypes": ["p5.48xlarge"], "TargetCapacity": 2, "TargetCapacityUnitType": "units",
+             "SingleAvailabilityZone": True, "MaxResults": 1000, "RegionNames": ["us-east-1", "us-west-2"]}
+    # the response shape of the EC2 API reference (GetSpotPlacementScores); scores made up for the test
+    stub.add_response("get_spot_placement_scores", {
+        "SpotPlacementScores": [{"Region": "us-east-1", "AvailabilityZoneId": "use1-az1", "Score": 3}],
+        "NextToken": "t1"}, asked)
+    stub.add_response("get_spot_placement_scores", {
+        "SpotPlacementScores": [{"Region": "us-west-2", "AvailabilityZoneId": "usw2-az2", "Score": 9},
+                                {"Region": "us-west-2", "AvailabilityZoneId": "usw2-az1", "Score": 11}]},
+        {**asked, "NextToken": "t1"})
+    with stub:
+        pages = fetch_spot_placement_scores(["p5.48xlarge"], 2, regions=["us-east-1", "us-west-2"], single_az=True,
+                                            options=FetchOptions(clients={"ec2": ec2}))
+        stub.assert_no_pending_responses()
+    assert len(pages) == 2 and "ResponseMetadata" not in pages[0]
+    assert parse_spot_placement_scores(pages) == [PlacementScore("us-west-2", "usw2-az2", 9),
+                                                  PlacementScore("us-east-1", "use1-az1", 3)]  # 11: out of range
+    assert providers.IMPORTERS["aws-spot-placement"].load() is parse_spot_placement_scores
+
+
+def test_placement_scores_errors():
+    from botocore.exceptions import ClientError
+
+    from providers.base import TruncatedPriceList
+    from providers.spot_advisor import fetch_spot_placement_scores
+
+    ec2, stub = _stubbed_ec2()
+    stub.add_client_error("get_spot_placement_scores", "UnauthorizedOperation", http_status_code=403)
+    with stub, pytest.raises(ClientError, match="UnauthorizedOperation"):
+        fetch_spot_placement_scores(["g5.xlarge"], 1, options=FetchOptions(clients={"ec2": ec2}))
+    ec2, stub = _stubbed_ec2()
+    stub.add_response("get_spot_placement_scores", {"SpotPlacementScores": [], "NextToken": "again"})
+    with stub, pytest.raises(TruncatedPriceList):
+        fetch_spot_placement_scores(["g5.xlarge"], 1, options=FetchOptions(clients={"ec2": ec2}, max_pages=1))

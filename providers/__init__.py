@@ -67,6 +67,16 @@ IMPORTERS.update({
                            kind="api"),
 })
 
+# --- not offers: the AWS Spot Instance Advisor's interruption buckets (providers/spot_advisor.py; read by
+# pricing_cache.spot_risk) ---
+IMPORTERS.update({
+    "aws-spot-advisor": Importer("aws-spot-advisor", "providers.spot_advisor", "parse_advisor", (),
+                                 "AWS Spot Instance Advisor spot-advisor-data.json -> interruption bucket per region, "
+                                 "OS and instance type (not offers)", kind="api"),
+    "aws-spot-placement": Importer("aws-spot-placement", "providers.spot_advisor", "parse_spot_placement_scores", (),
+                                   "EC2 get_spot_placement_scores pages -> score 1..10 per region or zone "
+                                   "(credentials; not offers)", kind="api"),
+})
 # --- live adapters' parse functions: azure (providers/azure.py) ---
 IMPORTERS.update({
     "azure-retail": Importer("azure-retail", "providers.azure", "parse_retail_items", ("azure-retail",),

@@ -695,6 +695,30 @@ def prices_status(catalog: CatalogOpt = None, output: OutputOpt = None, fmt: For
             render.prices_status(status, fmt)
 
 
+@prices_app.command("refresh-spot")
+def prices_refresh_spot(fmt: FormatOpt = "table"):
+    """Fetch the AWS Spot Instance Advisor's interruption buckets (no credentials) into the cache: training plans
+    then use each instance type's current bucket. A failed fetch keeps the data in use (exit 3)."""
+    with _boundary(fmt):
+        _check_format(fmt)
+        import json as _json
+
+        from pricing_cache.spot_risk import refresh_spot_advisor
+
+        out = refresh_spot_advisor()
+        doc = {"status": out.status, "path": out.path, "as_of": out.as_of, "entries": out.entries,
+               "error": out.error, "kept": out.kept, "notes": out.notes}
+        if fmt == "json":
+            typer.echo(_json.dumps(doc, indent=2))
+        elif out.ok:
+            typer.echo(f"spot advisor: {out.entries:,} Linux entries as of {out.as_of} -> {out.path}")
+        else:
+            typer.echo(f"gpuopt: error: spot advisor refresh failed ({out.error}); still in use: {out.kept}",
+                       err=True)
+        if not out.ok:
+            raise typer.Exit(3)
+
+
 @prices_app.command("refresh")
 def prices_refresh(
     provider: Annotated[Optional[list[str]], typer.Option("--provider", help="aws, azure, gcp (repeat; default: all).")] = None,

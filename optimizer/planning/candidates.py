@@ -444,6 +444,8 @@ def unit_table(workload: "Workload", offers: "pd.DataFrame", *, allow_spot: bool
         gps = np.array([h[2].goodput_spot if h[0] is not None and h[2].goodput_spot else 1.0 for h in hardware],
                        dtype=float)
         theta = np.where(spot, theta * (gps[hw] if n else 0.0), theta * (gp[hw] if n else 0.0))
+        if n and (spot & ok).any():
+            theta = _spot_goodput_by_type(workload, offers, hardware, hw, TH, spot & ok, theta)
     else:
         theta = np.where(spot, theta * (1.0 - SPOT_INTERRUPTION_OVERHEAD), theta)
     bad = ok & ~(theta > 0)
@@ -456,6 +458,44 @@ def unit_table(workload: "Workload", offers: "pd.DataFrame", *, allow_spot: bool
         else np.zeros(0)
     return UnitTable(offers=offers, ok=ok, instances=k, replicas=r, throughput=r * theta, usd_per_unit_hour=k * usd,
                      hw=hw, hardware=hardware, rejected=rejected, sizing_by_gpu=sizing_by_gpu, pricing=pricing_arr)
+
+
+def _spot_goodput_by_type(workload, offers, hardware, hw, TH, rows, theta):
+    """Training throughput of spot rows at the interruption rate of their instance type and region (issue 26: "spot
+    interruption is one bucket for every instance type"): AWS Spot Advisor buckets shipped with their date
+    (pricing_cache.spot_risk: a bucket's midpoint, ">20 %" as 0.20, 0.20 where the Advisor lists no row) in the job's
+    goodput (optimizer.sizing.goodput.training_goodput, same job size, checkpoint and restart model)."""
+    import numpy as np
+
+    from optimizer.sizing.goodput import training_goodput
+    from pricing_cache.spot_risk import interruptions_per_instance_hour
+
+    prov, reg, itype = (text_values(offers[c]) for c in ("provider", "region", "instance_type"))
+    gpn = pd_numeric(offers["gpu_count"])
+    params = float(getattr(workload.model, "params_total", 0.0) or 0.0)
+    cache: dict[tuple, float] = {}
+    out = theta.copy()
+    for i in np.flatnonzero(rows):
+        s = hardware[hw[i]][2]
+        n = float(getattr(s, "job_gpus", 0) or 0)
+        if n <= 0 or params <= 0:
+            continue
+        key = (prov[i], reg[i], itype[i], int(hw[i]))
+        if key not in cache:
+            rate, _src = interruptions_per_instance_hour(str(prov[i]), str(reg[i]), str(itype[i]))
+            g = training_goodput(n, params, gpus_per_node=max(1, int(round(gpn[i] or 8))), spot=True,
+                                 spot_interruptions_per_instance_hour=rate)
+            cache[key] = g.fraction
+        out[i] = TH[hw[i]] * cache[key]
+    return out
+
+
+def pd_numeric(col):
+    """A numeric column as a float array (NaN where not a number)."""
+    import numpy as np
+    import pandas as pd
+
+    return pd.to_numeric(col, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
 
 def candidates_for(

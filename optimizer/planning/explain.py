@@ -118,8 +118,10 @@ def training_rules(workloads) -> list[str]:
             "with data-parallel traffic over the offer's fabric; work counted after goodput: failures "
             f"{gp.FAILURE_RATE_PER_GPU_HOUR:.3g} per GPU-hour (Llama 3: 419 unexpected interruptions in 54 days on "
             "16,384 H100s), checkpoints at the Young/Daly interval, restarts of "
-            f"{gp.RESTART_S / 60:.0f} min; spot adds {gp.SPOT_INTERRUPTIONS_PER_INSTANCE_HOUR:.3g} reclaims per "
-            "instance-hour (AWS Spot Advisor's 15-20 % a month bucket)")
+            f"{gp.RESTART_S / 60:.0f} min; spot adds reclaims per instance-hour at the AWS Spot Advisor's bucket "
+            "of each instance type and region (pricing_cache/data/spot_interruption.csv, a copy of 2025-06-28; "
+            "`gpuopt prices refresh-spot` refreshes it), else "
+            f"{gp.SPOT_INTERRUPTIONS_PER_INSTANCE_HOUR:.3g} (a 20 % a month bucket)")
     return out
 
 

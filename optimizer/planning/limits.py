@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from optimizer.planning.problem import cand_index
 
 
@@ -12,6 +14,7 @@ def quota_needs(problem, sol) -> dict:
     from providers.quotas import quota_keys
 
     idx = cand_index(problem)
+    training = {w.name for w in problem.workloads if w.training}
     by_block: dict[int, dict] = {}
     keys_of: dict[str, tuple] = {}
     for store in (sol.A, sol.X):
@@ -28,7 +31,9 @@ def quota_needs(problem, sol) -> dict:
                 if per is None:
                     continue
                 d = by_block.setdefault(bi, {})
-                d[key] = d.get(key, 0.0) + float(per) * float(c.instances_per_unit) * float(x)
+                # a training job's units are time-sliced: its instances at once are whole units
+                units = math.ceil(float(x) - 1e-9) if w in training else float(x)
+                d[key] = d.get(key, 0.0) + float(per) * float(c.instances_per_unit) * units
     out: dict = {}
     for d in by_block.values():
         for key, n in d.items():

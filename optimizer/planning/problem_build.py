@@ -64,7 +64,7 @@ def _signable(w: FleetWorkload, t: UnitTable, pr, use, rej: dict[str, int], hori
             spot = use & (pr == "spot")
         if spot.any() and window_h > 24.0 * UNDATED_SPOT_MAX_DAYS and "as_of" in t.offers.columns:
             dates = text_values(t.offers["as_of"])
-            use = drop(spot & np.array([x is None or not str(x).strip() or str(x) == "<NA>" for x in dates], dtype=bool),
+            use = drop(spot & np.array([x is None or str(x).strip() in ("", "<NA>", "unknown") for x in dates], dtype=bool),
                        "spot_undated")
     return use
 

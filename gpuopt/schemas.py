@@ -152,7 +152,7 @@ class _Line(_Open):
     days: Optional[Annotated[int, Field(ge=0, le=182)]] = None
     covered_by: Optional[str] = None
     scope: Optional[str] = None
-    tier: Optional[Literal["", "hyperscaler", "neocloud", "marketplace"]] = Field(
+    tier: Optional[Literal["hyperscaler", "neocloud", "marketplace", ""]] = Field(
         None, description="The offer's tier (issue 26): hyperscaler, neocloud, marketplace; empty when unknown.")
     reused: Optional[str] = Field(None, description="An owned commitment reused: its CommitmentDiscountId (--owned).")
 

@@ -160,7 +160,9 @@ class SpreadMinima:
         units, _per_tp, _fu = self._setup(w)[g]
         m = int(w.min_replicas)
         val = 0.0
-        if busy.any():
+        if busy.any() and w.redundancy > 0 and (demand > 0).any():
+            val = self._exact_n1(w, units, demand, busy, m)
+        elif busy.any():
             frontier_deadline(self.deadline)
             try:
                 front = frontier(units, float(demand.max(initial=0.0)), m)
@@ -178,6 +180,38 @@ class SpreadMinima:
                     val = float(order[idx] @ self.hours[busy])
         self._exact[key] = val
         return val
+
+    def _exact_n1(self, w, units, demand, busy, m) -> float:
+        """:meth:`exact` under an N+1 rule (issue 26), block by block: the least over thresholds t of the units'
+        failure losses (throughput / min(replicas, instances)) of the cheapest cover, by the units losing at most t,
+        of max(d, s x d + t) -- in each block the plan's own largest loss is one such t, so this is a lower bound of
+        the workload alone (the model's loss is one over the whole month, at least each block's)."""
+        import numpy as np
+
+        def loss(u) -> float:
+            return float(u[0]) / max(1.0, float(min(u[1], u[2]) or 1))
+        s = float(w.redundancy)
+        best = np.full(int(busy.sum()), np.inf)
+        d = demand[busy]
+        for t in sorted({loss(u) for u in units}):
+            sub = [u for u in units if loss(u) <= t + 1e-9]
+            need = np.where(d > 0, np.maximum(d, s * d + t), d)
+            frontier_deadline(self.deadline)
+            try:
+                front = frontier(sub, float(need.max(initial=0.0)), m)
+            finally:
+                frontier_deadline(None)
+            if front is None:
+                raise TooBig(w.name)  # best() falls back to the quick bound
+            caps, order, _ = hourly_table(front, m)[(m, m)]
+            if not len(caps):
+                continue
+            idx = np.searchsorted(caps, need * (1.0 - TOL), side="left")
+            cost = np.where(idx < len(caps), order[np.minimum(idx, len(caps) - 1)], np.inf)
+            best = np.minimum(best, cost)
+        if not np.isfinite(best).all():
+            return math.inf
+        return float(best @ self.hours[busy])
 
     def best(self, w, groups=None) -> tuple[float] | None:
         """(the least bound of serving workload ``w`` over ``groups``,) (default: every group it has), or None when

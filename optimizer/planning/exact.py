@@ -595,18 +595,30 @@ class GroupMinima:
             return one(cs, demand)
         total_hours = float(self.hours.sum())
 
-        def rate(c) -> float:  # least USD per tokens/s-hour of a unit (a committed one used every hour)
+        def rate(c) -> float:  # least USD per tokens/s-hour of a unit (a committed one used every hour it covers)
             if not c.committed:
                 return c.usd_per_unit_hour / c.throughput_per_unit
-            if by_periods or c.okey not in self.slot_for:
-                return 0.0
-            return self.slot_for[c.okey][1] * c.instances_per_unit / total_hours / c.throughput_per_unit
+            if not by_periods:
+                if c.okey not in self.slot_for:
+                    return math.inf
+                return self.slot_for[c.okey][1] * c.instances_per_unit / total_hours / c.throughput_per_unit
+            rates = []
+            for sk in self.problem.slots_of(c.okey):
+                sl = self.problem.slots[sk]
+                inside = [p.index for p in self.problem.periods
+                          if sl.start_month <= p.start_month and p.end_month <= sl.end_month]
+                h = float(self.hours[np.isin(self.bper, inside) & active].sum())
+                if h > 0:
+                    rates.append(self.problem.slot_cost(sl) * c.instances_per_unit / h / c.throughput_per_unit)
+            return min(rates) if rates else math.inf
         serving = demand > 0
+        rates = {id(c): rate(c) for c in cs}
         tries = []
         for t in sorted({failure_loss(c) for c in cs}):
             sub = [c for c in cs if failure_loss(c) <= t + 1e-9]
             dem = np.where(serving, np.maximum(demand, w.redundancy * demand + t), 0.0)
-            tries.append((min(rate(c) for c in sub) * float(dem @ self.hours), t, sub, dem))
+            lo = min(rates[id(c)] for c in sub)
+            tries.append((lo * float(dem @ self.hours) if math.isfinite(lo) else math.inf, t, sub, dem))
         best = None
         for lb, t, sub, dem in sorted(tries, key=lambda x: (x[0], x[1])):
             if best is not None and lb >= best[0] - 1e-9:

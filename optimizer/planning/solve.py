@@ -759,6 +759,7 @@ def trim_allocations(problem: FleetProblem, sol: FleetSolution) -> FleetSolution
                 for k in [k for k in A if k[0] == w.name]:
                     A[k] *= f
             continue
+        w_loss = largest_loss(problem, sol, w.name) if w.redundancy > 0 else 0.0  # once, not per block
         for bi, b in enumerate(problem.blocks):
             d = b.demand.get(w.name, 0.0)
             keys = sorted((k for k in A if k[0] == w.name and k[2] == bi),
@@ -777,7 +778,7 @@ def trim_allocations(problem: FleetProblem, sol: FleetSolution) -> FleetSolution
                                 nonspot += c.replicas_per_unit * v
                                 inst_ns += c.instances_per_unit * v
                 return cap, reps, nonspot, inst, inst_ns
-            loss = largest_loss(problem, sol, w.name) if w.redundancy > 0 and d > 0 else 0.0
+            loss = w_loss if d > 0 else 0.0
             for k in keys:
                 while A.get(k, 0) >= 1:
                     c = idx[(w.name, k[1])]

@@ -96,7 +96,7 @@ _FIELD = "owned"
 # The record
 
 
-def parse_instant(text: str) -> dt.datetime:
+def read_instant(text: str) -> dt.datetime:
     """An ISO date (``2026-03-01``: midnight UTC) or date-time (``2026-03-01T12:00:00Z``, an offset, or naive =
     UTC) as a UTC datetime. Raises ValueError when it is neither."""
     t = str(text).strip()
@@ -171,7 +171,7 @@ class OwnedCommitment:
             raise InputError(_FIELD, f"commitment {self.commitment_discount_id} ({self.source}): the end of its "
                              "term is unknown (" + (self.note or "the export does not say it") + "); give it in an "
                              "--owned file", accepted="end as an ISO date, e.g. 2027-01-31")
-        return (parse_instant(self.start) if self.start else None), parse_instant(self.end)
+        return (read_instant(self.start) if self.start else None), read_instant(self.end)
 
     def months_left(self, plan_start: "dt.date | dt.datetime") -> float:
         """Months of 730 h (HOURS_PER_MONTH) the commitment still runs from ``plan_start`` (midnight UTC of a
@@ -395,13 +395,13 @@ def _commitment(name: str, line: int, values: dict[str, Any], line_of: Callable[
             raise bad("count", f"{v['count']!r} is not a whole number of instances", "1, 2, 3, ...")
     end_text = need("end")
     try:
-        end = parse_instant(end_text)
+        end = read_instant(end_text)
     except ValueError:
         raise bad("end", f"{end_text!r} is not a date", "YYYY-MM-DD or an ISO date-time") from None
     start_text = v.get("start", "")
     if start_text:
         try:
-            start = parse_instant(start_text)
+            start = read_instant(start_text)
         except ValueError:
             raise bad("start", f"{start_text!r} is not a date", "YYYY-MM-DD or an ISO date-time") from None
         if start >= end:
@@ -525,7 +525,7 @@ def owned_from_usage(path: "str | Path", *, fmt: str = "auto",
         c = _from_rows(str(cid), g, family, where, ctx.is_gpu)
         if c is None:
             continue
-        if c.end is not None and export_end is not None and parse_instant(c.end) <= export_end:
+        if c.end is not None and export_end is not None and read_instant(c.end) <= export_end:
             continue  # ended within the export
         out.append(c)
     return out

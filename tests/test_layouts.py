@@ -358,10 +358,12 @@ def test_shape_labels():
 
 
 def test_no_layout_beyond_the_gpu_cap():
-    # Llama-3.1-405B on 1 x T4 instances: 756 GiB of bf16 weights x 1.2 (s.8) + 31.5 GiB of KV cache = 938.7 GiB
+    # Llama-3.1-405B on 1 x T4 instances: 756 GiB of fp16 weights (Turing has no bf16) x 1.2 (s.8) + 31.5 GiB of KV cache = 938.7 GiB
     # over 15 GiB x 0.9 = 13.5 GiB usable per T4 (AWS reports 15,360 MiB) = 70 stages > MAX_GPUS_PER_REPLICA 64
     need = (LLAMA405.params_total * 2 * 1.2 + 516_096 * 4096 * 16) / GIB
     assert math.ceil(need / 13.5) > MAX_GPUS_PER_REPLICA
     df = _frame(_offer("g4dn.xlarge", "T4", 1, 15.0, "ethernet", interconnect="pcie"))
-    cands, rejected, _ = candidates_for(serve405(tokens_per_second=1.0), df)
+    cands, rejected, _ = candidates_for(serve405(tokens_per_second=1.0, precision="fp16"), df)
     assert cands == [] and rejected == {"does_not_fit": 1}
+    # in bf16 the T4 is refused before any sizing
+    assert candidates_for(serve405(tokens_per_second=1.0), df)[1] == {"precision_unsupported": 1}

@@ -129,19 +129,20 @@ def test_prefilter_drops_most_rows_of_a_replicated_catalog(snapshot):
     ws = _workloads("one")
     t = unit_table(ws[0].workload, big, allow_spot=True)
     p = _check(big, "one")
-    # every row the replica fits but spot (not allowed) and capacity blocks (a service runs on blocks only when
-    # --pricing names them)
-    plain = (t.offers["pricing"] != "spot").to_numpy() & (t.offers["pricing"] != "capacity_block").to_numpy()
+    # every row the replica fits but spot (not allowed), capacity blocks (a service runs on blocks only when
+    # --pricing names them) and marketplace hosts (a service uses them only with --allow-marketplace, issue 26)
+    plain = (t.offers["pricing"] != "spot").to_numpy() & (t.offers["pricing"] != "capacity_block").to_numpy() \
+        & (t.offers["tier"] != "marketplace").to_numpy()
     assert len(p.unpruned["chat"]) == int((t.ok & plain).sum())
     from optimizer.planning.problem_build import prefilter_rows, single_slot_factors
 
     usable = {"chat": t.ok & (t.offers["pricing"] != "spot").to_numpy()}
     keep = prefilter_rows({"chat": t}, usable, ws, placement="region", spread="", same_payment=False,
                            cc_factor=single_slot_factors(ws, 12, 0.0, Budgets()))
-    # measured: 5,228 of 14,244 candidate rows are left for prune_fleet (the snapshot's terms and payment options
-    # collapse to the cheapest of each instance type and region; the on-demand staircase drops the rest; issue 9's
-    # quoted reservations differ more between terms and regions than the fixed-ratio ones did: 3,356 of 11,468)
-    assert int((keep & usable["chat"]).sum()) < 0.4 * int(usable["chat"].sum())
+    # measured: 5,910 of 14,428 candidate rows are left for prune_fleet (the snapshot's terms and payment options
+    # collapse to the cheapest of each instance type and region; the on-demand staircase drops the rest; before the
+    # chat default (issue 26: TPOT <= 50 ms changes which rows a replica fits) 5,228 of 14,244)
+    assert int((keep & usable["chat"]).sum()) < 0.42 * int(usable["chat"].sum())
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,

@@ -197,7 +197,8 @@ def test_replica_sizes():
 
 
 def test_min_gpus_none_when_nothing_fits():
-    assert min_gpus_per_replica(serve(load_model("Llama-3.1-405B")), load_gpu("T4"), max_gpus=8) is None
+    # fp16: Turing has no bf16 (NVIDIA Turing architecture whitepaper), which is refused before any sizing
+    assert min_gpus_per_replica(serve(load_model("Llama-3.1-405B"), precision="fp16"), load_gpu("T4"), max_gpus=8) is None
 
 
 # ------------------------------------------------------------------------------------------------ throughput
@@ -436,7 +437,10 @@ def test_memory_per_gpu_non_increasing_in_gpus(model, gpu, pair, task, concurren
     """More GPUs per replica never need more memory on the most loaded GPU (serving TP, ZeRO-3 training)."""
     m = load_model(model)
     if task == "serve":
-        from optimizer.sizing.serving import tp_supported
+        from optimizer.sizing.serving import NO_BF16_GENERATIONS, gpu_generation, tp_supported
+
+        # Volta and Turing have no bf16 tensor cores: such a request is refused (tested in test_production_plans.py)
+        assume(precision != "bf16" or gpu_generation(load_gpu(gpu)) not in NO_BF16_GENERATIONS)
 
         assume(all(tp_supported(m, n) for n in pair))  # the engines split the heads evenly (vLLM)
         w = Workload(task="serve", model=m, precision=precision, concurrency=concurrency, context_tokens=context)

@@ -32,6 +32,7 @@ from optimizer.planning.problem import (
     committed_rate_arrays,
 )
 from optimizer.planning.prune import prune_fleet
+from providers.zones import region_has_zones
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -493,6 +494,18 @@ def prefilter_rows(tables: dict[str, "UnitTable"], usable: dict[str, Any], workl
         return keep
     price = pd.to_numeric(frame["usd_per_hour"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
+    if spread == "zones":
+        # the failure domain as providers.zones.zone_of gives it (prune_fleet groups by it): the zone of a zonal row,
+        # one location per provider and region without zones, nothing more for a regional row in a zoned region
+        zone_text = text_values(frame["zone"]) if "zone" in frame.columns else np.full(n, "", dtype=object)
+        regions = frame[["provider", "region"]].astype(str).drop_duplicates()
+        zoned = {(p_, r_) for p_, r_ in regions.itertuples(index=False) if region_has_zones(p_, r_)}
+        prov, reg = text_values(frame["provider"]), text_values(frame["region"])
+        failure_domain = np.array([("zone|" + str(z)) if (z == z and z) else
+                                   ("" if (str(p_), str(r_)) in zoned else f"location|{p_}|{r_}")
+                                   for z, p_, r_ in zip(zone_text, prov, reg)], dtype=object)
+        frame = frame.assign(_failure_domain=failure_domain)
+
     def codes(cols: list[str]):
         """Group number of each row by ``cols`` (a missing value is a group of its own: finer than prune_fleet's
         str() of it, so never a comparison prune_fleet would not make)."""
@@ -502,7 +515,7 @@ def prefilter_rows(tables: dict[str, "UnitTable"], usable: dict[str, Any], workl
         return frame.groupby(cols, dropna=False, sort=False, observed=True).ngroup().to_numpy()
 
     pg_cols = {"region": ["provider", "region"], "provider": ["provider"]}.get(placement, [])
-    zone_cols = ["zone"] if spread == "zones" else []
+    zone_cols = ["_failure_domain"] if spread == "zones" else []
     margin = 1.0 + _PREFILTER_MARGIN
 
     # on-demand: the per-workload staircase of (USD per unit-hour, throughput) in each group

@@ -310,7 +310,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                     continue
                 cap_terms[v] = c.throughput_per_unit
                 if n1:
-                    used_by.setdefault(id(c), []).append(v)
+                    used_by.setdefault(id(c), []).append((v, bi))
                 rep_terms[v] = float(c.replicas_per_unit)
                 inst_terms[v] = k
                 if c.offer["pricing"] != "spot":
@@ -373,15 +373,31 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                         us[u] = 1.0
                     m += pulp.LpAffineExpression({**us, **regional}) >= w.min_replicas, f"spread_{tag}"
         if n1:
-            for ci, c in enumerate(cands):
-                vs = used_by.get(id(c))
-                if not vs:
-                    continue
-                delta = pulp.LpVariable(f"D_{safe_name(w.name)}_{ci}", lowBound=0, upBound=1,
-                                        cat=pulp.LpContinuous if relax else pulp.LpBinary)
-                m += pulp.LpAffineExpression({loss_var: 1.0, delta: -failure_loss(c)}) >= 0
-                for v in vs:
-                    m += pulp.LpAffineExpression({v: 1.0, delta: -bound[id(c)]}) <= 0
+            # one indicator per distinct failure loss, not per candidate: the loss is a property of the hardware
+            # (throughput of a unit over its instances or replicas), shared by every price and region of it, so
+            # the same rows with far fewer binaries (the example plan: ~25 levels for ~500 candidates)
+            used = [(c, float(failure_loss(c))) for c in cands if used_by.get(id(c))]
+            top: dict[float, float] = {}  # level (9 significant digits) -> the largest loss in it
+            for c, loss in used:
+                key = float(f"{loss:.9g}")
+                top[key] = max(top.get(key, 0.0), loss)
+            levels: dict[float, Any] = {}
+            for li, (key, loss) in enumerate(sorted(top.items())):
+                levels[key] = pulp.LpVariable(f"D_{safe_name(w.name)}_{li}", lowBound=0, upBound=1,
+                                              cat=pulp.LpContinuous if relax else pulp.LpBinary)
+                m += pulp.LpAffineExpression({loss_var: 1.0, levels[key]: -loss}) >= 0
+            # a level's units in each block, each over its bound, at most the level's count of candidates x D
+            # (one row per level and block: summed, the rows v <= bound x D of each candidate; 1,570 rows of those
+            # made each MILP of the example plan 6 s instead of 0.8 s)
+            rows: dict[tuple, dict] = {}
+            for c, loss in used:
+                key = float(f"{loss:.9g}")
+                for v, bi in used_by[id(c)]:
+                    rows.setdefault((key, bi), {})[v] = 1.0 / bound[id(c)]
+            for (key, _b), row in rows.items():
+                row = dict(row)
+                row[levels[key]] = -float(len(row))
+                m += pulp.LpAffineExpression(row) <= 0
         if w.training:
             need = float(problem.work_flops[w.name])
             for gi, (g, terms) in enumerate(sorted(cluster_work.items())):

@@ -620,6 +620,39 @@ def estimate(
 
 
 @app.command()
+def quotas(
+    provider: Annotated[str, typer.Option("--provider", help="aws, azure or gcp.")],
+    region: Annotated[list[str], typer.Option("--region", help="Region code (repeat), e.g. us-east-1, eastus, us-central1.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The quota CSV to write (what --quota reads).")],
+    profile: Annotated[Optional[str], typer.Option("--profile", help="AWS named profile (default: the standard boto3 credential chain).")] = None,
+    subscription: Annotated[Optional[str], typer.Option("--subscription", envvar="AZURE_SUBSCRIPTION_ID", help="Azure subscription id.")] = None,
+    project: Annotated[Optional[str], typer.Option("--project", envvar="GOOGLE_CLOUD_PROJECT", help="GCP project id.")] = None,
+    gcp_token: Annotated[Optional[str], typer.Option("--gcp-token", envvar="GPUOPT_GCP_ACCESS_TOKEN", help="GCP OAuth access token (gcloud auth print-access-token).")] = None,
+    fmt: FormatOpt = "table",
+):
+    """Read your GPU quotas from the provider's quota API with your credentials (AWS Service Quotas, Azure Compute
+    usages, GCP regions.get) and write them as the CSV that `recommend --quota` reads. A failed read writes
+    nothing (exit 3)."""
+    with _boundary(fmt):
+        _check_format(fmt)
+        import json as _json
+
+        from providers.quotas import fetch_quotas, quota_rows, write_quota_file
+
+        table = fetch_quotas(provider, region, profile=profile, subscription_id=subscription, project=project,
+                             token=gcp_token)
+        path = write_quota_file(table, output)
+        rows = quota_rows(table)
+        if fmt == "json":
+            typer.echo(_json.dumps({"path": str(path), "quotas": rows}, indent=2))
+        else:
+            for r in rows:
+                typer.echo(f"{r['provider']} {r['region']} {r['family']}: {r['limit']:g} {r['unit']} "
+                           f"({r['used']:g} used) — {r['note']}")
+            typer.echo(f"{len(rows)} quota(s) -> {path} (plan within them: gpuopt recommend --quota {path})")
+
+
+@app.command()
 def review(
     usage: Annotated[Path, typer.Option("--usage", help="Billing export: FOCUS 1.0-1.2, AWS CUR 2.0 or Azure cost details (CSV, CSV.gz or Parquet), or hourly usage from the warehouse SQL.")],
     usage_format: Annotated[str, typer.Option("--usage-format", help="auto, focus-1.0, focus-1.1, focus-1.2, aws-cur-2.0, azure-cost-details, hourly.")] = "auto",

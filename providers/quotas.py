@@ -803,3 +803,99 @@ def gcp_quota_table(regions: Mapping[str, Mapping[str, Any]]) -> QuotaTable:
 def fetch_gcp_quotas(project: str, regions: Iterable[str], credential: Any, *, options: Any = None) -> QuotaTable:
     """:func:`fetch_gcp_regions` then :func:`gcp_quota_table`."""
     return gcp_quota_table(fetch_gcp_regions(project, regions, credential, options=options))
+
+
+# -------------------------------------------------------------------------------------- live: one entry, a file
+def fetch_quotas(provider: str, regions: Iterable[str], *, profile: str | None = None,
+                 subscription_id: str | None = None, project: str | None = None, token: str | None = None,
+                 session: Any = None, credential: Any = None, options: Any = None) -> QuotaTable:
+    """The live quotas of one provider's ``regions`` with the user's own credentials (what ``gpuopt quotas``
+    writes into a ``--quota`` file):
+
+    - ``aws``: Service Quotas through a boto3 Session (``session``, else one of ``profile`` or the standard
+      credential chain): :func:`fetch_aws_quotas`.
+    - ``azure``: the Compute usages of ``subscription_id`` (or ``AZURE_SUBSCRIPTION_ID``) with ``credential``, else
+      azure-identity's ``DefaultAzureCredential`` (``pip install 'gpuopt[azure]'``): :func:`fetch_azure_quotas`.
+    - ``gcp``: Compute Engine ``regions.get`` of ``project`` (or ``GOOGLE_CLOUD_PROJECT``) with ``credential``, else
+      an OAuth access ``token`` (or ``GPUOPT_GCP_ACCESS_TOKEN``: ``gcloud auth print-access-token``):
+      :func:`fetch_gcp_quotas`.
+
+    Raises:
+        InputError: an unknown provider, no region, a missing subscription, project or token (field named).
+        MissingCredentials, InvalidCredentials, ProviderError: as the fetchers."""
+    import os
+
+    from providers.base import MissingCredentials
+
+    provider = str(provider or "").strip().lower()
+    regions = [str(r).strip() for r in regions if str(r).strip()]
+    if provider not in ("aws", "azure", "gcp"):
+        raise InputError("provider", f"no live quota API for '{provider}'", accepted="aws, azure, gcp")
+    if not regions:
+        raise InputError("region", "name the regions to read the quotas of", accepted="region codes, e.g. us-east-1")
+    if provider == "aws":
+        if session is None:
+            import boto3
+
+            session = boto3.Session(profile_name=profile) if profile else boto3.Session()
+        return fetch_aws_quotas(session, regions)
+    if provider == "azure":
+        sub = subscription_id or os.environ.get("AZURE_SUBSCRIPTION_ID", "")
+        if not sub:
+            raise InputError("subscription", "the Azure subscription whose usages to read is not set",
+                             accepted="--subscription ID or AZURE_SUBSCRIPTION_ID")
+        if credential is None:
+            try:
+                from azure.identity import DefaultAzureCredential
+            except ImportError:
+                raise MissingCredentials("azure quotas: azure-identity is not installed "
+                                         "(pip install 'gpuopt[azure]')") from None
+            credential = DefaultAzureCredential()
+        return fetch_azure_quotas(sub, regions, credential, options=options)
+    proj = project or os.environ.get("GOOGLE_CLOUD_PROJECT", "")
+    if not proj:
+        raise InputError("project", "the GCP project whose quotas to read is not set",
+                         accepted="--project ID or GOOGLE_CLOUD_PROJECT")
+    if credential is None:
+        credential = token or os.environ.get("GPUOPT_GCP_ACCESS_TOKEN", "")
+        if not credential:
+            raise MissingCredentials("gcp quotas: no access token (--gcp-token, or GPUOPT_GCP_ACCESS_TOKEN from "
+                                     "`gcloud auth print-access-token`)")
+    return fetch_gcp_quotas(proj, regions, credential, options=options)
+
+
+def quota_rows(table: QuotaTable) -> list[dict[str, Any]]:
+    """The rows of a quota file (:data:`QUOTA_COLUMNS`) for ``table``, sorted by provider, region and quota:
+    ``family`` is the quota's code (AWS ``L-...``, Azure usage name, GCP metric), ``note`` its name and source.
+    :func:`load_quota_file` reads them back to the same limits."""
+    rows = []
+    for lim in table:
+        k = lim.key
+        rows.append({"provider": k.provider, "region": k.region, "family": k.quota, "limit": lim.limit,
+                     "unit": k.unit, "used": lim.used, "note": "; ".join(x for x in (k.name, lim.source) if x)})
+    return sorted(rows, key=lambda r: (r["provider"], r["region"], r["family"]))
+
+
+def write_quota_file(table: QuotaTable, path: str | Path) -> Path:
+    """Write ``table`` as a quota CSV (:func:`quota_rows`) at ``path``, atomically (a temporary file renamed over
+    it: a failed write leaves the old file). Returns the path."""
+    import os
+    import tempfile
+
+    p = Path(path)
+    buf = io.StringIO()
+    out = csv.DictWriter(buf, fieldnames=list(QUOTA_COLUMNS), lineterminator="\n")
+    out.writeheader()
+    for r in quota_rows(table):
+        out.writerow({**r, "limit": f"{r['limit']:g}", "used": f"{r['used']:g}"})
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".quotas-", suffix=".csv", dir=str(p.parent))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(buf.getvalue())
+        os.replace(tmp, p)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return p

@@ -389,3 +389,38 @@ def test_fetch_gcp_quotas(local):
         ("NVIDIA_H100_GPUS", 8), ("PREEMPTIBLE_NVIDIA_H100_GPUS", 8), ("NVIDIA_L4_GPUS", 4)}
     key, units = t.key_for(_offer("gcp", "us-central1", "a3-highgpu-8g", gpu_model="H100-80GB", gpu_count=8))
     assert (key.quota, units, t.headroom(key)) == ("NVIDIA_H100_GPUS", 8, 8)
+
+
+# ------------------------------------------------------------------------------------- gpuopt quotas -> --quota
+def test_live_quotas_written_as_the_file_recommend_reads(tmp_path):
+    """`gpuopt quotas` (providers.quotas.fetch_quotas + write_quota_file): the Service Quotas pages recorded for
+    us-east-1 become a CSV that load_quota_file reads back to the same limits."""
+    from providers.quotas import fetch_quotas, load_quota_file, write_quota_file
+
+    client, stub = _service_quotas()
+    stub.add_response("list_service_quotas", _load("aws_list_service_quotas_us-east-1_page1.json"), {"ServiceCode": "ec2"})
+    stub.add_response("list_service_quotas", _load("aws_list_service_quotas_us-east-1_page2.json"),
+                      {"ServiceCode": "ec2", "NextToken": "page-2-token"})
+    with stub:
+        live = fetch_quotas("aws", ["us-east-1"], session=_Session({"us-east-1": client}))
+    path = write_quota_file(live, tmp_path / "q.csv")
+    back = load_quota_file(path)
+    assert sorted((x.key.quota, x.limit, x.used) for x in back) == sorted((x.key.quota, x.limit, x.used) for x in live)
+    assert {x.key.quota for x in back} == {"L-417A185B", "L-DB2E81BA", "L-3819A6DF", "L-C4BD4855"}
+    assert "Running On-Demand P instances" in path.read_text()
+
+
+def test_quotas_command_errors_are_one_line(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from gpuopt.cli import app
+
+    monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
+    monkeypatch.delenv("AZURE_SUBSCRIPTION_ID", raising=False)
+    r = CliRunner().invoke(app, ["quotas", "--provider", "runpod", "--region", "x", "-o", str(tmp_path / "q.csv")])
+    assert r.exit_code == 1 and "accepted: aws, azure, gcp" in r.stderr and "Traceback" not in r.output
+    r = CliRunner().invoke(app, ["quotas", "--provider", "gcp", "--region", "us-central1", "-o", str(tmp_path / "q.csv")])
+    assert r.exit_code == 1 and "project" in r.stderr
+    r = CliRunner().invoke(app, ["quotas", "--provider", "azure", "--region", "eastus", "-o", str(tmp_path / "q.csv")])
+    assert r.exit_code == 1 and "AZURE_SUBSCRIPTION_ID" in r.stderr
+    assert not (tmp_path / "q.csv").exists()

@@ -838,6 +838,58 @@ def _zone_kinds(df):
                      index=df.index)
 
 
+#: Seconds the re-plan that names the cheapest plan honouring a zone spread or residency may take.
+HONOURING_TIME_S = 20.0
+
+
+def _honouring_plan(plan, ws, offers, result, owned, filtered=None) -> None:
+    """An infeasible request with ``--spread zones`` or ``--region-group`` and a provider, region or GPU filter
+    (issue 26: "an infeasible request names the cheapest plan that honours it"): plan it again with the spread and
+    the residency kept and those filters dropped, and add that plan's offers and cost to ``result.plan.reason``
+    (``honouring_plan``) and its message. Nothing is added when the re-plan fails too (the message then says so)."""
+    from optimizer.planning.plan import plan_fleet
+    from optimizer.planning.problem import Budgets
+
+    reason = result.reason if isinstance(result.reason, dict) else None  # FleetResult.reason
+    if reason is None:
+        return
+    if plan.spread and filtered is not None and len(filtered):
+        from providers.zones import region_has_zones
+
+        pairs = filtered[["provider", "region"]].astype(str).drop_duplicates()
+        zoneless = sorted({p_ for p_, r_ in pairs.itertuples(index=False) if not region_has_zones(p_, r_)})
+        if zoneless and all(not region_has_zones(p_, r_) for p_, r_ in pairs.itertuples(index=False)):
+            reason["message"] = (f"--spread zones: the offers allowed ({', '.join(zoneless)}) are in regions without "
+                                 f"availability zones (each region is one location, providers/zones.py); "
+                                 + reason["message"])
+    wide = plan.model_copy(update={"providers": [], "regions": [], "gpus": []})
+    dropped = [f"--{k} {' '.join(v)}" for k, v in (("provider", plan.providers), ("region", plan.regions),
+                                                   ("gpu", plan.gpus)) if v]
+    rule = " and ".join(x for x in (("--spread zones" if plan.spread else ""),
+                                    (f"--region-group {','.join(plan.region_group)}" if plan.region_group else ""))
+                        if x)
+    try:
+        filtered, _ = plan_offers(wide, offers)
+        other = plan_fleet(ws, plan.demand_profiles(), filtered, budgets=Budgets(monthly=plan.budget,
+                           total=plan.budget_total, upfront=plan.max_upfront, commitment=plan.max_commitment),
+                           objective=plan.objective, pricing=tuple(plan.pricing) or None,
+                           spot_capacity=plan.spot_capacity_per_offer, max_instances=plan.max_instances,
+                           explain=False, time_limit_s=min(float(plan.time_limit_s), HONOURING_TIME_S),
+                           horizon_months=plan.horizon_months, leftover_value=plan.leftover_value,
+                           placement=plan.placement, spread=plan.spread or "", quotas=_quotas(plan), owned=owned)
+    except InputError:
+        other = None
+    if other is None or not other.feasible:
+        reason["message"] += f"; no offer in the data honours {rule} without {', '.join(dropped)} either"
+        return
+    where = sorted({f"{ln.provider} {ln.region}".strip() for ln in other.lines})
+    shapes = ", ".join(sorted({f"{ln.count:g} {ln.instance_type} {ln.pricing}" for ln in other.lines}))
+    reason["honouring_plan"] = {"total_usd": round(float(other.total_usd), 2), "status": other.status,
+                                "dropped": dropped, "where": where, "lines": shapes}
+    reason["message"] += (f"; the cheapest plan that honours {rule} drops {', '.join(dropped)}: {shapes} in "
+                          f"{'; '.join(where)}, ${other.total_usd:,.2f} over the horizon")
+
+
 def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "RecommendResult":
     """Plan a validated request (a gpuopt.request.PlanRequest, as load_plan or plan_spec.plan_from_request return
     it) with the one planning model: the one place where the request's keys become the planner's arguments
@@ -935,6 +987,8 @@ def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "
                         leftover_value=plan.leftover_value, placement=plan.placement, spread=plan.spread or "",
                         quotas=_quotas(plan), owned=owned)
     log.info("plan: status %s, total %s USD, solver %s", result.status, result.total_usd, result.solver)
+    if not result.feasible and (plan.spread or plan.region_group) and (plan.providers or plan.regions or plan.gpus):
+        _honouring_plan(plan, ws, offers, result, owned, filtered)
     result.notes.extend(notes)
     old_quotes = _old_quotes(result.lines, plan.prices_on)
     result.notes.extend(old_quotes)

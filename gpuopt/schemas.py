@@ -105,6 +105,9 @@ class Reason(_Open):
     deadline_needed_hours: Optional[int] = None
     memory_gib_per_replica: Optional[float] = None
     gpus_that_fit: Optional[list[GpusThatFit]] = None
+    honouring_plan: Optional[dict] = Field(default=None, description=(
+        "with --spread zones or --region-group and a provider, region or GPU filter: the cheapest plan that honours "
+        "the spread and residency without those filters (total_usd, status, dropped, where, lines)"))
 
 
 class _Line(_Open):

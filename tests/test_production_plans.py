@@ -247,3 +247,21 @@ def test_owned_commitments_are_reused(tmp_path):
     assert reused and reused[0]["count"] <= 2 and reused[0]["total_usd"] == 0
     assert out["total_usd"] < base["total_usd"]
     assert any("reused" in n for n in out["notes"])
+
+
+def test_an_infeasible_spread_names_the_cheapest_plan_that_honours_it():
+    # Lambda publishes regions but no availability zones (providers/zones.py): two replicas in distinct zones cannot
+    # be met there; the answer says so and names the cheapest plan that meets the spread without --provider lambda
+    out, r = _json("recommend", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "500",
+                   "--provider", "lambda", "--spread", "zones", "--no-explain")
+    assert r.exit_code == 1 and out["feasible"] is False
+    reason = out["reason"]
+    assert reason["message"].startswith("--spread zones: the offers allowed (lambda) are in regions without")
+    hp = reason["honouring_plan"]
+    assert hp["dropped"] == ["--provider lambda"] and hp["status"] == "optimal"
+    assert all(not w.startswith("lambda") for w in hp["where"]) and hp["total_usd"] > 0
+    # the plan named is the plan the same request gets without the filter
+    free, _ = _json("recommend", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "500",
+                    "--spread", "zones", "--no-explain")
+    assert free["total_usd"] == pytest.approx(hp["total_usd"], abs=0.01)
+    assert "the cheapest plan that honours --spread zones drops --provider lambda" in r.stderr

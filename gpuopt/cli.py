@@ -729,24 +729,54 @@ def prices_status(catalog: CatalogOpt = None, output: OutputOpt = None, fmt: For
 
 
 @prices_app.command("refresh-spot")
-def prices_refresh_spot(fmt: FormatOpt = "table"):
-    """Fetch the AWS Spot Instance Advisor's interruption buckets (no credentials) into the cache: training plans
-    then use each instance type's current bucket. A failed fetch keeps the data in use (exit 3)."""
+def prices_refresh_spot(
+    provider: Annotated[str, typer.Option("--provider", help="aws (the Spot Instance Advisor, no credentials) or azure (eviction rates from Azure Resource Graph, with your credentials).")] = "aws",
+    region: Annotated[Optional[list[str]], typer.Option("--region", help="Azure regions to read (repeat; default: every Azure region of the price data).")] = None,
+    subscription: Annotated[Optional[str], typer.Option("--subscription", envvar="AZURE_SUBSCRIPTION_ID", help="Azure subscription the Resource Graph query runs in.")] = None,
+    fmt: FormatOpt = "table",
+):
+    """Fetch spot interruption data into the cache: the AWS Spot Instance Advisor's buckets (no credentials), or
+    Azure's Spot eviction rates (Resource Graph; Reader on a subscription). Training plans then use each instance
+    type's current rate. A failed fetch keeps the data in use (exit 3)."""
     with _boundary(fmt):
         _check_format(fmt)
         import json as _json
 
-        from pricing_cache.spot_risk import refresh_spot_advisor
+        from gpuopt.kernel.errors import InputError
+        from pricing_cache.spot_risk import refresh_azure_eviction, refresh_spot_advisor
 
-        out = refresh_spot_advisor()
-        doc = {"status": out.status, "path": out.path, "as_of": out.as_of, "entries": out.entries,
-               "error": out.error, "kept": out.kept, "notes": out.notes}
+        provider = provider.strip().lower()
+        if provider not in ("aws", "azure"):
+            raise InputError("provider", f"no spot interruption source for '{provider}'", accepted="aws, azure")
+        if provider == "aws":
+            out = refresh_spot_advisor()
+            what = "spot advisor"
+        else:
+            if not subscription:
+                raise InputError("subscription", "the Azure subscription to query Resource Graph in is not set",
+                                 accepted="--subscription ID or AZURE_SUBSCRIPTION_ID")
+            from pricing_cache.store import load_offers
+            from providers.base import MissingCredentials
+
+            offers, _ = load_offers()
+            az = offers[offers["provider"].astype(str) == "azure"]
+            regions = list(region or sorted(set(az["region"].astype(str))))
+            try:
+                from azure.identity import DefaultAzureCredential
+            except ImportError:
+                raise MissingCredentials("azure eviction rates: azure-identity is not installed "
+                                         "(pip install 'gpuopt[azure]')") from None
+            out = refresh_azure_eviction(subscription, regions, DefaultAzureCredential(),
+                                         sizes=sorted(set(az["instance_type"].astype(str))))
+            what = "azure eviction rates"
+        doc = {"provider": provider, "status": out.status, "path": out.path, "as_of": out.as_of,
+               "entries": out.entries, "error": out.error, "kept": out.kept, "notes": out.notes}
         if fmt == "json":
             typer.echo(_json.dumps(doc, indent=2))
         elif out.ok:
-            typer.echo(f"spot advisor: {out.entries:,} Linux entries as of {out.as_of} -> {out.path}")
+            typer.echo(f"{what}: {out.entries:,} entries as of {out.as_of} -> {out.path}")
         else:
-            typer.echo(f"gpuopt: error: spot advisor refresh failed ({out.error}); still in use: {out.kept}",
+            typer.echo(f"gpuopt: error: {what} refresh failed ({out.error}); still in use: {out.kept}",
                        err=True)
         if not out.ok:
             raise typer.Exit(3)

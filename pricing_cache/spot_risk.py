@@ -261,6 +261,57 @@ def refresh_spot_advisor(options: Any = None, *, now: dt.datetime | None = None,
         return out
 
 
+def refresh_azure_eviction(subscription_id: str, regions: list[str], credential: Any, *, options: Any = None,
+                           sizes: list[str] | None = None, now: dt.datetime | None = None) -> SpotRefreshOutcome:
+    """Read Azure's Spot eviction rates of ``regions`` (Resource Graph, providers.azure_spot) with ``credential``
+    into the user cache (``spot/azure``), atomically, under the cache's write lock; training plans then use each
+    VM size's rate. A failed read, or an answer that holds no rate, writes nothing and keeps the previous one.
+
+    Args:
+        subscription_id: the subscription the query runs in (any: the rates are Azure's, not the subscription's).
+        regions: programmatic region names (eastus).
+        credential: an azure-identity credential or a bearer token.
+        options: providers.base.FetchOptions (``endpoints["azure_management"]`` for tests).
+        sizes: the VM size names of the price data, to spell the rows as it does.
+        now: the time of the refresh (UTC; tests).
+    Returns: a :class:`SpotRefreshOutcome` (it does not raise for a failed read).
+    Raises: SnapshotError: the cache folder cannot be written."""
+    from pricing_cache import cache
+    from providers.azure_spot import fetch_eviction_rows, parse_eviction_rows
+
+    t0 = time.monotonic()
+    now = now or dt.datetime.now(dt.timezone.utc)
+    out = SpotRefreshOutcome()
+    with cache.lock():
+        try:
+            rows = fetch_eviction_rows(subscription_id, regions, credential, options=options)
+            parsed = parse_eviction_rows(rows, as_of=now.date().isoformat(), source="Azure Resource Graph",
+                                         sizes=sizes or ())
+            if not parsed:
+                raise PriceDataError(f"azure eviction rates: no GPU size's rate in {', '.join(regions)}")
+        except GpuoptError as e:
+            prev = cached_refreshes("azure")
+            out.error = f"{type(e).__name__}: {e}"
+            out.kept = (f"previous refresh {prev[0].path.name} (as_of {prev[0].meta.get('as_of')})" if prev
+                        else "none: Azure spot keeps the default rate")
+            out.seconds = time.monotonic() - t0
+            return out
+        body = json.dumps(rows, sort_keys=True).encode("utf-8")
+        d = _spot_dir("azure")
+        stamp = now.astimezone(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        path = d / f"{stamp}.json"
+        meta = {"provider": "azure", "regions": sorted(regions), "fetched_at": now.isoformat(),
+                "as_of": now.date().isoformat(), "sha256": _sha256(body), "entries": len(parsed)}
+        cache.atomic_write_bytes(path, body)
+        cache.atomic_write_bytes(d / f"{stamp}.meta.json", json.dumps(meta, indent=1).encode("utf-8"))  # last
+        for old in cached_refreshes("azure")[KEEP_REFRESHES:]:
+            for p in (old.path, old.path.with_name(old.path.stem + ".meta.json")):
+                p.unlink(missing_ok=True)
+        out.status, out.path, out.as_of, out.entries = "refreshed", str(path), meta["as_of"], len(parsed)
+        out.seconds = time.monotonic() - t0
+        return out
+
+
 # ---------------------------------------------------------------------------------------------------- the look-up
 
 
@@ -272,11 +323,21 @@ class SpotRiskTable:
     origin: str
 
     def get(self, provider: str, region: str, instance_type: str, os: str = "Linux") -> SpotRisk | None:
-        return self.entries.get((provider.lower(), region, instance_type, os))
+        p = provider.lower()
+        if p == "azure":  # Azure writes sizes in any case (Resource Graph: lower case; the price data: Standard_...)
+            return self.entries.get((p, region.lower(), instance_type.lower(), os))
+        return self.entries.get((p, region, instance_type, os))
 
 
 @lru_cache(maxsize=8)
 def _table_from(path: str, mtime_ns: int, size: int, kind: str, as_of: str) -> SpotRiskTable:
+    if kind == "azure":
+        from providers.azure_spot import parse_eviction_rows
+
+        rows = parse_eviction_rows(json.loads(Path(path).read_bytes()), as_of=as_of,
+                                   source=f"Azure Resource Graph SpotResources eviction rates fetched into {path}")
+        return SpotRiskTable({(r.provider, r.region.lower(), r.instance_type.lower(), r.os): r for r in rows},
+                             f"refresh {Path(path).name} (as_of {as_of})")
     if kind == "refresh":
         src = f"{ADVISOR_URL} fetched into {path}"
         rows = parse_advisor(Path(path).read_bytes(), as_of=as_of, source=src)
@@ -288,8 +349,24 @@ def _table_from(path: str, mtime_ns: int, size: int, kind: str, as_of: str) -> S
 
 
 def load_table(*, use_cache: bool = True) -> SpotRiskTable:
-    """The current table: the newest good refresh in the cache (``use_cache``), else the shipped extract. Read once
-    per file version (memoized on path, mtime and size)."""
+    """The current table: AWS from the newest good refresh in the cache (``use_cache``), else the shipped extract;
+    Azure from the newest good eviction-rate refresh (:func:`refresh_azure_eviction`), if any. Read once per file
+    version (memoized on path, mtime and size)."""
+    aws = _aws_table(use_cache=use_cache)
+    if not use_cache:
+        return aws
+    for ref in cached_refreshes("azure"):
+        st = ref.path.stat()
+        try:
+            az = _table_from(str(ref.path), st.st_mtime_ns, st.st_size, "azure", str(ref.meta.get("as_of")))
+        except GpuoptError as e:
+            log.warning("azure eviction refresh %s unreadable (%s): skipped", ref.path, e)
+            continue
+        return SpotRiskTable({**aws.entries, **az.entries}, f"{aws.origin}; azure {az.origin}")
+    return aws
+
+
+def _aws_table(*, use_cache: bool = True) -> SpotRiskTable:
     if use_cache:
         for ref in cached_refreshes():
             st = ref.path.stat()
@@ -318,7 +395,9 @@ def monthly_interruption(provider: str, region: str, instance_type: str, *, os: 
     table = table or load_table()
     e = table.get(provider, region, instance_type, os)
     if e is None:
-        why = ("no Azure or other provider's eviction data is shipped" if provider.lower() != "aws"
+        why = ("no Azure eviction rate in hand (`gpuopt prices refresh-spot --provider azure` reads them with "
+               "your credentials)" if provider.lower() == "azure"
+               else f"no {provider} interruption data" if provider.lower() != "aws"
                else f"no Spot Instance Advisor entry in {table.origin}")
         return DEFAULT_MONTHLY_INTERRUPTION_FRACTION, (
             f"default: {DEFAULT_MONTHLY_INTERRUPTION_FRACTION:.2f} per month for {provider} {region} {instance_type} "
@@ -326,6 +405,9 @@ def monthly_interruption(provider: str, region: str, instance_type: str, *, os: 
     label = BUCKETS[e.bucket][0]
     f = bucket_fraction(e.bucket)
     rule = "lower bound of the open bucket: at least" if e.high_pct is None else "midpoint of the bucket"
+    if e.provider == "azure":
+        return f, (f"Azure Spot eviction rate {e.region} {e.instance_type}: {label} over the trailing 28 days "
+                   f"-> {f:.3f} a month ({rule}); as_of {e.as_of}, {e.source}")
     return f, (f"AWS Spot Instance Advisor {e.region} {e.instance_type} {e.os}: {label} of capacity reclaimed in "
                f"the trailing month -> {f:.3f} ({rule}); as_of {e.as_of}, {e.source}")
 

@@ -76,6 +76,9 @@ IMPORTERS.update({
     "aws-spot-placement": Importer("aws-spot-placement", "providers.spot_advisor", "parse_spot_placement_scores", (),
                                    "EC2 get_spot_placement_scores pages -> score 1..10 per region or zone "
                                    "(credentials; not offers)", kind="api"),
+    "azure-spot-eviction": Importer("azure-spot-eviction", "providers.azure_spot", "parse_eviction_rows", (),
+                                    "Azure Resource Graph SpotResources eviction rates -> bucket per region and VM "
+                                    "size (credentials; not offers)", kind="api"),
 })
 # --- live adapters' parse functions: azure (providers/azure.py) ---
 IMPORTERS.update({

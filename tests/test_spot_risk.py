@@ -304,3 +304,71 @@ def test_placement_scores_errors():
     stub.add_response("get_spot_placement_scores", {"SpotPlacementScores": [], "NextToken": "again"})
     with stub, pytest.raises(TruncatedPriceList):
         fetch_spot_placement_scores(["g5.xlarge"], 1, options=FetchOptions(clients={"ec2": ec2}, max_pages=1))
+
+
+# --------------------------------------------------------------------------------- Azure eviction rates (ARG)
+# The answer's shape is the Resource Graph REST API's ({"data": [...], "$skipToken": ...}) with the columns of the
+# Azure docs' eviction-rate sample query (skuName, location, spotEvictionRate; spot-vms.md, "Azure Resource Graph").
+# The rates below are illustrative values of that shape, not measurements: no Azure data is shipped.
+ARG_PATH = "/providers/Microsoft.ResourceGraph/resources"
+ARG_PAGE1 = {"totalRecords": 3, "count": 2, "$skipToken": "page-2",
+             "data": [{"skuName": "standard_nd96asr_v4", "location": "eastus", "spotEvictionRate": "0-5"},
+                      {"skuName": "standard_nc24ads_a100_v4", "location": "eastus", "spotEvictionRate": "20+"}]}
+ARG_PAGE2 = {"totalRecords": 3, "count": 1,
+             "data": [{"skuName": "standard_nc24ads_a100_v4", "location": "westus2", "spotEvictionRate": "10-15"}]}
+
+
+def _arg_options(server) -> FetchOptions:
+    return FetchOptions(endpoints={"azure_management": server.url_for("").rstrip("/")}, timeout_s=5.0,
+                        max_attempts=1)
+
+
+def test_azure_eviction_rows_parse_to_the_advisors_buckets():
+    from providers.azure_spot import RATE_BUCKETS, eviction_query, parse_eviction_rows
+
+    rows = parse_eviction_rows(ARG_PAGE1["data"] + ARG_PAGE2["data"], as_of="2026-12-06", source="t",
+                               sizes=["Standard_NC24ads_A100_v4"])
+    by = {(r.region, r.instance_type): r for r in rows}
+    assert by[("eastus", "Standard_NC24ads_A100_v4")].bucket == 4          # spelled as the price data spells it
+    assert by[("eastus", "Standard_nd96asr_v4")].bucket == 0               # else Standard_ + the rest as read
+    assert by[("westus2", "Standard_NC24ads_A100_v4")].bucket == 2
+    assert [BUCKETS[i][1:] for i in RATE_BUCKETS.values()] == [(0, 5), (5, 10), (10, 15), (15, 20), (20, None)]
+    q = eviction_query(["eastus", "West US 2"])
+    assert "microsoft.compute/skuspotevictionrate/location" in q and "('eastus', 'westus2')" in q
+    with pytest.raises(PriceDataError, match="rate labels"):
+        parse_eviction_rows([{"skuName": "standard_nd96asr_v4", "location": "eastus", "spotEvictionRate": "low"}],
+                            as_of="x", source="t")
+
+
+def test_azure_eviction_refresh_follows_skip_tokens_and_planning_reads_it(server):
+    from werkzeug import Request
+
+    def answer(request: Request):
+        body = request.get_json()
+        assert body["subscriptions"] == ["sub-1"] and "skuspotevictionrate" in body["query"]
+        assert request.headers["Authorization"] == "Bearer tok"
+        page = ARG_PAGE2 if body["options"].get("$skipToken") == "page-2" else ARG_PAGE1
+        return Response(json.dumps(page), content_type="application/json")
+
+    server.clear()
+    server.expect_request(ARG_PATH, method="POST").respond_with_handler(answer)
+    out = sr.refresh_azure_eviction("sub-1", ["eastus", "westus2"], "tok", options=_arg_options(server),
+                                    sizes=["Standard_NC24ads_A100_v4", "Standard_ND96asr_v4"])
+    assert out.ok and out.entries == 3
+    table = sr.load_table()
+    f, src = sr.monthly_interruption("azure", "eastus", "Standard_ND96asr_v4", table=table)
+    assert f == pytest.approx(0.025) and "Azure Spot eviction rate" in src
+    assert sr.monthly_interruption("azure", "eastus", "Standard_NC24ads_A100_v4", table=table)[0] == 0.20
+    # AWS stays read from its own source
+    assert sr.monthly_interruption("aws", "us-east-1", "p4d.24xlarge", table=table)[0] == pytest.approx(0.125)
+    # a refused credential writes nothing and keeps the previous rates
+    server.clear()
+    server.expect_request(ARG_PATH, method="POST").respond_with_response(Response("no", status=401))
+    bad = sr.refresh_azure_eviction("sub-1", ["eastus"], "tok", options=_arg_options(server))
+    assert not bad.ok and "credentials were refused" in bad.error and bad.kept.startswith("previous refresh")
+    assert sr.monthly_interruption("azure", "westus2", "Standard_NC24ads_A100_v4")[0] == pytest.approx(0.125)
+
+
+def test_azure_without_rates_gets_the_default_and_says_how_to_read_them(shipped):
+    f, src = sr.monthly_interruption("azure", "eastus", "Standard_ND96asr_v4", table=shipped)
+    assert f == 0.20 and "refresh-spot --provider azure" in src

@@ -193,9 +193,34 @@ class SpreadMinima:
         s = float(w.redundancy)
         best = np.full(int(busy.sum()), np.inf)
         d = demand[busy]
-        for t in sorted({loss(u) for u in units}):
-            sub = [u for u in units if loss(u) <= t + 1e-9]
+        levels = sorted({loss(u) for u in units})
+        # every unit's cover of the largest threshold's need: for any threshold t its price of need(t) is at most
+        # the price of the units losing at most t, and it grows with t -- once it is no less than the best in
+        # every block, no larger threshold can lower the bound (the thresholds are walked in increasing order)
+        top = np.where(d > 0, np.maximum(d, s * d + (levels[-1] if levels else 0.0)), d)
+        frontier_deadline(self.deadline)
+        try:
+            whole = frontier(units, float(top.max(initial=0.0)), m)
+        finally:
+            frontier_deadline(None)
+        if whole is None:
+            raise TooBig(w.name)
+        caps_all, order_all, _ = hourly_table(whole, m)[(m, m)]
+        if not len(caps_all):
+            return math.inf
+        hb = self.hours[busy]
+
+        def low_of(t):
+            i_all = np.searchsorted(caps_all, np.where(d > 0, np.maximum(d, s * d + t), d) * (1.0 - TOL), side="left")
+            return np.where(i_all < len(caps_all), order_all[np.minimum(i_all, len(caps_all) - 1)], np.inf)
+        lows = {t: low_of(t) for t in levels}
+        # the thresholds in the order of their lower bound: the first ones set the best, the rest are skipped when
+        # their bound is no lower in any block
+        for t in sorted(levels, key=lambda t: (float(np.where(np.isfinite(lows[t]), lows[t], 1e18) @ hb), t)):
+            if (lows[t] >= best - 1e-9).all():
+                continue
             need = np.where(d > 0, np.maximum(d, s * d + t), d)
+            sub = [u for u in units if loss(u) <= t + 1e-9]
             frontier_deadline(self.deadline)
             try:
                 front = frontier(sub, float(need.max(initial=0.0)), m)

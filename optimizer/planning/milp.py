@@ -224,7 +224,11 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
             if (V.Y or n1) and not w.training else {}
         # N+1 (issue 26): L_w >= the failure loss of every candidate used (delta_wc), and in every block the capacity
         # less L_w carries the redundancy share of the demand
-        loss_var = pulp.LpVariable(f"L_{safe_name(w.name)}", lowBound=0) if n1 else None
+        # L_w is at least the least failure loss of any candidate: some unit serves every active block (a valid
+        # bound that the LP relaxation, whose indicators may be near 0, does not find alone)
+        # (not under ROI: a workload may then serve nothing)
+        least_loss = min((failure_loss(c) for c in cands), default=0.0) if n1 and not roi else 0.0
+        loss_var = pulp.LpVariable(f"L_{safe_name(w.name)}", lowBound=float(least_loss)) if n1 else None
         used_by: dict[int, list] = {}
         work_terms: dict = {}
         cluster_work: dict[tuple, dict] = {}

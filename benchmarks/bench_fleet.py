@@ -25,6 +25,8 @@ Scenarios, on the shipped snapshot (``optimizer.planning.plan.plan_fleet``, the 
   savings plans, capacity blocks, flex-start), a monthly budget;
 * ``mix5-reserved``: the same, purchase options on-demand, spot and reservations only (the services may share
   reservations: the case the LP-bounded placement search could not close, issue 25).
+* ``mix5-n1``: ``mix5`` at issue 26's production defaults: each service two replicas and N+1 at peak (``mix5``'s
+  services state one replica and ``redundancy: none``, the machinery issue 25 measured).
 
 Issue 25 targets (ratios to :func:`baseline`, a fixed CBC solve and Python loop measured in the same run, so a loaded
 machine shows as a larger baseline): the example plan proven optimal in < 10 s end to end; any plan of <= 5
@@ -44,6 +46,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import tempfile
 import os
 import platform
@@ -73,16 +76,22 @@ pricing: []
 time_limit_s: 60
 workloads:
   - {name: chat, task: serve, model: meta-llama/Llama-2-13b-hf, precision: bf16, input_tokens: 1024,
-     output_tokens: 256, scenario: server, demand_profile: chat_daily.csv, min_replicas: 2}
-  - {name: code, task: serve, model: Mistral-7B-v0.1, precision: bf16, tokens_per_second: 800, min_replicas: 1}
-  - {name: assistant, task: serve, model: Llama-3-70B, precision: "bf16,fp8", tokens_per_second: 300}
+     output_tokens: 256, scenario: server, demand_profile: chat_daily.csv, min_replicas: 2, redundancy: none}
+  - {name: code, task: serve, model: Mistral-7B-v0.1, precision: bf16, tokens_per_second: 800, min_replicas: 1,
+     redundancy: none}
+  - {name: assistant, task: serve, model: Llama-3-70B, precision: "bf16,fp8", tokens_per_second: 300,
+     min_replicas: 1, redundancy: none}
   - {name: finetune-8b, task: finetune, model: Llama-3-8B, precision: bf16, context_tokens: 4096, tokens: 5.0e+8,
      deadline_hours: 72, start: 2, allow_spot: true}
   - {name: pretrain-1b, task: train, params: 1.3e+9, precision: bf16, context_tokens: 2048, zero_stage: 2,
      tokens: 2.6e+10, deadline_hours: 240}
 """
 PLAN_FILES = {"example": None, "mix5": {}, "mix5-reserved": {"pricing": ["on_demand", "spot", "reserved_1y",
-                                                                          "reserved_3y"]}}
+                                                                          "reserved_3y"]},
+              "mix5-n1": {}}
+#: ``mix5-n1``: MIX5 at issue 26's production defaults (two replicas a service and N+1 at peak): the same text
+#: without its services' ``redundancy: none`` and one-replica floors.
+MIX5_N1 = re.sub(r",\s*min_replicas: 1\b", "", re.sub(r",\s*redundancy: none", "", MIX5))
 
 
 def baseline(repeat: int = 3) -> float:
@@ -117,7 +126,7 @@ def plan_file(name: str, folder: Path) -> tuple[Path, dict]:
         return EXAMPLE_PLAN, {}
     shutil.copy(EXAMPLE_PLAN.parent / "chat_daily.csv", folder / "chat_daily.csv")
     path = folder / f"{name}.yaml"
-    path.write_text(MIX5, encoding="utf-8")
+    path.write_text(MIX5_N1 if name == "mix5-n1" else MIX5, encoding="utf-8")
     return path, dict(PLAN_FILES[name])
 
 

@@ -265,3 +265,24 @@ def test_an_infeasible_spread_names_the_cheapest_plan_that_honours_it():
                     "--spread", "zones", "--no-explain")
     assert free["total_usd"] == pytest.approx(hp["total_usd"], abs=0.01)
     assert "the cheapest plan that honours --spread zones drops --provider lambda" in r.stderr
+
+
+def test_n_plus_one_holds_under_the_roi_objective():
+    # under ROI a service may serve less than its demand; what it serves is still carried after losing the largest
+    # instance (the nplus1 rows on served demand S: capacity - L >= s x S)
+    from optimizer.planning.solve import solve_roi
+
+    big = _cand("us-east-1", "big", "on_demand", 10.0, 1200.0)
+    small = _cand("us-east-1", "small", "on_demand", 1.0, 120.0)
+    p = _problem([big, small], [2000.0])
+    p = p.replace(objective="roi", workloads=[dataclasses.replace(p.workloads[0], value_per_million_tokens=50.0)])
+    sol, its = solve_roi(p)
+    assert its and verify(p, sol) is None
+    cap = sum(c.throughput_per_unit * x for (w, ok, b), x in sol.X.items() for c in (big, small) if c.okey == ok)
+    served = sol.S[("a", 0)]
+    # ROI is value over cost: 17 small units (2,040 tokens/s, 1,920 after losing one, all of it served) return
+    # 252,288 / 12,410 = 20.33 per dollar, 18 units serving the whole 2,000 only 262,800 / 13,140 = 20.0
+    assert served > 0 and cap - largest_loss(p, sol, "a") >= served - 1e-6
+    # the check refuses a plan that serves more than it carries after the loss
+    bad = dataclasses.replace(sol, S={("a", 0): cap})
+    assert "(N+1)" in (verify(p, bad) or "")

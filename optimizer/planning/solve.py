@@ -671,6 +671,14 @@ def verify(problem: FleetProblem, sol: FleetSolution) -> str | None:
                         cap.get((w.name, bi), 0.0) - loss < w.redundancy * d * (1 - 1e-9) - 1e-9:
                     return (f"{w.name}: block {b.label or bi} carries {cap.get((w.name, bi), 0.0) - loss:.6g} tokens/s "
                             f"after losing {loss:.6g} (one instance), for {w.redundancy:g} x {d:.6g} (N+1)")
+        elif w.redundancy > 0 and not w.divisible:  # ROI: the demand served is carried after the loss
+            loss = largest_loss(problem, sol, w.name)
+            for bi, b in enumerate(problem.blocks):
+                served = float(sol.S.get((w.name, bi), 0.0))
+                if loss > 0 and problem.active(w, b) and served > 0 and \
+                        cap.get((w.name, bi), 0.0) - loss < w.redundancy * served * (1 - 1e-9) - 1e-6:
+                    return (f"{w.name}: block {b.label or bi} carries {cap.get((w.name, bi), 0.0) - loss:.6g} tokens/s "
+                            f"after losing {loss:.6g} (one instance), for {w.redundancy:g} x {served:.6g} served (N+1)")
     used: dict[tuple[str, int], float] = {}
     for (w, ok, bi), a in sol.A.items():
         used[(ok, bi)] = used.get((ok, bi), 0.0) + idx[(w, ok)].instances_per_unit * a

@@ -163,15 +163,11 @@ class SpreadMinima:
         if busy.any() and w.redundancy > 0 and (demand > 0).any():
             val = self._exact_n1(w, units, demand, busy, m)
         elif busy.any():
-            frontier_deadline(self.deadline)
-            try:
-                front = frontier(units, float(demand.max(initial=0.0)), m)
-            finally:
-                frontier_deadline(None)
-            if front is None:
+            table = self._staircase(units, float(demand.max(initial=0.0)), m)
+            if table is None:
                 val = self._cheap(w, g)
             else:
-                caps, order, _ = hourly_table(front, m)[(m, m)]
+                caps, order = table
                 need = demand[busy] * (1.0 - TOL)
                 idx = np.searchsorted(caps, need, side="left") if len(caps) else np.full(len(need), 0)
                 if len(caps) == 0 or (idx >= len(caps)).any():
@@ -180,6 +176,19 @@ class SpreadMinima:
                     val = float(order[idx] @ self.hours[busy])
         self._exact[key] = val
         return val
+
+    def _staircase(self, units, need: float, m: int):
+        """(capacities, cheapest hourly cost of each) of ``units`` covering up to ``need`` with floor ``m``
+        (exact.frontier within this bound's deadline), or None when the frontier is too big."""
+        frontier_deadline(self.deadline)
+        try:
+            front = frontier(units, need, m)
+        finally:
+            frontier_deadline(None)
+        if front is None:
+            return None
+        caps, order, _ = hourly_table(front, m)[(m, m)]
+        return caps, order
 
     def _exact_n1(self, w, units, demand, busy, m) -> float:
         """:meth:`exact` under an N+1 rule (issue 26), block by block: the least over thresholds t of the units'
@@ -198,14 +207,10 @@ class SpreadMinima:
         # the price of the units losing at most t, and it grows with t -- once it is no less than the best in
         # every block, no larger threshold can lower the bound (the thresholds are walked in increasing order)
         top = np.where(d > 0, np.maximum(d, s * d + (levels[-1] if levels else 0.0)), d)
-        frontier_deadline(self.deadline)
-        try:
-            whole = frontier(units, float(top.max(initial=0.0)), m)
-        finally:
-            frontier_deadline(None)
+        whole = self._staircase(units, float(top.max(initial=0.0)), m)
         if whole is None:
             raise TooBig(w.name)
-        caps_all, order_all, _ = hourly_table(whole, m)[(m, m)]
+        caps_all, order_all = whole
         if not len(caps_all):
             return math.inf
         hb = self.hours[busy]
@@ -221,14 +226,10 @@ class SpreadMinima:
                 continue
             need = np.where(d > 0, np.maximum(d, s * d + t), d)
             sub = [u for u in units if loss(u) <= t + 1e-9]
-            frontier_deadline(self.deadline)
-            try:
-                front = frontier(sub, float(need.max(initial=0.0)), m)
-            finally:
-                frontier_deadline(None)
-            if front is None:
+            table = self._staircase(sub, float(need.max(initial=0.0)), m)
+            if table is None:
                 raise TooBig(w.name)  # best() falls back to the quick bound
-            caps, order, _ = hourly_table(front, m)[(m, m)]
+            caps, order = table
             if not len(caps):
                 continue
             idx = np.searchsorted(caps, need * (1.0 - TOL), side="left")

@@ -114,6 +114,15 @@ def _plan_t0(plan_start: "dt.date | dt.datetime") -> dt.datetime:
     return dt.datetime(plan_start.year, plan_start.month, plan_start.day, tzinfo=dt.timezone.utc)
 
 
+def _add_months(t: dt.datetime, months: int) -> dt.datetime:
+    """``t`` moved by whole calendar months (the day kept, at most the month's last day)."""
+    import calendar
+
+    y, m = divmod(t.month - 1 + months, 12)
+    year, month = t.year + y, m + 1
+    return t.replace(year=year, month=month, day=min(t.day, calendar.monthrange(year, month)[1]))
+
+
 @dataclass(frozen=True)
 class OwnedCommitment:
     """One commitment the team owns.
@@ -183,13 +192,14 @@ class OwnedCommitment:
         return max(0.0, (end - lo).total_seconds() / 3600.0) / HOURS_PER_MONTH
 
     def month_fraction(self, month_index: int, plan_start: "dt.date | dt.datetime") -> float:
-        """Share (0..1) of the plan's month ``month_index`` (0 = the first; months of 730 h from plan_start) during
-        which the commitment runs. Raises InputError when the end is unknown."""
+        """Share (0..1) of the plan's month ``month_index`` (0 = the first: the calendar month of plan_start, as
+        the plan's lines are labelled "months 1-12 from 2027-01") during which the commitment runs. An RI whose term
+        ends 2027-07-01 covers January to June of a plan from 2027-01. Raises InputError when the end is unknown."""
         start, end = self._window()
-        a = _plan_t0(plan_start) + dt.timedelta(hours=HOURS_PER_MONTH * month_index)
-        b = a + dt.timedelta(hours=HOURS_PER_MONTH)
+        a = _add_months(_plan_t0(plan_start), month_index)
+        b = _add_months(a, 1)
         lo = max(a, start) if start else a
-        return max(0.0, (min(b, end) - lo).total_seconds()) / (HOURS_PER_MONTH * 3600.0)
+        return max(0.0, (min(b, end) - lo).total_seconds()) / (b - a).total_seconds()
 
     def covers(self, month_index: int, plan_start: "dt.date | dt.datetime") -> bool:
         """True when the commitment runs through the whole of the plan's month ``month_index`` (a month it covers

@@ -128,8 +128,13 @@ def test_months_left_and_covers():
     # 2026-01-01 .. 2026-07-01 = 181 days = 4,344 h = 5.95 months of 730 h
     assert c.months_left(dt.date(2026, 1, 1)) == pytest.approx(4344 / 730)
     assert c.months_left(dt.date(2026, 8, 1)) == 0.0
-    assert [c.covers(m, dt.date(2026, 1, 1)) for m in range(7)] == [True] * 5 + [False, False]
-    assert c.month_fraction(5, dt.date(2026, 1, 1)) == pytest.approx((4344 - 5 * 730) / 730)
+    # the plan's months are calendar months ("months 1-12 from 2026-01"): a term ending 2026-07-01 (exclusive)
+    # covers January to June whole (a first user test found June dropped with months of 730 h)
+    assert [c.covers(m, dt.date(2026, 1, 1)) for m in range(7)] == [True] * 6 + [False]
+    assert c.month_fraction(5, dt.date(2026, 1, 1)) == pytest.approx(1.0)
+    early = OwnedCommitment("aws", "us-east-1", "p4d.24xlarge", "reserved_1y", "ri-2", end="2026-06-16", count=1)
+    assert early.month_fraction(5, dt.date(2026, 1, 1)) == pytest.approx(15 / 30)  # half of June's 30 days
+    assert [early.covers(m, dt.date(2026, 1, 1)) for m in range(7)] == [True] * 5 + [False, False]
     later = OwnedCommitment("aws", "us-east-1", "p5.48xlarge", "capacity_block", "cb-1", end="2026-03-01T00:00:00Z",
                             count=1, start="2026-02-01")
     assert later.months_left(dt.date(2026, 1, 1)) == pytest.approx(28 * 24 / 730)  # from its start, not the plan's

@@ -286,3 +286,18 @@ def test_n_plus_one_holds_under_the_roi_objective():
     # the check refuses a plan that serves more than it carries after the loss
     bad = dataclasses.replace(sol, S={("a", 0): cap})
     assert "(N+1)" in (verify(p, bad) or "")
+
+
+def test_blocks_for_a_job_never_hold_more_instances_than_the_job_runs():
+    # found by a breaking test: Llama-2-7B on 1e11 tokens in 205 h runs on 32 GPUs (4 p4d.24xlarge), but the plan
+    # bought 5 p4d at once for 7 days -- the schedule margin was bought as instances, not time. The margin now
+    # extends the blocks past the deadline; the instances at once stay the job's scale.
+    d, _ = _json("recommend", "--model", "meta-llama/Llama-2-7b-hf", "--task", "train", "--tokens", "1e11",
+                 "--deadline-hours", "205", "--provider", "aws", "--pricing", "capacity_block", "--no-explain")
+    assert d["status"] == "optimal"
+    (w,) = d["workloads"]
+    job_gpus = max(s["job_gpus"] for s in w["sizing"])
+    assert max(ln["count"] * ln["gpu_count"] for ln in d["lines"]) <= job_gpus
+    # the unit-days bought hold the 15 % margin over the hours the job runs
+    unit_days = sum(ln["count"] * ln["days"] for ln in d["lines"])
+    assert unit_days * 24 >= w["finish_by_hour"] * job_gpus / 8 * 1.15 - 1e-6

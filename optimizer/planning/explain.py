@@ -307,7 +307,8 @@ def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, g
     base = problem.unpruned or problem.cands
     providers = sorted({c.offer["provider"] for cs in base.values() for c in cs})
     # capacity blocks and savings plans are used through A (units on what was bought)
-    used = sorted({k.split("|")[0] for k in list(sol.N) + [ok for (_, ok, _) in sol.X] + [ok for (_, ok, _) in sol.A]})
+    used = sorted({k.split("|")[0] for k in [problem.slots[n].okey if n in problem.slots else n for n in sol.N]
+                   + [ok for (_, ok, _) in sol.X] + [ok for (_, ok, _) in sol.A]})
     out = []
     t_end = deadline if deadline is not None else _time.perf_counter() + time_limit_s
     for i, p in enumerate(providers):
@@ -373,8 +374,11 @@ def demand_flip(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s,
     t_end = deadline if deadline is not None else _time.perf_counter() + time_limit_s
 
     def used(x: FleetSolution) -> tuple[str, ...]:
-        keys = [k.split("@")[0] for k in x.N] + [ok for (_, ok, _) in x.X] + [ok for (_, ok, _) in x.A]
-        return tuple(sorted({f"{k.split('|')[0]} {k.split('|')[4]}" for k in keys}))
+        # offer keys (provider|region|zone|type|pricing|payment); a slot's key may be its own ("owned:<id>")
+        keys = [problem.slots[k].okey if k in problem.slots else k.split("@")[0] for k in x.N] + \
+            [ok for (_, ok, _) in x.X] + [ok for (_, ok, _) in x.A]
+        parts = [k.split("|") for k in keys]
+        return tuple(sorted({f"{p[0]} {p[4]}" for p in parts if len(p) > 4}))
 
     base = used(sol)
 
@@ -446,7 +450,8 @@ def binding(problem: FleetProblem, sol: FleetSolution) -> list[str]:
             have = sum(sol.N.get(x, 0) for x in problem.covering(s.okey, p))
             peak = max(peak, use / have * n if have else 0.0)
         if peak >= n - 1e-9:
-            out.append(f"committed {s.okey.split('|')[3]} ({s.okey.split('|')[1]}, from month {s.start_month + 1}): "
+            what = f"owned {s.key[len('owned:'):]}" if s.key.startswith("owned:") else "committed"
+            out.append(f"{what} {s.okey.split('|')[3]} ({s.okey.split('|')[1]}, from month {s.start_month + 1}): "
                        + (f"all {n} instances" if n > 1 else "its one instance") + " busy in the peak block (binding)")
     # the redundancy floor: blocks where a serving workload has exactly its min_replicas and would meet its demand
     # without one of its units (the floor, not the demand, sets what is bought there); spot replicas count only

@@ -185,6 +185,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
     sp_use: dict[tuple[str, int], dict] = {}
     cb_job: dict[tuple[str, str], dict] = {}
     cb_units: dict[tuple[str, str], float] = {}
+    cb_scale: dict[tuple[str, str], float] = {}  # the job's scale on the offer, in units (problem.job_units)
     cb_serve: dict[tuple[str, int], dict[int, dict]] = {}
     cb_at_once: dict[tuple[str, str], list] = {}
     cb_offer: dict[str, dict] = {}
@@ -262,6 +263,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                     if w.training:  # unit-hours used, bought as whole unit-days of as many units as run at once
                         cb_job.setdefault((w.name, ok), {})[v] = usable * p.months
                         cb_units.setdefault((w.name, ok), float(c.instances_per_unit))
+                        cb_scale.setdefault((w.name, ok), job_units(c))
                         cb_at_once.setdefault((w.name, ok), []).append(v)
                     else:  # instances running, bought for a window of whole periods
                         cb_serve.setdefault((ok, p.index), {}).setdefault(bi, {})[v] = k
@@ -437,22 +439,28 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
         # <= 24 D; paid whole in the job's first month
         w, k = wl[wn], cb_units[(wn, ok)]
         units_max = max(1, int(CAPACITY_BLOCK_MAX_INSTANCES // k))
+        scale = cb_scale.get((wn, ok), math.inf)
+        if math.isfinite(scale):  # never more units at once than the job runs (its scale on this offer)
+            units_max = max(1, min(units_max, int(scale)))
         if problem.max_instances is not None:
             units_max = max(0, min(units_max, int(problem.max_instances // k)))
-        days_max = problem.job_block_days(w)
+        g = 1.0 + max(0.0, float(w.schedule_margin))
+        # the schedule margin (issue 26) buys time, not instances: each unit's blocks may run past the job's
+        # window by the margin (the work is still done inside it, as the work rows say)
+        days_max = problem.job_block_days(w, margin=g - 1.0)
         window = problem.job_window_hours(w)
         f_days, rem = int(window // 24.0), window - 24.0 * int(window // 24.0)
         u = V.CB[("job_units", wn, ok)] = pulp.LpVariable(f"CBU_{j}", lowBound=0, upBound=units_max, cat=cat_int)
         d = V.CB[("job", wn, ok)] = pulp.LpVariable(f"CBJ_{j}", lowBound=0, upBound=units_max * days_max, cat=cat_int)
-        # the schedule margin (issue 26): the unit-days bought hold (1 + margin) x the unit-hours the estimate uses
-        g = 1.0 + max(0.0, float(w.schedule_margin))
-        terms = {v: a * g for v, a in terms.items()}
-        m += pulp.LpAffineExpression({**terms, d: -24.0}) <= 0, f"cbjob_{j}"
+        # the unit-days bought hold (1 + margin) x the unit-hours the estimate uses
+        m += pulp.LpAffineExpression({**{v: a * g for v, a in terms.items()}, d: -24.0}) <= 0, f"cbjob_{j}"
         m += pulp.LpAffineExpression({u: 1.0, d: -1.0}) <= 0, f"cbday_{j}"
         m += pulp.LpAffineExpression({d: 1.0, u: -float(days_max)}) <= 0, f"cbwin_{j}"
         # whole days in a window that is not: a unit's last day gives only the window's remaining hours
         # (30 h: one day and 6 h), so unit-hours <= rem x D + (24 - rem) x floor(window / 24) x U
-        if rem > 1e-9:
+        # inside the window (without the margin, which may run past it): each unit at most the window's hours
+        m += pulp.LpAffineExpression({**terms, u: -window}) <= 0, f"cbhours_{j}"
+        if rem > 1e-9 and g <= 1.0:
             m += pulp.LpAffineExpression({**terms, d: -rem, u: -(24.0 - rem) * f_days}) <= 0, f"cbrem_{j}"
         for i, v in enumerate(cb_at_once[(wn, ok)]):
             m += pulp.LpAffineExpression({v: 1.0, u: -1.0}) <= 0, f"cbonce_{j}_{i}"

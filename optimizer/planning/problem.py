@@ -415,12 +415,13 @@ class FleetProblem:
         return HOURS_PER_MONTH * commitment_cost_factor(s.start_month, s.term_months, self.horizon_months,
                                                         self.leftover_value)
 
-    def job_block_days(self, w: FleetWorkload) -> int:
+    def job_block_days(self, w: FleetWorkload, margin: float = 0.0) -> int:
         """The most days one unit of training job ``w`` can run on capacity blocks: its window (deadline, else the
-        horizon left from its start) in whole days, rounded up (a 5-hour window still buys a day; a window past 182
-        days is covered by blocks bought back to back)."""
+        horizon left from its start) times ``1 + margin`` (the schedule margin, issue 26: blocks bought for a job
+        may run past its deadline by it) in whole days, rounded up (a 5-hour window still buys a day; a window past
+        182 days is covered by blocks bought back to back)."""
         hours = w.deadline_hours if w.deadline_hours else (self.horizon_months - w.start_month) * HOURS_PER_MONTH
-        return max(1, int(math.ceil(hours / 24.0 - 1e-9)))
+        return max(1, int(math.ceil(hours * (1.0 + max(0.0, margin)) / 24.0 - 1e-9)))
 
     def job_window_hours(self, w: FleetWorkload) -> float:
         """Hours of training job ``w``'s window: its deadline, else the horizon left from its start."""

@@ -20,6 +20,7 @@ from optimizer.planning.problem import (
     FleetProblem,
     cand_index,
     failure_loss,
+    job_units,
     model_seconds,
     placed,
     placement_group,
@@ -717,21 +718,28 @@ def verify(problem: FleetProblem, sol: FleetSolution) -> str | None:
         if u > have * (1 + 1e-6) + 1e-6:
             return f"savings plan {scope} over-spent in block {bi}: {u:.6g} USD/h for {have:.6g}"
     wl = problem.workloads_by_name()
-    for (w, ok), hours in block_use.items():
+    for (w, ok), used_hours in block_use.items():
         days, units = sol.CB.get(("job", w, ok), 0), sol.CB.get(("job_units", w, ok), 0)
-        hours *= 1.0 + max(0.0, float(wl[w].schedule_margin))  # the schedule margin is bought too (issue 26)
+        margin = max(0.0, float(wl[w].schedule_margin))
+        hours = used_hours * (1.0 + margin)  # the schedule margin is bought too (issue 26)
         if hours > 24.0 * days * (1 + 1e-6) + 1e-6:
             return f"capacity block {ok} of {w} used {hours:.6g} unit-hours (with its margin) for {days} unit-days"
         at_once = max(a for (w2, o2, _), a in sol.A.items() if w2 == w and o2 == ok)
-        k = idx[(w, ok)].instances_per_unit
+        c = idx[(w, ok)]
+        k = c.instances_per_unit
         window = problem.job_window_hours(wl[w])
         f_days, rem = int(window // 24.0), window - 24.0 * int(window // 24.0)
-        if hours > (rem * days + (24.0 - rem) * f_days * units) * (1 + 1e-6) + 1e-6 and rem > 1e-9:
+        if used_hours > window * units * (1 + 1e-6) + 1e-6:
+            return f"capacity blocks {ok} of {w}: {used_hours:.6g} unit-hours do not fit {units} units in {window:g} h"
+        if margin == 0 and used_hours > (rem * days + (24.0 - rem) * f_days * units) * (1 + 1e-6) + 1e-6 \
+                and rem > 1e-9:
             return f"capacity blocks {ok} of {w}: {hours:.6g} unit-hours do not fit {days} whole days in {window:g} h"
-        if at_once > units + 1e-6 or days < units or days > units * problem.job_block_days(wl[w]) \
+        if units > job_units(c) + 1e-9:
+            return f"capacity blocks {ok} of {w}: {units} units bought, more than the job runs at once ({job_units(c):g})"
+        if at_once > units + 1e-6 or days < units or days > units * problem.job_block_days(wl[w], margin) \
                 or units * k > CAPACITY_BLOCK_MAX_INSTANCES + 1e-9:
             return (f"capacity blocks {ok} of {w}: {at_once:.6g} units at once, {units} bought for {days} unit-days "
-                    f"(each unit a day at least, within {problem.job_block_days(wl[w])} days, at most "
+                    f"(each unit a day at least, within {problem.job_block_days(wl[w], margin)} days, at most "
                     f"{CAPACITY_BLOCK_MAX_INSTANCES} instances)")
     return None
 

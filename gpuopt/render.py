@@ -136,6 +136,14 @@ def _json(obj: Any) -> None:
     print(json.dumps(clean(obj), indent=2, default=default))
 
 
+def _unpriced(alt: dict) -> str:
+    """What an alternative without a total says: no plan exists, or it was not priced in the time it had."""
+    if alt.get("status") == "infeasible":
+        return f"no plan ({alt.get('reason') or 'infeasible'})"
+    return ("not priced in the time the alternatives had (the plan above is complete; plan it with that "
+            "--scenario, --precision or --allow-marketplace to price it)")
+
+
 def _delta(alt: float, base: float) -> str:
     """'$1,234.00 more' / '$1,234.00 less' / 'the same' of an alternative against the plan."""
     d = float(alt) - float(base)
@@ -687,17 +695,18 @@ def _plan(con, plan) -> None:
                 "no latency target: batch")
         con.print(f"Targets — {tg['scenario']} ({what}): "
                   + (f"{_usd(tg['total_usd'])} over the horizon ({_delta(tg['total_usd'], plan.total_usd)})"
-                     if tg.get("total_usd") is not None else f"no plan ({tg.get('reason') or tg.get('status')})"))
+                     if tg.get("total_usd") is not None else _unpriced(tg)))
     mk = getattr(plan, "marketplace", None)
-    if mk and mk.get("total_usd") is not None:
+    if mk:
         con.print(f"Tiers — with marketplace offers allowed (--allow-marketplace; {mk['offers_kept_out']:,} kept out "
-                  f"of the serving workloads): {_usd(mk['total_usd'])} over the horizon "
-                  f"({_delta(mk['total_usd'], plan.total_usd)})")
+                  f"of the serving workloads): "
+                  + (f"{_usd(mk['total_usd'])} over the horizon ({_delta(mk['total_usd'], plan.total_usd)})"
+                     if mk.get("total_usd") is not None else _unpriced(mk)))
     pc = getattr(plan, "precision", None)
-    if pc and pc.get("total_usd") is not None:
+    if pc:
         con.print(f"Precision — with fp8 allowed for {', '.join(pc['workloads'])} (--precision auto): "
-                  f"{_usd(pc['total_usd'])} over the horizon ({_delta(pc['total_usd'], plan.total_usd)}); "
-                  f"{pc['rule']}")
+                  + (f"{_usd(pc['total_usd'])} over the horizon ({_delta(pc['total_usd'], plan.total_usd)}); "
+                     f"{pc['rule']}" if pc.get("total_usd") is not None else _unpriced(pc)))
     for ds in getattr(plan, "demand_sensitivity", []) or []:
         con.print(f"Demand — {ds['note']}" + (f" ({_usd(ds['total_usd'])} over the horizon)"
                                               if ds.get("total_usd") is not None else ""))

@@ -5,6 +5,7 @@ make the problem, solve it, verify the plan, write the answer and explain it.
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import time
 from typing import TYPE_CHECKING
 
@@ -194,8 +195,12 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
             progress.release()
     if explain and objective == "cost" and any(not w.training for w in workloads):
         progress.update("pricing the other serving targets and tiers")
+        # the alternatives share one time budget: as long as the plan's own solve took, at least
+        # ALTERNATIVES_MIN_S (the example plan's four re-plans took 45 s apart)
+        alt_deadline = time.perf_counter() + max(ALTERNATIVES_MIN_S, float(rep.seconds or 0.0))
         again = dict(profiles=profiles, offers=offers, budget_usd=budget_usd, objective=objective, pricing=pricing,
                      spot_capacity=spot_capacity, solver=solver, time_limit_s=min(time_limit_s, ALTERNATIVE_TIME_S),
+                     deadline=alt_deadline,
                      gap_rel=gap_rel, max_instances=max_instances, horizon_months=horizon_months,
                      leftover_value=leftover_value, placement=placement, spread=spread, budgets=budgets,
                      start_date=start_date, quotas=quotas, owned=owned)
@@ -214,12 +219,21 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
 
 #: Seconds each alternative plan (another serving target, marketplace offers allowed) may take.
 ALTERNATIVE_TIME_S = 20.0
+#: Seconds the alternatives may take together, at least (else as long as the plan's own solve).
+ALTERNATIVES_MIN_S = 10.0
 
 
 def _alt_plan(workloads, kw: dict) -> dict:
-    """Plan ``workloads`` again without explanations; its total, or why there is none."""
+    """Plan ``workloads`` again without explanations, within half the alternatives' time left (``kw["deadline"]``,
+    a perf_counter instant); its total, or why there is none (``not_computed`` once that time is spent)."""
+    left = float(kw.get("deadline", math.inf)) - time.perf_counter()
+    if left < 1.0:
+        return {"status": "not_computed", "total_usd": None,
+                "reason": "not computed: the alternatives' share of the time ran out (the plan itself is complete)"}
+    limit = min(float(kw["time_limit_s"]), max(1.0, left / 2.0)) if math.isfinite(left) else float(kw["time_limit_s"])
     r = plan_fleet(workloads, kw["profiles"], kw["offers"], explain=False,
-                   **{k: v for k, v in kw.items() if k not in ("profiles", "offers")})
+                   **{k: v for k, v in kw.items() if k not in ("profiles", "offers", "deadline", "time_limit_s")},
+                   time_limit_s=limit)
     if not r.feasible:
         return {"status": r.status, "total_usd": None,
                 "reason": (r.reason or {}).get("message", r.status)}

@@ -49,11 +49,19 @@ def _owned(plan, filtered, offers) -> tuple[list, list[str]]:
     for prov, it in offers[["provider", "instance_type"]].drop_duplicates().itertuples(index=False):
         known.setdefault(str(prov), set()).add(str(it))
     rows = load_owned_file(plan.resolve_path(plan.owned), known_types=known)
+    # an owned commitment is used only where the plan may place instances: the offers left after its provider,
+    # region, region-group and GPU filters (a breaker's --region-group eu plan ran on an owned us-east-1 RI)
+    allowed = {(str(p_), str(r_), str(t_)) for p_, r_, t_ in
+               filtered[["provider", "region", "instance_type"]].drop_duplicates().itertuples(index=False)}
     keep, notes = [], []
     for c in rows:
         if c.is_spend or not c.count:
             notes.append(f"owned {c.commitment_discount_id}: a savings plan of {c.usd_per_hour or 0:g} USD/h is listed, "
                          "not counted (owned instance commitments are; buy-side savings plans are planned as usual)")
+            continue
+        if (c.provider, c.region, c.instance_type) not in allowed:
+            notes.append(f"owned {c.commitment_discount_id}: {c.instance_type} in {c.provider} {c.region} is outside "
+                         "this plan's providers, regions, region groups or GPUs: not used")
             continue
         keep.append(c)
     return keep, notes

@@ -268,3 +268,26 @@ def test_review_owned_out(tmp_path):
     assert "2 with an unknown end of term" in r.stderr
     with pytest.raises(InputError, match="line 2: pricing 'savings_plan': the term length is unknown.*savings_plan_1y, savings_plan_3y"):
         load_owned_file(out)
+
+
+def test_owned_outside_the_filters_is_not_used_and_a_later_start_counts_from_its_first_month(tmp_path):
+    # found by a breaking test: an owned us-east-1 RI served a --region-group eu plan, and an RI starting in
+    # 2027-03 was "not counted" (months were counted from the plan's first only)
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from gpuopt.cli import app
+
+    f = tmp_path / "owl.csv"
+    f.write_text("provider,region,instance_type,pricing,count,start,end,commitment_discount_id\n"
+                 "aws,us-east-1,g6e.xlarge,reserved_1y,10,2027-03-01,2028-03-01,ri-later\n")
+    base = ["recommend", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "500", "--no-explain",
+            "--owned", str(f), "--format", "json"]
+    d = _json.loads(CliRunner().invoke(app, base).stdout)
+    (own,) = [ln for ln in d["lines"] if ln.get("reused")]
+    assert (own["start_month"], own["end_month"], own["reused"]) == (3, 12, "ri-later")
+    assert own["count"] <= 3  # the instances the plan runs on it, not the commitment's 10
+    eu = _json.loads(CliRunner().invoke(app, base + ["--region-group", "eu"]).stdout)
+    assert all(ln["region"].startswith("eu-") for ln in eu["lines"]) and not any(ln.get("reused") for ln in eu["lines"])
+    assert any("outside this plan's providers, regions" in n for n in eu["notes"])

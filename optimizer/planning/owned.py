@@ -33,12 +33,23 @@ def owned_id(offer: Any) -> str:
     return src[len(OWNED_PREFIX):] if src.startswith(OWNED_PREFIX) else ""
 
 
+def owned_window(c: "OwnedCommitment", start: _dt.date, horizon_months: int) -> tuple[int, int]:
+    """(first, end): the months of the horizon ``c``'s term covers entirely, ``first <= month < end`` (month 0 the
+    horizon's first); (0, 0) when it covers none (ended, or starts after the horizon). A term that starts during
+    the horizon (a breaker's RI from 2027-03) counts from its first whole month."""
+    first = 0
+    while first < horizon_months and not c.covers(first, start):
+        first += 1
+    end = first
+    while end < horizon_months and c.covers(end, start):
+        end += 1
+    return (first, end) if end > first else (0, 0)
+
+
 def owned_months(c: "OwnedCommitment", start: _dt.date, horizon_months: int) -> int:
-    """Whole months of the horizon, from its first, that ``c``'s term covers entirely (0 when it has ended)."""
-    n = 0
-    while n < horizon_months and c.covers(n, start):
-        n += 1
-    return n
+    """Whole months of the horizon that ``c``'s term covers (:func:`owned_window`; 0 when none)."""
+    first, end = owned_window(c, start, horizon_months)
+    return end - first
 
 
 def owned_offers(offers: "pd.DataFrame", owned: "list[OwnedCommitment]", catalog: "pd.DataFrame") -> "pd.DataFrame":
@@ -77,14 +88,15 @@ def owned_notes(owned: "list[OwnedCommitment]", used: dict[str, float], start: _
     """What the plan does with each owned commitment: reused (how many instances, how many months) or not."""
     out = []
     for c in owned:
-        m = owned_months(c, start, horizon_months)
+        first, end = owned_window(c, start, horizon_months)
         n = used.get(c.commitment_discount_id, 0.0)
-        if m == 0:
+        if end == 0:
             out.append(f"owned {c.commitment_discount_id} ({c.count:g} x {c.instance_type} {c.region}): its term "
-                       "ends before the plan's first whole month: not counted")
+                       "covers no whole month of the plan (it ends before, or starts after): not counted")
         elif n > 0:
             out.append(f"owned {c.commitment_discount_id}: {n:g} of its {c.count:g} x {c.instance_type} "
-                       f"({c.provider} {c.region}) reused for months 1-{m} (already paid: $0 in this plan)")
+                       f"({c.provider} {c.region}) reused for months {first + 1}-{end} (already paid: $0 in this "
+                       "plan)")
         else:
             out.append(f"owned {c.commitment_discount_id} ({c.count:g} x {c.instance_type} {c.provider} {c.region}): "
                        "not used by these workloads (no replica or job of theirs fits it, or it is in another region)")

@@ -136,6 +136,8 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
         res.reason = {"kind": "solver", "message": f"the {solver} solver found no plan within {time_limit_s:g} s "
                                                    f"({rep.message or rep.status}); raise --time-limit or narrow the choice"}
         return res
+    if owned:  # an owned slot is free: the solver may leave it at any count up to its size; count what runs
+        _owned_in_use(problem, sol)
     bad = verify(problem, sol)
     if bad:
         res.status = "not_solved"
@@ -215,6 +217,21 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
                 f"the horizon, ${res.total_usd - res.marketplace['total_usd']:,.2f} less")
     res.solver["total_seconds"] = round(time.perf_counter() - t0, 3)
     return res
+
+
+def _owned_in_use(problem, sol) -> None:
+    """Set each owned slot's count in ``sol.N`` to the most instances of it the plan runs in any block (whole
+    instances): an owned commitment costs nothing in the model, so the solver's count of it says nothing."""
+    from optimizer.planning.problem import cand_index
+
+    idx = cand_index(problem)
+    for k in [k for k in sol.N if k.startswith("owned:")]:
+        okey = problem.slots[k].okey
+        per_block: dict[int, float] = {}
+        for (w, ok, bi), a in sol.A.items():
+            if ok == okey:
+                per_block[bi] = per_block.get(bi, 0.0) + a * idx[(w, ok)].instances_per_unit
+        sol.N[k] = min(sol.N[k], math.ceil(max(per_block.values(), default=0.0) - 1e-6))
 
 
 #: Seconds each alternative plan (another serving target, marketplace offers allowed) may take.

@@ -19,7 +19,7 @@ from gpuopt.kernel.errors import InputError
 from gpuopt.kernel.records import HOURS_PER_MONTH, SAVINGS_PLAN_TERM_HOURS, WINDOW_MAX_DAYS
 from optimizer.planning.candidates import Candidate, text_values
 from optimizer.planning.horizon import TERM_MONTHS, Activity, Period, commitment_cost_factor, slot_starts
-from optimizer.planning.owned import owned_id, owned_months
+from optimizer.planning.owned import owned_id, owned_window
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -331,10 +331,10 @@ class FleetProblem:
                 oid = owned_id(c.offer)
                 if oid:  # an owned commitment (optimizer.planning.owned): one slot, given, from month 0
                     if oid in self.owned and f"owned:{oid}" not in slots:
-                        months = owned_months(self.owned[oid], self.start_date or _dt.date.today(),
-                                              self.horizon_months)
-                        if months > 0:
-                            slots[f"owned:{oid}"] = Slot(f"owned:{oid}", ok, c.offer, 0, months)
+                        first, end = owned_window(self.owned[oid], self.start_date or _dt.date.today(),
+                                                  self.horizon_months)
+                        if end > first:
+                            slots[f"owned:{oid}"] = Slot(f"owned:{oid}", ok, c.offer, first, end - first)
                     continue
                 t = TERM_MONTHS[c.offer["pricing"]]
                 if t not in starts:

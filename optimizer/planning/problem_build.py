@@ -110,10 +110,11 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
         H, note, periods, note_m = horizon_months or 1, "", None, ""
     else:
         H, note = horizon_for([w.activity() for w in workloads], horizon_months)
-        from optimizer.planning.owned import owned_months
+        from optimizer.planning.owned import owned_window
 
-        ends = [owned_months(c, start_date or _dt.date.today(), H) for c in (owned or [])]
-        periods = make_periods([w.activity() for w in workloads], H, cuts_at=[e for e in ends if 0 < e < H])
+        wins = [owned_window(c, start_date or _dt.date.today(), H) for c in (owned or [])]
+        periods = make_periods([w.activity() for w in workloads], H,
+                               cuts_at=[m for a, b in wins for m in (a, b) if 0 < m < H])
         merged: list[str] = []
         blocks = blocks_for_periods(periods, profiles, merged)
         note_m = "; ".join(merged)

@@ -227,7 +227,8 @@ def _plan_file_inputs(workload) -> list[Path]:
             stack.extend(x)
             continue
         for k, v in x.items():
-            if k in ("demand_profile", "catalog", "measured", "trace") and isinstance(v, str) and v.strip():
+            if k in ("demand_profile", "catalog", "measured", "trace", "quota", "owned") and isinstance(v, str) \
+                    and v.strip():
                 q = Path(v).expanduser()
                 found.append(q if q.is_absolute() else Path(path).parent / q)
             else:
@@ -525,9 +526,11 @@ def recommend(
 
     # every key is an option when no plan file is read (neither --workload nor ./gpuopt.yaml)
     every = find_plan_file(workload) is None
-    _inputs(workload, catalog, demand_profile, measured, trace, *_plan_file_inputs(workload))
+    _inputs(workload, catalog, demand_profile, measured, trace, quota, owned, *_plan_file_inputs(workload))
     with _boundary(fmt), named_as_options(opts, every=every, extra={"format": "--format"}):
         _check_format(fmt, FILE_FORMATS)
+        if output is not None:
+            _not_an_input(output)  # before planning, not after it
         from gpuopt import api, render
 
         if print_workload:
@@ -675,6 +678,12 @@ def review(
         render.warnings(result.prices, result.warnings)
         if owned_out is not None:
             from providers.owned import owned_from_usage, write_owned_csv
+
+            _not_an_input(owned_out)  # a breaker's --owned-out named like the export replaced it
+            if output is not None and Path(owned_out).absolute().resolve() == Path(output).absolute().resolve():
+                from gpuopt.kernel.errors import InputError
+
+                raise InputError("owned_out", f"{owned_out} is also --output: give it another name")
 
             owned = owned_from_usage(usage, fmt=usage_format)
             write_owned_csv(owned, owned_out)

@@ -57,6 +57,29 @@ def eviction_query(regions: Iterable[str]) -> str:
     return EVICTION_QUERY.format(regions=", ".join(f"'{n}'" for n in names))
 
 
+def azure_token(credential: Any, scope: str, what: str) -> Any:
+    """A bearer token of ``credential`` for ``scope`` (a str passes through). azure-identity's failures to find or
+    use credentials (``ClientAuthenticationError``, ``CredentialUnavailableError``) become MissingCredentials, one
+    line naming ``what`` (a breaker's run without Azure credentials ended in a 76-line traceback)."""
+    from providers.base import MissingCredentials
+
+    if not hasattr(credential, "get_token"):
+        return credential
+    import logging
+
+    # azure-identity logs each credential it tried as a WARNING block on stderr: the one line below says it
+    logging.getLogger("azure.identity").setLevel(logging.ERROR)
+    try:
+        return credential.get_token(scope)
+    except Exception as e:  # azure.core.exceptions.* without importing azure-core where it is absent
+        if type(e).__module__.startswith(("azure.", "msal")):
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise MissingCredentials(f"{what}: no usable Azure credentials ({type(e).__name__}: {first[:200]}); "
+                                     "sign in with `az login` or set AZURE_CLIENT_ID, AZURE_TENANT_ID and "
+                                     "AZURE_CLIENT_SECRET") from None
+        raise
+
+
 def fetch_eviction_rows(subscription_id: str, regions: Iterable[str], credential: Any, *, options: Any = None,
                         max_pages: int = 100) -> list[dict[str, Any]]:
     """I/O only: every row of :func:`eviction_query` from Resource Graph, following ``$skipToken``.
@@ -73,7 +96,7 @@ def fetch_eviction_rows(subscription_id: str, regions: Iterable[str], credential
 
     opts = options or FetchOptions()
     base = ((opts.endpoints.get("azure_management") if opts.endpoints else None) or AZURE_MANAGEMENT_URL).rstrip("/")
-    token = credential.get_token(AZURE_SCOPE) if hasattr(credential, "get_token") else credential
+    token = azure_token(credential, AZURE_SCOPE, "azure resource graph")
     headers = {"Authorization": f"Bearer {getattr(token, 'token', token)}", "Accept": "application/json"}
     url = f"{base}{RESOURCE_GRAPH_PATH}?api-version={RESOURCE_GRAPH_API_VERSION}"
     body: dict[str, Any] = {"subscriptions": [subscription_id], "query": eviction_query(regions),

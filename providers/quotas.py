@@ -706,7 +706,9 @@ def _get_json_pages(url: str, headers: dict[str, str], what: str, options: Any, 
 
 
 def _bearer(credential: Any, scope: str) -> str:
-    token = credential.get_token(scope) if hasattr(credential, "get_token") else credential
+    from providers.azure_spot import azure_token
+
+    token = azure_token(credential, scope, "quotas")
     return str(getattr(token, "token", token))
 
 

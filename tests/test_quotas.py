@@ -424,3 +424,21 @@ def test_quotas_command_errors_are_one_line(tmp_path, monkeypatch):
     r = CliRunner().invoke(app, ["quotas", "--provider", "azure", "--region", "eastus", "-o", str(tmp_path / "q.csv")])
     assert r.exit_code == 1 and "AZURE_SUBSCRIPTION_ID" in r.stderr
     assert not (tmp_path / "q.csv").exists()
+
+
+def test_azure_credentials_that_fail_are_one_line():
+    # a breaker ran `gpuopt quotas --provider azure` without Azure credentials: azure-identity's
+    # ClientAuthenticationError ended in a 76-line traceback; it is MissingCredentials now (exit 3 in the CLI)
+    from providers.base import MissingCredentials
+    from providers.quotas import fetch_quotas
+
+    class ClientAuthenticationError(Exception):
+        pass
+    ClientAuthenticationError.__module__ = "azure.core.exceptions"
+
+    class NoCredential:
+        def get_token(self, scope):
+            raise ClientAuthenticationError("DefaultAzureCredential failed to retrieve a token\nmore lines")
+
+    with pytest.raises(MissingCredentials, match="no usable Azure credentials .ClientAuthenticationError"):
+        fetch_quotas("azure", ["eastus"], subscription_id="sub", credential=NoCredential())

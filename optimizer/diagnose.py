@@ -72,9 +72,10 @@ def _serving_reason(workload: "Workload", rejected: dict) -> dict | None:
         wanted = workload.precision_options or (workload.precision,)
         gpus = [g for g in known_gpus() if any(p in supported_precisions(load_gpu(g)) for p in wanted)]
         return {"kind": "precision_unsupported",
-                "message": f"no offered GPU runs {'/'.join(wanted)}: fp8 needs FP8 tensor cores (Ada, Hopper, "
-                           f"Blackwell, MI300X, Gaudi2), fp4 Blackwell; GPUs that do: {', '.join(gpus)} (widen --gpu, "
-                           "or allow bf16: --precision bf16,fp8)"}
+                "message": f"no offered GPU runs {'/'.join(wanted)}: bf16 needs Ampere or later (Volta and Turing "
+                           f"have no bf16: serve them in fp16), fp8 FP8 tensor cores (Ada, Hopper, Blackwell, MI300X, "
+                           f"Gaudi2), fp4 Blackwell; GPUs that do: {', '.join(gpus)} (widen --gpu, or let the planner "
+                           "choose: --precision auto, or fp16)"}
     if counts.get("misses_latency_target"):  # some offers hold the model: the targets, not memory, rule them out
         ttft, tpot = latency_targets(workload)
         goal = ", ".join(x for x in (f"p99 TTFT <= {ttft:g} ms" if ttft else "",

@@ -50,6 +50,9 @@ def rules(problem: FleetProblem) -> list[str]:
                    + "; ".join(counted) + "; never the only capacity behind min_replicas unless spot_only_ok")
     else:
         out.append("spot: not used (no workload allows it: --allow-spot)")
+    if problem.quotas is not None:
+        out.append(f"quotas: never above the {len(problem.quotas)} limit(s) of your --quota file (limit - used); a "
+                   "region whose quota is too small is left for another (the notes say what each quota holds)")
     place = {"region": "each serving workload in one region of one provider",
              "provider": "each serving workload with one provider (any of its regions)",
              "any": "serving workloads may span providers and regions"}[problem.placement]

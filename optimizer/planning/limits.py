@@ -53,9 +53,11 @@ def quota_notes(problem, sol) -> list[str]:
         name = key.label.rsplit(", ", 1)[0]  # the label ends with its unit
         if lim is None:
             out.append(f"quota: needs {n:,.0f} {unit} of {name} (check it: new accounts often have 0; "
-                       "--quota FILE plans within yours)")
+                       + ("your --quota file gives no limit for it)" if problem.quotas is not None else
+                          "--quota FILE plans within yours)"))
         else:
-            out.append(f"quota: uses {n:,.0f} of the {lim.headroom:,.0f} {unit} left of {name} (--quota)")
+            out.append(f"quota: uses {n:,.0f} of the {lim.headroom:,.0f} {unit} left of {name} (--quota)"
+                       + (" (at its limit)" if n >= lim.headroom - 1e-9 else ""))
     return out
 
 
@@ -76,6 +78,9 @@ def zone_notes(problem, lines) -> list[str]:
         if key in seen:
             continue
         seen.add(key)
+        # the replicas the plan runs there (at least the floor): a first user read "its 2 replicas" on 3
+        here = sum(float(x.replicas or 0) for x in lines if x.provider == ln.provider and x.region == ln.region
+                   and set(getattr(x, "workloads", None) or []) & set(names) and not x.zone)
         m = max(serving[n].min_replicas for n in names)
         if region_has_zones(ln.provider, ln.region):
             out.append(f"{', '.join(names)}: launch the {ln.provider} {ln.region} instances in at least {m} distinct "
@@ -83,8 +88,10 @@ def zone_notes(problem, lines) -> list[str]:
                        + ("the zone spread counted each instance as one zone)" if problem.spread == "zones" else
                           "--spread zones makes it a rule of the plan)"))
         else:
-            out.append(f"{', '.join(names)}: {ln.provider} {ln.region} has no availability zones: its {m} replicas "
-                       "share one location (a zone outage takes all of them; --spread zones plans across zones)")
+            n = max(m, int(round(here)))
+            out.append(f"{', '.join(names)}: {ln.provider} {ln.region} has no availability zones: its {n} replicas "
+                       "there share one location (a zone outage takes all of them; --spread zones plans across "
+                       "zones)")
     return out
 
 

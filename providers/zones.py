@@ -31,6 +31,19 @@ AZURE_ZONED_REGIONS: frozenset[str] = frozenset({
 })
 
 
+#: Availability zones a plan may count on in a region that has them: the documented minimum ("a minimum of three"
+#: for AWS, "three or more" for Google Cloud; Azure's zoned regions have three). A zone spread asks for the replicas
+#: in ``min(min_replicas, ZONES_PER_REGION)`` distinct zones (a breaker's 8 replicas "in 8 zones" of us-central1,
+#: which has 4), and a region's regional offers count at most this many.
+ZONES_PER_REGION = 3
+
+
+def spread_zones_needed(min_replicas: int) -> int:
+    """Distinct zones a ``--spread zones`` plan puts a workload's ``min_replicas`` replicas in (at least 2 when it
+    has 2 replicas or more; at most :data:`ZONES_PER_REGION`)."""
+    return max(0, min(int(min_replicas), ZONES_PER_REGION))
+
+
 def region_has_zones(provider: str, region: str) -> bool:
     """True when instances of ``provider`` in ``region`` can be launched in two or more availability zones (the
     module docstring's sources); False for regions without zones and for offers without a region."""

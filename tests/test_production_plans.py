@@ -301,3 +301,20 @@ def test_blocks_for_a_job_never_hold_more_instances_than_the_job_runs():
     # the unit-days bought hold the 15 % margin over the hours the job runs
     unit_days = sum(ln["count"] * ln["days"] for ln in d["lines"])
     assert unit_days * 24 >= w["finish_by_hour"] * job_gpus / 8 * 1.15 - 1e-6
+
+
+def test_a_zone_spread_asks_for_three_zones_at_most_and_a_region_gives_three():
+    # found by a breaking test: 8 replicas with --spread zones "in 8 distinct zones" of us-central1 (4 zones). A
+    # region with zones gives at most 3 (the documented minimum: AWS "a minimum of three", GCP "three or more"),
+    # and the spread asks for min(min_replicas, 3) of them
+    from providers.zones import ZONES_PER_REGION, spread_zones_needed
+
+    assert ZONES_PER_REGION == 3 and [spread_zones_needed(m) for m in (1, 2, 3, 8)] == [1, 2, 3, 3]
+    aws = _cand("us-east-1", "g6e.xlarge", "on_demand", 1.86, 600.0, provider="aws")
+    sol = solve_cost(_problem([aws], [500.0], spread="zones", min_replicas=8, redundancy=0.0), exact=False)
+    assert sol.report.status == "optimal" and sum(sol.X.values()) == pytest.approx(8)  # the floor, not 8 zones
+    # zone-priced offers: three distinct zones are needed, two do not do
+    z = [_cand("us-east-1", "g6e.xlarge", "spot", 0.5, 600.0, zone=f"us-east-1{x}", provider="aws") for x in "ab"]
+    two = _problem(z, [500.0], spread="zones", min_replicas=3, redundancy=0.0)
+    two.workloads[0] = dataclasses.replace(two.workloads[0], allow_spot=True, spot_only_ok=True)
+    assert solve_cost(two, exact=False).report.status == "infeasible"

@@ -56,8 +56,9 @@ def rules(problem: FleetProblem) -> list[str]:
     place = {"region": "each serving workload in one region of one provider",
              "provider": "each serving workload with one provider (any of its regions)",
              "any": "serving workloads may span providers and regions"}[problem.placement]
-    out.append(f"placement: {place}" + ("; min_replicas instances in distinct zones where the price data has zones "
-                                        "(regional offers count as placeable in any zone)"
+    out.append(f"placement: {place}" + ("; min_replicas instances in min(min_replicas, 3) distinct availability "
+                                        "zones (a region without zones is one location; a region's regional offers "
+                                        "count as up to its 3 zones)"
                                         if problem.spread == "zones" else "")
                + ("; each training job on one cluster (one instance type in one region), at most its job-scale GPUs "
                   "at once" if any(w.training for w in problem.workloads) else ""))

@@ -65,7 +65,7 @@ def zone_notes(problem, lines) -> list[str]:
     """Where to launch the serving replicas (issue 26): regional offers in a region with availability zones are
     launched in distinct zones (the plan counted each instance as one zone under ``--spread zones``; by default two
     replicas are planned and should sit in two zones); a region without zones is one location, said so."""
-    from providers.zones import region_has_zones
+    from providers.zones import region_has_zones, spread_zones_needed
 
     out = []
     serving = {w.name: w for w in problem.workloads if not w.training and w.min_replicas > 1}
@@ -83,9 +83,10 @@ def zone_notes(problem, lines) -> list[str]:
                    and set(getattr(x, "workloads", None) or []) & set(names) and not x.zone)
         m = max(serving[n].min_replicas for n in names)
         if region_has_zones(ln.provider, ln.region):
-            out.append(f"{', '.join(names)}: launch the {ln.provider} {ln.region} instances in at least {m} distinct "
+            out.append(f"{', '.join(names)}: launch the {ln.provider} {ln.region} instances in at least "
+                       f"{spread_zones_needed(m)} distinct "
                        "availability zones (the price data is regional; "
-                       + ("the zone spread counted each instance as one zone)" if problem.spread == "zones" else
+                       + ("the zone spread counted a region's instances as up to its 3 zones)" if problem.spread == "zones" else
                           "--spread zones makes it a rule of the plan)"))
         else:
             n = max(m, int(round(here)))

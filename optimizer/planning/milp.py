@@ -31,7 +31,8 @@ Constraints
     spot capacity:  sum_{w, o in q} k_wo X_wob <= cap          q = one spot instance type in one region (all zones)
     serving:        sum_o th_wo (A_wob + X_wob) >= S_wb,  S_wb = d_wb (cost) or S_wb <= d_wb (ROI)
     redundancy:     sum_o r_wo (A + X) >= m_w  and  sum_o k_wo (A + X) >= m_w  (replicas on at least m_w
-                    instances); both without spot unless spot_only_ok;  spread: sum_z u_wzb + regional instances >= m_w
+                    instances); both without spot unless spot_only_ok;  spread: sum_z u_wzb + sum_r rho_wrb
+                    >= min(m_w, 3), rho_wrb <= the region r's regional instances and <= 3 (its zones)
     N+1 (issue 26): sum_o th_wo (A + X) - L_w >= s_w S_wb;  L_w >= loss_o delta_wo;  A, X <= M_wo delta_wo
                     (delta_wo in {0,1}: w uses o; loss_o = what one failed instance of o takes away,
                     optimizer.planning.problem.failure_loss; s_w the redundancy share, 1 = N+1 at peak)
@@ -65,7 +66,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gpuopt.kernel.records import HOURS_PER_MONTH
-from providers.zones import zone_of
+from providers.zones import ZONES_PER_REGION, spread_zones_needed, zone_of
 from optimizer.planning.candidates import Candidate
 from optimizer.planning.horizon import Period
 from optimizer.planning.problem import (
@@ -326,7 +327,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                 if zone:
                     zone_terms.setdefault(zone, {})[v] = k
                 else:
-                    regional[v] = k
+                    regional.setdefault((str(c.offer["provider"]), str(c.offer["region"])), {})[v] = k
             if w.training:
                 # a job's data-parallel group crosses instances only over a cluster fabric: on offers without one
                 # (Candidate.max_units = 1) it runs on one instance at a time
@@ -377,7 +378,12 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                         u = pulp.LpVariable(f"u_{tag}_{zi}", lowBound=0, upBound=1)
                         m += pulp.LpAffineExpression({**terms, u: -1.0}) >= 0
                         us[u] = 1.0
-                    m += pulp.LpAffineExpression({**us, **regional}) >= w.min_replicas, f"spread_{tag}"
+                    # a region's regional instances count as distinct zones up to the zones it has
+                    for ri, (_reg, terms) in enumerate(sorted(regional.items())):
+                        rho = pulp.LpVariable(f"r_{tag}_{ri}", lowBound=0, upBound=ZONES_PER_REGION)
+                        m += pulp.LpAffineExpression({**terms, rho: -1.0}) >= 0
+                        us[rho] = 1.0
+                    m += pulp.LpAffineExpression(us) >= spread_zones_needed(w.min_replicas), f"spread_{tag}"
         if n1:
             # one indicator per distinct failure loss, not per candidate: the loss is a property of the hardware
             # (throughput of a unit over its instances or replicas), shared by every price and region of it, so

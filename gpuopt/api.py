@@ -67,6 +67,25 @@ def _owned(plan, filtered, offers) -> tuple[list, list[str]]:
     return keep, notes
 
 
+def _quota_region_notes(quotas, offers) -> list[str]:
+    """A note for each quota row whose provider and region match no offer of the price data (a typo such as
+    us-east1 would otherwise limit nothing, silently: a breaker's finding)."""
+    if not quotas:
+        return []
+    regions = {(str(p_), str(r_)) for p_, r_ in offers[["provider", "region"]].drop_duplicates().itertuples(index=False)}
+    providers = {p_ for p_, _ in regions}
+    out = []
+    for lim in quotas:
+        k = lim.key
+        if k.provider not in providers:
+            out.append(f"quota file: provider '{k.provider}' has no offer in the price data: its limit "
+                       f"({k.quota}) applies to nothing (accepted: {', '.join(sorted(providers))})")
+        elif k.region != "*" and (k.provider, k.region) not in regions:
+            out.append(f"quota file: {k.provider} region '{k.region}' has no offer in the price data: its limit "
+                       f"({k.quota}) applies to nothing (a typo?)")
+    return out
+
+
 def _quotas(plan):
     """The quota table of ``plan.quota`` (providers.quotas.load_quota_file), or None."""
     if not plan.quota:
@@ -987,14 +1006,16 @@ def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "
              len(ws), ", ".join(w.name for w in ws), len(filtered), len(offers), plan.solver, plan.time_limit_s)
     budgets = Budgets(monthly=plan.budget, total=plan.budget_total, upfront=plan.max_upfront,
                       commitment=plan.max_commitment)
+    result_quotas = _quotas(plan)
     result = plan_fleet(ws, plan.demand_profiles(), filtered, budgets=budgets, objective=plan.objective,
                         pricing=tuple(plan.pricing) or None, spot_capacity=plan.spot_capacity_per_offer,
                         max_instances=plan.max_instances, explain=explain,
                         solver="auto" if not solver_given and plan.solver == "cbc" else plan.solver,
                         time_limit_s=plan.time_limit_s, horizon_months=plan.horizon_months,
                         leftover_value=plan.leftover_value, placement=plan.placement, spread=plan.spread or "",
-                        quotas=_quotas(plan), owned=owned)
+                        quotas=result_quotas, owned=owned)
     log.info("plan: status %s, total %s USD, solver %s", result.status, result.total_usd, result.solver)
+    notes = notes + _quota_region_notes(result_quotas, offers)
     if not result.feasible and (plan.spread or plan.region_group) and (plan.providers or plan.regions or plan.gpus):
         _honouring_plan(plan, ws, offers, result, owned, filtered)
     result.notes.extend(notes)

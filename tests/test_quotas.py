@@ -442,3 +442,19 @@ def test_azure_credentials_that_fail_are_one_line():
 
     with pytest.raises(MissingCredentials, match="no usable Azure credentials .ClientAuthenticationError"):
         fetch_quotas("azure", ["eastus"], subscription_id="sub", credential=NoCredential())
+
+
+def test_a_quota_row_that_matches_no_region_is_said(tmp_path):
+    # found by a breaking test: "us-east1" (a typo of us-east-1) limited nothing, silently
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from gpuopt.cli import app
+
+    q = tmp_path / "q.csv"
+    q.write_text("provider,region,family,limit,unit\naws,us-east1,L-DB2E81BA,0,vcpus\n")
+    r = CliRunner().invoke(app, ["recommend", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "500",
+                                 "--provider", "aws", "--no-explain", "--quota", str(q), "--format", "json"])
+    d = _json.loads(r.stdout)
+    assert any("region 'us-east1' has no offer in the price data" in n for n in d["notes"])

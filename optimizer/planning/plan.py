@@ -27,6 +27,8 @@ from optimizer.planning.problem import (
     FleetBlock,
     FleetWorkload,
     cand_index,
+    SPOT_TRAINING_MAX_HOURS,
+    UNDATED_SPOT_MAX_DAYS,
     placed,
     placement_group,
 )
@@ -94,6 +96,15 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
                 f"none of the offers that can hold a replica is sold as {', '.join(asked)}; they are offered as: "
                 f"{', '.join(offered)} (change --pricing" + (" or add --allow-spot" if "spot" in offered and
                                                               not w.allow_spot else "") + ")")}
+        kept = {k: n for k, n in rej.items() if k in ("marketplace_tier", "spot_undated", "spot_training_not_allowed")}
+        if kept:  # the offers left out as not signable (issue 26) are what blocks it: say that, not "not sold"
+            words = {"marketplace_tier": "on marketplace hosts (--allow-marketplace)",
+                     "spot_undated": f"spot prices without a date, not planned for over {UNDATED_SPOT_MAX_DAYS:g} "
+                                     "days (`gpuopt prices refresh` fetches dated ones)",
+                     "spot_training_not_allowed": f"spot for a job over {SPOT_TRAINING_MAX_HOURS} h "
+                                                  "(--allow-spot-training)"}
+            why = {"kind": "pricing", "message": "the offers that could hold a replica were kept out: " + "; ".join(
+                f"{n:,} {words[k]}" for k, n in sorted(kept.items()))}
         if rej.get("flex_start_training_only"):
             why = {"kind": "pricing", "message": (
                 f"{rej['flex_start_training_only']} Flex-start offers are for training jobs only (their VMs run at "

@@ -76,8 +76,10 @@ def test_a_one_month_horizon_never_buys_a_term():
 def test_commitments_in_plain_sight_and_the_monthly_budget_is_cash():
     # the issue: an AWS-only Llama-2-70B plan needed a $739,889 all-upfront payment shown as "$20,552 per month",
     # and a monthly --budget accepted it. Now every line says its upfront and the budget binds the month it is paid.
+    # one replica, no N+1: the commitments and the cash are what is tested (issue 26's defaults triple the time)
+    lean = ["--min-replicas", "1", "--redundancy", "none"]
     d, r = _json("recommend", "--model", "meta-llama/Llama-2-70b-hf", "--tokens-per-second", "2000", "--provider", "aws",
-                 "--budget", "50000", "--no-explain", "--horizon", "36")
+                 "--budget", "50000", "--no-explain", "--horizon", "36", *lean)
     assert d["feasible"]
     assert d["max_month_usd"] <= 50000 and max(d["cash_by_month_usd"]) <= 50000
     for ln in d["lines"]:
@@ -87,11 +89,11 @@ def test_commitments_in_plain_sight_and_the_monthly_budget_is_cash():
     assert d["upfront_usd"] == pytest.approx(sum(ln["upfront_usd"] for ln in d["lines"]), abs=0.05)
     # no upfront at all when the treasury says so
     d0, _ = _json("recommend", "--model", "meta-llama/Llama-2-70b-hf", "--tokens-per-second", "2000", "--provider",
-                  "aws", "--no-explain", "--horizon", "36", "--max-upfront", "0")
+                  "aws", "--no-explain", "--horizon", "36", "--max-upfront", "0", *lean)
     assert d0["upfront_usd"] == 0 and all(ln["upfront_usd"] == 0 for ln in d0["lines"])
     # the table says the total over the horizon and the commitment, never a bare "per month"
     t = runner.invoke(app, ["recommend", "--model", "meta-llama/Llama-2-70b-hf", "--tokens-per-second", "2000",
-                            "--provider", "aws", "--no-explain", "--horizon", "36"])
+                            "--provider", "aws", "--no-explain", "--horizon", "36", *lean])
     assert "Total over 36 months:" in t.stdout and "Commitments:" in t.stdout
 
 

@@ -455,6 +455,7 @@ def test_a_quota_row_that_matches_no_region_is_said(tmp_path):
     q = tmp_path / "q.csv"
     q.write_text("provider,region,family,limit,unit\naws,us-east1,L-DB2E81BA,0,vcpus\n")
     r = CliRunner().invoke(app, ["recommend", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "500",
-                                 "--provider", "aws", "--no-explain", "--quota", str(q), "--format", "json"])
+                                 "--provider", "aws", "--region", "us-east-1", "--gpu", "L4", "--no-explain",
+                                 "--quota", str(q), "--format", "json"])
     d = _json.loads(r.stdout)
     assert any("region 'us-east1' has no offer in the price data" in n for n in d["notes"])

@@ -203,21 +203,18 @@ class SpreadMinima:
         best = np.full(int(busy.sum()), np.inf)
         d = demand[busy]
         levels = sorted({loss(u) for u in units})
-        # every unit's cover of the largest threshold's need: for any threshold t its price of need(t) is at most
-        # the price of the units losing at most t, and it grows with t -- once it is no less than the best in
-        # every block, no larger threshold can lower the bound (the thresholds are walked in increasing order)
-        top = np.where(d > 0, np.maximum(d, s * d + (levels[-1] if levels else 0.0)), d)
-        whole = self._staircase(units, float(top.max(initial=0.0)), m)
-        if whole is None:
-            raise TooBig(w.name)
-        caps_all, order_all = whole
-        if not len(caps_all):
-            return math.inf
         hb = self.hours[busy]
+        floor = m > 0
 
         def low_of(t):
-            i_all = np.searchsorted(caps_all, np.where(d > 0, np.maximum(d, s * d + t), d) * (1.0 - TOL), side="left")
-            return np.where(i_all < len(caps_all), order_all[np.minimum(i_all, len(caps_all) - 1)], np.inf)
+            # per block, what the units losing at most t cost at least: the cheapest USD per throughput-hour among
+            # them times need(t), and one unit that counts towards the floor (cheap: no frontier; a first user's
+            # --budget run spent 14 s in frontiers of every unit)
+            sub = [u for u in units if loss(u) <= t + 1e-9]
+            per_tp = min(u[3] / u[0] for u in sub)
+            fu = min((u[3] for u in sub if u[1] > 0 and u[2] > 0), default=math.inf)
+            need = np.where(d > 0, np.maximum(d, s * d + t), d)
+            return np.maximum(per_tp * need, fu if floor else 0.0)
         lows = {t: low_of(t) for t in levels}
         # the thresholds in the order of their lower bound: the first ones set the best, the rest are skipped when
         # their bound is no lower in any block

@@ -43,6 +43,19 @@ if TYPE_CHECKING:  # pragma: no cover
     from optimizer.sizing import Workload
 
 
+#: Why "auto" plans with HiGHS when a serving workload has an N+1 rule (issue 26): measured on
+#: benchmarks/bench_fleet.py's mix5-n1 (five workloads at the production defaults, 2026-12-06, this 2-core machine),
+#: CBC ended at its 60 s limit with a plan 4-12 % dearer ($125,321-135,981, gaps 4-36 %) where HiGHS 1.16 proved
+#: $120,868.48 optimal in 44 s; on the bundled example plan they were even (CBC 14.3 s, HiGHS 16.2 s end to end).
+N1_SOLVER_NOTE = "highs for N+1"
+
+
+def _highs_available() -> bool:
+    import pulp
+
+    return "HiGHS" in pulp.listSolvers(onlyAvailable=True)
+
+
 def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock], offers: "pd.DataFrame", *,
                budget_usd: float | None = None, objective: str = "cost", pricing: tuple[str, ...] | None = None,
                spot_capacity: int = DEFAULT_SPOT_CAPACITY, solver: str = "auto", time_limit_s: float = 60.0,
@@ -69,6 +82,8 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
                            leftover_value=leftover_value, placement=placement, spread=spread, budgets=budgets,
                            start_date=start_date, keep_unpruned=explain, quotas=quotas,
                            owned=owned)
+    if solver == "auto" and any(w.redundancy > 0 and not w.training for w in workloads) and _highs_available():
+        solver = "highs"  # N+1 models: see N1_SOLVER_NOTE
     solver = resolve_solver(solver)
     progress.update("solving", detail=f"{sum(len(c) for c in problem.cands.values()):,} candidates, "
                                       f"{len(problem.blocks)} blocks")

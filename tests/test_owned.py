@@ -288,6 +288,7 @@ def test_owned_outside_the_filters_is_not_used_and_a_later_start_counts_from_its
     (own,) = [ln for ln in d["lines"] if ln.get("reused")]
     assert (own["start_month"], own["end_month"], own["reused"]) == (3, 12, "ri-later")
     assert own["count"] <= 3  # the instances the plan runs on it, not the commitment's 10
+    assert own["term_end"] == "2028-02"  # its own last month (the end, 2028-03-01, is exclusive)
     eu = _json.loads(CliRunner().invoke(app, base + ["--region-group", "eu"]).stdout)
     assert all(ln["region"].startswith("eu-") for ln in eu["lines"]) and not any(ln.get("reused") for ln in eu["lines"])
     assert any("outside this plan's providers, regions" in n for n in eu["notes"])

@@ -203,6 +203,14 @@ def fleet_lines(problem: FleetProblem, sol: FleetSolution, od_rates: dict) -> li
         ln.total_usd = round(problem.slot_cost(s) * n, 2)
         ln.start_month, ln.end_month = s.start_month + 1, min(s.end_month, H)
         ln.term_end = month_label(start, s.end_month - 1) if start else f"month {s.end_month}"
+        if sk.startswith("owned:") and sk[len("owned:"):] in problem.owned:
+            # an owned commitment's own end (a breaker read 2027-12 for an RI ending 2028-06-01): its last month
+            end = str(problem.owned[sk[len("owned:"):]].end or "")[:10]
+            if len(end) == 10:
+                import datetime as _dt
+
+                last = _dt.date.fromisoformat(end) - _dt.timedelta(days=1)  # the end is exclusive
+                ln.term_end = f"{last.year:04d}-{last.month:02d}"
         c0 = next(iter(users.values()), None)
         ln.replicas = int(math.floor(n * c0.replicas_per_unit / c0.instances_per_unit + 1e-9)) if c0 else 0
         lines.append(ln)

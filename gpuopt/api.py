@@ -67,6 +67,14 @@ def _owned(plan, filtered, offers) -> tuple[list, list[str]]:
     return keep, notes
 
 
+def _spot_caps(plan):
+    """The plan's spot cap: one for every type (``spot_capacity_per_offer``) and one per GPU model the user set
+    (``spot_capacity_by_gpu``, optimizer.planning.problem.SpotCaps)."""
+    from optimizer.planning.problem import SpotCaps
+
+    return SpotCaps(plan.spot_capacity_per_offer, plan.spot_capacity_by_gpu)
+
+
 def _quota_region_notes(quotas, offers) -> list[str]:
     """A note for each quota row whose provider and region match no offer of the price data (a typo such as
     us-east1 would otherwise limit nothing, silently: a breaker's finding)."""
@@ -900,7 +908,7 @@ def _honouring_plan(plan, ws, offers, result, owned, filtered=None) -> None:
         other = plan_fleet(ws, plan.demand_profiles(), filtered, budgets=Budgets(monthly=plan.budget,
                            total=plan.budget_total, upfront=plan.max_upfront, commitment=plan.max_commitment),
                            objective=plan.objective, pricing=tuple(plan.pricing) or None,
-                           spot_capacity=plan.spot_capacity_per_offer, max_instances=plan.max_instances,
+                           spot_capacity=_spot_caps(plan), max_instances=plan.max_instances,
                            explain=False, time_limit_s=min(float(plan.time_limit_s), HONOURING_TIME_S),
                            horizon_months=plan.horizon_months, leftover_value=plan.leftover_value,
                            placement=plan.placement, spread=plan.spread or "", quotas=_quotas(plan), owned=owned)
@@ -1008,7 +1016,7 @@ def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "
                       commitment=plan.max_commitment)
     result_quotas = _quotas(plan)
     result = plan_fleet(ws, plan.demand_profiles(), filtered, budgets=budgets, objective=plan.objective,
-                        pricing=tuple(plan.pricing) or None, spot_capacity=plan.spot_capacity_per_offer,
+                        pricing=tuple(plan.pricing) or None, spot_capacity=_spot_caps(plan),
                         max_instances=plan.max_instances, explain=explain,
                         solver="auto" if not solver_given and plan.solver == "cbc" else plan.solver,
                         time_limit_s=plan.time_limit_s, horizon_months=plan.horizon_months,

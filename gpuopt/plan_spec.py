@@ -255,6 +255,8 @@ def _scalar(v: Any) -> str:
         return str(v)
     if isinstance(v, float):
         return _float(v)
+    if isinstance(v, dict):  # a flow mapping (spot_capacity_by_gpu: {H100-80GB: 4})
+        return "{" + ", ".join(f"{_scalar(k)}: {_scalar(x)}" for k, x in v.items()) + "}"
     s = str(v)
     plain = bool(s) and "#" not in s and s == s.strip()
     if plain:

@@ -133,6 +133,43 @@ ZeroStage = Annotated[int, Field(ge=0, le=3), BeforeValidator(_not_bool)]
 Deadline = Annotated[float, Field(ge=1, le=MAX_DEADLINE_HOURS, allow_inf_nan=False), BeforeValidator(_not_bool)]
 Name = Annotated[str, BeforeValidator(_name), Field(min_length=1)]
 NameList = Annotated[list[Name], BeforeValidator(_names)]
+
+
+def _gpu_caps(v: Any) -> Any:
+    """Spot caps per GPU model: a mapping ``{H100-80GB: 4}`` (plan file) or ``GPU=N`` items (``--spot-capacity-gpu
+    H100-80GB=4``); GPU models by their canonical names (gpuopt.kernel.records.CANONICAL_GPUS)."""
+    from gpuopt.kernel.records import CANONICAL_GPUS
+
+    if v is None:
+        return {}
+    if isinstance(v, Mapping):
+        items = list(v.items())
+    elif isinstance(v, (list, tuple)):
+        items = []
+        for x in v:
+            if not isinstance(x, str) or "=" not in x:
+                raise plan_error(f"{show_value(x)} is not GPU=N", accepted="e.g. H100-80GB=4")
+            k, n = x.split("=", 1)
+            items.append((k.strip(), n.strip()))
+    else:
+        raise plan_error("a mapping of GPU model to instances, or GPU=N items", accepted="e.g. H100-80GB=4")
+    out = {}
+    for k, n in items:
+        if str(k) not in CANONICAL_GPUS:
+            close = difflib.get_close_matches(str(k), list(CANONICAL_GPUS), n=1)
+            raise plan_error(f"unknown GPU model {show_value(k)}" + (f" (did you mean {close[0]}?)" if close else ""),
+                             accepted=", ".join(sorted(CANONICAL_GPUS)))
+        try:
+            cap = int(str(n))
+        except ValueError:
+            raise plan_error(f"{show_value(n)} is not a whole number of instances for {k}") from None
+        if cap < 0:
+            raise plan_error(f"{cap} instances for {k}: must be 0 or more")
+        out[str(k)] = cap
+    return out
+
+
+SpotCapsByGpu = Annotated[dict[str, int], BeforeValidator(_gpu_caps)]
 Task = Annotated[Literal["serve", "train", "finetune", "lora"], BeforeValidator(_lower)]
 ALL_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
 
@@ -508,6 +545,10 @@ class PlanRequest(_Parts):
     time_limit_s: PosFloat = _opt(60.0, group="solver", cli="--time-limit", doc="solver time limit, seconds")
     spot_capacity_per_offer: NonNegInt = _opt(DEFAULT_SPOT_CAPACITY, group="purchase", cli="--spot-capacity",
          doc="instances of one spot offer the plan may count on")
+    spot_capacity_by_gpu: SpotCapsByGpu = _opt(default_factory=dict, group="purchase", cli="--spot-capacity-gpu",
+         doc="spot caps per GPU class, GPU=N (repeat; plan file: a mapping), e.g. H100-80GB=4: instances of one spot "
+             "instance type of that GPU per region (unset: --spot-capacity); no public source gives spot capacity "
+             "per GPU class, so none is assumed")
     owned: str | None = _opt(None, group="purchase", cli="--owned",
          doc="CSV/YAML of the commitments you already own (provider, region, instance_type, pricing, count, end, "
              "commitment_discount_id; `gpuopt review --owned-out` writes it from a billing export): counted as paid, "

@@ -318,3 +318,25 @@ def test_a_zone_spread_asks_for_three_zones_at_most_and_a_region_gives_three():
     two = _problem(z, [500.0], spread="zones", min_replicas=3, redundancy=0.0)
     two.workloads[0] = dataclasses.replace(two.workloads[0], allow_spot=True, spot_only_ok=True)
     assert solve_cost(two, exact=False).report.status == "infeasible"
+
+
+def test_spot_caps_per_gpu_class():
+    # issue 26: "spot caps per GPU class". A user cap of 2 H100 spot instances (no public source gives spot capacity
+    # per GPU class, so it is the user's) holds in the enumeration and the MILP; the L4 keeps the default 16
+    from optimizer.planning.problem import SpotCaps, spot_cap
+
+    h100 = _cand("us-east-1", "p5", "spot", 1.0, 500.0)
+    h100.offer["gpu_model"] = "H100-80GB"
+    l4 = _cand("us-east-1", "g6", "spot", 1.5, 500.0)
+    caps = SpotCaps(16, {"H100-80GB": 2})
+    assert (spot_cap(caps, h100.offer), spot_cap(caps, l4.offer), int(caps)) == (2, 16, 16)
+    assert caps.divided(2).by_gpu == {"H100-80GB": 1} and int(caps.divided(2)) == 8
+    p = _problem([h100, l4], [3000.0], redundancy=0.0, min_replicas=1)
+    p = p.replace(spot_capacity=caps,
+                  workloads=[dataclasses.replace(p.workloads[0], allow_spot=True, spot_only_ok=True)])
+    for exact in (True, False):
+        sol = solve_cost(p, exact=exact)
+        assert sol.report.status == "optimal" and verify(p, sol) is None
+        use = {ok.split("|")[3]: x for (_, ok, _), x in sol.X.items()}
+        # the cheap H100 units up to their cap of 2, the rest (3,000 / 500 = 6 units in all) on the L4
+        assert use.get("p5", 0) == pytest.approx(2) and use.get("g6", 0) == pytest.approx(4)

@@ -49,7 +49,7 @@ import math
 import time
 from typing import Any
 
-from optimizer.planning.problem import FleetProblem, failure_loss, placement_group, spot_group
+from optimizer.planning.problem import FleetProblem, SpotCaps, failure_loss, placement_group, spot_cap, spot_group
 from optimizer.planning.solution import FleetSolution
 from optimizer.planning.solver import SolveReport
 
@@ -218,7 +218,7 @@ def hourly_units(w, hourly, spot_capacity: int) -> list[tuple]:
     for c in hourly:
         k, r = int(c.instances_per_unit), int(c.replicas_per_unit)
         if c.offer["pricing"] == "spot":
-            most = int(spot_capacity) // k
+            most = spot_cap(spot_capacity, c.offer) // k
             if most < 1:  # callers that index the result drop these candidates first
                 continue
             out.append((c.throughput_per_unit, r if w.spot_only_ok else 0, k if w.spot_only_ok else 0,
@@ -242,7 +242,8 @@ def plan_group(w, cands, problem: FleetProblem, slot_for: dict[str, tuple[str, f
     if not hourly and not committed:
         return None
     capmax = peak
-    hourly = [c for c in hourly if c.offer["pricing"] != "spot" or int(problem.spot_capacity) >= c.instances_per_unit]
+    hourly = [c for c in hourly if c.offer["pricing"] != "spot"
+              or spot_cap(problem.spot_capacity, c.offer) >= c.instances_per_unit]
     hu = hourly_units(w, hourly, problem.spot_capacity)  # aligned with ``hourly``: combos index both
     cu = [(c.throughput_per_unit, int(c.replicas_per_unit), int(c.instances_per_unit),
            slot_for[c.okey][1] * c.instances_per_unit) for c in committed]
@@ -377,7 +378,7 @@ def _plan_group_periods(w, cands, problem: FleetProblem, demand, hours, active, 
     peak = tuple(float(demand[bper == p].max(initial=0.0)) if runs[p] else 0.0 for p in range(P))
     floors = tuple(m if runs[p] else 0 for p in range(P))
     hourly = [c for c in cands if not c.committed and
-              (c.offer["pricing"] != "spot" or int(problem.spot_capacity) >= c.instances_per_unit)]
+              (c.offer["pricing"] != "spot" or spot_cap(problem.spot_capacity, c.offer) >= c.instances_per_unit)]
     hu = hourly_units(w, hourly, problem.spot_capacity)
     committed = []  # (candidate, slot key, coverage)
     units = []
@@ -729,12 +730,16 @@ def plan_apart(problem: FleetProblem, *, allowed: set[str] | None = None,
         return None
 
     def spot_over(s: FleetSolution) -> bool:
-        return any(v > problem.spot_capacity + 1e-9 for v in spot_use(problem, s).values())
+        caps = {spot_group(c.offer): spot_cap(problem.spot_capacity, c.offer) for cs in problem.cands.values()
+                for c in cs if c.offer["pricing"] == "spot"}
+        return any(v > caps.get(g, int(problem.spot_capacity)) + 1e-9 for (g, _b), v in spot_use(problem, s).items())
 
     if spot_over(sol):
         k = sum(1 for w in problem.workloads
                 if any(c.offer["pricing"] == "spot" for c in problem.cands.get(w.name, [])))
-        split = problem.replace(spot_capacity=max(0, int(problem.spot_capacity) // max(1, k)))
+        cap = problem.spot_capacity
+        split = problem.replace(spot_capacity=cap.divided(k) if isinstance(cap, SpotCaps)
+                                else max(0, int(cap) // max(1, k)))
         sol = solve_separable(split, allowed=allowed, apart=True, deadline=deadline, share_spot=True)
         if sol is None or spot_over(sol):
             return None

@@ -46,7 +46,10 @@ def rules(problem: FleetProblem) -> list[str]:
         if any(w.training for w in spot_jobs):
             counted.append("training: their work after the goodput of spot reclaims, checkpoints and restarts "
                            "(optimizer.sizing.goodput)")
-        out.append(f"spot: at most {problem.spot_capacity} instances of one instance type per region; "
+        by_gpu = getattr(problem.spot_capacity, "by_gpu", None) or {}
+        out.append(f"spot: at most {int(problem.spot_capacity)} instances of one instance type per region"
+                   + (" (" + ", ".join(f"{g}: {n}" for g, n in sorted(by_gpu.items())) + ", --spot-capacity-gpu)"
+                      if by_gpu else "") + "; "
                    + "; ".join(counted) + "; never the only capacity behind min_replicas unless spot_only_ok")
     else:
         out.append("spot: not used (no workload allows it: --allow-spot)")

@@ -84,6 +84,7 @@ from optimizer.planning.problem import (
     placement_group,
     purchase_kind,
     savings_plan_scope,
+    spot_cap,
     spot_group,
 )
 
@@ -193,6 +194,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
     windows = problem.block_windows()
     share: dict[tuple[str, int], dict] = {}
     spot: dict[tuple[tuple, int], dict] = {}
+    spot_caps_of: dict[tuple, int] = {}  # spot group -> its cap (its GPU model's, problem.SpotCaps)
     quota: dict[tuple[tuple, int], dict] = {}
     vid = 0
     quota_rows: dict[tuple, dict] = {}
@@ -290,6 +292,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                     cash[v] = cash.get(v, 0.0) + c.usd_per_unit_hour * b.hours
                     if c.offer["pricing"] == "spot":
                         spot.setdefault((spot_group(c.offer), bi), {})[v] = k
+                        spot_caps_of[spot_group(c.offer)] = spot_cap(problem.spot_capacity, c.offer)
                 if problem.quotas is not None and kind != CAPACITY_BLOCK:  # --quota: running instances (issue 26)
                     for qk, per in quota_of(ok, c.offer):
                         if per is None:
@@ -432,7 +435,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
         m += pulp.LpAffineExpression({**terms, **{V.N[k]: -1.0 for k in covering(ok, p)}}) <= 0, \
             f"share_{ok_index[ok]}_{bi}"
     for j, ((g, bi), terms) in enumerate(sorted(spot.items(), key=lambda kv: (kv[0][0], kv[0][1]))):
-        m += pulp.LpAffineExpression(terms) <= float(problem.spot_capacity), f"spot_{j}_{bi}"
+        m += pulp.LpAffineExpression(terms) <= float(spot_caps_of.get(g, int(problem.spot_capacity))), f"spot_{j}_{bi}"
     scope_index = {sc: i for i, sc in enumerate(sorted({sc for sc, _ in sp_use}))}
     for (scope, bi), terms in sp_use.items():
         p = problem.period_of(problem.blocks[bi])

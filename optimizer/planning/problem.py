@@ -618,6 +618,37 @@ def job_units(c: Candidate) -> float:
     return max(1.0, math.floor(job / per + 1e-9))
 
 
+class SpotCaps(int):
+    """The spot cap: instances of one spot instance type per region a plan may count on (its int value, for every
+    GPU model) and, per GPU model, a cap of its own (``by_gpu``, issue 26: "spot caps per GPU class"; set by the
+    user, ``--spot-capacity-gpu H100-80GB=4``: no public source gives spot capacity by GPU class). It is an int, so
+    every rule written for one cap still reads it; :func:`spot_cap` gives an offer's."""
+
+    by_gpu: dict[str, int]
+
+    def __new__(cls, default: int, by_gpu: dict[str, int] | None = None):
+        obj = int.__new__(cls, int(default))
+        obj.by_gpu = {str(g): int(v) for g, v in (by_gpu or {}).items()}
+        return obj
+
+    def __reduce__(self):
+        return (SpotCaps, (int(self), dict(self.by_gpu)))
+
+    def of(self, offer: dict[str, Any]) -> int:
+        """The cap of ``offer``'s GPU model, else the default."""
+        return int(self.by_gpu.get(str(offer.get("gpu_model") or ""), int(self)))
+
+    def divided(self, k: int) -> "SpotCaps":
+        """Every cap divided by ``k`` (whole instances): a share for each of k workloads."""
+        k = max(1, int(k))
+        return SpotCaps(int(self) // k, {g: v // k for g, v in self.by_gpu.items()})
+
+
+def spot_cap(cap: int, offer: dict[str, Any]) -> int:
+    """The spot cap of ``offer``: its GPU model's when ``cap`` is a :class:`SpotCaps` that has one, else ``cap``."""
+    return cap.of(offer) if isinstance(cap, SpotCaps) else int(cap)
+
+
 def spot_group(offer: dict[str, Any]) -> tuple[str, str, str]:
     """Spot capacity is capped per instance type and region, all its zones together."""
     return (str(offer["provider"]), str(offer["region"]), str(offer["instance_type"]))

@@ -22,6 +22,7 @@ from optimizer.planning.problem import (
     job_units,
     placement_group,
     purchase_kind,
+    spot_cap,
     spot_group,
 )
 from providers.zones import zone_of
@@ -169,7 +170,8 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
             continue  # a dearer zone of a group already kept: same capacity under the same cap
         doms = [j for j in keep_spot if _same_place(offer_of[j], offer_of[k], placement, spread)
                 and spot_group(offer_of[j]) != g and dominates(by_offer[j], by_offer[k], price(j), price(k))]
-        if doms and len({spot_group(offer_of[j]) for j in doms}) * spot_capacity >= need - 1e-9:
+        groups = {spot_group(offer_of[j]): spot_cap(spot_capacity, offer_of[j]) for j in doms}
+        if doms and sum(groups.values()) >= need - 1e-9:
             continue
         keep_spot.append(k)
         seen_group.add(g)

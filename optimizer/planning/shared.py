@@ -55,7 +55,7 @@ import time
 from typing import Any
 
 from optimizer.planning.exact import TOL, TooBig, frontier, hourly_table, hourly_units, plan_group, separable
-from optimizer.planning.problem import FleetProblem, placement_group
+from optimizer.planning.problem import FleetProblem, placement_group, spot_cap
 from optimizer.planning.solution import FleetSolution, fleet_cost
 from optimizer.planning.solver import SolveReport
 
@@ -101,7 +101,7 @@ class _Side:
         self.need = need
         peak = float(need.max(initial=0.0))
         hourly = [c for c in cs if not c.committed and
-                  (c.offer["pricing"] != "spot" or int(problem.spot_capacity) >= c.instances_per_unit)]
+                  (c.offer["pricing"] != "spot" or spot_cap(problem.spot_capacity, c.offer) >= c.instances_per_unit)]
         self.hourly = hourly
         hf = frontier(hourly_units(w, hourly, problem.spot_capacity), peak, m)
         if hf is None:

@@ -38,9 +38,9 @@ def _price_age_days(as_of: str | None, today: _dt.date | None = None) -> float |
 
 
 def _owned(plan, filtered, offers) -> tuple[list, list[str]]:
-    """The commitments of ``plan.owned`` (providers.owned.load_owned_file) the plan can count (instance
-    commitments of an instance type in the price data, whose term runs into the horizon), and notes on the others.
-    Savings plans owned are listed, not yet counted (said so)."""
+    """The commitments of ``plan.owned`` (providers.owned.load_owned_file) the plan can count -- instance
+    commitments of an instance type in the price data, and savings plans (a spend per hour) covering on-demand offers
+    the plan may use (optimizer.planning.owned.owned_plan_offers) -- and notes on the others."""
     if not plan.owned:
         return [], []
     from providers.owned import load_owned_file
@@ -54,10 +54,24 @@ def _owned(plan, filtered, offers) -> tuple[list, list[str]]:
     allowed = {(str(p_), str(r_), str(t_)) for p_, r_, t_ in
                filtered[["provider", "region", "instance_type"]].drop_duplicates().itertuples(index=False)}
     keep, notes = [], []
+    od = filtered[filtered["pricing"].astype(str) == "on_demand"][["provider", "region", "instance_type"]]
+    od_keys = set(od.drop_duplicates().itertuples(index=False, name=None))
     for c in rows:
-        if c.is_spend or not c.count:
-            notes.append(f"owned {c.commitment_discount_id}: a savings plan of {c.usd_per_hour or 0:g} USD/h is listed, "
-                         "not counted (owned instance commitments are; buy-side savings plans are planned as usual)")
+        if c.is_spend:
+            from optimizer.planning.owned import plan_covers
+
+            if not c.usd_per_hour:
+                notes.append(f"owned {c.commitment_discount_id}: a savings plan of unknown spend per hour: not counted "
+                             "(give usd_per_hour)")
+            elif not any(plan_covers(c, *k) for k in od_keys):
+                notes.append(f"owned {c.commitment_discount_id} ({c.provider} savings plan, {c.usd_per_hour:g} USD/h): "
+                             "covers no on-demand offer this plan may use (its provider, region or family is outside "
+                             "the plan's filters): not used")
+            else:
+                keep.append(c)
+            continue
+        if not c.count:
+            notes.append(f"owned {c.commitment_discount_id}: its instance count is unknown: not counted (give count)")
             continue
         if (c.provider, c.region, c.instance_type) not in allowed:
             notes.append(f"owned {c.commitment_discount_id}: {c.instance_type} in {c.provider} {c.region} is outside "
@@ -1009,7 +1023,7 @@ def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "
     if owned:
         from optimizer.planning.owned import owned_offers
 
-        filtered = owned_offers(filtered, owned, offers)
+        filtered = owned_offers(filtered, owned, offers, notes)
     log.info("plan: %d workload(s) %s over %d of %d offers after the plan's filters; solver %s, time limit %s s",
              len(ws), ", ".join(w.name for w in ws), len(filtered), len(offers), plan.solver, plan.time_limit_s)
     budgets = Budgets(monthly=plan.budget, total=plan.budget_total, upfront=plan.max_upfront,

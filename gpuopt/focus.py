@@ -402,7 +402,7 @@ def charges_from_plan(result, period_start=None, *, granularity: str = "month",
                       estimated=bool(ln.estimated), offering_class=str(getattr(ln, "offering_class", "") or ""))
         if term:
             term_start = add_months(start, first - 1)
-            term_end = add_months(start, first - 1 + round(term / HOURS_PER_MONTH))
+            term_end = _owned_end(ln) or add_months(start, first - 1 + round(term / HOURS_PER_MONTH))
             committed = count * HOURS_PER_MONTH
             util = getattr(ln, "utilization", None)
             used = committed * (1.0 if util is None else min(1.0, max(0.0, float(util))))
@@ -426,6 +426,16 @@ def charges_from_plan(result, period_start=None, *, granularity: str = "month",
     return out
 
 
+def _owned_end(ln) -> dt.datetime | None:
+    """The end (exclusive, UTC) of the term of an owned commitment's line (``reused``; its ``term_end`` the last
+    month, ``YYYY-MM``), None for a commitment the plan buys (its term counts from when it is bought)."""
+    label = str(getattr(ln, "term_end", "") or "")
+    if not getattr(ln, "reused", "") or len(label) != 7:
+        return None
+    y, m = int(label[:4]), int(label[5:])
+    return dt.datetime(y + m // 12, m % 12 + 1, 1, tzinfo=dt.timezone.utc)
+
+
 def _covered_charges(ln, plans, start, months, od, default_workload, granularity) -> list[Charge]:
     """Charges of an instance run under a savings plan: its hours each month, at the plan's rate (EffectiveCost)
     against the on-demand rate (ListCost), under the CommitmentDiscountId of the plan covering that month (its
@@ -441,13 +451,15 @@ def _covered_charges(ln, plans, start, months, od, default_workload, granularity
         term = SAVINGS_PLAN_TERM_HOURS[sp.pricing]
         term_start = add_months(start, sp.start_month - 1)
         a, b = months[m - 1]
+        reused = str(getattr(sp, "reused", "") or "")  # a savings plan the team owns: its own id, already paid
         base = Charge(provider=ln.provider, region=ln.region, zone=ln.zone or "", instance_type=ln.instance_type,
                       pricing=ln.pricing, payment=ln.payment or "", usage_hours=ln.count * float(ln.hours),
-                      list_unit_price=_line_list_price(ln, od), contracted_unit_price=float(ln.usd_per_hour),
-                      upfront_usd=0.0, commitment_id=commitment_id(sp, term_start), commitment_term_hours=term,
+                      list_unit_price=_line_list_price(ln, od),
+                      contracted_unit_price=0.0 if reused else float(ln.usd_per_hour),
+                      upfront_usd=0.0, commitment_id=reused or commitment_id(sp, term_start), commitment_term_hours=term,
                       gpu_model=ln.gpu_model, gpu_count=float(ln.gpu_count), workload=workload, period_start=a,
                       period_end=b, instances=int(ln.count), recurring_unit_price=0.0, source=ln.source, estimated=bool(ln.estimated), term_start=term_start,
-                      term_end=add_months(start, sp.start_month - 1 + round(term / HOURS_PER_MONTH)),
+                      term_end=_owned_end(sp) or add_months(start, sp.start_month - 1 + round(term / HOURS_PER_MONTH)),
                       offering_class=str(getattr(sp, "offering_class", "") or ""))
         out.extend([base] if granularity == "month" else _split_days(base))
     return out

@@ -292,3 +292,85 @@ def test_owned_outside_the_filters_is_not_used_and_a_later_start_counts_from_its
     eu = _json.loads(CliRunner().invoke(app, base + ["--region-group", "eu"]).stdout)
     assert all(ln["region"].startswith("eu-") for ln in eu["lines"]) and not any(ln.get("reused") for ln in eu["lines"])
     assert any("outside this plan's providers, regions" in n for n in eu["notes"])
+
+
+def _next_month(months: int = 0) -> str:
+    """The first day of the plan's first month (optimizer.planning.plan: the month after today) moved by ``months``."""
+    import datetime as _dt
+
+    t = _dt.date.today()
+    y, m = divmod(t.month + months, 12)  # t.month is 1-based: t.month + 0 is next month's 0-based index
+    return f"{t.year + y:04d}-{m + 1:02d}-01"
+
+
+def _plan_json(args):
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from gpuopt.cli import app
+
+    r = CliRunner().invoke(app, ["recommend", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "500",
+                                 "--no-explain", "--provider", "aws", "--format", "json", *args])
+    assert r.exit_code == 0, r.output
+    return _json.loads(r.stdout)
+
+
+def test_an_owned_compute_savings_plan_is_counted_as_paid_up_to_its_spend(tmp_path):
+    """Issue 26 point 7: an owned AWS Compute Savings Plan of $2/h whose term covers the plan's first 5 months runs
+    instances at $0 in those months, up to $2/h of on-demand-rated use (the snapshot has no Savings Plans rate, so
+    its use is charged at the On-Demand rate: the least it covers), and the plan buys what does not fit."""
+    base = _plan_json([])
+    f = tmp_path / "sp.csv"
+    f.write_text("provider,region,instance_type,pricing,offering_class,usd_per_hour,start,end,commitment_discount_id\n"
+                 f"aws,,,savings_plan_1y,compute,2.0,{_next_month(-7)},{_next_month(5)},"
+                 "arn:aws:savingsplans::123456789012:savingsplan/sp-abc\n")
+    d = _plan_json(["--owned", str(f)])
+    arn = "arn:aws:savingsplans::123456789012:savingsplan/sp-abc"
+    (own,) = [ln for ln in d["lines"] if ln.get("scope")]
+    assert (own["reused"], own["start_month"], own["end_month"], own["total_usd"]) == (arn, 1, 5, 0.0)
+    under = [ln for ln in d["lines"] if ln.get("covered_by")]
+    assert under and all(ln["total_usd"] == 0.0 and ln["reused"] == arn for ln in under)
+    # at most $2/h of on-demand-rated use runs on it in every hour (g6e.xlarge on-demand $1.861/h, us-east-1)
+    assert sum(ln["usd_per_hour"] * ln["count"] for ln in under) <= 2.0 + 1e-9
+    assert d["total_usd"] < base["total_usd"]
+    assert any(n.startswith(f"reuse: owned Compute Savings Plan {arn}") for n in d["notes"])
+    assert not any("all regions instances" in n for n in d["notes"])  # its own line runs nothing in a zone
+
+
+def test_an_owned_ec2_instance_savings_plan_covers_its_family_and_region_only(tmp_path):
+    """An EC2 Instance Savings Plan covers one family in one region (AWS Savings Plans User Guide, "Savings Plans
+    types"): $10/h for g6e in us-east-1 carries the whole 500 tokens/s service at $0, and a plan kept to Europe
+    cannot use it (said so)."""
+    f = tmp_path / "sp.csv"
+    f.write_text("provider,region,instance_type,pricing,offering_class,usd_per_hour,start,end,commitment_discount_id\n"
+                 f"aws,us-east-1,g6e,savings_plan_3y,ec2_instance,10,{_next_month(-18)},{_next_month(18)},sp-ec2-g6e\n")
+    d = _plan_json(["--owned", str(f)])
+    assert d["total_usd"] == 0.0
+    assert {ln["instance_type"].split(".")[0] for ln in d["lines"]} <= {"g6e", "g6e family"}
+    eu = _plan_json(["--owned", str(f), "--region-group", "eu"])
+    assert eu["total_usd"] > 0 and not any(ln.get("reused") for ln in eu["lines"])
+    assert any("sp-ec2-g6e" in n and "covers no on-demand offer" in n for n in eu["notes"])
+
+
+def test_owned_plan_offers_use_a_savings_plan_rate_when_the_price_data_has_one():
+    """The rate an owned plan's use is charged against its commitment: the price data's savings-plan rate for the
+    type (the highest of its payment options, as the owned plan's payment is not known), else On-Demand."""
+    import pandas as pd
+
+    from optimizer.planning.owned import owned_plan_offers
+
+    od = pd.DataFrame([dict(provider="aws", region="us-east-1", zone="", instance_type=t, pricing="on_demand",
+                            payment="", offering_class="", usd_per_hour=u, source="x", as_of="2026-11-30")
+                       for t, u in (("p5.48xlarge", 98.32), ("g6e.xlarge", 1.861))])
+    # made-up rates: this tests the choice of rate, not a price
+    sp = pd.DataFrame([dict(provider="aws", region="us-east-1", zone="", instance_type="p5.48xlarge",
+                            pricing="savings_plan_1y", payment=p, offering_class="compute", usd_per_hour=u,
+                            source="test", as_of="2026-11-30") for p, u in (("no_upfront", 70.0), ("all_upfront", 60.0))])
+    c = OwnedCommitment("aws", "", "", "savings_plan_1y", "sp-1", end="2027-06-01", usd_per_hour=50.0,
+                        offering_class="compute")
+    rows, basis = owned_plan_offers(od, [c], pd.concat([od, sp]))
+    got = {r["instance_type"]: (r["pricing"], r["usd_per_hour"], r["source"]) for r in rows}
+    assert got == {"p5.48xlarge": ("savings_plan_1y", 70.0, "owned:sp-1"),
+                   "g6e.xlarge": ("savings_plan_1y", 1.861, "owned:sp-1")}
+    assert "savings-plan rates for 1 offers, on-demand rates for 1" in basis["sp-1"]

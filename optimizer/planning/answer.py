@@ -203,14 +203,8 @@ def fleet_lines(problem: FleetProblem, sol: FleetSolution, od_rates: dict) -> li
         ln.total_usd = round(problem.slot_cost(s) * n, 2)
         ln.start_month, ln.end_month = s.start_month + 1, min(s.end_month, H)
         ln.term_end = month_label(start, s.end_month - 1) if start else f"month {s.end_month}"
-        if sk.startswith("owned:") and sk[len("owned:"):] in problem.owned:
-            # an owned commitment's own end (a breaker read 2027-12 for an RI ending 2028-06-01): its last month
-            end = str(problem.owned[sk[len("owned:"):]].end or "")[:10]
-            if len(end) == 10:
-                import datetime as _dt
-
-                last = _dt.date.fromisoformat(end) - _dt.timedelta(days=1)  # the end is exclusive
-                ln.term_end = f"{last.year:04d}-{last.month:02d}"
+        if sk.startswith("owned:"):
+            ln.term_end = owned_term_end(problem, sk[len("owned:"):]) or ln.term_end
         c0 = next(iter(users.values()), None)
         ln.replicas = int(math.floor(n * c0.replicas_per_unit / c0.instances_per_unit + 1e-9)) if c0 else 0
         lines.append(ln)
@@ -266,6 +260,19 @@ def fleet_lines(problem: FleetProblem, sol: FleetSolution, od_rates: dict) -> li
         spend[offer(ln)] = spend.get(offer(ln), 0.0) + ln.total_usd
     lines.sort(key=lambda ln: (-spend[offer(ln)], offer(ln), ln.start_month))
     return lines
+
+
+def owned_term_end(problem: FleetProblem, oid: str) -> str:
+    """The last month (``YYYY-MM``) of owned commitment ``oid``'s own term ("" unknown): a breaker read 2027-12,
+    the horizon's end, for an RI ending 2028-06-01. The end is exclusive."""
+    c = problem.owned.get(oid)
+    end = str(getattr(c, "end", "") or "")[:10]
+    if len(end) != 10:
+        return ""
+    import datetime as _dt
+
+    last = _dt.date.fromisoformat(end) - _dt.timedelta(days=1)
+    return f"{last.year:04d}-{last.month:02d}"
 
 
 def _purchase_lines(problem: FleetProblem, sol: FleetSolution) -> list[FleetLine]:
@@ -343,9 +350,16 @@ def _purchase_lines(problem: FleetProblem, sol: FleetSolution) -> list[FleetLine
                        as_of=str(o.get("as_of") or ""), estimated=is_estimated(o.get("source") or ""),
                        offering_class=cls)
         ln.total_usd = round(problem.plan_slot_cost(s) * x, 2)
+        if s.owned:  # a savings plan the team owns: its use in this plan, already paid
+            ln.usd_per_hour, ln.monthly_usd, ln.upfront_usd, ln.commitment_usd = 0.0, 0.0, 0.0, 0.0
+            ln.reused = owned_id(o)
+            ln.utilization = round(min(1.0, used / (s.given_usd_per_hour * HOURS_PER_MONTH * months_in)), 4) \
+                if months_in and s.given_usd_per_hour else None
         ln.scope = s.scope
         ln.start_month, ln.end_month = s.start_month + 1, min(s.end_month, H)
         ln.term_end = month_label(problem.start_date, s.end_month - 1) if problem.start_date else f"month {s.end_month}"
+        if s.owned:
+            ln.term_end = owned_term_end(problem, owned_id(o)) or ln.term_end
         lines.append(ln)
     return lines
 
@@ -578,6 +592,18 @@ def purchase_notes(problem: FleetProblem, sol: FleetSolution) -> list[str]:
         prov, pricing, pay, cls, region, family = sl.scope.split("|")
         what = kinds.get(cls, "savings plan") + (f" for the {family} family in {region}" if family != "*" else "")
         when = month_label(problem.start_date, sl.start_month) if problem.start_date else f"month {sl.start_month + 1}"
+        if sl.owned:
+            per_block: dict[int, float] = {}
+            for (w, ok, bi), a in sol.A.items():
+                c = idx[(w, ok)]
+                if purchase_kind(c.offer) == "savings_plan" and savings_plan_scope(c.offer) == sl.scope:
+                    per_block[bi] = per_block.get(bi, 0.0) + c.usd_per_unit_hour * a
+            peak = max(per_block.values(), default=0.0)
+            notes.append(f"reuse: owned {what} {owned_id(sl.offer)} ({sl.offer['provider']}), "
+                         f"${sl.given_usd_per_hour:,.4f}/h: this plan runs up to ${peak:,.4f}/h "
+                         f"of use on it in months {sl.start_month + 1}-{sl.end_month} (already paid: $0 in this plan; "
+                         "what does not fit it is bought as planned)")
+            continue
         notes.append(f"buy: {prov} {what}, {SAVINGS_PLAN_TERM_MONTHS[pricing] // 12}-year, "
                      f"{pay.replace('_', ' ') or 'no upfront'}, committing ${x:,.4f}/h "
                      f"(${x * HOURS_PER_MONTH * sl.term_months:,.2f} over the term) from {when}")

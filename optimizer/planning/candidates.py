@@ -89,12 +89,15 @@ def offer_key(o: dict[str, Any]) -> str:
     """``provider|region|zone|instance_type|pricing|payment`` of an offer dict (missing values empty), then
     ``|<offering_class>`` when the class is not the default one (``records.default_offering_class``: standard for an
     AWS reservation, "" otherwise), so a Convertible term and a Standard one of the same payment are two offers and
-    the keys of every other offer stay as they were."""
+    the keys of every other offer stay as they were; then ``|owned:<id>`` for a commitment the team owns."""
     key = "|".join(str(o.get(c) or "") for c in ("provider", "region", "zone", "instance_type", "pricing", "payment"))
     cls = str(o.get("offering_class") or "")
     if cls in ("nan", "<NA>"):
         cls = ""
-    return key + (f"|{cls}" if cls and cls != default_offering_class(o.get("provider"), o.get("pricing")) else "")
+    key += f"|{cls}" if cls and cls != default_offering_class(o.get("provider"), o.get("pricing")) else ""
+    src = str(o.get("source") or "")
+    # a commitment the team owns (optimizer.planning.owned): its own offer, beside one bought on the same terms
+    return key + f"|{src}" if src.startswith("owned:") else key
 
 
 def _replica_gpu_counts() -> list[int]:

@@ -72,8 +72,8 @@ def zone_notes(problem, lines) -> list[str]:
     seen: set[tuple] = set()
     for ln in lines:
         names = [n for n in (getattr(ln, "workloads", None) or []) if n in serving]
-        if not names or ln.zone:
-            continue
+        if not names or ln.zone or getattr(ln, "scope", ""):
+            continue  # a savings plan's own line runs nothing: the instances under it have lines of their own
         key = (ln.provider, ln.region, tuple(names))
         if key in seen:
             continue

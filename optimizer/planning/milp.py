@@ -165,8 +165,11 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
 
     plan_slots = {k: s for k, s in problem.plan_slots.items() if allowed is None or s.offer["pricing"] in allowed}
     for i, (k, s) in enumerate(plan_slots.items()):
-        # a savings plan: v USD/h of spend at the plan's rates, committed for the term
-        v = V.SP[k] = pulp.LpVariable(f"SP_{i}", lowBound=0)
+        # a savings plan: v USD/h of spend at the plan's rates, committed for the term; one the team owns: at most
+        # its USD/h, already paid (no cost, cash or commitment in this plan)
+        v = V.SP[k] = pulp.LpVariable(f"SP_{i}", lowBound=0, upBound=s.given_usd_per_hour)
+        if s.owned:
+            continue
         V.cost_terms[v] = problem.plan_slot_cost(s)
         whole = HOURS_PER_MONTH * s.term_months
         V.upfront_terms[v] = s.upfront_share * whole

@@ -202,6 +202,11 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
         from optimizer.planning.owned import owned_id as _oid, owned_notes
 
         used = {_oid(problem.slots[k].offer): float(n) for k, n in sol.N.items() if k.startswith("owned:") and n}
+        offer_of = {c.okey: c.offer for cs in problem.cands.values() for c in cs}
+        for (_, ok, _), a in sol.A.items():  # an owned savings plan runs instances (purchase_notes say how much)
+            oid = _oid(offer_of[ok])
+            if oid and a > 0 and oid not in used:
+                used[oid] = 1.0
         res.notes.extend(owned_notes(owned, used, start_date, problem.horizon_months))
     if mo["after_horizon_usd"] > 0:
         res.notes.append(f"commitments outlive the {problem.horizon_months}-month horizon: ${mo['after_horizon_usd']:,.2f} "

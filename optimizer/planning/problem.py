@@ -152,7 +152,9 @@ def savings_plan_scope(offer: dict[str, Any]) -> str:
         region = family = "*"
     pay = str(offer.get("payment") or "")
     pay = "" if pay in ("nan", "<NA>", "None") else pay
-    return "|".join((str(offer["provider"]), str(offer["pricing"]), pay, cls, region, family))
+    oid = owned_id(offer)  # an owned savings plan (optimizer.planning.owned) covers only what runs under it
+    head = f"owned:{oid.replace('|', '/').replace('@', '/')}" if oid else str(offer["provider"])
+    return "|".join((head, str(offer["pricing"]), pay, cls, region, family))
 
 
 @dataclass
@@ -235,7 +237,9 @@ class Slot:
 @dataclass(frozen=True)
 class PlanSlot:
     """A savings plan that can be bought: a spend per hour (USD/h, the plan chooses it) over scope ``scope``
-    (:func:`savings_plan_scope`) for ``term_months`` from ``start_month``; ``upfront_share`` of it paid upfront."""
+    (:func:`savings_plan_scope`) for ``term_months`` from ``start_month``; ``upfront_share`` of it paid upfront.
+    ``given_usd_per_hour`` set: a savings plan the team owns (optimizer.planning.owned), at most that spend, at $0
+    (already paid), for the months of the horizon its term covers."""
 
     key: str
     scope: str
@@ -243,6 +247,11 @@ class PlanSlot:
     start_month: int
     term_months: int
     upfront_share: float
+    given_usd_per_hour: float | None = None
+
+    @property
+    def owned(self) -> bool:
+        return self.given_usd_per_hour is not None
 
     @property
     def end_month(self) -> int:
@@ -350,6 +359,15 @@ class FleetProblem:
                 if purchase_kind(c.offer) != "savings_plan":
                     continue
                 scope = savings_plan_scope(c.offer)
+                oid = owned_id(c.offer)
+                if oid:  # an owned savings plan: one slot, given, for the months its term covers
+                    if oid in self.owned and f"owned:{oid}" not in plan_slots:
+                        first, end = owned_window(self.owned[oid], self.start_date or _dt.date.today(),
+                                                  self.horizon_months)
+                        if end > first:
+                            plan_slots[f"owned:{oid}"] = PlanSlot(f"owned:{oid}", scope, c.offer, first, end - first,
+                                                                  0.0, float(self.owned[oid].usd_per_hour or 0.0))
+                    continue
                 t = SAVINGS_PLAN_TERM_MONTHS[c.offer["pricing"]]
                 if t not in starts:
                     starts[t] = list(slot_starts(acts, self.horizon_months, t))
@@ -411,7 +429,9 @@ class FleetProblem:
 
     def plan_slot_cost(self, s: PlanSlot) -> float:
         """USD over the horizon of 1 USD/h of savings-plan commitment bought in slot s (the whole term, less the
-        leftover value of the months past the horizon)."""
+        leftover value of the months past the horizon); 0 for a savings plan the team owns (already paid)."""
+        if s.owned:
+            return 0.0
         return HOURS_PER_MONTH * commitment_cost_factor(s.start_month, s.term_months, self.horizon_months,
                                                         self.leftover_value)
 

@@ -155,6 +155,8 @@ def money(problem: FleetProblem, sol: FleetSolution) -> dict[str, Any]:
             cash[mo] += per_month
     for k, x in sol.SP.items():
         s = problem.plan_slots[k]
+        if s.owned:
+            continue  # a savings plan the team owns: already paid
         whole = HOURS_PER_MONTH * s.term_months * x
         upfront += s.upfront_share * whole
         commitment += whole

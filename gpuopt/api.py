@@ -81,6 +81,36 @@ def _owned(plan, filtered, offers) -> tuple[list, list[str]]:
     return keep, notes
 
 
+def _checkpoint_notes(ws, lines) -> list[str]:
+    """For each serving workload whose plan lines run a quantized precision (fp8, int8, int4): the published
+    checkpoint it assumes (optimizer.sizing.checkpoints; the one with the best published recovery), or that none
+    with a published comparison is known -- its quality is then the user's to check."""
+    from optimizer.sizing.checkpoints import AUTO_MIN_RECOVERY_PCT, checkpoints_for
+
+    out = []
+    for w in ws:
+        if w.workload.task != "serve":
+            continue
+        used = sorted({str(ln.precision) for ln in lines if w.name in (getattr(ln, "workloads", None) or [])
+                       and str(getattr(ln, "precision", "") or "") in ("fp8", "int8", "int4")})
+        model = w.workload.model.name
+        for prec in used:
+            cands = [c for c in checkpoints_for(model) if c.precision == prec and (prec == "fp8" or c.weight_only)]
+            best = max(cands, key=lambda c: -1.0 if c.recovery_pct is None else c.recovery_pct, default=None)
+            if best is not None and best.recovery_pct is not None:
+                out.append(f"{w.name}: {prec} replicas assume the published checkpoint {best.describe()}; "
+                           f"source {best.source}" + ("" if best.recovery_pct >= AUTO_MIN_RECOVERY_PCT else
+                                                      f" (below the {AUTO_MIN_RECOVERY_PCT:g} % that --precision auto "
+                                                      "asks: check its quality on your task)"))
+            elif prec == "fp8":
+                out.append(f"{w.name}: fp8 replicas quantize the 16-bit checkpoint on load (vLLM online dynamic FP8; "
+                           "FP8 W8A8 keeps 99 % or more of the accuracy across model sizes, arXiv 2411.02355)")
+            else:
+                out.append(f"{w.name}: no published {prec} checkpoint of {model} with an accuracy comparison is known "
+                           "to gpuopt: evaluate your quantized model's quality before serving it")
+    return out
+
+
 def _spot_caps(plan):
     """The plan's spot cap: one for every type (``spot_capacity_per_offer``) and one per GPU model the user set
     (``spot_capacity_by_gpu``, optimizer.planning.problem.SpotCaps)."""
@@ -1041,6 +1071,7 @@ def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "
     if not result.feasible and (plan.spread or plan.region_group) and (plan.providers or plan.regions or plan.gpus):
         _honouring_plan(plan, ws, offers, result, owned, filtered)
     result.notes.extend(notes)
+    result.notes.extend(_checkpoint_notes(ws, result.lines))
     old_quotes = _old_quotes(result.lines, plan.prices_on)
     result.notes.extend(old_quotes)
     for item in plan.workloads:

@@ -704,7 +704,8 @@ def _plan(con, plan) -> None:
                      if mk.get("total_usd") is not None else _unpriced(mk)))
     pc = getattr(plan, "precision", None)
     if pc:
-        con.print(f"Precision — with fp8 allowed for {', '.join(pc['workloads'])} (--precision auto): "
+        con.print(f"Precision — {pc.get('label') or 'with fp8 allowed'} for {', '.join(pc['workloads'])}"
+                  + ("" if pc.get("label") else " (--precision auto)") + ": "
                   + (f"{_usd(pc['total_usd'])} over the horizon ({_delta(pc['total_usd'], plan.total_usd)}); "
                      f"{pc['rule']}" if pc.get("total_usd") is not None else _unpriced(pc)))
     for ds in getattr(plan, "demand_sensitivity", []) or []:

@@ -178,9 +178,25 @@ ALL_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
 #: fp8 (W8A8) on GPUs with FP8 tensor cores -- vLLM quantizes any BF16/FP16 checkpoint to FP8 on load "without any
 #: calibration data" (vLLM docs, "FP8 W8A8", online dynamic quantization), and FP8 W8A8 recovers 99 % or more of the
 #: BF16 model's accuracy across model sizes and tasks (Kurtic et al. 2024, "Give Me BF16 or Give Me Death?",
-#: arXiv 2411.02355) -- and fp16 where bf16 does not run (Volta, Turing). Weight-only int8/int4 (AWQ/GPTQ) are never
-#: chosen for you: their accuracy depends on the model and its calibration (same paper); name them to plan them.
+#: arXiv 2411.02355) -- and fp16 where bf16 does not run (Volta, Turing). Weight-only int8/int4 (GPTQ/AWQ) are added
+#: only for a model with a published checkpoint whose card reports at least 99 % of the unquantized score
+#: (optimizer.sizing.checkpoints: their accuracy depends on the model and its calibration, same paper).
 AUTO_PRECISIONS = "bf16,fp8,fp16"
+
+
+def _published_quantized(model: str | None) -> list[str]:
+    """The weight-only precisions ``precision: auto`` adds for ``model``: those of a published checkpoint whose card
+    reports at least 99 % of the unquantized model's score (optimizer.sizing.checkpoints.auto_quantized); none for a
+    model not in the table."""
+    if not model:
+        return []
+    from optimizer.sizing.checkpoints import auto_quantized
+    from optimizer.sizing.specs import load_model
+
+    try:
+        return auto_quantized(load_model(model).name)
+    except Exception:  # noqa: BLE001 - an unknown model or config: the sizing reports it; auto adds nothing
+        return []
 
 
 def _precisions(v: Any) -> Any:
@@ -460,7 +476,8 @@ class WorkloadItem(_Parts):
         if self.end is not None and self.end < (self.start or 1):
             raise plan_error(f"end (month {self.end}) is before start (month {self.start or 1})", loc=("end",))
         if self.precision == "auto":
-            self.precision = AUTO_PRECISIONS if self.task == "serve" else "bf16"
+            self.precision = AUTO_PRECISIONS + "".join(f",{p}" for p in _published_quantized(self.model)) \
+                if self.task == "serve" else "bf16"
         if self.min_replicas is None:
             self.min_replicas = DEFAULT_SERVE_REPLICAS if self.task == "serve" else 0
         if self.redundancy is None:

@@ -330,7 +330,7 @@ def precision_alternative(workloads, res, kw: dict) -> dict | None:
     todo = [w for w in workloads if not w.training
             and "fp8" not in (tuple(w.workload.precision_options or ()) or (w.workload.precision,))]
     if not todo:
-        return None
+        return _without_checkpoints(workloads, res, kw)
     names = {w.name for w in todo}
 
     def with_fp8(w):
@@ -341,6 +341,37 @@ def precision_alternative(workloads, res, kw: dict) -> dict | None:
     row = {"precision": "fp8 allowed", "workloads": sorted(names),
            "rule": "FP8 W8A8 on GPUs with FP8 tensor cores: 99 % or more of BF16 accuracy (arXiv 2411.02355); vLLM "
                    "quantizes a BF16 checkpoint to FP8 on load"}
+    try:
+        row.update(_alt_plan(alt, kw))
+    except Exception as exc:  # a comparison only
+        row.update({"status": "not_computed", "total_usd": None, "reason": str(exc)})
+    return row
+
+
+def _without_checkpoints(workloads, res, kw: dict) -> dict | None:
+    """When a serving workload's plan runs a weight-only quantized checkpoint that ``precision: auto`` chose (int8,
+    int4 among several precisions; optimizer.sizing.checkpoints): the plan without those precisions, so the choice
+    shows its price. None otherwise."""
+    import dataclasses
+
+    quantized = ("int8", "int4")
+    used = {n for ln in res.lines if str(getattr(ln, "precision", "") or "") in quantized
+            for n in (getattr(ln, "workloads", None) or [])}
+    todo = {w.name for w in workloads if not w.training and w.name in used
+            and len(tuple(w.workload.precision_options or ())) > 1
+            and any(p not in quantized for p in w.workload.precision_options)}
+    if not todo:
+        return None
+
+    def plain(w):
+        opts = tuple(p for p in w.workload.precision_options if p not in quantized)
+        return dataclasses.replace(w, workload=dataclasses.replace(
+            w.workload, precision=opts[0], precision_options=opts if len(opts) > 1 else None))
+    alt = [plain(w) if w.name in todo else w for w in workloads]
+    row = {"precision": "without quantized checkpoints", "workloads": sorted(todo),
+           "label": "without the int8/int4 checkpoints --precision auto chose",
+           "rule": "a published weight-only checkpoint is served only when its card reports 99 % or more of the "
+                   "unquantized score (optimizer.sizing.checkpoints)"}
     try:
         row.update(_alt_plan(alt, kw))
     except Exception as exc:  # a comparison only

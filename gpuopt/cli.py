@@ -792,6 +792,40 @@ def prices_refresh_spot(
             raise typer.Exit(3)
 
 
+@prices_app.command("spot-scores")
+def prices_spot_scores(
+    instance_type: Annotated[list[str], typer.Option("--instance-type", help="EC2 instance type that may fill the request (repeat: any of them).")],
+    capacity: Annotated[int, typer.Option("--capacity", min=1, max=100000, help="Spot instances wanted at once.")],
+    region: Annotated[Optional[list[str]], typer.Option("--region", help="AWS region to score (repeat; default: every region).")] = None,
+    single_az: Annotated[bool, typer.Option("--single-az", help="Score zones (the whole capacity in one zone: what a training cluster needs) instead of regions.")] = False,
+    profile: Annotated[Optional[str], typer.Option("--profile", envvar="AWS_PROFILE", help="AWS credentials profile.")] = None,
+    fmt: FormatOpt = "table",
+):
+    """EC2 Spot placement scores (with AWS credentials, ec2:GetSpotPlacementScores): how likely a Spot request of
+    CAPACITY instances of the given types succeeds now, 1 (unlikely) to 10 (highly likely), per region or zone. A
+    signal of capacity today, not an interruption rate: use it to set --spot-capacity-gpu or --spot-capacity."""
+    with _boundary(fmt):
+        _check_format(fmt)
+        import json as _json
+
+        from providers.base import FetchOptions
+        from providers.spot_advisor import fetch_spot_placement_scores, parse_spot_placement_scores
+
+        pages = fetch_spot_placement_scores([t.strip() for t in instance_type], capacity, regions=region,
+                                            single_az=single_az, options=FetchOptions(profile=profile))
+        scores = parse_spot_placement_scores(pages)
+        if fmt == "json":
+            typer.echo(_json.dumps({"instance_types": instance_type, "capacity": capacity, "single_az": single_az,
+                                    "scores": [{"region": x.region, "zone_id": x.zone_id, "score": x.score}
+                                               for x in scores]}, indent=2))
+            return
+        if not scores:
+            typer.echo("no placement score returned (no region offers these types as Spot)")
+            return
+        for x in scores:
+            typer.echo(f"{x.region:<16} {x.zone_id or '-':<12} {x.score:>2}/10")
+
+
 @prices_app.command("refresh")
 def prices_refresh(
     provider: Annotated[Optional[list[str]], typer.Option("--provider", help="aws, azure, gcp (repeat; default: all).")] = None,

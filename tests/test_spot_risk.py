@@ -372,3 +372,31 @@ def test_azure_eviction_refresh_follows_skip_tokens_and_planning_reads_it(server
 def test_azure_without_rates_gets_the_default_and_says_how_to_read_them(shipped):
     f, src = sr.monthly_interruption("azure", "eastus", "Standard_ND96asr_v4", table=shipped)
     assert f == 0.20 and "refresh-spot --provider azure" in src
+
+
+def test_prices_spot_scores_command(monkeypatch):
+    """``gpuopt prices spot-scores``: the scores of GetSpotPlacementScores pages (the fetch is Stubber-tested above;
+    scores made up), best first, as a table and as JSON; the request's types, capacity and zones reach the fetch."""
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    import providers.spot_advisor as sa
+    from gpuopt.cli import app
+
+    seen = {}
+
+    def fake(types, capacity, *, regions=None, single_az=False, options=None):
+        seen.update(types=list(types), capacity=capacity, regions=regions, single_az=single_az)
+        return [{"SpotPlacementScores": [{"Region": "us-east-1", "AvailabilityZoneId": "use1-az1", "Score": 3},
+                                         {"Region": "us-west-2", "AvailabilityZoneId": "usw2-az2", "Score": 9}]}]
+
+    monkeypatch.setattr(sa, "fetch_spot_placement_scores", fake)
+    args = ["prices", "spot-scores", "--instance-type", "p5.48xlarge", "--capacity", "4", "--single-az",
+            "--region", "us-east-1", "--region", "us-west-2"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[0].split() == ["us-west-2", "usw2-az2", "9/10"]
+    assert seen == {"types": ["p5.48xlarge"], "capacity": 4, "regions": ["us-east-1", "us-west-2"], "single_az": True}
+    d = _json.loads(CliRunner().invoke(app, args + ["--format", "json"]).stdout)
+    assert [s["score"] for s in d["scores"]] == [9, 3] and d["capacity"] == 4

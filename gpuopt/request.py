@@ -344,8 +344,8 @@ class WorkloadItem(_Parts):
              "fp8 where the GPU has FP8 tensor cores, fp16 where bf16 does not run); training: bf16 | fp16 | fp8 "
              "(Hopper, Ada, Blackwell)")
     context_tokens: PosInt | None = _opt(None, group="workload", cli="--context",
-         doc="tokens per sequence (serve: input + output when input_tokens is not given; training: sequence "
-             "length)")
+         doc="serve: the context window the engine runs with (vLLM max_model_len: one sequence of it must fit the "
+             "KV cache; requests are input_tokens/output_tokens); training: sequence length")
     concurrency: PosInt | None = _opt(None, group="serving", cli="--concurrency",
          doc="serve: sequences decoded together per replica (default: the largest batch meeting the targets)")
     zero_stage: ZeroStage | None = _opt(None, group="training", cli="--zero-stage",

@@ -209,7 +209,8 @@ def test_training_budget_is_for_the_job():
 def test_same_gpu_same_memory_on_every_provider():
     # L4: AWS reports 22,888 MiB = 22.35 GiB; GCP's catalog says 24 (the datasheet's GB): both are sized at 22.35
     d = _json(_run("recommend", "--budget", "50000", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "50",
-                   "--gpu", "L4", "--concurrency", "1", "--context", "1024", "--format", "json"))
+                   "--gpu", "L4", "--concurrency", "1", "--input-tokens", "896", "--output-tokens", "128",
+                   "--format", "json"))
     assert d["workloads"][0]["sizing"] and all("22.35 GiB" in s["gpu_shape"] for s in d["workloads"][0]["sizing"])
     e = _json(_run("estimate", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "L4", "--format", "json"))
     assert any("22.35" in a for a in e["assumptions"])

@@ -99,7 +99,7 @@ def test_spot_only_when_allowed(offers):
     df = _pick(offers, "gcp", "us-central1", ["g2-standard-4"], pricing=("on_demand", "spot"))
     # 4 sequences of 1,024 tokens: 12.6 GiB of bf16 weights + 2 GiB of KV cache fit one L4
     w = Workload(task="serve", model=load_model("meta-llama/Llama-2-7b-hf"), tokens_per_second=200.0,
-                 concurrency=4, context_tokens=1024, scenario="server")  # an L4 misses the chat default's 50 ms
+                 concurrency=4, input_tokens=896, output_tokens=128, scenario="server")  # an L4 misses the chat default's 50 ms
     assert {ln.pricing for ln in plan_workload(w, df).lines} == {"on_demand"}
     r = plan_workload(w, df, allow_spot=True)
     # spot is cheaper, but never the only capacity behind min_replicas (1 for serving) unless spot_only_ok

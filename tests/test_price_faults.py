@@ -58,13 +58,13 @@ def test_bug10_fractional_gpu_never_matches_a_whole_gpu_request():
     # MLPerf's server targets: one L4 streams a 7B bf16 model at 45 ms a token at best, over the chat default's 50 ms
     # at p99 (issue 26); the fault under test is the fractional GPU
     w = Workload(task="serve", model=load_model("meta-llama/Llama-2-7b-hf"), tokens_per_second=10.0,
-                 concurrency=1, context_tokens=1024, scenario="server")
+                 concurrency=1, input_tokens=896, output_tokens=128, scenario="server")
     r = plan_workload(w, offers)
     assert r.status == "optimal"
     assert {ln.instance_type for ln in r.lines} == {"g6.xlarge"}
     # a model small enough for 3 GB (0.5B params in int4 = 0.25 GB of weights) may use the share, as a float count
     tiny = Workload(task="serve", model=model_from_params(0.5e9), precision="int4", tokens_per_second=10.0,
-                    concurrency=1, context_tokens=512)
+                    concurrency=1, input_tokens=384, output_tokens=128)
     r = plan_workload(tiny, offers)
     assert [ln.instance_type for ln in r.lines] == ["g6f.large"]
     assert r.lines[0].gpu_count == 0.125 and r.workloads[0]["sizing"][0]["gpus_per_replica"] == 0.125

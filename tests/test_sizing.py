@@ -164,7 +164,8 @@ def test_training_activations_full_recompute():
 def test_usable_memory_fraction():
     # vLLM --gpu-memory-utilization default 0.9; a 1/8 share of an L4 (AWS g6f) gets 1/8 of its 24 GiB.
     assert size_replica(serve(), A100, 1).usable_gib_per_gpu == pytest.approx(80 * USABLE_FRACTION)
-    share = size_replica(serve(model_from_params(1e9), precision="int4", concurrency=1, context_tokens=512),
+    share = size_replica(serve(model_from_params(1e9), precision="int4", concurrency=1, input_tokens=384,
+                                 output_tokens=128),
                          load_gpu("L4"), 0.125)
     assert share.usable_gib_per_gpu == pytest.approx(24 * 0.125 * 0.9)
     assert share.gpus_per_replica == 0.125
@@ -207,7 +208,7 @@ def test_min_gpus_none_when_nothing_fits():
 def test_decode_single_stream_below_bandwidth_bound():
     # FORMULAS.md §7: a single stream cannot beat mem_BW / W_bytes; the fitted Ampere bandwidth efficiency (0.95,
     # benchmarks/serving_fit.py) and the prefill it carries keep it below
-    s = size_replica(serve(concurrency=1, context_tokens=512, precision="fp16"), A100, 1)
+    s = size_replica(serve(concurrency=1, input_tokens=384, output_tokens=128, precision="fp16"), A100, 1)
     bound = A100.memory_bandwidth_gbps * 1e9 / (LLAMA7.params_total * 2)
     assert 0.5 * bound < s.tokens_per_second_per_replica <= bound
 
@@ -243,7 +244,7 @@ def test_decode_throughput_grows_with_batch_until_compute_bound():
 def test_tensor_parallel_pays_more_on_pcie():
     # Same model and demand over 4 GPUs: per-GPU throughput is lower than on 1 GPU, and lower when the same GPUs
     # talk over PCIe (32 GB/s each way, the fitted 47 us per all-reduce) than over NVLink (300 GB/s, 20 us)
-    w = serve(concurrency=1, context_tokens=512)
+    w = serve(concurrency=1, input_tokens=384, output_tokens=128)
     pcie = dataclasses.replace(A100, interconnect="pcie", link_gbps_one_way=32.0)
     one = size_replica(w, A100, 1).tokens_per_second_per_replica
     eff = {g.interconnect: size_replica(w, g, 4).tokens_per_second_per_replica / (4 * one) for g in (A100, pcie)}
@@ -443,7 +444,8 @@ def test_memory_per_gpu_non_increasing_in_gpus(model, gpu, pair, task, concurren
         assume(precision != "bf16" or gpu_generation(load_gpu(gpu)) not in NO_BF16_GENERATIONS)
 
         assume(all(tp_supported(m, n) for n in pair))  # the engines split the heads evenly (vLLM)
-        w = Workload(task="serve", model=m, precision=precision, concurrency=concurrency, context_tokens=context)
+        w = Workload(task="serve", model=m, precision=precision, concurrency=concurrency, input_tokens=context,
+                     output_tokens=16)
     else:
         # one layout (FSDP FULL_SHARD, data parallel only, micro-batch 1, full recompute), fp16 on every GPU
         w = Workload(task="train", model=m, tokens=1e9, zero_stage=3, context_tokens=context, framework="fsdp",

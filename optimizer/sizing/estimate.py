@@ -174,19 +174,21 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
                 / (net.gbps_per_node * 1e9)) if pp > 1 else (0.0, 0.0))
         corr = w.measured.correction(m, spec, layout, w.precision, eng) if w.measured is not None else None
         pt = sv.best_point(m, spec, layout, w.precision, eng, inp, out, ttft_slo_ms=ttft_t, tpot_slo_ms=tpot_t,
-                           concurrency=w.concurrency, hop=hop, scale=corr)
+                           concurrency=w.concurrency, hop=hop, scale=corr, window=w.context_tokens)
         mem = sv.memory_per_gpu(m, spec, layout, w.precision, eng)
         shown = pt or sv.point(m, spec, layout, w.precision, eng, w.concurrency or 1, inp, out, hop=hop, scale=corr)
         held = sv.tokens_held(eng, inp, out)
         parts["weights"] = mem["weights"]
         parts["activations"] = mem["activations"]
-        parts["kv_cache"] = shown.batch * held * mem["kv_per_token"]
+        # at least one sequence of the context window (vLLM's max_model_len) must fit the KV cache
+        parts["kv_cache"] = max(shown.batch * held, float(w.context_tokens or 0)) * mem["kv_per_token"]
         usable = spec.memory_gib * eng.memory_fraction
         meets = pt is not None and sv.meets_targets(pt, ttft_t, tpot_t)
         fits_override = meets
         tokens_per_s, tpot_ms = shown.tokens_per_second, shown.tpot_ms
         flops_per_s = None
-        cap = sv.max_batch_memory(m, spec, layout, w.precision, eng, inp, out)
+        cap = sv.max_batch_memory(m, spec, layout, w.precision, eng, inp, out) \
+            if sv.window_fits(m, spec, layout, w.precision, eng, w.context_tokens) else 0  # the window: no start
         serve_extra = {"ttft_ms": shown.ttft_ms, "concurrency": shown.batch, "precision": w.precision,
                        "engine": eng.name, "input_tokens": inp, "output_tokens": out,
                        "ttft_target_ms": ttft_t, "tpot_target_ms": tpot_t,

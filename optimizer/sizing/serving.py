@@ -526,10 +526,24 @@ def point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: En
     return scale.apply(pt) if scale is not None else pt
 
 
+def window_fits(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: EngineProfile,
+                window: float | None) -> bool:
+    """True when the KV cache holds one sequence of the context window ``window`` (tokens; None: no window
+    asked). vLLM refuses to start otherwise ("The model's max seq len ... is larger than the maximum number of tokens
+    that can be stored in KV cache"; ``max_model_len``)."""
+    if not window:
+        return True
+    mem = memory_per_gpu(m, gpu, layout, precision, engine)
+    return mem["kv_budget"] > 0 and mem["kv_budget"] >= float(window) * mem["kv_per_token"]
+
+
 def batch_cap(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: EngineProfile,
-              input_tokens: float, output_tokens: float) -> int:
+              input_tokens: float, output_tokens: float, window: float | None = None) -> int:
     """The largest batch the engine runs: KV-cache capacity (:func:`max_batch_memory`), the engine's sequence cap
-    and its iteration token budget (each running sequence takes one of :meth:`EngineProfile.max_tokens` per step)."""
+    and its iteration token budget (each running sequence takes one of :meth:`EngineProfile.max_tokens` per step);
+    0 when the KV cache cannot hold one sequence of the context window ``window`` (:func:`window_fits`)."""
+    if not window_fits(m, gpu, layout, precision, engine, window):
+        return 0
     mem_b = max_batch_memory(m, gpu, layout, precision, engine, input_tokens, output_tokens)
     return max(0, min(mem_b, engine.max_batch(gpu), engine.max_tokens(gpu)))
 
@@ -538,12 +552,13 @@ def best_point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engin
                input_tokens: float, output_tokens: float, *, ttft_slo_ms: float | None = None,
                tpot_slo_ms: float | None = None, concurrency: int | None = None, fit: ServingFit = FIT,
                static: bool = False, hop: tuple[float, float] = (0.0, 0.0),
-               scale: Correction | None = None) -> ServingPoint | None:
+               scale: Correction | None = None, window: float | None = None) -> ServingPoint | None:
     """The batch the replica runs and its numbers: ``concurrency`` when given (capped by :func:`batch_cap`), else the
     largest batch whose p99 TTFT and TPOT (means x :data:`P99_OVER_MEAN_TTFT` / :data:`P99_OVER_MEAN_TPOT`) meet the
-    targets. None when the weights do not fit, or not even one sequence meets the targets.
+    targets. None when the weights do not fit, the KV cache cannot hold one sequence of the context ``window``,
+    or not even one sequence meets the targets.
     """
-    cap = batch_cap(m, gpu, layout, precision, engine, input_tokens, output_tokens)
+    cap = batch_cap(m, gpu, layout, precision, engine, input_tokens, output_tokens, window)
     if cap < 1:
         return None
     if concurrency is not None:

@@ -85,8 +85,11 @@ class Workload:
         model: the architecture (``optimizer.sizing.specs.load_model`` / ``model_from_params``).
         precision: serving weight precision, one of ``PRECISION_BYTES``; train/finetune must be ``bf16``/``fp16``
             (mixed precision with fp32 Adam states); lora: the frozen base's, one of ``LORA_PRECISIONS``.
-        context_tokens: serving: tokens per sequence (prompt + output) kept in the KV cache; training: sequence
-            length. None: ``min(model.max_context, 4096)``. Must not exceed ``model.max_context``.
+        context_tokens: serving: the context window the engine is started with (vLLM ``max_model_len``): the
+            replica must hold one sequence of that many tokens in its KV cache, and requests fit in it; it is not
+            the request length (``input_tokens``/``output_tokens``; issue 27). Training: sequence length. None:
+            serving, the requests' own length; training ``min(model.max_context, 4096)``. Must not exceed
+            ``model.max_context``.
         concurrency: serving: sequences decoded together per replica (the decode batch), >= 1, or None (default):
             the largest batch that fits memory and the latency targets.
         tokens_per_second: serving demand, generated tokens/s for the whole fleet (used by the planner; >= 0).
@@ -112,7 +115,7 @@ class Workload:
     Serving (issue 10; :mod:`optimizer.sizing.serving`):
         engine: ``vllm`` (default), ``sglang`` or ``tensorrt-llm``: its memory share, batching caps and KV policy.
         input_tokens, output_tokens: mean prompt and generated tokens per request (default 1024 and 128, vLLM
-            ``benchmark_serving``'s random-dataset lengths; with only ``context_tokens``: output 128, input the rest).
+            ``benchmark_serving``'s random-dataset lengths, whatever ``context_tokens``, the window, says).
         scenario: ``chat`` (default: p99 TTFT <= 2 s, TPOT <= 50 ms, a chat product's pace, issue 26),
             ``server`` (2 s, 200 ms, MLPerf's server limits), ``interactive`` (450 ms, 40 ms) or ``offline`` (no
             target: the largest batch that fits); sources: :data:`optimizer.sizing.serving.SCENARIOS`.
@@ -372,24 +375,19 @@ DEFAULT_INPUT_TOKENS = 1024
 DEFAULT_OUTPUT_TOKENS = 128
 
 
-def output_length(output_tokens: int | None, input_tokens: int | None, context_tokens: int | None) -> int:
-    """Mean output tokens per request: as given; with only a context, :data:`DEFAULT_OUTPUT_TOKENS` or half the
-    context; else :data:`DEFAULT_OUTPUT_TOKENS`."""
-    if output_tokens is not None:
-        return int(output_tokens)
-    if input_tokens is None and context_tokens is not None:
-        return max(1, min(DEFAULT_OUTPUT_TOKENS, int(context_tokens) // 2))
-    return DEFAULT_OUTPUT_TOKENS
+def output_length(output_tokens: int | None, input_tokens: int | None = None,
+                  context_tokens: int | None = None) -> int:
+    """Mean output tokens per request: as given, else :data:`DEFAULT_OUTPUT_TOKENS`. The context window
+    (``context_tokens``) does not set it (issue 27: users mean the window, vLLM's ``max_model_len``, not the
+    request); the other arguments are kept for callers that pass them."""
+    return int(output_tokens) if output_tokens is not None else DEFAULT_OUTPUT_TOKENS
 
 
 def serve_lengths(w: Workload) -> tuple[int, int]:
-    """Mean (input, output) tokens per request of a serving workload: as given; else from ``context_tokens``
-    (output :data:`DEFAULT_OUTPUT_TOKENS` or half the context, input the rest); else the defaults 1024 / 128."""
-    out = output_length(w.output_tokens, w.input_tokens, w.context_tokens)
-    inp = w.input_tokens
-    if inp is None:
-        inp = max(1, w.context_tokens - out) if w.context_tokens is not None else DEFAULT_INPUT_TOKENS
-    return int(inp), int(out)
+    """Mean (input, output) tokens per request of a serving workload: as given, else the defaults 1024 / 128
+    (vLLM ``benchmark_serving``'s random dataset). ``context_tokens`` is the window, not the request (issue 27)."""
+    inp = w.input_tokens if w.input_tokens is not None else DEFAULT_INPUT_TOKENS
+    return int(inp), output_length(w.output_tokens)
 
 
 def latency_targets(w: Workload) -> tuple[float | None, float | None]:
@@ -428,12 +426,12 @@ def _validate_serving(w: Workload) -> None:
     if w.request_rate is not None and (not is_number(w.request_rate) or w.request_rate < 0):
         raise InputError("request_rate", f"must be a number of requests/s >= 0, got {w.request_rate!r}",
                          accepted=">= 0")
-    if w.context_tokens is not None and w.input_tokens is not None and w.output_tokens is not None \
-            and w.context_tokens != w.input_tokens + w.output_tokens:
-        raise InputError("context_tokens", f"{w.context_tokens} is not input + output tokens "
-                                           f"({w.input_tokens} + {w.output_tokens}): give one or the other",
-                         accepted="--context, or --input-tokens and --output-tokens")
     inp, out = serve_lengths(w)
+    if w.context_tokens is not None and inp + out > w.context_tokens:
+        raise InputError("context_tokens", f"the {w.context_tokens}-token window does not hold a request of "
+                                           f"{inp} input + {out} output tokens (--context is the window, vLLM's "
+                                           "max_model_len; the request lengths are --input-tokens/--output-tokens)",
+                         accepted=f">= {inp + out}")
     if inp + out > w.model.max_context:
         raise InputError("input_tokens", f"input + output tokens {inp + out} exceed {w.model.name}'s max_context "
                                          f"{w.model.max_context}", accepted=f"input + output <= {w.model.max_context}")

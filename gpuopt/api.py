@@ -699,6 +699,18 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
     if task == "serve" and tokens_per_second:
         per = nums["tokens_per_second_per_replica"]
         reps = math.ceil(tokens_per_second / per) if per > 0 else None
+        # at the load users send (issue 27): the fewest replicas whose share of the request rate keeps p99 TTFT
+        # and TPOT within the targets, and the operating point each runs at (optimizer.sizing.operating)
+        rate = tokens_per_second / max(1, nums.get("output_tokens") or 1)
+        n, pt = sizing.replicas_at_load(w, g, nums["gpus_per_replica"], nums.get("pipeline_parallel") or 1, rate)
+        if pt is not None:
+            reps = n
+            nums["operating_point"] = {**pt.as_dict(), "replicas": n, "request_rate_total": round(rate, 6)}
+            # the replica's own figures at that load, its figures with every slot busy kept beside them
+            nums["at_capacity"] = {k: nums[k] for k in ("concurrency", "ttft_ms", "tpot_ms",
+                                                        "tokens_per_second_per_replica")}
+            nums.update(concurrency=round(pt.batch, 1), ttft_ms=pt.ttft_ms, tpot_ms=pt.tpot_ms,
+                        time_per_output_token_ms=pt.tpot_ms)
         nums["replicas_needed"] = reps
         nums["gpus_needed"] = None if reps is None else reps * nums["gpus_per_replica"]
     if task == "lora" and deadline_hours and nums.get("gpu_hours"):

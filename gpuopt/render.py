@@ -239,6 +239,20 @@ def estimate(result, fmt: str) -> None:
             t.add_row(k, f.format(n[k]))
     if result.task == "serve" and n.get("ttft_target_ms") is None and n.get("tpot_target_ms") is None:
         t.add_row("latency targets", "none (offline)")
+    op = n.get("operating_point")
+    if op:  # issue 27: the replica at the load users send
+        t.add_row("load per replica", f"{op['rate']:,.3g} requests/s of {op['request_rate_total']:,.3g} over "
+                  f"{op['replicas']} replica{'s' if op['replicas'] > 1 else ''} (Poisson arrivals, {op['method']})")
+        t.add_row("utilization", f"{op['utilization']:.0%} of the {op['max_rate']:,.3g} requests/s it saturates at")
+        if not op["saturated"] and op.get("ttft_p99_ms") is not None:
+            t.add_row("TTFT p50 / p90 / p99", f"{op['ttft_p50_ms']:,.0f} / {op['ttft_p90_ms']:,.0f} / "
+                                               f"{op['ttft_p99_ms']:,.0f} ms")
+            t.add_row("TPOT p50 / p90 / p99", f"{op['tpot_p50_ms']:,.1f} / {op['tpot_p90_ms']:,.1f} / "
+                                               f"{op['tpot_p99_ms']:,.1f} ms")
+        cap = n.get("at_capacity") or {}
+        if cap:
+            t.add_row("at its sized batch", f"batch {cap['concurrency']:,}, TTFT {cap['ttft_ms']:,.0f} ms, TPOT "
+                                              f"{cap['tpot_ms']:,.1f} ms, {cap['tokens_per_second_per_replica']:,.0f} tokens/s")
     for k, v in (n.get("breakdown_gib") or {}).items():
         t.add_row(f"  {k} (GiB/replica)", f"{v:,.2f}")
     con.print(_fit(con, t))

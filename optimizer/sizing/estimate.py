@@ -16,6 +16,8 @@ No pandas here (this module is imported by every ``gpuopt`` command): plain floa
 
 from __future__ import annotations
 
+import math
+
 from gpuopt.kernel.errors import InputError
 from optimizer.sizing.memory import (
     activation_bytes_per_gpu,
@@ -567,3 +569,57 @@ def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64, *, tensor_para
         out["wall_hours_one_replica"] = flops / sizing.flops_per_second_per_replica / 3600.0
     out["assumptions"] = sizing.assumptions
     return out
+
+
+def operating_point(w: Workload, gpu: GpuSpec, gpus_per_replica: float, pipeline_parallel: int, rate: float, *,
+                    network=None, simulate: bool = True):
+    """A serving replica of ``w`` on ``gpu`` (``gpus_per_replica`` GPUs, ``pipeline_parallel`` stages) at ``rate``
+    requests/s (issue 27): its batch, TTFT and TPOT (mean, p50/p90/p99) and how close it runs to saturation
+    (:mod:`optimizer.sizing.operating`; the simulation when ``simulate``, else the mean field). None when the
+    replica does not start (weights, context window)."""
+    from optimizer.sizing import operating as op
+    from optimizer.sizing import serving as sv
+
+    net = network or DEFAULT_NODE_NETWORK
+    m = w.model
+    g = float(gpus_per_replica)
+    pp = max(1, int(pipeline_parallel))
+    spec = gpu if g >= 1 else gpu_share(gpu, g)
+    layout = sv.Layout(max(1, int(g / pp)), pp)
+    eng = sv.load_engine(w.engine)
+    inp, out = serve_lengths(w)
+    hop = ((net.hop_latency_s, PIPELINE_VALUES_PER_TOKEN_PER_HIDDEN * m.hidden_size * 2.0
+            / (net.gbps_per_node * 1e9)) if pp > 1 else (0.0, 0.0))
+    corr = w.measured.correction(m, spec, layout, w.precision, eng) if w.measured is not None else None
+    e = op.replica_engine(m, spec, layout, w.precision, eng, inp, out, hop=hop, scale=corr, window=w.context_tokens)
+    if e is None:
+        return None
+    if rate <= 0:
+        return op.mean_field(e, 0.0)
+    return op.simulate(e, rate) if simulate else op.mean_field(e, rate)
+
+
+def replicas_at_load(w: Workload, gpu: GpuSpec, gpus_per_replica: float, pipeline_parallel: int, rate: float,
+                     max_replicas: int = 10000):
+    """(replicas, operating point): the fewest replicas whose share of ``rate`` requests/s (split evenly) runs with
+    p99 TTFT and TPOT within the workload's targets (:func:`optimizer.sizing.workload.latency_targets`; offline:
+    below saturation), by the simulation. (None, None) when the replica does not start or one replica per
+    ``max_replicas`` still misses them."""
+    ttft_t, tpot_t = latency_targets(w)
+
+    def ok(pt) -> bool:
+        if pt is None or pt.saturated:
+            return False
+        return (ttft_t is None or (pt.ttft_p99_ms or math.inf) <= ttft_t) and \
+            (tpot_t is None or (pt.tpot_p99_ms or math.inf) <= tpot_t)
+
+    first = operating_point(w, gpu, gpus_per_replica, pipeline_parallel, rate, simulate=False)
+    if first is None:
+        return None, None
+    n = max(1, math.ceil(rate / first.max_rate - 1e-9)) if first.max_rate > 0 else 1
+    while n <= max_replicas:
+        pt = operating_point(w, gpu, gpus_per_replica, pipeline_parallel, rate / n)
+        if ok(pt):
+            return n, pt
+        n = n + 1 if n < 16 else math.ceil(n * 1.1)
+    return None, None

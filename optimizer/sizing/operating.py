@@ -1,0 +1,287 @@
+"""The operating point of a serving replica at the load users send (issue 27, point 1).
+
+:func:`optimizer.sizing.serving.point` gives the steady state of continuous batching with every slot busy (``batch``
+sequences, each finished one replaced at once). At a request rate ``lam`` (requests/s per replica) the replica runs
+fewer sequences, and its latency follows the load. Two models, the same physics:
+
+* **Mean field** (:func:`mean_field`). A decode iteration of ``b`` running sequences takes ``step(b)`` seconds
+  (:func:`optimizer.sizing.serving.decode_step_s` through ``point``); each arriving request's prefill takes
+  ``pre`` seconds of the same GPU (chunked prefill rides in the iterations). In one second the replica spends
+  ``lam x pre`` on prefill and the rest on iterations, each giving every running sequence one token, so
+  ``TPOT = step(b) / (1 - lam x pre)``; by Little's law a request stays ``O x TPOT`` in decode, so
+  ``b = lam x O x TPOT``. The operating batch is the least ``b`` solving both (``b`` is continuous here). The
+  replica saturates at ``lam_max = B / (O step(B) + B pre)`` (``B`` the batch cap: KV cache, engine limits) --
+  ``point(B)``'s requests/s -- or when ``lam x pre >= 1``. Mean TTFT = the wait for a slot + the request's prefill
+  + one iteration; the wait is the M/D/1 mean ``rho S / (2 (1 - rho))`` with ``S = 1 / lam_max`` and
+  ``rho = lam / lam_max`` (Pollaczek-Khinchine; a heavy-traffic approximation of a batch server, stated as one).
+* **Simulation** (:func:`simulate`): a seeded discrete-event simulation of the same engine -- Poisson arrivals
+  (or the trace's own arrival times), first-come first-served admission while a slot is free, each admitted
+  request's prefill added to the iteration that admits it, one token per running sequence per iteration --
+  event-driven (the batch is constant between an arrival and a completion, so iterations are advanced in runs),
+  bounded in requests and time. It gives p50/p90/p99 TTFT and TPOT; the mean field checks it (tests).
+
+Sources: continuous batching with chunked prefill (Orca, Yu et al. OSDI 2022; Sarathi-Serve, Agrawal et al. 2024,
+arXiv 2403.02310); Little's law; the Pollaczek-Khinchine mean wait of M/D/1.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+#: Requests a simulation draws (after :data:`SIM_WARMUP` discarded): enough for a stable p99 (20 requests above it).
+SIM_REQUESTS = 2000
+SIM_WARMUP = 200
+
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    """A replica's state at ``rate`` requests/s: the mean running ``batch``, ``tokens_per_second`` generated,
+    TTFT and TPOT (ms: mean, p50, p90, p99; the mean-field model gives means only, its percentiles None),
+    ``utilization`` = rate / ``max_rate`` (the saturation rate, requests/s), ``saturated`` when the rate is at or
+    above it (latency then grows without bound: the figures are None), ``method`` "mean-field" or "simulation"."""
+
+    rate: float
+    batch: float
+    tokens_per_second: float
+    ttft_ms: float | None
+    tpot_ms: float | None
+    max_rate: float
+    utilization: float
+    saturated: bool
+    method: str
+    ttft_p50_ms: float | None = None
+    ttft_p90_ms: float | None = None
+    ttft_p99_ms: float | None = None
+    tpot_p50_ms: float | None = None
+    tpot_p90_ms: float | None = None
+    tpot_p99_ms: float | None = None
+
+    def as_dict(self) -> dict:
+        return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What the two models need of a replica: ``step(b)`` the decode iteration time at ``b`` running sequences
+    (s, b >= 1), ``prefill_s`` the GPU time of one request's prefill (s), ``prefill_latency_s`` the time a prompt
+    takes to cross the replica (s; = prefill_s without pipeline stages), ``cap`` the most running sequences,
+    ``output_tokens`` the mean output length."""
+
+    step: Callable[[int], float]
+    prefill_s: float
+    prefill_latency_s: float
+    cap: int
+    output_tokens: float
+
+    def max_rate(self) -> float:
+        """Requests/s at which the replica saturates (every slot busy): ``B / (O step(B) + B pre)``."""
+        B = self.cap
+        return B / (self.output_tokens * self.step(B) + B * self.prefill_s) if B >= 1 else 0.0
+
+
+def _step_at(e: Engine, b: float) -> float:
+    """step() interpolated at a fractional batch (linear between whole batches; step(0) = step(1))."""
+    if b <= 1.0:
+        return e.step(1)
+    lo = int(math.floor(b))
+    hi = min(e.cap, lo + 1)
+    f = b - lo
+    return (1.0 - f) * e.step(lo) + f * e.step(hi)
+
+
+def mean_field(e: Engine, rate: float) -> OperatingPoint:
+    """The mean-field operating point at ``rate`` requests/s (module docstring). Raises ValueError for a negative
+    rate."""
+    if rate < 0 or not math.isfinite(rate):
+        raise ValueError(f"rate must be a finite number >= 0, got {rate!r}")
+    lam_max = e.max_rate()
+    util = rate / lam_max if lam_max > 0 else math.inf
+    if rate == 0:
+        t = e.step(1)
+        return OperatingPoint(0.0, 0.0, 0.0, 1e3 * (e.prefill_latency_s + t), 1e3 * t, lam_max, 0.0, False,
+                              "mean-field")
+    if util >= 1.0 or rate * e.prefill_s >= 1.0:
+        return OperatingPoint(rate, float(e.cap), lam_max * e.output_tokens, None, None, lam_max, util, True,
+                              "mean-field")
+    share = 1.0 - rate * e.prefill_s
+
+    def gap(b: float) -> float:  # b - rate O TPOT(b): < 0 below the fixed point
+        return b - rate * e.output_tokens * _step_at(e, b) / share
+
+    lo, hi = 0.0, float(e.cap)
+    for _ in range(60):  # gap(0) < 0 <= gap(cap) (below saturation): bisect the least root
+        mid = 0.5 * (lo + hi)
+        if gap(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+    b = hi
+    tpot = _step_at(e, b) / share
+    s = 1.0 / lam_max
+    wait = util * s / (2.0 * (1.0 - util))
+    ttft = wait + e.prefill_latency_s + tpot
+    return OperatingPoint(rate, b, rate * e.output_tokens, 1e3 * ttft, 1e3 * tpot, lam_max, util, False,
+                          "mean-field")
+
+
+def _percentile(xs: Sequence[float], q: float) -> float:
+    """The q-quantile (0..1) of xs by linear interpolation (numpy's default)."""
+    s = sorted(xs)
+    if not s:
+        return math.nan
+    k = (len(s) - 1) * q
+    f = math.floor(k)
+    c = min(len(s) - 1, f + 1)
+    return s[f] + (s[c] - s[f]) * (k - f)
+
+
+def simulate(e: Engine, rate: float, *, n_requests: int = SIM_REQUESTS, warmup: int = SIM_WARMUP, seed: int = 0,
+             arrivals: Sequence[float] | None = None, lengths: Sequence[tuple[float, float]] | None = None,
+             time_budget_s: float = 1.0) -> OperatingPoint:
+    """A seeded discrete-event simulation of the replica at ``rate`` requests/s (module docstring).
+
+    Args:
+        e: the replica (:class:`Engine`); its ``step`` and ``prefill_s`` hold for the mean lengths.
+        rate: Poisson arrival rate, requests/s (> 0); ignored when ``arrivals`` is given.
+        n_requests, warmup: requests simulated, and how many first ones are left out of the statistics.
+        seed: the random seed (the same seed gives the same figures).
+        arrivals: arrival times (s, non-decreasing) to replay instead of Poisson arrivals (a trace).
+        lengths: (input, output) tokens per request, cycled; prefill time scales with input / mean input and the
+            output is the request's own (default: every request the mean lengths).
+        time_budget_s: wall-clock bound; the simulation stops early (fewer requests counted) past it.
+    Returns:
+        An :class:`OperatingPoint` ("simulation"); ``saturated`` when the rate is at or above the mean-field
+        saturation rate or the queue grew through the run (latency figures then None).
+    Raises:
+        ValueError: rate <= 0 without arrivals.
+    """
+    import time as _time
+
+    if arrivals is None and (rate <= 0 or not math.isfinite(rate)):
+        raise ValueError(f"rate must be a finite number > 0, got {rate!r}")
+    lam_max = e.max_rate()
+    if arrivals is None:
+        rng = random.Random(seed)
+        t, arr = 0.0, []
+        for _ in range(n_requests):
+            t += rng.expovariate(rate)
+            arr.append(t)
+    else:
+        arr = list(arrivals)[:n_requests]
+        if len(arr) > 1:
+            rate = (len(arr) - 1) / max(1e-12, arr[-1] - arr[0])
+    util = rate / lam_max if lam_max > 0 else math.inf
+    if util >= 1.0:
+        return OperatingPoint(rate, float(e.cap), lam_max * e.output_tokens, None, None, lam_max, util, True,
+                              "simulation")
+    mean_in = None
+    if lengths:
+        mean_in = sum(i for i, _ in lengths) / len(lengths)
+    n = len(arr)
+    size = [(lengths[k % len(lengths)] if lengths else (None, e.output_tokens)) for k in range(n)]
+    first = [math.nan] * n
+    done = [math.nan] * n
+    left: dict[int, float] = {}  # running request -> tokens still to generate
+    nxt = 0  # next request not yet admitted
+    t = 0.0
+    busy = 0.0  # batch x time, for the mean batch
+    t0 = _time.perf_counter()
+    while nxt < n or left:
+        if _time.perf_counter() - t0 > time_budget_s:
+            break
+        if not left and nxt < n and arr[nxt] > t:
+            t = arr[nxt]  # idle until the next arrival
+        # admit every arrived request while a slot is free; their prefills ride in this iteration
+        pre = 0.0
+        admitted = []
+        while nxt < n and arr[nxt] <= t and len(left) + len(admitted) < e.cap:
+            i_tok = size[nxt][0]
+            pre += e.prefill_s * (i_tok / mean_in if (i_tok is not None and mean_in) else 1.0)
+            admitted.append(nxt)
+            nxt += 1
+        b = len(left)
+        step = e.step(max(1, b + len(admitted)))
+        if admitted:
+            t += step + pre
+            busy += (b + len(admitted)) * (step + pre)
+            for k in admitted:
+                first[k] = t  # the prefill gives the first token at the end of this iteration
+                out = max(1.0, float(size[k][1]))
+                if out <= 1.0:
+                    done[k] = t
+                else:
+                    left[k] = out - 1.0
+            for k in list(left):
+                if k not in admitted:
+                    left[k] -= 1.0
+                    if left[k] <= 0:
+                        done[k] = t
+                        del left[k]
+            continue
+        # no admission: run iterations until the next completion or the next arrival
+        runs = min(left.values())
+        if nxt < n and len(left) < e.cap:
+            runs = min(runs, max(1.0, math.ceil((arr[nxt] - t) / step)))
+        runs = max(1.0, float(math.floor(runs)))
+        t += runs * step
+        busy += b * runs * step
+        for k in list(left):
+            left[k] -= runs
+            if left[k] <= 1e-9:
+                done[k] = t
+                del left[k]
+    counted = [k for k in range(warmup, n) if not math.isnan(done[k])]
+    if len(counted) < max(20, (n - warmup) // 2):
+        return OperatingPoint(rate, float(e.cap), lam_max * e.output_tokens, None, None, lam_max, util, True,
+                              "simulation")
+    ttft = [first[k] - arr[k] for k in counted]
+    tpot = [(done[k] - first[k]) / max(1.0, size[k][1] - 1.0) for k in counted if size[k][1] > 1]
+    # a queue that grows through the run: the wait of the last tenth far above the first tenth's
+    tenth = max(1, len(ttft) // 10)
+    if sum(ttft[-tenth:]) / tenth > 10.0 * max(sum(ttft[:tenth]) / tenth, e.prefill_latency_s + e.step(1)):
+        return OperatingPoint(rate, float(e.cap), lam_max * e.output_tokens, None, None, lam_max, util, True,
+                              "simulation")
+    mean_out = sum(s[1] for s in size) / n
+    return OperatingPoint(
+        rate, busy / t if t > 0 else 0.0, rate * mean_out, 1e3 * sum(ttft) / len(ttft),
+        1e3 * sum(tpot) / len(tpot) if tpot else None, lam_max, util, False, "simulation",
+        ttft_p50_ms=1e3 * _percentile(ttft, 0.5), ttft_p90_ms=1e3 * _percentile(ttft, 0.9),
+        ttft_p99_ms=1e3 * _percentile(ttft, 0.99),
+        tpot_p50_ms=1e3 * _percentile(tpot, 0.5) if tpot else None,
+        tpot_p90_ms=1e3 * _percentile(tpot, 0.9) if tpot else None,
+        tpot_p99_ms=1e3 * _percentile(tpot, 0.99) if tpot else None)
+
+
+def replica_engine(m, gpu, layout, precision: str, engine, input_tokens: float, output_tokens: float, *,
+                   fit=None, hop: tuple[float, float] = (0.0, 0.0), scale=None,
+                   window: float | None = None) -> Engine | None:
+    """The :class:`Engine` of a serving replica from the serving model (optimizer.sizing.serving: ``point``'s
+    iteration time at each batch, the prefill, the batch cap); None when it does not start (weights, window).
+    ``scale``: the user's measurement's correction (its TPOT factor scales the iteration, its TTFT factor the
+    prefill)."""
+    from optimizer.sizing import serving as sv
+
+    fit = fit or sv.FIT
+    cap = sv.batch_cap(m, gpu, layout, precision, engine, input_tokens, output_tokens, window)
+    if cap < 1:
+        return None
+    cache: dict[int, float] = {}
+    k_tpot = scale.tpot if scale is not None else 1.0
+    k_ttft = scale.ttft if scale is not None else 1.0
+
+    def step(b: int) -> float:
+        b = max(1, min(int(b), cap))
+        if b not in cache:
+            cache[b] = k_tpot * 1e-3 * sv.point(m, gpu, layout, precision, engine, b, input_tokens, output_tokens,
+                                                fit, False, hop).step_ms
+        return cache[b]
+
+    pre = sv.prefill_s(m, gpu, layout, precision, input_tokens, fit, engine.name)
+    own = pre if layout.pipeline_parallel == 1 else sv.prefill_s(m, gpu, layout, precision, input_tokens, fit,
+                                                                 engine.name, latency=True) \
+        + (layout.pipeline_parallel - 1) * (hop[0] + input_tokens * hop[1]) + hop[0]
+    return Engine(step=step, prefill_s=k_ttft * pre, prefill_latency_s=k_ttft * own, cap=cap,
+                  output_tokens=float(output_tokens))

@@ -1,0 +1,64 @@
+"""The operating point of a serving replica at a request rate (issue 27, point 1): queueing against closed forms,
+the simulation's determinism, and latency that follows the load."""
+
+from __future__ import annotations
+
+import pytest
+
+from optimizer.sizing import Workload, operating_point, replicas_at_load
+from optimizer.sizing.operating import Engine, mean_field, simulate
+from optimizer.sizing.specs import load_gpu, load_model
+
+
+def _const(step_s: float, pre_s: float, cap: int, out: float) -> Engine:
+    return Engine(step=lambda b: step_s, prefill_s=pre_s, prefill_latency_s=pre_s, cap=cap, output_tokens=out)
+
+
+@pytest.mark.parametrize("rho", [0.3, 0.6, 0.8])
+def test_one_slot_one_token_is_m_d_1(rho):
+    """One slot and one-token requests: each request holds the replica for exactly S = prefill + one iteration, so
+    with Poisson arrivals the replica is an M/D/1 queue and the mean TTFT is S + rho S / (2 (1 - rho))
+    (Pollaczek-Khinchine mean wait for deterministic service)."""
+    S = 0.010 + 0.040
+    e = _const(0.010, 0.040, 1, 1.0)
+    got = simulate(e, rho / S, n_requests=20000, warmup=1000, time_budget_s=10.0)
+    want = S + rho * S / (2 * (1 - rho))
+    assert got.ttft_ms / 1e3 == pytest.approx(want, rel=0.06)
+    assert e.max_rate() == pytest.approx(1 / S)
+
+
+def test_the_simulation_is_deterministic_and_agrees_with_the_mean_field():
+    e = _const(0.020, 0.050, 64, 200.0)
+    a, b = simulate(e, 3.0, seed=7), simulate(e, 3.0, seed=7)
+    assert a == b
+    mf = mean_field(e, 3.0)
+    # constant step: TPOT = step / (1 - rate x prefill) = 0.020 / 0.85 (the mean field is exact here)
+    assert mf.tpot_ms == pytest.approx(1e3 * 0.020 / (1 - 3.0 * 0.050))
+    assert a.tpot_ms == pytest.approx(mf.tpot_ms, rel=0.05)
+    assert a.batch == pytest.approx(mf.batch, rel=0.1)  # Little: rate x O x TPOT = 3 x 200 x 23.5 ms = 14.1
+
+
+def test_saturation():
+    e = _const(0.020, 0.050, 8, 100.0)
+    # 8 slots x 1 / (100 x 20 ms + 8 x 50 ms): 3.33 requests/s
+    assert e.max_rate() == pytest.approx(8 / (100 * 0.020 + 8 * 0.050))
+    assert mean_field(e, 4.0).saturated and simulate(e, 4.0).saturated
+    assert not simulate(e, 2.0).saturated
+
+
+def test_latency_follows_the_load_llama_3_1_70b_on_4_h100():
+    """Issue 27: TTFT and TPOT were the same at 0.5, 2, 8 and 32 requests/s, with "concurrency 332" at 0.5.
+    Published sweeps of such setups: TPOT ~20 ms at low load rising to 60-90 ms near saturation. One replica
+    (TP4, vLLM, 1,000 in / 200 out) at rising rates: the batch and both latencies rise, the p99 above the p50."""
+    w = Workload(task="serve", model=load_model("Llama-3.1-70B"), precision="bf16", input_tokens=1000,
+                 output_tokens=200)
+    h100 = load_gpu("H100-80GB")
+    pts = [operating_point(w, h100, 4, 1, r) for r in (0.5, 2.0, 8.0)]
+    assert pts[0].batch < 3 and 12 <= pts[0].tpot_ms <= 25
+    assert pts[0].tpot_ms < pts[1].tpot_ms < pts[2].tpot_ms and pts[2].tpot_ms > 40
+    assert pts[0].ttft_ms < pts[2].ttft_ms
+    assert all(p.ttft_p99_ms > p.ttft_p50_ms and p.tpot_p99_ms >= p.tpot_p50_ms for p in pts)
+    assert operating_point(w, h100, 4, 1, 32.0).saturated
+    # 32 requests/s under the chat target (p99 TPOT <= 50 ms): more replicas, each below saturation
+    n, pt = replicas_at_load(w, h100, 4, 1, 32.0)
+    assert n >= 4 and pt.tpot_p99_ms <= 50 and pt.utilization < 1

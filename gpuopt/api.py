@@ -603,8 +603,10 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
              activation_recompute: bool | None = None, mfu: float | None = None, gpus: int | None = None,
              global_batch_tokens: float | None = None, optimizer: str | None = None, offload: str | None = None,
              framework: str | None = None, context_parallel: int | None = None,
-             expert_parallel: int | None = None) -> EstimateResult:
-    """Size one replica of a workload on ``gpu`` (no prices involved).
+             expert_parallel: int | None = None, sweep: bool = False) -> EstimateResult:
+    """Size one replica of a workload on ``gpu`` (no prices involved). ``sweep`` (serving): also the
+    throughput/latency curve per tensor-parallel size and precision (``precision`` may then list several, "bf16,fp8")
+    with its Pareto front, in ``numbers["curve"]`` (optimizer.sizing.estimate.latency_curve).
 
     Args: as ``gpuopt estimate``: model (known name or HF repo, -Instruct/-chat variants accepted) or params (count),
         task serve|train|finetune|lora, gpu (canonical name, e.g. A100-80GB), precision (serve: bf16|fp16|fp8|int8|
@@ -664,6 +666,13 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
                              "does not use it", accepted="--task train, finetune or lora")
     if isinstance(precision, str):
         precision = precision.strip().lower()
+    sweep_precisions = None
+    if sweep:
+        if task != "serve":
+            raise InputError("sweep", "--sweep draws a serving replica's latency curve", accepted="--task serve")
+        if precision and "," in precision:
+            sweep_precisions = tuple(dict.fromkeys(p.strip() for p in precision.split(",") if p.strip()))
+            precision = sweep_precisions[0]
     name_note = ""
     if precision is None and task == "serve" and precision_from_name(model):
         precision = precision_from_name(model)
@@ -709,10 +718,12 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
             # the replica's own figures at that load, its figures with every slot busy kept beside them
             nums["at_capacity"] = {k: nums[k] for k in ("concurrency", "ttft_ms", "tpot_ms",
                                                         "tokens_per_second_per_replica")}
-            nums.update(concurrency=round(pt.batch, 1), ttft_ms=pt.ttft_ms, tpot_ms=pt.tpot_ms,
+            nums.update(concurrency=int(round(pt.batch)), ttft_ms=pt.ttft_ms, tpot_ms=pt.tpot_ms,
                         time_per_output_token_ms=pt.tpot_ms)
         nums["replicas_needed"] = reps
         nums["gpus_needed"] = None if reps is None else reps * nums["gpus_per_replica"]
+    if sweep:
+        nums["curve"], nums["curve_notes"] = sizing.latency_curve(w, g, precisions=sweep_precisions)
     if task == "lora" and deadline_hours and nums.get("gpu_hours"):
         gpus_needed = nums["gpu_hours"] / deadline_hours
         reps = math.ceil(gpus_needed / nums["gpus_per_replica"])

@@ -567,9 +567,11 @@ def estimate(
     tokens_per_second: Annotated[Optional[float], typer.Option("--tokens-per-second", help="Serving demand, to count replicas.")] = None,
     deadline_hours: Annotated[Optional[float], typer.Option("--deadline-hours", help="Training deadline, to count GPUs.")] = None,
     precision: Annotated[Optional[str], typer.Option(help="Serving: bf16, fp16, fp8 (Ada/Hopper/Blackwell), int8, int4 (weight-only), fp4 (Blackwell). Training: bf16, fp16, fp8 (Hopper/Ada/Blackwell).")] = None,
-    context: Annotated[Optional[int], typer.Option("--context", help="Tokens per sequence (serving: input + output when --input-tokens is not given).")] = None,
+    context: Annotated[Optional[int], typer.Option("--context", help="Serving: the context window (vLLM max_model_len: one sequence of it must fit the KV cache); training: sequence length.")] = None,
     concurrency: Annotated[Optional[int], typer.Option(help="Serving: sequences per replica (default: the largest batch that fits memory and the latency targets).")] = None,
-    request_rate: Annotated[Optional[float], typer.Option("--request-rate", help="Serving demand in requests/s, to count replicas.")] = None,
+    request_rate: Annotated[Optional[float], typer.Option("--request-rate", help="Serving demand in requests/s (Poisson): the latency at that load and the replicas whose p99 meets the targets.")] = None,
+    sweep: Annotated[bool, typer.Option("--sweep", help="Serving: the throughput/latency curve per tensor-parallel size and precision (--precision bf16,fp8 for several) with its Pareto front.")] = False,
+    chart: Annotated[Optional[Path], typer.Option("--chart", help="With --sweep: draw the curve to this PNG file.")] = None,
     tensor_parallel: Annotated[Optional[int], typer.Option("--tensor-parallel", help="GPUs one layer is split over, inside one node (default: serving the smallest replica that serves; training searched).")] = None,
     pipeline_parallel: Annotated[Optional[int], typer.Option("--pipeline-parallel", help="Pipeline stages (default: serving 1 per node; training searched).")] = None,
     engine: Annotated[Optional[str], typer.Option("--engine", help="Serving engine: vllm (default), sglang, tensorrt-llm.")] = None,
@@ -618,7 +620,13 @@ def estimate(
                               micro_batch_size=micro_batch_size, activation_recompute=activation_recompute, mfu=mfu,
                               gpus=gpus, global_batch_tokens=global_batch_tokens, optimizer=optimizer,
                               offload=offload, framework=framework, context_parallel=context_parallel,
-                              expert_parallel=expert_parallel)
+                              expert_parallel=expert_parallel, sweep=sweep or chart is not None)
+        if chart is not None:
+            from gpuopt.kernel.errors import InputError
+
+            if chart.suffix.lower() != ".png":
+                raise InputError("chart", f"{chart} is not a .png file", accepted="a path ending in .png")
+            chart.write_bytes(render.curve_png(result))
         with _stdout_to(output):
             render.estimate(result, fmt)
 

@@ -256,8 +256,53 @@ def estimate(result, fmt: str) -> None:
     for k, v in (n.get("breakdown_gib") or {}).items():
         t.add_row(f"  {k} (GiB/replica)", f"{v:,.2f}")
     con.print(_fit(con, t))
+    if n.get("curve") is not None:
+        _curve_table(con, n)
     for a in result.assumptions:
         con.print(f"- {a}")
+
+
+def _curve_table(con, n: dict) -> None:
+    """The latency curve of ``estimate --sweep`` (issue 27): one row per operating point, the Pareto front marked."""
+    from rich.table import Table
+
+    t = Table(title="Throughput / latency curve (Poisson arrivals, simulated; * = Pareto front: no point has more "
+                    "tokens/s per GPU and per user)", show_header=True)
+    for c in ("precision", "TP", "load", "req/s", "tok/s/GPU", "tok/s/user", "TTFT p50/p99 ms", "TPOT p50/p99 ms",
+              "targets", ""):
+        t.add_column(c, justify="right")
+    for p in n["curve"]:
+        t.add_row(p["precision"], str(p["tensor_parallel"]), f"{p['utilization']:.0%}", f"{p['rate']:,.3g}",
+                  f"{p['tokens_per_second_per_gpu']:,.0f}", f"{p['tokens_per_second_per_user']:,.1f}",
+                  f"{p['ttft_p50_ms']:,.0f} / {p['ttft_p99_ms']:,.0f}", f"{p['tpot_p50_ms']:,.1f} / {p['tpot_p99_ms']:,.1f}",
+                  "met" if p["meets_targets"] else "missed", "*" if p["pareto"] else "")
+    con.print(_fit(con, t))
+    for note in n.get("curve_notes") or []:
+        con.print(f"- left out: {note}")
+
+
+def curve_png(result) -> bytes:
+    """The PNG of ``estimate --sweep``'s curve: tokens/s per GPU against tokens/s per user (1000 / p50 TPOT), one
+    line per precision and TP size, the Pareto front drawn over them (gpuopt.charting)."""
+    from gpuopt.charting import figure, png_bytes
+
+    pts = result.numbers.get("curve") or []
+    fig = figure()
+    ax = fig.add_subplot(1, 1, 1)
+    for key in dict.fromkeys((p["precision"], p["tensor_parallel"]) for p in pts):
+        xs = [p for p in pts if (p["precision"], p["tensor_parallel"]) == key]
+        ax.plot([p["tokens_per_second_per_user"] for p in xs], [p["tokens_per_second_per_gpu"] for p in xs],
+                marker="o", label=f"{key[0]} TP{key[1]}")
+    front = sorted((p for p in pts if p["pareto"]), key=lambda p: p["tokens_per_second_per_user"])
+    if front:
+        ax.plot([p["tokens_per_second_per_user"] for p in front], [p["tokens_per_second_per_gpu"] for p in front],
+                color="black", linestyle="--", label="Pareto front")
+    ax.set_xlabel("tokens/s per user (1000 / p50 TPOT)")
+    ax.set_ylabel("tokens/s per GPU")
+    ax.set_title(f"{result.model} on {result.gpu}: throughput vs latency")
+    if pts:
+        ax.legend()
+    return png_bytes(fig)
 
 
 def known(models: list, gpus: list, fmt: str) -> None:

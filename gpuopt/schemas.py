@@ -467,6 +467,18 @@ class EstimateDoc(_Open):
     meets_targets: Optional[bool] = None
     estimate_source: Optional[str] = None
     tokens_per_second_per_gpu: Optional[float] = None
+    operating_point: Optional[dict[str, Any]] = Field(None, description=(
+        "Serving with a demand (issue 27): the replica at its share of the request rate (Poisson arrivals, "
+        "simulated): rate and max_rate (requests/s), utilization, batch (mean running sequences), "
+        "ttft_ms/tpot_ms (means) and their p50/p90/p99, saturated, method, replicas, request_rate_total; the "
+        "top-level concurrency, ttft_ms and tpot_ms are then its figures."))
+    at_capacity: Optional[dict[str, Any]] = Field(None, description=(
+        "Serving with a demand: the replica at its sized batch (concurrency, ttft_ms, tpot_ms, "
+        "tokens_per_second_per_replica)."))
+    curve: Optional[list[dict[str, Any]]] = Field(None, description=(
+        "`--sweep`: operating points per precision and tensor_parallel: rate, utilization, "
+        "tokens_per_second_per_gpu, tokens_per_second_per_user, ttft/tpot p50 and p99 (ms), meets_targets, pareto."))
+    curve_notes: Optional[list[str]] = None
     # training
     gpus: Optional[int] = Field(None, description="Training: GPUs of the job.")
     mfu: Optional[float] = None

@@ -62,3 +62,34 @@ def test_latency_follows_the_load_llama_3_1_70b_on_4_h100():
     # 32 requests/s under the chat target (p99 TPOT <= 50 ms): more replicas, each below saturation
     n, pt = replicas_at_load(w, h100, 4, 1, 32.0)
     assert n >= 4 and pt.tpot_p99_ms <= 50 and pt.utilization < 1
+
+
+def test_estimate_sweep_draws_the_curve_and_its_pareto_front(tmp_path):
+    """`gpuopt estimate --sweep`: points per precision and TP size; tokens/s per GPU rises with the load while
+    tokens/s per user falls; the Pareto front is exactly the non-dominated points; a PNG with --chart."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from gpuopt.cli import app
+
+    png = tmp_path / "curve.png"
+    r = CliRunner().invoke(app, ["estimate", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "L40S",
+                                 "--precision", "bf16,fp8", "--sweep", "--chart", str(png), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    pts = json.loads(r.stdout)["curve"]
+    assert {(p["precision"], p["tensor_parallel"]) for p in pts} >= {("bf16", 1), ("fp8", 1)}
+    one = [p for p in pts if (p["precision"], p["tensor_parallel"]) == ("bf16", 1)]
+    assert [p["tokens_per_second_per_gpu"] for p in one] == sorted(p["tokens_per_second_per_gpu"] for p in one)
+    assert one[0]["tokens_per_second_per_user"] > one[-1]["tokens_per_second_per_user"]
+    front = [p for p in pts if p["pareto"]]
+    assert front
+    for p in pts:
+        dominated = any(q["tokens_per_second_per_gpu"] >= p["tokens_per_second_per_gpu"]
+                        and q["tokens_per_second_per_user"] >= p["tokens_per_second_per_user"]
+                        and q != p for q in pts)
+        assert p["pareto"] == (not dominated)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    bad = CliRunner().invoke(app, ["estimate", "--model", "llama-2-7b", "--task", "train", "--tokens", "1e9",
+                                   "--sweep"])
+    assert bad.exit_code == 1 and "sweep" in bad.output

@@ -33,8 +33,8 @@ works; the serving, training, specs and goodput models are imported from their o
 (``optimizer.sizing.serving`` ...).
 """
 
-from optimizer.sizing.estimate import (estimate, gpu_hours, min_gpus_per_replica, operating_point, replica_sizes,
-                                      replicas_at_load, size_replica)
+from optimizer.sizing.estimate import (estimate, gpu_hours, latency_curve, min_gpus_per_replica, operating_point,
+                                      replica_sizes, replicas_at_load, size_replica)
 from optimizer.sizing.memory import lora_base_weight_bytes, model_state_bytes_per_gpu
 from optimizer.sizing.network import (
     CLUSTER_HOP_LATENCY_S,
@@ -100,7 +100,7 @@ from optimizer.sizing.workload import (
 __all__ = [
     # workload: records, names, validation
     "Workload", "ReplicaSizing", "validate_workload", "with_request_rate", "effective_context", "output_length",
-    "operating_point", "replicas_at_load",
+    "operating_point", "replicas_at_load", "latency_curve",
     "serve_lengths", "latency_targets", "training_framework", "lora_zero_stage", "lora_defaults", "lora_adapter_params",
     "GIB", "TASKS", "TRAINING_TASKS", "FULL_TRAINING_TASKS", "PRECISION_BYTES", "TRAINING_PRECISIONS", "ZERO_K",
     "ZERO_STAGES", "LORA_TARGETS", "LORA_MAX_RANK", "LORA_PRECISIONS", "LORA_ADAPTER_BYTES_PER_PARAM",

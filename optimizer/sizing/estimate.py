@@ -623,3 +623,55 @@ def replicas_at_load(w: Workload, gpu: GpuSpec, gpus_per_replica: float, pipelin
             return n, pt
         n = n + 1 if n < 16 else math.ceil(n * 1.1)
     return None, None
+
+
+#: Fractions of a configuration's saturation rate the latency curve samples (``gpuopt estimate --sweep``).
+SWEEP_LOADS = (0.05, 0.15, 0.3, 0.45, 0.6, 0.7, 0.8, 0.9)
+
+
+def latency_curve(w: Workload, gpu: GpuSpec, *, precisions: tuple[str, ...] | None = None,
+                  tensor_parallels: tuple[int, ...] = (1, 2, 4, 8),
+                  loads: tuple[float, ...] = SWEEP_LOADS) -> tuple[list[dict], list[str]]:
+    """The throughput/latency curve of serving ``w`` on ``gpu`` (issue 27, ``estimate --sweep``): for each precision
+    (default ``w.precision``) and tensor-parallel size that holds the model, the simulated operating point
+    (:func:`operating_point`) at each share of its saturation rate in ``loads``. Each point: precision,
+    tensor_parallel, rate (requests/s per replica), utilization, tokens_per_second_per_gpu, tokens_per_second_per_user
+    (1000 / p50 TPOT), ttft/tpot p50 and p99 (ms), meets_targets (p99 within the workload's targets) and ``pareto``:
+    no other point has at least its tokens/s per GPU and per user (one of them strictly more; AIConfigurator's axes).
+    Returns (points, notes: the configurations left out and why)."""
+    import dataclasses
+
+    from optimizer.sizing import serving as sv
+
+    ttft_t, tpot_t = latency_targets(w)
+    out, notes = [], []
+    for prec in precisions or (w.precision,):
+        wp = dataclasses.replace(w, precision=prec)
+        for tp in tensor_parallels:
+            if tp > GPUS_PER_NODE or not sv.tp_supported(w.model, tp):
+                continue
+            try:
+                sv.matmul_peak_flops(gpu, prec)
+                zero = operating_point(wp, gpu, tp, 1, 0.0)
+            except InputError as exc:
+                notes.append(f"{prec}: {exc.message}")
+                break
+            if zero is None:
+                notes.append(f"{prec} TP{tp}: does not hold the model (weights, or the context window)")
+                continue
+            for f in loads:
+                pt = operating_point(wp, gpu, tp, 1, f * zero.max_rate)
+                if pt is None or pt.saturated or pt.tpot_p50_ms is None:
+                    continue
+                out.append({"precision": prec, "tensor_parallel": tp, "rate": pt.rate, "utilization": pt.utilization,
+                            "tokens_per_second_per_gpu": pt.tokens_per_second / tp,
+                            "tokens_per_second_per_user": 1e3 / pt.tpot_p50_ms,
+                            "ttft_p50_ms": pt.ttft_p50_ms, "ttft_p99_ms": pt.ttft_p99_ms,
+                            "tpot_p50_ms": pt.tpot_p50_ms, "tpot_p99_ms": pt.tpot_p99_ms,
+                            "meets_targets": (ttft_t is None or pt.ttft_p99_ms <= ttft_t)
+                            and (tpot_t is None or pt.tpot_p99_ms <= tpot_t)})
+    g_, u_ = "tokens_per_second_per_gpu", "tokens_per_second_per_user"
+    for p in out:
+        p["pareto"] = not any(q is not p and q[g_] >= p[g_] and q[u_] >= p[u_] and (q[g_] > p[g_] or q[u_] > p[u_])
+                              for q in out)
+    return out, notes

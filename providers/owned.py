@@ -74,6 +74,12 @@ if TYPE_CHECKING:  # pragma: no cover
 #: The pricing options a commitment is owned under (gpuopt.kernel.records.PRICING_MODELS, the committed ones).
 OWNED_PRICING: tuple[str, ...] = ("reserved_1y", "reserved_3y", "savings_plan_1y", "savings_plan_3y",
                                   "capacity_block")
+#: Providers whose savings plans an owned file may list (AWS Savings Plans; Azure savings plan for compute):
+#: GCP's spend-based commitments are CUDs, Lambda and the others sell none.
+SAVINGS_PLAN_PROVIDERS: tuple[str, ...] = ("aws", "azure")
+#: Days a term given by start and end may differ from 365 / 1,095 (leap days, and a term that starts at a time of
+#: day and ends at midnight).
+TERM_SLACK_DAYS = 2
 #: ``pricing`` of a commitment read from an export whose term length the export does not say (never in a file).
 UNKNOWN_TERM_PRICING: tuple[str, ...] = ("reserved", "savings_plan")
 #: Columns of the owned-commitments file, in the order :func:`write_owned_csv` writes them.
@@ -202,10 +208,13 @@ class OwnedCommitment:
         return max(0.0, (min(b, end) - lo).total_seconds()) / (b - a).total_seconds()
 
     def covers(self, month_index: int, plan_start: "dt.date | dt.datetime") -> bool:
-        """True when the commitment runs through the whole of the plan's month ``month_index`` (a month it covers
-        only in part is not counted as owned: the planner buys for it). Raises InputError when the end is
-        unknown."""
-        return self.month_fraction(month_index, plan_start) >= 1.0 - 1e-9
+        """True when the commitment runs through the plan's month ``month_index``, its last day aside (a month it
+        covers only in part is not counted as owned: the planner buys for it). A term written as ending on a
+        month's last day (``2027-12-31``, or a bill's ``2027-12-31T23:59:59Z``) covers that month: a fresh user's
+        RI ending 2027-12-31 was not counted for December. Raises InputError when the end is unknown."""
+        a = _add_months(_plan_t0(plan_start), month_index)
+        days = (_add_months(a, 1) - a).total_seconds() / 86400.0
+        return self.month_fraction(month_index, plan_start) >= 1.0 - 1.0 / days - 1e-9
 
     def as_row(self) -> dict[str, str]:
         """The commitment as a row of the owned file (:data:`OWNED_COLUMNS`; unknown values empty)."""
@@ -351,6 +360,9 @@ def _commitment(name: str, line: int, values: dict[str, Any], line_of: Callable[
     if pricing not in OWNED_PRICING:
         raise bad("pricing", f"{pricing!r} is not a commitment", ", ".join(OWNED_PRICING))
     spend = pricing in SAVINGS_PLAN_TERM_HOURS
+    if spend and provider not in SAVINGS_PLAN_PROVIDERS:
+        raise bad("provider", f"{provider!r} sells no savings plan (a spend per hour) gpuopt plans with",
+                  ", ".join(SAVINGS_PLAN_PROVIDERS))
     oc = v.get("offering_class", "").lower()
     if spend:
         allowed = ("compute", "ec2_instance") if provider == "aws" else ("",)
@@ -416,6 +428,11 @@ def _commitment(name: str, line: int, values: dict[str, Any], line_of: Callable[
             raise bad("start", f"{start_text!r} is not a date", "YYYY-MM-DD or an ISO date-time") from None
         if start >= end:
             raise bad("end", f"{end_text} is not after start {start_text}")
+        term_days = {"reserved_1y": 365, "savings_plan_1y": 365, "reserved_3y": 1095, "savings_plan_3y": 1095}
+        if pricing in term_days and abs((end - start).days - term_days[pricing]) > TERM_SLACK_DAYS:
+            raise bad("end", f"{start_text} to {end_text} is {(end - start).days} days, not a {pricing} term "
+                      f"({term_days[pricing]} days, leap days aside)",
+                      f"an end {term_days[pricing]} days after start, or the pricing of that term")
         if pricing == "capacity_block" and (end - start) > dt.timedelta(days=WINDOW_MAX_DAYS["capacity_block"]):
             raise bad("end", f"a capacity block of {(end - start).days} days is longer than "
                       f"{WINDOW_MAX_DAYS['capacity_block']} days (AWS Capacity Blocks: 1-182 days)")

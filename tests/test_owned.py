@@ -374,3 +374,24 @@ def test_owned_plan_offers_use_a_savings_plan_rate_when_the_price_data_has_one()
     assert got == {"p5.48xlarge": ("savings_plan_1y", 70.0, "owned:sp-1"),
                    "g6e.xlarge": ("savings_plan_1y", 1.861, "owned:sp-1")}
     assert "savings-plan rates for 1 offers, on-demand rates for 1" in basis["sp-1"]
+
+
+@pytest.mark.parametrize("row, match", [
+    # a breaker's 4-year "1y" savings plan and a fresh user's 2-year one were accepted
+    ("aws,,,,savings_plan_1y,compute,,2,2026-06-01,2030-06-01,x", "line 2: end 2026-06-01 to 2030-06-01 is 1461 days"),
+    ("aws,us-east-1,,p4d.24xlarge,reserved_3y,,1,,2026-01-01,2027-01-01,x", "is 365 days, not a reserved_3y term"),
+    # Lambda and GCP sell no savings plan (GCP's spend-based commitments are CUDs)
+    ("lambda,,,,savings_plan_3y,,,2,,2029-01-01,x", "line 2: provider 'lambda' sells no savings plan"),
+])
+def test_owned_terms_and_savings_plan_providers_are_checked(tmp_path, row, match):
+    with pytest.raises(InputError, match=match):
+        load_owned_file(write(tmp_path, [HEADER, row]))
+
+
+def test_a_term_ending_on_a_months_last_day_covers_that_month():
+    """A fresh user's RI ending 2027-12-31 (and a bill's 2027-12-31T23:59:59Z) was not counted for December."""
+    for end in ("2027-12-31", "2027-12-31T23:59:59Z", "2028-01-01"):
+        c = OwnedCommitment("aws", "us-east-1", "p4d.24xlarge", "reserved_1y", "ri", end=end, count=1)
+        assert c.covers(11, dt.date(2027, 1, 1)), end
+    early = OwnedCommitment("aws", "us-east-1", "p4d.24xlarge", "reserved_1y", "ri", end="2027-12-20", count=1)
+    assert not early.covers(11, dt.date(2027, 1, 1))

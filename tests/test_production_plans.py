@@ -237,7 +237,7 @@ def test_a_quota_binds_and_is_named(tmp_path):
 def test_owned_commitments_are_reused(tmp_path):
     own = tmp_path / "owned.csv"
     own.write_text("provider,region,instance_type,pricing,offering_class,count,start,end,commitment_discount_id\n"
-                   "aws,us-east-1,p4de.24xlarge,reserved_1y,standard,2,2026-10-01,2030-10-01,ri-0abc123456789def0\n")
+                   "aws,us-east-1,p4de.24xlarge,reserved_3y,standard,2,2026-10-01,2029-10-01,ri-0abc123456789def0\n")
     args = ["recommend", "--model", "meta-llama/Llama-2-70b-hf", "--tokens-per-second", "2000", "--provider", "aws",
             "--no-explain"]
     base, _ = _json(*args)

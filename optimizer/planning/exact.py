@@ -95,7 +95,7 @@ def separable(problem: FleetProblem, allowed: set[str] | None = None, apart: boo
         return "capacity blocks or savings plans (sized purchases the MILP plans)"
     if problem.budgets.any() or problem.max_instances is not None or problem.spread or problem.quotas:
         return "budgets, quotas or zone spread"
-    if problem.owned:
+    if problem.owned_in_use():
         return "owned commitments (given instances at $0: the MILP plans them)"
     periods = problem.periods or []
     seen: dict[str, str] = {}

@@ -69,6 +69,7 @@ from gpuopt.kernel.records import HOURS_PER_MONTH
 from providers.zones import ZONES_PER_REGION, spread_zones_needed, zone_of
 from optimizer.planning.candidates import Candidate
 from optimizer.planning.horizon import Period
+from optimizer.planning.owned import owned_id
 from optimizer.planning.problem import (
     CAPACITY_BLOCK,
     CAPACITY_BLOCK_MAX_INSTANCES,
@@ -121,6 +122,18 @@ def _unit_bound(w: FleetWorkload, c: Candidate, blocks: list[FleetBlock], most_l
         peak = max(peak, w.redundancy * peak + most_loss)
     return float(max(math.ceil(peak / c.throughput_per_unit - 1e-12),
                      math.ceil(w.min_replicas / max(c.replicas_per_unit, 1)), w.min_replicas, 1) + 1)
+
+
+#: USD per unit-hour charged in the objective (never in the plan's cost) for running on an owned commitment: it
+#: costs nothing, so without it the solver may report more of it in use than the plan needs.
+OWNED_USE_TIEBREAK = 1e-6
+
+
+def physical_key(c) -> tuple:
+    """The instances a candidate runs, whatever it is billed under: provider, region, zone, type and layout."""
+    o = c.offer
+    return (str(o["provider"]), str(o["region"]), str(o.get("zone") or ""), str(o["instance_type"]),
+            float(c.instances_per_unit), float(c.replicas_per_unit))
 
 
 def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax: bool = False,
@@ -188,6 +201,10 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
         return plans_cache[key]
 
     sp_use: dict[tuple[str, int], dict] = {}
+    # an owned savings plan covers a spend per hour, not whole instances (AWS applies it to each hour's usage): an
+    # instance type's units on demand and on owned plans are continuous, their sum whole (sp_twins, od_twin)
+    sp_twins: dict[tuple, list] = {}
+    od_twin: dict[tuple, Any] = {}
     cb_job: dict[tuple[str, str], dict] = {}
     cb_units: dict[tuple[str, str], float] = {}
     cb_scale: dict[tuple[str, str], float] = {}  # the job's scale on the offer, in units (problem.job_units)
@@ -276,20 +293,29 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                     cb_offer[ok] = c.offer
                 elif kind == "savings_plan":
                     scope = savings_plan_scope(c.offer)
-                    if not covering_plans(scope, p):
+                    # a training job runs in bursts (its unit-hours here are averaged over its window): a plan's
+                    # spend per hour would be checked against the average, not the hours it runs -- on demand
+                    if w.training or not covering_plans(scope, p):
                         continue
                     v = pulp.LpVariable(f"A_{vid}", lowBound=0, cat=cat)
                     V.A[(w.name, ok, bi)] = v
                     sp_use.setdefault((scope, bi), {})[v] = c.usd_per_unit_hour
+                    if scope.startswith("owned:"):  # its instances may run partly on it (below: sp_twins)
+                        V.cost_terms[v] = OWNED_USE_TIEBREAK * b.hours * p.months
+                        sp_twins.setdefault((w.name, physical_key(c), bi), []).append(v)
                 elif c.committed:
                     if not covering(ok, p):
                         continue
                     v = pulp.LpVariable(f"A_{vid}", lowBound=0, cat=cat)
                     V.A[(w.name, ok, bi)] = v
+                    if owned_id(c.offer):  # free: a tie-breaker so the plan runs no more on it than it needs
+                        V.cost_terms[v] = OWNED_USE_TIEBREAK * b.hours * p.months
                     share.setdefault((ok, bi), {})[v] = k
                 else:
                     v = pulp.LpVariable(f"X_{vid}", lowBound=0, cat=cat)
                     V.X[(w.name, ok, bi)] = v
+                    if c.offer["pricing"] == "on_demand" and not w.training:
+                        od_twin[(w.name, physical_key(c), bi)] = v
                     V.cost_terms[v] = c.usd_per_unit_hour * b.hours * p.months
                     cash = V.cash_terms.setdefault(p.index, {})
                     cash[v] = cash.get(v, 0.0) + c.usd_per_unit_hour * b.hours
@@ -439,6 +465,15 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
             f"share_{ok_index[ok]}_{bi}"
     for j, ((g, bi), terms) in enumerate(sorted(spot.items(), key=lambda kv: (kv[0][0], kv[0][1]))):
         m += pulp.LpAffineExpression(terms) <= float(spot_caps_of.get(g, int(problem.spot_capacity))), f"spot_{j}_{bi}"
+    if not relax:
+        for j, (key, covered) in enumerate(sorted(sp_twins.items(), key=lambda kv: str(kv[0]))):
+            od = od_twin.get(key)
+            if od is None:
+                continue  # no on-demand twin: whole units on the plan
+            for v in covered + [od]:
+                v.cat = pulp.LpContinuous
+            whole = pulp.LpVariable(f"SPW_{j}", lowBound=0, cat=pulp.LpInteger)
+            m += pulp.LpAffineExpression({od: 1.0, **{v: 1.0 for v in covered}, whole: -1.0}) == 0, f"spw_{j}"
     scope_index = {sc: i for i, sc in enumerate(sorted({sc for sc, _ in sp_use}))}
     for (scope, bi), terms in sp_use.items():
         p = problem.period_of(problem.blocks[bi])

@@ -462,6 +462,11 @@ class FleetProblem:
         return any(purchase_kind(c.offer) and (allowed is None or c.offer["pricing"] in allowed)
                    for cs in self.cands.values() for c in cs)
 
+    def owned_in_use(self) -> bool:
+        """True when some candidate runs on a commitment the team owns (optimizer.planning.owned): the enumerations
+        then do not apply (a $0 offer in limited supply), the MILP plans it."""
+        return bool(self.owned) and any(owned_id(c.offer) for cs in self.cands.values() for c in cs)
+
     def owned_count(self, s: Slot) -> float | None:
         """The instances an owned slot gives (its commitment's count), None for a slot that is bought."""
         oid = owned_id(s.offer)

@@ -28,6 +28,7 @@ from optimizer.planning.problem import (
     FleetProblem,
     FleetWorkload,
     block_days_of,
+    purchase_kind,
     committed_rate,
     committed_rate_arrays,
 )
@@ -68,6 +69,34 @@ def _signable(w: FleetWorkload, t: UnitTable, pr, use, rej: dict[str, int], hori
             use = drop(spot & np.array([x is None or str(x).strip() in ("", "<NA>", "unknown") for x in dates], dtype=bool),
                        "spot_undated")
     return use
+
+
+def _owned_plan_twins(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload]) -> dict[str, list[Candidate]]:
+    """Each workload's candidates without the rows of owned savings plans (optimizer.planning.owned) whose
+    on-demand twin (same provider, region, zone, type) was pruned, and without any for a training job (a savings
+    plan's spend per hour is not checked against a job's bursts: optimizer.planning.milp). An owned plan's row is its
+    twin billed against the plan at the same rate, so what dominates the twin dominates the row."""
+    from optimizer.planning.owned import owned_id
+
+    def key(o) -> tuple:
+        return (str(o["provider"]), str(o["region"]), str(o.get("zone") or ""), str(o["instance_type"]))
+
+    training = {w.name for w in workloads if w.training}
+    out = {}
+    for name, cs in cands.items():
+        od = {key(c.offer) for c in cs if c.offer["pricing"] == "on_demand"}
+        out[name] = [c for c in cs if not (purchase_kind(c.offer) == "savings_plan" and owned_id(c.offer)
+                                           and (name in training or key(c.offer) not in od))]
+    return out
+
+
+def _owned_rows(offers) -> "np.ndarray":
+    """Boolean mask of the rows of commitments the team owns (``source`` ``owned:<id>``)."""
+    import numpy as np
+
+    if "source" not in offers.columns:
+        return np.zeros(len(offers), dtype=bool)
+    return np.array([str(v or "").startswith("owned:") for v in text_values(offers["source"])], dtype=bool)
 
 
 def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock], offers: "pd.DataFrame", *,
@@ -160,12 +189,18 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
         usable[w.name] = use
     # capacity blocks and savings-plan rates are sized by the model itself (no instance-for-instance dominance with
     # hourly or reserved rows): kept out of the prefilter, the group bounds and the pruning, every one a candidate
-    bought = {w: u & np.isin(tables[w].pricing if tables[w].pricing is not None
-                             else text_values(tables[w].offers["pricing"]), sorted(PURCHASED))
+    # rows of commitments the team owns too ($0 in limited supply: they dominate nothing, optimizer.planning.owned)
+    bought = {w: u & (np.isin(tables[w].pricing if tables[w].pricing is not None
+                              else text_values(tables[w].offers["pricing"]), sorted(PURCHASED))
+                      | _owned_rows(tables[w].offers))
               for w, u in usable.items()}
     usable = {w: u & ~bought[w] for w, u in usable.items()}
     budgets_ = budgets
-    do_prune = prune and max_instances is None and not quotas and not owned  # with quotas (or owned, $0 but few), dominance is not safe (DESIGN.md): keep every candidate
+    # with quotas dominance is not safe (DESIGN.md): keep every candidate. Owned rows ($0 but few) are kept out of
+    # the dominance rules (above, and prune.prune_fleet), which stay sound among the other offers. The groups' cost
+    # bounds are computed without owned capacity, which lowers what a group needs: a group they drop might have
+    # been cheaper with it (the plan's owned note says the choice was narrowed); its owned rows stay
+    do_prune = prune and max_instances is None and not quotas
     n_all = sum(int(u.sum()) for u in usable.values()) + sum(int(b.sum()) for b in bought.values())
     if _rows is not None:
         usable = {w: u & _rows[w] for w, u in usable.items()}
@@ -220,6 +255,7 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
               for cs in cands.values() for c in cs if c.offer["pricing"] in factor}
         cands, _ = prune_fleet(cands, workloads, blocks, work, spot_capacity, placement, spread, cc,
                                budgets.monthly is not None or budgets.upfront is not None)
+        cands = _owned_plan_twins(cands, workloads)
         pruned = n_all - sum(len(v) for v in cands.values())
     problem = FleetProblem(workloads=workloads, blocks=blocks, cands=cands, work_flops=work, objective=objective,
                            spot_capacity=spot_capacity, rejected=rejected, max_instances=max_instances,

@@ -104,12 +104,17 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
       share the cap; not when spreading over zones), and a spot offer is dropped only when dominating spot offers of
       other groups have, together, the capacity for the peak need of every spot-eligible workload.
     - capacity blocks and savings-plan rates are kept, every one: the model sizes them (a block's days, a plan's
-      USD/h), so no instance-for-instance rule compares them with hourly or reserved offers.
+      USD/h), so no instance-for-instance rule compares them with hourly or reserved offers; so are the rows of
+      commitments the team owns (optimizer.planning.owned: $0 in limited supply, they dominate nothing and are
+      never dropped; the rules among the other offers hold whatever they add).
     Returns (kept candidates per workload, number dropped).
     """
-    bought = {w: [c for c in cs if purchase_kind(c.offer)] for w, cs in cands.items()}
+    def kept_out(c: Candidate) -> bool:  # sized by the model, or owned ($0 in limited supply: never a dominator)
+        return bool(purchase_kind(c.offer)) or str(c.offer.get("source") or "").startswith("owned:")
+
+    bought = {w: [c for c in cs if kept_out(c)] for w, cs in cands.items()}
     if any(bought.values()):
-        rest = {w: [c for c in cs if not purchase_kind(c.offer)] for w, cs in cands.items()}
+        rest = {w: [c for c in cs if not kept_out(c)] for w, cs in cands.items()}
         kept, dropped = prune_fleet(rest, workloads, blocks, work_flops, spot_capacity, placement, spread,
                                     commit_cost, same_payment)
         return {w: kept.get(w, []) + bought[w] for w in cands}, dropped

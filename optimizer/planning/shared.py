@@ -75,7 +75,7 @@ PI_MAX_CELLS = 25_000_000
 def applies(problem: FleetProblem, allowed: set[str] | None = None) -> bool:
     """True when this module plans ``problem`` (module docstring): separable with commitments of each workload's
     own, one period, and some committed offer two workloads could share."""
-    if any(w.redundancy > 0 for w in problem.workloads) or problem.owned:  # N+1, owned (issue 26): the MILP
+    if any(w.redundancy > 0 for w in problem.workloads) or problem.owned_in_use():  # N+1, owned: the MILP
         return False
     if separable(problem, allowed, apart=True) is not None or len(problem.periods or []) != 1:
         return False

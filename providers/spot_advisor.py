@@ -187,10 +187,11 @@ def fetch_spot_placement_scores(instance_types: Iterable[str], target_capacity: 
         The pages as returned (ResponseMetadata dropped).
     Raises:
         MissingCredentials: no AWS credentials. TruncatedPriceList: the page cap was reached with a token pending.
-        botocore ClientError for any other API error.
+        ProviderError: any other API or connection error (one line: the CLI exits 3).
     """
-    from botocore.exceptions import NoCredentialsError
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
+    from gpuopt.kernel.errors import ProviderError
     from providers.base import MissingCredentials, TruncatedPriceList
 
     options = options or FetchOptions()
@@ -212,6 +213,8 @@ def fetch_spot_placement_scores(instance_types: Iterable[str], target_capacity: 
             page = ec2.get_spot_placement_scores(**kw)
         except NoCredentialsError as e:
             raise MissingCredentials(f"Spot placement scores need AWS credentials: {e}") from None
+        except (ClientError, BotoCoreError) as e:  # access denied, a bad type or region, no network: one line
+            raise ProviderError(f"EC2 GetSpotPlacementScores failed: {e}") from None
         pages.append({k: v for k, v in page.items() if k != "ResponseMetadata"})
         token = page.get("NextToken")
         if not token:

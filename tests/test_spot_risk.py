@@ -291,14 +291,13 @@ def test_placement_scores_every_page_parsed():
 
 
 def test_placement_scores_errors():
-    from botocore.exceptions import ClientError
-
+    from gpuopt.kernel.errors import ProviderError
     from providers.base import TruncatedPriceList
     from providers.spot_advisor import fetch_spot_placement_scores
 
     ec2, stub = _stubbed_ec2()
     stub.add_client_error("get_spot_placement_scores", "UnauthorizedOperation", http_status_code=403)
-    with stub, pytest.raises(ClientError, match="UnauthorizedOperation"):
+    with stub, pytest.raises(ProviderError, match="UnauthorizedOperation"):
         fetch_spot_placement_scores(["g5.xlarge"], 1, options=FetchOptions(clients={"ec2": ec2}))
     ec2, stub = _stubbed_ec2()
     stub.add_response("get_spot_placement_scores", {"SpotPlacementScores": [], "NextToken": "again"})
@@ -400,3 +399,15 @@ def test_prices_spot_scores_command(monkeypatch):
     assert seen == {"types": ["p5.48xlarge"], "capacity": 4, "regions": ["us-east-1", "us-west-2"], "single_az": True}
     d = _json.loads(CliRunner().invoke(app, args + ["--format", "json"]).stdout)
     assert [s["score"] for s in d["scores"]] == [9, 3] and d["capacity"] == 4
+
+
+def test_placement_scores_api_errors_are_one_line_provider_errors():
+    """A breaker's UnauthorizedOperation (and a connection error) came out as botocore tracebacks."""
+    from gpuopt.kernel.errors import ProviderError
+    from providers.spot_advisor import fetch_spot_placement_scores
+
+    ec2, stub = _stubbed_ec2()
+    stub.add_client_error("get_spot_placement_scores", service_error_code="UnauthorizedOperation",
+                          service_message="You are not authorized to perform this operation.")
+    with stub, pytest.raises(ProviderError, match="GetSpotPlacementScores failed: .*UnauthorizedOperation"):
+        fetch_spot_placement_scores(["p5.48xlarge"], 2, options=FetchOptions(clients={"ec2": ec2}))

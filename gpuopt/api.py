@@ -81,22 +81,27 @@ def _owned(plan, filtered, offers) -> tuple[list, list[str]]:
     return keep, notes
 
 
-def _checkpoint_notes(ws, lines) -> list[str]:
-    """For each serving workload whose plan lines run a quantized precision (fp8, int8, int4): the published
-    checkpoint it assumes (optimizer.sizing.checkpoints; the one with the best published recovery), or that none
-    with a published comparison is known -- its quality is then the user's to check."""
-    from optimizer.sizing.checkpoints import AUTO_MIN_RECOVERY_PCT, checkpoints_for
+def _checkpoint_notes(ws, result, asked: list) -> list[str]:
+    """For each serving workload whose replicas run a quantized precision (fp8, int8, int4; its own sizing, not a
+    line it shares): the checkpoint it assumes -- the one the user named when it is in the table, else the one with
+    the best published recovery (optimizer.sizing.checkpoints) -- or that none with a published comparison is known,
+    its quality then the user's to check. ``asked``: the model each workload named, in order."""
+    from optimizer.sizing.checkpoints import AUTO_MIN_RECOVERY_PCT, checkpoints_for, serves_variant
 
+    used_by = {d.get("name"): {str(s.get("precision") or "") for s in d.get("sizing") or []}
+               for d in (getattr(result, "workloads", None) or [])}
     out = []
-    for w in ws:
+    for w, named in zip(ws, asked):
         if w.workload.task != "serve":
             continue
-        used = sorted({str(ln.precision) for ln in lines if w.name in (getattr(ln, "workloads", None) or [])
-                       and str(getattr(ln, "precision", "") or "") in ("fp8", "int8", "int4")})
         model = w.workload.model.name
-        for prec in used:
-            cands = [c for c in checkpoints_for(model) if c.precision == prec and (prec == "fp8" or c.weight_only)]
-            best = max(cands, key=lambda c: -1.0 if c.recovery_pct is None else c.recovery_pct, default=None)
+        repo = str(named or "").lower()
+        for prec in sorted(used_by.get(w.name, set()) & {"fp8", "int8", "int4"}):
+            cands = [c for c in checkpoints_for(model) if c.precision == prec and (prec == "fp8" or c.weight_only)
+                     and serves_variant(c, named or None)]
+            mine = [c for c in cands if c.checkpoint.lower() == repo]
+            best = mine[0] if mine else max(cands, key=lambda c: -1.0 if c.recovery_pct is None else c.recovery_pct,
+                                            default=None)
             if best is not None and best.recovery_pct is not None:
                 out.append(f"{w.name}: {prec} replicas assume the published checkpoint {best.describe()}; "
                            f"source {best.source}" + ("" if best.recovery_pct >= AUTO_MIN_RECOVERY_PCT else
@@ -1094,7 +1099,7 @@ def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "
     if not result.feasible and (plan.spread or plan.region_group) and (plan.providers or plan.regions or plan.gpus):
         _honouring_plan(plan, ws, offers, result, owned, filtered)
     result.notes.extend(notes)
-    result.notes.extend(_checkpoint_notes(ws, result.lines))
+    result.notes.extend(_checkpoint_notes(ws, result, [it.model for it in plan.workloads]))
     old_quotes = _old_quotes(result.lines, plan.prices_on)
     result.notes.extend(old_quotes)
     for item in plan.workloads:

@@ -194,7 +194,7 @@ def _published_quantized(model: str | None) -> list[str]:
     from optimizer.sizing.specs import load_model
 
     try:
-        return auto_quantized(load_model(model).name)
+        return auto_quantized(load_model(model).name, named=model)
     except Exception:  # noqa: BLE001 - an unknown model or config: the sizing reports it; auto adds nothing
         return []
 

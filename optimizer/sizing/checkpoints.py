@@ -86,14 +86,31 @@ def checkpoints_for(model: str) -> list[Checkpoint]:
     return [c for c in published_checkpoints() if c.model == model]
 
 
-def auto_checkpoint(model: str, precision: str) -> Checkpoint | None:
-    """The weight-only checkpoint of ``model`` at ``precision`` (int8 or int4) that ``precision: auto`` may serve:
-    the highest published recovery at or above :data:`AUTO_MIN_RECOVERY_PCT`, or None."""
-    ok = [c for c in checkpoints_for(model) if c.precision == precision and c.weight_only
+def _base(name: str) -> str:
+    """A repository or model name as compared: the part after ``/``, lower case, without Meta's ``meta-`` prefix."""
+    key = str(name).rsplit("/", 1)[-1].lower()
+    return key[len("meta-"):] if key.startswith("meta-") else key
+
+
+def serves_variant(c: Checkpoint, named: str | None) -> bool:
+    """True when a checkpoint describes the model the user named: its instruction tune (``Llama-3.1-70B-Instruct``)
+    or the checkpoint itself. A breaker's ``Qwen/Qwen2-72B`` (the base model) got the Instruct tune's GPTQ
+    checkpoint: its score says nothing of the base model. ``named`` None: any (the table's model name only)."""
+    if named is None:
+        return True
+    return _base(named) in (_base(c.tuned_variant), _base(c.checkpoint))
+
+
+def auto_checkpoint(model: str, precision: str, named: str | None = None) -> Checkpoint | None:
+    """The weight-only checkpoint of ``model`` at ``precision`` (int8 or int4) that ``precision: auto`` may serve
+    for the model the user ``named`` (:func:`serves_variant`): the highest published recovery at or above
+    :data:`AUTO_MIN_RECOVERY_PCT`, or None."""
+    ok = [c for c in checkpoints_for(model) if c.precision == precision and c.weight_only and serves_variant(c, named)
           and c.recovery_pct is not None and c.recovery_pct >= AUTO_MIN_RECOVERY_PCT]
     return max(ok, key=lambda c: c.recovery_pct or 0.0, default=None)
 
 
-def auto_quantized(model: str) -> list[str]:
-    """The weight-only precisions (``int8``, ``int4``) ``precision: auto`` adds for ``model`` (:func:`auto_checkpoint`)."""
-    return [p for p in ("int8", "int4") if auto_checkpoint(model, p) is not None]
+def auto_quantized(model: str, named: str | None = None) -> list[str]:
+    """The weight-only precisions (``int8``, ``int4``) ``precision: auto`` adds for ``model`` as the user ``named``
+    it (:func:`auto_checkpoint`)."""
+    return [p for p in ("int8", "int4") if auto_checkpoint(model, p, named) is not None]

@@ -243,6 +243,12 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
         res.targets = target_alternatives(workloads, res, again)
         res.marketplace = marketplace_alternative(workloads, res, problem, again)
         res.precision = precision_alternative(workloads, res, again)
+        pc = res.precision or {}
+        if pc.get("precision") == "without quantized checkpoints" and pc.get("total_usd") is not None \
+                and pc["total_usd"] <= res.total_usd + 0.01:
+            res.notes.append(f"{', '.join(pc['workloads'])}: the plan in 16-bit costs the same "
+                             f"(${pc['total_usd']:,.2f}): quantizing saves nothing here, serve bf16 (the replica "
+                             "count is set by the redundancy floor, not the throughput)")
         if res.marketplace and res.marketplace.get("total_usd") is not None \
                 and res.marketplace["total_usd"] < res.total_usd - 0.01:
             res.notes.append(
@@ -307,6 +313,8 @@ def _owned_in_use(problem, sol) -> None:
         sol.N[k] = min(sol.N[k], math.ceil(max(per_block.values(), default=0.0) - 1e-6))
 
 
+#: An alternative whose solve stopped at its time limit is priced only when within this gap of proven (1 %).
+ALTERNATIVE_MAX_GAP = 0.01
 #: Seconds each alternative plan (another serving target, marketplace offers allowed) may take.
 ALTERNATIVE_TIME_S = 20.0
 #: Seconds the alternatives may take together, at least (else as long as the plan's own solve).
@@ -327,8 +335,14 @@ def _alt_plan(workloads, kw: dict) -> dict:
     if not r.feasible:
         return {"status": r.status, "total_usd": None,
                 "reason": (r.reason or {}).get("message", r.status)}
+    gap = r.solver.get("gap")
+    if r.status == "time_limit" and (gap is None or gap > ALTERNATIVE_MAX_GAP):
+        # a breaker read an fp8 alternative of $518,487,867.92 (gap 99.999 %) beside a $15,827 plan
+        return {"status": "not_computed", "total_usd": None,
+                "reason": f"not computed: its solve stopped at the time limit {100 * (gap or 1.0):.3g} % from "
+                          "proven (the plan itself is complete)"}
     out = {"status": r.status, "total_usd": round(r.total_usd, 2), "max_month_usd": round(r.max_month_usd, 2),
-           "gap": r.solver.get("gap")}
+           "gap": gap}
     return out
 
 
@@ -380,7 +394,9 @@ def precision_alternative(workloads, res, kw: dict) -> dict | None:
         return dataclasses.replace(w, workload=dataclasses.replace(
             w.workload, precision=opts[0], precision_options=tuple(dict.fromkeys(opts + ("fp8",)))))
     alt = [with_fp8(w) if w.name in names else w for w in workloads]
+    given = sorted({p for w in todo for p in (tuple(w.workload.precision_options or ()) or (w.workload.precision,))})
     row = {"precision": "fp8 allowed", "workloads": sorted(names),
+           "label": None if given == ["bf16"] else f"with fp8 added to {'/'.join(given)}",
            "rule": "FP8 W8A8 on GPUs with FP8 tensor cores: 99 % or more of BF16 accuracy (arXiv 2411.02355); vLLM "
                    "quantizes a BF16 checkpoint to FP8 on load"}
     try:
@@ -391,12 +407,12 @@ def precision_alternative(workloads, res, kw: dict) -> dict | None:
 
 
 def _without_checkpoints(workloads, res, kw: dict) -> dict | None:
-    """When a serving workload's plan runs a weight-only quantized checkpoint that ``precision: auto`` chose (int8,
-    int4 among several precisions; optimizer.sizing.checkpoints): the plan without those precisions, so the choice
-    shows its price. None otherwise."""
+    """When a serving workload's plan runs a quantized precision it chose among several (fp8, or a weight-only
+    checkpoint, int8/int4, that ``precision: auto`` allowed; optimizer.sizing.checkpoints): the plan in 16-bit only,
+    so the choice shows its price (a fresh user saw no bf16 cost beside an fp8 plan). None otherwise."""
     import dataclasses
 
-    quantized = ("int8", "int4")
+    quantized = ("fp8", "int8", "int4")
     used = {n for ln in res.lines if str(getattr(ln, "precision", "") or "") in quantized
             for n in (getattr(ln, "workloads", None) or [])}
     todo = {w.name for w in workloads if not w.training and w.name in used
@@ -411,9 +427,10 @@ def _without_checkpoints(workloads, res, kw: dict) -> dict | None:
             w.workload, precision=opts[0], precision_options=opts if len(opts) > 1 else None))
     alt = [plain(w) if w.name in todo else w for w in workloads]
     row = {"precision": "without quantized checkpoints", "workloads": sorted(todo),
-           "label": "without the int8/int4 checkpoints --precision auto chose",
-           "rule": "a published weight-only checkpoint is served only when its card reports 99 % or more of the "
-                   "unquantized score (optimizer.sizing.checkpoints)"}
+           "label": "in 16-bit only, without the fp8/int8/int4 the plan chose",
+           "rule": "fp8 keeps 99 % or more of BF16 accuracy (arXiv 2411.02355); a published weight-only checkpoint "
+                   "is served only when its card reports 99 % or more of the unquantized score "
+                   "(optimizer.sizing.checkpoints)"}
     try:
         row.update(_alt_plan(alt, kw))
     except Exception as exc:  # a comparison only

@@ -1,0 +1,83 @@
+"""What a plan request brings besides its workloads (gpuopt.api.plan_request): the commitments the team owns
+(``--owned``, issue 26 point 7) and the quantized checkpoints its serving precisions assume (issue 26 point 6)."""
+
+from __future__ import annotations
+
+
+def owned_commitments(plan, filtered, offers) -> tuple[list, list[str]]:
+    """The commitments of ``plan.owned`` (providers.owned.load_owned_file) the plan can count -- instance
+    commitments of an instance type in the price data, and savings plans (a spend per hour) covering on-demand offers
+    the plan may use (optimizer.planning.owned.owned_plan_offers) -- and notes on the others."""
+    if not plan.owned:
+        return [], []
+    from providers.owned import load_owned_file
+
+    known: dict[str, set[str]] = {}
+    for prov, it in offers[["provider", "instance_type"]].drop_duplicates().itertuples(index=False):
+        known.setdefault(str(prov), set()).add(str(it))
+    rows = load_owned_file(plan.resolve_path(plan.owned), known_types=known)
+    # an owned commitment is used only where the plan may place instances: the offers left after its provider,
+    # region, region-group and GPU filters (a breaker's --region-group eu plan ran on an owned us-east-1 RI)
+    allowed = {(str(p_), str(r_), str(t_)) for p_, r_, t_ in
+               filtered[["provider", "region", "instance_type"]].drop_duplicates().itertuples(index=False)}
+    keep, notes = [], []
+    od = filtered[filtered["pricing"].astype(str) == "on_demand"][["provider", "region", "instance_type"]]
+    od_keys = set(od.drop_duplicates().itertuples(index=False, name=None))
+    for c in rows:
+        if c.is_spend:
+            from optimizer.planning.owned import plan_covers
+
+            if not c.usd_per_hour:
+                notes.append(f"owned {c.commitment_discount_id}: a savings plan of unknown spend per hour: not counted "
+                             "(give usd_per_hour)")
+            elif not any(plan_covers(c, *k) for k in od_keys):
+                notes.append(f"owned {c.commitment_discount_id} ({c.provider} savings plan, {c.usd_per_hour:g} USD/h): "
+                             "covers no on-demand offer this plan may use (its provider, region or family is outside "
+                             "the plan's filters): not used")
+            else:
+                keep.append(c)
+            continue
+        if not c.count:
+            notes.append(f"owned {c.commitment_discount_id}: its instance count is unknown: not counted (give count)")
+            continue
+        if (c.provider, c.region, c.instance_type) not in allowed:
+            notes.append(f"owned {c.commitment_discount_id}: {c.instance_type} in {c.provider} {c.region} is outside "
+                         "this plan's providers, regions, region groups or GPUs: not used")
+            continue
+        keep.append(c)
+    return keep, notes
+
+
+def checkpoint_notes(ws, result, asked: list) -> list[str]:
+    """For each serving workload whose replicas run a quantized precision (fp8, int8, int4; its own sizing, not a
+    line it shares): the checkpoint it assumes -- the one the user named when it is in the table, else the one with
+    the best published recovery (optimizer.sizing.checkpoints) -- or that none with a published comparison is known,
+    its quality then the user's to check. ``asked``: the model each workload named, in order."""
+    from optimizer.sizing.checkpoints import AUTO_MIN_RECOVERY_PCT, checkpoints_for, serves_variant
+
+    used_by = {d.get("name"): {str(s.get("precision") or "") for s in d.get("sizing") or []}
+               for d in (getattr(result, "workloads", None) or [])}
+    out = []
+    for w, named in zip(ws, asked):
+        if w.workload.task != "serve":
+            continue
+        model = w.workload.model.name
+        repo = str(named or "").lower()
+        for prec in sorted(used_by.get(w.name, set()) & {"fp8", "int8", "int4"}):
+            cands = [c for c in checkpoints_for(model) if c.precision == prec and (prec == "fp8" or c.weight_only)
+                     and serves_variant(c, named or None)]
+            mine = [c for c in cands if c.checkpoint.lower() == repo]
+            best = mine[0] if mine else max(cands, key=lambda c: -1.0 if c.recovery_pct is None else c.recovery_pct,
+                                            default=None)
+            if best is not None and best.recovery_pct is not None:
+                out.append(f"{w.name}: {prec} replicas assume the published checkpoint {best.describe()}; "
+                           f"source {best.source}" + ("" if best.recovery_pct >= AUTO_MIN_RECOVERY_PCT else
+                                                      f" (below the {AUTO_MIN_RECOVERY_PCT:g} % that --precision auto "
+                                                      "asks: check its quality on your task)"))
+            elif prec == "fp8":
+                out.append(f"{w.name}: fp8 replicas quantize the 16-bit checkpoint on load (vLLM online dynamic FP8; "
+                           "FP8 W8A8 keeps 99 % or more of the accuracy across model sizes, arXiv 2411.02355)")
+            else:
+                out.append(f"{w.name}: no published {prec} checkpoint of {model} with an accuracy comparison is known "
+                           "to gpuopt: evaluate your quantized model's quality before serving it")
+    return out

@@ -376,66 +376,63 @@ def target_alternatives(workloads, res, kw: dict) -> list[dict]:
     return out
 
 
-def precision_alternative(workloads, res, kw: dict) -> dict | None:
-    """The plan with FP8 allowed beside the stated precision of every serving workload that does not allow it
-    (issue 26: "a 405B bf16 plan on H100 costs 40 % more than the FP8 plan ... and the plan does not say so"): its
-    total, what it saves, and the quality rule (gpuopt.request.AUTO_PRECISIONS). None when every serving workload
-    already allows fp8."""
+def _precisions(w) -> tuple[str, ...]:
+    """The precisions serving workload ``w`` may run."""
+    return tuple(w.workload.precision_options or ()) or (w.workload.precision,)
+
+
+def _priced_with_precisions(workloads, opts: dict[str, tuple[str, ...]], row: dict, kw: dict) -> dict:
+    """``row`` with the total of the plan whose workloads named in ``opts`` run those precisions (the first one the
+    stated one), or why it was not computed."""
     import dataclasses
 
-    todo = [w for w in workloads if not w.training
-            and "fp8" not in (tuple(w.workload.precision_options or ()) or (w.workload.precision,))]
-    if not todo:
-        return _without_checkpoints(workloads, res, kw)
-    names = {w.name for w in todo}
-
-    def with_fp8(w):
-        opts = tuple(w.workload.precision_options or ()) or (w.workload.precision,)
+    def with_opts(w):
+        o = opts[w.name]
         return dataclasses.replace(w, workload=dataclasses.replace(
-            w.workload, precision=opts[0], precision_options=tuple(dict.fromkeys(opts + ("fp8",)))))
-    alt = [with_fp8(w) if w.name in names else w for w in workloads]
-    given = sorted({p for w in todo for p in (tuple(w.workload.precision_options or ()) or (w.workload.precision,))})
-    row = {"precision": "fp8 allowed", "workloads": sorted(names),
-           "label": None if given == ["bf16"] else f"with fp8 added to {'/'.join(given)}",
-           "rule": "FP8 W8A8 on GPUs with FP8 tensor cores: 99 % or more of BF16 accuracy (arXiv 2411.02355); vLLM "
-                   "quantizes a BF16 checkpoint to FP8 on load"}
+            w.workload, precision=o[0], precision_options=o if len(o) > 1 else None))
+    alt = [with_opts(w) if w.name in opts else w for w in workloads]
     try:
         row.update(_alt_plan(alt, kw))
     except Exception as exc:  # a comparison only
         row.update({"status": "not_computed", "total_usd": None, "reason": str(exc)})
     return row
+
+
+def precision_alternative(workloads, res, kw: dict) -> dict | None:
+    """The plan with FP8 allowed beside the stated precision of every serving workload that does not allow it
+    (issue 26: "a 405B bf16 plan on H100 costs 40 % more than the FP8 plan ... and the plan does not say so"): its
+    total, what it saves, and the quality rule (gpuopt.request.AUTO_PRECISIONS). When every serving workload
+    already allows fp8: :func:`_without_checkpoints`."""
+    todo = [w for w in workloads if not w.training and "fp8" not in _precisions(w)]
+    if not todo:
+        return _without_checkpoints(workloads, res, kw)
+    given = sorted({p for w in todo for p in _precisions(w)})
+    row = {"precision": "fp8 allowed", "workloads": sorted(w.name for w in todo),
+           "label": None if given == ["bf16"] else f"with fp8 added to {'/'.join(given)}",
+           "rule": "FP8 W8A8 on GPUs with FP8 tensor cores: 99 % or more of BF16 accuracy (arXiv 2411.02355); vLLM "
+                   "quantizes a BF16 checkpoint to FP8 on load"}
+    opts = {w.name: tuple(dict.fromkeys(_precisions(w) + ("fp8",))) for w in todo}
+    return _priced_with_precisions(workloads, opts, row, kw)
 
 
 def _without_checkpoints(workloads, res, kw: dict) -> dict | None:
     """When a serving workload's plan runs a quantized precision it chose among several (fp8, or a weight-only
     checkpoint, int8/int4, that ``precision: auto`` allowed; optimizer.sizing.checkpoints): the plan in 16-bit only,
     so the choice shows its price (a fresh user saw no bf16 cost beside an fp8 plan). None otherwise."""
-    import dataclasses
-
     quantized = ("fp8", "int8", "int4")
     used = {n for ln in res.lines if str(getattr(ln, "precision", "") or "") in quantized
             for n in (getattr(ln, "workloads", None) or [])}
-    todo = {w.name for w in workloads if not w.training and w.name in used
-            and len(tuple(w.workload.precision_options or ())) > 1
-            and any(p not in quantized for p in w.workload.precision_options)}
+    todo = [w for w in workloads if not w.training and w.name in used and len(_precisions(w)) > 1
+            and any(p not in quantized for p in _precisions(w))]
     if not todo:
         return None
-
-    def plain(w):
-        opts = tuple(p for p in w.workload.precision_options if p not in quantized)
-        return dataclasses.replace(w, workload=dataclasses.replace(
-            w.workload, precision=opts[0], precision_options=opts if len(opts) > 1 else None))
-    alt = [plain(w) if w.name in todo else w for w in workloads]
-    row = {"precision": "without quantized checkpoints", "workloads": sorted(todo),
+    row = {"precision": "without quantized checkpoints", "workloads": sorted(w.name for w in todo),
            "label": "in 16-bit only, without the fp8/int8/int4 the plan chose",
            "rule": "fp8 keeps 99 % or more of BF16 accuracy (arXiv 2411.02355); a published weight-only checkpoint "
                    "is served only when its card reports 99 % or more of the unquantized score "
                    "(optimizer.sizing.checkpoints)"}
-    try:
-        row.update(_alt_plan(alt, kw))
-    except Exception as exc:  # a comparison only
-        row.update({"status": "not_computed", "total_usd": None, "reason": str(exc)})
-    return row
+    opts = {w.name: tuple(p for p in _precisions(w) if p not in quantized) for w in todo}
+    return _priced_with_precisions(workloads, opts, row, kw)
 
 
 def marketplace_alternative(workloads, res, problem, kw: dict) -> dict | None:

@@ -192,7 +192,7 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
     # rows of commitments the team owns too ($0 in limited supply: they dominate nothing, optimizer.planning.owned)
     bought = {w: u & (np.isin(tables[w].pricing if tables[w].pricing is not None
                               else text_values(tables[w].offers["pricing"]), sorted(PURCHASED))
-                      | _owned_rows(tables[w].offers))
+                      | (_owned_rows(tables[w].offers) if owned else False))
               for w, u in usable.items()}
     usable = {w: u & ~bought[w] for w, u in usable.items()}
     budgets_ = budgets

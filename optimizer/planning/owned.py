@@ -159,8 +159,15 @@ def owned_plan_offers(offers: "pd.DataFrame", owned: "list[OwnedCommitment]",
 
 
 def owned_notes(owned: "list[OwnedCommitment]", used: dict[str, float], start: _dt.date,
-                horizon_months: int) -> list[str]:
-    """What the plan does with each owned commitment: reused (how many instances, how many months) or not."""
+                horizon_months: int, job_hours: "list[tuple[str, str, str]] | None" = None) -> list[str]:
+    """What the plan does with each owned commitment: reused (how many instances, how many months) or not.
+
+    ``job_hours``: (provider, region, instance_type) of each offer the plan's training jobs run on demand. A savings
+    plan no serving replica runs on is not "unused" when it covers one of them: the provider bills eligible usage
+    under it first (AWS Savings Plans User Guide, "How Savings Plans apply to your AWS usage": applied automatically
+    to eligible usage, the highest discount first),
+    so the job's hours fall partly under it -- the plan counts them at on-demand (the model checks a plan's spend
+    per hour; a job's unit-hours are an average over its window), a cost on the high side, said in the note."""
     out = []
     for c in owned:
         first, end = owned_window(c, start, horizon_months)
@@ -170,7 +177,17 @@ def owned_notes(owned: "list[OwnedCommitment]", used: dict[str, float], start: _
             if end == 0:
                 out.append(f"{what}: its term covers no whole month of the plan: not counted")
             elif not n:
-                out.append(f"{what}: not used by these workloads (no replica or job of theirs runs cheaper on it)")
+                jobs = sorted({t for p, r, t in (job_hours or []) if plan_covers(c, p, r, t)})
+                if jobs:
+                    out.append(f"{what}: no serving replica runs on it; the training jobs' on-demand hours on "
+                               f"{', '.join(jobs)} are eligible and the provider bills them under it first in the "
+                               "hours they run -- the plan counts them at on-demand (a job's hours are planned as "
+                               "an average over its window, a savings plan is spend per hour), so its cost is on "
+                               f"the high side: in each hour a job runs in the plan's term, up to "
+                               f"{c.usd_per_hour or 0:g} USD of its use is already paid")
+                else:
+                    out.append(f"{what}: not used by these workloads (no replica or job of theirs runs on "
+                               "instances it covers, or none runs cheaper on it)")
             continue
         if end == 0:
             out.append(f"owned {c.commitment_discount_id} ({c.count:g} x {c.instance_type} {c.region}): its term "

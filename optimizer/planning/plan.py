@@ -210,7 +210,11 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
             oid = _oid(offer_of[ok])
             if oid and a > 0 and oid not in used:
                 used[oid] = 1.0
-        res.notes.extend(owned_notes(owned, used, start_date, problem.horizon_months))
+        training = {w.name for w in problem.workloads if w.training}
+        job_hours = sorted({(str(o["provider"]), str(o["region"]), str(o["instance_type"]))
+                            for (w, ok, _), x in sol.X.items() if w in training and x > 0
+                            for o in [offer_of[ok]] if str(o["pricing"]) == "on_demand"})
+        res.notes.extend(owned_notes(owned, used, start_date, problem.horizon_months, job_hours))
     if mo["after_horizon_usd"] > 0:
         res.notes.append(f"commitments outlive the {problem.horizon_months}-month horizon: ${mo['after_horizon_usd']:,.2f} "
                          f"is still paid after it, counted in the total at {100 * (1 - problem.leftover_value):.0f} %"

@@ -1000,10 +1000,11 @@ def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "
     filtered, notes = plan_offers(plan, offers)
     owned, owned_notes = owned_commitments(plan, filtered, offers)
     notes = notes + owned_notes
+    rate_notes: dict[str, str] = {}
     if owned:
         from optimizer.planning.owned import owned_offers
 
-        filtered = owned_offers(filtered, owned, offers, notes)
+        filtered = owned_offers(filtered, owned, offers, rate_notes)
     log.info("plan: %d workload(s) %s over %d of %d offers after the plan's filters; solver %s, time limit %s s",
              len(ws), ", ".join(w.name for w in ws), len(filtered), len(offers), plan.solver, plan.time_limit_s)
     budgets = Budgets(monthly=plan.budget, total=plan.budget_total, upfront=plan.max_upfront,
@@ -1021,11 +1022,9 @@ def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "
     if not result.feasible and (plan.spread or plan.region_group) and (plan.providers or plan.regions or plan.gpus):
         _honouring_plan(plan, ws, offers, result, owned, filtered)
     result.notes.extend(notes)
-    # an owned savings plan the plan does not use: no note on the rates its use would be counted at (a breaker read
-    # "not used" and "its use is counted at on-demand rates" side by side)
-    idle = {n.split(" ", 2)[1] for n in result.notes if n.startswith("owned ") and ("not used" in n or "not counted" in n)}
-    result.notes = [n for n in result.notes if not (n.startswith("owned ") and " its use is counted " in n
-                                                    and n.split(" ", 2)[1].rstrip(":") in idle)]
+    # the rates an owned savings plan's use is counted at: only for one the plan runs on (a breaker read "not used"
+    # and "its use is counted at on-demand rates" side by side)
+    result.notes.extend(n for cid, n in rate_notes.items() if cid in result.owned_used)
     result.notes.extend(checkpoint_notes(ws, result, [it.model for it in plan.workloads]))
     old_quotes = _old_quotes(result.lines, plan.prices_on)
     result.notes.extend(old_quotes)

@@ -538,6 +538,16 @@ def focus_rows(charges: Iterable[Charge], billing_account: str = "gpuopt-plan", 
     return rows
 
 
+def _made_up_sku(c: Charge) -> str:
+    """A plan line's SkuId when the export has none: ``<provider>/<region>/<instance type>``; a savings plan's own
+    line (no region, "any instance type" or "<family> family") ``<provider>[/<region>]/savings-plan[/<family>]``
+    -- "aws//any instance type" was made up before."""
+    if c.pricing in SAVINGS_PLAN_TERM_HOURS and (not c.region or " " in c.instance_type):
+        family = c.instance_type.removesuffix(" family") if c.instance_type.endswith(" family") else ""
+        return "/".join(p for p in (c.provider, c.region, "savings-plan", family) if p)
+    return f"{c.provider}/{c.region}/{c.instance_type}"
+
+
 def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
     provider_name, service_name, commitment_type = _provider_names(c.provider)
     if c.pricing in SAVINGS_PLAN_TERM_HOURS:
@@ -547,9 +557,9 @@ def _rows_of(c: Charge, account: str, currency: str) -> list[dict[str, Any]]:
     option = c.pricing + (f"-{c.payment}" if c.payment else "")
     account_name = c.billing_account_name or c.billing_account_id or account
     account = c.billing_account_id or account
-    line_key = c.sku_id or f"{c.provider}/{c.region}/{c.instance_type}"  # SkuId
+    line_key = c.sku_id or _made_up_sku(c)  # SkuId
     price_key = c.sku_price_id or f"{line_key}/{option}"  # SkuPriceId: one SkuId per SkuPriceId
-    resource_id = c.resource_id or f"{account}/{c.provider}/{c.region}/{c.instance_type}/{option}"
+    resource_id = c.resource_id or f"{account}/{_made_up_sku(c)}/{option}"
     resource_name = c.resource_name if c.resource_id else (f"{c.instances} x {c.instance_type} ({_PRICING_LABEL.get(c.pricing, c.pricing)}"
                                         f"{', ' + c.payment.replace('_', ' ') if c.payment else ''}) for {c.workload}")
     price_source = (f"estimated: {c.source}" if c.estimated else c.source) or None

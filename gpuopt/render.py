@@ -617,7 +617,8 @@ def _plan(con, plan) -> None:
     for col in cols:
         t.add_column(col, justify="right" if col in right else "left", overflow="fold")
     for ln in plan.lines:
-        layout = f"{ln.replicas}"
+        # a savings plan's own line runs nothing itself (its covered lines do)
+        layout = "—" if getattr(ln, "scope", "") and not ln.replicas else f"{ln.replicas}"
         if ln.pipeline_parallel > 1 or ln.tensor_parallel > 1:
             layout += f" (TP{ln.tensor_parallel}" + (f"xPP{ln.pipeline_parallel}" if ln.pipeline_parallel > 1 else "") + ")"
         if getattr(ln, "precision", ""):
@@ -639,7 +640,8 @@ def _plan(con, plan) -> None:
                   _months(ln.start_month, ln.end_month),
                   _rate(ln.usd_per_hour) + ("*" if ln.estimated else ""),
                   _hours(ln.hours) + (" (the block)" if days else ""),
-                  "in the plan's $/h" if covered else _usd(ln.monthly_usd) + (" once" if days else ""),
+                  ("$0.00 (owned)" if getattr(ln, "reused", "") else "in the plan's $/h") if covered
+                  else _usd(ln.monthly_usd) + (" once" if days else ""),
                   _usd(ln.upfront_usd) if ln.upfront_usd else "—", _usd(ln.commitment_usd) if ln.commitment_usd else "—",
                   ln.term_end or "—", f"{ln.gpu_count:g}x {ln.gpu_model}" if ln.gpu_model else "—", layout,
                   ", ".join(ln.workloads),

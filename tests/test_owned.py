@@ -336,6 +336,8 @@ def test_an_owned_compute_savings_plan_is_counted_as_paid_up_to_its_spend(tmp_pa
     assert d["total_usd"] < base["total_usd"]
     assert any(n.startswith(f"reuse: owned Compute Savings Plan {arn}") for n in d["notes"])
     assert not any("all regions instances" in n for n in d["notes"])  # its own line runs nothing in a zone
+    # the rates its use is counted at: said for a plan it runs (and only then: test below)
+    assert any(n.startswith(f"owned {arn}: its use is counted at on-demand rates") for n in d["notes"])
 
 
 def test_an_owned_ec2_instance_savings_plan_covers_its_family_and_region_only(tmp_path):
@@ -416,6 +418,7 @@ def test_a_savings_plan_no_replica_uses_names_the_training_hours_it_covers(tmp_p
                  f"azure,,,savings_plan_1y,,2.0,{_next_month(-7)},{_next_month(5)},sp-az\n")
     az = _plan_json(["--owned", str(g), "--task", "train", "--tokens", "2e10", "--pricing", "on_demand"])
     assert any(n.startswith("owned sp-az") and "covers no on-demand offer" in n for n in az["notes"])
+    assert not any(" its use is counted " in n for n in d["notes"] + az["notes"])  # no replica runs on either
     assert not any("training jobs' on-demand hours" in n for n in az["notes"])
 
 

@@ -365,6 +365,9 @@ def test_a_savings_plan_from_a_users_catalog_through_the_cli_and_focus(snapshot,
     for x in sp:
         names.setdefault(x["CommitmentDiscountId"], set()).add(x["CommitmentDiscountName"])
     assert all(len(v) == 1 for v in names.values())
+    # the plan's own rows (a compute plan: every region and instance type of AWS): a SkuId without empty parts
+    own = {x["SkuId"] for x in sp if x["CommitmentDiscountStatus"] != "Used"}
+    assert own == {"aws/savings-plan"} and not any("//" in x["SkuId"] or "//" in x["ResourceId"] for x in rows)
     assert sum(x["EffectiveCost"] for x in rows) == pytest.approx(r.plan.total_usd, abs=0.05)
     _month_cash_matches(r, rows)
 

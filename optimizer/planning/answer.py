@@ -144,6 +144,8 @@ class FleetResult:
     reason: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
     solver: dict[str, Any] = field(default_factory=dict)
+    #: CommitmentDiscountIds of the owned commitments the plan runs on (not in to_dict: the lines say it)
+    owned_used: list[str] = field(default_factory=list)
 
     @property
     def feasible(self) -> bool:
@@ -160,6 +162,7 @@ class FleetResult:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        d.pop("owned_used", None)
         d["feasible"] = self.feasible
         d["gap"] = self.gap
         return d

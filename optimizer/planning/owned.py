@@ -62,12 +62,12 @@ def owned_months(c: "OwnedCommitment", start: _dt.date, horizon_months: int) -> 
 
 
 def owned_offers(offers: "pd.DataFrame", owned: "list[OwnedCommitment]", catalog: "pd.DataFrame",
-                 notes: list[str] | None = None) -> "pd.DataFrame":
+                 rate_notes: dict[str, str] | None = None) -> "pd.DataFrame":
     """``offers`` with one $0 row per owned commitment whose instance type the ``catalog`` lists in its region (its
     hardware columns copied from that type's on-demand row, else any row of it), and the rows of each owned savings
     plan (:func:`owned_plan_offers`: one per on-demand row of ``offers`` it covers). Raises nothing: a commitment of a
-    type the catalog does not list is left out (``owned_notes`` says so). ``notes`` (when given) gets a note per
-    owned savings plan on the rates its use is charged at."""
+    type the catalog does not list is left out (``owned_notes`` says so). ``rate_notes`` (when given) gets, per
+    owned savings plan id, a note on the rates its use is charged at (for the plan's notes when the plan uses it)."""
     import pandas as pd
 
     from gpuopt.kernel.records import OFFER_COLUMNS, as_categories
@@ -90,8 +90,8 @@ def owned_offers(offers: "pd.DataFrame", owned: "list[OwnedCommitment]", catalog
         rows.append(row)
     plan_rows, basis = owned_plan_offers(offers, owned, catalog)
     rows += plan_rows
-    if notes is not None:
-        notes.extend(f"owned {cid}: its use is counted {how}" for cid, how in basis.items())
+    if rate_notes is not None:
+        rate_notes.update({cid: f"owned {cid}: its use is counted {how}" for cid, how in basis.items()})
     if not rows:
         return offers
     add = pd.DataFrame(rows)

@@ -214,6 +214,7 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
         job_hours = sorted({(str(o["provider"]), str(o["region"]), str(o["instance_type"]))
                             for (w, ok, _), x in sol.X.items() if w in training and x > 0
                             for o in [offer_of[ok]] if str(o["pricing"]) == "on_demand"})
+        res.owned_used = sorted(k for k, n in used.items() if n)
         res.notes.extend(owned_notes(owned, used, start_date, problem.horizon_months, job_hours))
     if mo["after_horizon_usd"] > 0:
         res.notes.append(f"commitments outlive the {problem.horizon_months}-month horizon: ${mo['after_horizon_usd']:,.2f} "

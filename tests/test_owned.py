@@ -446,3 +446,23 @@ def test_owned_commitments_no_candidate_uses_leave_the_problem_pruned():
     assert not p.capped
     q = p.replace(owned={"sp-x": sp})
     assert not q.owned_in_use() and not q.capped
+
+
+def test_a_large_plan_with_owned_commitments_is_made_without_them_then_over_the_offers_it_used(tmp_path, monkeypatch):
+    """optimizer.planning.plan._solve_with_owned (plans above OWNED_FULL_MILP_MAX candidate-blocks): the plan made
+    without the owned savings plan, then again with it over the instance types that plan used. On this small plan
+    the two-step answer is the full MILP's (the owned plan carries the same g6e use), and the note says how it was
+    made."""
+    import optimizer.planning.plan as plan_mod
+
+    f = tmp_path / "sp.csv"
+    f.write_text("provider,region,instance_type,pricing,offering_class,usd_per_hour,start,end,commitment_discount_id\n"
+                 f"aws,,,savings_plan_1y,compute,2.0,{_next_month(-7)},{_next_month(5)},sp-two-step\n")
+    full = _plan_json(["--owned", str(f)])
+    monkeypatch.setattr(plan_mod, "OWNED_FULL_MILP_MAX", 0)
+    two = _plan_json(["--owned", str(f)])
+    assert any(n.startswith("owned commitments: the plan was first made without them") for n in two["notes"])
+    assert not any("owned commitments: the plan was first made" in n for n in full["notes"])
+    assert two["total_usd"] == pytest.approx(full["total_usd"], abs=0.01)
+    assert two["total_usd"] < _plan_json([])["total_usd"]
+    assert any(ln.get("reused") == "sp-two-step" for ln in two["lines"])

@@ -210,8 +210,9 @@ def other_cloud_prices(path: Path) -> tuple[list[dict[str, Any]], list[tuple[str
     (optimizer.sizing.specs.load_gpu), ``interconnect`` ``nvlink`` for an HGX board (NVIDIA HGX is the SXM
     baseboard whose GPUs NVLink/NVSwitch join: NVIDIA HGX platform datasheet) and for several SXM GPUs, else
     unknown (""); vCPUs and memory unknown (NaN, the pages do not give them); fabric unknown (""), so a training
-    replica never spans two of these instances. A GPU with no datasheet row is listed and never planned (GH200),
-    and refused when nothing gives its memory (GB200). Vast.ai's marketplace median is refused (:data:`NOT_LIST_PRICES`)."""
+    replica never spans two of these instances (an NVL72 node's GPUs are NVLink-joined within it; the 72-GPU
+    domain across nodes is not modelled). A GPU with no datasheet row is listed and never planned, and refused
+    when nothing gives its memory. Vast.ai's marketplace median is refused (:data:`NOT_LIST_PRICES`)."""
     from gpuopt.kernel.errors import InputError
     from optimizer.sizing.specs import load_gpu
 
@@ -236,7 +237,8 @@ def other_cloud_prices(path: Path) -> tuple[list[dict[str, Any]], list[tuple[str
                                              "the GPU memory")))
             continue
         product = r["product"]
-        nvlink = "hgx" in product.lower() or ("sxm" in product.lower() and count > 1)
+        # an NVL72 rack's node: its GPUs are in the rack's 72-GPU NVLink domain (NVIDIA GB200 NVL72 page)
+        nvlink = "hgx" in product.lower() or "nvl72" in product.lower() or ("sxm" in product.lower() and count > 1)
         try:  # a GPU the datasheet makes a PCIe card (L40S, L40: no NVLink) is PCIe-linked in any instance
             pcie = load_gpu(gpu).interconnect == "pcie"
         except InputError:

@@ -143,7 +143,12 @@ def test_other_clouds_from_their_pages(df):
     assert _one(df, provider="nebius", region="global", instance_type="hgx-h200", pricing="on_demand")["usd_per_hour"] == 4.5
     assert not len(df[df.provider == "vast"])  # a marketplace median is not a list price
     skipped = (build_snapshot.DATA_DIR / "skipped.csv").read_text()
-    assert "not_a_list_price" in skipped and "NVIDIA GB200 NVL72" in skipped
+    assert "not_a_list_price" in skipped and "NVIDIA GB200 NVL72" not in skipped
+    # CoreWeave's GB200 NVL72 node: planned since the GB200 datasheet row (issue 27 point 4): "NVIDIA GB200 NVL72
+    # (per 4-GPU node)" $42.00/h, 186 GB per GPU (NVIDIA MIG user guide "GB200 ... 186GB"), NVLink within the node
+    gb = _one(df, provider="coreweave", region="north-america", instance_type="nvidia-gb200-nvl72-per-4-gpu-node",
+              pricing="on_demand")
+    assert (gb["usd_per_hour"], gb["gpu_count"], gb["gpu_memory_gib"], gb["interconnect"]) == (42.0, 4, 186, "nvlink")
 
 
 def test_estimated_rows_name_their_ratio_and_level(df):

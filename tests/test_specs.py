@@ -138,7 +138,7 @@ def test_unknown_gpu_lists_known_gpus():
     assert e.value.accepted.split(", ") == known_gpus()
 
 
-@pytest.mark.parametrize("name", ["K80", "A6000", "GH200", "p100"])
+@pytest.mark.parametrize("name", ["K80", "A6000", "M60", "p100"])
 def test_priced_gpu_without_datasheet_row_is_an_input_error(name):
     with pytest.raises(InputError) as e:
         load_gpu(name)
@@ -464,3 +464,48 @@ def test_the_model_table_has_the_models_users_serve_as_their_configs_give():
         for name, r in rows.items():
             if name in src:
                 assert r["derived_params_total"] == src[name]["derived_params_total"], name
+
+
+# the GPUs of 2026 (issue 27 point 4): each row's figures as its sources give them
+# (optimizer/data/gpu_specs_2026_SOURCES.md quotes each one; "stas00" = stas00/ml-engineering @744d01e,
+# compute/accelerator/README.md, dense TFLOPS "w/o sparsity")
+@pytest.mark.parametrize("name, mem, bw, bf16, fp8, link_one_way, gen", [
+    # stas00: "NVIDIA GH200 SXM | 67.0 | 494.5 | 989 | 989 | 1979"; memory "GH200 SXM (1) | 96 | HBM3 | 4.00";
+    # NVLink 4 "900" duplex (network/README.md); NVIDIA MIG user guide "H100 on GH200 ... 96GB"
+    ("GH200", 96.0, 4000.0, 989.0, 1979.0, 450.0, "hopper"),
+    # the 144 GB HBM3e GH200: 4.9 TB/s (feifeibear/LLMRoofline hardware_dict.py @2830413 'GH200-new' bwd 4.9)
+    ("GH200-144GB", 144.0, 4900.0, 989.0, 1979.0, 450.0, "hopper"),
+    # stas00 "NVIDIA GB200 SXM | 80.0 | 1250.0 | 2500 | 2500 | 5000"; memory "186 | HBM3e | 8.00"; NVLink 5 1800
+    # duplex; NVIDIA MIG user guide "GB200 | Blackwell | GB100 | 10.0 | 186GB"
+    ("GB200", 186.0, 8000.0, 2500.0, 5000.0, 900.0, "blackwell"),
+    # stas00 "NVIDIA B300 SXM | 80.0 | 1125.0 | 2250 | 2250 | 4500"; memory "288 | HBM3e | 8.00"
+    ("B300", 288.0, 8000.0, 2250.0, 4500.0, 900.0, "blackwell"),
+    # stas00 "NVIDIA GB300 SXM | 80.0 | 1250.0 | 2500 | 2500 | 5000"
+    ("GB300", 288.0, 8000.0, 2500.0, 5000.0, 900.0, "blackwell"),
+    # no NVIDIA datasheet: FP16 dense 148, 4.0 TB/s (zangshuxian.com), 96 GB HBM3 (NVIDIA MIG user guide "H20 ...
+    # 96GB"), NVLink 900 GB/s (willitrunai.com): the row says it is uncertain
+    ("H20", 96.0, 4000.0, 148.0, 296.0, 450.0, "hopper"),
+    # stas00 "AMD MI325X | 163.4 | 653.7 | 1300 | 1300 | 2610"; memory "256 | HBM3e | 6.00"; network "MI325X | 64 | 7
+    # | 448 | 896"
+    ("MI325X", 256.0, 6000.0, 1307.4, 2614.9, 448.0, "other"),
+    # stas00 "AMD MI355X | 157.3 | ? | 2500 | 2500 | 5000"; memory "288 | HBM3e | 8.00"; network "MI355X | ... | 1071"
+    ("MI355X", 288.0, 8000.0, 2500.0, 5000.0, 535.5, "other"),
+])
+def test_2026_gpus_datasheet_values(name, mem, bw, bf16, fp8, link_one_way, gen):
+    from optimizer.sizing.serving import gpu_generation
+
+    g = load_gpu(name)
+    assert (g.name, g.memory_gib, g.memory_bandwidth_gbps) == (name, mem, bw)
+    assert (g.fp16_tflops_dense, g.fp8_tflops_dense) == (bf16, fp8)
+    assert (g.interconnect, g.link_gbps_one_way, gpu_generation(g)) == ("nvlink", link_one_way, gen)
+    assert g.source
+
+
+def test_uncertain_2026_figures_are_left_empty_not_guessed():
+    # B300/GB300 INT8: the sources disagree (4,500 vs ~150-320 TOPS after Blackwell Ultra cut INT8): no value;
+    # MI355X TF32: no source gives one
+    rows = {r["name"]: r for r in _rows("gpu_specs.csv")}
+    assert load_gpu("B300").int8_tops_dense is None and load_gpu("GB300").int8_tops_dense is None
+    assert rows[CANONICAL_GPUS["MI355X"]]["tf32_tensor_tflops_dense"] == ""
+    assert "No public NVIDIA datasheet" in rows[CANONICAL_GPUS["H20"]]["source"]
+    assert load_gpu("H100 NVL 96GB").name == "H100-NVL-94GB"  # 96 GB on the board, 94 usable

@@ -248,11 +248,19 @@ CANONICAL_GPUS: dict[str, str | None] = {
     "RTX-3090": "GeForce RTX 3090",
     "MI300X": "Instinct MI300X",
     "Gaudi2": "Gaudi 2",
+    # the GPUs of 2026 (issue 27 point 4; sources: optimizer/data/gpu_specs_2026_SOURCES.md)
+    "GH200": "GH200 96GB HBM3 (GPU side of Grace Hopper superchip)",
+    "GH200-144GB": "GH200 144GB HBM3e (GPU side of Grace Hopper superchip)",
+    "GB200": "GB200 (per Blackwell GPU, GB200 NVL72)",
+    "B300": "B300 (HGX/DGX B300, Blackwell Ultra)",
+    "GB300": "GB300 (per Blackwell Ultra GPU, GB300 NVL72)",
+    "H20": "H20 (China-market Hopper)",
+    "MI325X": "Instinct MI325X",
+    "MI355X": "Instinct MI355X",
     # priced by some clouds, no row in the spec table:
     "K80": None,
     "M60": None,
     "P100": None,
     "P4": None,
     "A6000": None,
-    "GH200": None,
 }

@@ -76,6 +76,7 @@ _ALIASES: dict[str, str] = {
     "H100SXM": "H100-80GB",
     "H100SXM5": "H100-80GB",
     "H100NVL": "H100-NVL-94GB",
+    "H100NVL96GB": "H100-NVL-94GB",  # 96 GB of HBM3 on the board, 94 GB usable (NVIDIA H100 NVL product brief)
     "H200": "H200-141GB",
     "H200SXM": "H200-141GB",
     "RTX4090": "RTX-4090",

@@ -644,9 +644,12 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
             nums["operating_point"] = {**pt.as_dict(), "replicas": n, "request_rate_total": round(rate, 6)}
             # the replica's own figures at that load, its figures with every slot busy kept beside them
             nums["at_capacity"] = {k: nums[k] for k in ("concurrency", "ttft_ms", "tpot_ms",
-                                                        "tokens_per_second_per_replica")}
+                                                        "tokens_per_second_per_replica", "tokens_per_second_per_gpu")}
+            # every figure of the table at that load (a fresh user read batch 5 and TPOT 74.9 ms at the load beside
+            # the sized batch's 94.8 tokens/s)
             nums.update(concurrency=int(round(pt.batch)), ttft_ms=pt.ttft_ms, tpot_ms=pt.tpot_ms,
-                        time_per_output_token_ms=pt.tpot_ms)
+                        time_per_output_token_ms=pt.tpot_ms, tokens_per_second_per_replica=pt.tokens_per_second,
+                        tokens_per_second_per_gpu=pt.tokens_per_second / max(nums["gpus_per_replica"], 1e-12))
         nums["replicas_needed"] = reps
         nums["gpus_needed"] = None if reps is None else reps * nums["gpus_per_replica"]
     if sweep:
@@ -1005,6 +1008,8 @@ def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "
         from optimizer.planning.owned import owned_offers
 
         filtered = owned_offers(filtered, owned, offers, rate_notes)
+    # the GPUs some provider sells, for an infeasible plan's "it would fit on" (optimizer.diagnose)
+    filtered.attrs["catalog_gpus"] = set(offers["gpu_model"].astype(str).unique())
     log.info("plan: %d workload(s) %s over %d of %d offers after the plan's filters; solver %s, time limit %s s",
              len(ws), ", ".join(w.name for w in ws), len(filtered), len(offers), plan.solver, plan.time_limit_s)
     budgets = Budgets(monthly=plan.budget, total=plan.budget_total, upfront=plan.max_upfront,

@@ -576,13 +576,19 @@ def _least_headroom(plan) -> str:
             cap = (b.get("capacity") or {}).get(w)
             if cap is None or not d:
                 continue
-            if best is None or cap - d < best[0]:
-                best = (cap - d, w, b)
+            # under the N+1 rule the spare is what is left after losing the largest instance (a fresh user read
+            # 464.76 tokens/s of headroom where the N+1 margin was 42)
+            after = (b.get("capacity_after_loss") or {}).get(w)
+            spare = cap - d if after is None else after - d
+            if best is None or spare < best[0]:
+                best = (spare, w, b, after is not None, cap - d)
     if best is None:
         return ""
-    spare, w, b = best
+    spare, w, b, n1, raw = best
     several = len({x.get("period", 0) for x in plan.blocks}) > 1
-    return (f"{spare:,.2f} tokens/s ({w} in {b.get('label') or 'its peak block'}"
+    return (f"{spare:,.2f} tokens/s" + (f" after losing its largest instance (the N+1 rule; {raw:,.2f} with every "
+                                         "instance up)" if n1 else "")
+            + f" ({w} in {b.get('label') or 'its peak block'}"
             + (f", period {b.get('period', 0) + 1}" if several else "") + ")")
 
 
@@ -595,7 +601,9 @@ def _plan(con, plan) -> None:
         con.print(f"Rule — {r}")
     sv = plan.solver
     how = "exact enumeration (no MILP)" if sv.get("method") == "enumeration" else sv.get("name")
-    con.print(f"Solver: {how} {sv.get('status')}" + (f", gap {_pct(sv['gap'])} %" if sv.get("gap") is not None else "")
+    # no status: the solver never ran (no offer could hold a replica; the reason is below)
+    con.print(f"Solver: {how} {sv.get('status') or 'not run'}"
+              + (f", gap {_pct(sv['gap'])} %" if sv.get("gap") is not None else "")
               + f", {sv.get('seconds', 0):g} s"
               + (f" ({sv['message']})" if sv.get("status") == "time_limit" and sv.get("message") else "")
               + f"; {_n(sv.get('blocks') or 0, 'block')} in {_n(sv.get('periods', 1), 'period')}"

@@ -228,6 +228,19 @@ class SizingItem(_Open):
     global_batch_tokens: Optional[Annotated[float, Field(ge=0.0)]] = None
 
 
+class AtPeak(_Open):
+    """A serving workload's replicas at its peak block's demand (optimizer.planning.answer.at_peak_load)."""
+    block: str
+    replicas: Annotated[float, Field(ge=0.0)]
+    rate_per_replica: Annotated[float, Field(ge=0.0)]
+    utilization: Annotated[float, Field(ge=0.0)]
+    saturated: bool
+    ttft_p99_ms: Optional[Annotated[float, Field(ge=0.0)]] = None
+    tpot_p99_ms: Optional[Annotated[float, Field(ge=0.0)]] = None
+    gpu: str
+    method: Literal["simulation", "mean-field"]
+
+
 class WorkloadSummary(_Open):
     name: str
     task: Literal["serve", "train", "finetune", "lora"]
@@ -243,6 +256,8 @@ class WorkloadSummary(_Open):
     capacity_peak: Optional[Annotated[float, Field(ge=0.0)]] = None
     blocks_short: Optional[Annotated[int, Field(ge=0)]] = None
     regions: Optional[list[str]] = None
+    #: serving: the replicas' operating point at the peak block's demand (optimizer.planning.answer.at_peak_load)
+    at_peak: Optional[AtPeak] = None
     work_flops_needed: Optional[float] = None
     work_flops_planned: Optional[float] = None
     deadline_hours: Optional[float] = None
@@ -258,6 +273,8 @@ class Block(_Open):
     hours: Annotated[float, Field(ge=0.0, le=4368.0)]
     demand: dict[str, float]
     capacity: dict[str, float]
+    #: serving workloads under the N+1 rule: capacity less the largest failure loss (one instance) of their offers
+    capacity_after_loss: Optional[dict[str, float]] = None
     training_flops_per_s: dict[str, float]
     end_hour: Optional[float] = Field(None, description="Hour of the horizon the block ends (exclusive).")
     slots: Optional[list[int]] = Field(None, description="The demand-grid slots (hours of the day or week) merged "

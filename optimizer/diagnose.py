@@ -50,9 +50,11 @@ def no_fit_reason(workload: "Workload", offers: "pd.DataFrame", rejected: dict) 
                    "and jobs of up to 16,384 GPUs over instances with a cluster fabric did not fit either"))
     if rejected.get("no_spec"):
         msg += f"; {rejected['no_spec']} offers were skipped because their GPU has no datasheet row"
-    fits = gpus_that_fit(workload)
+    # only GPUs some provider in the price data sells (the catalog's, before the plan's filters: api sets
+    # offers.attrs["catalog_gpus"]); a datasheet row alone (GB300, B300, MI355X) is not something to buy
+    fits = gpus_that_fit(workload, offered=offers.attrs.get("catalog_gpus"))
     if fits:
-        msg += "; it would fit on " + ", ".join(f"{n} x {g}" for g, n in fits[:4]) + \
+        msg += "; it would fit on " + ", ".join(f"{n:g} x {g}" for g, n in fits[:4]) + \
             " (widen --gpu/--provider/--region, or lower --precision/--context/--concurrency)"
     return {"kind": "no_gpu_fits", "message": msg, "memory_gib_per_replica": need,
             "gpus_that_fit": [{"gpu_model": g, "gpus_per_replica": n} for g, n in fits]}
@@ -89,14 +91,18 @@ def _serving_reason(workload: "Workload", rejected: dict) -> dict | None:
     return None
 
 
-def gpus_that_fit(workload: "Workload", max_gpus: int = 8) -> list[tuple[str, float]]:
+def gpus_that_fit(workload: "Workload", max_gpus: int = 8,
+                  offered: "set[str] | None" = None) -> list[tuple[str, float]]:
     """GPU models of the spec table on which one replica fits within ``max_gpus`` GPUs (one 8-GPU server), fewest
-    GPUs then most memory first: the "GPU that would fit" of an infeasible plan."""
+    GPUs then most memory first: the "GPU that would fit" of an infeasible plan. ``offered``: only these GPU models
+    (the ones the price data sells), None for every row of the table."""
     from optimizer.sizing import min_gpus_per_replica
     from optimizer.sizing.specs import known_gpus, load_gpu
 
     out = []
     for name in known_gpus():
+        if offered is not None and name not in offered:
+            continue
         try:
             s = min_gpus_per_replica(workload, load_gpu(name), max_gpus=max_gpus)
         except Exception:  # a GPU the workload cannot use (e.g. a precision it lacks)

@@ -93,3 +93,30 @@ def test_estimate_sweep_draws_the_curve_and_its_pareto_front(tmp_path):
     bad = CliRunner().invoke(app, ["estimate", "--model", "llama-2-7b", "--task", "train", "--tokens", "1e9",
                                    "--sweep"])
     assert bad.exit_code == 1 and "sweep" in bad.output
+
+
+@pytest.mark.parametrize("scenario, ttft_t, tpot_t", [("chat", 2000.0, 50.0), ("interactive", 450.0, 40.0)])
+def test_a_plan_says_how_loaded_its_replicas_run_at_peak(scenario, ttft_t, tpot_t):
+    """Issue 27 point 2 (in part): a serving plan reports its replicas' operating point at the peak demand -- the
+    demand routed in proportion to the replicas' sized throughput, each replica's rate, its share of the rate it
+    saturates at, and p99 TTFT/TPOT simulated at that load. The replicas are sized at the largest batch whose p99
+    meets the targets, so at the plan's (lower) load the simulated p99 must meet them too."""
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from gpuopt.cli import app
+
+    r = CliRunner().invoke(app, ["recommend", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--tokens-per-second",
+                                 "5000", "--scenario", scenario, "--provider", "aws", "--no-explain", "--format",
+                                 "json"])
+    assert r.exit_code == 0, r.output
+    d = _json.loads(r.stdout)
+    (w,) = d["workloads"]
+    ap = w["at_peak"]
+    assert ap["method"] == "simulation" and not ap["saturated"]
+    assert 0.05 < ap["utilization"] < 1.0
+    assert ap["ttft_p99_ms"] <= ttft_t and ap["tpot_p99_ms"] <= tpot_t
+    # the rate: the peak demand's requests/s (128 output tokens each) shared by capacity, so at most all of it
+    assert ap["rate_per_replica"] <= 5000 / 128 + 1e-6
+    assert any(n.startswith("workload: at its peak") and f"{100 * ap['utilization']:.0f} %" in n for n in d["notes"])

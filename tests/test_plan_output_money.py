@@ -194,6 +194,16 @@ def test_money_wording_a_fresh_user_misread():
     out = _text(plan).replace("\n", " ")
     assert "this plan's least headroom is 0.23 tokens/s (workload in 08:00-09:00)" in out
     assert "capacity to spare" not in out
+    # under the N+1 rule the headroom is after losing the largest instance (a fresh user read 464.76 tokens/s on
+    # the README's first plan, 2 x 424 + 118 tokens/s for 500, where losing one 424 tokens/s instance leaves 42)
+    plan.blocks = [{"label": "whole month", "period": 0, "months": 12, "demand": {"workload": 500.0},
+                    "capacity": {"workload": 966.0}, "capacity_after_loss": {"workload": 542.0}}]
+    out = " ".join(_text(plan).split())
+    assert ("least headroom is 42.00 tokens/s after losing its largest instance (the N+1 rule; 466.00 with every "
+            "instance up) (workload in whole month)") in out
+    first = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=500, explain=False).plan
+    (b,) = [b for b in first.blocks if b["demand"].get("workload")]
+    assert 0 < b["capacity_after_loss"]["workload"] - 500.0 < b["capacity"]["workload"] - 500.0
 
 
 def test_offers_a_replica_cannot_use_are_counted_in_a_note(tmp_path):

@@ -509,3 +509,27 @@ def test_uncertain_2026_figures_are_left_empty_not_guessed():
     assert rows[CANONICAL_GPUS["MI355X"]]["tf32_tensor_tflops_dense"] == ""
     assert "No public NVIDIA datasheet" in rows[CANONICAL_GPUS["H20"]]["source"]
     assert load_gpu("H100 NVL 96GB").name == "H100-NVL-94GB"  # 96 GB on the board, 94 usable
+
+
+def test_an_infeasible_plan_suggests_only_gpus_someone_sells():
+    """A fresh user's find: with the 2026 datasheet rows, "it would fit on 1.0 x B300, 1.0 x GB300, 1.0 x MI355X"
+    named GPUs no provider in the price data sells. Llama-3.1-70B bf16 (about 134 GiB a replica) on --gpu GH200
+    (96 GB, single-GPU instances without a fabric): the GPUs suggested are offered ones, counts without '.0'."""
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from gpuopt.cli import app
+    from pricing_cache.store import load_offers
+
+    offers, _ = load_offers()
+    sold = set(offers["gpu_model"].astype(str))
+    r = CliRunner().invoke(app, ["recommend", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--tokens-per-second",
+                                 "2000", "--gpu", "GH200", "--no-explain", "--format", "json"])
+    assert r.exit_code == 1
+    d = _json.loads(r.stdout)
+    reason = d.get("reason") or d.get("error") or {}
+    fits = reason.get("gpus_that_fit") or []
+    assert fits and {f["gpu_model"] for f in fits} <= sold
+    assert not {"B300", "GB300", "MI355X", "MI325X"} & {f["gpu_model"] for f in fits}
+    assert "1 x GB200" in reason["message"] and "1.0 x" not in reason["message"]

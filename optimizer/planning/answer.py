@@ -23,6 +23,7 @@ from optimizer.planning.problem import (
     cand_index,
     commitment_parts,
     committed_rate,
+    failure_loss,
     purchase_kind,
     savings_plan_scope,
 )
@@ -538,16 +539,68 @@ def workload_summaries(problem: FleetProblem, sol: FleetSolution) -> tuple[list[
                       "capacity_peak": round(max((cap.get((w.name, bi), 0.0) for bi in active), default=0.0), 2),
                       "blocks_short": len(short),
                       "regions": sorted({"/".join(k.split("|")[:2]) for k in used.get(w.name, ())})})
+            d["at_peak"] = at_peak_load(w, problem, idx, cap, reps, active, used.get(w.name, set()))
         out_w.append(d)
+    # the N+1 rule's view (issue 26): capacity less the largest failure loss among the offers the workload uses
+    loss = {w.name: max((failure_loss(idx[(w.name, ok)]) for ok in used.get(w.name, ())), default=0.0)
+            for w in problem.workloads if not w.training and not w.divisible and w.redundancy > 0}
     out_b = [{"label": b.label, "period": b.period, "months": problem.months(b), "start_hour": b.start_hour,
               "end_hour": b.end_hour if b.end_hour is not None else round(b.start_hour + b.hours, 6),
               "slots": list(b.slots), "slot_labels": list(b.slot_labels), "grid_hours": b.grid_hours,
               "hours": round(b.hours, 6), "demand": {k: v for k, v in b.demand.items()},
               "capacity": {w.name: round(cap.get((w.name, bi), 0.0), 4) for w in problem.workloads
                            if not w.training and problem.active(w, b)},
+              "capacity_after_loss": {wn: round(cap.get((wn, bi), 0.0) - ls, 4) for wn, ls in loss.items()
+                                      if problem.active(next(x for x in problem.workloads if x.name == wn), b)},
               "training_flops_per_s": {w.name: cap.get((w.name, bi), 0.0) for w in problem.workloads if w.training}}
              for bi, b in enumerate(problem.blocks)]
     return out_w, out_b
+
+
+def at_peak_load(w, problem: FleetProblem, idx, cap: dict, reps: dict, active: list[int], used: set) -> dict | None:
+    """How the plan's replicas of serving workload ``w`` run in its peak block (issue 27 point 2): the demand routed
+    to the replicas the plan runs there in proportion to their sized throughput (a capacity-weighted load balancer),
+    the operating point of a replica of the offer with the most throughput per unit at its share
+    (:func:`optimizer.sizing.estimate.operating_point`, the seeded simulation: Poisson arrivals, the workload's mean
+    lengths) on the most-used offer's GPU and layout. Returns {block, replicas, rate_per_replica (requests/s),
+    utilization (of the replica's saturation rate), ttft_p99_ms, tpot_p99_ms, gpu, method}, or None (no demand, a
+    divisible workload, a replica the model cannot start, or fractional GPUs). The replicas are still sized at the
+    largest batch whose p99 meets the targets (``optimizer.sizing.serving.best_point``); this says how loaded they
+    are at the demand the plan serves."""
+    if w.training or w.divisible or not active or not used:
+        return None
+    peak = max(active, key=lambda bi: problem.blocks[bi].demand.get(w.name, 0.0))
+    demand = problem.blocks[peak].demand.get(w.name, 0.0)
+    n = reps.get((w.name, peak), 0.0)
+    if demand <= 0 or n <= 0:
+        return None
+    from gpuopt.kernel.errors import InputError
+    from optimizer.sizing.estimate import operating_point
+    from optimizer.sizing.specs import load_gpu
+    from optimizer.sizing.workload import serve_lengths
+
+    ok = max(used, key=lambda k: idx[(w.name, k)].throughput_per_unit)
+    c = idx[(w.name, ok)]
+    s = c.sizing
+    gpus = float(getattr(s, "gpus_per_replica", 0) or 0)
+    if gpus < 1:
+        return None
+    try:
+        gpu = load_gpu(str(c.offer["gpu_model"]))
+        _, out = serve_lengths(w.workload)
+        total = cap.get((w.name, peak), 0.0)
+        per_replica = c.throughput_per_unit / max(c.replicas_per_unit, 1e-12)  # tokens/s at the sized batch
+        rate = (demand / total if total > 0 else 1.0 / n) * per_replica / max(float(out), 1.0)
+        pt = operating_point(w.workload, gpu, gpus, int(getattr(s, "pipeline_parallel", 1) or 1), rate)
+    except (InputError, ValueError, KeyError):
+        return None
+    if pt is None:
+        return None
+    return {"block": problem.blocks[peak].label, "replicas": round(n, 2), "rate_per_replica": round(rate, 4),
+            "utilization": round(pt.utilization, 4), "saturated": pt.saturated,
+            "ttft_p99_ms": None if pt.ttft_p99_ms is None else round(pt.ttft_p99_ms, 1),
+            "tpot_p99_ms": None if pt.tpot_p99_ms is None else round(pt.tpot_p99_ms, 2),
+            "gpu": gpu.name, "method": pt.method}
 
 
 #: Why an offer cannot hold a replica (the reasons of optimizer.planning.candidates.candidates_for), as notes say it.

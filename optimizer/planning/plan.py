@@ -188,6 +188,14 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
         res.notes.append(f"{big[0].count} instances of {big[0].instance_type} in {big[0].region}: check your quota "
                          "(max_instances caps it)")
     res.workloads, res.blocks = workload_summaries(problem, sol)
+    for ws in res.workloads:
+        ap = ws.get("at_peak")
+        if ap and not ap["saturated"] and ap["ttft_p99_ms"] is not None and ap["tpot_p99_ms"] is not None:
+            res.notes.append(
+                f"{ws['name']}: at its peak ({ap['block']}) each {ap['gpu']} replica gets {ap['rate_per_replica']:.3g} "
+                f"requests/s ({100 * ap['utilization']:.0f} % of the rate it saturates at): p99 TTFT "
+                f"{ap['ttft_p99_ms']:,.0f} ms, p99 TPOT {ap['tpot_p99_ms']:,.1f} ms at that load (simulated, Poisson "
+                "arrivals; the replicas are sized at the largest batch whose p99 meets the targets)")
     if objective == "roi":
         res.value_usd = round(sol.value, 2)
         res.net_value_usd = round(sol.value - sol.cost, 2)

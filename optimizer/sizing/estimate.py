@@ -150,7 +150,7 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
     assumptions = [
         f"usable memory = {USABLE_FRACTION:.0%} of the GPU's {gpu.memory_gib:g} GiB (x share {share:g}) "
         "(vLLM --gpu-memory-utilization default 0.9)",
-        f"{gpu.name}: {gpu.memory_bandwidth_gbps:g} GB/s, {peak_note}, interconnect {gpu.interconnect} "
+        f"{gpu.name}: {gpu.memory_bandwidth_gbps:g} GB/s, {peak_note}, interconnect {gpu.link_label} "
         f"({gpu.link_gbps_one_way:g} GB/s one way) ({gpu.source})",
     ]
     keys = ("weights", "kv_cache", "gradients", "optimizer_states", "activations", "overhead")

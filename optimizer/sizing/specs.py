@@ -153,6 +153,16 @@ class GpuSpec:
         if self.link_gbps_one_way is None:
             object.__setattr__(self, "link_gbps_one_way", self.interconnect_gbps_per_gpu / 2.0)
 
+    @property
+    def link_label(self) -> str:
+        """The GPU-to-GPU link by its own name for messages: ``interconnect`` ("nvlink" is the class: a fabric
+        joining the board's GPUs) except AMD Instinct (Infinity Fabric) and Gaudi (on-chip RoCE)."""
+        if self.spec_row.startswith("Instinct"):
+            return "Infinity Fabric"
+        if self.spec_row.startswith("Gaudi"):
+            return "RoCE"
+        return self.interconnect
+
 
 @dataclass(frozen=True)
 class ModelSpec:

@@ -203,7 +203,7 @@ def size_training(w: Workload, gpu: GpuSpec, gpus: float, *, network: NodeNetwor
         f"usable memory = {USABLE_FRACTION:.0%} of the GPU's {gpu.memory_gib:g} GiB"
         + (f" (x share {gpus:g})" if gpus < 1 else "") + " (the rest: CUDA context, NCCL buffers, allocator)",
         f"{gpu.name}: {gpu.memory_bandwidth_gbps:g} GB/s, {peak / 1e12:g} TFLOP/s dense {w.precision} "
-        f"({'FP8' if w.precision == 'fp8' else 'BF16/FP16'} peak: the MFU denominator), NVLink/PCIe "
+        f"({'FP8' if w.precision == 'fp8' else 'BF16/FP16'} peak: the MFU denominator), {gpu.link_label} "
         f"{gpu.link_gbps_one_way:g} GB/s one way ({gpu.source})",
         f"layout {lay.describe()} = the fastest that fits of {tried} tried (TP inside a node, PP across nodes, CP "
         f"for long sequences, EP for MoE, DP with the ZeRO stage; optimizer.sizing.training.search)"

@@ -466,3 +466,26 @@ def test_a_large_plan_with_owned_commitments_is_made_without_them_then_over_the_
     assert two["total_usd"] == pytest.approx(full["total_usd"], abs=0.01)
     assert two["total_usd"] < _plan_json([])["total_usd"]
     assert any(ln.get("reused") == "sp-two-step" for ln in two["lines"])
+
+
+def test_what_is_owned_is_not_a_purchase_option_pricing_can_rule_out(tmp_path):
+    """A breaker's finds: --pricing on_demand dropped an owned Compute Savings Plan ($41,417.28 where it carries
+    $2/h of the plan's on-demand g6e use in months 1-5); a second owned plan nothing ran on got a "reused" line at
+    $0/h beside its "not used" note; an EC2 Instance Savings Plan written "G6E" was silently unused."""
+    f = tmp_path / "sp.csv"
+    f.write_text("provider,region,instance_type,pricing,offering_class,usd_per_hour,start,end,commitment_discount_id\n"
+                 f"aws,,,savings_plan_1y,compute,2.0,{_next_month(-7)},{_next_month(5)},sp-od\n")
+    od = _plan_json(["--pricing", "on_demand"])
+    own = _plan_json(["--pricing", "on_demand", "--owned", str(f)])
+    assert any(ln.get("reused") == "sp-od" for ln in own["lines"])
+    # $2/h of on-demand-rated use for 5 months of 730 h is paid already: the plan is that much cheaper
+    assert own["total_usd"] == pytest.approx(od["total_usd"] - 2.0 * 730 * 5, abs=0.01)
+    g = tmp_path / "two.csv"
+    g.write_text("provider,region,instance_type,pricing,offering_class,usd_per_hour,start,end,commitment_discount_id\n"
+                 f"aws,us-east-1,G6E,savings_plan_1y,ec2_instance,10,{_next_month(-7)},{_next_month(5)},big\n"
+                 f"aws,,,savings_plan_1y,compute,3,{_next_month(-7)},{_next_month(5)},idle\n")
+    d = _plan_json(["--owned", str(g)])
+    assert any(ln.get("reused") == "big" for ln in d["lines"])  # "G6E" covers the g6e family
+    assert not any(ln.get("reused") == "idle" for ln in d["lines"])
+    assert any(n.startswith("owned idle") and "not used" in n for n in d["notes"])
+    assert not any("reuse: owned Compute Savings Plan idle" in n for n in d["notes"])

@@ -55,7 +55,7 @@ def test_every_shipped_row_has_its_providers_documented_tier(shipped):
         # SkyPilot catalogs (+ AWS/Azure/GCP price files): hyperscalers
         ("aws", "hyperscaler"): 2644, ("azure", "hyperscaler"): 1343, ("gcp", "hyperscaler"): 3127,
         # Lambda (SkyPilot catalog + lambda.ai prices), CoreWeave and Nebius pages: neoclouds
-        ("lambda", "neocloud"): 20, ("coreweave", "neocloud"): 11, ("nebius", "neocloud"): 4,
+        ("lambda", "neocloud"): 20, ("coreweave", "neocloud"): 12, ("nebius", "neocloud"): 4,
         # RunPod's page: five GPUs, each in Community Cloud (marketplace) and Secure Cloud (neocloud)
         ("runpod", "marketplace"): 5, ("runpod", "neocloud"): 5}
 

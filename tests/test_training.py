@@ -364,3 +364,15 @@ def test_more_options_no_framework_runs(kw, field):
     with pytest.raises(InputError) as e:
         api.estimate(model="Llama-2-7B", task="train", tokens=1e10, gpu="H100-80GB", gpus=8, **kw)
     assert e.value.field == field
+
+
+def test_an_amd_gpu_without_a_matmul_measurement_takes_the_amd_one():
+    """MI325X and MI355X have no MAMF measurement: they take the measured AMD Instinct bf16 ratio (MI300X 0.514,
+    stas00/ml-engineering), not the NVIDIA mean 0.819 (a breaker saw MI325X at MFU 0.66 beside MI300X's 0.40)."""
+    from optimizer.sizing.specs import load_gpu
+    from optimizer.sizing.training import MAMF, MAMF_DEFAULT, mamf
+
+    for name in ("MI325X", "MI355X"):
+        v, why = mamf(load_gpu(name), "bf16")
+        assert v == MAMF[("Instinct MI300X", "bf16")] == 0.514 and "AMD Instinct" in why
+    assert mamf(load_gpu("GB200"), "bf16")[0] == MAMF_DEFAULT["bf16"]  # NVIDIA without a row: the NVIDIA mean

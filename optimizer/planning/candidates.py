@@ -411,12 +411,15 @@ def unit_table(workload: "Workload", offers: "pd.DataFrame", *, allow_spot: bool
     rejected: dict[str, int] = {}
     # the pricing filter a column at a time (big catalogs)
     pricing_col = offers["pricing"]
-    for p, n in pricing_col[~pricing_col.isin(sorted(allowed))].value_counts(dropna=False).items():
+    keep = pricing_col.isin(sorted(allowed))
+    if "source" in offers.columns:  # owned commitments: never ruled out by --pricing (problem_build.usable_units)
+        keep = keep | offers["source"].astype(str).str.startswith("owned:")
+    for p, n in pricing_col[~keep].value_counts(dropna=False).items():
         if not n:
             continue  # a categorical column counts its absent categories too
         reason = "spot_not_allowed" if p == "spot" and not allow_spot else "pricing_not_allowed"
         rejected[reason] = rejected.get(reason, 0) + int(n)
-    offers = offers[pricing_col.isin(sorted(allowed)).to_numpy()]
+    offers = offers[keep.to_numpy()]
     n = len(offers)
     cols = [c for c in HARDWARE_COLUMNS if c in offers.columns]
     if n:

@@ -109,7 +109,8 @@ def plan_covers(c: "OwnedCommitment", provider: str, region: str, instance_type:
     if provider != c.provider:
         return False
     if (c.offering_class or "") == "ec2_instance":
-        return region == c.region and instance_type.split(".")[0] == (c.instance_type or "").split(".")[0]
+        # AWS writes families in lower case ("g6e"); a file's "G6E" means the same family
+        return region == c.region and instance_type.split(".")[0].lower() == (c.instance_type or "").split(".")[0].lower()
     return True
 
 

@@ -324,6 +324,13 @@ def _owned_in_use(problem, sol) -> None:
             if ok == okey:
                 per_block[bi] = per_block.get(bi, 0.0) + a * idx[(w, ok)].instances_per_unit
         sol.N[k] = min(sol.N[k], math.ceil(max(per_block.values(), default=0.0) - 1e-6))
+    # an owned savings plan nothing runs on: no "reused" line at $0/h (a breaker saw one beside "not used")
+    from optimizer.planning.owned import owned_id
+
+    offer_of = {c.okey: c.offer for cs in problem.cands.values() for c in cs}
+    running = {owned_id(offer_of[ok]) for (_, ok, _), a in sol.A.items() if a > 1e-9 and ok in offer_of}
+    for k in [k for k in sol.SP if k.startswith("owned:") and k[len("owned:"):] not in running]:
+        del sol.SP[k]
 
 
 #: An alternative whose solve stopped at its time limit is priced only when within this gap of proven (1 %).

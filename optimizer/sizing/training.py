@@ -420,6 +420,15 @@ def mamf(gpu: "GpuSpec", precision: str) -> tuple[float, str]:
     kind = "fp8" if precision == "fp8" else "bf16"
     if (gpu.spec_row, kind) in MAMF:
         return MAMF[(gpu.spec_row, kind)], f"MAMF {kind} {MAMF[(gpu.spec_row, kind)]:.3f} (stas00/ml-engineering)"
+    vendor = "Instinct" if gpu.spec_row.startswith("Instinct") else None
+    same = [v for (row, k), v in MAMF.items() if k == "bf16" and vendor and row.startswith(vendor)]
+    if same:
+        # another AMD Instinct's measurement, not the NVIDIA mean (a breaker's find: MI325X, the MI300X's CDNA 3
+        # chip with more memory, trained at MFU 0.66 on the NVIDIA mean where the MI300X's 0.514 gives 0.40);
+        # fp8 has no AMD measurement, so the bf16 ratio stands for it too
+        v = sum(same) / len(same)
+        return v, (f"MAMF {kind} {v:.3f} (no measurement for {gpu.name}: the measured AMD Instinct GPUs' bf16 "
+                   "ratio, stas00/ml-engineering; an estimate)")
     return MAMF_DEFAULT[kind], (f"MAMF {kind} {MAMF_DEFAULT[kind]:.3f} (no measurement for {gpu.name}: mean of the "
                                 "measured NVIDIA GPUs, an estimate)")
 

@@ -542,16 +542,16 @@ def workload_summaries(problem: FleetProblem, sol: FleetSolution) -> tuple[list[
             d["at_peak"] = at_peak_load(w, problem, idx, cap, reps, active, used.get(w.name, set()))
         out_w.append(d)
     # the N+1 rule's view (issue 26): capacity less the largest failure loss among the offers the workload uses
-    loss = {w.name: max((failure_loss(idx[(w.name, ok)]) for ok in used.get(w.name, ())), default=0.0)
-            for w in problem.workloads if not w.training and not w.divisible and w.redundancy > 0}
+    loss = [(w, max((failure_loss(idx[(w.name, ok)]) for ok in used.get(w.name, ())), default=0.0))
+            for w in problem.workloads if not w.training and not w.divisible and w.redundancy > 0]
     out_b = [{"label": b.label, "period": b.period, "months": problem.months(b), "start_hour": b.start_hour,
               "end_hour": b.end_hour if b.end_hour is not None else round(b.start_hour + b.hours, 6),
               "slots": list(b.slots), "slot_labels": list(b.slot_labels), "grid_hours": b.grid_hours,
               "hours": round(b.hours, 6), "demand": {k: v for k, v in b.demand.items()},
               "capacity": {w.name: round(cap.get((w.name, bi), 0.0), 4) for w in problem.workloads
                            if not w.training and problem.active(w, b)},
-              "capacity_after_loss": {wn: round(cap.get((wn, bi), 0.0) - ls, 4) for wn, ls in loss.items()
-                                      if problem.active(next(x for x in problem.workloads if x.name == wn), b)},
+              "capacity_after_loss": {w.name: round(cap.get((w.name, bi), 0.0) - ls, 4) for w, ls in loss
+                                      if problem.active(w, b)},
               "training_flops_per_s": {w.name: cap.get((w.name, bi), 0.0) for w in problem.workloads if w.training}}
              for bi, b in enumerate(problem.blocks)]
     return out_w, out_b

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuopt.kernel.errors import InputError
 from gpuopt.kernel.records import default_offering_class
+from optimizer.planning.owned import owned_rows
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -411,9 +412,7 @@ def unit_table(workload: "Workload", offers: "pd.DataFrame", *, allow_spot: bool
     rejected: dict[str, int] = {}
     # the pricing filter a column at a time (big catalogs)
     pricing_col = offers["pricing"]
-    keep = pricing_col.isin(sorted(allowed))
-    if "source" in offers.columns:  # owned commitments: never ruled out by --pricing (problem_build.usable_units)
-        keep = keep | offers["source"].astype(str).str.startswith("owned:")
+    keep = pricing_col.isin(sorted(allowed)) | owned_rows(offers)  # owned: never ruled out by --pricing
     for p, n in pricing_col[~keep].value_counts(dropna=False).items():
         if not n:
             continue  # a categorical column counts its absent categories too

@@ -42,6 +42,16 @@ def owned_id(offer: Any) -> str:
     return src[len(OWNED_PREFIX):] if src.startswith(OWNED_PREFIX) else ""
 
 
+def owned_rows(offers: "pd.DataFrame") -> "pd.Series":
+    """Boolean per row of ``offers``: the row is a commitment the team owns (``source`` ``owned:<id>``, as
+    :func:`owned_offers` writes it). What is owned is never a purchase option ``--pricing`` rules out."""
+    import pandas as pd
+
+    if "source" not in offers.columns:
+        return pd.Series(False, index=offers.index)
+    return offers["source"].astype(str).str.startswith(OWNED_PREFIX)
+
+
 def owned_window(c: "OwnedCommitment", start: _dt.date, horizon_months: int) -> tuple[int, int]:
     """(first, end): the months of the horizon ``c``'s term covers entirely, ``first <= month < end`` (month 0 the
     horizon's first); (0, 0) when it covers none (ended, or starts after the horizon). A term that starts during

@@ -15,6 +15,7 @@ from gpuopt.kernel.errors import InputError
 from gpuopt.kernel.records import HOURS_PER_MONTH, PRICING_MODELS
 from optimizer.planning.candidates import COMMITTED, DEFAULT_PRICING, Candidate, UnitTable, text_values, unit_table
 from optimizer.planning.horizon import TERM_MONTHS, Period, commitment_cost_factor, slot_starts
+from optimizer.planning.owned import owned_rows
 from optimizer.planning.problem import (
     CAPACITY_BLOCK,
     DEFAULT_SPOT_CAPACITY,
@@ -156,11 +157,9 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
     for w in workloads:
         t = _tables[w.name] if _tables is not None else unit_table(w.workload, offers, allow_spot=True, pricing=PRICING_MODELS)
         pr = t.pricing if t.pricing is not None else text_values(t.offers["pricing"])
-        allowed = np.isin(pr, sorted(allowed_pricing))
-        if "source" in t.offers.columns:
-            # what the team owns is never a purchase option --pricing can rule out (a breaker's find: --pricing
-            # on_demand dropped an owned savings plan, $41,417.28 against $24,277.71 with it)
-            allowed = allowed | t.offers["source"].astype(str).str.startswith("owned:").to_numpy()
+        # what the team owns is never a purchase option --pricing can rule out (a breaker's find: --pricing
+        # on_demand dropped an owned savings plan, $41,417.28 against $24,277.71 with it)
+        allowed = np.isin(pr, sorted(allowed_pricing)) | owned_rows(t.offers).to_numpy()
         spot = pr == "spot"
         rej = dict(t.rejected)
         for reason, n in (("pricing_not_allowed", int((t.ok & ~allowed).sum())),

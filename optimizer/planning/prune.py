@@ -12,6 +12,7 @@ from typing import Any
 from gpuopt.kernel.records import HOURS_PER_MONTH
 from optimizer.planning.candidates import COMMITTED, Candidate
 from optimizer.planning.horizon import TERM_MONTHS
+from optimizer.planning.owned import owned_id
 from optimizer.planning.problem import (
     HOURLY_UNCAPPED,
     FleetBlock,
@@ -110,7 +111,7 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
     Returns (kept candidates per workload, number dropped).
     """
     def kept_out(c: Candidate) -> bool:  # sized by the model, or owned ($0 in limited supply: never a dominator)
-        return bool(purchase_kind(c.offer)) or str(c.offer.get("source") or "").startswith("owned:")
+        return bool(purchase_kind(c.offer)) or bool(owned_id(c.offer))
 
     bought = {w: [c for c in cs if kept_out(c)] for w, cs in cands.items()}
     if any(bought.values()):

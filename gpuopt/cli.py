@@ -574,7 +574,7 @@ def estimate(
     chart: Annotated[Optional[Path], typer.Option("--chart", help="With --sweep: draw the curve to this PNG file.")] = None,
     tensor_parallel: Annotated[Optional[int], typer.Option("--tensor-parallel", help="GPUs one layer is split over, inside one node (default: serving the smallest replica that serves; training searched).")] = None,
     pipeline_parallel: Annotated[Optional[int], typer.Option("--pipeline-parallel", help="Pipeline stages (default: serving 1 per node; training searched).")] = None,
-    engine: Annotated[Optional[str], typer.Option("--engine", help="Serving engine: vllm (default), sglang, tensorrt-llm.")] = None,
+    engine: Annotated[Optional[str], typer.Option("--engine", help="Serving engine: vllm (V1, 0.8 and later; default), vllm-v0 (before 0.8), sglang, tensorrt-llm.")] = None,
     input_tokens: Annotated[Optional[int], typer.Option("--input-tokens", help="Serving: mean prompt tokens per request (default 1024).")] = None,
     output_tokens: Annotated[Optional[int], typer.Option("--output-tokens", help="Serving: mean generated tokens per request (default 128).")] = None,
     scenario: Annotated[Optional[str], typer.Option("--scenario", help="Serving: chat (p99 TTFT <= 2 s, TPOT <= 50 ms; default), interactive (450 ms, 40 ms), server (MLPerf's 2 s, 200 ms) or offline (no target).")] = None,

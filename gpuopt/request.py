@@ -225,7 +225,7 @@ def _engine(v: Any) -> Any:
     return engine_aliases(v) if isinstance(v, str) else v
 
 
-Engine = Annotated[Literal["vllm", "sglang", "tensorrt-llm"], BeforeValidator(_engine)]
+Engine = Annotated[Literal["vllm", "vllm-v0", "sglang", "tensorrt-llm"], BeforeValidator(_engine)]
 def _optimizer(v: Any) -> Any:
     """An optimizer name, canonical (``AdamW`` -> ``adam``, ``adamw8bit`` -> ``adam8bit``; optimizer.training)."""
     from optimizer.sizing.training import OPTIMIZER_ALIASES
@@ -356,7 +356,7 @@ class WorkloadItem(_Parts):
     request_rate: PosFloat | None = _opt(None, group="demand", cli="--request-rate",
          doc="serve: requests/s, the same all month (instead of tokens_per_second)")
     engine: Engine | None = _opt(None, group="serving", cli="--engine",
-         doc="serve: vllm | sglang | tensorrt-llm (default vllm)")
+         doc="serve: vllm (V1, 0.8 and later; default) | vllm-v0 (before 0.8) | sglang | tensorrt-llm")
     input_tokens: PosInt | None = _opt(None, group="serving", cli="--input-tokens",
          doc="serve: mean prompt tokens per request (default 1024)")
     output_tokens: PosInt | None = _opt(None, group="serving", cli="--output-tokens",

@@ -188,6 +188,9 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
         meets = pt is not None and sv.meets_targets(pt, ttft_t, tpot_t)
         fits_override = meets
         tokens_per_s, tpot_ms = shown.tokens_per_second, shown.tpot_ms
+        opp = _operating_capacity(w, spec, layout, eng, inp, out, hop, corr) if meets else None
+        if opp is not None:  # sized at the operating point: the highest rate whose p99s meet the targets
+            tokens_per_s, tpot_ms = opp.rate * out, opp.tpot_ms
         flops_per_s = None
         cap = sv.max_batch_memory(m, spec, layout, w.precision, eng, inp, out) \
             if sv.window_fits(m, spec, layout, w.precision, eng, w.context_tokens) else 0  # the window: no start
@@ -196,6 +199,9 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
                        "ttft_target_ms": ttft_t, "tpot_target_ms": tpot_t,
                        "estimate_source": corr.source if corr else "model (optimizer/sizing/serving.py fit)",
                        "kv_capacity_sequences": cap, "meets_targets": meets}
+        if opp is not None:
+            serve_extra.update(ttft_ms=opp.ttft_ms, concurrency=max(1, round(opp.batch)), request_rate=opp.rate,
+                               utilization=opp.utilization)
         assumptions[0] = (f"usable memory = {eng.memory_fraction:.0%} of the GPU's {gpu.memory_gib:g} GiB"
                           f"{f' (x share {share:g})' if share < 1 else ''} ({eng.name}: {eng.source})")
         targets = ("no latency target (offline)" if ttft_t is None and tpot_t is None else
@@ -226,6 +232,11 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
              + f": TPOT {shown.tpot_ms:.1f} ms, TTFT {shown.ttft_ms:.0f} ms, {shown.tokens_per_second:,.0f} tokens/s"
              + (f" -- does not serve: {why}" if why else "")),
             sv.describe_fit(),
+            *([f"sized at the operating point: {opp.rate:,.3g} requests/s (Poisson) per replica, "
+               f"{opp.utilization:.0%} of the {opp.max_rate:,.3g} it saturates at, is the highest rate whose p99s "
+               f"meet the targets (mean-field continuous batching with M/D/1 queueing for a slot, "
+               f"optimizer/sizing/operating.py): mean batch {opp.batch:,.1f}, TTFT {opp.ttft_ms:,.0f} ms with "
+               f"queueing, TPOT {opp.tpot_ms:.1f} ms, {opp.rate * out:,.0f} tokens/s"] if opp is not None else []),
             f"layout TP {tp_used} x PP {pp}" + (f" ({net.fabric or 'unknown network'} {net.gbps_per_node:g} GB/s per "
                                                 f"node between stages, {net.hop_latency_s * 1e6:.1f} us per hop)"
                                                 if pp > 1 else ""),
@@ -569,6 +580,24 @@ def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64, *, tensor_para
         out["wall_hours_one_replica"] = flops / sizing.flops_per_second_per_replica / 3600.0
     out["assumptions"] = sizing.assumptions
     return out
+
+
+def _operating_capacity(w: Workload, spec: GpuSpec, layout, eng, inp: float, out: float, hop, corr):
+    """The replica's operating point at the highest request rate whose p99 TTFT and TPOT meet ``w``'s targets
+    (:func:`optimizer.sizing.operating.max_rate_within`, the means x the MLPerf p99/mean ratios); None for a
+    workload with no target (offline: sized at saturation), a given concurrency, or a replica that does not
+    start."""
+    from optimizer.sizing import operating as op
+    from optimizer.sizing import serving as sv
+
+    ttft_t, tpot_t = latency_targets(w)
+    if w.concurrency is not None or (ttft_t is None and tpot_t is None):
+        return None
+    e = op.replica_engine(w.model, spec, layout, w.precision, eng, inp, out, hop=hop, scale=corr,
+                          window=w.context_tokens)
+    if e is None:
+        return None
+    return op.max_rate_within(e, ttft_t, tpot_t, p99_over_mean=(sv.P99_OVER_MEAN_TTFT, sv.P99_OVER_MEAN_TPOT))
 
 
 def operating_point(w: Workload, gpu: GpuSpec, gpus_per_replica: float, pipeline_parallel: int, rate: float, *,

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 #: Requests a simulation draws (after :data:`SIM_WARMUP` discarded): enough for a stable p99 (20 requests above it).
@@ -140,7 +140,7 @@ def _percentile(xs: Sequence[float], q: float) -> float:
 
 def simulate(e: Engine, rate: float, *, n_requests: int = SIM_REQUESTS, warmup: int = SIM_WARMUP, seed: int = 0,
              arrivals: Sequence[float] | None = None, lengths: Sequence[tuple[float, float]] | None = None,
-             time_budget_s: float = 1.0) -> OperatingPoint:
+             time_budget_s: float = 1.0, transient: bool = False) -> OperatingPoint:
     """A seeded discrete-event simulation of the replica at ``rate`` requests/s (module docstring).
 
     Args:
@@ -152,9 +152,14 @@ def simulate(e: Engine, rate: float, *, n_requests: int = SIM_REQUESTS, warmup: 
         lengths: (input, output) tokens per request, cycled; prefill time scales with input / mean input and the
             output is the request's own (default: every request the mean lengths).
         time_budget_s: wall-clock bound; the simulation stops early (fewer requests counted) past it.
+        transient: a finite run as a load generator makes it (vLLM ``benchmark_serving --num-prompts N
+            --request-rate R``): every request counts (no warmup), and a rate above saturation still gives figures
+            -- the queue grows through the run, so TTFT depends on ``n_requests``; ``tokens_per_second`` is then the
+            output tokens over the run's makespan (the benchmark's "output token throughput").
     Returns:
-        An :class:`OperatingPoint` ("simulation"); ``saturated`` when the rate is at or above the mean-field
-        saturation rate or the queue grew through the run (latency figures then None).
+        An :class:`OperatingPoint` ("simulation", or "simulation (finite run)"); ``saturated`` when the rate is at
+        or above the mean-field saturation rate or the queue grew through the run (steady-state latency figures
+        then None; a ``transient`` run keeps its figures).
     Raises:
         ValueError: rate <= 0 without arrivals.
     """
@@ -174,7 +179,9 @@ def simulate(e: Engine, rate: float, *, n_requests: int = SIM_REQUESTS, warmup: 
         if len(arr) > 1:
             rate = (len(arr) - 1) / max(1e-12, arr[-1] - arr[0])
     util = rate / lam_max if lam_max > 0 else math.inf
-    if util >= 1.0:
+    if transient:
+        warmup = 0
+    elif util >= 1.0:
         return OperatingPoint(rate, float(e.cap), lam_max * e.output_tokens, None, None, lam_max, util, True,
                               "simulation")
     mean_in = None
@@ -234,6 +241,11 @@ def simulate(e: Engine, rate: float, *, n_requests: int = SIM_REQUESTS, warmup: 
                 done[k] = t
                 del left[k]
     counted = [k for k in range(warmup, n) if not math.isnan(done[k])]
+    if transient and counted:
+        return _figures(rate, busy / t if t > 0 else 0.0, sum(size[k][1] for k in counted) / max(1e-12, t - arr[0]),
+                        [first[k] - arr[k] for k in counted],
+                        [(done[k] - first[k]) / max(1.0, size[k][1] - 1.0) for k in counted if size[k][1] > 1],
+                        lam_max, util, util >= 1.0, "simulation (finite run)")
     if len(counted) < max(20, (n - warmup) // 2):
         return OperatingPoint(rate, float(e.cap), lam_max * e.output_tokens, None, None, lam_max, util, True,
                               "simulation")
@@ -245,9 +257,15 @@ def simulate(e: Engine, rate: float, *, n_requests: int = SIM_REQUESTS, warmup: 
         return OperatingPoint(rate, float(e.cap), lam_max * e.output_tokens, None, None, lam_max, util, True,
                               "simulation")
     mean_out = sum(s[1] for s in size) / n
+    return _figures(rate, busy / t if t > 0 else 0.0, rate * mean_out, ttft, tpot, lam_max, util, False, "simulation")
+
+
+def _figures(rate: float, batch: float, tokens_per_second: float, ttft: list[float], tpot: list[float],
+             lam_max: float, util: float, saturated: bool, method: str) -> OperatingPoint:
+    """An OperatingPoint from per-request TTFT and TPOT samples (s): means and p50/p90/p99 in ms."""
     return OperatingPoint(
-        rate, busy / t if t > 0 else 0.0, rate * mean_out, 1e3 * sum(ttft) / len(ttft),
-        1e3 * sum(tpot) / len(tpot) if tpot else None, lam_max, util, False, "simulation",
+        rate, batch, tokens_per_second, 1e3 * sum(ttft) / len(ttft),
+        1e3 * sum(tpot) / len(tpot) if tpot else None, lam_max, util, saturated, method,
         ttft_p50_ms=1e3 * _percentile(ttft, 0.5), ttft_p90_ms=1e3 * _percentile(ttft, 0.9),
         ttft_p99_ms=1e3 * _percentile(ttft, 0.99),
         tpot_p50_ms=1e3 * _percentile(tpot, 0.5) if tpot else None,
@@ -257,11 +275,13 @@ def simulate(e: Engine, rate: float, *, n_requests: int = SIM_REQUESTS, warmup: 
 
 def replica_engine(m, gpu, layout, precision: str, engine, input_tokens: float, output_tokens: float, *,
                    fit=None, hop: tuple[float, float] = (0.0, 0.0), scale=None,
-                   window: float | None = None) -> Engine | None:
+                   window: float | None = None, overhead: tuple[float, float] | None = None) -> Engine | None:
     """The :class:`Engine` of a serving replica from the serving model (optimizer.sizing.serving: ``point``'s
     iteration time at each batch, the prefill, the batch cap); None when it does not start (weights, window).
     ``scale``: the user's measurement's correction (its TPOT factor scales the iteration, its TTFT factor the
-    prefill)."""
+    prefill). ``overhead``: (s per iteration, s per running sequence per iteration) of host time added to every
+    iteration on top of the engine profile's own (``step_overhead_s`` / ``seq_overhead_s``, already in
+    :func:`optimizer.sizing.serving.point`); ``benchmarks/latency_fit.py`` fits them with a profile of none."""
     from optimizer.sizing import serving as sv
 
     fit = fit or sv.FIT
@@ -271,12 +291,13 @@ def replica_engine(m, gpu, layout, precision: str, engine, input_tokens: float, 
     cache: dict[int, float] = {}
     k_tpot = scale.tpot if scale is not None else 1.0
     k_ttft = scale.ttft if scale is not None else 1.0
+    a_s, c_s = overhead if overhead is not None else (0.0, 0.0)
 
     def step(b: int) -> float:
         b = max(1, min(int(b), cap))
         if b not in cache:
-            cache[b] = k_tpot * 1e-3 * sv.point(m, gpu, layout, precision, engine, b, input_tokens, output_tokens,
-                                                fit, False, hop).step_ms
+            cache[b] = k_tpot * (1e-3 * sv.point(m, gpu, layout, precision, engine, b, input_tokens, output_tokens,
+                                                 fit, False, hop).step_ms + a_s + c_s * b)
         return cache[b]
 
     pre = sv.prefill_s(m, gpu, layout, precision, input_tokens, fit, engine.name)
@@ -285,3 +306,39 @@ def replica_engine(m, gpu, layout, precision: str, engine, input_tokens: float, 
         + (layout.pipeline_parallel - 1) * (hop[0] + input_tokens * hop[1]) + hop[0]
     return Engine(step=step, prefill_s=k_ttft * pre, prefill_latency_s=k_ttft * own, cap=cap,
                   output_tokens=float(output_tokens))
+
+
+def max_rate_within(e: Engine, ttft_p99_ms: float | None, tpot_p99_ms: float | None, *,
+                    p99_over_mean: tuple[float, float] = (1.0, 1.0)) -> OperatingPoint | None:
+    """The replica's capacity at the operating point (issue 27, point 2): the mean-field point at the highest
+    request rate whose p99 TTFT and TPOT (the means x ``p99_over_mean`` = (TTFT factor, TPOT factor)) meet the
+    targets (None: no target). TTFT includes the M/D/1 wait for a slot (:func:`mean_field`), so a TTFT target
+    holds the replica below saturation; with no target the capacity is the saturation rate itself (utilization 1).
+    None when even a vanishing rate misses the targets. Bisection on the rate (60 halvings of (0, max_rate)).
+    Raises nothing."""
+    lam_max = e.max_rate()
+    if lam_max <= 0:
+        return None
+    k_ttft, k_tpot = p99_over_mean
+
+    def meets(pt: OperatingPoint) -> bool:
+        if pt.saturated or pt.ttft_ms is None or pt.tpot_ms is None:
+            return False
+        return ((ttft_p99_ms is None or pt.ttft_ms * k_ttft <= ttft_p99_ms)
+                and (tpot_p99_ms is None or pt.tpot_ms * k_tpot <= tpot_p99_ms))
+
+    # the saturation limit of the prefill share: lam x pre < 1
+    top = min(lam_max, 1.0 / e.prefill_s if e.prefill_s > 0 else lam_max)
+    if ttft_p99_ms is None and tpot_p99_ms is None:
+        sat = mean_field(e, top * (1.0 - 1e-9))
+        return replace(sat, utilization=1.0) if not sat.saturated else sat
+    if not meets(mean_field(e, top * 1e-6)):
+        return None
+    lo, hi = top * 1e-6, top
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if meets(mean_field(e, mid)):
+            lo = mid
+        else:
+            hi = mid
+    return mean_field(e, lo)

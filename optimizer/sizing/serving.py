@@ -118,6 +118,10 @@ class EngineProfile:
         small_names: GPU name prefixes the engine treats as small whatever their memory.
         speed: step-time multiplier relative to the fitted TensorRT-LLM profile (1.0 = as fast), fitted.
         source: where each default comes from.
+        step_overhead_s: host time the engine adds to every iteration on the critical path (scheduling, sampling,
+            Python between kernels), s; fitted on published rate sweeps by ``benchmarks/latency_fit.py``.
+        seq_overhead_s: host time added per running sequence per iteration, s; fitted the same way. Both are
+            added to every iteration of :func:`point` (so to throughput and latency alike).
     """
 
     name: str
@@ -130,6 +134,8 @@ class EngineProfile:
     source: str
     max_num_tokens_small: int = 0
     small_names: tuple[str, ...] = ()
+    step_overhead_s: float = 0.0
+    seq_overhead_s: float = 0.0
 
     def _large(self, gpu: GpuSpec) -> bool:
         return gpu.memory_gib >= 70 and not gpu.name.upper().startswith(self.small_names)
@@ -147,9 +153,20 @@ ENGINES: dict[str, EngineProfile] = {
     "vllm": EngineProfile(
         name="vllm", memory_fraction=0.90, reserve_full_request=False, max_batch_large=1024, max_batch_small=256,
         max_num_tokens=8192, max_num_tokens_small=2048, small_names=("A100",), speed=1.0,
-        source="vLLM engine arguments: --gpu-memory-utilization 0.9; vllm/engine/arg_utils.py default batch: "
-               "max_num_seqs 1024 and max_num_batched_tokens 8192 (API server) on GPUs of >= 70 GiB other than "
-               "A100, else 256 / 2048; PagedAttention allocates KV blocks on demand (Kwon et al. 2023)"),
+        step_overhead_s=0.0005, seq_overhead_s=0.0,
+        source="vLLM (V1 engine, 0.8 and later) engine arguments: --gpu-memory-utilization 0.9; "
+               "vllm/engine/arg_utils.py default batch: max_num_seqs 1024 and max_num_batched_tokens 8192 (API "
+               "server) on GPUs of >= 70 GiB other than A100, else 256 / 2048; PagedAttention allocates KV blocks "
+               "on demand (Kwon et al. 2023); host time 0.5 ms per iteration fitted on 16 published V1 rate sweeps "
+               "(benchmarks/latency_fit.py)"),
+    "vllm-v0": EngineProfile(
+        name="vllm-v0", memory_fraction=0.90, reserve_full_request=False, max_batch_large=256, max_batch_small=256,
+        max_num_tokens=8192, max_num_tokens_small=2048, small_names=("A100",), speed=1.0,
+        step_overhead_s=0.014, seq_overhead_s=0.00002,
+        source="vLLM's V0 engine (before 0.8): max_num_seqs 256; scheduling, sampling and detokenization on the "
+               "critical path of every iteration (vLLM blog 'vLLM V1: A Major Upgrade to vLLM's Core Architecture', "
+               "2025-01-27): 14 ms per iteration + 0.02 ms per running sequence of host time, fitted on 47 published "
+               "V0 rate sweeps (AccelMark, vLLM 0.7.3; benchmarks/latency_fit.py)"),
     "sglang": EngineProfile(
         name="sglang", memory_fraction=0.88, reserve_full_request=False, max_batch_large=1024, max_batch_small=256,
         max_num_tokens=8192, speed=1.0,
@@ -170,7 +187,7 @@ def engine_aliases(name: str) -> str:
     """The canonical engine name of ``name`` (``trt-llm``, ``trtllm``, ``nim`` -> ``tensorrt-llm``)."""
     key = str(name or "").strip().lower().replace("_", "-").replace(" ", "-")
     return {"trt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm", "tensorrtllm": "tensorrt-llm",
-            "nim": "tensorrt-llm"}.get(key, key)
+            "nim": "tensorrt-llm", "vllm0": "vllm-v0", "vllm-0": "vllm-v0"}.get(key, key)
 
 
 #: Benchmark-client backends that name the API, not the engine behind it (vLLM benchmark_serving ``--backend
@@ -179,7 +196,8 @@ _API_BACKENDS = ("openai", "openai-chat", "openai-completions", "openai-audio", 
 
 
 def load_engine(name: str | None) -> EngineProfile:
-    """The profile of engine ``name`` (``vllm``, ``sglang``, ``tensorrt-llm``; ``trt-llm`` accepted), default vLLM.
+    """The profile of engine ``name`` (``vllm``, ``vllm-v0`` (vLLM before 0.8), ``sglang``, ``tensorrt-llm``;
+    ``trt-llm`` accepted), default vLLM.
 
     Raises:
         InputError("engine"): an unknown engine, listing the accepted ones.
@@ -506,6 +524,8 @@ def point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: En
         step = max(inflight * stage, pp * stage + (pp - 1) * t_hop + hop[0])
     else:
         step = decode_step_s(m, gpu, layout, precision, batch, context, fit, engine.name)
+    # the engine's host time on every iteration's critical path (benchmarks/latency_fit.py)
+    step += engine.step_overhead_s + engine.seq_overhead_s * batch
     pre = prefill_s(m, gpu, layout, precision, input_tokens, fit, engine.name)
     # one prompt crosses every stage, its I tokens' hidden states over each hop
     own = pre if pp == 1 else prefill_s(m, gpu, layout, precision, input_tokens, fit, engine.name, latency=True) \

@@ -359,6 +359,17 @@ def load_gpu_board(name: str, interconnect: str) -> GpuSpec:
                    link_gbps_one_way=32.0)
 
 
+def load_datasheet_row(row_name: str) -> GpuSpec:
+    """The GpuSpec of the datasheet row named exactly ``row_name`` in gpu_specs.csv (a board no cloud prices, such
+    as "V100S PCIe 32GB", for checks against published measurements). Raises InputError("gpu") when absent."""
+    _header, rows = _read_table("gpu_specs.csv")
+    for _line, row in rows:
+        if row["name"] == row_name:
+            return _gpu_from_row(row_name, row)
+    raise InputError("gpu", f"no datasheet row {row_name!r} in gpu_specs.csv",
+                     accepted=", ".join(r["name"] for _l, r in rows))
+
+
 @lru_cache(maxsize=1)
 def _gpu_table() -> dict[str, GpuSpec]:
     """Canonical name -> GpuSpec for every canonical GPU whose spec row exists and parses (cached)."""

@@ -213,6 +213,10 @@ class ReplicaSizing:
             numbers come from (the model, or the user's measurement), how many sequences the KV cache holds, and
             whether the batch meets the targets. ``fits`` is False for a serving replica whose weights do not fit or
             that misses the targets (at every batch, or at the given concurrency).
+        request_rate, utilization: serve with latency targets (issue 27): the replica is sized at its operating
+            point -- ``request_rate`` requests/s (Poisson) is the highest rate whose p99 TTFT (with queueing) and
+            TPOT meet the targets, ``utilization`` its share of the saturation rate; tokens/s = rate x output
+            tokens. None offline (sized at saturation) or at a given concurrency.
     """
 
     task: str
@@ -240,6 +244,8 @@ class ReplicaSizing:
     estimate_source: str | None = None
     kv_capacity_sequences: int | None = None
     meets_targets: bool | None = None
+    request_rate: float | None = None
+    utilization: float | None = None
     # train/finetune (issue 11, optimizer.sizing.training): the parallel layout, MFU, step time (s), global batch
     # (tokens), goodput (on-demand and spot; optimizer.sizing.goodput) and the GPU count the throughput is for (job
     # scale)
@@ -411,7 +417,7 @@ def _validate_serving(w: Workload) -> None:
     if not isinstance(opts, (tuple, list)) or any(p not in SERVE_PRECISIONS for p in opts):
         raise InputError("precision", f"unknown serving precision in {list(opts)!r}", accepted=", ".join(SERVE_PRECISIONS))
     if not isinstance(w.engine, str):
-        raise InputError("engine", f"must be a name, got {w.engine!r}", accepted="vllm, sglang, tensorrt-llm")
+        raise InputError("engine", f"must be a name, got {w.engine!r}", accepted="vllm, vllm-v0, sglang, tensorrt-llm")
     load_engine(w.engine)
     if not isinstance(w.scenario, str) or w.scenario not in SCENARIOS:
         raise InputError("scenario", f"unknown scenario {w.scenario!r}", accepted=", ".join(SCENARIOS))

@@ -530,7 +530,8 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
              activation_recompute: bool | None = None, mfu: float | None = None, gpus: int | None = None,
              global_batch_tokens: float | None = None, optimizer: str | None = None, offload: str | None = None,
              framework: str | None = None, context_parallel: int | None = None,
-             expert_parallel: int | None = None, sweep: bool = False) -> EstimateResult:
+             expert_parallel: int | None = None, sweep: bool = False, prefix_cache_hit_rate: float | None = None,
+             speculative_tokens: int | None = None, acceptance_rate: float | None = None) -> EstimateResult:
     """Size one replica of a workload on ``gpu`` (no prices involved). ``sweep`` (serving): also the
     throughput/latency curve per tensor-parallel size and precision (``precision`` may then list several, "bf16,fp8")
     with its Pareto front, in ``numbers["curve"]`` (optimizer.sizing.estimate.latency_curve).
@@ -545,7 +546,9 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
         scenario chat|interactive|server|offline (default chat: p99 TTFT <= 2,000 ms, TPOT <= 50 ms), ttft_slo_ms /
         tpot_slo_ms (p99 targets, override the scenario's), measured (a CSV/JSON of the user's benchmark results,
         ``optimizer.sizing.serving.load_measurements``), trace (a CSV of requests' input/output tokens: their means are
-        the lengths, ``optimizer.sizing.serving.load_trace``). Training (train/finetune, issue 11;
+        the lengths, ``optimizer.sizing.serving.load_trace``), prefix_cache_hit_rate (0 <= h < 1: share of input
+        tokens from the prefix cache), speculative_tokens / acceptance_rate (speculative decoding: k draft tokens
+        per step, each accepted with that probability). Training (train/finetune, issue 11;
         ``optimizer.sizing.training``): gpus (the job's GPU count; default: the fewest of 1, 2, 4, ... 16,384 that
         hold it, or with deadline_hours the fewest that finish in time), tensor_parallel / pipeline_parallel /
         context_parallel / expert_parallel (fix the layout; default searched),
@@ -577,7 +580,8 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
         given = {"--engine": engine, "--concurrency": concurrency, "--tokens-per-second": tokens_per_second,
                  "--input-tokens": input_tokens, "--output-tokens": output_tokens, "--scenario": scenario,
                  "--request-rate": request_rate, "--ttft-ms": ttft_slo_ms, "--tpot-ms": tpot_slo_ms,
-                 "--measured": measured, "--trace": trace}
+                 "--measured": measured, "--trace": trace, "--prefix-cache-hit-rate": prefix_cache_hit_rate,
+                 "--speculative-tokens": speculative_tokens, "--acceptance-rate": acceptance_rate}
         if task == "lora":
             given.update({"--tensor-parallel": tensor_parallel, "--pipeline-parallel": pipeline_parallel})
         extra = [k for k, v in given.items() if v is not None]
@@ -618,7 +622,8 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
                        micro_batch_size=micro_batch_size, activation_recompute=activation_recompute, mfu=mfu,
                        global_batch_tokens=global_batch_tokens,
                        optimizer=_lower(optimizer, "optimizer"), offload=_lower(offload, "offload"),
-                       framework=_lower(framework, "framework")))
+                       framework=_lower(framework, "framework"), prefix_cache_hit_rate=prefix_cache_hit_rate,
+                       speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate))
     tokens_per_second = w.tokens_per_second
     import dataclasses
 
@@ -946,7 +951,9 @@ def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "
                 item.request_rate * item.output_length()
             kw.update(engine=item.engine, input_tokens=item.input_tokens, output_tokens=item.output_tokens,
                       scenario=item.scenario, ttft_slo_ms=item.ttft_ms, tpot_slo_ms=item.tpot_ms,
-                      precision_options=precisions if len(precisions) > 1 else None)
+                      precision_options=precisions if len(precisions) > 1 else None,
+                      prefix_cache_hit_rate=item.prefix_cache_hit_rate, speculative_tokens=item.speculative_tokens,
+                      acceptance_rate=item.acceptance_rate)
             if item.trace:
                 from optimizer.sizing.serving import load_trace
 

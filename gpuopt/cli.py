@@ -453,6 +453,9 @@ def recommend(
     tpot_ms: Annotated[Optional[float], typer.Option("--tpot-ms", help=_help("tpot_ms"))] = None,
     measured: Annotated[Optional[Path], typer.Option("--measured", help=_help("measured"))] = None,
     trace: Annotated[Optional[Path], typer.Option("--trace", help=_help("trace"))] = None,
+    prefix_cache_hit_rate: Annotated[Optional[float], typer.Option("--prefix-cache-hit-rate", help=_help("prefix_cache_hit_rate"))] = None,
+    speculative_tokens: Annotated[Optional[int], typer.Option("--speculative-tokens", help=_help("speculative_tokens"))] = None,
+    acceptance_rate: Annotated[Optional[float], typer.Option("--acceptance-rate", help=_help("acceptance_rate"))] = None,
     context: Annotated[Optional[int], typer.Option("--context", help=_help("context_tokens"))] = None,
     concurrency: Annotated[Optional[int], typer.Option(help=_help("concurrency"))] = None,
     zero_stage: Annotated[Optional[int], typer.Option("--zero-stage", help=_help("zero_stage"))] = None,
@@ -522,7 +525,8 @@ def recommend(
         scenario=scenario, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
         measured=None if measured is None else str(Path(measured).absolute()),
         trace=None if trace is None else str(Path(trace).absolute()), framework=framework, optimizer=optimizer,
-        offload=offload, global_batch_tokens=global_batch_tokens)
+        offload=offload, global_batch_tokens=global_batch_tokens, prefix_cache_hit_rate=prefix_cache_hit_rate,
+        speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate)
     from gpuopt.plan_spec import find_plan_file
 
     # every key is an option when no plan file is read (neither --workload nor ./gpuopt.yaml)
@@ -582,6 +586,9 @@ def estimate(
     tpot_ms: Annotated[Optional[float], typer.Option("--tpot-ms", help="Serving: p99 time-per-output-token target, ms (overrides the scenario's).")] = None,
     measured: Annotated[Optional[Path], typer.Option("--measured", help="Serving: a CSV/JSON of your own benchmark results (vLLM benchmark_serving, GenAI-Perf) that corrects the model.")] = None,
     trace: Annotated[Optional[Path], typer.Option("--trace", help="Serving: a CSV of requests (input_tokens, output_tokens): their means are the lengths.")] = None,
+    prefix_cache_hit_rate: Annotated[Optional[float], typer.Option("--prefix-cache-hit-rate", help="Serving: share 0..1 of input tokens served from the prefix cache (less prefill work; default 0).")] = None,
+    speculative_tokens: Annotated[Optional[int], typer.Option("--speculative-tokens", help="Serving: speculative decoding, draft tokens per step (0-16; needs --acceptance-rate).")] = None,
+    acceptance_rate: Annotated[Optional[float], typer.Option("--acceptance-rate", help="Serving: probability a draft token is accepted (your measurement or assumption).")] = None,
     zero_stage: Annotated[Optional[int], typer.Option("--zero-stage", help="Training: ZeRO stage 0-3 (default: the framework's; Megatron 1, FSDP/DeepSpeed 3).")] = None,
     micro_batch_size: Annotated[Optional[int], typer.Option("--micro-batch-size", help="Training: sequences per GPU per micro-batch (default: searched; lora 1).")] = None,
     activation_recompute: Annotated[Optional[bool], typer.Option("--activation-recompute/--no-activation-recompute", help="Training: full activation checkpointing (default: searched; lora on).")] = None,
@@ -620,7 +627,9 @@ def estimate(
                               micro_batch_size=micro_batch_size, activation_recompute=activation_recompute, mfu=mfu,
                               gpus=gpus, global_batch_tokens=global_batch_tokens, optimizer=optimizer,
                               offload=offload, framework=framework, context_parallel=context_parallel,
-                              expert_parallel=expert_parallel, sweep=sweep or chart is not None)
+                              expert_parallel=expert_parallel, sweep=sweep or chart is not None,
+                              prefix_cache_hit_rate=prefix_cache_hit_rate, speculative_tokens=speculative_tokens,
+                              acceptance_rate=acceptance_rate)
         if chart is not None:
             from gpuopt.kernel.errors import InputError
 

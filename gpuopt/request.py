@@ -370,6 +370,18 @@ class WorkloadItem(_Parts):
          doc="serve: p99 time-per-output-token target, ms (overrides the scenario's)")
     measured: str | None = _opt(None, group="serving", cli="--measured",
          doc="serve: CSV/JSON of your own benchmark results that corrects the model (in a plan file: relative to its folder)")
+    prefix_cache_hit_rate: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False), BeforeValidator(_not_bool)] | None = \
+        _opt(None, group="serving", cli="--prefix-cache-hit-rate",
+             doc="serve: share 0..1 of input tokens served from the engine's prefix cache (vLLM automatic prefix "
+                 "caching, SGLang RadixAttention): less prefill work (default 0)")
+    speculative_tokens: Annotated[int, Field(ge=0, le=16), BeforeValidator(_not_bool)] | None = \
+        _opt(None, group="serving", cli="--speculative-tokens",
+             doc="serve: speculative decoding, draft tokens proposed per step (0..16; default 0: none); needs "
+                 "acceptance_rate")
+    acceptance_rate: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False), BeforeValidator(_not_bool)] | None = \
+        _opt(None, group="serving", cli="--acceptance-rate",
+             doc="serve: probability a draft token is accepted (your measurement or assumption), with "
+                 "speculative_tokens")
     trace: str | None = _opt(None, group="serving", cli="--trace",
          doc="serve: CSV of requests (input_tokens, output_tokens): their means are the lengths (in a plan file: "
              "relative to its folder)")
@@ -504,7 +516,8 @@ class WorkloadItem(_Parts):
                       "global_batch_tokens")
         else:
             unused = ("tokens_per_second", "request_rate", "concurrency", "engine", "input_tokens", "output_tokens",
-                      "scenario", "ttft_ms", "tpot_ms", "measured", "trace") + (("lora_rank",) if self.task != "lora" else ())
+                      "scenario", "ttft_ms", "tpot_ms", "measured", "trace", "prefix_cache_hit_rate",
+                      "speculative_tokens", "acceptance_rate") + (("lora_rank",) if self.task != "lora" else ())
             if self.task == "lora":
                 unused += ("framework", "optimizer", "offload", "global_batch_tokens")
         return [k for k in unused if getattr(self, k) is not None]

@@ -220,3 +220,96 @@ def test_the_fitted_latency_model_on_full_statistics_vllm_sweeps():
     # and without the host time the V0 rows are far worse: the fit is doing something
     v0 = [r for r in rows if r.group == "vllm-v0"][:40]
     assert lf.loss(v0, ENGINES["vllm-v0"].step_overhead_s, ENGINES["vllm-v0"].seq_overhead_s) < lf.loss(v0, 0.0, 0.0)
+
+
+# ------------------------------------------------------------------ serving options: prefix cache, speculative decoding
+
+
+def test_tokens_per_verification_is_leviathan_et_al_eq_1():
+    """Expected tokens per speculative step, (1 - a^(k+1)) / (1 - a) (Leviathan, Kalman, Matias, ICML 2023, eq. 1):
+    their Table 1 style figures -- a = 0.8, k = 4: 3.36; a = 0.6, k = 2: 1.96; k = 0: 1."""
+    from optimizer.sizing.serving import tokens_per_verification
+
+    assert tokens_per_verification(4, 0.8) == pytest.approx((1 - 0.8 ** 5) / 0.2) == pytest.approx(3.3616)
+    assert tokens_per_verification(2, 0.6) == pytest.approx(1.96)
+    assert tokens_per_verification(0, 0.9) == 1.0
+
+
+def _sized(**kw):
+    from optimizer.sizing import size_replica
+
+    w = Workload(task="serve", model=load_model("Llama-3.1-70B"), precision="bf16", input_tokens=4000,
+                 output_tokens=200, **kw)
+    return size_replica(w, load_gpu("H100-80GB"), 4)
+
+
+def test_a_prefix_cache_cuts_prefill_where_prompts_are_long():
+    """80 % of a 4,000-token prompt from the prefix cache: a fifth of the prefill left, so TTFT falls and a
+    prefill-heavy replica serves more at the same targets; at 0 % nothing changes."""
+    base, cached = _sized(scenario="chat"), _sized(scenario="chat", prefix_cache_hit_rate=0.8)
+    assert _sized(scenario="chat", prefix_cache_hit_rate=0.0).tokens_per_second_per_replica == \
+        base.tokens_per_second_per_replica
+    assert cached.tokens_per_second_per_replica > 2 * base.tokens_per_second_per_replica
+    off, off_cached = _sized(scenario="offline"), _sized(scenario="offline", prefix_cache_hit_rate=0.8)
+    assert off_cached.ttft_ms < off.ttft_ms and off_cached.concurrency == off.concurrency  # the same KV per sequence
+    assert any("prefix cache: 80%" in a for a in cached.assumptions)
+
+
+def test_speculative_decoding_helps_small_batches_and_fades_at_large_ones():
+    """Speculation trades FLOPs for fewer memory-bound iterations: at batch 1 (interactive) TPOT falls by about
+    the tokens per verification less the draft and verification cost; at a large offline batch, where the
+    iteration is closer to compute-bound, the gain is much smaller."""
+    from optimizer.sizing import serving as sv
+
+    m, h100 = load_model("Llama-3.1-70B"), load_gpu("H100-80GB")
+    lay = sv.Layout(4, 1)
+    plain = sv.load_engine("vllm")
+    spec = sv.engine_for(Workload(task="serve", model=m, speculative_tokens=4, acceptance_rate=0.7))
+    e = sv.tokens_per_verification(4, 0.7)  # 2.77
+    one = sv.point(m, h100, lay, "bf16", plain, 1, 1000, 200).tpot_ms / sv.point(m, h100, lay, "bf16", spec, 1, 1000,
+                                                                               200).tpot_ms
+    assert 0.75 * e < one < e
+    big = sv.point(m, h100, lay, "bf16", plain, 256, 1000, 200).tpot_ms / sv.point(m, h100, lay, "bf16", spec, 256,
+                                                                                 1000, 200).tpot_ms
+    assert big < 0.75 * one
+    assert any("speculative decoding: 4 draft tokens" in a for a in _sized(
+        scenario="interactive", speculative_tokens=4, acceptance_rate=0.7).assumptions)
+
+
+@pytest.mark.parametrize("kw, field", [
+    ({"prefix_cache_hit_rate": 1.0}, "prefix_cache_hit_rate"),
+    ({"speculative_tokens": 3}, "acceptance_rate"),
+    ({"speculative_tokens": 3, "acceptance_rate": 1.5}, "acceptance_rate"),
+    ({"acceptance_rate": 0.5}, "acceptance_rate"),
+    ({"speculative_tokens": 40, "acceptance_rate": 0.5}, "speculative_tokens"),
+])
+def test_serving_options_refuse_what_does_not_mean_anything(kw, field):
+    from gpuopt.kernel.errors import InputError
+    from optimizer.sizing import validate_workload
+
+    with pytest.raises(InputError) as exc:
+        validate_workload(Workload(task="serve", model=load_model("Llama-3.1-8B"), **kw))
+    assert exc.value.field == field
+
+
+def test_cli_estimate_and_recommend_take_the_serving_options(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from gpuopt.cli import app
+
+    r = CliRunner().invoke(app, ["estimate", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "L40S",
+                                 "--input-tokens", "3000", "--prefix-cache-hit-rate", "0.5", "--speculative-tokens",
+                                 "3", "--acceptance-rate", "0.6", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert any("prefix cache: 50%" in a for a in d["assumptions"])
+    assert any("speculative decoding: 3 draft tokens" in a for a in d["assumptions"])
+    bad = CliRunner().invoke(app, ["estimate", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--speculative-tokens",
+                                   "3"])
+    assert bad.exit_code == 1 and "acceptance_rate" in bad.output and "Traceback" not in bad.output
+    r = CliRunner().invoke(app, ["recommend", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--tokens-per-second",
+                                 "500", "--provider", "aws", "--prefix-cache-hit-rate", "0.5", "--no-explain",
+                                 "--print-workload"])
+    assert r.exit_code == 0 and "prefix_cache_hit_rate: 0.5" in r.output

@@ -162,7 +162,7 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
     if w.task == "serve":
         from optimizer.sizing import serving as sv
 
-        eng = sv.load_engine(w.engine)
+        eng = sv.engine_for(w)
         inp, out = serve_lengths(w)
         tp_used = max(1, int(g / pp))
         if not sv.tp_supported(m, tp_used):
@@ -241,6 +241,23 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
                                                 f"node between stages, {net.hop_latency_s * 1e6:.1f} us per hop)"
                                                 if pp > 1 else ""),
         ]
+        if eng.prefix_hit:
+            assumptions.append(
+                f"prefix cache: {eng.prefix_hit:.0%} of input tokens served from cache (your assumption; vLLM "
+                "automatic prefix caching, SGLang RadixAttention): their prefill is not recomputed, so TTFT and the "
+                "prefill share of each iteration shrink; every running sequence still holds its whole context in the "
+                "KV cache (cached blocks are shared, idle ones evicted first), so the batch the cache holds is "
+                "unchanged, and the rate holds only while the cached prefixes fit the KV cache left over")
+        if eng.spec_tokens:
+            dc = eng.draft_cost if eng.draft_cost is not None else 1.0 / m.layers
+            assumptions.append(
+                f"speculative decoding: {eng.spec_tokens} draft tokens per step, each accepted with probability "
+                f"{eng.acceptance:g} (your assumption): {sv.tokens_per_verification(eng.spec_tokens, eng.acceptance):.2f} "
+                "tokens per verification step, (1 - a^(k+1)) / (1 - a) (Leviathan et al., ICML 2023); the "
+                f"verification reads the weights and KV cache once and computes {eng.spec_tokens + 1} tokens per "
+                f"sequence; each draft token costs {dc:.3f} of a decode iteration (one transformer layer: an "
+                "EAGLE-style draft head, arXiv 2401.15077); the draft's weights are left out of memory. At large "
+                "batches the iteration turns compute-bound and the gain shrinks or reverses")
         if w.precision == "bf16" and sv.gpu_generation(spec) in ("volta", "turing"):
             assumptions.append(f"{spec.name} has no bf16: the engines serve a bf16 checkpoint in fp16 (vLLM casts it "
                                "with a warning), the same bytes and speed")
@@ -615,7 +632,7 @@ def operating_point(w: Workload, gpu: GpuSpec, gpus_per_replica: float, pipeline
     pp = max(1, int(pipeline_parallel))
     spec = gpu if g >= 1 else gpu_share(gpu, g)
     layout = sv.Layout(max(1, int(g / pp)), pp)
-    eng = sv.load_engine(w.engine)
+    eng = sv.engine_for(w)
     inp, out = serve_lengths(w)
     hop = ((net.hop_latency_s, PIPELINE_VALUES_PER_TOKEN_PER_HIDDEN * m.hidden_size * 2.0
             / (net.gbps_per_node * 1e9)) if pp > 1 else (0.0, 0.0))

@@ -300,9 +300,10 @@ def replica_engine(m, gpu, layout, precision: str, engine, input_tokens: float, 
                                                  fit, False, hop).step_ms + a_s + c_s * b)
         return cache[b]
 
-    pre = sv.prefill_s(m, gpu, layout, precision, input_tokens, fit, engine.name)
-    own = pre if layout.pipeline_parallel == 1 else sv.prefill_s(m, gpu, layout, precision, input_tokens, fit,
-                                                                 engine.name, latency=True) \
+    fresh = 1.0 - engine.prefix_hit  # the prefix cache's share of the prompt is not recomputed
+    pre = fresh * sv.prefill_s(m, gpu, layout, precision, input_tokens, fit, engine.name)
+    own = pre if layout.pipeline_parallel == 1 else fresh * sv.prefill_s(m, gpu, layout, precision, input_tokens,
+                                                                         fit, engine.name, latency=True) \
         + (layout.pipeline_parallel - 1) * (hop[0] + input_tokens * hop[1]) + hop[0]
     return Engine(step=step, prefill_s=k_ttft * pre, prefill_latency_s=k_ttft * own, cap=cap,
                   output_tokens=float(output_tokens))

@@ -122,6 +122,10 @@ class EngineProfile:
             Python between kernels), s; fitted on published rate sweeps by ``benchmarks/latency_fit.py``.
         seq_overhead_s: host time added per running sequence per iteration, s; fitted the same way. Both are
             added to every iteration of :func:`point` (so to throughput and latency alike).
+        prefix_hit, spec_tokens, acceptance, draft_cost: the workload's serving options (:func:`engine_for`):
+            share of input tokens served from the prefix cache; speculative decoding's draft tokens per step, their
+            acceptance probability and a draft token's cost as a share of a target decode iteration (None: one
+            transformer layer's, 1 / L -- an EAGLE-style draft head, Li et al. 2024, arXiv 2401.15077).
     """
 
     name: str
@@ -136,6 +140,10 @@ class EngineProfile:
     small_names: tuple[str, ...] = ()
     step_overhead_s: float = 0.0
     seq_overhead_s: float = 0.0
+    prefix_hit: float = 0.0
+    spec_tokens: int = 0
+    acceptance: float = 0.0
+    draft_cost: float | None = None
 
     def _large(self, gpu: GpuSpec) -> bool:
         return gpu.memory_gib >= 70 and not gpu.name.upper().startswith(self.small_names)
@@ -193,6 +201,44 @@ def engine_aliases(name: str) -> str:
 #: Benchmark-client backends that name the API, not the engine behind it (vLLM benchmark_serving ``--backend
 #: openai-chat``): a measurement with one of these is taken to be of the engine estimated.
 _API_BACKENDS = ("openai", "openai-chat", "openai-completions", "openai-audio", "openai-embeddings")
+
+
+def engine_for(w) -> EngineProfile:
+    """The engine profile of serving workload ``w`` (:func:`load_engine` of ``w.engine``) with its serving options:
+    ``prefix_cache_hit_rate``, ``speculative_tokens`` and ``acceptance_rate``. Raises InputError as load_engine."""
+    eng = load_engine(w.engine)
+    h = float(getattr(w, "prefix_cache_hit_rate", 0.0) or 0.0)
+    k = int(getattr(w, "speculative_tokens", 0) or 0)
+    if not h and not k:
+        return eng
+    return replace(eng, prefix_hit=h, spec_tokens=k, acceptance=float(getattr(w, "acceptance_rate", 0.0) or 0.0))
+
+
+def tokens_per_verification(k: int, acceptance: float) -> float:
+    """Expected tokens one speculative step yields with ``k`` draft tokens each accepted with probability
+    ``acceptance`` (i.i.d.): ``(1 - a^(k+1)) / (1 - a)`` -- the accepted prefix plus the target's own token
+    (Leviathan, Kalman and Matias, "Fast Inference from Transformers via Speculative Decoding", ICML 2023, eq. 1).
+    1 without speculation (k = 0)."""
+    if k <= 0:
+        return 1.0
+    a = min(max(acceptance, 0.0), 1.0 - 1e-12)
+    return (1.0 - a ** (k + 1)) / (1.0 - a)
+
+
+def decode_iteration_s(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, batch: float, context: float,
+                       fit: "ServingFit", engine: EngineProfile) -> float:
+    """GPU time of one decode iteration of ``batch`` sequences, s: :func:`decode_step_s`, or with speculative
+    decoding (``engine.spec_tokens`` = k > 0) the target's verification of k + 1 tokens per sequence -- the
+    weights and each sequence's KV cache read once, k + 1 tokens' FLOPs (as ``decode_step_s`` of ``batch x (k+1)``
+    tokens over ``context / (k+1)``) -- plus k draft tokens at ``draft_cost`` of a plain iteration each. The
+    iteration yields :func:`tokens_per_verification` tokens per sequence."""
+    plain = decode_step_s(m, gpu, layout, precision, batch, context, fit, engine.name)
+    k = engine.spec_tokens
+    if k <= 0:
+        return plain
+    verify = decode_step_s(m, gpu, layout, precision, batch * (k + 1), context / (k + 1), fit, engine.name)
+    dc = engine.draft_cost if engine.draft_cost is not None else 1.0 / m.layers
+    return verify + k * dc * plain
 
 
 def load_engine(name: str | None) -> EngineProfile:
@@ -519,17 +565,21 @@ def point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: En
     if pp > 1:
         inflight = min(pp, batch)
         b = math.ceil(batch / inflight)
-        stage = decode_step_s(m, gpu, layout, precision, b, context, fit, engine.name)
+        stage = decode_iteration_s(m, gpu, layout, precision, b, context, fit, engine)
         t_hop = hop[0] + b * hop[1]
         step = max(inflight * stage, pp * stage + (pp - 1) * t_hop + hop[0])
     else:
-        step = decode_step_s(m, gpu, layout, precision, batch, context, fit, engine.name)
-    # the engine's host time on every iteration's critical path (benchmarks/latency_fit.py)
-    step += engine.step_overhead_s + engine.seq_overhead_s * batch
-    pre = prefill_s(m, gpu, layout, precision, input_tokens, fit, engine.name)
+        step = decode_iteration_s(m, gpu, layout, precision, batch, context, fit, engine)
+    # the engine's host time on every iteration's critical path (benchmarks/latency_fit.py); a speculative
+    # iteration gives each sequence tokens_per_verification tokens: the time per output token
+    step = (step + engine.step_overhead_s + engine.seq_overhead_s * batch) / tokens_per_verification(
+        engine.spec_tokens, engine.acceptance)
+    # prefix cache: the cached share of the prompt is not recomputed (its KV blocks are reused)
+    fresh = 1.0 - engine.prefix_hit
+    pre = fresh * prefill_s(m, gpu, layout, precision, input_tokens, fit, engine.name)
     # one prompt crosses every stage, its I tokens' hidden states over each hop
-    own = pre if pp == 1 else prefill_s(m, gpu, layout, precision, input_tokens, fit, engine.name, latency=True) \
-        + (pp - 1) * (hop[0] + input_tokens * hop[1]) + hop[0]
+    own = pre if pp == 1 else fresh * prefill_s(m, gpu, layout, precision, input_tokens, fit, engine.name,
+                                                latency=True) + (pp - 1) * (hop[0] + input_tokens * hop[1]) + hop[0]
     if static:
         total = batch * pre + output_tokens * step
         tps = batch * output_tokens / total

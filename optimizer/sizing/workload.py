@@ -126,6 +126,10 @@ class Workload:
             targets.
         precision_options: precisions the planner may choose from per GPU (empty: ``precision`` only).
         measured: an :class:`optimizer.sizing.serving.Measurements` of the user's own benchmark, or None.
+        prefix_cache_hit_rate: serve: share of input tokens served from the engine's prefix cache (vLLM automatic
+            prefix caching, SGLang RadixAttention), 0 <= h < 1: their prefill is not recomputed.
+        speculative_tokens, acceptance_rate: serve: speculative decoding -- ``k`` draft tokens proposed per step,
+            each accepted with probability ``acceptance_rate`` (the user's assumption; required with k > 0).
 
     Task ``"lora"`` fine-tunes low-rank adapters on a frozen base model; with ``precision="int4"`` it is QLoRA
     (4-bit NF4 base weights), with ``"int8"`` an 8-bit base, with ``"bf16"``/``"fp16"`` plain LoRA.
@@ -158,6 +162,9 @@ class Workload:
     optimizer: str = "adam"
     offload: str = "none"
     global_batch_tokens: float | None = None
+    prefix_cache_hit_rate: float = 0.0
+    speculative_tokens: int = 0
+    acceptance_rate: float | None = None
 
 
 def lora_zero_stage(w: Workload) -> int:
@@ -432,6 +439,22 @@ def _validate_serving(w: Workload) -> None:
     if w.request_rate is not None and (not is_number(w.request_rate) or w.request_rate < 0):
         raise InputError("request_rate", f"must be a number of requests/s >= 0, got {w.request_rate!r}",
                          accepted=">= 0")
+    h = w.prefix_cache_hit_rate
+    if not is_number(h) or not 0.0 <= h < 1.0:
+        raise InputError("prefix_cache_hit_rate", f"must be a share of input tokens, got {h!r}", accepted="0 <= x < 1")
+    k = w.speculative_tokens
+    if not is_int(k) or not 0 <= k <= 16:
+        raise InputError("speculative_tokens", f"must be a whole number of draft tokens per step, got {k!r}",
+                         accepted="0..16 (0: no speculative decoding)")
+    a = w.acceptance_rate
+    if k > 0 and a is None:
+        raise InputError("acceptance_rate", "speculative decoding needs the share of draft tokens the target model "
+                                            "accepts (your measurement or assumption)", accepted="0 < x < 1")
+    if a is not None and (not is_number(a) or not 0.0 < a < 1.0):
+        raise InputError("acceptance_rate", f"must be a probability, got {a!r}", accepted="0 < x < 1")
+    if a is not None and k == 0:
+        raise InputError("acceptance_rate", "is an option of speculative decoding",
+                         accepted="with speculative_tokens >= 1")
     inp, out = serve_lengths(w)
     if w.context_tokens is not None and inp + out > w.context_tokens:
         raise InputError("context_tokens", f"the {w.context_tokens}-token window does not hold a request of "

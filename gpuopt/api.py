@@ -531,7 +531,8 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
              global_batch_tokens: float | None = None, optimizer: str | None = None, offload: str | None = None,
              framework: str | None = None, context_parallel: int | None = None,
              expert_parallel: int | None = None, sweep: bool = False, prefix_cache_hit_rate: float | None = None,
-             speculative_tokens: int | None = None, acceptance_rate: float | None = None) -> EstimateResult:
+             speculative_tokens: int | None = None, acceptance_rate: float | None = None,
+             disaggregate: str | None = None) -> EstimateResult:
     """Size one replica of a workload on ``gpu`` (no prices involved). ``sweep`` (serving): also the
     throughput/latency curve per tensor-parallel size and precision (``precision`` may then list several, "bf16,fp8")
     with its Pareto front, in ``numbers["curve"]`` (optimizer.sizing.estimate.latency_curve).
@@ -548,7 +549,8 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
         ``optimizer.sizing.serving.load_measurements``), trace (a CSV of requests' input/output tokens: their means are
         the lengths, ``optimizer.sizing.serving.load_trace``), prefix_cache_hit_rate (0 <= h < 1: share of input
         tokens from the prefix cache), speculative_tokens / acceptance_rate (speculative decoding: k draft tokens
-        per step, each accepted with that probability). Training (train/finetune, issue 11;
+        per step, each accepted with that probability), disaggregate off|auto|on (also the best unit of prefill and
+        decode replicas on nodes of 8 of the GPU, ``numbers["disaggregated"]``). Training (train/finetune, issue 11;
         ``optimizer.sizing.training``): gpus (the job's GPU count; default: the fewest of 1, 2, 4, ... 16,384 that
         hold it, or with deadline_hours the fewest that finish in time), tensor_parallel / pipeline_parallel /
         context_parallel / expert_parallel (fix the layout; default searched),
@@ -581,7 +583,8 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
                  "--input-tokens": input_tokens, "--output-tokens": output_tokens, "--scenario": scenario,
                  "--request-rate": request_rate, "--ttft-ms": ttft_slo_ms, "--tpot-ms": tpot_slo_ms,
                  "--measured": measured, "--trace": trace, "--prefix-cache-hit-rate": prefix_cache_hit_rate,
-                 "--speculative-tokens": speculative_tokens, "--acceptance-rate": acceptance_rate}
+                 "--speculative-tokens": speculative_tokens, "--acceptance-rate": acceptance_rate,
+                 "--disaggregate": disaggregate}
         if task == "lora":
             given.update({"--tensor-parallel": tensor_parallel, "--pipeline-parallel": pipeline_parallel})
         extra = [k for k, v in given.items() if v is not None]
@@ -623,7 +626,8 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
                        global_batch_tokens=global_batch_tokens,
                        optimizer=_lower(optimizer, "optimizer"), offload=_lower(offload, "offload"),
                        framework=_lower(framework, "framework"), prefix_cache_hit_rate=prefix_cache_hit_rate,
-                       speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate))
+                       speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate,
+                       disaggregate=_lower(disaggregate, "disaggregate")))
     tokens_per_second = w.tokens_per_second
     import dataclasses
 
@@ -657,6 +661,20 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
                         tokens_per_second_per_gpu=pt.tokens_per_second / max(nums["gpus_per_replica"], 1e-12))
         nums["replicas_needed"] = reps
         nums["gpus_needed"] = None if reps is None else reps * nums["gpus_per_replica"]
+    if task == "serve" and w.disaggregate != "off":
+        # issue 27 point 5: the best unit of prefill and decode replicas on 8-GPU nodes of this GPU (inside a node
+        # over its GPU link, or across nodes over the default InfiniBand network), beside the co-located replica
+        from optimizer.sizing.disaggregated import best_unit
+
+        unit = best_unit(w, g, sizing.GPUS_PER_NODE, network=sizing.DEFAULT_NODE_NETWORK)
+        if unit is None:
+            assumptions.append("disaggregated: no split of prefill and decode replicas on 8-GPU nodes meets the "
+                               "targets")
+        else:
+            gpus = (unit.prefill_replicas + unit.decode_replicas) * unit.gpus_per_replica
+            nums["disaggregated"] = {**unit.as_dict(), "gpus": gpus,
+                                     "tokens_per_second_per_gpu": unit.tokens_per_second / gpus}
+            assumptions.append(unit.describe())
     if sweep:
         nums["curve"], nums["curve_notes"] = sizing.latency_curve(w, g, precisions=sweep_precisions)
     if task == "lora" and deadline_hours and nums.get("gpu_hours"):
@@ -953,7 +971,7 @@ def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "
                       scenario=item.scenario, ttft_slo_ms=item.ttft_ms, tpot_slo_ms=item.tpot_ms,
                       precision_options=precisions if len(precisions) > 1 else None,
                       prefix_cache_hit_rate=item.prefix_cache_hit_rate, speculative_tokens=item.speculative_tokens,
-                      acceptance_rate=item.acceptance_rate)
+                      acceptance_rate=item.acceptance_rate, disaggregate=item.disaggregate)
             if item.trace:
                 from optimizer.sizing.serving import load_trace
 

@@ -456,6 +456,7 @@ def recommend(
     prefix_cache_hit_rate: Annotated[Optional[float], typer.Option("--prefix-cache-hit-rate", help=_help("prefix_cache_hit_rate"))] = None,
     speculative_tokens: Annotated[Optional[int], typer.Option("--speculative-tokens", help=_help("speculative_tokens"))] = None,
     acceptance_rate: Annotated[Optional[float], typer.Option("--acceptance-rate", help=_help("acceptance_rate"))] = None,
+    disaggregate: Annotated[Optional[str], typer.Option("--disaggregate", help=_help("disaggregate"))] = None,
     context: Annotated[Optional[int], typer.Option("--context", help=_help("context_tokens"))] = None,
     concurrency: Annotated[Optional[int], typer.Option(help=_help("concurrency"))] = None,
     zero_stage: Annotated[Optional[int], typer.Option("--zero-stage", help=_help("zero_stage"))] = None,
@@ -526,7 +527,7 @@ def recommend(
         measured=None if measured is None else str(Path(measured).absolute()),
         trace=None if trace is None else str(Path(trace).absolute()), framework=framework, optimizer=optimizer,
         offload=offload, global_batch_tokens=global_batch_tokens, prefix_cache_hit_rate=prefix_cache_hit_rate,
-        speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate)
+        speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate, disaggregate=disaggregate)
     from gpuopt.plan_spec import find_plan_file
 
     # every key is an option when no plan file is read (neither --workload nor ./gpuopt.yaml)
@@ -589,6 +590,7 @@ def estimate(
     prefix_cache_hit_rate: Annotated[Optional[float], typer.Option("--prefix-cache-hit-rate", help="Serving: share 0..1 of input tokens served from the prefix cache (less prefill work; default 0).")] = None,
     speculative_tokens: Annotated[Optional[int], typer.Option("--speculative-tokens", help="Serving: speculative decoding, draft tokens per step (0-16; needs --acceptance-rate).")] = None,
     acceptance_rate: Annotated[Optional[float], typer.Option("--acceptance-rate", help="Serving: probability a draft token is accepted (your measurement or assumption).")] = None,
+    disaggregate: Annotated[Optional[str], typer.Option("--disaggregate", help="Serving: off (default), on or auto: also size a unit of prefill and decode replicas (KV over the GPUs' link or the node network) on 8-GPU nodes of this GPU.")] = None,
     zero_stage: Annotated[Optional[int], typer.Option("--zero-stage", help="Training: ZeRO stage 0-3 (default: the framework's; Megatron 1, FSDP/DeepSpeed 3).")] = None,
     micro_batch_size: Annotated[Optional[int], typer.Option("--micro-batch-size", help="Training: sequences per GPU per micro-batch (default: searched; lora 1).")] = None,
     activation_recompute: Annotated[Optional[bool], typer.Option("--activation-recompute/--no-activation-recompute", help="Training: full activation checkpointing (default: searched; lora on).")] = None,
@@ -629,7 +631,7 @@ def estimate(
                               offload=offload, framework=framework, context_parallel=context_parallel,
                               expert_parallel=expert_parallel, sweep=sweep or chart is not None,
                               prefix_cache_hit_rate=prefix_cache_hit_rate, speculative_tokens=speculative_tokens,
-                              acceptance_rate=acceptance_rate)
+                              acceptance_rate=acceptance_rate, disaggregate=disaggregate)
         if chart is not None:
             from gpuopt.kernel.errors import InputError
 

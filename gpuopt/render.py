@@ -253,6 +253,13 @@ def estimate(result, fmt: str) -> None:
         if cap:
             t.add_row("at its sized batch", f"batch {cap['concurrency']:,}, TTFT {cap['ttft_ms']:,.0f} ms, TPOT "
                                               f"{cap['tpot_ms']:,.1f} ms, {cap['tokens_per_second_per_replica']:,.0f} tokens/s")
+    dis = n.get("disaggregated")
+    if dis:  # issue 27 point 5: prefill and decode on separate replicas
+        t.add_row("disaggregated unit", f"{dis['prefill_replicas']} prefill + {dis['decode_replicas']} decode replicas of "
+                  f"{dis['gpus_per_replica']} GPU(s), KV over {dis['link']} ({dis['kv_transfer_ms']:.1f} ms/request)")
+        t.add_row("  its throughput", f"{dis['tokens_per_second']:,.0f} tokens/s = "
+                  f"{dis['tokens_per_second_per_gpu']:,.0f} per GPU; TTFT {dis['ttft_ms']:,.0f} ms, TPOT "
+                  f"{dis['tpot_ms']:,.1f} ms")
     for k, v in (n.get("breakdown_gib") or {}).items():
         t.add_row(f"  {k} (GiB/replica)", f"{v:,.2f}")
     con.print(_fit(con, t))

@@ -382,6 +382,9 @@ class WorkloadItem(_Parts):
         _opt(None, group="serving", cli="--acceptance-rate",
              doc="serve: probability a draft token is accepted (your measurement or assumption), with "
                  "speculative_tokens")
+    disaggregate: Literal["off", "auto", "on"] | None = _opt(None, group="serving", cli="--disaggregate",
+         doc="serve: prefill and decode on separate replicas (NVIDIA Dynamo, SGLang, vLLM): off (default), on, or "
+             "auto (where it gives an offer more tokens/s)")
     trace: str | None = _opt(None, group="serving", cli="--trace",
          doc="serve: CSV of requests (input_tokens, output_tokens): their means are the lengths (in a plan file: "
              "relative to its folder)")
@@ -517,7 +520,7 @@ class WorkloadItem(_Parts):
         else:
             unused = ("tokens_per_second", "request_rate", "concurrency", "engine", "input_tokens", "output_tokens",
                       "scenario", "ttft_ms", "tpot_ms", "measured", "trace", "prefix_cache_hit_rate",
-                      "speculative_tokens", "acceptance_rate") + (("lora_rank",) if self.task != "lora" else ())
+                      "speculative_tokens", "acceptance_rate", "disaggregate") + (("lora_rank",) if self.task != "lora" else ())
             if self.task == "lora":
                 unused += ("framework", "optimizer", "offload", "global_batch_tokens")
         return [k for k in unused if getattr(self, k) is not None]

@@ -204,7 +204,7 @@ class SizingItem(_Open):
     tokens_per_second_per_replica: float
     replicas_per_instance: float
     precision: Optional[Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"]] = None
-    engine: Optional[Literal["vllm", "sglang", "tensorrt-llm"]] = None
+    engine: Optional[Literal["vllm", "vllm-v0", "sglang", "tensorrt-llm"]] = None
     batch: Optional[Annotated[int, Field(ge=1)]] = None
     ttft_ms: Optional[Annotated[float, Field(ge=0.0)]] = None
     tpot_ms: Optional[Annotated[float, Field(ge=0.0)]] = None
@@ -213,6 +213,16 @@ class SizingItem(_Open):
     input_tokens: Optional[Annotated[int, Field(ge=1)]] = None
     output_tokens: Optional[Annotated[int, Field(ge=1)]] = None
     estimate_source: Optional[str] = None
+    request_rate_per_replica: Optional[Annotated[float, Field(ge=0.0)]] = Field(
+        None, description="serve with latency targets: requests/s a replica is sized for -- the highest rate whose "
+                          "p99 TTFT (with queueing) and TPOT meet the targets (optimizer.sizing.operating)")
+    utilization: Optional[Annotated[float, Field(ge=0.0, le=1.0)]] = Field(
+        None, description="that rate's share of the rate the replica saturates at")
+    disaggregated: Optional[dict[str, Any]] = Field(
+        None, description="a unit of prefill and decode replicas (optimizer.sizing.disaggregated): "
+                          "prefill_replicas, decode_replicas, gpus_per_replica, instances, request_rate, "
+                          "tokens_per_second, ttft_ms, tpot_ms, kv_transfer_ms, link, prefill_rate, decode_rate, "
+                          "prefill_utilization, decode_batch")
     layout: Optional[dict[str, Any]] = Field(None, description="train/finetune: tensor_parallel, pipeline_parallel, "
                                              "data_parallel, context_parallel, expert_parallel, virtual_stages, "
                                              "zero_stage, micro_batch_size, activation_recompute, offload")

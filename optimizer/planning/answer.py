@@ -475,6 +475,11 @@ def workload_summaries(problem: FleetProblem, sol: FleetSolution) -> tuple[list[
                                    "ttft_target_ms": s.ttft_target_ms, "tpot_target_ms": s.tpot_target_ms,
                                    "input_tokens": s.input_tokens, "output_tokens": s.output_tokens,
                                    "estimate_source": s.estimate_source})
+                if getattr(s, "utilization", None) is not None:  # sized at the operating point (issue 27)
+                    sizing[-1].update({"request_rate_per_replica": round(float(s.request_rate), 4),
+                                       "utilization": round(float(s.utilization), 4)})
+                if getattr(s, "disaggregated", None):  # prefill and decode replicas (issue 27 point 5)
+                    sizing[-1]["disaggregated"] = dict(s.disaggregated)
             if getattr(s, "task", "") in ("train", "finetune") and getattr(s, "training_layout", None):
                 lay = s.training_layout
                 text = _layout_text(s)

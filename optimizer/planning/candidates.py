@@ -305,6 +305,11 @@ def _serving_shape(sizing_fn, workload, gpu, offer_gpus: float, network=None):
                 r = int(offer_gpus // n)
                 if better(best, (r * s.tokens_per_second_per_replica, r, s)):
                     best = (r * s.tokens_per_second_per_replica, r, s)
+    mode = getattr(workload, "disaggregate", "off")
+    if mode != "off":
+        unit = _disaggregated_shape(workload, gpu, whole, net, options)
+        if mode == "on" or (unit and (best is None or _fewer_instances(workload, unit, best[0]))):
+            return unit if unit else (None, None, "misses_latency_target" if memory_fits else "does_not_fit")
     if best:
         return 1, best[1], best[2]
     tps = [n for n in counts if n <= whole and tp_supported(workload.model, n)]
@@ -325,6 +330,49 @@ def _serving_shape(sizing_fn, workload, gpu, offer_gpus: float, network=None):
             if s.fits:
                 return k, 1, s
     return None, None, "misses_latency_target" if memory_fits else "does_not_fit"
+
+
+#: Units a production service runs at least (gpuopt's default ``min_replicas``) and spare units (its default N+1:
+#: losing any instance of a unit loses the unit): a disaggregated unit is sized so that the workload's demand
+#: takes the fewest instances, and ``--disaggregate auto`` takes it on an offer only when it needs fewer instances
+#: than co-located replicas would (a rule of the candidate, before the MILP; the plan's own N+1 and floors apply).
+MIN_SERVING_UNITS = 2
+SPARE_UNITS = 1
+
+
+def _fewer_instances(workload, unit, colocated_tps_per_instance: float) -> bool:
+    """Whether the disaggregated ``unit`` (k, 1, sizing) carries the workload's tokens/s in fewer instances than
+    co-located replicas giving ``colocated_tps_per_instance`` (both with :data:`MIN_SERVING_UNITS` and
+    :data:`SPARE_UNITS`); without a demand, whether it gives more tokens/s per instance."""
+    from optimizer.sizing.disaggregated import units_for
+
+    k, _r, s = unit
+    demand = workload.tokens_per_second
+    if not demand:
+        return s.tokens_per_second_per_replica / k > colocated_tps_per_instance * (1 + 1e-9)
+    mine = k * units_for(demand, s.tokens_per_second_per_replica, MIN_SERVING_UNITS, SPARE_UNITS)
+    theirs = units_for(demand, colocated_tps_per_instance, MIN_SERVING_UNITS, SPARE_UNITS)
+    return mine < theirs
+
+
+def _disaggregated_shape(workload, gpu, whole: int, net, options):
+    """(instances k, 1, the unit's sizing) of the best disaggregated unit of prefill and decode replicas on this
+    offer (:func:`optimizer.sizing.disaggregated.best_unit`: inside one instance, or across instances over a
+    cluster fabric; the split needing the fewest instances for the workload's tokens/s with at least
+    :data:`MIN_SERVING_UNITS` units), over the allowed precisions; None when none meets the targets."""
+    from optimizer.sizing.disaggregated import best_unit, unit_sizing
+
+    best = None
+    for w in options:
+        unit = best_unit(w, gpu, whole, network=net if net.cluster else None, demand_tps=w.tokens_per_second,
+                         min_units=MIN_SERVING_UNITS, spare_units=SPARE_UNITS)
+        if unit and (best is None or unit.tokens_per_second / unit.instances
+                     > best[1].tokens_per_second / best[1].instances * (1 + 1e-9)):
+            best = (w, unit)
+    if best is None:
+        return None
+    w, unit = best
+    return unit.instances, 1, unit_sizing(w, gpu, unit, network=net)
 
 
 @dataclass
@@ -570,7 +618,8 @@ def offer_hardware(workload: "Workload", off: dict[str, Any], gpu_cache: dict, n
         return None, s
     label = shape_label(gm, float(off["gpu_count"]), mem, str(off["interconnect"]), instances=k,
                         tensor_parallel=s.tensor_parallel, pipeline_parallel=s.pipeline_parallel,
-                        fabric=net.fabric, gbps_per_node=net.gbps_per_node)
+                        fabric=net.fabric, gbps_per_node=net.gbps_per_node,
+                        split=getattr(s, "disaggregated", None))
     sizing_by_gpu[label] = s
     theta = s.tokens_per_second_per_replica if workload.task == "serve" else (s.flops_per_second_per_replica or 0.0)
     return k, r, s, label, theta, net.fabric, None if workload.task == "serve" or net.cluster else 1
@@ -602,15 +651,22 @@ def usable_gpu_memory_gib(gpu_model: str, offered: float | None, datasheet_gib: 
 
 def shape_label(gpu_model: str, gpu_count: float, memory_gib: float, interconnect: str, *, instances: int = 1,
                 tensor_parallel: int = 1, pipeline_parallel: int = 1, fabric: str = "",
-                gbps_per_node: float | None = None) -> str:
+                gbps_per_node: float | None = None, split: dict | None = None) -> str:
     """How a GPU shape is named in the sizing table, e.g. "L4 x4 (22.35 GiB, pcie)".
 
+    A disaggregated unit (``split``: its dict, optimizer.sizing.disaggregated) adds its prefill and decode replicas
+    and the link its KV crosses, e.g. "H100-80GB x8 (80 GiB, nvlink) disaggregated 6P+2D TP1, KV over NVLink".
     A replica over several instances adds its layout and the network it crosses, e.g.
     "H100-80GB x8 (80 GiB, nvlink) x2 instances, TP8 PP2 over efa 400 GB/s" (serving) or
     "A100-40GB x8 (40 GiB, nvlink) x3 instances, ZeRO over efa 50 GB/s" (training): the same GPU shape sized over
     another layout or network is another row.
     """
     label = f"{gpu_model} x{gpu_count:g} ({memory_gib:.4g} GiB, {interconnect})"
+    if split:  # a disaggregated unit (optimizer.sizing.disaggregated): its prefill and decode replicas
+        label += (f" x{instances} instances," if instances > 1 else "") + (
+            f" disaggregated {split['prefill_replicas']}P+{split['decode_replicas']}D TP{split['gpus_per_replica']}"
+            f", KV over {split['link']}")
+        return label
     if instances > 1:
         layout = f"TP{tensor_parallel} PP{pipeline_parallel}" if pipeline_parallel > 1 else "ZeRO"
         net = fabric or "unknown network"

@@ -130,6 +130,8 @@ class Workload:
             prefix caching, SGLang RadixAttention), 0 <= h < 1: their prefill is not recomputed.
         speculative_tokens, acceptance_rate: serve: speculative decoding -- ``k`` draft tokens proposed per step,
             each accepted with probability ``acceptance_rate`` (the user's assumption; required with k > 0).
+        disaggregate: serve: ``off`` (default), ``on`` or ``auto`` -- prefill and decode on separate replicas
+            (:mod:`optimizer.sizing.disaggregated`).
 
     Task ``"lora"`` fine-tunes low-rank adapters on a frozen base model; with ``precision="int4"`` it is QLoRA
     (4-bit NF4 base weights), with ``"int8"`` an 8-bit base, with ``"bf16"``/``"fp16"`` plain LoRA.
@@ -165,6 +167,7 @@ class Workload:
     prefix_cache_hit_rate: float = 0.0
     speculative_tokens: int = 0
     acceptance_rate: float | None = None
+    disaggregate: str = "off"
 
 
 def lora_zero_stage(w: Workload) -> int:
@@ -224,6 +227,8 @@ class ReplicaSizing:
             point -- ``request_rate`` requests/s (Poisson) is the highest rate whose p99 TTFT (with queueing) and
             TPOT meet the targets, ``utilization`` its share of the saturation rate; tokens/s = rate x output
             tokens. None offline (sized at saturation) or at a given concurrency.
+        disaggregated: a disaggregated unit (prefill and decode replicas, :mod:`optimizer.sizing.disaggregated`):
+            its split as a dict; the sizing is then of the whole unit. None for a co-located replica.
     """
 
     task: str
@@ -253,6 +258,7 @@ class ReplicaSizing:
     meets_targets: bool | None = None
     request_rate: float | None = None
     utilization: float | None = None
+    disaggregated: dict | None = None
     # train/finetune (issue 11, optimizer.sizing.training): the parallel layout, MFU, step time (s), global batch
     # (tokens), goodput (on-demand and spot; optimizer.sizing.goodput) and the GPU count the throughput is for (job
     # scale)
@@ -455,6 +461,10 @@ def _validate_serving(w: Workload) -> None:
     if a is not None and k == 0:
         raise InputError("acceptance_rate", "is an option of speculative decoding",
                          accepted="with speculative_tokens >= 1")
+    from optimizer.sizing.disaggregated import DISAGGREGATE_MODES
+
+    if w.disaggregate not in DISAGGREGATE_MODES:
+        raise InputError("disaggregate", f"unknown mode {w.disaggregate!r}", accepted=", ".join(DISAGGREGATE_MODES))
     inp, out = serve_lengths(w)
     if w.context_tokens is not None and inp + out > w.context_tokens:
         raise InputError("context_tokens", f"the {w.context_tokens}-token window does not hold a request of "

@@ -1,0 +1,99 @@
+"""Disaggregated serving (issue 27, point 5): prefill and decode on separate replicas, sized each for its own target,
+the KV cache moved between them, chosen by the planner only where it needs fewer instances."""
+
+from __future__ import annotations
+
+import pytest
+
+from optimizer.sizing import DEFAULT_NODE_NETWORK, Workload, size_replica
+from optimizer.sizing import serving as sv
+from optimizer.sizing.disaggregated import best_unit, pool_rates, units_for
+from optimizer.sizing.specs import load_gpu, load_model
+
+H100 = load_gpu("H100-80GB")
+L70 = load_model("Llama-3.1-70B")
+
+
+def _w(inp, out, scenario="chat", **kw):
+    return Workload(task="serve", model=L70, precision="bf16", input_tokens=inp, output_tokens=out, scenario=scenario,
+                    **kw)
+
+
+def _colocated_per_instance(w, gpus=8):
+    best = 0.0
+    for n in (1, 2, 4, 8):
+        if n <= gpus and sv.tp_supported(w.model, n):
+            s = size_replica(w, H100, n)
+            if s.fits:
+                best = max(best, gpus // n * s.tokens_per_second_per_replica)
+    return best
+
+
+def test_the_kv_cache_crosses_the_fabric_at_its_bytes():
+    """Llama-3.1-70B keeps 2 x 80 layers x 8 KV heads x 128 x 2 B = 327,680 B per token (bf16); a 4,000-token
+    prompt's 1.31 GB over 8 x 200 Gb/s InfiniBand (200 GB/s per node) takes 6.55 ms plus the hop latency."""
+    assert L70.kv_bytes_per_token(2.0) == 327_680
+    r = pool_rates(_w(4000, 100), H100, 4, DEFAULT_NODE_NETWORK.gbps_per_node, DEFAULT_NODE_NETWORK.hop_latency_s)
+    t_kv = r[5]
+    assert t_kv == pytest.approx(4000 * 327_680 / 200e9 + DEFAULT_NODE_NETWORK.hop_latency_s)
+
+
+def test_the_prefill_pool_is_an_m_d_1_queue_held_at_its_ttft_target():
+    """A prefill replica serves prompts one after another (S each): mean TTFT = rho S / (2 (1 - rho)) + S + t_kv;
+    the pool runs at the highest rho whose mean x 1.73 meets the p99 TTFT target (chat: 2,000 ms)."""
+    r_p, r_d, b, S, step, t_kv = pool_rates(_w(4000, 100), H100, 4, 200.0, 0.0)
+    rho = r_p * S
+    ttft = rho * S / (2 * (1 - rho)) + S + t_kv
+    assert ttft * sv.P99_OVER_MEAN_TTFT * 1e3 == pytest.approx(2000.0, rel=1e-6)
+    # the decode pool: the largest batch whose iteration x 1.15 meets the 50 ms TPOT target, no prefill in it
+    assert step * 1e3 * sv.P99_OVER_MEAN_TPOT <= 50.0 and b >= 1
+    assert r_d == pytest.approx(b / (100 * step))
+
+
+def test_disaggregation_wins_where_prefill_dominates_and_loses_where_decode_does():
+    """Long prompts, short answers (4,000 in / 100 out): prefill interference holds the co-located batch down, and
+    separate pools give 8-GPU nodes more tokens/s; short prompts, long answers (100 / 1,000): co-location wins
+    (DistServe, OSDI 2024, reports its gains on prefill-heavy workloads)."""
+    heavy, light = _w(4000, 100), _w(100, 1000)
+    u_heavy = best_unit(heavy, H100, 8, network=DEFAULT_NODE_NETWORK)
+    u_light = best_unit(light, H100, 8, network=DEFAULT_NODE_NETWORK)
+    assert u_heavy.tokens_per_second / u_heavy.instances > 1.2 * _colocated_per_instance(heavy)  # 512 vs 400
+    assert u_heavy.prefill_replicas > u_heavy.decode_replicas
+    assert u_light.tokens_per_second / u_light.instances < _colocated_per_instance(light)
+    assert u_light.decode_replicas > u_light.prefill_replicas
+
+
+def test_a_unit_is_sized_for_the_demand_in_whole_units_with_a_spare():
+    assert units_for(3000, 1000, 2, 1) == 4 and units_for(500, 1000, 2, 1) == 3 and units_for(3000, 1000) == 3
+    w = _w(4000, 100, tokens_per_second=3000.0)
+    small = best_unit(w, H100, 8, network=DEFAULT_NODE_NETWORK, demand_tps=3000.0, min_units=2, spare_units=1)
+    big = best_unit(w, H100, 8, network=DEFAULT_NODE_NETWORK)
+    assert small.instances * units_for(3000, small.tokens_per_second, 2, 1) <= \
+        big.instances * units_for(3000, big.tokens_per_second, 2, 1)
+
+
+def test_the_planner_takes_disaggregation_only_where_it_needs_fewer_instances():
+    from gpuopt import api
+
+    def plan(inp, out, tps, mode):
+        return api.recommend(model="meta-llama/Llama-3.1-70B-Instruct", tokens_per_second=tps, input_tokens=inp,
+                             output_tokens=out, providers=["aws"], gpus=["H100-80GB"], disaggregate=mode,
+                             explain=False).plan
+
+    off, auto = plan(4000, 100, 20000, "off"), plan(4000, 100, 20000, "auto")
+    assert auto.status == off.status == "optimal" and auto.total_usd < 0.95 * off.total_usd
+    sizing = auto.to_dict()["workloads"][0]["sizing"][0]
+    assert sizing["disaggregated"]["prefill_replicas"] > sizing["disaggregated"]["decode_replicas"]
+    assert "disaggregated" in sizing["gpu_shape"]
+    light_off, light_auto = plan(100, 1000, 20000, "off"), plan(100, 1000, 20000, "auto")
+    assert light_auto.total_usd == pytest.approx(light_off.total_usd)
+    assert "disaggregated" not in light_auto.to_dict()["workloads"][0]["sizing"][0]
+
+
+def test_disaggregate_refuses_an_unknown_mode():
+    from gpuopt.kernel.errors import InputError
+    from optimizer.sizing import validate_workload
+
+    with pytest.raises(InputError) as exc:
+        validate_workload(_w(1000, 100, disaggregate="maybe"))
+    assert exc.value.field == "disaggregate" and "auto" in exc.value.accepted

@@ -31,8 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-#: Disaggregation modes (``--disaggregate``).
-DISAGGREGATE_MODES = ("off", "auto", "on")
+from optimizer.sizing.serving import DISAGGREGATE_MODES  # noqa: F401  (re-exported: the modes of --disaggregate)
 
 
 @dataclass(frozen=True)
@@ -183,7 +182,7 @@ def unit_sizing(w, gpu, unit: DisaggregatedUnit, network=None):
     assumptions."""
     import dataclasses
 
-    from optimizer.sizing import size_replica
+    from optimizer.sizing.estimate import size_replica
 
     one = size_replica(w, gpu, float(unit.gpus_per_replica), network=network)
     reps = unit.prefill_replicas + unit.decode_replicas

@@ -189,6 +189,8 @@ ENGINES: dict[str, EngineProfile] = {
                "trtllm-build max_batch_size 2048, max_num_tokens 8192"),
 }
 DEFAULT_ENGINE = "vllm"
+#: Modes of ``--disaggregate`` (optimizer.sizing.disaggregated): off (default), auto, on.
+DISAGGREGATE_MODES = ("off", "auto", "on")
 
 
 def engine_aliases(name: str) -> str:

@@ -461,7 +461,7 @@ def _validate_serving(w: Workload) -> None:
     if a is not None and k == 0:
         raise InputError("acceptance_rate", "is an option of speculative decoding",
                          accepted="with speculative_tokens >= 1")
-    from optimizer.sizing.disaggregated import DISAGGREGATE_MODES
+    from optimizer.sizing.serving import DISAGGREGATE_MODES
 
     if w.disaggregate not in DISAGGREGATE_MODES:
         raise InputError("disaggregate", f"unknown mode {w.disaggregate!r}", accepted=", ".join(DISAGGREGATE_MODES))

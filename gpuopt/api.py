@@ -452,18 +452,18 @@ def precision_from_name(model: str | None) -> str | None:
 
 
 def _trace_lengths(trace, input_tokens, output_tokens):
-    """(input, output, note) from a request trace CSV (``--trace``; optimizer.sizing.serving.load_trace) or as given.
+    """(input, output, note, the TraceLengths or None) from a request trace CSV (``--trace``; optimizer.sizing.serving.load_trace) or as given.
 
     Raises: InputError("trace") for a bad file or when input/output tokens are given too."""
     if trace is None:
-        return input_tokens, output_tokens, ""
+        return input_tokens, output_tokens, "", None
     if input_tokens is not None or output_tokens is not None:
         raise InputError("trace", "give the request lengths as --trace or as --input-tokens/--output-tokens, not both",
                          accepted="one of them")
     from optimizer.sizing.serving import load_trace
 
     t = load_trace(str(trace))
-    return t.mean_input, t.mean_output, t.describe()
+    return t.mean_input, t.mean_output, t.describe(), t
 
 
 def _workload(spec_like: dict[str, Any]):
@@ -611,7 +611,9 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
     if precision is None and task == "serve" and precision_from_name(model):
         precision = precision_from_name(model)
         name_note = f"precision {precision} from the checkpoint's name ({model}); --precision to override"
-    input_tokens, output_tokens, trace_note = _trace_lengths(trace, input_tokens, output_tokens)
+    input_tokens, output_tokens, trace_note, trace_data = _trace_lengths(trace, input_tokens, output_tokens)
+    if trace_data is not None and trace_data.rate and request_rate is None and tokens_per_second is None:
+        request_rate = trace_data.rate  # the trace's own load (issue 27: --trace replays arrival times)
     meas = None
     if measured is not None:
         from optimizer.sizing.serving import load_measurements
@@ -647,7 +649,8 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
         # at the load users send (issue 27): the fewest replicas whose share of the request rate keeps p99 TTFT
         # and TPOT within the targets, and the operating point each runs at (optimizer.sizing.operating)
         rate = tokens_per_second / max(1, nums.get("output_tokens") or 1)
-        n, pt = sizing.replicas_at_load(w, g, nums["gpus_per_replica"], nums.get("pipeline_parallel") or 1, rate)
+        n, pt = sizing.replicas_at_load(w, g, nums["gpus_per_replica"], nums.get("pipeline_parallel") or 1, rate,
+                                        trace=trace_data if trace_data is not None and trace_data.rate else None)
         if pt is not None:
             reps = n
             nums["operating_point"] = {**pt.as_dict(), "replicas": n, "request_rate_total": round(rate, 6)}

@@ -242,7 +242,8 @@ def estimate(result, fmt: str) -> None:
     op = n.get("operating_point")
     if op:  # issue 27: the replica at the load users send
         t.add_row("load per replica", f"{op['rate']:,.3g} requests/s of {op['request_rate_total']:,.3g} over "
-                  f"{op['replicas']} replica{'s' if op['replicas'] > 1 else ''} (Poisson arrivals, {op['method']})")
+                  f"{op['replicas']} replica{'s' if op['replicas'] > 1 else ''} "
+                  f"({'the trace' if 'trace' in op['method'] else 'Poisson arrivals'}, {op['method']})")
         t.add_row("utilization", f"{op['utilization']:.0%} of the {op['max_rate']:,.3g} requests/s it saturates at")
         if not op["saturated"] and op.get("ttft_p99_ms") is not None:
             t.add_row("TTFT p50 / p90 / p99", f"{op['ttft_p50_ms']:,.0f} / {op['ttft_p90_ms']:,.0f} / "

@@ -313,3 +313,49 @@ def test_cli_estimate_and_recommend_take_the_serving_options(tmp_path):
                                  "500", "--provider", "aws", "--prefix-cache-hit-rate", "0.5", "--no-explain",
                                  "--print-workload"])
     assert r.exit_code == 0 and "prefix_cache_hit_rate: 0.5" in r.output
+
+
+# ------------------------------------------------------------------ --trace replays arrival times
+
+
+def _write_trace(path, times, inp=800, out=200):
+    lines = ["timestamp,input_tokens,output_tokens"] + [f"{t},{inp},{out}" for t in times]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_trace_with_arrival_times_is_replayed_and_bursts_cost_latency(tmp_path):
+    """Issue 27 point 1: `--trace` replays arrival times when the trace has them. The same mean rate (4
+    requests/s) as 20-request bursts every 5 s queues far more than Poisson arrivals: p99 TTFT well above."""
+    from optimizer.sizing.serving import load_trace
+
+    bursts = [5.0 * k for k in range(150) for _ in range(20)]
+    t = load_trace(str(_write_trace(tmp_path / "bursty.csv", bursts)))
+    assert t.requests == 3000 and t.arrivals[0] == 0.0 and t.rate == pytest.approx(2999 / 745.0)
+    assert t.lengths[0] == (800, 200) and "replayed by the operating point" in t.describe()
+    w = Workload(task="serve", model=load_model("Llama-3.1-8B"), precision="bf16", input_tokens=800,
+                 output_tokens=200)
+    l40s = load_gpu("L40S")
+    burst = operating_point(w, l40s, 1, 1, t.rate, trace=t)
+    poisson = operating_point(w, l40s, 1, 1, t.rate)
+    assert burst.method == "simulation (trace arrivals)" and poisson.method == "simulation"
+    assert burst.ttft_p99_ms > 3 * poisson.ttft_p99_ms
+    # dealt round-robin over more replicas the bursts shrink
+    assert operating_point(w, l40s, 1, 1, t.rate / 4, trace=t, replicas=4).ttft_p99_ms < burst.ttft_p99_ms
+
+
+def test_trace_times_may_be_iso_timestamps_and_a_bad_one_is_named(tmp_path):
+    from gpuopt.kernel.errors import InputError
+    from optimizer.sizing.serving import load_trace
+
+    p = _write_trace(tmp_path / "iso.csv", ["2026-01-05T10:00:01Z", "2026-01-05T10:00:00Z", "2026-01-05T10:00:03Z"])
+    t = load_trace(str(p))
+    assert t.arrivals == (0.0, 1.0, 3.0) and t.rate == pytest.approx(2 / 3)
+    bad = _write_trace(tmp_path / "bad.csv", ["0", "soon"])
+    with pytest.raises(InputError) as exc:
+        load_trace(str(bad))
+    assert exc.value.field == "trace" and "line 3" in exc.value.message
+    # a trace without arrival times keeps only its lengths
+    plain = tmp_path / "plain.csv"
+    plain.write_text("input_tokens,output_tokens\n100,10\n300,30\n", encoding="utf-8")
+    assert load_trace(str(plain)).arrivals == () and load_trace(str(plain)).rate is None

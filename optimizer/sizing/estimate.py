@@ -618,10 +618,12 @@ def _operating_capacity(w: Workload, spec: GpuSpec, layout, eng, inp: float, out
 
 
 def operating_point(w: Workload, gpu: GpuSpec, gpus_per_replica: float, pipeline_parallel: int, rate: float, *,
-                    network=None, simulate: bool = True):
+                    network=None, simulate: bool = True, trace=None, replicas: int = 1):
     """A serving replica of ``w`` on ``gpu`` (``gpus_per_replica`` GPUs, ``pipeline_parallel`` stages) at ``rate``
     requests/s (issue 27): its batch, TTFT and TPOT (mean, p50/p90/p99) and how close it runs to saturation
-    (:mod:`optimizer.sizing.operating`; the simulation when ``simulate``, else the mean field). None when the
+    (:mod:`optimizer.sizing.operating`; the simulation when ``simulate``, else the mean field). ``trace``: a
+    :class:`optimizer.sizing.serving.TraceLengths` with arrival times -- its requests, dealt round-robin over
+    ``replicas`` replicas, are replayed instead of Poisson arrivals (each request its own lengths). None when the
     replica does not start (weights, context window)."""
     from optimizer.sizing import operating as op
     from optimizer.sizing import serving as sv
@@ -642,15 +644,20 @@ def operating_point(w: Workload, gpu: GpuSpec, gpus_per_replica: float, pipeline
         return None
     if rate <= 0:
         return op.mean_field(e, 0.0)
+    if trace is not None and trace.arrivals:
+        arr, lens = list(trace.arrivals[::replicas]), list(trace.lengths[::replicas])
+        return op.simulate(e, rate, arrivals=arr, lengths=lens, n_requests=len(arr),
+                           warmup=min(op.SIM_WARMUP, len(arr) // 10), time_budget_s=2.0)
     return op.simulate(e, rate) if simulate else op.mean_field(e, rate)
 
 
 def replicas_at_load(w: Workload, gpu: GpuSpec, gpus_per_replica: float, pipeline_parallel: int, rate: float,
-                     max_replicas: int = 10000):
+                     max_replicas: int = 10000, trace=None):
     """(replicas, operating point): the fewest replicas whose share of ``rate`` requests/s (split evenly) runs with
     p99 TTFT and TPOT within the workload's targets (:func:`optimizer.sizing.workload.latency_targets`; offline:
-    below saturation), by the simulation. (None, None) when the replica does not start or one replica per
-    ``max_replicas`` still misses them."""
+    below saturation), by the simulation -- of Poisson arrivals, or of ``trace``'s own arrival times dealt
+    round-robin over the replicas (:func:`operating_point`). (None, None) when the replica does not start or one
+    replica per ``max_replicas`` still misses them (or, with a trace, when it has fewer requests than replicas)."""
     ttft_t, tpot_t = latency_targets(w)
 
     def ok(pt) -> bool:
@@ -664,7 +671,9 @@ def replicas_at_load(w: Workload, gpu: GpuSpec, gpus_per_replica: float, pipelin
         return None, None
     n = max(1, math.ceil(rate / first.max_rate - 1e-9)) if first.max_rate > 0 else 1
     while n <= max_replicas:
-        pt = operating_point(w, gpu, gpus_per_replica, pipeline_parallel, rate / n)
+        if trace is not None and len(trace.arrivals) < 20 * n:
+            return None, None  # too few requests left per replica to read a p99 from
+        pt = operating_point(w, gpu, gpus_per_replica, pipeline_parallel, rate / n, trace=trace, replicas=n)
         if ok(pt):
             return n, pt
         n = n + 1 if n < 16 else math.ceil(n * 1.1)

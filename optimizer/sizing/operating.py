@@ -257,7 +257,8 @@ def simulate(e: Engine, rate: float, *, n_requests: int = SIM_REQUESTS, warmup: 
         return OperatingPoint(rate, float(e.cap), lam_max * e.output_tokens, None, None, lam_max, util, True,
                               "simulation")
     mean_out = sum(s[1] for s in size) / n
-    return _figures(rate, busy / t if t > 0 else 0.0, rate * mean_out, ttft, tpot, lam_max, util, False, "simulation")
+    return _figures(rate, busy / t if t > 0 else 0.0, rate * mean_out, ttft, tpot, lam_max, util, False,
+                    "simulation (trace arrivals)" if arrivals is not None else "simulation")
 
 
 def _figures(rate: float, batch: float, tokens_per_second: float, ttft: list[float], tpot: list[float],

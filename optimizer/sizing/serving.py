@@ -945,11 +945,15 @@ TRACE_COLUMNS: dict[str, tuple[str, ...]] = {
     "input_tokens": ("input_tokens", "prompt_tokens", "input_len", "isl", "prompt_len"),
     "output_tokens": ("output_tokens", "completion_tokens", "output_len", "osl", "generated_tokens"),
 }
+#: Optional arrival-time column of a trace: seconds (any origin), or an ISO 8601 timestamp.
+TRACE_ARRIVAL_COLUMNS = ("arrival_s", "arrival_time", "timestamp", "time", "arrived_at")
 
 
 @dataclass(frozen=True)
 class TraceLengths:
-    """Request lengths of a trace: ``requests`` rows; mean and 99th-percentile input and output tokens."""
+    """Request lengths of a trace: ``requests`` rows; mean and 99th-percentile input and output tokens; with an
+    arrival column, ``arrivals`` (s from the first request, non-decreasing) and ``lengths`` ((input, output) per
+    request, in arrival order) for the operating point to replay (issue 27); else both empty."""
 
     path: str
     requests: int
@@ -957,10 +961,23 @@ class TraceLengths:
     mean_output: int
     p99_input: int
     p99_output: int
+    arrivals: tuple = ()
+    lengths: tuple = ()
+
+    @property
+    def rate(self) -> float | None:
+        """Requests/s of the trace's arrivals: (n - 1) / span; None without arrivals or with a zero span."""
+        if len(self.arrivals) < 2 or self.arrivals[-1] <= self.arrivals[0]:
+            return None
+        return (len(self.arrivals) - 1) / (self.arrivals[-1] - self.arrivals[0])
 
     def describe(self) -> str:
-        return (f"lengths from the trace {self.path}: {self.requests:,} requests, mean {self.mean_input:,} input + "
+        text = (f"lengths from the trace {self.path}: {self.requests:,} requests, mean {self.mean_input:,} input + "
                 f"{self.mean_output:,} output tokens (p99 {self.p99_input:,} + {self.p99_output:,})")
+        if self.rate:
+            text += (f"; arrival times over {self.arrivals[-1] - self.arrivals[0]:,.1f} s ({self.rate:,.3g} "
+                     "requests/s), replayed by the operating point")
+        return text
 
 
 #: Most tokens one request of a trace may have: 100x the longest context of any model (Llama 4 Scout's 10,485,760).
@@ -992,8 +1009,11 @@ def load_trace(path: str) -> TraceLengths:
                 if found is None:
                     raise InputError("trace", f"{path} has no {key} column", accepted=", ".join(aliases))
                 pick[key] = found
-            ins, outs = [], []
+            arr_col = next((cols[a] for a in TRACE_ARRIVAL_COLUMNS if a in cols), None)
+            ins, outs, arr = [], [], []
             for i, row in enumerate(reader, start=2):
+                if arr_col is not None:
+                    arr.append(_arrival_s(row.get(arr_col), path, i, arr_col))
                 for key, store in (("input_tokens", ins), ("output_tokens", outs)):
                     v = (row.get(pick[key]) or "").strip()
                     try:
@@ -1020,4 +1040,29 @@ def load_trace(path: str) -> TraceLengths:
     if mi < 1 or mo < 1:
         raise InputError("trace", f"{path}: mean input {mi} and output {mo} tokens; both must be >= 1",
                          accepted="requests with prompts and outputs")
-    return TraceLengths(str(path), len(ins), mi, mo, p99(ins), p99(outs))
+    arrivals, lengths = (), ()
+    if arr:
+        order = sorted(range(len(arr)), key=arr.__getitem__)
+        t0 = arr[order[0]]
+        arrivals = tuple(arr[k] - t0 for k in order)
+        lengths = tuple((ins[k], outs[k]) for k in order)
+    return TraceLengths(str(path), len(ins), mi, mo, p99(ins), p99(outs), arrivals, lengths)
+
+
+def _arrival_s(value, path: str, line: int, col: str) -> float:
+    """A trace row's arrival time in seconds: a number, or an ISO 8601 timestamp (its POSIX seconds). Raises
+    InputError("trace") naming the row."""
+    from datetime import datetime
+
+    v = (value or "").strip()
+    try:
+        x = float(v)
+    except ValueError:
+        try:
+            x = datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            x = math.nan
+    if not math.isfinite(x):
+        raise InputError("trace", f"{path} line {line}: {col} {v!r:.40} is not a time",
+                         accepted="seconds, or an ISO 8601 timestamp such as 2026-01-05T10:00:00.250Z")
+    return x

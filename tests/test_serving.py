@@ -155,11 +155,12 @@ def test_fp8_doubles_large_batch_throughput_and_halves_weights():
     b16 = sv.best_point(m, g, lay, "bf16", eng, 1024, 128)
     b8 = sv.best_point(m, g, lay, "fp8", eng, 1024, 128)
     assert b8.tokens_per_second > 1.3 * b16.tokens_per_second
-    # weight-only int4 reads a quarter of the bytes: faster than bf16 at batch 1 (decode is bandwidth-bound)
+    # weight-only int4 reads a quarter of the bytes: faster than bf16 at batch 1 (decode is bandwidth-bound), by
+    # less than 4x as its dequantizing kernels reach 0.65 of the bandwidth (benchmarks/weight_only_fit.py)
     m8, l4, one = load_model("Llama-3.1-8B"), load_gpu("L4"), sv.Layout(1, 1)
     i4 = sv.point(m8, l4, one, "int4", eng, 1, 1024, 128)
     f16 = sv.point(m8, l4, one, "bf16", eng, 1, 1024, 128)
-    assert i4.step_ms < 0.4 * f16.step_ms
+    assert 0.4 * f16.step_ms < i4.step_ms < 0.6 * f16.step_ms
     # an 8B model in bf16 reads 16 GB per token: an L4 (300 GB/s) cannot meet the interactive 40 ms TPOT
     assert sv.best_point(m8, l4, one, "bf16", eng, 1024, 128, ttft_slo_ms=450, tpot_slo_ms=40) is None
 
@@ -502,3 +503,25 @@ def test_the_default_serving_target_is_a_chat_target():
     # on an L4 one bf16 7B replica cannot stream 20 tokens/s at p99: the weights alone take 45 ms a token
     # (13.5 GB / 300 GB/s, L4 datasheet), so the estimate uses two GPUs
     assert estimate(w, "L4")["gpus_per_replica"] >= 2
+
+
+def test_weight_only_int4_decode_against_tensorrt_model_optimizer():
+    """Weight-only INT4 (AWQ) against BF16 per GPU, TensorRT-Model-Optimizer benchmark.md (H200, TensorRT-LLM 0.15,
+    2,048 in / 128 out): Llama-3.1-8B 1.33x at batch 1; Llama-3.1-70B (BF16 on 2 GPUs, INT4 on 1) 1.93x at batch 1.
+    The joint fit of benchmarks/weight_only_fit.py (the kernels reach 0.65 of the bandwidth on the weights) puts
+    both within +-30 %; batch-1 INT4 decode is faster than BF16 (it reads a quarter of the weight bytes), and the
+    gain shrinks with the batch."""
+    from optimizer.sizing.specs import load_gpu, load_model
+
+    h200, eng = load_gpu("H200-141GB"), sv.load_engine("tensorrt-llm")
+
+    def ratio(model, b, nb):
+        m = load_model(model)
+        i4 = sv.point(m, h200, sv.Layout(1, 1), "int4", eng, b, 2048, 128, static=True).tokens_per_second
+        bf = sv.point(m, h200, sv.Layout(nb, 1), "bf16", eng, b, 2048, 128, static=True).tokens_per_second / nb
+        return i4 / bf
+
+    assert ratio("Llama-3.1-8B", 1, 1) == pytest.approx(1.33, rel=0.30)
+    assert ratio("Llama-3.1-70B", 1, 2) == pytest.approx(1.93, rel=0.30)
+    assert 1.0 < ratio("Llama-3.1-8B", 1, 1) and ratio("Llama-3.1-8B", 64, 1) < ratio("Llama-3.1-8B", 1, 1)
+    assert sv.FIT.weight_only_bw_efficiency["int4"] == 0.65

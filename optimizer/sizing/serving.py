@@ -273,6 +273,9 @@ class ServingFit:
         allreduce_bw_efficiency: achieved / one-way link bandwidth of the ring all-reduce, by interconnect.
         engine_speed: step-time multiplier per engine relative to TensorRT-LLM: 1.0 for all three (the calibration
             set has no vLLM or SGLang row with stated lengths to fit one on; see ``ENGINES``).
+        weight_only_bw_efficiency: weight-only int4/int8 (W4A16, W8A16): the share of the fitted decode bandwidth
+            the dequantizing kernels reach on the weights; fitted by ``benchmarks/weight_only_fit.py``.
+        weight_only_compute_efficiency: their share of the decode compute efficiency (dequantization in the GEMM).
     """
 
     bandwidth_efficiency: dict[str, float]
@@ -284,6 +287,8 @@ class ServingFit:
     allreduce_bw_efficiency: dict[str, float] = field(default_factory=lambda: {"nvlink": 1.0, "pcie": 1.0})
     engine_speed: dict[str, float] = field(default_factory=lambda: {"tensorrt-llm": 1.0, "sglang": 1.0,
                                                                     "vllm": 1.0})
+    weight_only_bw_efficiency: dict[str, float] = field(default_factory=lambda: {"int4": 1.0, "int8": 1.0})
+    weight_only_compute_efficiency: dict[str, float] = field(default_factory=lambda: {"int4": 1.0, "int8": 1.0})
 
 
 #: The shipped fit (``python benchmarks/serving_fit.py --refit`` reproduces it; figures in the README).
@@ -295,6 +300,10 @@ FIT = ServingFit(
     allreduce_latency_s={"nvlink": 20e-6, "pcie": 47e-6},
     layer_overhead_s=17e-6,
     allreduce_bw_efficiency={"nvlink": 0.45, "pcie": 0.48},
+    # benchmarks/weight_only_fit.py: joint fit on TensorRT-Model-Optimizer's H200 (TRT-LLM 0.15) and H100 (0.11)
+    # INT4-AWQ/BF16 tables; W8A16 has no such rows and takes the same factors (an assumption)
+    weight_only_bw_efficiency={"int4": 0.65, "int8": 0.65},
+    weight_only_compute_efficiency={"int4": 1.0, "int8": 1.0},
 )
 #: ``other`` (AMD, Intel Gaudi, Volta, Turing): no rows in the calibration set; 0.60 is an assumption below every
 #: fitted generation, not a measurement.
@@ -481,9 +490,12 @@ def decode_step_s(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, ba
     kv = batch * context * m.kv_bytes_per_token(KV_BYTES[precision], tp, layers)
     bw = gpu.memory_bandwidth_gbps * 1e9 * fit.bandwidth_efficiency.get(gpu_generation(gpu),
                                                                         fit.bandwidth_efficiency["other"])
-    t_mem = (mem + kv) / bw
+    # weight-only int4/int8: dequantizing kernels reach less of the bandwidth and FLOPs (weight_only_fit.py)
+    f_bw = fit.weight_only_bw_efficiency.get(precision, 1.0)
+    f_c = fit.weight_only_compute_efficiency.get(precision, 1.0)
+    t_mem = mem / (bw * f_bw) + kv / bw
     flops = batch * (2.0 * m.params_active + 4.0 * m.layers * context * m.heads * m.head_dim) * frac / tp
-    t_flop = flops / (matmul_peak_flops(gpu, precision) * fit.decode_compute_efficiency)
+    t_flop = flops / (matmul_peak_flops(gpu, precision) * fit.decode_compute_efficiency * f_c)
     p = fit.blend
     core = (t_mem ** p + t_flop ** p) ** (1.0 / p)
     comm = _allreduce_s(m, gpu, tp, layers, batch, fit)
@@ -679,7 +691,9 @@ def describe_fit(fit: ServingFit = FIT) -> str:
             f"p={fit.blend:.2f}; all-reduce {fit.allreduce_latency_s['nvlink'] * 1e6:.0f} us + bytes at "
             f"{fit.allreduce_bw_efficiency['nvlink']:.2f} of the link (NVLink), "
             f"{fit.allreduce_latency_s['pcie'] * 1e6:.0f} us + {fit.allreduce_bw_efficiency['pcie']:.2f} (PCIe); "
-            f"{fit.layer_overhead_s * 1e6:.0f} us per layer per step")
+            f"{fit.layer_overhead_s * 1e6:.0f} us per layer per step; weight-only int4/int8 kernels at "
+            f"{fit.weight_only_bw_efficiency.get('int4', 1.0):.2f} of the bandwidth on the weights "
+            "(benchmarks/weight_only_fit.py)")
 
 
 def as_dict(pt: ServingPoint) -> dict[str, Any]:

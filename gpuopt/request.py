@@ -226,6 +226,16 @@ def _engine(v: Any) -> Any:
 
 
 Engine = Annotated[Literal["vllm", "vllm-v0", "sglang", "tensorrt-llm"], BeforeValidator(_engine)]
+
+
+def _on_off(v: Any) -> Any:
+    """YAML 1.1 reads an unquoted ``on``/``off`` as true/false: take them back as the words; text folded to lower
+    case."""
+    if v is True:
+        return "on"
+    if v is False:
+        return "off"
+    return v.strip().lower() if isinstance(v, str) else v
 def _optimizer(v: Any) -> Any:
     """An optimizer name, canonical (``AdamW`` -> ``adam``, ``adamw8bit`` -> ``adam8bit``; optimizer.training)."""
     from optimizer.sizing.training import OPTIMIZER_ALIASES
@@ -382,7 +392,8 @@ class WorkloadItem(_Parts):
         _opt(None, group="serving", cli="--acceptance-rate",
              doc="serve: probability a draft token is accepted (your measurement or assumption), with "
                  "speculative_tokens")
-    disaggregate: Literal["off", "auto", "on"] | None = _opt(None, group="serving", cli="--disaggregate",
+    disaggregate: Annotated[Literal["off", "auto", "on"], BeforeValidator(_on_off)] | None = _opt(
+        None, group="serving", cli="--disaggregate",
          doc="serve: prefill and decode on separate replicas (NVIDIA Dynamo, SGLang, vLLM): off (default), on, or "
              "auto (where it gives an offer more tokens/s)")
     trace: str | None = _opt(None, group="serving", cli="--trace",

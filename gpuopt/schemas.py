@@ -248,7 +248,9 @@ class AtPeak(_Open):
     ttft_p99_ms: Optional[Annotated[float, Field(ge=0.0)]] = None
     tpot_p99_ms: Optional[Annotated[float, Field(ge=0.0)]] = None
     gpu: str
-    method: Literal["simulation", "mean-field"]
+    ttft_target_ms: Optional[Annotated[float, Field(ge=0.0)]] = None
+    tpot_target_ms: Optional[Annotated[float, Field(ge=0.0)]] = None
+    method: Literal["simulation", "mean-field", "disaggregated pools (mean field)"]
 
 
 class WorkloadSummary(_Open):
@@ -502,6 +504,13 @@ class EstimateDoc(_Open):
     at_capacity: Optional[dict[str, Any]] = Field(None, description=(
         "Serving with a demand: the replica at its sized batch (concurrency, ttft_ms, tpot_ms, "
         "tokens_per_second_per_replica)."))
+    request_rate_per_replica: Optional[float] = Field(None, description=(
+        "Serving with latency targets: requests/s one replica is sized for -- the highest Poisson rate whose p99 "
+        "TTFT (with queueing) and p99 TPOT meet the targets (optimizer.sizing.operating.max_rate_within)."))
+    utilization: Optional[float] = Field(None, description="That rate's share of the replica's saturation rate.")
+    disaggregated: Optional[dict[str, Any]] = Field(None, description=(
+        "`--disaggregate auto|on`: the best unit of prefill and decode replicas on 8-GPU nodes "
+        "(optimizer.sizing.disaggregated.DisaggregatedUnit fields, plus gpus and tokens_per_second_per_gpu)."))
     curve: Optional[list[dict[str, Any]]] = Field(None, description=(
         "`--sweep`: operating points per precision and tensor_parallel: rate, utilization, "
         "tokens_per_second_per_gpu, tokens_per_second_per_user, ttft/tpot p50 and p99 (ms), meets_targets, pareto."))

@@ -312,10 +312,10 @@ def test_recommend_plan_lines_state_precision_batch_and_latency():
     d = res.to_dict()
     serve_lines = [ln for ln in d["lines"] if ln["workloads"]]
     assert serve_lines and all(ln["precision"] in ("bf16", "fp8") and ln["batch"] >= 1 for ln in serve_lines)
-    # sized at the operating point: the highest rate whose p99 TPOT (mean x 1.15) meets 40 ms -- at the target, to
-    # the 0.1 ms the plan rounds TPOT to
+    # sized at the operating point: the highest rate whose p99 TPOT (the mean x the simulation's tail, at least
+    # MLPerf's 1.15) meets 40 ms, to the 0.1 ms the plan rounds TPOT to
     assert all((ln["tpot_ms"] - 0.05) * sv.P99_OVER_MEAN_TPOT <= 40 for ln in serve_lines)
-    assert any(ln["tpot_ms"] * sv.P99_OVER_MEAN_TPOT > 39 for ln in serve_lines)
+    assert all(0 < s["utilization"] <= 0.95 for s in d["workloads"][0]["sizing"])
     sizing = d["workloads"][0]["sizing"][0]
     assert sizing["tpot_target_ms"] == 40 and sizing["ttft_target_ms"] == 450 and sizing["engine"] == "vllm"
 

@@ -569,9 +569,11 @@ def at_peak_load(w, problem: FleetProblem, idx, cap: dict, reps: dict, active: l
     (:func:`optimizer.sizing.estimate.operating_point`, the seeded simulation: Poisson arrivals, the workload's mean
     lengths) on the most-used offer's GPU and layout. Returns {block, replicas, rate_per_replica (requests/s),
     utilization (of the replica's saturation rate), ttft_p99_ms, tpot_p99_ms, gpu, method}, or None (no demand, a
-    divisible workload, a replica the model cannot start, or fractional GPUs). The replicas are still sized at the
-    largest batch whose p99 meets the targets (``optimizer.sizing.serving.best_point``); this says how loaded they
-    are at the demand the plan serves."""
+    divisible workload, a replica the model cannot start, or fractional GPUs), with the p99 targets; a disaggregated
+    unit is not simulated: its utilization is of the rate its pools were sized for. The replicas are sized at the
+    highest rate whose mean-field p99s meet the targets (``optimizer.sizing.operating.max_rate_within``); this is
+    the simulation's check of that at the demand the plan serves (``optimizer.planning.plan.at_peak_note`` warns
+    when it misses)."""
     if w.training or w.divisible or not active or not used:
         return None
     peak = max(active, key=lambda bi: problem.blocks[bi].demand.get(w.name, 0.0))
@@ -581,7 +583,7 @@ def at_peak_load(w, problem: FleetProblem, idx, cap: dict, reps: dict, active: l
         return None
     from gpuopt.kernel.errors import InputError
     from optimizer.sizing.estimate import operating_point
-    from optimizer.sizing.specs import load_gpu
+    from optimizer.sizing.specs import load_gpu_board
     from optimizer.sizing.workload import serve_lengths
 
     ok = max(used, key=lambda k: idx[(w.name, k)].throughput_per_unit)
@@ -590,13 +592,27 @@ def at_peak_load(w, problem: FleetProblem, idx, cap: dict, reps: dict, active: l
     gpus = float(getattr(s, "gpus_per_replica", 0) or 0)
     if gpus < 1:
         return None
+    import dataclasses
+
+    from optimizer.sizing.workload import latency_targets
+
+    ttft_t, tpot_t = latency_targets(w.workload)
     try:
-        gpu = load_gpu(str(c.offer["gpu_model"]))
+        gpu = load_gpu_board(str(c.offer["gpu_model"]), str(c.offer.get("interconnect") or ""))
         _, out = serve_lengths(w.workload)
         total = cap.get((w.name, peak), 0.0)
-        per_replica = c.throughput_per_unit / max(c.replicas_per_unit, 1e-12)  # tokens/s at the sized batch
+        per_replica = c.throughput_per_unit / max(c.replicas_per_unit, 1e-12)  # tokens/s as sized
         rate = (demand / total if total > 0 else 1.0 / n) * per_replica / max(float(out), 1.0)
-        pt = operating_point(w.workload, gpu, gpus, int(getattr(s, "pipeline_parallel", 1) or 1), rate)
+        dis = getattr(s, "disaggregated", None)
+        if dis:  # a unit of prefill and decode pools: its load against the rate it was sized for
+            return {"block": problem.blocks[peak].label, "replicas": round(n, 2), "rate_per_replica": round(rate, 4),
+                    "utilization": round(rate / max(dis["request_rate"], 1e-12), 4), "saturated": False,
+                    "ttft_p99_ms": None, "tpot_p99_ms": None, "gpu": gpu.name, "ttft_target_ms": ttft_t,
+                    "tpot_target_ms": tpot_t, "method": "disaggregated pools (mean field)"}
+        wl = w.workload
+        if getattr(s, "precision", None) and s.precision != wl.precision:  # the precision the plan chose there
+            wl = dataclasses.replace(wl, precision=s.precision)
+        pt = operating_point(wl, gpu, gpus, int(getattr(s, "pipeline_parallel", 1) or 1), rate)
     except (InputError, ValueError, KeyError):
         return None
     if pt is None:
@@ -605,7 +621,7 @@ def at_peak_load(w, problem: FleetProblem, idx, cap: dict, reps: dict, active: l
             "utilization": round(pt.utilization, 4), "saturated": pt.saturated,
             "ttft_p99_ms": None if pt.ttft_p99_ms is None else round(pt.ttft_p99_ms, 1),
             "tpot_p99_ms": None if pt.tpot_p99_ms is None else round(pt.tpot_p99_ms, 2),
-            "gpu": gpu.name, "method": pt.method}
+            "gpu": gpu.name, "ttft_target_ms": ttft_t, "tpot_target_ms": tpot_t, "method": pt.method}
 
 
 #: Why an offer cannot hold a replica (the reasons of optimizer.planning.candidates.candidates_for), as notes say it.

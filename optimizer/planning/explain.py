@@ -101,8 +101,10 @@ def serving_rules(workloads) -> list[str]:
                     f"{', '.join(map(str, rows))})" if rows else
                     f"; {w.measured.path} has no row of {w.model.name} on {eng}: the model alone")
         out.append(f"serving {getattr(fw, 'name', 'workload')}: {targets}; requests of {inp:,} input + {outp:,} output "
-                   f"tokens; engine {w.engine}; precision {precisions}{note}; TTFT without queueing (the plan's "
-                   "capacity above the demand keeps queues short)")
+                   f"tokens; engine {w.engine}; precision {precisions}{note}; each replica sized at the highest "
+                   "Poisson request rate whose p99 TTFT (with the wait for a slot) and p99 TPOT meet the targets"
+                   + ("; disaggregated prefill/decode units " + ("only" if w.disaggregate == "on" else
+                      "where they need fewer instances") if getattr(w, "disaggregate", "off") != "off" else ""))
     return out
 
 

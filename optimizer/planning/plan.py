@@ -189,13 +189,9 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
                          "(max_instances caps it)")
     res.workloads, res.blocks = workload_summaries(problem, sol)
     for ws in res.workloads:
-        ap = ws.get("at_peak")
-        if ap and not ap["saturated"] and ap["ttft_p99_ms"] is not None and ap["tpot_p99_ms"] is not None:
-            res.notes.append(
-                f"{ws['name']}: at its peak ({ap['block']}) each {ap['gpu']} replica gets {ap['rate_per_replica']:.3g} "
-                f"requests/s ({100 * ap['utilization']:.0f} % of the rate it saturates at): p99 TTFT "
-                f"{ap['ttft_p99_ms']:,.0f} ms, p99 TPOT {ap['tpot_p99_ms']:,.1f} ms at that load (simulated, Poisson "
-                "arrivals; the replicas are sized at the largest batch whose p99 meets the targets)")
+        note = at_peak_note(ws)
+        if note:
+            res.notes.append(note)
     if objective == "roi":
         res.value_usd = round(sol.value, 2)
         res.net_value_usd = round(sol.value - sol.cost, 2)
@@ -485,3 +481,31 @@ def plan_workload(workload: "Workload", offers: "pd.DataFrame", *, name: str = "
                        start_month=start_month, end_month=end_month)
     profiles = {name: flat_profile(float(workload.tokens_per_second or 0.0))} if serve else {}
     return plan_fleet([fw], profiles, offers, explain=explain, **kw)
+
+
+def at_peak_note(ws: dict) -> str:
+    """The plan's note on a serving workload's replicas at its peak (``ws["at_peak"]``,
+    :func:`optimizer.planning.answer.at_peak_load`), or "": the load each runs at and its simulated p99s, a
+    WARNING when the simulation misses a target or saturates (the sizing's mean field and the simulation disagree)."""
+    ap = ws.get("at_peak")
+    if not ap:
+        return ""
+    head = (f"{ws['name']}: at its peak ({ap['block']}) each {ap['gpu']} replica gets {ap['rate_per_replica']:.3g} "
+            f"requests/s ({100 * ap['utilization']:.0f} % of the rate it saturates at)")
+    if ap.get("method", "").startswith("disaggregated"):
+        return head.replace("saturates at", "carries") + " (a disaggregated unit: prefill and decode pools sized " \
+            "for their targets, not simulated)"
+    if ap["saturated"]:
+        return (f"WARNING: {head}: the simulation saturates there -- queues grow without bound; the mean-field "
+                "sizing and the simulation disagree: add replicas (--min-replicas) or relax the targets")
+    if ap["ttft_p99_ms"] is None or ap["tpot_p99_ms"] is None:
+        return ""
+    text = (f"{head}: p99 TTFT {ap['ttft_p99_ms']:,.0f} ms, p99 TPOT {ap['tpot_p99_ms']:,.1f} ms at that load "
+            "(simulated, Poisson arrivals; the replicas are sized at the highest rate whose p99s meet the targets)")
+    missed = [f"p99 {k} {ap[f'{k.lower()}_p99_ms']:,.1f} ms > {t:g} ms"
+              for k, t in (("TTFT", ap.get("ttft_target_ms")), ("TPOT", ap.get("tpot_target_ms")))
+              if t is not None and ap[f"{k.lower()}_p99_ms"] > t]
+    if missed:
+        text = ("WARNING: " + text + f"; the simulation misses the target ({'; '.join(missed)}): the sizing's "
+                "mean field is optimistic here -- add replicas or relax the targets")
+    return text

@@ -11,9 +11,9 @@ costs a KV transfer per request and the pools' balance.
 The model, per unit of ``P`` prefill and ``D`` decode replicas of ``n`` GPUs each:
 
 * a prefill replica serves prompts one after another, ``S = prefill time of I tokens`` (compute-bound; the prefix
-  cache's share not recomputed), Poisson arrivals: an M/D/1 queue, mean TTFT = ``rho S / (2 (1 - rho)) + S +
-  t_kv``; the highest ``rho`` whose mean x :data:`optimizer.sizing.serving.P99_OVER_MEAN_TTFT` meets the TTFT target
-  gives ``r_p = rho / S`` requests/s (no target: ``rho`` -> 1);
+  cache's share not recomputed), Poisson arrivals: an M/D/1 queue; the highest ``rho`` (at most 0.95) whose p99
+  wait (:func:`md1_wait_p99`) + ``S + t_kv`` meets the TTFT target gives ``r_p = rho / S`` requests/s (no target:
+  ``rho`` -> 1);
 * a decode replica runs the largest batch ``b`` (KV cache, engine caps) whose iteration ``step(b)`` x
   :data:`optimizer.sizing.serving.P99_OVER_MEAN_TPOT` meets the TPOT target: ``r_d = b / (O step(b))``;
 * the KV cache of a request, ``I x kv bytes per token`` (all layers), crosses the link between the two replicas:
@@ -68,6 +68,32 @@ class DisaggregatedUnit:
                 "optimizer/sizing/disaggregated.py)")
 
 
+#: The highest utilization of a prefill pool (as for co-located replicas, optimizer.sizing.operating).
+MAX_PREFILL_UTILIZATION = 0.95
+
+
+def md1_wait_p99(rho: float, service_s: float, q: float = 0.99) -> float:
+    """The ``q`` quantile of the wait in an M/D/1 queue at utilization ``rho`` with service time ``service_s``, s:
+    the Cramer-Lundberg tail ``P(W > t) ~ rho exp(-theta t)``, ``theta`` the positive root of
+    ``lam (exp(theta S) - 1) = theta`` with ``lam = rho / S`` (the exponential decay of the M/G/1 waiting time,
+    e.g. Asmussen, *Applied Probability and Queues*, ch. XIII); 0 when ``P(W > 0) = rho <= 1 - q``."""
+    if rho <= 1.0 - q or service_s <= 0:
+        return 0.0
+    if rho >= 1.0:
+        return math.inf
+    lam = rho / service_s
+    lo, hi = 1e-12, 1.0 / service_s
+    while lam * math.expm1(hi * service_s) <= hi:  # the root lies above: widen
+        hi *= 2.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if lam * math.expm1(mid * service_s) < mid:
+            lo = mid
+        else:
+            hi = mid
+    return math.log(rho / (1.0 - q)) / lo
+
+
 def pool_rates(w, gpu, n: int, link_gbs: float, link_latency_s: float, *, engine=None, layout=None):
     """(prefill requests/s per replica, decode requests/s per replica, decode batch, prefill time s, decode step s,
     KV transfer s) of ``w`` on replicas of ``n`` GPUs of ``gpu`` (tensor parallel), the KV moving over a link of
@@ -89,10 +115,22 @@ def pool_rates(w, gpu, n: int, link_gbs: float, link_latency_s: float, *, engine
     if ttft_t is None:
         rho = 0.999
     else:
-        A = ttft_t / sv.P99_OVER_MEAN_TTFT / 1e3 - S - t_kv
-        if A <= 0:
+        budget = ttft_t / 1e3 - S - t_kv  # what the p99 wait for the prefill pool may take
+        if budget <= 0:
             return None
-        rho = min(0.999, 2.0 * A / (S + 2.0 * A))
+        lo, hi = 0.0, MAX_PREFILL_UTILIZATION
+        if md1_wait_p99(hi, S) <= budget:
+            lo = hi
+        else:
+            for _ in range(50):
+                mid = 0.5 * (lo + hi)
+                if md1_wait_p99(mid, S) <= budget:
+                    lo = mid
+                else:
+                    hi = mid
+        rho = lo
+        if rho <= 0:
+            return None
     r_p = rho / S if S > 0 else math.inf
 
     def step(b: int) -> float:  # a decode iteration with no prefill in it (ms -> s)

@@ -191,6 +191,8 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
         opp = _operating_capacity(w, spec, layout, eng, inp, out, hop, corr) if meets else None
         if opp is not None:  # sized at the operating point: the highest rate whose p99s meet the targets
             tokens_per_s, tpot_ms = opp.rate * out, opp.tpot_ms
+        elif meets and w.concurrency is None and (ttft_t is not None or tpot_t is not None):
+            meets = fits_override = False  # no rate meets the p99 targets once the TPOT tail is counted
         flops_per_s = None
         cap = sv.max_batch_memory(m, spec, layout, w.precision, eng, inp, out) \
             if sv.window_fits(m, spec, layout, w.precision, eng, w.context_tokens) else 0  # the window: no start
@@ -590,6 +592,9 @@ def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64, *, tensor_para
                     "kv_capacity_sequences", "meets_targets", "estimate_source"):
             out[key] = getattr(sizing, key)
         out["scenario"] = w.scenario
+        if sizing.utilization is not None:  # sized at the operating point (issue 27)
+            out["request_rate_per_replica"] = sizing.request_rate
+            out["utilization"] = sizing.utilization
     if w.task in TRAINING_TASKS:
         flops = train_flops(w)
         out["train_flops"] = flops
@@ -642,6 +647,10 @@ def operating_point(w: Workload, gpu: GpuSpec, gpus_per_replica: float, pipeline
     e = op.replica_engine(m, spec, layout, w.precision, eng, inp, out, hop=hop, scale=corr, window=w.context_tokens)
     if e is None:
         return None
+    if w.concurrency is not None:  # a fixed batch: the engine runs at most that many sequences at once
+        import dataclasses
+
+        e = dataclasses.replace(e, cap=max(1, min(e.cap, int(w.concurrency))))
     if rate <= 0:
         return op.mean_field(e, 0.0)
     if trace is not None and trace.arrivals:

@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from gpuopt.kernel.records import short_source as _short_source, tier_label
+from gpuopt.templating import serving_split_text
 
 
 
@@ -702,6 +703,7 @@ def _plan(con, plan) -> None:
                         + (f", {s['tokens_per_second_per_replica']:,.0f} tok/s" if w["task"] == "serve" else "")
                         + (f" ({s['precision']} {s.get('engine')}, batch {s['batch']}, TTFT {s['ttft_ms']:,.0f} ms, "
                            f"TPOT {s['tpot_ms']:,.1f} ms)" if s.get("precision") and s.get("ttft_ms") is not None else "")
+                        + serving_split_text(s)
                         + (f"; per-GPU speed of a job of {s['job_gpus']:,} GPUs: {s['layout_text']}, {s['precision']}, MFU "
                            f"{100 * s['mfu']:.0f} %, {s['tokens_per_second_per_gpu']:,.0f} tok/s/GPU, goodput "
                            f"{100 * s['goodput']:.1f} %" + (f", {s['wall_hours_at_job_gpus']:,.0f} h wall"
@@ -902,3 +904,4 @@ def plan_diff(d, verdict: str, fmt: str) -> None:
         con.print("No line changed.")
     if verdict:
         con.print(f"Cost gate: {verdict}")
+

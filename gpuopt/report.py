@@ -36,7 +36,7 @@ from typing import Any
 
 from gpuopt.charting import FIG_SIZE, FONT_PT, TITLE_PT, dollars, figure, png_bytes
 from gpuopt.kernel.records import HOURS_PER_MONTH, WINDOW_PRICING
-from gpuopt.templating import ESTIMATED_MARK, ESTIMATED_NOTE, key_figure, render
+from gpuopt.templating import ESTIMATED_MARK, ESTIMATED_NOTE, key_figure, render, serving_split_text
 
 FORMATS = ("html", "markdown")
 
@@ -517,7 +517,8 @@ def _workload_table(data) -> tuple[list[str], list[list[str]]]:
                            f"{100 * s['goodput']:.1f} %" + (f", {s['wall_hours_at_job_gpus']:,.0f} h wall"
                                                              if s.get("wall_hours_at_job_gpus") else "")
                            if s.get("layout_text") else
-                           f"TP{s.get('tensor_parallel', 1)} PP{s.get('pipeline_parallel', 1)}")
+                           f"TP{s.get('tensor_parallel', 1)} PP{s.get('pipeline_parallel', 1)}"
+                           + serving_split_text(s))
                         for s in (w.get("sizing") or [])[:2])
         if "work_flops_needed" in w:
             rows.append([w["name"], w["task"], w["model"], f"from {w.get('start_month', 1)}",

@@ -92,3 +92,14 @@ def wide_columns(head: list[str], rows: list[list[Any]], longest: int = 24) -> s
     that a table of many columns does not squeeze them into a word a line."""
     right = right_columns(head)
     return {i for i in range(len(head)) if i not in right and any(len(str(r[i])) > longest for r in rows if i < len(r))}
+
+def serving_split_text(s: dict) -> str:
+    """What a serving sizing row adds to a plan's workload table (issue 27): a disaggregated unit's split and KV
+    link, or the utilization the replica is sized at; "" otherwise."""
+    d = s.get("disaggregated")
+    if d:
+        return (f"; disaggregated unit: {d['prefill_replicas']} prefill + {d['decode_replicas']} decode replicas of "
+                f"{d['gpus_per_replica']} GPU(s) over {d['instances']} instance(s), KV over {d['link']}")
+    if s.get("utilization") is not None:
+        return f"; sized at {100 * s['utilization']:.0f} % of saturation"
+    return ""

@@ -67,6 +67,13 @@ def _serving_reason(workload: "Workload", rejected: dict) -> dict | None:
     from optimizer.sizing.specs import known_gpus, load_gpu
 
     counts = {k: v for k, v in rejected.items() if v}
+    if counts.get("no_disaggregated_unit"):  # --disaggregate on where no offer has room for two pools
+        return {"kind": "no_disaggregated_unit",
+                "message": f"{counts['no_disaggregated_unit']} offers have one GPU per instance and no cluster fabric: "
+                           "no room for separate prefill and decode replicas (--disaggregate on)"
+                           + ("; the others miss the targets or hold no replica" if len(counts) > 1 else "")
+                           + ": use --disaggregate auto (co-located where it cannot split) or widen --gpu/--provider "
+                           "to multi-GPU instances or a cluster fabric"}
     if counts.get("precision_unsupported") and not counts.get("misses_latency_target") and \
             counts["precision_unsupported"] >= counts.get("does_not_fit", 0) + counts.get("no_cluster_fabric", 0):
         from optimizer.sizing.serving import supported_precisions

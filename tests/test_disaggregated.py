@@ -122,3 +122,29 @@ def test_plan_files_take_unquoted_on_and_off(tmp_path):
         req = PlanRequest.model_validate({"workloads": [{"name": "s", "task": "serve", "model": "Llama-3.1-8B",
                                                          "tokens_per_second": 100, "disaggregate": raw}]})
         assert req.workloads[0].disaggregate == want
+
+
+def test_disaggregate_on_where_no_offer_can_split_says_why():
+    """A breaker's --disaggregate on over single-GPU RunPod offers got "no batch meets the targets", which those
+    offers do co-located: the reason is that one GPU per instance without a cluster fabric has no room for pools."""
+    from gpuopt import api
+
+    plan = api.recommend(model="meta-llama/Llama-3.1-8B-Instruct", tokens_per_second=3000, providers=["runpod"],
+                         disaggregate="on", explain=False).plan
+    assert not plan.feasible
+    text = str(plan.to_dict()["reason"])
+    assert "no room for separate prefill and decode replicas" in text
+    ok = api.recommend(model="meta-llama/Llama-3.1-8B-Instruct", tokens_per_second=3000, providers=["runpod"],
+                       disaggregate="auto", explain=False).plan
+    assert ok.feasible
+
+
+def test_plans_name_the_disaggregated_unit_in_their_tables():
+    """Table, markdown and HTML plans named a disaggregated unit nowhere (a breaker): the workload table says it."""
+    from gpuopt.templating import serving_split_text
+
+    s = {"disaggregated": {"prefill_replicas": 10, "decode_replicas": 2, "gpus_per_replica": 4, "instances": 6,
+                           "link": "efa 400 GB/s"}}
+    assert serving_split_text(s) == ("; disaggregated unit: 10 prefill + 2 decode replicas of 4 GPU(s) over 6 "
+                                     "instance(s), KV over efa 400 GB/s")
+    assert serving_split_text({"utilization": 0.845}) == "; sized at 84 % of saturation"

@@ -309,7 +309,11 @@ def _serving_shape(sizing_fn, workload, gpu, offer_gpus: float, network=None):
     if mode != "off":
         unit = _disaggregated_shape(workload, gpu, whole, net, options)
         if mode == "on" or (unit and (best is None or _fewer_instances(workload, unit, best[0]))):
-            return unit if unit else (None, None, "misses_latency_target" if memory_fits else "does_not_fit")
+            if unit:
+                return unit
+            if whole < 2 and not net.cluster:  # one GPU and no cluster fabric: no room for two pools
+                return None, None, "no_disaggregated_unit"
+            return None, None, "misses_latency_target" if memory_fits else "does_not_fit"
     if best:
         return 1, best[1], best[2]
     tps = [n for n in counts if n <= whole and tp_supported(workload.model, n)]

@@ -493,8 +493,8 @@ def at_peak_note(ws: dict) -> str:
     head = (f"{ws['name']}: at its peak ({ap['block']}) each {ap['gpu']} replica gets {ap['rate_per_replica']:.3g} "
             f"requests/s ({100 * ap['utilization']:.0f} % of the rate it saturates at)")
     if ap.get("method", "").startswith("disaggregated"):
-        return head.replace("saturates at", "carries") + " (a disaggregated unit: prefill and decode pools sized " \
-            "for their targets, not simulated)"
+        return head.replace("replica gets", "disaggregated unit gets").replace("saturates at", "was sized for") \
+            + " (prefill and decode pools sized for their targets, not simulated)"
     if ap["saturated"]:
         return (f"WARNING: {head}: the simulation saturates there -- queues grow without bound; the mean-field "
                 "sizing and the simulation disagree: add replicas (--min-replicas) or relax the targets")

@@ -669,7 +669,10 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
         # over its GPU link, or across nodes over the default InfiniBand network), beside the co-located replica
         from optimizer.sizing.disaggregated import best_unit
 
-        unit = best_unit(w, g, sizing.GPUS_PER_NODE, network=sizing.DEFAULT_NODE_NETWORK)
+        # across nodes only for NVLink-class GPUs (the default InfiniBand cluster); PCIe cards (L4, L40S...) are
+        # sold without a cluster fabric: their pools stay inside one 8-GPU node
+        unit = best_unit(w, g, sizing.GPUS_PER_NODE,
+                         network=sizing.DEFAULT_NODE_NETWORK if g.interconnect == "nvlink" else None)
         if unit is None:
             assumptions.append("disaggregated: no split of prefill and decode replicas on 8-GPU nodes meets the "
                                "targets")

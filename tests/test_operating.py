@@ -367,3 +367,24 @@ def test_trace_times_may_be_iso_timestamps_and_a_bad_one_is_named(tmp_path):
     plain = tmp_path / "plain.csv"
     plain.write_text("input_tokens,output_tokens\n100,10\n300,30\n", encoding="utf-8")
     assert load_trace(str(plain)).arrivals == () and load_trace(str(plain)).rate is None
+
+
+def test_small_things_a_breaker_found():
+    """--request-rate 0 was accepted by estimate (recommend refuses it); a vanishing rate lost the simulated times'
+    precision (TTFT p50 0.0 ms); 16 draft tokens at acceptance 0.01 were planned silently though slower."""
+    from gpuopt import api
+    from gpuopt.kernel.errors import InputError
+
+    with pytest.raises(InputError) as exc:
+        api.estimate(model="meta-llama/Llama-3.1-8B-Instruct", gpu="H100-80GB", request_rate=0.0)
+    assert exc.value.field == "request_rate"
+    tiny = api.estimate(model="meta-llama/Llama-3.1-8B-Instruct", gpu="H100-80GB", request_rate=1e-12)
+    op = tiny.numbers["operating_point"]
+    assert op["ttft_p99_ms"] == op["ttft_ms"] > 20 and "vanishing" in op["method"]
+    slow = api.estimate(model="meta-llama/Llama-3.1-8B-Instruct", gpu="H100-80GB", speculative_tokens=16,
+                        acceptance_rate=0.01)
+    assert any(a.startswith("WARNING: speculative decoding is slower than none") for a in slow.assumptions)
+    # a fixed concurrency caps the simulated batch (it ran 51 sequences at --concurrency 4)
+    capped = api.estimate(model="meta-llama/Llama-3.1-8B-Instruct", gpu="H100-80GB", concurrency=4,
+                          request_rate=3.0)
+    assert capped.numbers["operating_point"]["batch"] <= 4.0

@@ -251,6 +251,13 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
                 "KV cache (cached blocks are shared, idle ones evicted first), so the batch the cache holds is "
                 "unchanged, and the rate holds only while the cached prefixes fit the KV cache left over")
         if eng.spec_tokens:
+            plain1 = sv.point(m, spec, layout, w.precision, sv.load_engine(w.engine), 1, inp, out, hop=hop)
+            spec1 = sv.point(m, spec, layout, w.precision, eng, 1, inp, out, hop=hop)
+            if spec1.step_ms >= plain1.step_ms:
+                assumptions.append(
+                    f"WARNING: speculative decoding is slower than none here: {eng.spec_tokens} draft tokens at "
+                    f"acceptance {eng.acceptance:g} give {spec1.step_ms:.1f} ms per token at batch 1 against "
+                    f"{plain1.step_ms:.1f} ms without (fewer draft tokens, or a higher acceptance rate, pay)")
             dc = eng.draft_cost if eng.draft_cost is not None else 1.0 / m.layers
             assumptions.append(
                 f"speculative decoding: {eng.spec_tokens} draft tokens per step, each accepted with probability "
@@ -653,6 +660,13 @@ def operating_point(w: Workload, gpu: GpuSpec, gpus_per_replica: float, pipeline
         e = dataclasses.replace(e, cap=max(1, min(e.cap, int(w.concurrency))))
     if rate <= 0:
         return op.mean_field(e, 0.0)
+    if rate < 1e-6 * e.max_rate():  # a vanishing load: no queue, and simulated times would lose their precision
+        import dataclasses
+
+        mf = op.mean_field(e, rate)
+        return dataclasses.replace(mf, method="mean-field (vanishing load: no queue)",
+                                   ttft_p50_ms=mf.ttft_ms, ttft_p90_ms=mf.ttft_ms, ttft_p99_ms=mf.ttft_ms,
+                                   tpot_p50_ms=mf.tpot_ms, tpot_p90_ms=mf.tpot_ms, tpot_p99_ms=mf.tpot_ms)
     if trace is not None and trace.arrivals:
         arr, lens = list(trace.arrivals[::replicas]), list(trace.lengths[::replicas])
         return op.simulate(e, rate, arrivals=arr, lengths=lens, n_requests=len(arr),

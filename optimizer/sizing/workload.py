@@ -442,9 +442,9 @@ def _validate_serving(w: Workload) -> None:
         v = getattr(w, name)
         if v is not None and (not is_number(v) or v <= 0):
             raise InputError(name, f"must be a number of milliseconds > 0, got {v!r}", accepted="> 0, e.g. 2000")
-    if w.request_rate is not None and (not is_number(w.request_rate) or w.request_rate < 0):
-        raise InputError("request_rate", f"must be a number of requests/s >= 0, got {w.request_rate!r}",
-                         accepted=">= 0")
+    if w.request_rate is not None and (not is_number(w.request_rate) or w.request_rate <= 0):
+        raise InputError("request_rate", f"must be a number of requests/s > 0, got {w.request_rate!r}",
+                         accepted="> 0 (as recommend takes it)")
     h = w.prefix_cache_hit_rate
     if not is_number(h) or not 0.0 <= h < 1.0:
         raise InputError("prefix_cache_hit_rate", f"must be a share of input tokens, got {h!r}", accepted="0 <= x < 1")

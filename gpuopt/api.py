@@ -952,6 +952,26 @@ def _honouring_plan(plan, ws, offers, result, owned, filtered=None) -> None:
 
 
 def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "RecommendResult":
+    """Plan a validated request (:func:`_plan_once`); a serving workload with a trace is also planned split into
+    pools by prompt length, kept where cheaper (gpuopt.size_mix, issue 27 point 6)."""
+    from gpuopt import size_mix
+
+    split, buckets, notes = size_mix.split_request(plan)
+    one = _plan_once(plan, explain=explain, solver_given=solver_given)
+    one.plan.notes.extend(notes)
+    if split is None:
+        return one
+    mixed = _plan_once(split, explain=False, solver_given=solver_given)
+    modes = {it.name: (it.mix_by_size or "auto") for it in plan.workloads}
+    chosen = size_mix.choose(one, mixed, buckets, modes)
+    if chosen is mixed and explain:  # explain the plan presented
+        notes_mixed = list(mixed.plan.notes)
+        chosen = _plan_once(split, explain=True, solver_given=solver_given)
+        chosen.plan.notes.extend(n for n in notes_mixed if n not in chosen.plan.notes)
+    return chosen
+
+
+def _plan_once(plan, *, explain: bool = True, solver_given: bool = False) -> "RecommendResult":
     """Plan a validated request (a gpuopt.request.PlanRequest, as load_plan or plan_spec.plan_from_request return
     it) with the one planning model: the one place where the request's keys become the planner's arguments
     (optimizer.sizing.Workload, optimizer.planning.FleetWorkload and Budgets, and plan_fleet's keywords).
@@ -979,13 +999,15 @@ def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "
                       prefix_cache_hit_rate=item.prefix_cache_hit_rate, speculative_tokens=item.speculative_tokens,
                       acceptance_rate=item.acceptance_rate, disaggregate=item.disaggregate)
             if item.trace:
+                from optimizer.sizing.buckets import size_buckets
                 from optimizer.sizing.serving import load_trace
 
                 try:
                     t = load_trace(str(plan.resolve_path(item.trace)))
                 except InputError as exc:
                     raise InputError(plan.field_path(i, "trace"), exc.message, exc.accepted) from None
-                kw.update(input_tokens=t.mean_input, output_tokens=t.mean_output)
+                kw.update(input_tokens=t.mean_input, output_tokens=t.mean_output,
+                          length_mix=tuple((b.share, b.mean_input, b.mean_output) for b in size_buckets(t.lengths)))
                 if item.request_rate is not None:
                     kw["tokens_per_second"] = item.request_rate * t.mean_output
             if item.measured:

@@ -457,6 +457,7 @@ def recommend(
     speculative_tokens: Annotated[Optional[int], typer.Option("--speculative-tokens", help=_help("speculative_tokens"))] = None,
     acceptance_rate: Annotated[Optional[float], typer.Option("--acceptance-rate", help=_help("acceptance_rate"))] = None,
     disaggregate: Annotated[Optional[str], typer.Option("--disaggregate", help=_help("disaggregate"))] = None,
+    mix_by_size: Annotated[Optional[str], typer.Option("--mix-by-size", help=_help("mix_by_size"))] = None,
     context: Annotated[Optional[int], typer.Option("--context", help=_help("context_tokens"))] = None,
     concurrency: Annotated[Optional[int], typer.Option(help=_help("concurrency"))] = None,
     zero_stage: Annotated[Optional[int], typer.Option("--zero-stage", help=_help("zero_stage"))] = None,
@@ -527,7 +528,8 @@ def recommend(
         measured=None if measured is None else str(Path(measured).absolute()),
         trace=None if trace is None else str(Path(trace).absolute()), framework=framework, optimizer=optimizer,
         offload=offload, global_batch_tokens=global_batch_tokens, prefix_cache_hit_rate=prefix_cache_hit_rate,
-        speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate, disaggregate=disaggregate)
+        speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate, disaggregate=disaggregate,
+        mix_by_size=mix_by_size)
     from gpuopt.plan_spec import find_plan_file
 
     # every key is an option when no plan file is read (neither --workload nor ./gpuopt.yaml)

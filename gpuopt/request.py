@@ -396,6 +396,10 @@ class WorkloadItem(_Parts):
         None, group="serving", cli="--disaggregate",
          doc="serve: prefill and decode on separate replicas (NVIDIA Dynamo, SGLang, vLLM): off (default), on, or "
              "auto (where it gives an offer more tokens/s)")
+    mix_by_size: Annotated[Literal["off", "auto", "on"], BeforeValidator(_on_off)] | None = _opt(
+        None, group="serving", cli="--mix-by-size",
+        doc="serve with a trace: also plan one pool per prompt-length range (Mélange's idea, gpuopt/size_mix.py) and "
+            "keep it where cheaper: auto (default with a trace), on (keep the split), off")
     trace: str | None = _opt(None, group="serving", cli="--trace",
          doc="serve: CSV of requests (input_tokens, output_tokens): their means are the lengths (in a plan file: "
              "relative to its folder)")
@@ -531,7 +535,7 @@ class WorkloadItem(_Parts):
         else:
             unused = ("tokens_per_second", "request_rate", "concurrency", "engine", "input_tokens", "output_tokens",
                       "scenario", "ttft_ms", "tpot_ms", "measured", "trace", "prefix_cache_hit_rate",
-                      "speculative_tokens", "acceptance_rate", "disaggregate") + (("lora_rank",) if self.task != "lora" else ())
+                      "speculative_tokens", "acceptance_rate", "disaggregate", "mix_by_size") + (("lora_rank",) if self.task != "lora" else ())
             if self.task == "lora":
                 unused += ("framework", "optimizer", "offload", "global_batch_tokens")
         return [k for k in unused if getattr(self, k) is not None]

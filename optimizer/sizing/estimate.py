@@ -137,6 +137,8 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
     if w.task in FULL_TRAINING_TASKS:
         return size_training(w, gpu, g, network=network,
                              pipeline_parallel=None if pipeline_parallel == 1 else pipeline_parallel)
+    if w.task == "serve" and len(w.length_mix) > 1:
+        return _size_mixture(w, gpu, gpus, pipeline_parallel=pipeline_parallel, network=network)
     if w.task == "lora":
         w = lora_defaults(w)
     pp = _check_pipeline(w, g, pipeline_parallel)
@@ -609,6 +611,40 @@ def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64, *, tensor_para
         out["wall_hours_one_replica"] = flops / sizing.flops_per_second_per_replica / 3600.0
     out["assumptions"] = sizing.assumptions
     return out
+
+
+def _size_mixture(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: int, network) -> ReplicaSizing:
+    """A serving replica of a trace's mix of request sizes (``w.length_mix``: (share of requests, input, output)
+    per prompt-length range, :mod:`optimizer.sizing.buckets`): each range sized alone at its lengths, and the
+    replica's request rate the harmonic mix ``1 / sum(share_b / rate_b)`` -- each request takes its own range's
+    share of the replica's time (Mélange's load model, arXiv 2404.14527 s.5) -- so long prompts cost what they cost
+    instead of the mean length's; tokens/s = that rate x the mix's mean output. Memory, TTFT and TPOT are the
+    range's that needs the most of them; fits when every range fits."""
+    import dataclasses
+
+    parts = []
+    for share, inp, out in w.length_mix:
+        wb = dataclasses.replace(w, input_tokens=int(inp), output_tokens=int(out), length_mix=())
+        parts.append((share, float(out), size_replica(wb, gpu, gpus, pipeline_parallel=pipeline_parallel,
+                                                      network=network)))
+    fits = all(s.fits and s.tokens_per_second_per_replica > 0 for _, _, s in parts)
+    load = sum(share * out / s.tokens_per_second_per_replica for share, out, s in parts
+               if s.tokens_per_second_per_replica > 0)  # replica-seconds per request
+    mean_out = sum(share * out for share, out, _ in parts)
+    rate = 1.0 / load if load > 0 and fits else 0.0
+    worst = max(parts, key=lambda p: p[2].memory_gib_per_gpu)[2]
+    slow = max(parts, key=lambda p: (p[2].time_per_output_token_ms or 0.0))[2]
+    first = max(parts, key=lambda p: (p[2].ttft_ms or 0.0))[2]
+    inp_mean = round(sum(share * s.input_tokens for share, _, s in parts))
+    note = ("request-size mix of the trace: " + "; ".join(
+        f"{100 * share:.0f} % of {s.input_tokens:,} in / {s.output_tokens:,} out at "
+        f"{s.tokens_per_second_per_replica / max(out, 1.0):,.3g} requests/s alone" for share, out, s in parts)
+        + f" -> {rate:,.3g} requests/s mixed (harmonic: each request its own range's share of the replica's time)")
+    return dataclasses.replace(
+        worst, fits=fits, meets_targets=fits, tokens_per_second_per_replica=rate * mean_out,
+        time_per_output_token_ms=slow.time_per_output_token_ms, ttft_ms=first.ttft_ms,
+        input_tokens=inp_mean, output_tokens=round(mean_out), request_rate=rate if worst.request_rate else None,
+        assumptions=(note,) + tuple(worst.assumptions))
 
 
 def _operating_capacity(w: Workload, spec: GpuSpec, layout, eng, inp: float, out: float, hop, corr):

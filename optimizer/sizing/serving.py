@@ -967,7 +967,8 @@ TRACE_ARRIVAL_COLUMNS = ("arrival_s", "arrival_time", "timestamp", "time", "arri
 class TraceLengths:
     """Request lengths of a trace: ``requests`` rows; mean and 99th-percentile input and output tokens; with an
     arrival column, ``arrivals`` (s from the first request, non-decreasing) and ``lengths`` ((input, output) per
-    request, in arrival order) for the operating point to replay (issue 27); else both empty."""
+    request, in arrival order) for the operating point to replay (issue 27); without, ``arrivals`` is empty and
+    ``lengths`` in file order (the request-size mix, optimizer.sizing.buckets)."""
 
     path: str
     requests: int
@@ -1054,7 +1055,7 @@ def load_trace(path: str) -> TraceLengths:
     if mi < 1 or mo < 1:
         raise InputError("trace", f"{path}: mean input {mi} and output {mo} tokens; both must be >= 1",
                          accepted="requests with prompts and outputs")
-    arrivals, lengths = (), ()
+    arrivals, lengths = (), tuple(zip(ins, outs))
     if arr:
         order = sorted(range(len(arr)), key=arr.__getitem__)
         t0 = arr[order[0]]

@@ -132,6 +132,8 @@ class Workload:
             each accepted with probability ``acceptance_rate`` (the user's assumption; required with k > 0).
         disaggregate: serve: ``off`` (default), ``on`` or ``auto`` -- prefill and decode on separate replicas
             (:mod:`optimizer.sizing.disaggregated`).
+        length_mix: serve: a trace's mix of request sizes, ((share of requests, input, output), ...) per
+            prompt-length range (:mod:`optimizer.sizing.buckets`); replicas are sized for the mix, not the mean.
 
     Task ``"lora"`` fine-tunes low-rank adapters on a frozen base model; with ``precision="int4"`` it is QLoRA
     (4-bit NF4 base weights), with ``"int8"`` an 8-bit base, with ``"bf16"``/``"fp16"`` plain LoRA.
@@ -168,6 +170,7 @@ class Workload:
     speculative_tokens: int = 0
     acceptance_rate: float | None = None
     disaggregate: str = "off"
+    length_mix: tuple = ()
 
 
 def lora_zero_stage(w: Workload) -> int:

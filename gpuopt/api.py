@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from gpuopt.kernel.documents import VERSIONS, DictResult, envelope, frame
 from gpuopt.kernel.errors import InputError
 from gpuopt.kernel.records import PRICING_MODELS, short_source
-from gpuopt.plan_inputs import checkpoint_notes, owned_commitments
+from gpuopt.plan_inputs import checkpoint_notes, owned_commitments, trace_lengths, trace_mix
 from optimizer.review import ReviewResult as _PlannedReview
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -451,21 +451,6 @@ def precision_from_name(model: str | None) -> str | None:
     return None
 
 
-def _trace_lengths(trace, input_tokens, output_tokens):
-    """(input, output, note, the TraceLengths or None) from a request trace CSV (``--trace``; optimizer.sizing.serving.load_trace) or as given.
-
-    Raises: InputError("trace") for a bad file or when input/output tokens are given too."""
-    if trace is None:
-        return input_tokens, output_tokens, "", None
-    if input_tokens is not None or output_tokens is not None:
-        raise InputError("trace", "give the request lengths as --trace or as --input-tokens/--output-tokens, not both",
-                         accepted="one of them")
-    from optimizer.sizing.serving import load_trace
-
-    t = load_trace(str(trace))
-    return t.mean_input, t.mean_output, t.describe(), t
-
-
 def _workload(spec_like: dict[str, Any]):
     """Build and validate an optimizer.sizing.Workload from plain options."""
     from optimizer.sizing import Workload, validate_workload, with_request_rate
@@ -611,7 +596,7 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
     if precision is None and task == "serve" and precision_from_name(model):
         precision = precision_from_name(model)
         name_note = f"precision {precision} from the checkpoint's name ({model}); --precision to override"
-    input_tokens, output_tokens, trace_note, trace_data = _trace_lengths(trace, input_tokens, output_tokens)
+    input_tokens, output_tokens, trace_note, trace_data = trace_lengths(trace, input_tokens, output_tokens)
     if trace_data is not None and trace_data.rate and request_rate is None and tokens_per_second is None:
         request_rate = trace_data.rate  # the trace's own load (issue 27: --trace replays arrival times)
     meas = None
@@ -629,7 +614,7 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
                        optimizer=_lower(optimizer, "optimizer"), offload=_lower(offload, "offload"),
                        framework=_lower(framework, "framework"), prefix_cache_hit_rate=prefix_cache_hit_rate,
                        speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate,
-                       disaggregate=_lower(disaggregate, "disaggregate")))
+                       disaggregate=_lower(disaggregate, "disaggregate"), length_mix=trace_mix(trace_data)))
     tokens_per_second = w.tokens_per_second
     import dataclasses
 

@@ -1,7 +1,10 @@
 """What a plan request brings besides its workloads (gpuopt.api.plan_request): the commitments the team owns
-(``--owned``, issue 26 point 7) and the quantized checkpoints its serving precisions assume (issue 26 point 6)."""
+(``--owned``, issue 26 point 7) and the quantized checkpoints its serving precisions assume (issue 26 point 6); a
+request trace's lengths and request-size mix (``--trace``, issue 27)."""
 
 from __future__ import annotations
+
+from gpuopt.kernel.errors import InputError
 
 
 def owned_commitments(plan, filtered, offers) -> tuple[list, list[str]]:
@@ -81,3 +84,27 @@ def checkpoint_notes(ws, result, asked: list) -> list[str]:
                 out.append(f"{w.name}: no published {prec} checkpoint of {model} with an accuracy comparison is known "
                            "to gpuopt: evaluate your quantized model's quality before serving it")
     return out
+
+
+def trace_lengths(trace, input_tokens, output_tokens):
+    """(input, output, note, the TraceLengths or None) from a request trace CSV (``--trace``; optimizer.sizing.serving.load_trace) or as given.
+
+    Raises: InputError("trace") for a bad file or when input/output tokens are given too."""
+    if trace is None:
+        return input_tokens, output_tokens, "", None
+    if input_tokens is not None or output_tokens is not None:
+        raise InputError("trace", "give the request lengths as --trace or as --input-tokens/--output-tokens, not both",
+                         accepted="one of them")
+    from optimizer.sizing.serving import load_trace
+
+    t = load_trace(str(trace))
+    return t.mean_input, t.mean_output, t.describe(), t
+
+
+def trace_mix(trace) -> tuple | None:
+    """A trace's request-size mix as Workload.length_mix (optimizer.sizing.buckets), None without a trace."""
+    if trace is None or not trace.lengths:
+        return None
+    from optimizer.sizing.buckets import size_buckets
+
+    return tuple((b.share, b.mean_input, b.mean_output) for b in size_buckets(trace.lengths))

@@ -75,7 +75,7 @@ def choose(one, mixed, split: dict[str, list], modes: dict[str, str]):
         if b.feasible and a.feasible:
             one.plan.notes.append(
                 f"a mix by prompt length ({names}: {', '.join(str(len(v)) for v in split.values())} pools) would "
-                f"cost {b.total_usd - a.total_usd:,.2f} USD more: one pool per workload kept (mix_by_size: on "
+                f"cost {b.total_usd - a.total_usd:,.2f} USD more: one pool per workload kept (--mix-by-size on "
                 "forces the split)")
         return one
     for name, buckets in split.items():
@@ -86,7 +86,8 @@ def choose(one, mixed, split: dict[str, list], modes: dict[str, str]):
             b.notes.append(f"{name}: route {bk.rule()} to pool {sub}: " + ("; ".join(where) or "no instance"))
     if a.feasible:
         saved = a.total_usd - b.total_usd
-        b.notes.append(f"mix by prompt length ({names}): {saved:,.2f} USD "
-                       + (f"less ({100 * saved / a.total_usd:.1f} %)" if saved >= 0 else "more (forced: mix_by_size on)")
+        b.notes.append(f"mix by prompt length ({names}): {abs(saved):,.2f} USD "
+                       + (f"less ({100 * saved / a.total_usd:.1f} %)" if saved >= 0 else
+                          "more (forced by --mix-by-size on)")
                        + f" than one pool per workload ({a.total_usd:,.2f} USD)")
     return mixed

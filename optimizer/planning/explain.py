@@ -104,7 +104,14 @@ def serving_rules(workloads) -> list[str]:
                    f"tokens; engine {w.engine}; precision {precisions}{note}; each replica sized at the highest "
                    "Poisson request rate whose p99 TTFT (with the wait for a slot) and p99 TPOT meet the targets"
                    + ("; disaggregated prefill/decode units " + ("only" if w.disaggregate == "on" else
-                      "where they need fewer instances") if getattr(w, "disaggregate", "off") != "off" else ""))
+                      "where they need fewer instances") if getattr(w, "disaggregate", "off") != "off" else "")
+                   + (f"; prefix cache: {100 * w.prefix_cache_hit_rate:.0f} % of prompt tokens (your assumption)"
+                      if getattr(w, "prefix_cache_hit_rate", 0) else "")
+                   + (f"; speculative decoding: {w.speculative_tokens} draft tokens at acceptance "
+                      f"{w.acceptance_rate:g} (your assumption)" if getattr(w, "speculative_tokens", 0) else "")
+                   + ("; sized for the trace's mix of request sizes (" + ", ".join(
+                       f"{100 * sh:.0f} % {i:,}/{o:,}" for sh, i, o in w.length_mix) + ")"
+                      if len(getattr(w, "length_mix", ()) or ()) > 1 else ""))
     return out
 
 

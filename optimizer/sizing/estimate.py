@@ -221,7 +221,8 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
         assumptions += [
             f"requests of {inp} input + {out} output tokens (mean); scenario {w.scenario}: {targets} "
             f"(MLPerf Inference server 2 s / 200 ms, interactive 450 / 40 ms); p99 = mean x "
-            f"{sv.P99_OVER_MEAN_TTFT} (TTFT), x {sv.P99_OVER_MEAN_TPOT} (TPOT) (MLPerf server runs, DERIVED)",
+            f"{sv.P99_OVER_MEAN_TTFT} (TTFT; MLPerf server runs, DERIVED), x the simulation's tail for TPOT at the "
+            f"operating point (1.1 + 4 r^0.6 u^0.25, at least {sv.P99_OVER_MEAN_TPOT}; benchmarks/tail_fit.py)",
             f"weights {sv.WEIGHT_BYTES[w.precision]:.4g} B/param ({w.precision}; embeddings and head 16-bit), KV cache "
             f"{sv.KV_BYTES[w.precision]:g} B/element, matmuls at the {sv.MATMUL_PEAK[w.precision]} peak",
             f"paged KV cache: {held:g} tokens per running sequence ("
@@ -618,8 +619,9 @@ def _size_mixture(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: 
     per prompt-length range, :mod:`optimizer.sizing.buckets`): each range sized alone at its lengths, and the
     replica's request rate the harmonic mix ``1 / sum(share_b / rate_b)`` -- each request takes its own range's
     share of the replica's time (Mélange's load model, arXiv 2404.14527 s.5) -- so long prompts cost what they cost
-    instead of the mean length's; tokens/s = that rate x the mix's mean output. Memory, TTFT and TPOT are the
-    range's that needs the most of them; fits when every range fits."""
+    instead of the mean length's; tokens/s = that rate x the mix's mean output. Memory is the range's that needs
+    the most; TTFT and TPOT the request-weighted means of the ranges' at their sized loads, the batch by Little's law
+    (rate x mean output x TPOT); fits when every range fits."""
     import dataclasses
 
     parts = []
@@ -633,18 +635,21 @@ def _size_mixture(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: 
     mean_out = sum(share * out for share, out, _ in parts)
     rate = 1.0 / load if load > 0 and fits else 0.0
     worst = max(parts, key=lambda p: p[2].memory_gib_per_gpu)[2]
-    slow = max(parts, key=lambda p: (p[2].time_per_output_token_ms or 0.0))[2]
-    first = max(parts, key=lambda p: (p[2].ttft_ms or 0.0))[2]
     inp_mean = round(sum(share * s.input_tokens for share, _, s in parts))
     note = ("request-size mix of the trace: " + "; ".join(
         f"{100 * share:.0f} % of {s.input_tokens:,} in / {s.output_tokens:,} out at "
         f"{s.tokens_per_second_per_replica / max(out, 1.0):,.3g} requests/s alone" for share, out, s in parts)
         + f" -> {rate:,.3g} requests/s mixed (harmonic: each request its own range's share of the replica's time)")
+    # the mix's own figures: TTFT and TPOT the request-weighted means of the ranges' (each at its own load), the
+    # batch by Little's law at the mixed rate
+    ttft = sum(share * (s.ttft_ms or 0.0) for share, _, s in parts)
+    tpot = sum(share * (s.time_per_output_token_ms or 0.0) for share, _, s in parts)
+    batch = max(1, round(rate * mean_out * tpot / 1e3)) if rate > 0 else worst.concurrency
     return dataclasses.replace(
         worst, fits=fits, meets_targets=fits, tokens_per_second_per_replica=rate * mean_out,
-        time_per_output_token_ms=slow.time_per_output_token_ms, ttft_ms=first.ttft_ms,
+        time_per_output_token_ms=tpot, ttft_ms=ttft, concurrency=batch,
         input_tokens=inp_mean, output_tokens=round(mean_out), request_rate=rate if worst.request_rate else None,
-        assumptions=(note,) + tuple(worst.assumptions))
+        utilization=None, assumptions=(note,) + tuple(worst.assumptions))
 
 
 def _operating_capacity(w: Workload, spec: GpuSpec, layout, eng, inp: float, out: float, hop, corr):

@@ -112,7 +112,7 @@ def mean_field(e: Engine, rate: float) -> OperatingPoint:
         return b - rate * e.output_tokens * _step_at(e, b) / share
 
     lo, hi = 0.0, float(e.cap)
-    for _ in range(60):  # gap(0) < 0 <= gap(cap) (below saturation): bisect the least root
+    while hi - lo > 1e-6 * max(1.0, hi):  # gap(0) < 0 <= gap(cap) (below saturation): bisect the least root
         mid = 0.5 * (lo + hi)
         if gap(mid) < 0:
             lo = mid
@@ -335,7 +335,7 @@ def max_rate_within(e: Engine, ttft_p99_ms: float | None, tpot_p99_ms: float | N
     least ``p99_over_mean[1]``) meet the targets (None: no target), at most :data:`MAX_UTILIZATION` of saturation.
     TTFT includes the M/D/1 wait for a slot (:func:`mean_field`), so a TTFT target holds the replica below
     saturation; with no target the capacity is the saturation rate itself (utilization 1). None when even a
-    vanishing rate misses the targets. Bisection on the rate (60 halvings). Raises nothing."""
+    vanishing rate misses the targets. Bisection on the rate, to 0.001 %. Raises nothing."""
     lam_max = e.max_rate()
     if lam_max <= 0:
         return None
@@ -359,7 +359,7 @@ def max_rate_within(e: Engine, ttft_p99_ms: float | None, tpot_p99_ms: float | N
     if meets(mean_field(e, top)):
         return mean_field(e, top)
     lo, hi = top * 1e-6, top
-    for _ in range(60):
+    while hi - lo > 1e-5 * hi:  # the rate to 0.001 %
         mid = 0.5 * (lo + hi)
         if meets(mean_field(e, mid)):
             lo = mid

@@ -663,9 +663,13 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
                                "targets")
         else:
             gpus = (unit.prefill_replicas + unit.decode_replicas) * unit.gpus_per_replica
-            nums["disaggregated"] = {**unit.as_dict(), "gpus": gpus,
-                                     "tokens_per_second_per_gpu": unit.tokens_per_second / gpus}
+            per_gpu = unit.tokens_per_second / gpus
+            nums["disaggregated"] = {**unit.as_dict(), "gpus": gpus, "tokens_per_second_per_gpu": per_gpu}
             assumptions.append(unit.describe())
+            co = float(nums.get("tokens_per_second_per_gpu") or 0.0)
+            assumptions.append(f"disaggregated {per_gpu:,.0f} tokens/s per GPU against {co:,.0f} co-located (this "
+                               "replica): " + ("the unit gives more" if per_gpu > co else "co-location gives more")
+                               + " per GPU (a plan compares them per offer, with its demand and spares)")
     if sweep:
         nums["curve"], nums["curve_notes"] = sizing.latency_curve(w, g, precisions=sweep_precisions)
     if task == "lora" and deadline_hours and nums.get("gpu_hours"):

@@ -16,6 +16,8 @@ No pandas here (this module is imported by every ``gpuopt`` command): plain floa
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import math
 
 from gpuopt.kernel.errors import InputError
@@ -663,11 +665,27 @@ def _operating_capacity(w: Workload, spec: GpuSpec, layout, eng, inp: float, out
     ttft_t, tpot_t = latency_targets(w)
     if w.concurrency is not None or (ttft_t is None and tpot_t is None):
         return None
-    e = op.replica_engine(w.model, spec, layout, w.precision, eng, inp, out, hop=hop, scale=corr,
-                          window=w.context_tokens)
+    key = (w.model, spec, layout, w.precision, eng, inp, out, hop, corr, w.context_tokens, ttft_t, tpot_t)
+    try:
+        return _capacity_cached(*key)
+    except TypeError:  # something unhashable (a user's measurement): computed each time
+        return _capacity(*key)
+
+
+def _capacity(m, spec, layout, precision, eng, inp, out, hop, corr, window, ttft_t, tpot_t):
+    """:func:`_operating_capacity`'s work on hashable inputs."""
+    from optimizer.sizing import operating as op
+    from optimizer.sizing import serving as sv
+
+    e = op.replica_engine(m, spec, layout, precision, eng, inp, out, hop=hop, scale=corr, window=window)
     if e is None:
         return None
     return op.max_rate_within(e, ttft_t, tpot_t, p99_over_mean=(sv.P99_OVER_MEAN_TTFT, sv.P99_OVER_MEAN_TPOT))
+
+
+#: The same replica shape is sized again and again (every plan, alternative and test of a process): its
+#: operating-point capacity is kept (frozen, hashable inputs; a few KB each).
+_capacity_cached = lru_cache(maxsize=4096)(_capacity)
 
 
 def operating_point(w: Workload, gpu: GpuSpec, gpus_per_replica: float, pipeline_parallel: int, rate: float, *,

@@ -107,18 +107,26 @@ def mean_field(e: Engine, rate: float) -> OperatingPoint:
         return OperatingPoint(rate, float(e.cap), lam_max * e.output_tokens, None, None, lam_max, util, True,
                               "mean-field")
     share = 1.0 - rate * e.prefill_s
+    k = rate * e.output_tokens / share  # the fixed point: b = k step(b), step piecewise linear between whole batches
 
-    def gap(b: float) -> float:  # b - rate O TPOT(b): < 0 below the fixed point
-        return b - rate * e.output_tokens * _step_at(e, b) / share
-
-    lo, hi = 0.0, float(e.cap)
-    while hi - lo > 1e-6 * max(1.0, hi):  # gap(0) < 0 <= gap(cap) (below saturation): bisect the least root
-        mid = 0.5 * (lo + hi)
-        if gap(mid) < 0:
-            lo = mid
-        else:
-            hi = mid
-    b = hi
+    # the least whole batch n with n >= k step(n) (gap(cap) >= 0 below saturation), by bisection on whole batches;
+    # then the root inside [n - 1, n] in closed form (step linear there; step(b <= 1) = step(1))
+    if 1.0 >= k * e.step(1):
+        b = k * e.step(1)
+    else:
+        lo, hi = 1, e.cap
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if mid >= k * e.step(mid):
+                hi = mid
+            else:
+                lo = mid
+        s0, s1 = e.step(lo), e.step(hi)
+        slope = s1 - s0
+        # b = lo + f, f in [0, 1]: lo + f = k (s0 + f slope)  ->  f = (k s0 - lo) / (1 - k slope)
+        den = 1.0 - k * slope
+        f = (k * s0 - lo) / den if den > 1e-12 else 1.0
+        b = lo + min(1.0, max(0.0, f))
     tpot = _step_at(e, b) / share
     s = 1.0 / lam_max
     wait = util * s / (2.0 * (1.0 - util))
@@ -335,7 +343,7 @@ def max_rate_within(e: Engine, ttft_p99_ms: float | None, tpot_p99_ms: float | N
     least ``p99_over_mean[1]``) meet the targets (None: no target), at most :data:`MAX_UTILIZATION` of saturation.
     TTFT includes the M/D/1 wait for a slot (:func:`mean_field`), so a TTFT target holds the replica below
     saturation; with no target the capacity is the saturation rate itself (utilization 1). None when even a
-    vanishing rate misses the targets. Bisection on the rate, to 0.001 %. Raises nothing."""
+    vanishing rate misses the targets. Bisection on the rate, to 0.01 %. Raises nothing."""
     lam_max = e.max_rate()
     if lam_max <= 0:
         return None
@@ -359,7 +367,7 @@ def max_rate_within(e: Engine, ttft_p99_ms: float | None, tpot_p99_ms: float | N
     if meets(mean_field(e, top)):
         return mean_field(e, top)
     lo, hi = top * 1e-6, top
-    while hi - lo > 1e-5 * hi:  # the rate to 0.001 %
+    while hi - lo > 1e-4 * hi:  # the rate to 0.01 %
         mid = 0.5 * (lo + hi)
         if meets(mean_field(e, mid)):
             lo = mid

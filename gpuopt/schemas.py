@@ -504,10 +504,12 @@ class EstimateDoc(_Open):
     at_capacity: Optional[dict[str, Any]] = Field(None, description=(
         "Serving with a demand: the replica at its sized batch (concurrency, ttft_ms, tpot_ms, "
         "tokens_per_second_per_replica)."))
-    request_rate_per_replica: Optional[float] = Field(None, description=(
+    sized_request_rate_per_replica: Optional[float] = Field(None, description=(
         "Serving with latency targets: requests/s one replica is sized for -- the highest Poisson rate whose p99 "
-        "TTFT (with queueing) and p99 TPOT meet the targets (optimizer.sizing.operating.max_rate_within)."))
-    utilization: Optional[float] = Field(None, description="That rate's share of the replica's saturation rate.")
+        "TTFT (with queueing) and p99 TPOT meet the targets (optimizer.sizing.operating.max_rate_within); "
+        "operating_point gives the replica at the load asked for."))
+    sized_utilization: Optional[float] = Field(None, description=(
+        "That sized rate's share of the replica's saturation rate (operating_point.utilization is the load's)."))
     disaggregated: Optional[dict[str, Any]] = Field(None, description=(
         "`--disaggregate auto|on`: the best unit of prefill and decode replicas on 8-GPU nodes "
         "(optimizer.sizing.disaggregated.DisaggregatedUnit fields, plus gpus and tokens_per_second_per_gpu)."))

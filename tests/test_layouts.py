@@ -128,6 +128,13 @@ def _stage_s(batch: int, stages: int, context: float) -> float:
     return sv.decode_step_s(LLAMA405, H100, sv.Layout(8, stages), "bf16", batch, context)
 
 
+def _host_s(batch: int) -> float:
+    """vLLM's host time per iteration (fitted on published rate sweeps, benchmarks/latency_fit.py)."""
+    from optimizer.sizing.serving import ENGINES
+
+    return ENGINES["vllm"].step_overhead_s + ENGINES["vllm"].seq_overhead_s * batch
+
+
 def _prefill_s(inp: int) -> float:
     from optimizer.sizing import serving as sv
 
@@ -144,7 +151,7 @@ def test_pipeline_decode_first_principles_405b():
     t_stage = _stage_s(8, 2, inp + out / 2)
     hop = 52.4e-6 + 2 * 16384 * 2 * 8 / 400e9
     cycle = max(2 * t_stage, 2 * t_stage + hop + 52.4e-6)
-    tpot = cycle + 16 / out * _prefill_s(inp)
+    tpot = cycle + _host_s(16) + 16 / out * _prefill_s(inp)
     assert CLUSTER_HOP_LATENCY_S == pytest.approx(52.4e-6)  # 30 us kernel TCP + 8.4 + 14 us NCCL network step
     assert s.time_per_output_token_ms == pytest.approx(tpot * 1e3, rel=1e-9)
     assert s.tokens_per_second_per_replica == pytest.approx(16 / tpot, rel=1e-9)
@@ -206,7 +213,7 @@ def test_one_sequence_through_two_stages_waits_for_both():
     # stages idle half the time (the GPipe bubble at m = 1 of p = 2: 1/2)
     s = size_replica(serve405(concurrency=1), H100, 16, pipeline_parallel=2, network=P5_NETWORK)
     cycle = 2 * _stage_s(1, 2, 1024 + 64) + (52.4e-6 + 2 * 16384 * 2 / 400e9) + 52.4e-6
-    tpot = cycle + 1 / 128 * _prefill_s(1024)
+    tpot = cycle + _host_s(1) + 1 / 128 * _prefill_s(1024)
     assert s.time_per_output_token_ms == pytest.approx(tpot * 1e3, rel=1e-9)
     assert s.tokens_per_second_per_replica == pytest.approx(1 / tpot, rel=1e-9)
 
@@ -253,11 +260,14 @@ def test_pipeline_parallel_is_checked():
 
 
 def test_one_stage_is_one_tensor_parallel_group():
-    # pipeline_parallel=1: TP 4 of Llama-2-70B on 4 x H100; tokens/s = batch / TPOT (continuous batching)
+    # pipeline_parallel=1: TP 4 of Llama-2-70B on 4 x H100; at its operating point tokens/s = rate x output tokens
+    # = batch / TPOT (Little's law; the batch rounded to a whole sequence)
     w = Workload(task="serve", model=LLAMA70)
     s = size_replica(w, H100, 4)
     assert (s.tensor_parallel, s.pipeline_parallel) == (4, 1)
-    assert s.time_per_output_token_ms == pytest.approx(1e3 * s.concurrency / s.tokens_per_second_per_replica)
+    assert s.tokens_per_second_per_replica == pytest.approx(s.request_rate * s.output_tokens)
+    assert s.time_per_output_token_ms == pytest.approx(1e3 * s.concurrency / s.tokens_per_second_per_replica,
+                                                       rel=1.0 / s.concurrency)
 
 
 # ------------------------------------------------------------------------------------------------ training

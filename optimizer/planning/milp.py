@@ -113,6 +113,10 @@ class FleetVars:
     cash_terms: dict[int, dict[Any, float]] = field(default_factory=dict)  # period -> its first month's cash
 
 
+
+#: Objective weight of a USD/h of an owned Compute Savings Plan's use (a tie-break, far below a cent over a horizon).
+OWNED_COMPUTE_ORDER_USD = 1e-6
+
 def _unit_bound(w: FleetWorkload, c: Candidate, blocks: list[FleetBlock], most_loss: float = 0.0) -> float:
     """The most units of candidate c a cheapest (or best-ROI) plan gives serving workload w in one block: its peak
     demand in whole units (with an N+1 rule, the peak's share plus the largest failure loss ``most_loss`` among
@@ -182,6 +186,11 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
         # its USD/h, already paid (no cost, cash or commitment in this plan)
         v = V.SP[k] = pulp.LpVariable(f"SP_{i}", lowBound=0, upBound=s.given_usd_per_hour)
         if s.owned:
+            # AWS applies EC2 Instance Savings Plans before Compute Savings Plans (Savings Plans user guide, "How
+            # Savings Plans apply to your AWS usage"): a whisker of cost on an owned Compute plan's use makes the
+            # solver fill the Instance plan first, as the bill will
+            if str(s.offer.get("offering_class") or "") == "compute":
+                V.cost_terms[v] = OWNED_COMPUTE_ORDER_USD
             continue
         V.cost_terms[v] = problem.plan_slot_cost(s)
         whole = HOURS_PER_MONTH * s.term_months

@@ -605,8 +605,8 @@ def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64, *, tensor_para
             out[key] = getattr(sizing, key)
         out["scenario"] = w.scenario
         if sizing.utilization is not None:  # sized at the operating point (issue 27)
-            out["request_rate_per_replica"] = sizing.request_rate
-            out["utilization"] = sizing.utilization
+            out["sized_request_rate_per_replica"] = sizing.request_rate
+            out["sized_utilization"] = sizing.utilization
     if w.task in TRAINING_TASKS:
         flops = train_flops(w)
         out["train_flops"] = flops

@@ -82,7 +82,8 @@ def test_validator_catches_the_documented_defects_of_the_focus_1_0_sample():
 @pytest.fixture(scope="module")
 def mixed_payment_result(tmp_path_factory):
     """A plan over 12 months with all three payment options: a catalog of AWS us-east-1 offers where each instance
-    type is reserved (1 year) with a single payment option, few instances per instance type, 8,000 tokens/s."""
+    type is reserved (1 year) with a single payment option, few instances per instance type, 4,000 tokens/s (8,000
+    before the operating-point sizing of issue 27 made one type carry more of it)."""
     from pricing_cache.store import load_offers
 
     offers, _ = load_offers(None)
@@ -101,7 +102,7 @@ def mixed_payment_result(tmp_path_factory):
     for cap in (1, 2):
         # MLPerf's server targets, one replica floor and no N+1 (the FOCUS rows of mixed payments are under test,
         # not the production defaults of issue 26, which need more instances than a cap of 1-2 per type allows)
-        r = gpuopt.recommend(budget=600000, model="meta-llama/Llama-2-70b-hf", task="serve", tokens_per_second=8000,
+        r = gpuopt.recommend(budget=600000, model="meta-llama/Llama-2-70b-hf", task="serve", tokens_per_second=4000,
                              catalog=path, max_instances_per_offer=cap, scenario="server", min_replicas=1,
                              redundancy="none")
         assert r.feasible
@@ -216,8 +217,8 @@ def test_money_over_the_horizon_is_the_plans(request, which):
 
 
 def test_one_workload_plan_rows():
-    # the README plan on Azure: one quoted 1-year reservation paid monthly, all 12 months (two instances since the
-    # N+1 default of issue 26: 2,000 tokens/s carried after one of them is lost)
+    # the README plan on Azure at 1,500 tokens/s: one quoted 1-year reservation paid monthly, all 12 months (two
+    # instances since the N+1 default of issue 26: the demand carried after one of them is lost)
     result = one_reserved_result()
     plan = result.plan
     rows = focus_rows(charges_from_plan(result))
@@ -308,8 +309,11 @@ def test_fleet_rows_run_only_in_their_months_and_name_their_workloads():
                 starts[ln.start_month - 1:ln.end_month]]
         assert len(mine) == ln.end_month - ln.start_month + 1
         assert all(r["BilledCost"] == pytest.approx(ln.monthly_usd, abs=1e-3) for r in mine)
-    train = [r for r in rows if r["x_Workload"] == "pretrain-1b"]
-    assert train and {r["ChargePeriodStart"] for r in train} == {starts[0]}  # a one-off job: month 1 only
+    # a one-off job runs in month 1; on a line only it uses, month 1 only (it may share a reserved line with the
+    # service, whose rows run all year and name both)
+    train = [r for r in rows if "pretrain-1b" in r["x_Workload"].split(", ")]
+    assert train and starts[0] in {r["ChargePeriodStart"] for r in train}
+    assert all(r["ChargePeriodStart"] == starts[0] for r in train if r["x_Workload"] == "pretrain-1b")
     # per month: the lines that run in it, no more
     for i, month in enumerate(starts[:-1]):
         running = {(ln.instance_type, ln.region, ln.pricing) for ln in plan.lines

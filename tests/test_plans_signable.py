@@ -316,10 +316,11 @@ def test_training_lines_count_replicas_and_the_finish_hour():
 
 
 @pytest.mark.parametrize("limit, narrower", [
-    # on the shipped snapshot: on AWS, $25,000 a month is met only by 3-year terms (p5 + p4d reserved_3y no upfront,
-    # $24,200.59 in the dearest month); a $400,000 commitment cap by 1-year ones ($369,912)
-    (["--provider", "aws", "--budget", "25000"], ["--pricing", "reserved_3y"]),
-    (["--leftover-value", "1", "--max-commitment", "400000"], ["--pricing", "reserved_1y"]),
+    # on the shipped snapshot, since the operating-point sizing of issue 27 (the limits were $25,000 a month and a
+    # $400,000 commitment before): on AWS, $35,000 a month is met by 3-year terms no upfront (p5 + 2 p4d, $31,043.77
+    # in the dearest month); a $600,000 commitment cap by 1-year ones ($561,097)
+    (["--provider", "aws", "--budget", "35000"], ["--pricing", "reserved_3y"]),
+    (["--leftover-value", "1", "--max-commitment", "600000"], ["--pricing", "reserved_1y"]),
 ])
 def test_a_limit_never_hides_a_plan_that_fewer_choices_find(limit, narrower):
     # found by a breaking test: comparing 1- and 3-year terms by their cost over the horizon pruned the only terms

@@ -453,6 +453,12 @@ class RecommendDoc(_Open):
         "The plan with marketplace offers allowed for its services, when some were kept out."))
     precision: Optional[PrecisionAlternative] = Field(None, description=(
         "The plan with fp8 allowed for its serving workloads, when they do not allow it."))
+    size_mix: Optional[dict[str, Any]] = Field(None, description=(
+        "Serving workloads with a trace (gpuopt/size_mix.py): `kept` (`split` or `one pool`), `one_pool_usd`, "
+        "`split_usd` (null when not feasible) and `pools`: per workload, a list of its prompt-length pools -- "
+        "`pool` (the workload name of the pool in this plan when split), `prompt_tokens_min`, `prompt_tokens_max` "
+        "(null: no bound), `share_of_requests`, `share_of_output_tokens`, `mean_input_tokens`, "
+        "`mean_output_tokens` and, when split, `instances` (count x instance type (pricing))."))
     rules: list[str]
     notes: list[str]
     reason: Optional[Reason] = Field(description="null when feasible; why there is no plan otherwise.")

@@ -70,6 +70,18 @@ def choose(one, mixed, split: dict[str, list], modes: dict[str, str]):
     forced = any(modes.get(name) == "on" for name in split)
     a, b = one.plan, mixed.plan
     take_mixed = forced or (b.feasible and (not a.feasible or b.total_usd < a.total_usd - 0.005))
+    table = {"kept": "split" if take_mixed else "one pool",
+             "one_pool_usd": a.total_usd if a.feasible else None, "split_usd": b.total_usd if b.feasible else None,
+             "pools": {name: [{"pool": f"{name}/{bk.label}", "prompt_tokens_min": bk.input_lo,
+                               "prompt_tokens_max": None if bk.input_hi is None else bk.input_hi - 1,
+                               "share_of_requests": round(bk.share, 4), "share_of_output_tokens": round(bk.token_share, 4),
+                               "mean_input_tokens": bk.mean_input, "mean_output_tokens": bk.mean_output,
+                               **({"instances": sorted({f"{ln.count:g} x {ln.instance_type} ({ln.pricing})"
+                                                        for ln in b.lines if f"{name}/{bk.label}" in
+                                                        (getattr(ln, "workloads", None) or [])})}
+                                  if take_mixed else {})}
+                              for bk in buckets] for name, buckets in split.items()}}
+    (b if take_mixed else a).size_mix = table
     names = ", ".join(split)
     if not take_mixed:
         if b.feasible and a.feasible:

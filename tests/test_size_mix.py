@@ -106,3 +106,16 @@ def test_where_the_split_costs_more_one_pool_is_kept_and_the_plan_says_so(tmp_pa
     assert any("a mix by prompt length" in n and "USD more: one pool per workload kept" in n for n in one.notes)
     forced = _plan(tmp_path, "on", providers=["aws"])
     assert forced.total_usd > one.total_usd and any("forced" in n for n in forced.notes)
+
+
+def test_the_split_is_a_routing_table_in_the_json(tmp_path):
+    """A fresh user found the routing rule only in notes: the plan's JSON gives `size_mix`, a table per workload."""
+    cat = tmp_path / "cat.csv"
+    cat.write_text(CATALOG, encoding="utf-8")
+    mix = _plan(tmp_path, "auto", cat, ttft_ms=600).to_dict()["size_mix"]
+    assert mix["kept"] == "split" and mix["split_usd"] < mix["one_pool_usd"]
+    short, long_ = mix["pools"]["workload"]
+    assert (short["prompt_tokens_min"], short["prompt_tokens_max"]) == (0, 255)
+    assert (long_["prompt_tokens_min"], long_["prompt_tokens_max"]) == (4096, None)
+    assert short["instances"] == ["4 x l40s-box (on_demand)"] and long_["instances"] == ["5 x h100-box (on_demand)"]
+    assert short["share_of_requests"] + long_["share_of_requests"] == pytest.approx(1.0, abs=1e-3)

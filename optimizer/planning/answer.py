@@ -141,6 +141,7 @@ class FleetResult:
     targets: list[dict[str, Any]] = field(default_factory=list)        # the plan priced at other serving targets
     marketplace: dict[str, Any] | None = None                          # the plan with marketplace offers allowed
     precision: dict[str, Any] | None = None                            # the plan with FP8 allowed
+    size_mix: dict[str, Any] | None = None                             # the split by prompt length (gpuopt.size_mix)
     rules: list[str] = field(default_factory=list)
     reason: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)

@@ -139,19 +139,9 @@ def pool_rates(w, gpu, n: int, link_gbs: float, link_latency_s: float, *, engine
     def ok(b: int) -> bool:
         return tpot_t is None or 1e3 * step(b) * sv.P99_OVER_MEAN_TPOT <= tpot_t
 
-    if not ok(1):
+    b = sv.largest_batch(ok, cap)
+    if b is None:
         return None
-    lo, hi = 1, cap
-    if ok(cap):
-        lo = cap
-    else:
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if ok(mid):
-                lo = mid
-            else:
-                hi = mid
-    b = lo
     r_d = b / (out * step(b))
     return r_p, r_d, b, S, step(b), t_kv
 

@@ -167,14 +167,6 @@ ENGINES: dict[str, EngineProfile] = {
                "server) on GPUs of >= 70 GiB other than A100, else 256 / 2048; PagedAttention allocates KV blocks "
                "on demand (Kwon et al. 2023); host time 0.5 ms per iteration fitted on 16 published V1 rate sweeps "
                "(benchmarks/latency_fit.py)"),
-    "vllm-v0": EngineProfile(
-        name="vllm-v0", memory_fraction=0.90, reserve_full_request=False, max_batch_large=256, max_batch_small=256,
-        max_num_tokens=8192, max_num_tokens_small=2048, small_names=("A100",), speed=1.0,
-        step_overhead_s=0.014, seq_overhead_s=0.00002,
-        source="vLLM's V0 engine (before 0.8): max_num_seqs 256; scheduling, sampling and detokenization on the "
-               "critical path of every iteration (vLLM blog 'vLLM V1: A Major Upgrade to vLLM's Core Architecture', "
-               "2025-01-27): 14 ms per iteration + 0.02 ms per running sequence of host time, fitted on 47 published "
-               "V0 rate sweeps (AccelMark, vLLM 0.7.3; benchmarks/latency_fit.py)"),
     "sglang": EngineProfile(
         name="sglang", memory_fraction=0.88, reserve_full_request=False, max_batch_large=1024, max_batch_small=256,
         max_num_tokens=8192, speed=1.0,
@@ -188,6 +180,15 @@ ENGINES: dict[str, EngineProfile] = {
                "(reserves a request's whole KV at admission; performance tuning guide 'Useful runtime options'); "
                "trtllm-build max_batch_size 2048, max_num_tokens 8192"),
 }
+#: vLLM's V0 engine (before 0.8): the V1 profile's memory and token budget, its own batch cap and host time.
+ENGINES["vllm-v0"] = replace(
+    ENGINES["vllm"], name="vllm-v0", max_batch_large=256, max_batch_small=256, step_overhead_s=0.014,
+    seq_overhead_s=0.00002,
+    source="vLLM's V0 engine (before 0.8): max_num_seqs 256; scheduling, sampling and detokenization on the "
+           "critical path of every iteration (vLLM blog 'vLLM V1: A Major Upgrade to vLLM's Core Architecture', "
+           "2025-01-27): 14 ms per iteration + 0.02 ms per running sequence of host time, fitted on 47 published "
+           "V0 rate sweeps (AccelMark, vLLM 0.7.3; benchmarks/latency_fit.py)")
+ENGINES = {k: ENGINES[k] for k in ("vllm", "vllm-v0", "sglang", "tensorrt-llm")}  # the order errors list them in
 DEFAULT_ENGINE = "vllm"
 #: Modes of ``--disaggregate`` (optimizer.sizing.disaggregated): off (default), auto, on.
 DISAGGREGATE_MODES = ("off", "auto", "on")
@@ -657,21 +658,32 @@ def best_point(m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engin
         pt = point(m, gpu, layout, precision, engine, b, input_tokens, output_tokens, fit, static, hop, scale)
         return meets_targets(pt, ttft_slo_ms, tpot_slo_ms)
 
-    if ok(cap):
+    lo = largest_batch(ok, cap)  # TPOT and TTFT grow with the batch
+    if lo is None:
+        return None
+    if lo == cap:
         return point(m, gpu, layout, precision, engine, cap, input_tokens, output_tokens, fit, static, hop, scale)
+    pp = layout.pipeline_parallel
+    if pp > 1 and lo > pp and lo % pp:  # pipeline stages run equal micro-batches: a whole number per stage
+        lo -= lo % pp
+    return point(m, gpu, layout, precision, engine, lo, input_tokens, output_tokens, fit, static, hop, scale)
+
+
+def largest_batch(ok, cap: int) -> int | None:
+    """The largest batch b in 1..``cap`` with ``ok(b)``, for a predicate that holds up to some batch and not above
+    (latency grows with the batch): bisection; None when not even ``ok(1)``."""
+    if ok(cap):
+        return cap
     if not ok(1):
         return None
-    lo, hi = 1, cap  # TPOT and TTFT grow with the batch: bisect the largest batch that meets both
+    lo, hi = 1, cap
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if ok(mid):
             lo = mid
         else:
             hi = mid
-    pp = layout.pipeline_parallel
-    if pp > 1 and lo > pp and lo % pp:  # pipeline stages run equal micro-batches: a whole number per stage
-        lo -= lo % pp
-    return point(m, gpu, layout, precision, engine, lo, input_tokens, output_tokens, fit, static, hop, scale)
+    return lo
 
 
 def meets_targets(pt: ServingPoint, ttft_slo_ms: float | None, tpot_slo_ms: float | None) -> bool:

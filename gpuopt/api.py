@@ -942,14 +942,15 @@ def _honouring_plan(plan, ws, offers, result, owned, filtered=None) -> None:
 
 def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "RecommendResult":
     """Plan a validated request (:func:`_plan_once`); a serving workload with a trace is also planned split into
-    pools by prompt length, kept where cheaper (gpuopt.size_mix, issue 27 point 6)."""
-    from gpuopt import size_mix
+    pools by prompt length, kept where cheaper (gpuopt.size_mix, issue 27 point 6); one with ``disaggregate`` auto|on
+    into prefill and decode pools on their own GPU types, kept where cheaper (gpuopt.phase_mix, point 5)."""
+    from gpuopt import phase_mix, size_mix
 
     split, buckets, notes = size_mix.split_request(plan)
     one = _plan_once(plan, explain=explain, solver_given=solver_given)
     one.plan.notes.extend(notes)
     if split is None:
-        return one
+        return phase_mix.plan_pools(plan, one, _plan_once, explain=explain, solver_given=solver_given)
     mixed = _plan_once(split, explain=False, solver_given=solver_given)
     modes = {it.name: (it.mix_by_size or "auto") for it in plan.workloads}
     chosen = size_mix.choose(one, mixed, buckets, modes)
@@ -986,7 +987,8 @@ def _plan_once(plan, *, explain: bool = True, solver_given: bool = False) -> "Re
                       scenario=item.scenario, ttft_slo_ms=item.ttft_ms, tpot_slo_ms=item.tpot_ms,
                       precision_options=precisions if len(precisions) > 1 else None,
                       prefix_cache_hit_rate=item.prefix_cache_hit_rate, speculative_tokens=item.speculative_tokens,
-                      acceptance_rate=item.acceptance_rate, disaggregate=item.disaggregate)
+                      acceptance_rate=item.acceptance_rate, disaggregate=item.disaggregate,
+                      serve_phase=item.serve_phase)
             if item.trace:
                 from optimizer.sizing.buckets import size_buckets
                 from optimizer.sizing.serving import load_trace
@@ -1038,7 +1040,7 @@ def _plan_once(plan, *, explain: bool = True, solver_given: bool = False) -> "Re
                                 allow_spot_training=item.allow_spot_training,
                                 schedule_margin=plan.schedule_margin if item.training else 0.0,
                                 deadline_hours=item.deadline_hours, value_per_million_tokens=item.value_per_million_tokens,
-                                value_usd=item.value_usd, start_month=start, end_month=end))
+                                value_usd=item.value_usd, start_month=start, end_month=end, region=item.region_key()))
     catalog = str(plan.resolve_path(plan.catalog)) if plan.catalog else None
     # text columns as categoricals: selecting rows of a big catalog 30x faster (records.as_categories)
     offers, info = _load(catalog, _date_or_none(plan.prices_on), categories=True)

@@ -701,8 +701,11 @@ def _plan(con, plan) -> None:
         rep = "; ".join(f"{s['gpu_shape'].split(' (')[0]}: {_n(s['gpus_per_replica'], 'GPU')} per replica"
                         + (f" TP{s['tensor_parallel']}xPP{s['pipeline_parallel']}" if s.get("pipeline_parallel", 1) > 1 else "")
                         + (f", {s['tokens_per_second_per_replica']:,.0f} tok/s" if w["task"] == "serve" else "")
-                        + (f" ({s['precision']} {s.get('engine')}, batch {s['batch']}, TTFT {s['ttft_ms']:,.0f} ms, "
-                           f"TPOT {s['tpot_ms']:,.1f} ms)" if s.get("precision") and s.get("ttft_ms") is not None else "")
+                        + (f" ({s['precision']} {s.get('engine')}, batch {s['batch']}"
+                           + (f", TTFT {s['ttft_ms']:,.0f} ms" if s.get("ttft_ms") is not None else "")
+                           + (f", TPOT {s['tpot_ms']:,.1f} ms" if s.get("tpot_ms") is not None else "") + ")"
+                           if s.get("precision") and (s.get("ttft_ms") is not None or s.get("tpot_ms") is not None)
+                           else "")
                         + serving_split_text(s)
                         + (f"; per-GPU speed of a job of {s['job_gpus']:,} GPUs: {s['layout_text']}, {s['precision']}, MFU "
                            f"{100 * s['mfu']:.0f} %, {s['tokens_per_second_per_gpu']:,.0f} tok/s/GPU, goodput "

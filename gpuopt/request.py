@@ -36,8 +36,8 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Mapping
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StrictBool, ValidationError,
-                      ValidationInfo, field_validator, model_validator)
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StrictBool, StringConstraints,
+                      ValidationError, ValidationInfo, field_validator, model_validator)
 from pydantic_core import PydanticCustomError, PydanticUndefined
 
 from gpuopt.kernel.errors import InputError
@@ -395,7 +395,17 @@ class WorkloadItem(_Parts):
     disaggregate: Annotated[Literal["off", "auto", "on"], BeforeValidator(_on_off)] | None = _opt(
         None, group="serving", cli="--disaggregate",
          doc="serve: prefill and decode on separate replicas (NVIDIA Dynamo, SGLang, vLLM): off (default), on, or "
-             "auto (where it gives an offer more tokens/s)")
+             "auto (where it gives an offer more tokens/s); auto and on also plan the two pools as workloads of "
+             "their own, possibly on different GPU types in one region, kept where cheaper (gpuopt/phase_mix.py)")
+    serve_phase: Annotated[Literal["prefill", "decode"], BeforeValidator(_lower)] | None = _opt(
+        None, group="serving",
+        doc="serve: plan only this pool of a disaggregated deployment (prefill | decode; optimizer.sizing."
+            "disaggregated.pool_sizing) -- e.g. the decode pool beside prefill capacity you run; the planner sets it "
+            "when --disaggregate auto|on splits a workload into pools on different GPU types (gpuopt/phase_mix.py)")
+    region: Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^[^/\s]+/[^/\s]+$")] | None = _opt(
+        None, group="placement",
+        doc="run this workload only in one provider's region, provider/region (e.g. aws/us-east-1); the planner "
+            "sets it for the two pools of a disaggregated deployment, which exchange KV caches")
     mix_by_size: Annotated[Literal["off", "auto", "on"], BeforeValidator(_on_off)] | None = _opt(
         None, group="serving", cli="--mix-by-size",
         doc="serve with a trace: also plan one pool per prompt-length range (Mélange's idea, gpuopt/size_mix.py) and "
@@ -513,6 +523,10 @@ class WorkloadItem(_Parts):
         if self.redundancy is None:
             self.redundancy = 1.0 if self.task == "serve" else 0.0
         return self
+
+    def region_key(self) -> tuple[str, str] | None:
+        """``region`` as (provider, region), or None."""
+        return tuple(self.region.split("/", 1)) if self.region else None  # type: ignore[return-value]
 
     def month_window(self) -> tuple[int, int | None]:
         """(start, end) as 0-based months, end exclusive (None: the horizon's end)."""
@@ -785,6 +799,9 @@ CLI_OPTIONS = {k: _meta(k)["cli"] for k in PLAN_KEYS + ITEM_KEYS if "cli" in _me
 FILE_ONLY = {
     "workloads": "several workloads need a file: --workload plan.yaml",
     "demand": "a list of tokens/s, one per block: too long for a flag (--demand-profile reads a CSV)",
+    "serve_phase": "one pool of a disaggregated deployment, beside the workloads of the others: a plan file's key "
+                   "(--disaggregate auto|on plans both pools)",
+    "region": "one workload's region among several: a plan file's key (one workload: --provider and --region)",
 }
 #: One line of documentation per key (the field's description), written by plan_to_yaml after the key.
 KEY_DOCS = {k: FIELDS[k].description or "" for k in ("workloads",) + PLAN_KEYS + ITEM_KEYS}

@@ -250,7 +250,8 @@ class AtPeak(_Open):
     gpu: str
     ttft_target_ms: Optional[Annotated[float, Field(ge=0.0)]] = None
     tpot_target_ms: Optional[Annotated[float, Field(ge=0.0)]] = None
-    method: Literal["simulation", "mean-field", "disaggregated pools (mean field)"]
+    method: Literal["simulation", "mean-field", "disaggregated pools (mean field)", "prefill pool (M/D/1)",
+                    "decode pool (batch at the TPOT target)"]
 
 
 class WorkloadSummary(_Open):
@@ -459,6 +460,11 @@ class RecommendDoc(_Open):
         "`pool` (the workload name of the pool in this plan when split), `prompt_tokens_min`, `prompt_tokens_max` "
         "(null: no bound), `share_of_requests`, `share_of_output_tokens`, `mean_input_tokens`, "
         "`mean_output_tokens` and, when split, `instances` (count x instance type (pricing))."))
+    disaggregated_pools: Optional[dict[str, Any]] = Field(None, description=(
+        "Serving workloads with `disaggregate` auto or on (gpuopt/phase_mix.py): `kept` (`pools` or `one pool`), "
+        "`one_pool_usd`, `pools_usd` (null when no plan keeps both pools of a workload in one region) and "
+        "`workloads`: per workload, when kept, its `region` (provider/region) and the instances of its `prefill` "
+        "and `decode` pools (count x instance type (pricing))."))
     rules: list[str]
     notes: list[str]
     reason: Optional[Reason] = Field(description="null when feasible; why there is no plan otherwise.")

@@ -97,6 +97,9 @@ def serving_split_text(s: dict) -> str:
     """What a serving sizing row adds to a plan's workload table (issue 27): a disaggregated unit's split and KV
     link, or the utilization the replica is sized at; "" otherwise."""
     d = s.get("disaggregated")
+    if d and d.get("pool"):  # one pool of a disaggregated deployment on its own GPU type (gpuopt.phase_mix)
+        return (f"; {d['pool']} pool: replicas of {d['gpus_per_replica']} GPU(s) at {d['request_rate']:,.3g} requests/s, "
+                f"KV {d['kv_mib_per_request']:,.0f} MiB per request over {d['link']}")
     if d:
         return (f"; disaggregated unit: {d['prefill_replicas']} prefill + {d['decode_replicas']} decode replicas of "
                 f"{d['gpus_per_replica']} GPU(s) over {d['instances']} instance(s), KV over {d['link']}")

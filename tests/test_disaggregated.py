@@ -84,12 +84,24 @@ def test_the_planner_takes_disaggregation_only_where_it_needs_fewer_instances():
 
     off, auto = plan(4000, 100, 20000, "off"), plan(4000, 100, 20000, "auto")
     assert auto.status == off.status == "optimal" and auto.total_usd < 0.95 * off.total_usd
-    sizing = auto.to_dict()["workloads"][0]["sizing"][0]
-    assert sizing["disaggregated"]["prefill_replicas"] > sizing["disaggregated"]["decode_replicas"]
-    assert "disaggregated" in sizing["gpu_shape"]
+    # units of both pools on one offer already beat co-located replicas (the plan with one pool per workload) ...
+    table = auto.disaggregated_pools
+    assert table["one_pool_usd"] < 0.8 * off.total_usd
+    # ... and the two pools planned as workloads of their own, in whole replicas, beat the units
+    assert table["kept"] == "pools" and table["pools_usd"] == pytest.approx(auto.total_usd)
+    assert table["pools_usd"] < table["one_pool_usd"]
+    pools = {w["name"]: w["sizing"][0] for w in auto.to_dict()["workloads"]}
+    pre, dec = pools["workload/prefill"]["disaggregated"], pools["workload/decode"]["disaggregated"]
+    # 200 requests/s of 4,000-token prompts: prefill replicas of 4 H100s at ~2.3 requests/s each, decode replicas
+    # of 8 at ~67 (batch 292): many more prefill replicas than decode ones, the KV over the p5's EFA (3,200 Gb/s)
+    assert pre["pool"] == "prefill" and dec["pool"] == "decode" and pre["link"] == "efa 400 GB/s"
+    assert 200 / pre["request_rate"] > 10 * 200 / dec["request_rate"]
+    assert "prefill pool" in pools["workload/prefill"]["gpu_shape"]
     light_off, light_auto = plan(100, 1000, 20000, "off"), plan(100, 1000, 20000, "auto")
     assert light_auto.total_usd == pytest.approx(light_off.total_usd)
     assert "disaggregated" not in light_auto.to_dict()["workloads"][0]["sizing"][0]
+    assert light_auto.disaggregated_pools["kept"] == "one pool"
+    assert any("would cost" in n and "USD more: one pool per workload kept" in n for n in light_auto.notes)
 
 
 def test_disaggregate_refuses_an_unknown_mode():
@@ -148,3 +160,84 @@ def test_plans_name_the_disaggregated_unit_in_their_tables():
     assert serving_split_text(s) == ("; disaggregated unit: 10 prefill + 2 decode replicas of 4 GPU(s) over 6 "
                                      "instance(s), KV over efa 400 GB/s")
     assert serving_split_text({"utilization": 0.845}) == "; sized at 84 % of saturation"
+
+
+CATALOG = ("provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,usd_per_hour,payment,"
+           "upfront_usd,interconnect,fabric,source,as_of\n"
+           "myco,dc1,l40s-box,L40S,1,48,on_demand,0.9,,,pcie,infiniband,illustrative price for a test,2026-12-01\n"
+           "myco,dc1,h200-box,H200-141GB,1,141,on_demand,4.0,,,nvlink,infiniband,illustrative price for a test,2026-12-01\n")
+
+
+def _pd_plan(tmp_path, catalog=CATALOG, **kw):
+    from gpuopt import api
+
+    cat = tmp_path / "cat.csv"
+    cat.write_text(catalog, encoding="utf-8")
+    args = dict(model="meta-llama/Llama-3.1-8B-Instruct", input_tokens=8000, output_tokens=200, request_rate=5,
+                ttft_ms=3000, tpot_ms=30, catalog=str(cat), explain=False)
+    args.update(kw)
+    return api.recommend(**args).plan
+
+
+def test_prefill_and_decode_pools_on_different_gpu_types_where_that_is_cheaper(tmp_path):
+    """Splitwise's idea (Patel et al., ISCA 2024): prefill is compute-bound, decode bandwidth-bound. 8,000-token
+    prompts of Llama-3.1-8B: an L40S (362 dense bf16 TFLOPS, 864 GB/s) prefills ~1 request/s for 0.90 USD/h, an
+    H200 (989 TFLOPS, 4.8 TB/s) ~4 for 4.00 -- the L40S prefills cheaper; under a 30 ms TPOT the L40S decodes one
+    sequence, the H200 77 (~15 requests/s). Co-located, only the H200 serves (4 boxes, 140,160 USD a year); split,
+    7 L40S prefill and 2 H200 decode (125,268 USD, 10.6 % less), both pools in the one region."""
+    from optimizer.sizing import Workload
+    from optimizer.sizing.disaggregated import decode_pool, prefill_pool
+
+    m = load_model("meta-llama/Llama-3.1-8B-Instruct")
+    w = Workload(task="serve", model=m, precision="bf16", input_tokens=8000, output_tokens=200, ttft_slo_ms=3000,
+                 tpot_slo_ms=30)
+    l40s, h200 = load_gpu("L40S"), load_gpu("H200-141GB")
+    assert prefill_pool(w, l40s, 1, 0.0)[0] / 0.9 > prefill_pool(w, h200, 1, 0.0)[0] / 4.0
+    assert decode_pool(w, l40s, 1)[1] == 1 and decode_pool(w, h200, 1)[1] > 50
+    one = _pd_plan(tmp_path, disaggregate="off")
+    split = _pd_plan(tmp_path, disaggregate="auto")
+    assert {ln.instance_type for ln in one.lines} == {"h200-box"}
+    assert split.total_usd < 0.95 * one.total_usd
+    by_pool = {w: {ln.instance_type for ln in split.lines if w in ln.workloads}
+               for w in ("workload/prefill", "workload/decode")}
+    assert by_pool == {"workload/prefill": {"l40s-box"}, "workload/decode": {"h200-box"}}
+    table = split.to_dict()["disaggregated_pools"]
+    assert table["kept"] == "pools" and table["one_pool_usd"] == pytest.approx(one.total_usd)
+    assert table["workloads"]["workload"]["region"] == "myco/dc1"
+    notes = " ".join(split.notes)
+    assert "disaggregated across GPU types in myco/dc1" in notes and "less (" in notes
+
+
+def test_pools_that_land_in_two_regions_are_pinned_to_one(tmp_path):
+    """The KV cache moves between the pools, so they share a region: with L40S cheaper in dc1 and the H200 only in
+    dc2, both pools run in dc2."""
+    cat = CATALOG.replace("myco,dc1,h200-box", "myco,dc2,h200-box") + \
+        "myco,dc2,l40s-box,L40S,1,48,on_demand,1.1,,,pcie,infiniband,illustrative price for a test,2026-12-01\n"
+    plan = _pd_plan(tmp_path, cat, disaggregate="on")
+    assert plan.feasible and plan.disaggregated_pools["kept"] == "pools"
+    assert {ln.region for ln in plan.lines} == {"dc2"}
+    assert plan.disaggregated_pools["workloads"]["workload"]["region"] == "myco/dc2"
+
+
+def test_one_pool_of_a_disaggregated_deployment_from_a_plan_file(tmp_path):
+    """A team running prefill capacity already plans only the decode pool (`serve_phase: decode`); a bad pool
+    name is one line naming the key."""
+    import yaml
+
+    from gpuopt import api
+    from gpuopt.kernel.errors import InputError
+
+    cat = tmp_path / "cat.csv"
+    cat.write_text(CATALOG, encoding="utf-8")
+    item = {"name": "decode", "task": "serve", "model": "meta-llama/Llama-3.1-8B-Instruct", "request_rate": 5,
+            "input_tokens": 8000, "output_tokens": 200, "ttft_ms": 3000, "tpot_ms": 30, "serve_phase": "decode"}
+    f = tmp_path / "plan.yaml"
+    f.write_text(yaml.safe_dump({"catalog": str(cat), "workloads": [item]}), encoding="utf-8")
+    plan = api.recommend(workload=str(f), explain=False).plan
+    assert {ln.instance_type for ln in plan.lines} == {"h200-box"}
+    assert plan.to_dict()["workloads"][0]["sizing"][0]["disaggregated"]["pool"] == "decode"
+    f.write_text(yaml.safe_dump({"catalog": str(cat), "workloads": [{**item, "serve_phase": "both"}]}),
+                 encoding="utf-8")
+    with pytest.raises(InputError) as exc:
+        api.recommend(workload=str(f), explain=False)
+    assert "serve_phase" in str(exc.value) and "prefill" in str(exc.value)

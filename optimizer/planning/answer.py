@@ -142,6 +142,7 @@ class FleetResult:
     marketplace: dict[str, Any] | None = None                          # the plan with marketplace offers allowed
     precision: dict[str, Any] | None = None                            # the plan with FP8 allowed
     size_mix: dict[str, Any] | None = None                             # the split by prompt length (gpuopt.size_mix)
+    disaggregated_pools: dict[str, Any] | None = None                  # prefill/decode pools (gpuopt.phase_mix)
     rules: list[str] = field(default_factory=list)
     reason: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
@@ -609,7 +610,9 @@ def at_peak_load(w, problem: FleetProblem, idx, cap: dict, reps: dict, active: l
             return {"block": problem.blocks[peak].label, "replicas": round(n, 2), "rate_per_replica": round(rate, 4),
                     "utilization": round(rate / max(dis["request_rate"], 1e-12), 4), "saturated": False,
                     "ttft_p99_ms": None, "tpot_p99_ms": None, "gpu": gpu.name, "ttft_target_ms": ttft_t,
-                    "tpot_target_ms": tpot_t, "method": "disaggregated pools (mean field)"}
+                    "tpot_target_ms": tpot_t, "method": {"prefill": "prefill pool (M/D/1)", "decode": "decode pool "
+                                                          "(batch at the TPOT target)"}.get(dis.get("pool"),
+                                                                                           "disaggregated pools (mean field)")}
         wl = w.workload
         if getattr(s, "precision", None) and s.precision != wl.precision:  # the precision the plan chose there
             wl = dataclasses.replace(wl, precision=s.precision)

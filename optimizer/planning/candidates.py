@@ -277,6 +277,8 @@ def _serving_shape(sizing_fn, workload, gpu, offer_gpus: float, network=None):
     def better(cur, cand):
         return cur is None or cand[0] > cur[0] * (1 + 1e-9)
 
+    if getattr(workload, "serve_phase", None):  # one pool of a disaggregated deployment (gpuopt.phase_mix)
+        return _pool_shape(workload, gpu, offer_gpus, network, options)
     if offer_gpus < 1.0:
         best = None
         for w in options:
@@ -357,6 +359,45 @@ def _fewer_instances(workload, unit, colocated_tps_per_instance: float) -> bool:
     mine = k * units_for(demand, s.tokens_per_second_per_replica, MIN_SERVING_UNITS, SPARE_UNITS)
     theirs = units_for(demand, colocated_tps_per_instance, MIN_SERVING_UNITS, SPARE_UNITS)
     return mine < theirs
+
+
+def _pool_shape(workload, gpu, offer_gpus: float, network, options):
+    """(1, replicas, sizing) of the ``workload.serve_phase`` pool on one offer
+    (:func:`optimizer.sizing.disaggregated.pool_sizing`): replicas of n = 1, 2, 4 ... of its GPUs (tensor parallel
+    inside the instance), each allowed precision, the option giving the instance the most tokens/s; the KV moves
+    between instances over the offer's network, which must be a cluster fabric (``no_disaggregated_unit``
+    otherwise). Reasons as :func:`_serving_shape`."""
+    from optimizer.sizing import DEFAULT_NODE_NETWORK
+    from optimizer.sizing.disaggregated import pool_sizing
+    from optimizer.sizing.serving import batch_cap, engine_for, tp_supported, Layout
+    from optimizer.sizing.workload import serve_lengths
+
+    if offer_gpus < 1.0:
+        return None, None, "does_not_fit"
+    whole = int(offer_gpus)
+    net = network or dataclasses.replace(DEFAULT_NODE_NETWORK, gpus_per_node=whole)
+    if not net.cluster:  # the KV crosses between instances: over a cluster fabric, as a unit across instances does
+        return None, None, "no_disaggregated_unit"
+    best, fits = None, False
+    for n in _replica_gpu_counts():
+        if n > whole:
+            break
+        if not tp_supported(workload.model, n):
+            continue
+        r = whole // n
+        for w in options:
+            s = pool_sizing(w, gpu, n, r, net)
+            if s is None:
+                inp, out = serve_lengths(w)
+                fits |= batch_cap(w.model, gpu, Layout(n, 1), w.precision, engine_for(w), inp, out,
+                                  w.context_tokens) >= 1
+                continue
+            fits = True
+            if best is None or r * s.tokens_per_second_per_replica > best[0] * (1 + 1e-9):
+                best = (r * s.tokens_per_second_per_replica, r, s)
+    if best:
+        return 1, best[1], best[2]
+    return None, None, "misses_latency_target" if fits else "does_not_fit"
 
 
 def _disaggregated_shape(workload, gpu, whole: int, net, options):
@@ -666,6 +707,8 @@ def shape_label(gpu_model: str, gpu_count: float, memory_gib: float, interconnec
     another layout or network is another row.
     """
     label = f"{gpu_model} x{gpu_count:g} ({memory_gib:.4g} GiB, {interconnect})"
+    if split and split.get("pool"):  # one pool of a disaggregated deployment (gpuopt.phase_mix)
+        return label + f" {split['pool']} pool TP{split['gpus_per_replica']}, KV over {split['link']}"
     if split:  # a disaggregated unit (optimizer.sizing.disaggregated): its prefill and decode replicas
         label += (f" x{instances} instances," if instances > 1 else "") + (
             f" disaggregated {split['prefill_replicas']}P+{split['decode_replicas']}D TP{split['gpus_per_replica']}"

@@ -111,13 +111,15 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
                 f"none of the offers that can hold a replica is sold as {', '.join(asked)}; they are offered as: "
                 f"{', '.join(offered)} (change --pricing" + (" or add --allow-spot" if "spot" in offered and
                                                               not w.allow_spot else "") + ")")}
-        kept = {k: n for k, n in rej.items() if k in ("marketplace_tier", "spot_undated", "spot_training_not_allowed")}
+        kept = {k: n for k, n in rej.items()
+                if k in ("marketplace_tier", "spot_undated", "spot_training_not_allowed", "outside_region")}
         if kept:  # the offers left out as not signable (issue 26) are what blocks it: say that, not "not sold"
             words = {"marketplace_tier": "on marketplace hosts (--allow-marketplace)",
                      "spot_undated": f"spot prices without a date, not planned for over {UNDATED_SPOT_MAX_DAYS:g} "
                                      "days (`gpuopt prices refresh` fetches dated ones)",
                      "spot_training_not_allowed": f"spot for a job over {SPOT_TRAINING_MAX_HOURS} h "
-                                                  "(--allow-spot-training)"}
+                                                  "(--allow-spot-training)",
+                     "outside_region": f"outside the workload's region {'/'.join(w.region or ())}"}
             why = {"kind": "pricing", "message": "the offers that could hold a replica were kept out: " + "; ".join(
                 f"{n:,} {words[k]}" for k, n in sorted(kept.items()))}
         if rej.get("flex_start_training_only"):
@@ -492,6 +494,10 @@ def at_peak_note(ws: dict) -> str:
         return ""
     head = (f"{ws['name']}: at its peak ({ap['block']}) each {ap['gpu']} replica gets {ap['rate_per_replica']:.3g} "
             f"requests/s ({100 * ap['utilization']:.0f} % of the rate it saturates at)")
+    if ap.get("method", "").startswith(("prefill pool", "decode pool")):  # one pool on its own GPU type
+        pool = ap["method"].split()[0]
+        return head.replace("replica gets", f"{pool} replica gets").replace("saturates at", "was sized for") \
+            + f" ({pool} pool sized for its target, not simulated)"
     if ap.get("method", "").startswith("disaggregated"):
         return head.replace("replica gets", "disaggregated unit gets").replace("saturates at", "was sized for") \
             + " (prefill and decode pools sized for their targets, not simulated)"

@@ -192,7 +192,9 @@ class FleetWorkload:
     data-centre SLA; training and batch always may); allow_spot_training (a synchronous train/finetune job whose
     window is longer than :data:`SPOT_TRAINING_MAX_HOURS` may run on spot); schedule_margin (training: capacity
     blocks bought for the job hold this share more unit-hours than its estimate uses, so a 10 % optimistic estimate
-    still finishes inside the prepaid window; issue 26, default 0.15 from the request).
+    still finishes inside the prepaid window; issue 26, default 0.15 from the request); region ((provider,
+    region): the workload runs only there -- the two pools of a disaggregated deployment, gpuopt.phase_mix; None:
+    anywhere the plan allows).
     """
 
     name: str
@@ -204,6 +206,7 @@ class FleetWorkload:
     allow_marketplace: bool = False
     allow_spot_training: bool = False
     schedule_margin: float = 0.0
+    region: tuple[str, str] | None = None
     deadline_hours: float | None = None
     value_per_million_tokens: float | None = None
     value_usd: float | None = None

@@ -44,8 +44,8 @@ def _signable(w: FleetWorkload, t: UnitTable, pr, use, rej: dict[str, int], hori
     """The offers a team would sign for (issue 26), of those ``use`` allows for workload ``w``: no marketplace tier
     for a service unless ``allow_marketplace``; no spot for a synchronous job whose window exceeds
     SPOT_TRAINING_MAX_HOURS unless ``allow_spot_training``; no undated spot row for a workload running longer than
-    UNDATED_SPOT_MAX_DAYS. What is left out is counted in ``rej`` (marketplace_tier, spot_training_not_allowed,
-    spot_undated)."""
+    UNDATED_SPOT_MAX_DAYS; nothing outside the workload's ``region`` when it has one. What is left out is counted in
+    ``rej`` (marketplace_tier, spot_training_not_allowed, spot_undated, outside_region)."""
     import numpy as np
 
     from gpuopt.kernel.records import is_marketplace
@@ -55,6 +55,10 @@ def _signable(w: FleetWorkload, t: UnitTable, pr, use, rej: dict[str, int], hori
         if n:
             rej[reason] = rej.get(reason, 0) + n
         return use & ~mask
+    if w.region is not None:  # the workload's own region (a pool of a disaggregated deployment)
+        prov, reg = text_values(t.offers["provider"]), text_values(t.offers["region"])
+        use = drop(use & np.array([(str(p), str(r)) != w.region for p, r in zip(prov, reg)], dtype=bool),
+                   "outside_region")
     if not w.training and not w.allow_marketplace and "tier" in t.offers.columns:
         tiers = text_values(t.offers["tier"])
         use = drop(use & np.array([is_marketplace(x) for x in tiers], dtype=bool), "marketplace_tier")

@@ -22,8 +22,10 @@ The model, per unit of ``P`` prefill and ``D`` decode replicas of ``n`` GPUs eac
 * the unit serves ``min(P r_p, D r_d)`` requests/s; ``P : D`` is chosen for the most tokens/s per instance.
 
 The option is ``--disaggregate off`` (default: an engine deployment a team has to set up on purpose), ``on`` (only
-disaggregated units) or ``auto`` (the planner takes it for an offer where it gives more tokens/s per instance).
-Pools on different GPU types are not modelled: a unit's replicas share one offer.
+disaggregated units) or ``auto`` (the planner takes it for an offer where it gives more tokens/s per instance). Pools on different GPU
+types: a workload may also be planned as two, its prefill pool and its decode pool (``Workload.serve_phase``,
+:func:`pool_sizing`), each on the offers that serve it cheapest, both in one provider's region so the KV moves
+over the region's network (gpuopt.phase_mix; kept where cheaper than one pool or a unit on one offer).
 """
 
 from __future__ import annotations
@@ -94,28 +96,26 @@ def md1_wait_p99(rho: float, service_s: float, q: float = 0.99) -> float:
     return math.log(rho / (1.0 - q)) / lo
 
 
-def pool_rates(w, gpu, n: int, link_gbs: float, link_latency_s: float, *, engine=None, layout=None):
-    """(prefill requests/s per replica, decode requests/s per replica, decode batch, prefill time s, decode step s,
-    KV transfer s) of ``w`` on replicas of ``n`` GPUs of ``gpu`` (tensor parallel), the KV moving over a link of
-    ``link_gbs`` GB/s after ``link_latency_s``; None when a pool cannot meet its target or the weights do not fit.
-    Raises InputError as the serving model."""
+def prefill_pool(w, gpu, n: int, t_kv_s: float, *, engine=None, layout=None) -> tuple[float, float] | None:
+    """(requests/s per prefill replica, prefill time s) of ``w`` on replicas of ``n`` GPUs of ``gpu``: an M/D/1
+    queue held at the highest utilization (at most :data:`MAX_PREFILL_UTILIZATION`) whose p99 wait
+    (:func:`md1_wait_p99`) + prefill + ``t_kv_s`` (the KV's move to the decode replica) meets the TTFT target (no
+    target: 0.999). None when the weights and one prompt's KV do not fit, or even an idle replica misses the
+    target. Raises InputError as the serving model."""
     from optimizer.sizing import serving as sv
     from optimizer.sizing.workload import latency_targets, serve_lengths
 
     eng = engine or sv.engine_for(w)
     lay = layout or sv.Layout(n, 1)
     inp, out = serve_lengths(w)
-    ttft_t, tpot_t = latency_targets(w)
-    cap = sv.batch_cap(w.model, gpu, lay, w.precision, eng, inp, out, w.context_tokens)
-    if cap < 1:
+    ttft_t, _ = latency_targets(w)
+    if sv.batch_cap(w.model, gpu, lay, w.precision, eng, inp, out, w.context_tokens) < 1:
         return None
     S = (1.0 - eng.prefix_hit) * sv.prefill_s(w.model, gpu, lay, w.precision, inp, sv.FIT, eng.name)
-    kv_bytes = inp * w.model.kv_bytes_per_token(sv.KV_BYTES[w.precision])
-    t_kv = kv_bytes / (link_gbs * 1e9) + link_latency_s
     if ttft_t is None:
         rho = 0.999
     else:
-        budget = ttft_t / 1e3 - S - t_kv  # what the p99 wait for the prefill pool may take
+        budget = ttft_t / 1e3 - S - t_kv_s  # what the p99 wait for the prefill pool may take
         if budget <= 0:
             return None
         lo, hi = 0.0, MAX_PREFILL_UTILIZATION
@@ -131,7 +131,24 @@ def pool_rates(w, gpu, n: int, link_gbs: float, link_latency_s: float, *, engine
         rho = lo
         if rho <= 0:
             return None
-    r_p = rho / S if S > 0 else math.inf
+    return (rho / S if S > 0 else math.inf), S
+
+
+def decode_pool(w, gpu, n: int, *, engine=None, layout=None) -> tuple[float, int, float] | None:
+    """(requests/s per decode replica, its batch, decode iteration s) of ``w`` on replicas of ``n`` GPUs of
+    ``gpu``: the largest batch (KV cache, engine caps) whose iteration -- no prefill in it -- x
+    :data:`optimizer.sizing.serving.P99_OVER_MEAN_TPOT` meets the TPOT target, ``r_d = b / (O step(b))``. None when
+    not even one sequence meets it or the weights do not fit. Raises InputError as the serving model."""
+    from optimizer.sizing import serving as sv
+    from optimizer.sizing.workload import latency_targets, serve_lengths
+
+    eng = engine or sv.engine_for(w)
+    lay = layout or sv.Layout(n, 1)
+    inp, out = serve_lengths(w)
+    _, tpot_t = latency_targets(w)
+    cap = sv.batch_cap(w.model, gpu, lay, w.precision, eng, inp, out, w.context_tokens)
+    if cap < 1:
+        return None
 
     def step(b: int) -> float:  # a decode iteration with no prefill in it (ms -> s)
         return 1e-3 * sv.point(w.model, gpu, lay, w.precision, eng, b, inp, out).step_ms
@@ -142,8 +159,30 @@ def pool_rates(w, gpu, n: int, link_gbs: float, link_latency_s: float, *, engine
     b = sv.largest_batch(ok, cap)
     if b is None:
         return None
-    r_d = b / (out * step(b))
-    return r_p, r_d, b, S, step(b), t_kv
+    return b / (out * step(b)), b, step(b)
+
+
+def kv_bytes_per_request(w) -> float:
+    """Bytes of one request's KV cache (its prompt, all layers) that move from the prefill to the decode replica."""
+    from optimizer.sizing import serving as sv
+    from optimizer.sizing.workload import serve_lengths
+
+    return serve_lengths(w)[0] * w.model.kv_bytes_per_token(sv.KV_BYTES[w.precision])
+
+
+def pool_rates(w, gpu, n: int, link_gbs: float, link_latency_s: float, *, engine=None, layout=None):
+    """(prefill requests/s per replica, decode requests/s per replica, decode batch, prefill time s, decode step s,
+    KV transfer s) of ``w`` on replicas of ``n`` GPUs of ``gpu`` (:func:`prefill_pool`, :func:`decode_pool`), the KV
+    moving over a link of ``link_gbs`` GB/s after ``link_latency_s``; None when a pool cannot meet its target or
+    the weights do not fit. Raises InputError as the serving model."""
+    t_kv = kv_bytes_per_request(w) / (link_gbs * 1e9) + link_latency_s
+    pre = prefill_pool(w, gpu, n, t_kv, engine=engine, layout=layout)
+    if pre is None:
+        return None
+    dec = decode_pool(w, gpu, n, engine=engine, layout=layout)
+    if dec is None:
+        return None
+    return pre[0], dec[0], dec[1], pre[1], dec[2], t_kv
 
 
 def best_unit(w, gpu, offer_gpus: int, *, network=None, max_instances: int = 8, demand_tps: float | None = None,
@@ -223,6 +262,68 @@ def unit_sizing(w, gpu, unit: DisaggregatedUnit, network=None):
         request_rate=unit.request_rate, utilization=None, disaggregated=unit.as_dict(),
         assumptions=tuple(a for a in one.assumptions if not a.startswith(("batch ", "sized at the operating")))
         + (unit.describe(),))
+
+
+#: The pools of a disaggregated deployment a workload may be planned as (``Workload.serve_phase``).
+SERVE_PHASES = ("prefill", "decode")
+
+
+def pool_sizing(w, gpu, n: int, replicas_per_instance: int, network):
+    """The :class:`optimizer.sizing.ReplicaSizing` of one replica of the ``w.serve_phase`` pool (``prefill`` or
+    ``decode``) of a disaggregated deployment whose two pools may run on different GPU types (issue 27, point 5):
+    the planner buys each pool as a workload of its own and keeps both in one provider's region
+    (gpuopt.phase_mix). ``n`` GPUs of ``gpu`` per replica (tensor parallel), ``replicas_per_instance`` of them on
+    one instance, the KV cache moving between instances over ``network`` (an
+    :class:`optimizer.sizing.NodeNetwork`: its GB/s per instance, shared by the instance's replicas, and its hop
+    latency; NIXL/UCX-style transfers at the link's full rate, optimistic, stated).
+
+    A prefill replica: :func:`prefill_pool` with the KV's move in its TTFT, its rate capped where the instance's
+    network cannot send the KV it makes. A decode replica: :func:`decode_pool`, capped where the network cannot
+    receive the KV. tokens/s is the requests/s x the mean output tokens, so both pools carry the workload's demand
+    in the same unit. None when the pool misses its target or the weights do not fit. Raises InputError as the
+    serving model."""
+    import dataclasses
+
+    from optimizer.sizing import serving as sv
+    from optimizer.sizing.estimate import size_replica
+
+    phase = w.serve_phase
+    kv = kv_bytes_per_request(w)
+    link = network.gbps_per_node * 1e9
+    nic_rate = link / (max(1, replicas_per_instance) * kv) if kv > 0 else math.inf  # requests/s a replica's share carries
+    t_kv = kv / link + network.hop_latency_s
+    where = f"{network.fabric or 'network'} {network.gbps_per_node:g} GB/s"
+    if phase == "prefill":
+        got = prefill_pool(w, gpu, n, t_kv)
+        if got is None:
+            return None
+        rate, S = got
+        rate = min(rate, nic_rate)
+        ttft, tpot, batch, util = 1e3 * (S + t_kv), None, 1, rate * S
+        what = (f"prefill pool of a disaggregated deployment: replicas of {n} GPU(s) prefill {rate:,.3g} requests/s "
+                f"each ({100 * util:.0f} % busy, M/D/1 held at the TTFT target), each prompt's KV "
+                f"({kv / 2**20:,.1f} MiB) sent over {where} in {1e3 * t_kv:.1f} ms to the decode pool")
+    elif phase == "decode":
+        got = decode_pool(w, gpu, n)
+        if got is None:
+            return None
+        rate, batch, step = got
+        rate = min(rate, nic_rate)
+        ttft, tpot, util = None, 1e3 * step, None
+        what = (f"decode pool of a disaggregated deployment: replicas of {n} GPU(s) decode a batch of {batch} "
+                f"({rate:,.3g} requests/s each), iterations with no prefill in them, the KV received over {where}")
+    else:
+        raise ValueError(f"serve_phase {phase!r} is not one of {SERVE_PHASES}")
+    one = size_replica(dataclasses.replace(w, serve_phase=None, disaggregate="off"), gpu, float(n), network=network)
+    out = _out(w)
+    pool = {"pool": phase, "gpus_per_replica": n, "request_rate": rate, "kv_transfer_ms": 1e3 * t_kv,
+            "kv_mib_per_request": kv / 2**20, "link": where, "utilization": util, "batch": batch}
+    return dataclasses.replace(
+        one, fits=True, meets_targets=True, tokens_per_second_per_replica=rate * out, ttft_ms=ttft,
+        time_per_output_token_ms=tpot, concurrency=batch, request_rate=rate, utilization=util,
+        disaggregated={k: (round(v, 4) if isinstance(v, float) else v) for k, v in pool.items()},
+        assumptions=tuple(a for a in one.assumptions if not a.startswith(("batch ", "sized at the operating")))
+        + (what + " (optimizer/sizing/disaggregated.py)",))
 
 
 def _out(w) -> float:

@@ -132,6 +132,9 @@ class Workload:
             each accepted with probability ``acceptance_rate`` (the user's assumption; required with k > 0).
         disaggregate: serve: ``off`` (default), ``on`` or ``auto`` -- prefill and decode on separate replicas
             (:mod:`optimizer.sizing.disaggregated`).
+        serve_phase: serve: ``prefill`` or ``decode`` -- size only that pool of a disaggregated deployment
+            (:func:`optimizer.sizing.disaggregated.pool_sizing`; the planner's split of a workload into pools that
+            may run on different GPU types, gpuopt.phase_mix); None (default): the whole service.
         length_mix: serve: a trace's mix of request sizes, ((share of requests, input, output), ...) per
             prompt-length range (:mod:`optimizer.sizing.buckets`); replicas are sized for the mix, not the mean.
 
@@ -171,6 +174,7 @@ class Workload:
     acceptance_rate: float | None = None
     disaggregate: str = "off"
     length_mix: tuple = ()
+    serve_phase: str | None = None
 
 
 def lora_zero_stage(w: Workload) -> int:
@@ -468,6 +472,8 @@ def _validate_serving(w: Workload) -> None:
 
     if w.disaggregate not in DISAGGREGATE_MODES:
         raise InputError("disaggregate", f"unknown mode {w.disaggregate!r}", accepted=", ".join(DISAGGREGATE_MODES))
+    if w.serve_phase not in (None, "prefill", "decode"):
+        raise InputError("serve_phase", f"unknown pool {w.serve_phase!r}", accepted="prefill, decode")
     inp, out = serve_lengths(w)
     if w.context_tokens is not None and inp + out > w.context_tokens:
         raise InputError("context_tokens", f"the {w.context_tokens}-token window does not hold a request of "

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from gpuopt.kernel.documents import VERSIONS, DictResult, envelope, frame
 from gpuopt.kernel.errors import InputError
 from gpuopt.kernel.records import PRICING_MODELS, short_source
-from gpuopt.plan_inputs import checkpoint_notes, owned_commitments, trace_lengths, trace_mix
+from gpuopt.plan_inputs import check_regions, checkpoint_notes, owned_commitments, trace_lengths, trace_mix
 from optimizer.review import ReviewResult as _PlannedReview
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -955,10 +955,12 @@ def plan_request(plan, *, explain: bool = True, solver_given: bool = False) -> "
     modes = {it.name: (it.mix_by_size or "auto") for it in plan.workloads}
     chosen = size_mix.choose(one, mixed, buckets, modes)
     if chosen is mixed and explain:  # explain the plan presented
-        notes_mixed = list(mixed.plan.notes)
+        notes_mixed, table = list(mixed.plan.notes), mixed.plan.size_mix
         chosen = _plan_once(split, explain=True, solver_given=solver_given)
         chosen.plan.notes.extend(n for n in notes_mixed if n not in chosen.plan.notes)
-    return chosen
+        chosen.plan.size_mix = table
+    return phase_mix.plan_pools(plan if chosen is one else split, chosen, _plan_once, explain=explain,
+                                solver_given=solver_given)
 
 
 def _plan_once(plan, *, explain: bool = True, solver_given: bool = False) -> "RecommendResult":
@@ -1044,6 +1046,7 @@ def _plan_once(plan, *, explain: bool = True, solver_given: bool = False) -> "Re
     catalog = str(plan.resolve_path(plan.catalog)) if plan.catalog else None
     # text columns as categoricals: selecting rows of a big catalog 30x faster (records.as_categories)
     offers, info = _load(catalog, _date_or_none(plan.prices_on), categories=True)
+    check_regions(plan, offers)
     filtered, notes = plan_offers(plan, offers)
     owned, owned_notes = owned_commitments(plan, filtered, offers)
     notes = notes + owned_notes

@@ -108,3 +108,21 @@ def trace_mix(trace) -> tuple | None:
     from optimizer.sizing.buckets import size_buckets
 
     return tuple((b.share, b.mean_input, b.mean_output) for b in size_buckets(trace.lengths))
+
+
+def check_regions(plan, offers) -> None:
+    """Raise InputError("workloads[i].region") when a workload's ``region`` (provider/region) has no offer in
+    the catalog the plan reads (``offers``), naming the provider's regions closest to it."""
+    import difflib
+
+    items = [(i, it) for i, it in enumerate(plan.workloads) if it.region]
+    if not items:
+        return
+    have = {f"{p}/{r}".lower() for p, r in zip(offers["provider"].astype(str), offers["region"].astype(str))}
+    for i, it in items:
+        if it.region in have:
+            continue
+        prov = it.region.split("/", 1)[0]
+        same = sorted(x for x in have if x.startswith(prov + "/")) or sorted(have)
+        near = difflib.get_close_matches(it.region, same, n=5, cutoff=0.0)
+        raise InputError(plan.field_path(i, "region"), f"no offer in {it.region}", accepted=", ".join(near))

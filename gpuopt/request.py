@@ -36,8 +36,8 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Mapping
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StrictBool, StringConstraints,
-                      ValidationError, ValidationInfo, field_validator, model_validator)
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StrictBool, ValidationError,
+                      ValidationInfo, field_validator, model_validator)
 from pydantic_core import PydanticCustomError, PydanticUndefined
 
 from gpuopt.kernel.errors import InputError
@@ -236,6 +236,16 @@ def _on_off(v: Any) -> Any:
     if v is False:
         return "off"
     return v.strip().lower() if isinstance(v, str) else v
+def _region(v: Any) -> Any:
+    """A workload's region, ``provider/region`` in lower case (as the catalog's names are)."""
+    if not isinstance(v, str):
+        return v
+    parts = [p.strip().lower() for p in v.split("/")]
+    if len(parts) != 2 or not all(parts) or any(" " in p for p in parts):
+        raise plan_error(f"must be provider/region, got {show_value(v)}", "provider/region, e.g. aws/us-east-1")
+    return "/".join(parts)
+
+
 def _optimizer(v: Any) -> Any:
     """An optimizer name, canonical (``AdamW`` -> ``adam``, ``adamw8bit`` -> ``adam8bit``; optimizer.training)."""
     from optimizer.sizing.training import OPTIMIZER_ALIASES
@@ -402,7 +412,7 @@ class WorkloadItem(_Parts):
         doc="serve: plan only this pool of a disaggregated deployment (prefill | decode; optimizer.sizing."
             "disaggregated.pool_sizing) -- e.g. the decode pool beside prefill capacity you run; the planner sets it "
             "when --disaggregate auto|on splits a workload into pools on different GPU types (gpuopt/phase_mix.py)")
-    region: Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^[^/\s]+/[^/\s]+$")] | None = _opt(
+    region: Annotated[str, BeforeValidator(_region)] | None = _opt(
         None, group="placement",
         doc="run this workload only in one provider's region, provider/region (e.g. aws/us-east-1); the planner "
             "sets it for the two pools of a disaggregated deployment, which exchange KV caches")
@@ -549,7 +559,8 @@ class WorkloadItem(_Parts):
         else:
             unused = ("tokens_per_second", "request_rate", "concurrency", "engine", "input_tokens", "output_tokens",
                       "scenario", "ttft_ms", "tpot_ms", "measured", "trace", "prefix_cache_hit_rate",
-                      "speculative_tokens", "acceptance_rate", "disaggregate", "mix_by_size") + (("lora_rank",) if self.task != "lora" else ())
+                      "speculative_tokens", "acceptance_rate", "disaggregate", "mix_by_size", "serve_phase") \
+                + (("lora_rank",) if self.task != "lora" else ())
             if self.task == "lora":
                 unused += ("framework", "optimizer", "offload", "global_batch_tokens")
         return [k for k in unused if getattr(self, k) is not None]

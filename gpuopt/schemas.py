@@ -463,8 +463,9 @@ class RecommendDoc(_Open):
     disaggregated_pools: Optional[dict[str, Any]] = Field(None, description=(
         "Serving workloads with `disaggregate` auto or on (gpuopt/phase_mix.py): `kept` (`pools` or `one pool`), "
         "`one_pool_usd`, `pools_usd` (null when no plan keeps both pools of a workload in one region) and "
-        "`workloads`: per workload, when kept, its `region` (provider/region) and the instances of its `prefill` "
-        "and `decode` pools (count x instance type (pricing))."))
+        "`workloads`: per workload (when the pools plan is feasible) its `region` (provider/region) and per pool "
+        "(`prefill`, `decode`) its `replicas`, `gpus_per_replica`, `instances` (those replicas fill), `on` "
+        "(instance types (pricing)) and `shared` (its instances also host another pool or workload)."))
     rules: list[str]
     notes: list[str]
     reason: Optional[Reason] = Field(description="null when feasible; why there is no plan otherwise.")

@@ -203,9 +203,14 @@ def test_prefill_and_decode_pools_on_different_gpu_types_where_that_is_cheaper(t
     assert by_pool == {"workload/prefill": {"l40s-box"}, "workload/decode": {"h200-box"}}
     table = split.to_dict()["disaggregated_pools"]
     assert table["kept"] == "pools" and table["one_pool_usd"] == pytest.approx(one.total_usd)
-    assert table["workloads"]["workload"]["region"] == "myco/dc1"
+    pools = table["workloads"]["workload"]
+    assert pools["region"] == "myco/dc1"
+    assert pools["prefill"] == {"replicas": 7, "gpus_per_replica": 1, "instances": 7, "on": ["l40s-box (on_demand)"],
+                                "shared": False}
+    assert pools["decode"]["replicas"] == 2 and pools["decode"]["on"] == ["h200-box (on_demand)"]
     notes = " ".join(split.notes)
-    assert "disaggregated across GPU types in myco/dc1" in notes and "less (" in notes
+    assert "disaggregated into prefill and decode pools in myco/dc1" in notes and "less (" in notes
+    assert "prefill pool workload/prefill: 7 replica(s) of 1 GPU(s) (7 instance(s)' worth) on l40s-box" in notes
 
 
 def test_pools_that_land_in_two_regions_are_pinned_to_one(tmp_path):
@@ -217,6 +222,57 @@ def test_pools_that_land_in_two_regions_are_pinned_to_one(tmp_path):
     assert plan.feasible and plan.disaggregated_pools["kept"] == "pools"
     assert {ln.region for ln in plan.lines} == {"dc2"}
     assert plan.disaggregated_pools["workloads"]["workload"]["region"] == "myco/dc2"
+
+
+def test_the_region_of_either_pool_is_tried(tmp_path):
+    """A breaker's catalog: L40S only in dc2, H200 only in dc1, a 450 ms TTFT that L40S prefill cannot meet. The
+    pools planned apart were pinned to the decode pool's region only; both regions are tried and dc1 (H200 prefill
+    and decode) kept, 455,520 USD against 630,720 for units of both pools on one offer."""
+    cat = CATALOG.replace("myco,dc1,l40s-box", "myco,dc2,l40s-box")
+    plan = _pd_plan(tmp_path, cat, disaggregate="on", ttft_ms=450, tpot_ms=100)
+    assert plan.feasible and plan.disaggregated_pools["kept"] == "pools"
+    assert plan.disaggregated_pools["workloads"]["workload"]["region"] == "myco/dc1"
+    assert plan.total_usd < plan.disaggregated_pools["one_pool_usd"]
+
+
+def test_pool_names_that_clash_and_roi_plans_are_not_split_and_say_so(tmp_path):
+    import yaml
+
+    from gpuopt import api
+
+    cat = tmp_path / "cat.csv"
+    cat.write_text(CATALOG, encoding="utf-8")
+    base = {"task": "serve", "model": "meta-llama/Llama-3.1-8B-Instruct", "request_rate": 5, "input_tokens": 8000,
+            "output_tokens": 200, "ttft_ms": 3000, "tpot_ms": 30}
+    f = tmp_path / "plan.yaml"
+    f.write_text(yaml.safe_dump({"catalog": str(cat), "workloads": [
+        {**base, "name": "a", "disaggregate": "auto"}, {**base, "name": "a/prefill"}]}), encoding="utf-8")
+    plan = api.recommend(workload=str(f), explain=False).plan
+    assert plan.feasible and any("the pool name a/prefill is another workload's" in n for n in plan.notes)
+    roi = _pd_plan(tmp_path, disaggregate="auto", objective="roi", value_per_million_tokens=50)
+    assert any("not planned for --objective roi" in n for n in roi.notes)
+
+
+def test_a_workload_region_is_checked_against_the_catalog(tmp_path):
+    """`region: AWS/US-EAST-1` was refused for case; a typo gave no hint; `region: dc1` quoted a regex."""
+    import yaml
+
+    from gpuopt import api
+    from gpuopt.kernel.errors import InputError
+
+    cat = tmp_path / "cat.csv"
+    cat.write_text(CATALOG, encoding="utf-8")
+    item = {"name": "s", "task": "serve", "model": "meta-llama/Llama-3.1-8B-Instruct", "request_rate": 5,
+            "input_tokens": 8000, "output_tokens": 200, "ttft_ms": 3000, "tpot_ms": 30}
+    f = tmp_path / "plan.yaml"
+    f.write_text(yaml.safe_dump({"catalog": str(cat), "workloads": [{**item, "region": "MYCO/DC1"}]}),
+                 encoding="utf-8")
+    assert api.recommend(workload=str(f), explain=False).plan.feasible
+    for bad, words in (("myc0/dc1", "no offer in myc0/dc1 (accepted: myco/dc1"), ("dc1", "must be provider/region")):
+        f.write_text(yaml.safe_dump({"catalog": str(cat), "workloads": [{**item, "region": bad}]}), encoding="utf-8")
+        with pytest.raises(InputError) as exc:
+            api.recommend(workload=str(f), explain=False)
+        assert str(exc.value).startswith("workloads[0].region:") and words in str(exc.value), str(exc.value)
 
 
 def test_one_pool_of_a_disaggregated_deployment_from_a_plan_file(tmp_path):

@@ -57,8 +57,8 @@ def _signable(w: FleetWorkload, t: UnitTable, pr, use, rej: dict[str, int], hori
         return use & ~mask
     if w.region is not None:  # the workload's own region (a pool of a disaggregated deployment)
         prov, reg = text_values(t.offers["provider"]), text_values(t.offers["region"])
-        use = drop(use & np.array([(str(p), str(r)) != w.region for p, r in zip(prov, reg)], dtype=bool),
-                   "outside_region")
+        away = [(str(p).lower(), str(r).lower()) != w.region for p, r in zip(prov, reg)]
+        use = drop(use & np.array(away, dtype=bool), "outside_region")
     if not w.training and not w.allow_marketplace and "tier" in t.offers.columns:
         tiers = text_values(t.offers["tier"])
         use = drop(use & np.array([is_marketplace(x) for x in tiers], dtype=bool), "marketplace_tier")

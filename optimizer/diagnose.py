@@ -74,6 +74,11 @@ def _serving_reason(workload: "Workload", rejected: dict) -> dict | None:
                            + ("; the others miss the targets or hold no replica" if len(counts) > 1 else "")
                            + ": use --disaggregate auto (co-located where it cannot split) or widen --gpu/--provider "
                            "to multi-GPU instances or a cluster fabric"}
+    if counts.get("no_pool_fabric"):  # a prefill or decode pool (gpuopt.phase_mix) where no offer has a fabric
+        return {"kind": "no_pool_fabric",
+                "message": f"{counts['no_pool_fabric']} offers have no cluster fabric to move the KV cache between "
+                           "the prefill and decode pools" + ("; the others miss the targets or hold no replica"
+                                                             if len(counts) > 1 else "")}
     if counts.get("precision_unsupported") and not counts.get("misses_latency_target") and \
             counts["precision_unsupported"] >= counts.get("does_not_fit", 0) + counts.get("no_cluster_fabric", 0):
         from optimizer.sizing.serving import supported_precisions

@@ -635,6 +635,7 @@ _UNUSABLE = {"does_not_fit": "have too little GPU memory for a replica of up to 
              "precision_unsupported": "have a GPU that runs none of the allowed precisions (bf16: Ampere and "
                                       "later; fp8: Ada, Hopper, Blackwell; fp4: Blackwell)",
              "misses_latency_target": "hold the model but meet the latency targets at no batch",
+             "no_pool_fabric": "have no cluster fabric to move the KV cache between a prefill and a decode pool",
              "no_disaggregated_unit": "have one GPU per instance and no cluster fabric: no room for separate prefill "
                                       "and decode replicas (--disaggregate on; auto or off serve co-located)"}
 

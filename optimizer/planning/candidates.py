@@ -365,7 +365,7 @@ def _pool_shape(workload, gpu, offer_gpus: float, network, options):
     """(1, replicas, sizing) of the ``workload.serve_phase`` pool on one offer
     (:func:`optimizer.sizing.disaggregated.pool_sizing`): replicas of n = 1, 2, 4 ... of its GPUs (tensor parallel
     inside the instance), each allowed precision, the option giving the instance the most tokens/s; the KV moves
-    between instances over the offer's network, which must be a cluster fabric (``no_disaggregated_unit``
+    between instances over the offer's network, which must be a cluster fabric (``no_pool_fabric``
     otherwise). Reasons as :func:`_serving_shape`."""
     from optimizer.sizing import DEFAULT_NODE_NETWORK
     from optimizer.sizing.disaggregated import pool_sizing
@@ -377,7 +377,7 @@ def _pool_shape(workload, gpu, offer_gpus: float, network, options):
     whole = int(offer_gpus)
     net = network or dataclasses.replace(DEFAULT_NODE_NETWORK, gpus_per_node=whole)
     if not net.cluster:  # the KV crosses between instances: over a cluster fabric, as a unit across instances does
-        return None, None, "no_disaggregated_unit"
+        return None, None, "no_pool_fabric"
     best, fits = None, False
     for n in _replica_gpu_counts():
         if n > whole:

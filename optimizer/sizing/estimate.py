@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import dataclasses
 import math
 
 from gpuopt.kernel.errors import InputError
@@ -555,6 +556,8 @@ def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64, *, tensor_para
         sizing = _sized_layout(w, spec, tensor_parallel, pipeline_parallel)
     else:
         sizing = min_gpus_per_replica(w, spec, max_gpus)
+        if sizing is not None and w.task == "serve":
+            sizing = _most_per_gpu(w, spec, sizing, max_gpus)
     if sizing is None and w.task == "serve" and w.concurrency is not None:
         # the user fixed the batch: show what it gives on the smallest replica that holds it, targets met or not
         sizing = _holding(w, spec, max_gpus, tensor_parallel, pipeline_parallel)
@@ -614,6 +617,36 @@ def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64, *, tensor_para
         out["wall_hours_one_replica"] = flops / sizing.flops_per_second_per_replica / 3600.0
     out["assumptions"] = sizing.assumptions
     return out
+
+
+def _most_per_gpu(w: Workload, gpu: GpuSpec, smallest: ReplicaSizing, max_gpus: int) -> ReplicaSizing:
+    """A serving replica under latency targets (no fixed concurrency): of the tensor-parallel sizes from the
+    smallest that holds the model up to one node (:data:`GPUS_PER_NODE`), the one giving the most tokens/s per GPU
+    at its operating point -- as the planner chooses a replica inside an instance (optimizer.planning.candidates).
+    The smallest replica may meet a tight TPOT only at batch 1 and a vanishing rate (Llama-3.1-70B on 2 x A100:
+    0.16 tokens/s), which is no answer; ties keep the smaller replica. ``smallest`` when it is already the pick."""
+    from optimizer.sizing import serving as sv
+
+    ttft_t, tpot_t = latency_targets(w)
+    if w.concurrency is not None or (ttft_t is None and tpot_t is None) or smallest.pipeline_parallel > 1:
+        return smallest
+    best = smallest
+    g = int(smallest.gpus_per_replica) * 2
+    while g <= min(GPUS_PER_NODE, max_gpus):
+        if sv.tp_supported(w.model, g):
+            s = size_replica(w, gpu, float(g))
+            if s.fits and s.tokens_per_second_per_replica / g > \
+                    best.tokens_per_second_per_replica / best.gpus_per_replica * (1 + 1e-9):
+                best = s
+        g *= 2
+    if best is smallest:
+        return smallest
+    per = smallest.tokens_per_second_per_replica / smallest.gpus_per_replica
+    return dataclasses.replace(best, assumptions=best.assumptions + (
+        f"replica of {best.gpus_per_replica:g} GPUs (TP{best.tensor_parallel}): the most tokens/s per GPU under the "
+        f"targets of TP{smallest.tensor_parallel}..TP{min(GPUS_PER_NODE, max_gpus)} in one node (the smallest "
+        f"that holds the model, {smallest.gpus_per_replica:g} GPUs, gives {per:,.3g} per GPU; --tensor-parallel "
+        "to choose)",))
 
 
 def _size_mixture(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: int, network) -> ReplicaSizing:

@@ -161,12 +161,12 @@ ENGINES: dict[str, EngineProfile] = {
     "vllm": EngineProfile(
         name="vllm", memory_fraction=0.90, reserve_full_request=False, max_batch_large=1024, max_batch_small=256,
         max_num_tokens=8192, max_num_tokens_small=2048, small_names=("A100",), speed=1.0,
-        step_overhead_s=0.0005, seq_overhead_s=0.0,
+        step_overhead_s=0.0, seq_overhead_s=0.0,
         source="vLLM (V1 engine, 0.8 and later) engine arguments: --gpu-memory-utilization 0.9; "
                "vllm/engine/arg_utils.py default batch: max_num_seqs 1024 and max_num_batched_tokens 8192 (API "
                "server) on GPUs of >= 70 GiB other than A100, else 256 / 2048; PagedAttention allocates KV blocks "
-               "on demand (Kwon et al. 2023); host time 0.5 ms per iteration fitted on 16 published V1 rate sweeps "
-               "(benchmarks/latency_fit.py)"),
+               "on demand (Kwon et al. 2023); host time per iteration fitted on 16 published V1 rate sweeps: 0 ms "
+               "(V1 overlaps it with the GPU; benchmarks/latency_fit.py, grid 0-20 ms)"),
     "sglang": EngineProfile(
         name="sglang", memory_fraction=0.88, reserve_full_request=False, max_batch_large=1024, max_batch_small=256,
         max_num_tokens=8192, speed=1.0,
@@ -182,11 +182,11 @@ ENGINES: dict[str, EngineProfile] = {
 }
 #: vLLM's V0 engine (before 0.8): the V1 profile's memory and token budget, its own batch cap and host time.
 ENGINES["vllm-v0"] = replace(
-    ENGINES["vllm"], name="vllm-v0", max_batch_large=256, max_batch_small=256, step_overhead_s=0.014,
+    ENGINES["vllm"], name="vllm-v0", max_batch_large=256, max_batch_small=256, step_overhead_s=0.012,
     seq_overhead_s=0.00002,
     source="vLLM's V0 engine (before 0.8): max_num_seqs 256; scheduling, sampling and detokenization on the "
            "critical path of every iteration (vLLM blog 'vLLM V1: A Major Upgrade to vLLM's Core Architecture', "
-           "2025-01-27): 14 ms per iteration + 0.02 ms per running sequence of host time, fitted on 47 published "
+           "2025-01-27): 12 ms per iteration + 0.02 ms per running sequence of host time, fitted on 47 published "
            "V0 rate sweeps (AccelMark, vLLM 0.7.3; benchmarks/latency_fit.py)")
 ENGINES = {k: ENGINES[k] for k in ("vllm", "vllm-v0", "sglang", "tensorrt-llm")}  # the order errors list them in
 DEFAULT_ENGINE = "vllm"

@@ -63,7 +63,7 @@ def test_one_pool_of_a_trace_is_sized_for_its_mix_not_its_mean():
                                 length_mix=tuple((x.share, x.mean_input, x.mean_output) for x in b)), h100, 1)
     assert mix.tokens_per_second_per_replica == pytest.approx(rate * mean_out)
     at_mean = size_replica(Workload(task="serve", model=m, input_tokens=1248, output_tokens=218), h100, 1)
-    assert mix.tokens_per_second_per_replica < 0.9 * at_mean.tokens_per_second_per_replica  # 3,040 vs 3,599
+    assert mix.tokens_per_second_per_replica < 0.9 * at_mean.tokens_per_second_per_replica  # 3,095 vs 3,655
     assert mix.assumptions[0].startswith("request-size mix of the trace")
 
 

@@ -620,15 +620,18 @@ def estimate(w: Workload, gpu: GpuSpec | str, max_gpus: int = 64, *, tensor_para
 
 
 def _most_per_gpu(w: Workload, gpu: GpuSpec, smallest: ReplicaSizing, max_gpus: int) -> ReplicaSizing:
-    """A serving replica under latency targets (no fixed concurrency): of the tensor-parallel sizes from the
-    smallest that holds the model up to one node (:data:`GPUS_PER_NODE`), the one giving the most tokens/s per GPU
-    at its operating point -- as the planner chooses a replica inside an instance (optimizer.planning.candidates).
-    The smallest replica may meet a tight TPOT only at batch 1 and a vanishing rate (Llama-3.1-70B on 2 x A100:
-    0.16 tokens/s), which is no answer; ties keep the smaller replica. ``smallest`` when it is already the pick."""
+    """A serving replica under latency targets (no fixed concurrency) whose smallest size meets them only at batch
+    1 -- no batching, a vanishing rate (Llama-3.1-70B on 2 x A100 under a 50 ms TPOT: 0.16 tokens/s), which is no
+    answer: of the tensor-parallel sizes from it up to one node (:data:`GPUS_PER_NODE`), the one giving the most
+    tokens/s per GPU at its operating point, as the planner chooses a replica inside an instance
+    (optimizer.planning.candidates); ties keep the smaller. A smallest replica that batches is kept (a 7B model on
+    one 24 GB card, even where TP2 gives more per GPU: the planner weighs that per offer). ``smallest`` when it is
+    the pick."""
     from optimizer.sizing import serving as sv
 
     ttft_t, tpot_t = latency_targets(w)
-    if w.concurrency is not None or (ttft_t is None and tpot_t is None) or smallest.pipeline_parallel > 1:
+    if w.concurrency is not None or (ttft_t is None and tpot_t is None) or smallest.pipeline_parallel > 1 \
+            or (smallest.concurrency or 0) > 1:
         return smallest
     best = smallest
     g = int(smallest.gpus_per_replica) * 2
@@ -645,8 +648,8 @@ def _most_per_gpu(w: Workload, gpu: GpuSpec, smallest: ReplicaSizing, max_gpus: 
     return dataclasses.replace(best, assumptions=best.assumptions + (
         f"replica of {best.gpus_per_replica:g} GPUs (TP{best.tensor_parallel}): the most tokens/s per GPU under the "
         f"targets of TP{smallest.tensor_parallel}..TP{min(GPUS_PER_NODE, max_gpus)} in one node (the smallest "
-        f"that holds the model, {smallest.gpus_per_replica:g} GPUs, gives {per:,.3g} per GPU; --tensor-parallel "
-        "to choose)",))
+        f"that holds the model, {smallest.gpus_per_replica:g} GPUs, meets them only at batch 1: {per:,.3g} tokens/s "
+        "per GPU; --tensor-parallel to choose)",))
 
 
 def _size_mixture(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: int, network) -> ReplicaSizing:

@@ -21,7 +21,6 @@ generated pool names are taken by another workload (a note says so).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 PHASES = ("prefill", "decode")
@@ -113,23 +112,26 @@ def _solve_colocated(split, names, plan_once, solver_given):
     return best, best_req
 
 
+def _num(x):
+    return int(x) if x is not None and float(x).is_integer() else x
+
+
 def _pool_table(result, name: str) -> dict[str, Any]:
-    """Where a workload's pools run in ``result``: region, and per pool its replicas, GPUs per replica, the
-    instances they fill and the instance types (pricing) they run on."""
+    """Where a workload's pools run in ``result``: region, and per pool its replicas at the peak, the GPUs per
+    replica of its shapes, and its lines -- count x instance type (pricing), naming the other pools or workloads
+    whose replicas share the line's instances (a plan's lines count instances, not which replica runs where)."""
     summ = {w["name"]: w for w in result.plan.to_dict()["workloads"]}
     regions = sorted(pool_regions(result, [name])[name])
     out: dict[str, Any] = {"region": "/".join(regions[0]) if len(regions) == 1 else None}
     for ph in PHASES:
         w = summ.get(f"{name}/{ph}", {})
-        s = (w.get("sizing") or [{}])[0]
-        reps = (w.get("replicas_min_max") or [0, 0])[1]
-        reps = int(reps) if float(reps).is_integer() else reps
-        per = s.get("replicas_per_instance") or 1
-        gpr = s.get("gpus_per_replica")
-        out[ph] = {"replicas": reps, "gpus_per_replica": int(gpr) if gpr and float(gpr).is_integer() else gpr,
-                   "instances": math.ceil(reps / per - 1e-9) if reps else 0,
-                   "on": sorted({f"{ln.instance_type} ({ln.pricing})" for ln in _lines_of(result, f"{name}/{ph}")}),
-                   "shared": any(len(ln.workloads) > 1 for ln in _lines_of(result, f"{name}/{ph}"))}
+        lines = _lines_of(result, f"{name}/{ph}")
+        out[ph] = {"replicas": _num((w.get("replicas_min_max") or [0, 0])[1]),
+                   "gpus_per_replica": sorted({_num(s.get("gpus_per_replica")) for s in (w.get("sizing") or [])
+                                               if s.get("gpus_per_replica")}),
+                   "on": [f"{ln.count:g} x {ln.instance_type} ({ln.pricing})"
+                          + (", shared with " + ", ".join(x for x in ln.workloads if x != f"{name}/{ph}")
+                             if len(ln.workloads) > 1 else "") for ln in lines]}
     return out
 
 
@@ -137,9 +139,9 @@ def _pool_text(name: str, t: dict[str, Any]) -> str:
     parts = []
     for ph in PHASES:
         p = t[ph]
-        parts.append(f"{ph} pool {name}/{ph}: {p['replicas']:g} replica(s) of {p['gpus_per_replica']:g} GPU(s) "
-                     f"({p['instances']} instance(s)' worth) on {', '.join(p['on']) or 'nothing'}"
-                     + (" (instances shared with other pools or workloads)" if p["shared"] else ""))
+        gpr = "/".join(f"{g:g}" for g in p["gpus_per_replica"]) or "?"
+        parts.append(f"{ph} pool {name}/{ph}: {p['replicas']:g} replica(s) of {gpr} GPU(s) on "
+                     f"{'; '.join(p['on']) or 'nothing'}")
     return (f"{name}: disaggregated into prefill and decode pools in {t['region']}: " + "; ".join(parts)
             + "; each prompt's KV cache moves over the region's cluster network (optimizer/sizing/disaggregated.py)")
 

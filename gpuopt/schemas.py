@@ -464,8 +464,8 @@ class RecommendDoc(_Open):
         "Serving workloads with `disaggregate` auto or on (gpuopt/phase_mix.py): `kept` (`pools` or `one pool`), "
         "`one_pool_usd`, `pools_usd` (null when no plan keeps both pools of a workload in one region) and "
         "`workloads`: per workload (when the pools plan is feasible) its `region` (provider/region) and per pool "
-        "(`prefill`, `decode`) its `replicas`, `gpus_per_replica`, `instances` (those replicas fill), `on` "
-        "(instance types (pricing)) and `shared` (its instances also host another pool or workload)."))
+        "(`prefill`, `decode`) its `replicas` (at the peak), `gpus_per_replica` (one per replica shape) and `on`: "
+        "its lines, count x instance type (pricing), naming the pools or workloads sharing a line's instances."))
     rules: list[str]
     notes: list[str]
     reason: Optional[Reason] = Field(description="null when feasible; why there is no plan otherwise.")

@@ -208,12 +208,11 @@ def test_prefill_and_decode_pools_on_different_gpu_types_where_that_is_cheaper(t
     assert one.total_usd == pytest.approx(140160.0) and split.total_usd == pytest.approx(125268.0)
     pools = table["workloads"]["workload"]
     assert pools["region"] == "myco/dc1"
-    assert pools["prefill"] == {"replicas": 7, "gpus_per_replica": 1, "instances": 7, "on": ["l40s-box (on_demand)"],
-                                "shared": False}
-    assert pools["decode"]["replicas"] == 2 and pools["decode"]["on"] == ["h200-box (on_demand)"]
+    assert pools["prefill"] == {"replicas": 7, "gpus_per_replica": [1], "on": ["7 x l40s-box (on_demand)"]}
+    assert pools["decode"] == {"replicas": 2, "gpus_per_replica": [1], "on": ["2 x h200-box (on_demand)"]}
     notes = " ".join(split.notes)
     assert "disaggregated into prefill and decode pools in myco/dc1" in notes and "less (" in notes
-    assert "prefill pool workload/prefill: 7 replica(s) of 1 GPU(s) (7 instance(s)' worth) on l40s-box" in notes
+    assert "prefill pool workload/prefill: 7 replica(s) of 1 GPU(s) on 7 x l40s-box (on_demand)" in notes
 
 
 def test_pools_that_land_in_two_regions_are_pinned_to_one(tmp_path):

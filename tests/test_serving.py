@@ -357,7 +357,7 @@ def test_unreachable_target_is_named_not_memory():
     w = Workload(task="serve", model=load_model("meta-llama/Llama-3.1-8B"), tpot_slo_ms=5.0)
     with pytest.raises(InputError) as exc:
         estimate(w, "L4")
-    assert exc.value.field == "tpot_slo_ms" and "at no batch" in str(exc.value) and "GiB" not in str(exc.value)
+    assert exc.value.field == "tpot_ms" and "at no batch" in str(exc.value) and "GiB" not in str(exc.value)
     r = _cli("recommend", "--model", "meta-llama/Llama-3.1-8B", "--tokens-per-second", "5000", "--tpot-ms", "2",
              "--no-explain")
     assert r.exit_code == 1 and "meet p99 TTFT <= 2000 ms, p99 TPOT <= 2 ms at no batch" in r.stderr

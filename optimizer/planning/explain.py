@@ -327,6 +327,12 @@ def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, g
                    + [ok for (_, ok, _) in sol.X] + [ok for (_, ok, _) in sol.A]})
     out = []
     t_end = deadline if deadline is not None else _time.perf_counter() + time_limit_s
+
+    def heavy(p: str) -> bool:  # a provider whose plan needs a MILP: priced after the enumerated ones (milliseconds)
+        subset = {w: [c for c in cs if c.offer["provider"] == p] for w, cs in base.items()}
+        return not any(not cs for cs in subset.values()) and not _enumerable(_restricted(problem, subset))
+
+    providers = sorted(providers, key=lambda p: (heavy(p), p))
     for i, p in enumerate(providers):
         time_limit_s = _share(t_end, len(providers) - i)
         subset = {w: [c for c in cs if c.offer["provider"] == p] for w, cs in base.items()}
@@ -376,7 +382,7 @@ def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, g
                              f"{100 * (best_other['total_usd'] / sol.cost - 1):.1f} % (then {best_other['provider']})"
                              + (f" — among the providers priced; {', '.join(missing)} not priced"
                                 if missing else ""))
-    return out
+    return sorted(out, key=lambda r: r["provider"])  # in the order of their names, as priced before
 
 
 def demand_flip(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, gap_rel,

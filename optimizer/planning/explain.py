@@ -376,8 +376,8 @@ def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, g
         best_other = min(others, key=lambda r: r["total_usd"])
         for r in out:
             if r["provider"] == used[0]:
-                missing = [x["provider"] for x in out if x.get("total_usd") is None
-                           and x["provider"] not in used and x.get("note") != "cannot host every workload alone"]
+                missing = sorted(x["provider"] for x in out if x.get("total_usd") is None
+                                 and x["provider"] not in used and x.get("note") != "cannot host every workload alone")
                 r["flip"] = (f"{used[0]} stays the choice until its prices rise "
                              f"{100 * (best_other['total_usd'] / sol.cost - 1):.1f} % (then {best_other['provider']})"
                              + (f" — among the providers priced; {', '.join(missing)} not priced"

@@ -88,12 +88,14 @@ def _pinned(plan, where: dict[str, str]):
 
 
 def _solve_colocated(split, names, plan_once, solver_given):
-    """(the split plan solved with each workload's pools in one region, its request), or (None, split): planned
-    anywhere first; where pools land apart, pinned to each region they used (the dearest first, at most
-    :data:`MAX_REGIONS_TRIED`), the cheapest feasible kept."""
+    """(the split plan solved with each workload's pools in one region, its request, why not: "" or the reason),
+    or (None, split, reason): planned anywhere first; where pools land apart, pinned to each region they used (the
+    dearest first, at most :data:`MAX_REGIONS_TRIED`), the cheapest feasible kept."""
     res = plan_once(split, explain=False, solver_given=solver_given)
-    if not res.plan.feasible or colocated(res, names):
-        return (res if res.plan.feasible else None), split
+    if not res.plan.feasible:
+        return None, split, str((res.plan.reason or {}).get("message") or "")
+    if colocated(res, names):
+        return res, split, ""
     apart = [n for n, r in pool_regions(res, names).items() if len(r) > 1]
     cost: dict[str, dict[str, float]] = {n: {} for n in apart}
     for n in apart:
@@ -109,7 +111,7 @@ def _solve_colocated(split, names, plan_once, solver_given):
         r = plan_once(req, explain=False, solver_given=solver_given)
         if r.plan.feasible and colocated(r, names) and (best is None or r.plan.total_usd < best.plan.total_usd):
             best, best_req = r, req
-    return best, best_req
+    return best, best_req, ("" if best else "its pools land in different regions and no one region serves both")
 
 
 def _num(x):
@@ -193,19 +195,14 @@ def plan_pools(plan, one, plan_once, *, explain: bool = True, solver_given: bool
     if split is None:
         return one
     progress.update("planning prefill and decode pools on their own GPU types")
-    res, req = _solve_colocated(split, names, plan_once, solver_given)
-    reason = ""
-    if res is None:
-        probe = plan_once(split, explain=False, solver_given=solver_given)
-        reason = (str((probe.plan.reason or {}).get("message") or "") if not probe.plan.feasible else
-                  "its pools land in different regions and no one region serves both")
+    res, req, reason = _solve_colocated(split, names, plan_once, solver_given)
     if res is not None and len(names) > 1:  # per workload: put each back whole where that is cheaper
         for n in list(names):
             rest = [x for x in names if x != n]
             back, _, _ = split_request(plan, only=set(rest))
             if back is None:
                 continue
-            r2, req2 = _solve_colocated(back, rest, plan_once, solver_given)
+            r2, req2, _ = _solve_colocated(back, rest, plan_once, solver_given)
             if r2 is not None and r2.plan.total_usd < res.plan.total_usd - 0.005:
                 res, req, names = r2, req2, rest
     chosen = choose(one, res, names, reason)

@@ -328,15 +328,16 @@ def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, g
     out = []
     t_end = deadline if deadline is not None else _time.perf_counter() + time_limit_s
 
-    def heavy(p: str) -> bool:  # a provider whose plan needs a MILP: priced after the enumerated ones (milliseconds)
-        subset = {w: [c for c in cs if c.offer["provider"] == p] for w, cs in base.items()}
-        return not any(not cs for cs in subset.values()) and not _enumerable(_restricted(problem, subset))
-
-    providers = sorted(providers, key=lambda p: (heavy(p), p))
+    subsets = {p: {w: [c for c in cs if c.offer["provider"] == p] for w, cs in base.items()} for p in providers}
+    # each provider's problem once; those needing a MILP are priced after the enumerated ones (milliseconds), so one
+    # slow MILP does not leave the quick ones unpriced
+    subs = {p: None if any(not cs for cs in s.values()) else _restricted(problem, s) for p, s in subsets.items()}
+    enumerable = {p: sub is not None and _enumerable(sub) for p, sub in subs.items()}
+    providers = sorted(providers, key=lambda p: (subs[p] is not None and not enumerable[p], p))
     for i, p in enumerate(providers):
         time_limit_s = _share(t_end, len(providers) - i)
-        subset = {w: [c for c in cs if c.offer["provider"] == p] for w, cs in base.items()}
-        if any(not cs for cs in subset.values()):
+        sub = subs[p]
+        if sub is None:
             out.append({"provider": p, "total_usd": None, "monthly_usd": None, "note": "cannot host every workload alone"})
             continue
         if used == [p] and plan_money is not None and not problem.budgets.any() and \
@@ -344,9 +345,7 @@ def next_best(problem: FleetProblem, sol: FleetSolution, solver, time_limit_s, g
             out.append({"provider": p, **_money_keys(plan_money), "delta_usd": 0.0, "status": "optimal",
                         "note": "this plan: it uses this provider alone"})
             continue
-        sub = _restricted(problem, subset)
-        if enum_deadline is not None and enum_deadline > t_end and \
-                _enumerable(sub):
+        if enum_deadline is not None and enum_deadline > t_end and enumerable[p]:
             time_limit_s = max(time_limit_s, _share(enum_deadline, 1))  # they end when done
         if not _fits(sub, time_limit_s):
             out.append({"provider": p, "total_usd": None, "monthly_usd": None, "note": _NO_TIME})

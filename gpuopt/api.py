@@ -418,18 +418,11 @@ def prices_diff(*, since: str, providers: Iterable[str] = ()):
 
 
 # ------------------------------------------------------------------------------------------- estimate
-def _model_spec(model: str | None, params: float | None):
-    from optimizer.sizing.specs import load_model, model_from_params
+def _model_spec(model: str | None, params: float | None, active_params: float | None = None,
+                experts: int | None = None):
+    from optimizer.sizing.specs import model_spec
 
-    if model and params:
-        raise InputError("model", "give either --model or --params, not both")
-    if model:
-        return load_model(model)
-    if params:
-        if params <= 0:
-            raise InputError("params", f"must be greater than 0, got {params:g}")
-        return model_from_params(params)
-    raise InputError("model", "no model given: use --model NAME (see `gpuopt estimate --list-models`) or --params COUNT")
+    return model_spec(model, params, active_params=active_params, experts=experts)
 
 
 #: Name parts of quantized checkpoints and the serving precision they imply (Hugging Face naming: ``-FP8``,
@@ -455,8 +448,10 @@ def _workload(spec_like: dict[str, Any]):
     """Build and validate an optimizer.sizing.Workload from plain options."""
     from optimizer.sizing import Workload, validate_workload, with_request_rate
 
-    kw = {k: v for k, v in spec_like.items() if v is not None and k != "model_name" and k != "params"}
-    kw["model"] = _model_spec(spec_like.get("model_name"), spec_like.get("params"))
+    kw = {k: v for k, v in spec_like.items() if v is not None and k not in ("model_name", "params", "active_params",
+                                                                             "experts")}
+    kw["model"] = _model_spec(spec_like.get("model_name"), spec_like.get("params"), spec_like.get("active_params"),
+                              spec_like.get("experts"))
     w = Workload(**kw)
     validate_workload(w)
     return with_request_rate(w)
@@ -512,17 +507,19 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
              scenario: str | None = None, request_rate: float | None = None, ttft_slo_ms: float | None = None,
              tpot_slo_ms: float | None = None, measured: str | Path | None = None,
              trace: str | Path | None = None, micro_batch_size: int | None = None,
-             activation_recompute: bool | None = None, mfu: float | None = None, gpus: int | None = None,
+             activation_recompute: bool | None = None, mfu: float | None = None, gpus: int | str | None = None,
              global_batch_tokens: float | None = None, optimizer: str | None = None, offload: str | None = None,
              framework: str | None = None, context_parallel: int | None = None,
              expert_parallel: int | None = None, sweep: bool = False, prefix_cache_hit_rate: float | None = None,
              speculative_tokens: int | None = None, acceptance_rate: float | None = None,
-             disaggregate: str | None = None) -> EstimateResult:
+             disaggregate: str | None = None, active_params: float | None = None,
+             experts: int | None = None) -> EstimateResult:
     """Size one replica of a workload on ``gpu`` (no prices involved). ``sweep`` (serving): also the
     throughput/latency curve per tensor-parallel size and precision (``precision`` may then list several, "bf16,fp8")
     with its Pareto front, in ``numbers["curve"]`` (optimizer.sizing.estimate.latency_curve).
 
-    Args: as ``gpuopt estimate``: model (known name or HF repo, -Instruct/-chat variants accepted) or params (count),
+    Args: as ``gpuopt estimate``: model (known name or HF repo, -Instruct/-chat variants accepted) or params (count;
+        a mixture of experts with active_params and experts, ``optimizer.sizing.specs.moe_from_params``),
         task serve|train|finetune|lora, gpu (canonical name, e.g. A100-80GB), precision (serve: bf16|fp16|fp8|int8|
         int4|fp4; fp8 needs Ada/Hopper/Blackwell, fp4 Blackwell), context_tokens, concurrency (sequences per
         replica; default: the largest batch that fits memory and the latency targets), tokens_per_second or
@@ -536,7 +533,8 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
         tokens from the prefix cache), speculative_tokens / acceptance_rate (speculative decoding: k draft tokens
         per step, each accepted with that probability), disaggregate off|auto|on (also the best unit of prefill and
         decode replicas on nodes of 8 of the GPU, ``numbers["disaggregated"]``). Training (train/finetune, issue 11;
-        ``optimizer.sizing.training``): gpus (the job's GPU count; default: the fewest of 1, 2, 4, ... 16,384 that
+        ``optimizer.sizing.training``): gpus (the job's GPU count, or "fewest": the fewest that hold it; default: the
+        fewest that finish within 30 days, at most 4,096 -- issue 28; of 1, 2, 4, ... 16,384 that
         hold it, or with deadline_hours the fewest that finish in time), tensor_parallel / pipeline_parallel /
         context_parallel / expert_parallel (fix the layout; default searched),
         context_tokens (sequence length), global_batch_tokens (default 4M), micro_batch_size, activation_recompute
@@ -604,7 +602,8 @@ def estimate(*, model: str | None = None, params: float | None = None, task: str
         from optimizer.sizing.serving import load_measurements
 
         meas = load_measurements(str(measured))
-    w = _workload(dict(task=task, model_name=model, params=params, precision=precision, context_tokens=context_tokens,
+    w = _workload(dict(task=task, model_name=model, params=params, active_params=active_params, experts=experts,
+                       precision=precision, context_tokens=context_tokens,
                        concurrency=concurrency, tokens_per_second=tokens_per_second, tokens=tokens,
                        deadline_hours=deadline_hours, zero_stage=zero_stage, engine=engine, input_tokens=input_tokens,
                        output_tokens=output_tokens, scenario=scenario, request_rate=request_rate,
@@ -1028,7 +1027,7 @@ def _plan_once(plan, *, explain: bool = True, solver_given: bool = False) -> "Re
             kw["lora_rank"] = item.lora_rank
         kw = {k: v for k, v in kw.items() if v is not None}
         try:
-            w = Workload(model=_model_spec(plan.model_ref(item), item.params), **kw)
+            w = Workload(model=_model_spec(plan.model_ref(item), item.params, item.active_params, item.experts), **kw)
             validate_workload(w)
         except InputError as exc:  # name the workload's key in the plan file
             msg = str(exc).split(": ", 1)[-1] if str(exc).startswith(exc.field + ":") else str(exc)

@@ -567,9 +567,11 @@ def recommend(
 def estimate(
     model: Annotated[Optional[str], typer.Option(help="Model name or Hugging Face repo, e.g. meta-llama/Llama-2-7b-hf.")] = None,
     params: Annotated[Optional[float], typer.Option(help="Parameter count, for a model not in the table.")] = None,
+    active_params: Annotated[Optional[float], typer.Option("--active-params", help="With --params: a mixture of experts' parameters used per token (e.g. 22e9); needs --experts.")] = None,
+    experts: Annotated[Optional[int], typer.Option("--experts", help="With --params: routed experts per layer of a mixture of experts (e.g. 128); needs --active-params.")] = None,
     task: Annotated[str, typer.Option(help="serve, train, finetune or lora.")] = "serve",
     gpu: Annotated[str, typer.Option(help="GPU model, e.g. A100-80GB, H100-80GB, L4.")] = "A100-80GB",
-    gpus: Annotated[Optional[int], typer.Option("--gpus", help="Training: GPUs of the job, 1-16384 (default: the fewest that hold it, or with --deadline-hours the fewest that finish in time).")] = None,
+    gpus: Annotated[Optional[str], typer.Option("--gpus", help="Training: GPUs of the job, 1-16384, or 'fewest' (the fewest that hold it). Default: the fewest (1, 2, 4, 8, then power-of-two nodes) that finish within 30 days, at most 4,096; with --deadline-hours the fewest that finish in time.")] = None,
     tokens: Annotated[Optional[float], typer.Option(help="Training: tokens to process (e.g. 2e12).")] = None,
     tokens_per_second: Annotated[Optional[float], typer.Option("--tokens-per-second", help="Serving demand, to count replicas.")] = None,
     deadline_hours: Annotated[Optional[float], typer.Option("--deadline-hours", help="Training deadline, to count GPUs.")] = None,
@@ -621,7 +623,8 @@ def estimate(
             return
         from gpuopt import api
 
-        result = api.estimate(model=model, params=params, task=task, gpu=gpu, tokens=tokens,
+        result = api.estimate(model=model, params=params, active_params=active_params, experts=experts, task=task,
+                              gpu=gpu, tokens=tokens,
                               tokens_per_second=tokens_per_second, deadline_hours=deadline_hours, precision=precision,
                               context_tokens=context, concurrency=concurrency, zero_stage=zero_stage,
                               request_rate=request_rate, tensor_parallel=tensor_parallel,
@@ -629,7 +632,8 @@ def estimate(
                               output_tokens=output_tokens, scenario=scenario, ttft_slo_ms=ttft_ms,
                               tpot_slo_ms=tpot_ms, measured=measured, trace=trace,
                               micro_batch_size=micro_batch_size, activation_recompute=activation_recompute, mfu=mfu,
-                              gpus=gpus, global_batch_tokens=global_batch_tokens, optimizer=optimizer,
+                              gpus=int(gpus) if gpus and gpus.strip().isdigit() else gpus,
+                              global_batch_tokens=global_batch_tokens, optimizer=optimizer,
                               offload=offload, framework=framework, context_parallel=context_parallel,
                               expert_parallel=expert_parallel, sweep=sweep or chart is not None,
                               prefix_cache_hit_rate=prefix_cache_hit_rate, speculative_tokens=speculative_tokens,

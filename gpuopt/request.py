@@ -359,6 +359,11 @@ class WorkloadItem(_Parts):
     model: str | None = _opt(None, group="workload", cli="--model",
          doc="a known model, a Hugging Face repo, or a path to a config.json")
     params: PosFloat | None = _opt(None, group="workload", cli="--params", doc="parameter count (instead of model)")
+    active_params: PosFloat | None = _opt(
+        None, group="workload", doc="with params: a mixture of experts' parameters used per token (needs experts; "
+                                    "optimizer.sizing.specs.moe_from_params)")
+    experts: PosInt | None = _opt(None, group="workload",
+                                  doc="with params: routed experts per layer of a mixture of experts (needs active_params)")
     precision: Precision | None = _opt(None, group="workload", cli="--precision",
          doc="serve: bf16 | fp16 | fp8 | int8 | int4 | fp4, a list the planner chooses from per GPU, or auto (bf16, "
              "fp8 where the GPU has FP8 tensor cores, fp16 where bf16 does not run); training: bf16 | fp16 | fp8 "
@@ -813,6 +818,8 @@ FILE_ONLY = {
     "serve_phase": "one pool of a disaggregated deployment, beside the workloads of the others: a plan file's key "
                    "(--disaggregate auto|on plans both pools)",
     "region": "one workload's region among several: a plan file's key (one workload: --provider and --region)",
+    "active_params": "a mixture of experts given by its counts: a plan file's key (gpuopt estimate --active-params)",
+    "experts": "a mixture of experts given by its counts: a plan file's key (gpuopt estimate --experts)",
 }
 #: One line of documentation per key (the field's description), written by plan_to_yaml after the key.
 KEY_DOCS = {k: FIELDS[k].description or "" for k in ("workloads",) + PLAN_KEYS + ITEM_KEYS}

@@ -546,6 +546,9 @@ class EstimateDoc(_Open):
     wall_hours_one_replica: Optional[float] = None
     meets_deadline: Optional[bool] = Field(None, description="Training with --deadline-hours: the job finishes "
                                                              "in time on ``gpus``.")
+    scale: Optional[Literal["default", "fewest", "deadline", "given"]] = Field(
+        None, description="Training: the rule that chose ``gpus`` -- default (the fewest that finish within 30 days, "
+                          "at most 4,096), fewest (--gpus fewest), deadline (--deadline-hours) or given (--gpus N).")
 
 
 # ============================================================================================== prices

@@ -295,7 +295,9 @@ def test_scaling_worse_on_pcie():
     def eff(gpu):
         return size_replica(w, gpu, 8).flops_per_second_per_replica / (8 * size_replica(w, gpu, 1).flops_per_second_per_replica)
 
-    assert eff(load_gpu("L40S")) < eff(A100) <= 1
+    # <= 1 up to the default batch's rounding: it is rounded to whole micro-batches per rank, so the fixed time per
+    # optimizer step (optimizer.sizing.training.FIT.step_fixed_s) spreads over a batch a little larger on 8 GPUs
+    assert eff(load_gpu("L40S")) < eff(A100) <= 1.001
 
 
 def test_mfu_override():

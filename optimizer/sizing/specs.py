@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import dataclasses
 import math
 import re
 from dataclasses import dataclass, replace, field
@@ -576,6 +577,87 @@ def _short_count(p: float) -> str:
         if p >= scale:
             return f"{p / scale:.3g}{unit}"
     return f"{p:.3g}"
+
+
+def moe_from_params(params: float, active_params: float, experts: int, experts_per_token: int | None = None,
+                    name: str | None = None) -> ModelSpec:
+    """A mixture-of-experts shape for a model known only by its total and active parameter counts (``--params``
+    with ``--active-params`` and ``--experts``; issue 28).
+
+    The attention, embeddings and layer count are those of a dense model of the *active* count
+    (:func:`model_from_params`): what a token passes through. Each layer's MLP is ``experts`` routed experts of
+    ``3 h I_e`` parameters (SwiGLU), ``k`` of them active per token:
+
+    * active MLP per layer ``A_mlp = (active - 2 V h - 4 h^2 L) / L = k x 3 h I_e``;
+    * the inactive experts carry the rest: ``params - active = L (E - k) x 3 h I_e``; so
+      ``k = E x A_mlp L / (params - active + A_mlp L)`` (rounded, 1..E) unless ``experts_per_token`` is given, and
+      ``I_e = A_mlp / (3 h k)``.
+
+    Example: 235e9 total, 22e9 active, 128 experts (Qwen3-235B-A22B's counts; its config has 8 active of 128)
+    gives k = 10 -- an estimate, said in ``source``.
+
+    Raises:
+        InputError("params" | "active_params" | "experts" | "experts_per_token"): a count that is not a finite
+            number > 0, active > total, fewer than 2 experts, top-k outside 1..experts.
+    """
+    dense = model_from_params(active_params, name="active")
+    try:
+        total = float(params)
+        e = int(experts)
+    except (TypeError, ValueError):
+        raise InputError("experts", f"not a whole number: {experts!r}", accepted="2 or more experts per layer") from None
+    if not math.isfinite(total) or total < dense.params_total:
+        raise InputError("active_params", f"the active count {active_params!r} exceeds the total {params!r}",
+                         accepted="active parameters <= --params")
+    if e < 2 or e != experts:
+        raise InputError("experts", f"must be a whole number >= 2, got {experts!r}", accepted="2 or more experts per layer")
+    h, L, v = dense.hidden_size, dense.layers, dense.vocab_size
+    a_mlp = max(1.0, (dense.params_total - 2 * v * h - 4 * h * h * L) / L)
+    if experts_per_token is None:
+        k = max(1, min(e, round(e * a_mlp * L / (total - dense.params_total + a_mlp * L))))
+    else:
+        k = int(experts_per_token)
+        if k != experts_per_token or not 1 <= k <= e:
+            raise InputError("experts_per_token", f"must be 1..{e}, got {experts_per_token!r}", accepted=f"1..{e}")
+    inter = max(1, round(a_mlp / (3 * h * k)))
+    label = _short_count(total) + "-A" + _short_count(dense.params_total)
+    return dataclasses.replace(
+        dense, name=name or f"~{label} MoE (estimated)", params_total=total, is_moe=True, experts=e,
+        experts_per_token=k, moe_intermediate_size=inter, intermediate_size=inter,
+        source=(f"estimated from the parameter counts (optimizer.sizing.specs.moe_from_params: the dense shape of "
+                f"the {_short_count(dense.params_total)} active, {e} experts of MLP width {inter}, {k} active"
+                + ("" if experts_per_token is not None else " -- derived from the counts") + ")"))
+
+
+def model_spec(model: str | None, params: float | None, *, active_params: float | None = None,
+               experts: int | None = None) -> ModelSpec:
+    """The model of ``--model`` (:func:`load_model`) or ``--params`` (:func:`model_from_params`; with
+    ``active_params`` and ``experts`` a mixture of experts, :func:`moe_from_params`).
+
+    Raises:
+        InputError("model"): both or neither given; ("params" | "active_params" | "experts"): a bad count, or the
+            MoE counts without ``params`` or one without the other.
+    """
+    if model and params:
+        raise InputError("model", "give either --model or --params, not both")
+    moe = (active_params, experts)
+    if any(v is not None for v in moe) and not params:
+        raise InputError("active_params" if active_params is not None else "experts",
+                         "--active-params and --experts describe a model given by --params (a named model has its own)",
+                         accepted="--params COUNT --active-params COUNT --experts N")
+    if model:
+        return load_model(model)
+    if params:
+        if params <= 0:
+            raise InputError("params", f"must be greater than 0, got {params:g}")
+        if all(v is None for v in moe):
+            return model_from_params(params)
+        if active_params is None or experts is None:
+            raise InputError("experts" if experts is None else "active_params",
+                             "a mixture of experts needs both --active-params and --experts",
+                             accepted="--params COUNT --active-params COUNT --experts N")
+        return moe_from_params(params, active_params, experts)
+    raise InputError("model", "no model given: use --model NAME (see `gpuopt estimate --list-models`) or --params COUNT")
 
 
 def model_from_params(params: float, name: str | None = None) -> ModelSpec:

@@ -88,6 +88,18 @@ MAMF: dict[tuple[str, str], float] = {
     ("B200 (HGX/DGX, 1000 W)", "bf16"): 0.776, ("B200 (HGX/DGX, 1000 W)", "fp8"): 0.763,
     ("Instinct MI300X", "bf16"): 0.514, ("Gaudi 2", "bf16"): 0.969,
 }
+#: Attention kernels on Blackwell Ultra (B300, GB300) run faster than the fitted fraction of the bf16 ceiling: the
+#: chip doubles the SFU throughput of the softmax's exponentials (MUFU.EX2), which bound the attention loop on Blackwell;
+#: NVIDIA measured ~35 % more attention forward (FPROP) throughput in FP8 on GB300 than on GB200 (NVIDIA technical
+#: blog, "Making Softmax More Efficient with NVIDIA Blackwell Ultra", 2026).
+ATTENTION_SPEEDUP = {"blackwell-ultra": 1.35}
+
+
+def attention_speedup(gpu: "GpuSpec") -> float:
+    """How much faster attention runs on ``gpu`` than the fitted fraction says (:data:`ATTENTION_SPEEDUP`)."""
+    return ATTENTION_SPEEDUP["blackwell-ultra"] if "blackwell ultra" in (gpu.architecture or "").lower() else 1.0
+
+
 #: A GPU without a measured ceiling: the mean of the NVIDIA ones measured (bf16: A100 SXM/PCIe, H100, GH200, B200 =
 #: 0.819; fp8: H100, H200, B200 = 0.735) -- an estimate, said so in the assumptions.
 MAMF_DEFAULT = {"bf16": 0.819, "fp8": 0.735}
@@ -119,6 +131,18 @@ class TrainFit:
         overlap: fraction of the step's compute time that data-parallel communication can hide behind.
         tp_exposed: fraction of the tensor-parallel collectives not hidden behind compute.
         moe_elementwise: extra bytes per hidden element per routed token per MoE layer (permute, unpermute, router).
+        layer_fixed_s: time per transformer layer per micro-batch (forward + backward) that does not shrink with the
+            model: kernel launches and the host between them, s.
+        moe_layer_fixed_s: the same, extra, per MoE layer (router, token counts synced to the host for dropless
+            routing, permute/unpermute and grouped-GEMM launches), s.
+        step_fixed_s: time per optimizer step that does not shrink with the model (optimizer and gradient-clipping
+            launches, loss reduction, data loader, logging), s.
+        generation: factor on the matmul fraction by GPU generation (``serving.gpu_generation``; Hopper 1): the
+            same framework's GEMMs reach another share of the measured ceiling on another generation (kernel
+            maturity; the ceiling of a GPU without a MAMF measurement is the NVIDIA mean).
+        straggler: relative spread of one node's step time (jitter, stragglers); a synchronous step waits for the
+            slowest of n nodes, ``1 + straggler x sqrt(2 ln n)`` times the mean (the expected maximum of n normal
+            draws, Gumbel's extreme-value asymptote).
     """
 
     matmul: dict = field(default_factory=dict)
@@ -128,18 +152,29 @@ class TrainFit:
     overlap: float = 0.8
     tp_exposed: float = 1.0
     moe_elementwise: float = 0.0
+    layer_fixed_s: float = 0.0
+    moe_layer_fixed_s: float = 0.0
+    step_fixed_s: float = 0.0
+    straggler: float = 0.0
+    generation: dict = field(default_factory=dict)
     source: str = ""
 
 
 FIT = TrainFit(
-    matmul={"megatron": 0.9271, "fsdp": 1.0},
-    elementwise={"megatron": 111.51, "fsdp": 779.84},
-    fp8_extra=0.84,
-    attention=0.4613,
-    overlap=0.0334,
-    tp_exposed=0.944,
-    moe_elementwise=599.6,
-    source="benchmarks/training_fit.py --refit on shared/data/perf/training.csv (180 runs)",
+    matmul={"megatron": 0.8972, "fsdp": 0.8609},
+    elementwise={"megatron": 49.86, "fsdp": 579.69},
+    fp8_extra=0.00,
+    attention=0.4586,
+    overlap=0.0412,
+    tp_exposed=0.9996,
+    moe_elementwise=9.23,
+    layer_fixed_s=0.00060,
+    moe_layer_fixed_s=0.00590,
+    step_fixed_s=0.0772,
+    straggler=0.0000,
+    generation={"megatron.ampere": 0.7243, "megatron.blackwell": 0.9759, "fsdp.ampere": 1.1671, "fsdp.blackwell": 1.0},
+    source="benchmarks/training_fit.py --refit on shared/data/perf/training.csv and benchmarks/data/training_added.csv "
+           "(231 runs)",
 )
 
 
@@ -483,15 +518,50 @@ def _dp_bandwidth(setup: TrainSetup, layout: TrainLayout, group: int) -> float:
     return min(link, net.gbps_per_node / max(1, min(layout.tp, net.gpus_per_node)))
 
 
+def _all_to_all_s(setup: TrainSetup, layout: TrainLayout, volume: float) -> float:
+    """Time of the expert-parallel all-to-alls that move ``volume`` bytes of this GPU's tokens (dispatch + combine,
+    forward and backward), s. A token goes to each of the ``ep`` ranks alike: ``(g - 1) / ep`` of the volume stays in
+    the NVLink domain (g = the EP group's ranks in it, consecutive data-parallel ranks strided by ``tp``), ``(ep - g) /
+    ep`` crosses the node network, where every GPU of the node sends at once and gets ``1 / gpus_per_node`` of the
+    node's NICs (an all-to-all has no ring to pipeline through them, unlike the data-parallel collectives of
+    :func:`_dp_bandwidth`); the two run at once over different links (Megatron-Core MoE, DeepEP: NVLink and RDMA
+    dispatch overlap)."""
+    net, ep = setup.network, layout.ep
+    node = max(1, net.gpus_per_node)
+    inside = max(1, min(ep, node // max(1, layout.tp)))
+    link = (setup.gpu.link_gbps_one_way or 16.0) * 1e9
+    nic = net.gbps_per_node / node * 1e9
+    return max(volume * (inside - 1) / ep / link, volume * (ep - inside) / ep / nic)
+
+
 def reference_network(gpu: "GpuSpec") -> "NodeNetwork":
     """The node network of the vendor's reference cluster for ``gpu``'s generation, for estimates without an offer:
-    DGX A100 8 x 200 Gb/s HDR InfiniBand (200 GB/s per node) for Ampere and older; DGX H100/H200/B200 8 x 400 Gb/s
-    NDR (400 GB/s per node) for Hopper and Blackwell (NVIDIA DGX datasheets). The calibration fit uses the same."""
+
+    * Ampere and older: DGX A100, 8 x 200 Gb/s HDR InfiniBand (200 GB/s per 8-GPU node; DGX A100 datasheet);
+    * Hopper, B200: DGX H100/H200/B200, 8 x 400 Gb/s NDR (400 GB/s per node; DGX datasheets, ConnectX-7);
+    * B300 (HGX/DGX B300): 8 x 800 Gb/s ConnectX-8 SuperNICs (800 GB/s per node; rillor.com "ConnectX-7 vs
+      ConnectX-8 and NVLink5": "B300-class HGX systems move to eight ConnectX-8 SuperNICs at 800 Gb/s");
+    * GB200 / GB300 NVL72: the "node" is the rack's 72-GPU NVLink domain (NVIDIA multi-node tuning guide,
+      "Understanding your Grace-Blackwell systems": 72x1, 18 trays of 4 GPUs, all on NVLink 5) -- collectives among
+      up to 72 GPUs run on NVLink; between racks one NIC per GPU: GB200 ConnectX-7 400 Gb/s (72 x 50 GB/s =
+      3,600 GB/s per rack), GB300 ConnectX-8 800 Gb/s (NVIDIA Enterprise RA "NVL72 AI factory", components: 4
+      ConnectX-8 per 4-GPU tray; 72 x 100 = 7,200 GB/s per rack).
+
+    The calibration fit (``benchmarks/training_fit.py``) uses the same."""
     import dataclasses
 
     from optimizer.sizing.serving import gpu_generation
     from optimizer.sizing.network import DEFAULT_NODE_NETWORK
 
+    name = (gpu.spec_row or gpu.name).upper()
+    if "NVL72" in name:
+        per_gpu = 100.0 if name.startswith("GB300") else 50.0
+        return dataclasses.replace(DEFAULT_NODE_NETWORK, gbps_per_node=72 * per_gpu, gpus_per_node=72,
+                                   source=f"default: a 72-GPU NVLink domain (NVL72 rack), {int(per_gpu * 8)} Gb/s "
+                                          "per GPU between racks")
+    if name.startswith("B300"):
+        return dataclasses.replace(DEFAULT_NODE_NETWORK, gbps_per_node=800.0,
+                                   source="default: 8 x 800 Gb/s ConnectX-8 per 8-GPU node (HGX/DGX B300)")
     if gpu_generation(gpu) in ("hopper", "blackwell"):
         return dataclasses.replace(DEFAULT_NODE_NETWORK, gbps_per_node=400.0,
                                    source="default: 8 x 400 Gb/s InfiniBand NDR per 8-GPU node (DGX H100/H200/B200)")
@@ -519,8 +589,13 @@ def step(setup: TrainSetup, layout: TrainLayout, fit: TrainFit = FIT) -> StepTim
     stage = math.ceil(L / pp) / L  # the slowest stage's share of the layers
     f_mm = 6.0 * m.params_active * tok / tp * stage
     f_attn = 12.0 * L * m.heads * m.head_dim * s * tok / tp * stage
-    t_mm = f_mm * r_full / (peak * ceil_p * fit.matmul[fam])
-    t_attn = f_attn * (4.0 / 3.0) ** (1 if layout.recompute else 0) / (peak16 * ceil16 * fit.attention)
+    from optimizer.sizing.serving import gpu_generation
+
+    # a share of the measured ceiling: never above it
+    gen = fit.generation.get(f"{fam}.{gpu_generation(gpu)}", fit.generation.get(gpu_generation(gpu), 1.0))
+    t_mm = f_mm * r_full / (peak * ceil_p * min(1.0, fit.matmul[fam] * gen))
+    t_attn = f_attn * (4.0 / 3.0) ** (1 if layout.recompute else 0) / (
+        peak16 * ceil16 * fit.attention * attention_speedup(gpu))
     k = fit.elementwise[fam] + (fit.fp8_extra if setup.precision == "fp8" else 0.0)
     t_elem = k * L * stage * tok * m.hidden_size / tp * r_full / bw
     moe_layers = L if m.experts > 1 else 0
@@ -540,9 +615,11 @@ def step(setup: TrainSetup, layout: TrainLayout, fit: TrainFit = FIT) -> StepTim
     # expert parallel: dispatch + combine all-to-all, forward and backward
     t_ep = 0.0
     if ep > 1 and m.experts > 1:
-        vol = 4.0 * tok * m.experts_per_token * m.hidden_size * 2.0 / tp * (ep - 1) / ep * moe_layers * stage
-        t_ep = vol / (_dp_bandwidth(setup, layout, ep) * 1e9)
-    t_mb = t_mm + t_attn + t_elem + t_moe + t_tp + t_cp + t_ep
+        t_ep = _all_to_all_s(setup, layout, 4.0 * tok * m.experts_per_token * m.hidden_size * 2.0 / tp
+                             * moe_layers * stage)
+    # fixed per layer and micro-batch (forward + backward; recompute runs the forward again)
+    t_fixed = (fit.layer_fixed_s * L + fit.moe_layer_fixed_s * moe_layers) * stage * r_full
+    t_mb = t_mm + t_attn + t_elem + t_moe + t_tp + t_cp + t_ep + t_fixed
     mbs = _microbatches(setup, layout)
     gbs = layout.dp * layout.micro_batch * mbs
     # pipeline: point-to-point of each micro-batch's activations (forward and backward) and the bubble
@@ -571,7 +648,10 @@ def step(setup: TrainSetup, layout: TrainLayout, fit: TrainFit = FIT) -> StepTim
         t_off = (4.0 + 2.0) * local / (PCIE_GBPS_ONE_WAY * 1e9)
         if layout.offload == "params":
             t_off += 2.0 * 2.0 * p_gpu * mbs / (PCIE_GBPS_ONE_WAY * 1e9)
-    step_s = compute + bubble + dp_exposed + t_opt + t_off
+    step_s = compute + bubble + dp_exposed + t_opt + t_off + fit.step_fixed_s
+    nodes = math.ceil(layout.gpus / max(1, setup.network.gpus_per_node))
+    t_wait = step_s * fit.straggler * math.sqrt(2.0 * math.log(nodes)) if nodes > 1 else 0.0
+    step_s += t_wait
     tokens = gbs * s
     tps_gpu = tokens / step_s / layout.gpus
     mfu = model_flops_per_token(m, s) * tps_gpu / peak
@@ -579,6 +659,7 @@ def step(setup: TrainSetup, layout: TrainLayout, fit: TrainFit = FIT) -> StepTim
     total = sum(mem.values())
     usable = gpu.memory_gib * GIB * setup.usable_fraction
     parts = {"matmul": mbs * t_mm, "attention": mbs * t_attn, "elementwise": mbs * (t_elem + t_moe),
+             "fixed_per_layer": mbs * t_fixed, "fixed_per_step": fit.step_fixed_s, "stragglers": t_wait,
              "tensor_parallel": mbs * t_tp, "context_parallel": mbs * t_cp, "expert_parallel": mbs * t_ep,
              "pipeline_p2p": mbs * t_p2p, "pipeline_bubble": bubble, "data_parallel_exposed": dp_exposed,
              "data_parallel_total": t_dp, "optimizer": t_opt, "offload": t_off}

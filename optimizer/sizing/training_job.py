@@ -269,6 +269,16 @@ def size_training(w: Workload, gpu: GpuSpec, gpus: float, *, network: NodeNetwor
 
 
 TRAIN_GPU_COUNTS = tuple(2**k for k in range(15))  # 1, 2, 4, ... 16,384 (optimizer.sizing.training.MAX_TRAIN_GPUS)
+#: The default scale of ``gpuopt estimate --task train`` without ``--gpus`` or a deadline (issue 28): the fewest of
+#: 1, 2, 4, 8 GPUs, then whole power-of-two numbers of 8-GPU nodes, whose wall time is at most 30 days -- a month,
+#: the budget period teams plan a pre-training run in -- at most :data:`DEFAULT_SCALE_MAX_GPUS`. The fewest GPUs
+#: that merely hold the job (``--gpus fewest``) can run for years: Llama-2-7B's 2T tokens on 2 A100s.
+DEFAULT_SCALE_HOURS = 30 * 24.0
+#: The default scale's cap, GPUs: 4,096 (512 nodes of 8), twice the 2,048 A100s Meta pre-trained LLaMA and Llama 2
+#: on (Touvron et al. 2023); a job that needs more to finish in a month is shown at the cap, its wall time said.
+DEFAULT_SCALE_MAX_GPUS = 4096
+#: ``gpus`` value asking for the fewest GPUs that hold the job (the scale before issue 28).
+FEWEST = "fewest"
 
 
 def _train_numbers(w: Workload, s: ReplicaSizing) -> dict:
@@ -293,12 +303,14 @@ def _train_numbers(w: Workload, s: ReplicaSizing) -> dict:
     }
 
 
-def estimate_training(w: Workload, gpu: GpuSpec, *, gpus: int | None = None, tensor_parallel: int | None = None,
+def estimate_training(w: Workload, gpu: GpuSpec, *, gpus: int | str | None = None, tensor_parallel: int | None = None,
                       pipeline_parallel: int | None = None, network: NodeNetwork | None = None,
                       context_parallel: int | None = None, expert_parallel: int | None = None) -> dict:
-    """``gpuopt estimate`` for train/finetune (issue 11): the job on ``gpus`` GPUs, else on the fewest of 1, 2, 4,
-    ... 16,384 that hold it -- and, with ``w.deadline_hours``, the fewest of those that finish in time (wall time
-    with the goodput lost to failures and checkpoints).
+    """``gpuopt estimate`` for train/finetune (issue 11): the job on ``gpus`` GPUs; with ``w.deadline_hours`` the
+    fewest of 1, 2, 4, ... 16,384 that hold it and finish in time (wall time with the goodput lost to failures and
+    checkpoints); ``gpus="fewest"`` the fewest that hold it; else (issue 28) the default scale: the fewest that
+    finish within :data:`DEFAULT_SCALE_HOURS` (30 days), at most :data:`DEFAULT_SCALE_MAX_GPUS` -- said first in the
+    assumptions, and ``scale`` says which rule chose the count (default, fewest, deadline, given).
 
     Returns: dict with gpus, tokens_per_second_per_gpu, mfu, step_time_s, memory_gib_per_gpu, gpu_hours (gpus x
         wall hours), wall_hours, compute_hours (no goodput loss), goodput, goodput_spot, layout (tensor_parallel,
@@ -317,6 +329,16 @@ def estimate_training(w: Workload, gpu: GpuSpec, *, gpus: int | None = None, ten
                              expert_parallel=expert_parallel)
 
     step_div = (tensor_parallel or 1) * (pipeline_parallel or 1) * (context_parallel or 1)
+    fewest = isinstance(gpus, str) and gpus.strip().lower() == FEWEST
+    if isinstance(gpus, str) and not fewest:
+        raise InputError("gpus", f"must be a whole number 1..16384 or {FEWEST!r}, got {gpus!r}",
+                         accepted=f"1..16384, {FEWEST}")
+    if fewest:
+        gpus = None
+    deadline = w.deadline_hours
+    default_scale = gpus is None and not fewest and not deadline and bool(w.tokens)
+    if default_scale:
+        deadline = DEFAULT_SCALE_HOURS
     if gpus is not None:
         if not is_int(gpus) or gpus < 1:
             raise InputError("gpus", f"must be a whole number >= 1, got {gpus!r}", accepted="1..16384")
@@ -350,11 +372,14 @@ def estimate_training(w: Workload, gpu: GpuSpec, *, gpus: int | None = None, ten
                                     f"{last.usable_gib_per_gpu:.1f} GiB usable",
                              accepted="a larger GPU, --zero-stage 3, --offload optimizer, a shorter --context")
         out = _train_numbers(w, s)
-        if w.deadline_hours:
+        smallest = int(s.gpus_per_replica)
+        if deadline:
             start = counts.index(int(s.gpus_per_replica))
             best = (out["wall_hours"], s, out)
             for c in counts[start + 1:]:
-                if out["wall_hours"] <= w.deadline_hours:
+                if out["wall_hours"] <= deadline:
+                    break
+                if default_scale and c > max(DEFAULT_SCALE_MAX_GPUS, smallest):
                     break
                 cand = size(c)
                 if not cand.fits:
@@ -363,11 +388,23 @@ def estimate_training(w: Workload, gpu: GpuSpec, *, gpus: int | None = None, ten
                 s, out = cand, nums
                 if nums["wall_hours"] < best[0]:
                     best = (nums["wall_hours"], cand, nums)
-            if out["wall_hours"] > w.deadline_hours:  # none meets it: the count with the shortest wall time
+            if out["wall_hours"] > deadline:  # none meets it: the count with the shortest wall time
                 _, s, out = best
+    scale_note: tuple = ()
+    if default_scale:
+        n = out["gpus"]
+        scale_note = ((f"scale: {n:,} GPUs, the default -- the fewest of 1, 2, 4, 8 GPUs or power-of-two 8-GPU nodes "
+                       f"that finish within {DEFAULT_SCALE_HOURS / 24:g} days (at most {DEFAULT_SCALE_MAX_GPUS:,})"
+                       + ("" if out["wall_hours"] <= DEFAULT_SCALE_HOURS else
+                          f"; NOT within {DEFAULT_SCALE_HOURS / 24:g} days even at {n:,} GPUs")
+                       + f"; the fewest that hold it: {smallest:,} (--gpus fewest); --gpus N or --deadline-hours to "
+                         "choose"),)
+    elif fewest:
+        scale_note = (f"scale: {out['gpus']:,} GPUs, the fewest that hold the job (--gpus fewest)",)
+    out["scale"] = "default" if default_scale else FEWEST if fewest else "deadline" if w.deadline_hours else "given"
     if w.deadline_hours:
         out["meets_deadline"] = out["wall_hours"] <= w.deadline_hours
-    out["assumptions"] = s.assumptions + (
+    out["assumptions"] = scale_note + s.assumptions + (
         (f"deadline {w.deadline_hours:g} h: " + ("met" if out["meets_deadline"] else
          "NOT met" + (" with the GPUs given (--gpus)" if gpus is not None else
                       " even at the largest GPU count tried")) + f" with {out['gpus']:,} GPUs "

@@ -125,11 +125,39 @@ def test_fit_script_meets_the_goal_on_the_whole_set():
     cases, skipped = tf.load_cases(tf.DEFAULT_CSV)
     rows = tf.evaluate(cases)
     summ = tf.summary(rows)
-    assert summ["n"] >= 170
-    assert summ["within_20pct"] >= 0.70
+    # issue 28: the shared set and the 40 added runs (benchmarks/data/training_added.csv); goal 85 % within +-20 %
+    assert summ["n"] >= 225
+    assert summ["within_20pct"] >= 0.85
     assert 0.9 <= summ["median_estimate_over_measured"] <= 1.1
+    assert skipped["tokens/s from GPU-hours (restarts and downtime inside: a check, not fitted)"] == 7
     checks = tf.memory_checks()
     assert all(abs(c["error_pct"]) <= 5 for c in checks)
+
+
+def test_llama2_gpu_hours_at_2048_a100s():
+    # Llama 2 model card (meta-llama/llama MODEL_CARD.md): 184,320 / 368,640 / 1,720,320 A100-80GB GPU-hours for
+    # 7B / 13B / 70B on 2T tokens; at 2,048 GPUs (LLaMA-1's cluster, arXiv 2302.13971) the model's wall time x GPUs
+    # (goodput included) is within +-20 % (issue 28: it was 0.66x on 2 GPUs, MFU 0.68 under Megatron)
+    sys.path.insert(0, str(ROOT))
+    from benchmarks import training_fit as tf
+
+    llama2 = [c for c in tf.published_checks() if c["check"].startswith("Llama-2")]
+    assert len(llama2) == 3
+    for c in llama2:
+        assert c["ratio"] == pytest.approx(1.0, abs=0.20), c
+
+
+def test_llama3_405b_at_the_papers_layout():
+    # Llama 3 paper (arXiv 2407.21783) Table 4: 8,192 H100s TP8 CP1 PP16 DP64 at 430 TFLOP/s per GPU (163 tokens/s
+    # DERIVED, training_added.csv row 1015); the model at the paper's layout is within +-20 %
+    sys.path.insert(0, str(ROOT))
+    from benchmarks import training_fit as tf
+
+    cases, _ = tf.load_cases(tf.DEFAULT_CSV)
+    case = next(c for c in cases if c["row"] == "1015")
+    st = tf.estimate_case(case)
+    assert (st.layout.tp, st.layout.pp, st.layout.cp, st.layout.dp) == (8, 16, 1, 64)
+    assert st.tokens_per_second_per_gpu == pytest.approx(163.0, rel=0.20)
 
 
 def test_mfu_rises_with_model_size_and_fp8_is_faster_but_lower_mfu():
@@ -142,6 +170,117 @@ def test_mfu_rises_with_model_size_and_fp8_is_faster_but_lower_mfu():
     f8 = _tps(model="Llama-3.1-8B", gpu="H100-80GB", gpus=64, precision="fp8")
     assert f8["tokens_per_second_per_gpu"] > 1.2 * bf["tokens_per_second_per_gpu"]
     assert f8["mfu"] < bf["mfu"]
+
+
+# ----------------------------------------------------------------------------------------------- issue 28
+
+
+def test_default_scale_finishes_within_30_days_and_says_so():
+    # Llama-2-7B on 2T tokens on A100s: the fewest that hold it are 2 GPUs (7 years of wall time); the default is
+    # the fewest (power-of-two nodes) that finish within 30 days
+    res = api.estimate(model="meta-llama/Llama-2-7b-hf", task="train", tokens=2e12, gpu="A100-80GB")
+    n = res.numbers
+    assert n["scale"] == "default"
+    assert n["wall_hours"] <= 30 * 24
+    assert n["gpus"] % 8 == 0 and n["gpus"] & (n["gpus"] - 1) == 0
+    half = api.estimate(model="meta-llama/Llama-2-7b-hf", task="train", tokens=2e12, gpu="A100-80GB",
+                        gpus=n["gpus"] // 2).numbers
+    assert half["wall_hours"] > 30 * 24  # the fewest that finish in a month, not more
+    assert res.assumptions[0].startswith(f"scale: {n['gpus']:,} GPUs, the default")
+    few = api.estimate(model="meta-llama/Llama-2-7b-hf", task="train", tokens=2e12, gpu="A100-80GB",
+                       gpus="fewest").numbers
+    assert few["scale"] == "fewest" and few["gpus"] == 2 and few["wall_hours"] > 365 * 24
+    with pytest.raises(InputError) as e:
+        api.estimate(model="meta-llama/Llama-2-7b-hf", task="train", tokens=2e12, gpu="A100-80GB", gpus="most")
+    assert e.value.field == "gpus"
+
+
+def test_default_scale_is_capped():
+    # a job that needs more than 4,096 GPUs to finish in a month is shown at the cap, and says so
+    res = api.estimate(model="Llama-3.1-405B", task="train", tokens=15e12, gpu="H100-80GB")
+    assert res.numbers["gpus"] == 4096 and res.numbers["wall_hours"] > 30 * 24
+    assert "NOT within 30 days" in res.assumptions[0]
+
+
+def test_cli_gpus_fewest_and_number():
+    def run(*args):
+        out = subprocess.run([sys.executable, "-m", "gpuopt.cli", "estimate", "--model", "Llama-2-7B", "--task", "train",
+                              "--tokens", "2e11", "--gpu", "A100-80GB", "--format", "json", *args],
+                             capture_output=True, text=True, cwd=ROOT)
+        return out
+    assert json.loads(run("--gpus", "fewest").stdout)["scale"] == "fewest"
+    assert json.loads(run("--gpus", "16").stdout)["gpus"] == 16
+    bad = run("--gpus", "many")
+    assert bad.returncode == 1 and "gpus" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_moe_from_parameter_counts_is_laid_out_with_expert_parallelism():
+    # Qwen3-235B-A22B by its counts (235B total, 22B active, 128 experts; its config routes 8): the counts give
+    # 8 active experts, and 256 H100s lay it out (issue 28: it could not be, EP was tried only for named models)
+    from optimizer.sizing.specs import moe_from_params
+
+    m = moe_from_params(235e9, 22e9, 128)
+    assert m.is_moe and m.experts == 128 and m.experts_per_token == 8
+    assert m.params_active == pytest.approx(22e9, rel=0.01)
+    # the routed experts hold what the active count's dense part does not: 235B - 7.6B (attention, embeddings)
+    assert tr.expert_params(m) == pytest.approx(235e9 - 7.6e9, rel=0.05)
+    n = api.estimate(params=235e9, active_params=22e9, experts=128, task="train", tokens=1e12, gpu="H100-80GB",
+                     gpus=256).numbers
+    assert n["fits"] and n["gpus"] == 256
+    setup = tr.TrainSetup(model=m, gpu=load_gpu("H100-80GB"), network=tr.reference_network(load_gpu("H100-80GB")),
+                          seq_len=4096, global_batch_seqs=1024)
+    eps = {lay.ep for lay in tr.layouts(setup, 256)}
+    assert {1, 8, 32} <= eps
+    with pytest.raises(InputError) as e:
+        api.estimate(params=235e9, experts=128, task="train", tokens=1e12, gpu="H100-80GB")
+    assert e.value.field == "active_params"
+
+
+def test_nvl72_racks_are_one_nvlink_domain():
+    # GB200/GB300 NVL72: 72 GPUs on NVLink 5 (NVIDIA multi-node tuning guide); one NIC per GPU between racks:
+    # ConnectX-7 400 Gb/s (GB200), ConnectX-8 800 Gb/s (GB300); HGX B300: 8 x 800 Gb/s
+    gb200 = tr.reference_network(load_gpu("GB200"))
+    gb300 = tr.reference_network(load_gpu("GB300"))
+    assert (gb200.gpus_per_node, gb200.gbps_per_node) == (72, 3600.0)
+    assert (gb300.gpus_per_node, gb300.gbps_per_node) == (72, 7200.0)
+    assert tr.reference_network(load_gpu("B300")).gbps_per_node == 800.0
+    assert tr.reference_network(load_gpu("B200")).gpus_per_node == 8
+
+
+def test_expert_all_to_all_across_nodes_costs_more_than_inside_one():
+    # EP 64 on 8-GPU B200 nodes sends 56/64 of the tokens over the NICs (1/8 of the node's 400 GB/s per GPU); on a
+    # GB200 rack all 64 are on NVLink
+    m = load_model("Qwen3-30B-A3B")
+    lay = tr.TrainLayout(dp=64, ep=64, micro_batch=1)
+
+    def a2a(gpu):
+        g = load_gpu(gpu)
+        setup = tr.TrainSetup(model=m, gpu=g, network=tr.reference_network(g), seq_len=4096, global_batch_seqs=64)
+        return tr.step(setup, lay).parts_s["expert_parallel"]
+    assert a2a("B200") > 10 * a2a("GB200")
+
+
+def test_fixed_costs_slow_small_models_more():
+    # per-layer and per-step fixed times (FIT.layer_fixed_s, step_fixed_s) do not shrink with the model: a 125M
+    # model's step carries a larger share of them than a 7B's
+    st = {}
+    for p in (125e6, 7e9):
+        from optimizer.sizing.specs import model_from_params
+
+        g = load_gpu("A100-80GB")
+        setup = tr.TrainSetup(model=model_from_params(p), gpu=g, network=tr.reference_network(g), seq_len=2048,
+                              framework="fsdp", global_batch_seqs=256)
+        s = tr.step(setup, tr.TrainLayout(dp=8, zero_stage=3, micro_batch=4))
+        st[p] = (s.parts_s["fixed_per_layer"] + s.parts_s["fixed_per_step"]) / s.step_s
+    assert st[125e6] > 3 * st[7e9] > 0
+
+
+def test_blackwell_ultra_attention_is_faster():
+    # NVIDIA, "Making Softmax More Efficient with NVIDIA Blackwell Ultra": doubled SFU throughput, ~35 % more
+    # attention FPROP on GB300 than GB200 at the same tensor-core peak
+    assert tr.attention_speedup(load_gpu("GB300")) == 1.35
+    assert tr.attention_speedup(load_gpu("B300")) == 1.35
+    assert tr.attention_speedup(load_gpu("GB200")) == 1.0
 
 
 # ----------------------------------------------------------------------------------------------- layouts

@@ -161,18 +161,18 @@ class TrainFit:
 
 
 FIT = TrainFit(
-    matmul={"megatron": 0.8972, "fsdp": 0.8609},
-    elementwise={"megatron": 49.86, "fsdp": 579.69},
+    matmul={"megatron": 0.9091, "fsdp": 0.8642},
+    elementwise={"megatron": 64.17, "fsdp": 588.59},
     fp8_extra=0.00,
-    attention=0.4586,
-    overlap=0.0412,
-    tp_exposed=0.9996,
-    moe_elementwise=9.23,
-    layer_fixed_s=0.00060,
+    attention=0.4591,
+    overlap=0.0730,
+    tp_exposed=0.9987,
+    moe_elementwise=8.17,
+    layer_fixed_s=0.00070,
     moe_layer_fixed_s=0.00590,
-    step_fixed_s=0.0772,
+    step_fixed_s=0.0744,
     straggler=0.0000,
-    generation={"megatron.ampere": 0.7243, "megatron.blackwell": 0.9759, "fsdp.ampere": 1.1671, "fsdp.blackwell": 1.0},
+    generation={"megatron.ampere": 0.7166, "megatron.blackwell": 0.9664, "fsdp.ampere": 1.1671},
     source="benchmarks/training_fit.py --refit on shared/data/perf/training.csv and benchmarks/data/training_added.csv "
            "(231 runs)",
 )
@@ -468,6 +468,15 @@ def mamf(gpu: "GpuSpec", precision: str) -> tuple[float, str]:
                                 "measured NVIDIA GPUs, an estimate)")
 
 
+def generation_note(gpu: "GpuSpec", family: str, fit: TrainFit = FIT) -> str:
+    """`` x F (framework on generation)`` when :attr:`TrainFit.generation` scales the matmul share, else ``""``."""
+    from optimizer.sizing.serving import gpu_generation
+
+    gen = gpu_generation(gpu)
+    f = fit.generation.get(f"{family}.{gen}", fit.generation.get(gen, 1.0))
+    return "" if f == 1.0 else f" x {f:.3g} ({family} on {gen}; at most the ceiling)"
+
+
 def peak_flops(gpu: "GpuSpec", precision: str) -> float:
     """Dense peak FLOP/s of the training precision's matmuls (fp8: the FP8 peak; the MFU denominator, as
     llm-foundry and the NVIDIA recipes compute FP8 MFU).
@@ -516,6 +525,30 @@ def _dp_bandwidth(setup: TrainSetup, layout: TrainLayout, group: int) -> float:
     if layout.tp * group <= net.gpus_per_node:
         return link
     return min(link, net.gbps_per_node / max(1, min(layout.tp, net.gpus_per_node)))
+
+
+#: Gradient bucket of Megatron-Core's data-parallel collectives, parameters: ``max(40,000,000, 1,000,000 x dp)``
+#: ("larger DP sizes need larger buckets to ensure collectives do not become latency-bound";
+#: megatron/core/distributed/distributed_data_parallel_config.py, ``bucket_size``); PyTorch FSDP reduces per wrapped
+#: unit, of the same order for the models that need a cluster.
+DP_BUCKET_MIN_PARAMS = 40_000_000
+DP_BUCKET_PARAMS_PER_RANK = 1_000_000
+
+
+def _dp_latency_s(setup: TrainSetup, layout: TrainLayout, group: int, params: float) -> float:
+    """The latency part of one pass (a reduce-scatter or an all-gather) of the data-parallel collectives over
+    ``group`` ranks, s: NCCL's ring takes ``n - 1`` steps per bucket, each crossing the network once per node of
+    the ring, at NCCL's own network step latency (:data:`optimizer.sizing.network.NCCL_NET_STEP_LATENCY_S`,
+    22.4 us: tuning.cc base + hardware latency of a NET ring step); ``params / bucket`` buckets
+    (:data:`DP_BUCKET_MIN_PARAMS`). Grows with the ring (the scale effect of issue 28); 0 inside one node."""
+    from optimizer.sizing.network import NCCL_NET_STEP_LATENCY_S
+
+    per_node = max(1, setup.network.gpus_per_node // max(1, layout.tp * layout.cp))
+    nodes = math.ceil(group / per_node)
+    if nodes <= 1:
+        return 0.0
+    buckets = math.ceil(params / max(DP_BUCKET_MIN_PARAMS, DP_BUCKET_PARAMS_PER_RANK * group))
+    return buckets * (nodes - 1) * NCCL_NET_STEP_LATENCY_S
 
 
 def _all_to_all_s(setup: TrainSetup, layout: TrainLayout, volume: float) -> float:
@@ -639,7 +672,7 @@ def step(setup: TrainSetup, layout: TrainLayout, fit: TrainFit = FIT) -> StepTim
         # all-gathers in each forward and reduce-scatters in each backward
         stage2 = 2.0 * mbs if setup.framework == "fsdp" else mbs + 1.0
         rounds = {0: 2.0, 1: 2.0, 2: stage2, 3: 3.0 * mbs}[layout.zero_stage]
-        t_dp = rounds * per / (_dp_bandwidth(setup, layout, d) * 1e9)
+        t_dp = rounds * per / (_dp_bandwidth(setup, layout, d) * 1e9) + rounds * _dp_latency_s(setup, layout, d, p_gpu)
     dp_exposed = max(0.0, t_dp - fit.overlap * compute)
     local = p_gpu / (d if layout.zero_stage >= 1 else 1)
     t_opt = optimizer_step_bytes(setup.optimizer) * local / bw if layout.offload == "none" else 0.0

@@ -218,10 +218,16 @@ def size_training(w: Workload, gpu: GpuSpec, gpus: float, *, network: NodeNetwor
               else f", raised to {gbs_tokens:,} for one micro-batch per data-parallel rank")) + ")",
         (f"step {step_s:.3g} s at the given MFU (the model's own: {st.step_s:.3g} s = {time_parts} s); " if w.mfu
          is not None else f"step {st.step_s:.3g} s = {time_parts} (s); ") + f"compute: matmuls at {tr.FIT.matmul[fam]:.3g} x the "
-        f"{ceil_note}, attention at {tr.FIT.attention:.3g} x the bf16 ceiling, element-wise "
+        f"{ceil_note}{tr.generation_note(spec, fam)}, attention at {tr.FIT.attention:.3g} x the bf16 ceiling"
+        f"{' x ' + format(tr.attention_speedup(spec), 'g') + ' (Blackwell Ultra softmax)' if tr.attention_speedup(spec) != 1 else ''}, "
+        f"fixed {tr.FIT.layer_fixed_s * 1e3:.2g} ms per layer"
+        f"{' + ' + format(tr.FIT.moe_layer_fixed_s * 1e3, '.2g') + ' ms per MoE layer' if m.experts > 1 else ''} per "
+        f"micro-batch and {tr.FIT.step_fixed_s:.2g} s per step, element-wise "
         f"{tr.FIT.elementwise[fam] + (tr.FIT.fp8_extra if w.precision == 'fp8' else 0):.3g} B per hidden element per "
         f"token-layer over {gpu.memory_bandwidth_gbps:g} GB/s; data-parallel traffic hidden behind "
-        f"{tr.FIT.overlap:.0%} of compute; TP collectives {tr.FIT.tp_exposed:.0%} exposed ({tr.FIT.source})",
+        f"{tr.FIT.overlap:.0%} of compute, their ring latency counted (NCCL 22.4 us a network step, Megatron's "
+        f"buckets); TP collectives {tr.FIT.tp_exposed:.0%} exposed; stragglers {tr.FIT.straggler:g} x sqrt(2 ln "
+        f"nodes) of the step ({tr.FIT.source})",
         f"memory per GPU: model states as {setup.framework} counts them (optimizer.sizing.training.model_state_bytes: "
         "Megatron distributed optimizer 6 + 12/d B/param; DeepSpeed 4P + 16P/N (ZeRO-1/2), 18P/N + 4 x largest "
         "layer (ZeRO-3); FSDP 16P/N + the gathered unit), activations s*b*h*(18 + 4*I/h)/t per layer (Megatron-LM "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -571,7 +572,7 @@ def estimate(
     experts: Annotated[Optional[int], typer.Option("--experts", help="With --params: routed experts per layer of a mixture of experts (e.g. 128); needs --active-params.")] = None,
     task: Annotated[str, typer.Option(help="serve, train, finetune or lora.")] = "serve",
     gpu: Annotated[str, typer.Option(help="GPU model, e.g. A100-80GB, H100-80GB, L4.")] = "A100-80GB",
-    gpus: Annotated[Optional[str], typer.Option("--gpus", help="Training: GPUs of the job, 1-16384, or 'fewest' (the fewest that hold it). Default: the fewest (1, 2, 4, 8, then power-of-two nodes) that finish within 30 days, at most 4,096; with --deadline-hours the fewest that finish in time.")] = None,
+    gpus: Annotated[Optional[str], typer.Option("--gpus", help="Training: GPUs of the job, 1-16384, or 'fewest' (the fewest that hold it). Default: the fewest (1, 2, 4, 8, then power-of-two nodes) that finish within 30 days, at most 4,096; with --deadline-hours the fewest (1, 2, 4, ... powers of two) that finish in time.")] = None,
     tokens: Annotated[Optional[float], typer.Option(help="Training: tokens to process (e.g. 2e12).")] = None,
     tokens_per_second: Annotated[Optional[float], typer.Option("--tokens-per-second", help="Serving demand, to count replicas.")] = None,
     deadline_hours: Annotated[Optional[float], typer.Option("--deadline-hours", help="Training deadline, to count GPUs.")] = None,
@@ -632,7 +633,7 @@ def estimate(
                               output_tokens=output_tokens, scenario=scenario, ttft_slo_ms=ttft_ms,
                               tpot_slo_ms=tpot_ms, measured=measured, trace=trace,
                               micro_batch_size=micro_batch_size, activation_recompute=activation_recompute, mfu=mfu,
-                              gpus=int(gpus) if gpus and gpus.strip().isdigit() else gpus,
+                              gpus=int(gpus) if gpus and re.fullmatch(r"[0-9]+", gpus.strip()) else gpus,
                               global_batch_tokens=global_batch_tokens, optimizer=optimizer,
                               offload=offload, framework=framework, context_parallel=context_parallel,
                               expert_parallel=expert_parallel, sweep=sweep or chart is not None,

@@ -236,6 +236,67 @@ def test_moe_from_parameter_counts_is_laid_out_with_expert_parallelism():
     assert e.value.field == "active_params"
 
 
+def test_scale_rules_do_not_mix():
+    # a breaker's finds: --gpus fewest with a deadline used the deadline and called it "fewest"; --gpus N with a
+    # deadline was labelled "deadline"; a superscript digit passed str.isdigit() and raised in int()
+    with pytest.raises(InputError) as e:
+        api.estimate(model="Llama-2-7B", task="train", tokens=2e12, gpu="H100-80GB", deadline_hours=100, gpus="fewest")
+    assert e.value.field == "gpus"
+    n = api.estimate(model="Llama-2-7B", task="train", tokens=2e12, gpu="H100-80GB", deadline_hours=100,
+                     gpus=16).numbers
+    assert n["scale"] == "given" and n["meets_deadline"] is False
+    out = subprocess.run([sys.executable, "-m", "gpuopt.cli", "estimate", "--model", "Llama-2-7B", "--task", "train",
+                          "--tokens", "1e9", "--gpus", "\u00b2"], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 1 and "gpus" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("params, active, experts, field", [
+    (235e9, 22e9, 2, "experts"),        # 2 experts cannot hold 213B with 22B active: top-k would be 0.13
+    (235e9, 22e9, 100_000, "experts"),  # experts 3 wide
+    (1e12, 1e9, 64, "experts"),         # 1B active cannot route to any of 64 experts of 1T
+    (235e9, 0, 128, "active_params"),
+    (235e9, 300e9, 128, "active_params"),
+])
+def test_moe_counts_no_model_has_are_refused(params, active, experts, field):
+    from optimizer.sizing.specs import moe_from_params
+
+    with pytest.raises(InputError) as e:
+        moe_from_params(params, active, experts)
+    assert e.value.field == field
+
+
+def test_mixtral_counts_give_top2():
+    # Mixtral 8x7B: 46.7B total, 12.9B active, 8 experts, 2 per token (Mistral AI, "Mixtral of experts",
+    # arXiv 2401.04088); the counts alone give k = 2
+    from optimizer.sizing.specs import moe_from_params
+
+    m = moe_from_params(46.7e9, 12.9e9, 8)
+    assert m.experts_per_token == 2
+    assert (m.params_total, m.params_active) == (46.7e9, 12.9e9)
+
+
+def test_unmeasured_generations_are_no_faster_than_measured_ones():
+    # a breaker's find: Volta/Turing took the Hopper factor (1) while Megatron on Ampere is fitted at 0.72, so a
+    # V100 trained at a higher MFU than an A100; an unmeasured generation takes the family's lowest fitted factor
+    for fam in ("megatron", "fsdp"):
+        a100 = tr.generation_factor(load_gpu("A100-80GB"), fam)
+        for old in ("V100-32GB", "T4", "L4"):
+            assert tr.generation_factor(load_gpu(old), fam) <= max(a100, 1.0)
+    assert tr.generation_factor(load_gpu("V100-32GB"), "megatron") == tr.generation_factor(load_gpu("A100-80GB"),
+                                                                                           "megatron")
+    v100 = _tps(model="Qwen2.5-0.5B", gpu="V100-32GB", gpus=1, precision="fp16")
+    a100 = _tps(model="Qwen2.5-0.5B", gpu="A100-80GB", gpus=1, precision="fp16")
+    assert v100["mfu"] <= a100["mfu"] * 1.05
+
+
+def test_unmeasured_blackwells_take_the_b200_ceiling():
+    # stas00/ml-engineering measured B200 at 1745 of 2250 bf16 TFLOP/s (0.776); GB200/B300/GB300 have no measurement
+    for g in ("GB200", "B300", "GB300"):
+        v, note = tr.mamf(load_gpu(g), "bf16")
+        assert v == tr.MAMF[("B200 (HGX/DGX, 1000 W)", "bf16")] and "B200" in note
+    assert tr.mamf(load_gpu("GH200"), "bf16")[0] == pytest.approx(828.6 / 989, abs=1e-3)
+
+
 def test_nvl72_racks_are_one_nvlink_domain():
     # GB200/GB300 NVL72: 72 GPUs on NVLink 5 (NVIDIA multi-node tuning guide); one NIC per GPU between racks:
     # ConnectX-7 400 Gb/s (GB200), ConnectX-8 800 Gb/s (GB300); HGX B300: 8 x 800 Gb/s
@@ -514,4 +575,5 @@ def test_an_amd_gpu_without_a_matmul_measurement_takes_the_amd_one():
     for name in ("MI325X", "MI355X"):
         v, why = mamf(load_gpu(name), "bf16")
         assert v == MAMF[("Instinct MI300X", "bf16")] == 0.514 and "AMD Instinct" in why
-    assert mamf(load_gpu("GB200"), "bf16")[0] == MAMF_DEFAULT["bf16"]  # NVIDIA without a row: the NVIDIA mean
+    assert mamf(load_gpu("H20"), "bf16")[0] == MAMF_DEFAULT["bf16"]  # NVIDIA without a row: the NVIDIA mean
+    # (a Blackwell without one takes the B200's: test_unmeasured_blackwells_take_the_b200_ceiling)

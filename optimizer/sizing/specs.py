@@ -579,54 +579,83 @@ def _short_count(p: float) -> str:
     return f"{p:.3g}"
 
 
+#: Narrowest routed expert :func:`moe_from_params` builds, MLP width: Qwen3-30B-A3B's experts are 768 wide, OLMoE's
+#: 1,024, DeepSeek-V3's 2,048 (their config.json ``moe_intermediate_size``); counts that need a narrower one (tens of
+#: thousands of experts) are refused, not laid out.
+MIN_EXPERT_WIDTH = 128
+
+
 def moe_from_params(params: float, active_params: float, experts: int, experts_per_token: int | None = None,
                     name: str | None = None) -> ModelSpec:
     """A mixture-of-experts shape for a model known only by its total and active parameter counts (``--params``
     with ``--active-params`` and ``--experts``; issue 28).
 
     The attention, embeddings and layer count are those of a dense model of the *active* count
-    (:func:`model_from_params`): what a token passes through. Each layer's MLP is ``experts`` routed experts of
-    ``3 h I_e`` parameters (SwiGLU), ``k`` of them active per token:
+    (:func:`model_from_params`): what a token passes through, ``D = 2 V h + 4 h^2 L`` parameters outside the MLPs.
+    Each layer's MLP is ``E`` routed experts of ``3 h I_e`` parameters (SwiGLU), ``k`` of them active per token:
 
-    * active MLP per layer ``A_mlp = (active - 2 V h - 4 h^2 L) / L = k x 3 h I_e``;
-    * the inactive experts carry the rest: ``params - active = L (E - k) x 3 h I_e``; so
-      ``k = E x A_mlp L / (params - active + A_mlp L)`` (rounded, 1..E) unless ``experts_per_token`` is given, and
-      ``I_e = A_mlp / (3 h k)``.
+    * the total fixes the width: ``params = D + L E 3 h I_e``;
+    * the active count fixes ``k = (active - D) / (L 3 h I_e)``, rounded (1..E) unless ``experts_per_token`` is given.
 
-    Example: 235e9 total, 22e9 active, 128 experts (Qwen3-235B-A22B's counts; its config has 8 active of 128)
-    gives k = 10 -- an estimate, said in ``source``.
+    ``params_total`` and ``params_active`` are the counts given (memory and FLOPs follow them exactly). Example:
+    235e9 total, 22e9 active, 128 experts (Qwen3-235B-A22B's counts; its config routes 8 of 128) gives k = 8.
 
     Raises:
-        InputError("params" | "active_params" | "experts" | "experts_per_token"): a count that is not a finite
-            number > 0, active > total, fewer than 2 experts, top-k outside 1..experts.
+        InputError("active_params"): not a finite number > 0, above the total, or no larger than the attention and
+            embeddings of its own dense shape; ("params"): not a finite number > 0; ("experts"): not a whole number
+            >= 2, or counts no top-k of 1..E reaches (too few experts for so small an active share, or so many that
+            an expert would be narrower than :data:`MIN_EXPERT_WIDTH`); ("experts_per_token"): outside 1..E.
     """
-    dense = model_from_params(active_params, name="active")
+    try:
+        act = float(active_params)
+    except (TypeError, ValueError):
+        act = math.nan
+    if not math.isfinite(act) or act <= 0:
+        raise InputError("active_params", f"must be a number > 0, got {active_params!r}",
+                         accepted="the parameters used per token, e.g. 22e9")
     try:
         total = float(params)
-        e = int(experts)
     except (TypeError, ValueError):
-        raise InputError("experts", f"not a whole number: {experts!r}", accepted="2 or more experts per layer") from None
-    if not math.isfinite(total) or total < dense.params_total:
+        total = math.nan
+    if not math.isfinite(total) or total <= 0:
+        raise InputError("params", f"must be a number > 0, got {params!r}", accepted="a parameter count > 0, e.g. 235e9")
+    if act > total:
         raise InputError("active_params", f"the active count {active_params!r} exceeds the total {params!r}",
                          accepted="active parameters <= --params")
-    if e < 2 or e != experts:
+    if isinstance(experts, bool) or not isinstance(experts, (int, float)) or experts != int(experts) or experts < 2:
         raise InputError("experts", f"must be a whole number >= 2, got {experts!r}", accepted="2 or more experts per layer")
+    e = int(experts)
+    dense = model_from_params(act, name="active")
     h, L, v = dense.hidden_size, dense.layers, dense.vocab_size
-    a_mlp = max(1.0, (dense.params_total - 2 * v * h - 4 * h * h * L) / L)
+    outside = 2 * v * h + 4 * h * h * L  # attention and embeddings
+    if act <= outside:
+        raise InputError("active_params", f"{act:g} active parameters leave nothing for the experts: the attention "
+                         f"and embeddings of that shape ({L} layers, hidden {h}) are {outside:.3g}",
+                         accepted="a larger active count")
+    inter = (total - outside) / (L * e * 3 * h)
+    if inter < MIN_EXPERT_WIDTH:
+        raise InputError("experts", f"{e} experts would be {inter:.0f} wide (an expert MLP of at least "
+                         f"{MIN_EXPERT_WIDTH}); the counts do not describe a mixture of experts of that many",
+                         accepted="fewer experts")
+    k_raw = (act - outside) / (L * 3 * h * inter)
     if experts_per_token is None:
-        k = max(1, min(e, round(e * a_mlp * L / (total - dense.params_total + a_mlp * L))))
+        if not 0.5 <= k_raw <= e:
+            raise InputError("experts", f"with {e} experts of width {inter:.0f} the active count {act:g} is "
+                             f"{k_raw:.2f} experts per token: no whole top-k of 1..{e} reaches it",
+                             accepted="more experts, or a larger active count")
+        k = max(1, min(e, round(k_raw)))
     else:
-        k = int(experts_per_token)
-        if k != experts_per_token or not 1 <= k <= e:
+        k = experts_per_token
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= e:
             raise InputError("experts_per_token", f"must be 1..{e}, got {experts_per_token!r}", accepted=f"1..{e}")
-    inter = max(1, round(a_mlp / (3 * h * k)))
-    label = _short_count(total) + "-A" + _short_count(dense.params_total)
+    width = max(1, round(inter))
+    label = _short_count(total) + "-A" + _short_count(act)
     return dataclasses.replace(
-        dense, name=name or f"~{label} MoE (estimated)", params_total=total, is_moe=True, experts=e,
-        experts_per_token=k, moe_intermediate_size=inter, intermediate_size=inter,
-        source=(f"estimated from the parameter counts (optimizer.sizing.specs.moe_from_params: the dense shape of "
-                f"the {_short_count(dense.params_total)} active, {e} experts of MLP width {inter}, {k} active"
-                + ("" if experts_per_token is not None else " -- derived from the counts") + ")"))
+        dense, name=name or f"~{label} MoE (estimated)", params_total=total, params_active=act, is_moe=True,
+        experts=e, experts_per_token=k, moe_intermediate_size=width, intermediate_size=width,
+        source=(f"estimated from the parameter counts (optimizer.sizing.specs.moe_from_params): the dense shape of "
+                f"the {_short_count(act)} active ({L} layers, hidden {h}), {e} experts of MLP width {width}, {k} "
+                "active per token" + ("" if experts_per_token is not None else " (from the counts)")))
 
 
 def model_spec(model: str | None, params: float | None, *, active_params: float | None = None,

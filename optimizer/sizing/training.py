@@ -87,6 +87,8 @@ MAMF: dict[tuple[str, str], float] = {
     ("H100 SXM5 80GB", "fp8"): 0.709, ("H200 SXM 141GB", "fp8"): 0.734,
     ("B200 (HGX/DGX, 1000 W)", "bf16"): 0.776, ("B200 (HGX/DGX, 1000 W)", "fp8"): 0.763,
     ("Instinct MI300X", "bf16"): 0.514, ("Gaudi 2", "bf16"): 0.969,
+    ("GH200 96GB HBM3 (GPU side of Grace Hopper superchip)", "bf16"): 0.838,
+    ("GH200 144GB HBM3e (GPU side of Grace Hopper superchip)", "bf16"): 0.838,
 }
 #: Attention kernels on Blackwell Ultra (B300, GB300) run faster than the fitted fraction of the bf16 ceiling: the
 #: chip doubles the SFU throughput of the softmax's exponentials (MUFU.EX2), which bound the attention loop on Blackwell;
@@ -161,18 +163,18 @@ class TrainFit:
 
 
 FIT = TrainFit(
-    matmul={"megatron": 0.9091, "fsdp": 0.8642},
-    elementwise={"megatron": 64.17, "fsdp": 588.59},
+    matmul={"megatron": 0.8918, "fsdp": 0.8637},
+    elementwise={"megatron": 53.04, "fsdp": 591.92},
     fp8_extra=0.00,
-    attention=0.4591,
+    attention=0.4602,
     overlap=0.0730,
-    tp_exposed=0.9987,
-    moe_elementwise=8.17,
-    layer_fixed_s=0.00070,
+    tp_exposed=0.9583,
+    moe_elementwise=5.27,
+    layer_fixed_s=0.00060,
     moe_layer_fixed_s=0.00590,
-    step_fixed_s=0.0744,
+    step_fixed_s=0.0741,
     straggler=0.0000,
-    generation={"megatron.ampere": 0.7166, "megatron.blackwell": 0.9664, "fsdp.ampere": 1.1671},
+    generation={"megatron.ampere": 0.7254, "megatron.blackwell": 0.9571, "fsdp.ampere": 1.1671},
     source="benchmarks/training_fit.py --refit on shared/data/perf/training.csv and benchmarks/data/training_added.csv "
            "(231 runs)",
 )
@@ -455,6 +457,14 @@ def mamf(gpu: "GpuSpec", precision: str) -> tuple[float, str]:
     kind = "fp8" if precision == "fp8" else "bf16"
     if (gpu.spec_row, kind) in MAMF:
         return MAMF[(gpu.spec_row, kind)], f"MAMF {kind} {MAMF[(gpu.spec_row, kind)]:.3f} (stas00/ml-engineering)"
+    from optimizer.sizing.serving import gpu_generation
+
+    if gpu_generation(gpu) == "blackwell" and ("B200 (HGX/DGX, 1000 W)", kind) in MAMF:
+        # GB200, B300, GB300: the same Blackwell tensor cores as the measured B200 (a breaker's find: the NVIDIA mean,
+        # 0.819, put the unmeasured Blackwells above the measured one, 0.776)
+        v = MAMF[("B200 (HGX/DGX, 1000 W)", kind)]
+        return v, (f"MAMF {kind} {v:.3f} (no measurement for {gpu.name}: the B200's, another Blackwell; "
+                   "stas00/ml-engineering; an estimate)")
     vendor = "Instinct" if gpu.spec_row.startswith("Instinct") else None
     same = [v for (row, k), v in MAMF.items() if k == "bf16" and vendor and row.startswith(vendor)]
     if same:
@@ -468,13 +478,27 @@ def mamf(gpu: "GpuSpec", precision: str) -> tuple[float, str]:
                                 "measured NVIDIA GPUs, an estimate)")
 
 
-def generation_note(gpu: "GpuSpec", family: str, fit: TrainFit = FIT) -> str:
-    """`` x F (framework on generation)`` when :attr:`TrainFit.generation` scales the matmul share, else ``""``."""
+def generation_factor(gpu: "GpuSpec", family: str, fit: TrainFit = FIT) -> float:
+    """The factor :attr:`TrainFit.generation` puts on ``family``'s matmul share on ``gpu``'s generation: the fitted
+    one; Hopper 1 (the reference); a generation the calibration set has no run of (Volta, Turing, Ada, AMD...) the
+    family's lowest fitted factor, at most 1 -- never more efficient than a generation that was measured."""
     from optimizer.sizing.serving import gpu_generation
 
     gen = gpu_generation(gpu)
-    f = fit.generation.get(f"{family}.{gen}", fit.generation.get(gen, 1.0))
-    return "" if f == 1.0 else f" x {f:.3g} ({family} on {gen}; at most the ceiling)"
+    key = f"{family}.{gen}"
+    if key in fit.generation:
+        return fit.generation[key]
+    if gen == "hopper":
+        return 1.0
+    return min([v for k, v in fit.generation.items() if k.startswith(family + ".")] + [1.0])
+
+
+def generation_note(gpu: "GpuSpec", family: str, fit: TrainFit = FIT) -> str:
+    """`` x F (framework on generation)`` when :func:`generation_factor` scales the matmul share, else ``""``."""
+    from optimizer.sizing.serving import gpu_generation
+
+    f = generation_factor(gpu, family, fit)
+    return "" if f == 1.0 else f" x {f:.3g} ({family} on {gpu_generation(gpu)}; at most the ceiling)"
 
 
 def peak_flops(gpu: "GpuSpec", precision: str) -> float:
@@ -625,8 +649,7 @@ def step(setup: TrainSetup, layout: TrainLayout, fit: TrainFit = FIT) -> StepTim
     from optimizer.sizing.serving import gpu_generation
 
     # a share of the measured ceiling: never above it
-    gen = fit.generation.get(f"{fam}.{gpu_generation(gpu)}", fit.generation.get(gpu_generation(gpu), 1.0))
-    t_mm = f_mm * r_full / (peak * ceil_p * min(1.0, fit.matmul[fam] * gen))
+    t_mm = f_mm * r_full / (peak * ceil_p * min(1.0, fit.matmul[fam] * generation_factor(gpu, fam, fit)))
     t_attn = f_attn * (4.0 / 3.0) ** (1 if layout.recompute else 0) / (
         peak16 * ceil16 * fit.attention * attention_speedup(gpu))
     k = fit.elementwise[fam] + (fit.fp8_extra if setup.precision == "fp8" else 0.0)

@@ -226,8 +226,9 @@ def size_training(w: Workload, gpu: GpuSpec, gpus: float, *, network: NodeNetwor
         f"{tr.FIT.elementwise[fam] + (tr.FIT.fp8_extra if w.precision == 'fp8' else 0):.3g} B per hidden element per "
         f"token-layer over {gpu.memory_bandwidth_gbps:g} GB/s; data-parallel traffic hidden behind "
         f"{tr.FIT.overlap:.0%} of compute, their ring latency counted (NCCL 22.4 us a network step, Megatron's "
-        f"buckets); TP collectives {tr.FIT.tp_exposed:.0%} exposed; stragglers {tr.FIT.straggler:g} x sqrt(2 ln "
-        f"nodes) of the step ({tr.FIT.source})",
+        f"buckets); TP collectives {tr.FIT.tp_exposed:.0%} exposed"
+        + (f"; stragglers {tr.FIT.straggler:g} x sqrt(2 ln nodes) of the step" if tr.FIT.straggler else "")
+        + f" ({tr.FIT.source})",
         f"memory per GPU: model states as {setup.framework} counts them (optimizer.sizing.training.model_state_bytes: "
         "Megatron distributed optimizer 6 + 12/d B/param; DeepSpeed 4P + 16P/N (ZeRO-1/2), 18P/N + 4 x largest "
         "layer (ZeRO-3); FSDP 16P/N + the gathered unit), activations s*b*h*(18 + 4*I/h)/t per layer (Megatron-LM "
@@ -240,7 +241,9 @@ def size_training(w: Workload, gpu: GpuSpec, gpus: float, *, network: NodeNetwor
         good.describe(),
         "spot: " + good_spot.describe(),
     ]
-    if m.estimated:
+    if m.estimated and m.is_moe:
+        assumptions.append(f"{m.name}: {m.source}; tensor parallelism not checked against the heads")
+    elif m.estimated:
         assumptions.append(f"{m.name}: shape guessed from the parameter count (optimizer.sizing.specs.model_from_params): "
                            f"{m.layers} layers, hidden {m.hidden_size}, {m.heads} heads, MLP {m.intermediate_size}; "
                            "tensor parallelism not checked against the heads")
@@ -339,6 +342,9 @@ def estimate_training(w: Workload, gpu: GpuSpec, *, gpus: int | str | None = Non
     if isinstance(gpus, str) and not fewest:
         raise InputError("gpus", f"must be a whole number 1..16384 or {FEWEST!r}, got {gpus!r}",
                          accepted=f"1..16384, {FEWEST}")
+    if fewest and w.deadline_hours:
+        raise InputError("gpus", "--gpus fewest and --deadline-hours each choose the GPU count",
+                         accepted="one of --gpus fewest, --gpus N, --deadline-hours")
     if fewest:
         gpus = None
     deadline = w.deadline_hours
@@ -347,7 +353,7 @@ def estimate_training(w: Workload, gpu: GpuSpec, *, gpus: int | str | None = Non
         deadline = DEFAULT_SCALE_HOURS
     if gpus is not None:
         if not is_int(gpus) or gpus < 1:
-            raise InputError("gpus", f"must be a whole number >= 1, got {gpus!r}", accepted="1..16384")
+            raise InputError("gpus", f"must be a whole number >= 1, got {gpus!r}", accepted=f"1..16384, {FEWEST}")
         s = size(gpus)
         if not s.fits and s.tokens_per_second_per_replica <= 0:  # no layout at all
             field = "global_batch_tokens" if w.global_batch_tokens else (
@@ -407,9 +413,15 @@ def estimate_training(w: Workload, gpu: GpuSpec, *, gpus: int | str | None = Non
                          "choose"),)
     elif fewest:
         scale_note = (f"scale: {out['gpus']:,} GPUs, the fewest that hold the job (--gpus fewest)",)
-    out["scale"] = "default" if default_scale else FEWEST if fewest else "deadline" if w.deadline_hours else "given"
+    out["scale"] = ("default" if default_scale else FEWEST if fewest else "given" if gpus is not None
+                    else "deadline")
     if w.deadline_hours:
         out["meets_deadline"] = out["wall_hours"] <= w.deadline_hours
+    gbs = out["layout"].get("global_batch_tokens") or 0
+    if w.tokens and gbs and float(w.tokens) < gbs:
+        scale_note += (f"the job's {float(w.tokens):,.0f} tokens are less than one global batch ({gbs:,.0f} tokens): "
+                       "the times are pro rata of a step; a job this small runs a smaller batch "
+                       "(--global-batch-tokens)",)
     out["assumptions"] = scale_note + s.assumptions + (
         (f"deadline {w.deadline_hours:g} h: " + ("met" if out["meets_deadline"] else
          "NOT met" + (" with the GPUs given (--gpus)" if gpus is not None else

@@ -210,7 +210,12 @@ def estimate(result, fmt: str) -> None:
     from rich.table import Table
 
     con = _console()
-    con.print(f"Estimate: {result.model}, {result.task}, on {result.gpu}")
+    n = result.numbers
+    head = f"Estimate: {result.model}, {result.task}, on {result.gpu}"
+    if "layout" in n and n.get("gpus") and n.get("wall_hours") is not None:  # train/finetune: the answer first
+        head += (f": {n['gpus']:,} GPUs, {n['wall_hours']:,.0f} h ({n['wall_hours'] / 24:,.1f} days), "
+                 f"{n['gpu_hours']:,.0f} GPU-hours, MFU {n['mfu']:.0%}")
+    con.print(head)
     t = Table(show_header=True)
     t.add_column("quantity")
     t.add_column("value", justify="right")

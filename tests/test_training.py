@@ -89,7 +89,8 @@ def test_model_states_as_the_frameworks_count_them():
 
 
 def _tps(**kw) -> dict:
-    return api.estimate(task="train", tokens=1e12, **kw).numbers
+    kw.setdefault("tokens", 1e12)
+    return api.estimate(task="train", **kw).numbers
 
 
 @pytest.mark.parametrize("row, kw, measured", [
@@ -234,6 +235,33 @@ def test_moe_from_parameter_counts_is_laid_out_with_expert_parallelism():
     with pytest.raises(InputError) as e:
         api.estimate(params=235e9, experts=128, task="train", tokens=1e12, gpu="H100-80GB")
     assert e.value.field == "active_params"
+
+
+def test_default_batch_grows_with_the_job():
+    # a fresh user's find: at 4,096 B200s the 4M-token default left one micro-batch per rank (MFU 0.26); the default
+    # is 4M (Llama 2) or 2,048 tokens per GPU (Llama 3 405B: 16M on 8,192 H100s, arXiv 2407.21783 Table 4)
+    g = load_gpu("B200")
+    setup = tr.TrainSetup(model=load_model("Llama-3.1-70B"), gpu=g, network=tr.reference_network(g), seq_len=8192)
+    assert tr.default_batch_tokens(setup, 512) == 4 * 2**20
+    assert tr.default_batch_tokens(setup, 8192) == 16 * 2**20
+    big = _tps(model="Llama-3.1-70B", gpu="B200", gpus=4096, tokens=15e12)
+    assert big["layout"]["global_batch_tokens"] >= 8 * 2**20
+    assert big["mfu"] > 0.30
+
+
+def test_a_big_pipeline_bubble_is_a_warning_and_the_title_gives_the_answer():
+    # 405B on 16,384 H100s with a 4M-token batch (a quarter of Llama 3's 16M): deep pipelines, few micro-batches
+    res = api.estimate(model="Llama-3.1-405B", task="train", tokens=1e12, gpu="H100-80GB", gpus=16384,
+                       global_batch_tokens=4 * 2**20)
+    assert res.assumptions[0].startswith("WARNING: the pipeline bubble is")
+    parts = res.numbers
+    assert parts["mfu"] < 0.3
+    ok = api.estimate(model="Llama-3.1-70B", task="train", tokens=1e12, gpu="H100-80GB", gpus=512)
+    assert not any(a.startswith("WARNING: the pipeline bubble") for a in ok.assumptions)
+    out = subprocess.run([sys.executable, "-m", "gpuopt.cli", "estimate", "--model", "Llama-2-7B", "--task", "train",
+                          "--tokens", "2e12", "--gpu", "A100-80GB"], capture_output=True, text=True, cwd=ROOT)
+    head = " ".join(out.stdout.split("\n", 2)[:2])  # the title line, wrapped at the terminal's width
+    assert head.startswith("Estimate: Llama-2-7B, train, on A100-80GB: 256 GPUs,") and "GPU-hours, MFU" in head
 
 
 def test_scale_rules_do_not_mix():

@@ -118,6 +118,7 @@ def serving_rules(workloads) -> list[str]:
 def training_rules(workloads) -> list[str]:
     """One rule per train/finetune workload (issue 11): how its throughput per GPU, layout and goodput are set."""
     from optimizer.sizing import goodput as gp
+    from optimizer.sizing import training as tr
     from optimizer.sizing import effective_context, training_framework
 
     out = []
@@ -128,9 +129,10 @@ def training_rules(workloads) -> list[str]:
         out.append(
             f"training {getattr(fw, 'name', 'workload')}: {training_framework(w)}, {w.precision}, optimizer "
             f"{w.optimizer}, sequences of {effective_context(w):,} tokens, global batch "
-            + (f"{w.global_batch_tokens:,.0f}" if w.global_batch_tokens else "4M (default)")
-            + " tokens; on each offer the fastest parallel layout that fits (optimizer.sizing.training, fitted on 180 "
-            "published runs: benchmarks/training_fit.py) at the job's scale -- the GPUs that meet the deadline -- "
+            + (f"{w.global_batch_tokens:,.0f}" if w.global_batch_tokens else
+               f"4M or {tr.DEFAULT_BATCH_TOKENS_PER_GPU:,} per GPU, the larger (default)")
+            + " tokens; on each offer the fastest parallel layout that fits (optimizer.sizing.training, fitted by "
+            f"{tr.FIT.source}) at the job's scale -- the GPUs that meet the deadline -- "
             "with data-parallel traffic over the offer's fabric; work counted after goodput: failures "
             f"{gp.FAILURE_RATE_PER_GPU_HOUR:.3g} per GPU-hour (Llama 3: 419 unexpected interruptions in 54 days on "
             "16,384 H100s), checkpoints at the Young/Daly interval, restarts of "

@@ -213,8 +213,9 @@ def size_training(w: Workload, gpu: GpuSpec, gpus: float, *, network: NodeNetwor
         f"{setup.seq_len:,} = {gbs_tokens:,} tokens ({st.microbatches} micro-batches per data-parallel rank"
         + ("" if w.global_batch_tokens else
            ("; default 64 sequences, Llama 2's fine-tuning batch" if w.task == "finetune" else
-            "; default 4M tokens, Llama 2's pre-training batch")
-           + ("" if abs(gbs_tokens - tr.default_batch_tokens(setup)) <= setup.seq_len * lay.dp * lay.micro_batch
+            f"; default {tr.default_batch_tokens(setup, n):,.0f} tokens: Llama 2's 4M, or "
+            f"{tr.DEFAULT_BATCH_TOKENS_PER_GPU:,} per GPU past 2,048 GPUs as Llama 3 405B's 16M on 8,192")
+           + ("" if abs(gbs_tokens - tr.default_batch_tokens(setup, n)) <= setup.seq_len * lay.dp * lay.micro_batch
               else f", raised to {gbs_tokens:,} for one micro-batch per data-parallel rank")) + ")",
         (f"step {step_s:.3g} s at the given MFU (the model's own: {st.step_s:.3g} s = {time_parts} s); " if w.mfu
          is not None else f"step {st.step_s:.3g} s = {time_parts} (s); ") + f"compute: matmuls at {tr.FIT.matmul[fam]:.3g} x the "
@@ -241,6 +242,11 @@ def size_training(w: Workload, gpu: GpuSpec, gpus: float, *, network: NodeNetwor
         good.describe(),
         "spot: " + good_spot.describe(),
     ]
+    bubble = st.parts_s.get("pipeline_bubble", 0.0)
+    if bubble > 0.2 * st.step_s:
+        assumptions.insert(0, f"WARNING: the pipeline bubble is {bubble / st.step_s:.0%} of the step ({st.microbatches} "
+                              f"micro-batch(es) per data-parallel rank over {lay.pp} stages): a larger "
+                              "--global-batch-tokens (or fewer GPUs) keeps the GPUs busy")
     if m.estimated and m.is_moe:
         assumptions.append(f"{m.name}: {m.source}; tensor parallelism not checked against the heads")
     elif m.estimated:

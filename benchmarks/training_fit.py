@@ -221,7 +221,8 @@ def evaluate(cases: list[dict], fit=None) -> list[dict]:
                     "params_b": round(c["params_b"], 2), "gpus": c["gpus"], "measured": c["measured"],
                     "estimated": round(st.tokens_per_second_per_gpu, 1),
                     "ratio": st.tokens_per_second_per_gpu / c["measured"], "mfu": round(st.mfu, 3),
-                    "layout": st.layout.describe(), "fits": st.fits, "memory_gib": round(st.memory_gib, 1)})
+                    "layout": st.layout.describe(), "fits": st.fits, "memory_gib": round(st.memory_gib, 1),
+                    "seq_len": c["setup"].seq_len})
     return out
 
 
@@ -431,7 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     stated = [r for r in rows if r["row"] in ("1015", "1016", "1017")]
     if stated:
         print("Llama 3 405B at the paper's own layout (Table 4, fitted rows): " + "; ".join(
-            f"{r['gpus']:,} GPUs {r['estimated']:.0f} vs {r['measured']:.0f} tokens/s/GPU ({r['ratio']:.2f}x, MFU "
+            f"{r['gpus']:,} GPUs at {r['seq_len']:,} tokens {r['estimated']:.0f} vs {r['measured']:.0f} tokens/s/GPU "
+            f"({r['ratio']:.2f}x, MFU "
             f"{r['mfu']:.2f})" for r in stated))
     print("published whole-run checks (free layout search at the stated scale; not fitted):")
     for c in published_checks():

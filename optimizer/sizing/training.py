@@ -655,8 +655,6 @@ def step(setup: TrainSetup, layout: TrainLayout, fit: TrainFit = FIT) -> StepTim
     stage = math.ceil(L / pp) / L  # the slowest stage's share of the layers
     f_mm = 6.0 * m.params_active * tok / tp * stage
     f_attn = 12.0 * L * m.heads * m.head_dim * s * tok / tp * stage
-    from optimizer.sizing.serving import gpu_generation
-
     # a share of the measured ceiling: never above it
     t_mm = f_mm * r_full / (peak * ceil_p * min(1.0, fit.matmul[fam] * generation_factor(gpu, fam, fit)))
     t_attn = f_attn * (4.0 / 3.0) ** (1 if layout.recompute else 0) / (

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gpuopt.kernel.errors import InputError
+from optimizer.sizing.network import DEFAULT_NODE_NETWORK, NCCL_NET_STEP_LATENCY_S
+from optimizer.sizing.serving import gpu_generation
 
 if TYPE_CHECKING:  # pragma: no cover
     from optimizer.sizing.network import NodeNetwork
@@ -460,8 +462,6 @@ def mamf(gpu: "GpuSpec", precision: str) -> tuple[float, str]:
     kind = "fp8" if precision == "fp8" else "bf16"
     if (gpu.spec_row, kind) in MAMF:
         return MAMF[(gpu.spec_row, kind)], f"MAMF {kind} {MAMF[(gpu.spec_row, kind)]:.3f} (stas00/ml-engineering)"
-    from optimizer.sizing.serving import gpu_generation
-
     if gpu_generation(gpu) == "blackwell" and ("B200 (HGX/DGX, 1000 W)", kind) in MAMF:
         # GB200, B300, GB300: the same Blackwell tensor cores as the measured B200 (a breaker's find: the NVIDIA mean,
         # 0.819, put the unmeasured Blackwells above the measured one, 0.776)
@@ -485,8 +485,6 @@ def generation_factor(gpu: "GpuSpec", family: str, fit: TrainFit = FIT) -> float
     """The factor :attr:`TrainFit.generation` puts on ``family``'s matmul share on ``gpu``'s generation: the fitted
     one; Hopper 1 (the reference); a generation the calibration set has no run of (Volta, Turing, Ada, AMD...) the
     family's lowest fitted factor, at most 1 -- never more efficient than a generation that was measured."""
-    from optimizer.sizing.serving import gpu_generation
-
     gen = gpu_generation(gpu)
     key = f"{family}.{gen}"
     if key in fit.generation:
@@ -498,8 +496,6 @@ def generation_factor(gpu: "GpuSpec", family: str, fit: TrainFit = FIT) -> float
 
 def generation_note(gpu: "GpuSpec", family: str, fit: TrainFit = FIT) -> str:
     """`` x F (framework on generation)`` when :func:`generation_factor` scales the matmul share, else ``""``."""
-    from optimizer.sizing.serving import gpu_generation
-
     f = generation_factor(gpu, family, fit)
     return "" if f == 1.0 else f" x {f:.3g} ({family} on {gpu_generation(gpu)}; at most the ceiling)"
 
@@ -574,8 +570,6 @@ def _dp_latency_s(setup: TrainSetup, layout: TrainLayout, group: int, params: fl
     the ring, at NCCL's own network step latency (:data:`optimizer.sizing.network.NCCL_NET_STEP_LATENCY_S`,
     22.4 us: tuning.cc base + hardware latency of a NET ring step); ``params / bucket`` buckets
     (:data:`DP_BUCKET_MIN_PARAMS`). Grows with the ring (the scale effect of issue 28); 0 inside one node."""
-    from optimizer.sizing.network import NCCL_NET_STEP_LATENCY_S
-
     per_node = max(1, setup.network.gpus_per_node // max(1, layout.tp * layout.cp))
     nodes = math.ceil(group / per_node)
     if nodes <= 1:
@@ -615,9 +609,6 @@ def reference_network(gpu: "GpuSpec") -> "NodeNetwork":
 
     The calibration fit (``benchmarks/training_fit.py``) uses the same."""
     import dataclasses
-
-    from optimizer.sizing.serving import gpu_generation
-    from optimizer.sizing.network import DEFAULT_NODE_NETWORK
 
     name = (gpu.spec_row or gpu.name).upper()
     if "NVL72" in name:

@@ -28,6 +28,7 @@ The fitted constants (:data:`FIT`) come from ``benchmarks/training_fit.py --refi
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -164,22 +165,24 @@ class TrainFit:
     step_fixed_s: float = 0.0
     straggler: float = 0.0
     generation: dict = field(default_factory=dict)
+    expert_fixed_s: float = 0.0
     source: str = ""
 
 
 FIT = TrainFit(
-    matmul={"megatron": 0.8918, "fsdp": 0.8637},
-    elementwise={"megatron": 53.04, "fsdp": 591.92},
+    matmul={"megatron": 0.8237, "fsdp": 0.8666},
+    elementwise={"megatron": 32.40, "fsdp": 597.83},
     fp8_extra=0.00,
-    attention=0.4602,
-    overlap=0.0730,
-    tp_exposed=0.9583,
-    moe_elementwise=5.27,
-    layer_fixed_s=0.00060,
-    moe_layer_fixed_s=0.00590,
-    step_fixed_s=0.0741,
+    attention=0.4607,
+    overlap=0.0610,
+    tp_exposed=0.9997,
+    moe_elementwise=9.79,
+    layer_fixed_s=0.00000,
+    moe_layer_fixed_s=0.00203,
+    expert_fixed_s=0.000298,
+    step_fixed_s=0.0787,
     straggler=0.0000,
-    generation={"megatron.ampere": 0.7254, "megatron.blackwell": 0.9571, "fsdp.ampere": 1.1671},
+    generation={"megatron.ampere": 0.7572, "megatron.blackwell": 0.9981, "fsdp.ampere": 1.1671},
     source="benchmarks/training_fit.py --refit on shared/data/perf/training.csv and benchmarks/data/training_added.csv "
            "(231 runs)",
 )
@@ -449,6 +452,13 @@ def memory_per_gpu(setup: TrainSetup, layout: TrainLayout) -> dict:
                                 optimizer=setup.optimizer, offload=layout.offload, largest_layer=0.0)
         for k in ("weights", "gradients", "optimizer_states"):
             parts[k] += exp[k]
+    if layout.zero_stage == 2 and layout.pp > 1:
+        # under a pipeline schedule the gradients accumulate unsharded over the micro-batches and are
+        # reduce-scattered on the last one (PyTorch pipelining, stage.py backward_maybe_with_nosync: "we need to
+        # accumulate gradients on previous steps and reduce them on the last step"; Megatron's distributed
+        # optimizer alike): the stage's whole gradient buffer is held
+        parts["gradients"] = dense["gradients"] * d + (
+            exp["gradients"] * max(1, d // layout.ep) if p_exp > 0 else 0.0)
     parts["activations"] = activation_bytes(setup, layout)
     return parts
 
@@ -672,7 +682,9 @@ def step(setup: TrainSetup, layout: TrainLayout, fit: TrainFit = FIT) -> StepTim
         t_ep = _all_to_all_s(setup, layout, 4.0 * tok * m.experts_per_token * m.hidden_size * 2.0 / tp
                              * moe_layers * stage)
     # fixed per layer and micro-batch (forward + backward; recompute runs the forward again)
-    t_fixed = (fit.layer_fixed_s * L + fit.moe_layer_fixed_s * moe_layers) * stage * r_full
+    local_experts = m.experts / max(1, ep) if m.experts > 1 else 0.0
+    t_fixed = (fit.layer_fixed_s * L + (fit.moe_layer_fixed_s + fit.expert_fixed_s * local_experts) * moe_layers
+               ) * stage * r_full
     t_mb = t_mm + t_attn + t_elem + t_moe + t_tp + t_cp + t_ep + t_fixed
     mbs = _microbatches(setup, layout)
     gbs = layout.dp * layout.micro_batch * mbs
@@ -680,22 +692,31 @@ def step(setup: TrainSetup, layout: TrainLayout, fit: TrainFit = FIT) -> StepTim
     t_p2p = 0.0
     if pp > 1:
         hop_bw = setup.network.gbps_per_node / max(1, setup.network.gpus_per_node) if layout.gpus > setup.network.gpus_per_node else (gpu.link_gbps_one_way or 16.0)
-        t_p2p = 2.0 * tok * m.hidden_size * 2.0 / tp / (hop_bw * 1e9)
+        # each of the vp model chunks sends its activations on (forward) and their gradients back: the interleaved
+        # schedule multiplies the point-to-point volume by vp (Narayanan et al. 2021, s.2.2.2)
+        t_p2p = 2.0 * vp * tok * m.hidden_size * 2.0 / tp / (hop_bw * 1e9)
     bubble = (pp - 1) / vp * (t_mb + t_p2p) if pp > 1 else 0.0
     compute = mbs * (t_mb + t_p2p)
     # data parallel: gradients reduce-scattered / all-reduced and parameters all-gathered over dp x cp ranks
-    p_gpu, _ = _shard_params(m, layout)
+    p_gpu, p_exp = _shard_params(m, layout)
     d = layout.dp * cp
+    # experts' parameters reduce over their own data-parallel group, the dp x cp / ep ranks holding the same experts,
+    # strided by tp x ep (Megatron-Core's expert-data-parallel group): past one node each of its rings runs through
+    # one GPU's share of the NICs (EP 8 on 8-GPU nodes: one GPU a node)
+    d_e = max(1, d // max(1, ep)) if p_exp > 0 else 1
     t_dp = 0.0
-    if d > 1:
-        per = (d - 1) / d * 2.0 * p_gpu
-        # stage 2: DeepSpeed/Megatron reduce-scatter each micro-batch and all-gather once; FSDP SHARD_GRAD_OP
-        # all-gathers in each forward and reduce-scatters in each backward
-        stage2 = 2.0 * mbs if setup.framework == "fsdp" else mbs + 1.0
-        rounds = {0: 2.0, 1: 2.0, 2: stage2, 3: 3.0 * mbs}[layout.zero_stage]
-        t_dp = rounds * per / (_dp_bandwidth(setup, layout, d) * 1e9) + rounds * _dp_latency_s(setup, layout, d, p_gpu)
+    # stage 2: DeepSpeed/Megatron reduce-scatter each micro-batch and all-gather once; FSDP SHARD_GRAD_OP
+    # all-gathers in each forward and reduce-scatters in each backward
+    stage2 = 2.0 * mbs if setup.framework == "fsdp" else mbs + 1.0
+    if pp > 1:  # a pipeline schedule syncs gradients on the last micro-batch only (see memory_per_gpu)
+        stage2 = 2.0
+    rounds = {0: 2.0, 1: 2.0, 2: stage2, 3: 3.0 * mbs}[layout.zero_stage]
+    for params, group, lay in ((p_gpu - p_exp, d, layout), (p_exp, d_e, dataclasses.replace(layout, tp=tp * ep))):
+        if group > 1 and params > 0:
+            t_dp += rounds * ((group - 1) / group * 2.0 * params / (_dp_bandwidth(setup, lay, group) * 1e9)
+                              + _dp_latency_s(setup, lay, group, params))
     dp_exposed = max(0.0, t_dp - fit.overlap * compute)
-    local = p_gpu / (d if layout.zero_stage >= 1 else 1)
+    local = (p_gpu - p_exp) / (d if layout.zero_stage >= 1 else 1) + p_exp / (d_e if layout.zero_stage >= 1 else 1)
     t_opt = optimizer_step_bytes(setup.optimizer) * local / bw if layout.offload == "none" else 0.0
     t_off = 0.0
     if layout.offload != "none":  # gradients down, updated 16-bit weights up the PCIe link, not overlapped

@@ -105,6 +105,23 @@ def attention_speedup(gpu: "GpuSpec") -> float:
     return ATTENTION_SPEEDUP["blackwell-ultra"] if "blackwell ultra" in (gpu.architecture or "").lower() else 1.0
 
 
+#: Attention throughput by head dimension, relative to 128: FlashAttention-3's forward pass on an H100 (BF16) reaches
+#: 476-497 TFLOPs/s at head dim 64 where it reaches 638-648 at 128 and 612-642 at 256, sequence lengths 4k-16k (Shah et
+#: al. 2024, arXiv 2407.08608, Fig. "Attention forward speed, head dim 64/128/256 (H100 80GB SXM5)"): 0.75 at 64 and
+#: below, 1 at 128 and above, linear between (the fit's attention fraction is of 128-wide heads: all runs but one model).
+ATTENTION_HEAD_DIM = ((64, 0.75), (128, 1.0))
+
+
+def attention_head_dim_factor(head_dim: int) -> float:
+    """Attention speed at ``head_dim`` relative to 128-wide heads (:data:`ATTENTION_HEAD_DIM`, FlashAttention-3)."""
+    (d0, f0), (d1, f1) = ATTENTION_HEAD_DIM
+    if head_dim <= d0:
+        return f0
+    if head_dim >= d1:
+        return f1
+    return f0 + (f1 - f0) * (head_dim - d0) / (d1 - d0)
+
+
 #: A GPU without a measured ceiling: the mean of the NVIDIA ones measured (bf16: A100 SXM/PCIe, H100, GH200, B200 =
 #: 0.819; fp8: H100, H200, B200 = 0.735) -- an estimate, said so in the assumptions.
 MAMF_DEFAULT = {"bf16": 0.819, "fp8": 0.735}
@@ -170,19 +187,19 @@ class TrainFit:
 
 
 FIT = TrainFit(
-    matmul={"megatron": 0.8237, "fsdp": 0.8666},
-    elementwise={"megatron": 32.40, "fsdp": 597.83},
+    matmul={"megatron": 0.8274, "fsdp": 0.8667},
+    elementwise={"megatron": 35.34, "fsdp": 595.48},
     fp8_extra=0.00,
-    attention=0.4607,
-    overlap=0.0610,
-    tp_exposed=0.9997,
-    moe_elementwise=9.79,
+    attention=0.4578,
+    overlap=0.0598,
+    tp_exposed=0.9996,
+    moe_elementwise=11.24,
     layer_fixed_s=0.00000,
-    moe_layer_fixed_s=0.00203,
-    expert_fixed_s=0.000298,
-    step_fixed_s=0.0787,
+    moe_layer_fixed_s=0.00169,
+    expert_fixed_s=0.000314,
+    step_fixed_s=0.0785,
     straggler=0.0000,
-    generation={"megatron.ampere": 0.7572, "megatron.blackwell": 0.9981, "fsdp.ampere": 1.1671},
+    generation={"megatron.ampere": 0.7547, "megatron.blackwell": 0.9912, "fsdp.ampere": 1.1671},
     source="benchmarks/training_fit.py --refit on shared/data/perf/training.csv and benchmarks/data/training_added.csv "
            "(231 runs)",
 )
@@ -201,7 +218,9 @@ class TrainLayout:
     nodes): Megatron-Core's default order. ``ep`` divides ``dp x cp`` (experts are spread over data-parallel ranks);
     ``vp`` virtual stages per pipeline rank (interleaved 1F1B); ``zero_stage`` shards optimizer states (1), gradients
     (2) and parameters (3) over the ``dp x cp`` ranks; ``micro_batch`` sequences per micro-batch; ``recompute`` full
-    activation recomputation; ``offload`` one of :data:`OFFLOADS`.
+    activation recomputation -- of every layer, or with ``recompute_layers`` > 0 of that many layers per pipeline
+    stage, the rest keeping their activations (Megatron-Core ``--recompute-granularity full --recompute-method block
+    --recompute-num-layers N``); ``offload`` one of :data:`OFFLOADS`.
     """
 
     tp: int = 1
@@ -214,23 +233,33 @@ class TrainLayout:
     micro_batch: int = 1
     recompute: bool = False
     offload: str = "none"
+    recompute_layers: int = 0
 
     @property
     def gpus(self) -> int:
         return self.tp * self.pp * self.dp * self.cp
+
+    def recompute_share(self, layers: int) -> float:
+        """Share of a stage's layers recomputed in the backward pass (0..1) for a model of ``layers`` layers."""
+        if not self.recompute:
+            return 0.0
+        stage = math.ceil(layers / self.pp)
+        return min(1.0, self.recompute_layers / stage) if self.recompute_layers else 1.0
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainLayout":
         """The layout of an :meth:`as_dict` mapping (extra keys, e.g. framework or precision, are ignored)."""
         return cls(tp=d["tensor_parallel"], pp=d["pipeline_parallel"], dp=d["data_parallel"],
                    cp=d["context_parallel"], ep=d["expert_parallel"], vp=d["virtual_stages"], zero_stage=d["zero_stage"],
-                   micro_batch=d["micro_batch_size"], recompute=d["activation_recompute"], offload=d["offload"])
+                   micro_batch=d["micro_batch_size"], recompute=d["activation_recompute"], offload=d["offload"],
+                   recompute_layers=d.get("recompute_layers", 0))
 
     def as_dict(self) -> dict:
         return {"tensor_parallel": self.tp, "pipeline_parallel": self.pp, "data_parallel": self.dp,
                 "context_parallel": self.cp, "expert_parallel": self.ep, "virtual_stages": self.vp,
                 "zero_stage": self.zero_stage, "micro_batch_size": self.micro_batch,
-                "activation_recompute": self.recompute, "offload": self.offload}
+                "activation_recompute": self.recompute, "offload": self.offload,
+                "recompute_layers": self.recompute_layers if self.recompute else 0}
 
     def describe(self) -> str:
         parts = [f"TP{self.tp}", f"PP{self.pp}" + (f"x{self.vp}v" if self.vp > 1 else ""), f"DP{self.dp}"]
@@ -238,8 +267,11 @@ class TrainLayout:
             parts.append(f"CP{self.cp}")
         if self.ep > 1:
             parts.append(f"EP{self.ep}")
-        text = " ".join(parts) + f", ZeRO-{self.zero_stage}, micro-batch {self.micro_batch}, " + (
-            "full recompute" if self.recompute else "no full recompute")
+        if self.recompute and self.recompute_layers:
+            rec = f"full recompute of {self.recompute_layers} layers a stage"
+        else:
+            rec = "full recompute" if self.recompute else "no full recompute"
+        text = " ".join(parts) + f", ZeRO-{self.zero_stage}, micro-batch {self.micro_batch}, " + rec
         return text + (f", offload {self.offload}" if self.offload != "none" else "")
 
 
@@ -415,7 +447,8 @@ def activation_bytes(setup: TrainSetup, layout: TrainLayout) -> float:
     in_flight = min(layout.pp, mbs) if layout.pp > 1 else 1
     penalty = 1.0 + (layout.pp - 1) / (layout.pp * layout.vp) if layout.pp > 1 and layout.vp > 1 else 1.0
     if layout.recompute:
-        stored = 2.0 * s * b * h / t * stage_layers * in_flight * penalty
+        n_rec = min(stage_layers, layout.recompute_layers) if layout.recompute_layers else stage_layers
+        stored = (2.0 * s * b * h / t * n_rec + per_layer * (stage_layers - n_rec)) * in_flight * penalty
         acts = stored + per_layer
     else:
         acts = per_layer * stage_layers * in_flight * penalty
@@ -652,14 +685,15 @@ def step(setup: TrainSetup, layout: TrainLayout, fit: TrainFit = FIT) -> StepTim
     L = m.layers
     tp, pp, cp, ep, vp = layout.tp, layout.pp, layout.cp, layout.ep, layout.vp
     tok = layout.micro_batch * s / cp  # tokens of one micro-batch on one GPU (before the TP split of the matmuls)
-    r_full = 4.0 / 3.0 if layout.recompute else 1.0
+    share = layout.recompute_share(L)
+    r_full = 1.0 + share / 3.0  # recomputed layers run their forward again
     stage = math.ceil(L / pp) / L  # the slowest stage's share of the layers
     f_mm = 6.0 * m.params_active * tok / tp * stage
     f_attn = 12.0 * L * m.heads * m.head_dim * s * tok / tp * stage
     # a share of the measured ceiling: never above it
     t_mm = f_mm * r_full / (peak * ceil_p * min(1.0, fit.matmul[fam] * generation_factor(gpu, fam, fit)))
-    t_attn = f_attn * (4.0 / 3.0) ** (1 if layout.recompute else 0) / (
-        peak16 * ceil16 * fit.attention * attention_speedup(gpu))
+    t_attn = f_attn * r_full / (
+        peak16 * ceil16 * fit.attention * attention_speedup(gpu) * attention_head_dim_factor(m.head_dim))
     k = fit.elementwise[fam] + (fit.fp8_extra if setup.precision == "fp8" else 0.0)
     t_elem = k * L * stage * tok * m.hidden_size / tp * r_full / bw
     moe_layers = L if m.experts > 1 else 0
@@ -668,7 +702,7 @@ def step(setup: TrainSetup, layout: TrainLayout, fit: TrainFit = FIT) -> StepTim
     t_tp = 0.0
     if tp > 1:
         link = gpu.link_gbps_one_way or 16.0
-        colls = 8 + (4 if layout.recompute else 0)
+        colls = 8 + 4 * share
         t_tp = fit.tp_exposed * colls * (tp - 1) / tp * tok * m.hidden_size * 2.0 * L * stage / (link * 1e9)
     # context parallel (ring attention): K and V chunks passed cp-1 times forward, K, V and their grads backward
     t_cp = 0.0
@@ -836,6 +870,30 @@ def layouts(setup: TrainSetup, gpus: int, *, tp: int | None = None, pp: int | No
     return out
 
 
+def least_recompute(setup: TrainSetup, layout: TrainLayout, fit: TrainFit = FIT) -> StepTime | None:
+    """The step of ``layout`` (full recompute of every layer) with the fewest layers per stage recomputed that still
+    fits memory (Megatron-Core's block recompute, ``--recompute-num-layers``); None when no partial one fits or the
+    layout does not recompute. Activation memory falls linearly with the recomputed layers (:func:`activation_bytes`),
+    so the count is solved, then checked."""
+    stage = math.ceil(setup.model.layers / layout.pp)
+    if not layout.recompute or layout.recompute_layers or stage < 2:
+        return None
+    usable = setup.gpu.memory_gib * GIB * setup.usable_fraction
+    one = sum(memory_per_gpu(setup, dataclasses.replace(layout, recompute_layers=1)).values())
+    full = sum(memory_per_gpu(setup, layout).values())
+    if one <= usable:
+        n = 1
+    else:
+        per_layer = (one - full) / (stage - 1)
+        if per_layer <= 0:
+            return None
+        n = 1 + math.ceil((one - usable) / per_layer - 1e-9)
+    if n >= stage:
+        return None
+    st = step(setup, dataclasses.replace(layout, recompute_layers=n), fit)
+    return st if st.fits else None
+
+
 def search(setup: TrainSetup, gpus: int, **fixed) -> tuple[StepTime | None, StepTime | None, int]:
     """The fastest layout of ``gpus`` GPUs that fits memory, the smallest-memory layout tried (to say why nothing
     fits), and how many layouts were tried. ``fixed``: keyword arguments of :func:`layouts`.
@@ -849,10 +907,13 @@ def search(setup: TrainSetup, gpus: int, **fixed) -> tuple[StepTime | None, Step
     peak_flops(setup.gpu, setup.precision)
     best = smallest = None
     cands = layouts(setup, gpus, **fixed)
+    partial = fixed.get("recompute") is None  # a recompute the user did not fix may cover only some layers
     for lay in cands:
         st = step(setup, lay)
         if smallest is None or st.memory_bytes < smallest.memory_bytes:
             smallest = st
+        if st.fits and partial and lay.recompute:
+            st = least_recompute(setup, lay) or st
         if st.fits and (best is None or st.tokens_per_second_per_gpu > best.tokens_per_second_per_gpu * (1 + 1e-12)):
             best = st
     return best, smallest, len(cands)

@@ -225,8 +225,9 @@ class SizingItem(_Open):
                           "prefill_utilization, decode_batch")
     layout: Optional[dict[str, Any]] = Field(None, description="train/finetune: tensor_parallel, pipeline_parallel, "
                                              "data_parallel, context_parallel, expert_parallel, virtual_stages, "
-                                             "zero_stage, micro_batch_size, activation_recompute, offload, recompute_layers (layers a stage recomputed "
-                                             "when not all: Megatron-Core block recompute)")
+                                             "zero_stage, micro_batch_size, activation_recompute, offload, "
+                                             "recompute_layers (layers a stage recomputed when not all: "
+                                             "Megatron-Core block recompute)")
     layout_text: Optional[str] = None
     framework: Optional[Literal["megatron", "fsdp", "deepspeed"]] = None
     mfu: Optional[Annotated[float, Field(ge=0.0, le=1.0)]] = None

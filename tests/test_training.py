@@ -128,7 +128,7 @@ def test_fit_script_meets_the_goal_on_the_whole_set():
     summ = tf.summary(rows)
     # issue 28: the shared set and the 40 added runs (benchmarks/data/training_added.csv); goal 85 % within +-20 %
     assert summ["n"] >= 225
-    assert summ["within_20pct"] >= 0.85
+    assert summ["within_20pct"] >= 0.88  # README: 89.2 % (issue 28's goal 85 %)
     assert 0.9 <= summ["median_estimate_over_measured"] <= 1.1
     assert skipped["tokens/s from GPU-hours (restarts and downtime inside: a check, not fitted)"] == 7
     checks = tf.memory_checks()
@@ -159,6 +159,14 @@ def test_llama3_405b_at_the_papers_layout():
     st = tf.estimate_case(case)
     assert (st.layout.tp, st.layout.pp, st.layout.cp, st.layout.dp) == (8, 16, 1, 64)
     assert st.tokens_per_second_per_gpu == pytest.approx(163.0, rel=0.20)
+    # Table 4's other two stages: 16,384 GPUs at 8k (400 TFLOP/s, 151.6 tokens/s) and at 128k context (380 TFLOP/s,
+    # rows 1016-1017, DERIVED): also within +-20 % at the paper's layout
+    for row in ("1016", "1017"):
+        c = next(c for c in cases if c["row"] == row)
+        assert tf.estimate_case(c).tokens_per_second_per_gpu == pytest.approx(c["measured"], rel=0.20), row
+    # and the free layout search at the stated scale (43 % / 41 % BF16 MFU, Table 4)
+    llama3 = [c for c in tf.published_checks() if c["check"].startswith("Llama-3.1-405B")]
+    assert len(llama3) == 2 and all(c["ratio"] == pytest.approx(1.0, abs=0.20) for c in llama3), llama3
 
 
 def test_mfu_rises_with_model_size_and_fp8_is_faster_but_lower_mfu():
@@ -347,6 +355,105 @@ def test_expert_all_to_all_across_nodes_costs_more_than_inside_one():
         setup = tr.TrainSetup(model=m, gpu=g, network=tr.reference_network(g), seq_len=4096, global_batch_seqs=64)
         return tr.step(setup, lay).parts_s["expert_parallel"]
     assert a2a("B200") > 10 * a2a("GB200")
+
+
+def _moe_setup(gpu="B200", seq=4096, batch=512):
+    m = load_model("gpt-oss-120b")
+    g = load_gpu(gpu)
+    return m, tr.TrainSetup(model=m, gpu=g, network=tr.reference_network(g), seq_len=seq, global_batch_seqs=batch)
+
+
+def test_experts_reduce_their_gradients_over_the_expert_data_parallel_group():
+    # Megatron-Core: expert parameters are reduced over the ranks holding the same experts (dp x cp / ep), strided by
+    # tp x ep: at EP 8 on 8-GPU nodes that group has one GPU a node, and each of its rings gets one GPU's NIC share
+    # (400 GB/s / 8); at EP 64 every GPU holds its own experts and reduces none of them
+    m, setup = _moe_setup()
+    ep8 = tr.TrainLayout(dp=64, ep=8, micro_batch=4)
+    st8 = tr.step(setup, ep8)
+    p_gpu, p_exp = tr._shard_params(m, ep8)
+    dense = 2.0 * (63 / 64) * 2.0 * (p_gpu - p_exp) / (400e9) + 2.0 * tr._dp_latency_s(setup, ep8, 64, p_gpu - p_exp)
+    lay_e = tr.TrainLayout(tp=8, dp=64, ep=8, micro_batch=4)
+    experts = 2.0 * (7 / 8) * 2.0 * p_exp / (50e9) + 2.0 * tr._dp_latency_s(setup, lay_e, 8, p_exp)
+    assert st8.parts_s["data_parallel_total"] == pytest.approx(dense + experts, rel=1e-9)
+    assert experts > 5 * dense  # the experts' 14.6B parameters a GPU dominate
+    st64 = tr.step(setup, tr.TrainLayout(dp=64, ep=64, micro_batch=4))
+    assert st64.parts_s["data_parallel_total"] < st8.parts_s["data_parallel_total"] / 5
+
+
+def test_a_fixed_time_per_local_expert():
+    # FIT.expert_fixed_s per expert a GPU holds, per MoE layer and micro-batch: EP 8 holds 16 of 128 experts, EP 64
+    # two, so the fixed part differs by 14 x 36 layers x that time per micro-batch
+    m, setup = _moe_setup()
+    a = tr.step(setup, tr.TrainLayout(dp=64, ep=8, micro_batch=4))
+    b = tr.step(setup, tr.TrainLayout(dp=64, ep=64, micro_batch=4))
+    assert a.microbatches == b.microbatches == 2
+    diff = (a.parts_s["fixed_per_layer"] - b.parts_s["fixed_per_layer"]) / a.microbatches
+    assert diff == pytest.approx(tr.FIT.expert_fixed_s * (16 - 2) * m.layers, rel=1e-9)
+    assert 1e-4 < tr.FIT.expert_fixed_s < 1e-3
+
+
+def test_zero2_under_a_pipeline_syncs_once_a_step():
+    # PyTorch pipelining (stage.py, backward_maybe_with_nosync): "we need to accumulate gradients on previous steps
+    # and reduce them on the last step" -- ZeRO-2 under PP moves what ZeRO-1 does and holds the whole gradient buffer
+    m = load_model("Llama-3.1-70B")
+    g = load_gpu("H100-80GB")
+    setup = tr.TrainSetup(model=m, gpu=g, network=tr.reference_network(g), seq_len=8192, global_batch_seqs=256)
+    z1, z2 = (tr.step(setup, tr.TrainLayout(tp=8, pp=4, dp=8, zero_stage=z)) for z in (1, 2))
+    assert z1.microbatches == 32
+    assert z2.parts_s["data_parallel_total"] == pytest.approx(z1.parts_s["data_parallel_total"], rel=1e-12)
+    assert z2.memory["gradients"] == pytest.approx(z1.memory["gradients"], rel=1e-12)
+    # without a pipeline it reduce-scatters every micro-batch (DeepSpeed ZeRO-2): 8 micro-batches + 1 all-gather =
+    # 9 rounds where ZeRO-1 moves 2, and holds a 1/32 shard of the gradients
+    n1, n2 = (tr.step(setup, tr.TrainLayout(tp=8, dp=32, zero_stage=z)) for z in (1, 2))
+    assert n1.microbatches == 8
+    assert n2.parts_s["data_parallel_total"] == pytest.approx(9 / 2 * n1.parts_s["data_parallel_total"], rel=1e-12)
+    assert n2.memory["gradients"] < n1.memory["gradients"] / 10
+
+
+def test_interleaving_multiplies_the_pipeline_point_to_point():
+    # Narayanan et al. 2021 s.2.2.2: with v model chunks a rank "the amount of communication also increases by v"
+    m = load_model("Llama-3.1-70B")
+    g = load_gpu("H100-80GB")
+    setup = tr.TrainSetup(model=m, gpu=g, network=tr.reference_network(g), seq_len=8192, global_batch_seqs=256)
+    p1, p4 = (tr.step(setup, tr.TrainLayout(tp=8, pp=4, dp=8, vp=v)).parts_s["pipeline_p2p"] for v in (1, 4))
+    assert p4 == pytest.approx(4 * p1, rel=1e-12) and p1 > 0
+
+
+def test_block_recompute_of_the_fewest_layers_that_fit():
+    # Megatron-Core --recompute-method block --recompute-num-layers N: recompute N layers a stage, keep the rest;
+    # Llama-3-70B on 64 GB300s (NeMo's Megatron-FSDP run, calibration row 257, 5,003 tokens/s) does not fit without
+    # recompute at micro-batch 2 x 8k, and needs only part of it
+    m = load_model("Llama-3.1-70B")
+    g = load_gpu("GB300")
+    setup = tr.TrainSetup(model=m, gpu=g, network=tr.reference_network(g), seq_len=8192, precision="fp8",
+                          global_batch_seqs=256)
+    base = tr.TrainLayout(dp=64, zero_stage=3, micro_batch=2)
+    none = tr.step(setup, base)
+    full = tr.step(setup, tr.TrainLayout(dp=64, zero_stage=3, micro_batch=2, recompute=True))
+    part = tr.least_recompute(setup, full.layout)
+    assert not none.fits and full.fits and part is not None and part.fits
+    n = part.layout.recompute_layers
+    assert 0 < n < m.layers
+    assert not tr.step(setup, tr.TrainLayout(dp=64, zero_stage=3, micro_batch=2, recompute=True,
+                                             recompute_layers=n - 1)).fits
+    assert full.tokens_per_second_per_gpu < part.tokens_per_second_per_gpu < none.tokens_per_second_per_gpu
+    assert f"full recompute of {n} layers a stage" in part.layout.describe()
+    assert tr.TrainLayout.from_dict(part.layout.as_dict()) == part.layout
+    # the search takes it when the recompute is not fixed, and keeps every layer when the user asks for recompute
+    best, _, _ = tr.search(setup, 64, zero_stage=3, micro_batch=2, tp=1, pp=1, cp=1)
+    assert best.layout.recompute and 0 < best.layout.recompute_layers < m.layers
+    fixed, _, _ = tr.search(setup, 64, zero_stage=3, micro_batch=2, tp=1, pp=1, cp=1, recompute=True)
+    assert fixed.layout.recompute_layers == 0
+
+
+def test_attention_at_head_dim_64_is_slower():
+    # FlashAttention-3 (arXiv 2407.08608), H100 BF16 forward, 4k-16k tokens: 476-497 TFLOP/s at head dim 64 against
+    # 638-648 at 128 and 612-642 at 256
+    assert tr.attention_head_dim_factor(64) == 0.75
+    assert tr.attention_head_dim_factor(32) == 0.75
+    assert tr.attention_head_dim_factor(96) == pytest.approx(0.875)
+    assert tr.attention_head_dim_factor(128) == tr.attention_head_dim_factor(256) == 1.0
+    assert 476 / 648 <= tr.attention_head_dim_factor(64) <= 497 / 638
 
 
 def test_fixed_costs_slow_small_models_more():

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from gpuopt.kernel.documents import VERSIONS, DictResult, envelope, frame
 from gpuopt.kernel.errors import InputError
-from gpuopt.kernel.records import PRICING_MODELS, short_source
+from gpuopt.kernel.records import PRICING_MODELS
+from gpuopt.price_age import old_quote_notes as _old_quotes, oldest_price_note
+from gpuopt.price_age import price_age_days as _price_age_days, price_provenance as _price_provenance, rows_by_age
 from gpuopt.plan_inputs import check_regions, checkpoint_notes, owned_commitments, trace_lengths, trace_mix
 from optimizer.review import ReviewResult as _PlannedReview
 
@@ -28,16 +30,6 @@ log = logging.getLogger("gpuopt")
 
 
 # ----------------------------------------------------------------------------------------------- prices
-def _price_age_days(as_of: str | None, today: _dt.date | None = None) -> float | None:
-    if not as_of:
-        return None
-    try:
-        d = _dt.date.fromisoformat(str(as_of)[:10])
-    except ValueError:
-        return None
-    return float(((today or _dt.date.today()) - d).days)
-
-
 def _spot_caps(plan):
     """The plan's spot cap: one for every type (``spot_capacity_per_offer``) and one per GPU model the user set
     (``spot_capacity_by_gpu``, optimizer.planning.problem.SpotCaps)."""
@@ -74,39 +66,6 @@ def _quotas(plan):
     return load_quota_file(plan.resolve_path(plan.quota))
 
 
-def _old_quotes(lines, prices_on=None) -> list[str]:
-    """A note for each plan line priced from a quote older than the price-age limit (GPUOPT_MAX_PRICE_AGE_DAYS,
-    default 7) or of no known date (``as_of`` unknown), whatever the snapshot it came in: a fresh user was sold a $121,860 3-year p3 reservation priced from
-    an ec2instances.info quote of 2017-11-12 under a header that said "aws as of 2026-11-30 or earlier". Not for a
-    plan priced as of a past date (``prices_on``), whose quotes are meant to be old."""
-    from pricing_cache.cache import max_age_days
-
-    if prices_on:
-        return []
-    limit = max_age_days()
-    out, seen = [], set()
-    for ln in lines:
-        as_of = str(getattr(ln, "as_of", None) or "")
-        age = _price_age_days(as_of)
-        key = (ln.provider, ln.region, ln.instance_type, ln.pricing, ln.payment)
-        undated = as_of == "unknown"  # a catalog row no dated source confirms (pricing_cache/build_snapshot.UNDATED)
-        if str(getattr(ln, "source", "") or "").startswith("owned:"):
-            continue  # an owned commitment: already paid, nothing to buy at a quote
-        if key in seen or not (undated or (age is not None and age > limit)):
-            continue
-        seen.add(key)
-        what = f"{ln.instance_type} {ln.pricing}" + (f" {ln.payment}" if ln.payment else "")
-        src = str(getattr(ln, "source", "") or "").split(";", 1)[0]
-        src = src if len(src) <= 60 else short_source(src)  # a user's "my quote" whole; a long rule text cut
-        if undated:
-            out.append(f"{what} ({ln.provider} {ln.region}) is priced from a catalog row whose date is not known"
-                       + (f" ({src})" if src else "") + ": check the current price before buying")
-            continue
-        out.append(f"{what} ({ln.provider} {ln.region}) is priced from a quote of {str(ln.as_of)[:10]}, "
-                   f"{age:,.0f} days old" + (f" ({src})" if src else "") + ": check the current price before buying")
-    return out
-
-
 def _load(catalog: str | Path | None, on_date=None, categories: bool = False):
     from pricing_cache.store import load_offers
 
@@ -117,79 +76,6 @@ def _load(catalog: str | Path | None, on_date=None, categories: bool = False):
     log.info("prices: %d offers from %s %s%s", len(offers), info.kind, info.path,
              f" in effect on {on_date}" if on_date else "")
     return offers, info
-
-
-def _price_provenance(offers, info, catalog, prices_on=None) -> dict[str, Any]:
-    """Where the prices came from and how old they are, per provider (from the rows' own as_of), with warnings:
-    prices older than the limit (GPUOPT_MAX_PRICE_AGE_DAYS, default 7), corrupted cache snapshots skipped, and
-    providers still on the shipped snapshot (whose dates are upper bounds)."""
-    from pricing_cache.cache import max_age_days
-
-    limit = max_age_days()
-    origins = dict(getattr(info, "origins", {}) or {})
-    warnings = list(getattr(info, "warnings", ()) or ())
-    per = {}
-    # a column at a time, then per provider from the distinct (provider, as_of) pairs (500,000 offers: 0.5 s -> less)
-    rows_of = offers["provider"].value_counts(sort=False)
-    rows_of = rows_of[rows_of > 0]  # a categorical column also counts its absent categories
-    # .str on the column itself: a categorical maps its few categories (no 500,000 strings made)
-    est_of = offers["source"].str.startswith("rule:", na=False).groupby(offers["provider"], observed=True).sum() \
-        if "source" in offers.columns else {}
-    # rows per distinct (provider, as_of): few pairs, counted once (categorical columns: no string made per row)
-    pairs = offers.groupby(["provider", "as_of"], observed=True, sort=False).size()
-    dates_of: dict[str, set] = {}
-    undated_of: dict[str, int] = {}
-    for (prov_, x), n in pairs.items():
-        if not n:
-            continue
-        if str(x)[:4].isdigit():
-            dates_of.setdefault(str(prov_), set()).add(str(x)[:10])
-        else:  # "unknown": a catalog row no dated source confirms (pricing_cache/build_snapshot.UNDATED)
-            undated_of[str(prov_)] = undated_of.get(str(prov_), 0) + int(n)
-    for prov in sorted(rows_of.index, key=str):
-        dates = sorted(dates_of.get(str(prov), ()))
-        newest = dates[-1] if dates else None
-        age = _price_age_days(newest)
-        origin = origins.get(str(prov), "user catalog" if catalog else "shipped snapshot")
-        per[str(prov)] = {
-            "rows": int(rows_of[prov]),
-            "origin": origin,
-            "as_of": newest,
-            "oldest_as_of": dates[0] if dates else None,
-            "age_days": age,
-            "stale": bool(age is not None and age > limit),
-            "estimated_rows": int(est_of.get(prov, 0)) if len(est_of) else 0,
-            "undated_rows": undated_of.get(str(prov), 0),
-        }
-        oldest_age = _price_age_days(dates[0] if dates else None)
-        per[str(prov)]["oldest_age_days"] = oldest_age
-        if oldest_age is not None and oldest_age > limit:
-            per[str(prov)]["stale"] = True
-        if prices_on is None and oldest_age is not None and oldest_age > limit and origin != "shipped snapshot":
-            from providers.base import LIVE_ADAPTERS
-
-            grp = offers[(offers["provider"] == prov).to_numpy()]
-            n_old = int((grp["as_of"].str[:10].fillna("") <
-                         (_dt.date.today() - _dt.timedelta(days=limit)).isoformat()).sum())
-            fix = (f"run `gpuopt prices refresh --provider {prov}`" if str(prov) in LIVE_ADAPTERS
-                   else "import newer prices with `gpuopt prices import`")
-            what = "are" if n_old == len(grp) else f"include {n_old} of {len(grp)} offers"
-            warnings.append(f"{prov} prices {what} older than {limit:g} days (oldest {dates[0]}, "
-                            f"{oldest_age:.0f} days): {fix}")
-    if not catalog and prices_on is None and any(v["origin"] == "shipped snapshot" for v in per.values()):
-        shipped = sorted(p for p, v in per.items() if v["origin"] == "shipped snapshot")
-        undated = sum(per[p]["undated_rows"] for p in shipped)
-        warnings.append(f"{', '.join(shipped)}: prices from the shipped snapshot (each row dated by its source"
-                        + (f"; {undated} catalog rows have no known date" if undated else "")
-                        + ", see `gpuopt prices status`); `gpuopt prices refresh` fetches current ones")
-    return {
-        "catalog": str(catalog) if catalog else "shipped snapshot",
-        "snapshot": getattr(info, "path", None) and str(info.path),
-        "built_at": getattr(info, "built_at", None),
-        "max_age_days": limit,
-        "providers": per,
-        "warnings": warnings,
-    }
 
 
 def _check_names(field_name: str, given: Iterable[str], known: Iterable[str], case_insensitive=True,
@@ -339,6 +225,8 @@ def prices_status(catalog: str | Path | None = None) -> dict[str, Any]:
     for (p, pr), n in counts.items():
         if n:
             prov["providers"].setdefault(str(p), {}).setdefault("rows_by_pricing", {})[str(pr)] = int(n)
+    for p_, ages in rows_by_age(offers).items():  # issue 29: the share of rows by age bucket
+        prov["providers"].setdefault(p_, {})["rows_by_age"] = ages
     status["prices"] = prov
     # each source and the date its prices held (issue 9: "prices status shows each source's date and age")
     src = offers["source"].astype(str).str.split(";").str[0].str.split(" ").str[0].str.split("@").str[0]
@@ -1090,7 +978,10 @@ def _plan_once(plan, *, explain: bool = True, solver_given: bool = False) -> "Re
     origin = plan.origin if plan.origin else "command-line options"
     headline = f"Plan of {len(ws)} workload{'s' if len(ws) > 1 else ''} ({parts}) from {origin}"
     prices = _price_provenance(filtered if len(filtered) else offers, info, catalog, plan.prices_on)
-    prices["warnings"].extend(old_quotes)  # on stderr too, and in the JSON's prices.warnings for pipelines
+    oldest = oldest_price_note(result.lines, plan.prices_on)  # issue 29: the oldest price the plan depends on
+    if oldest:
+        result.notes.append(oldest)
+    prices["warnings"].extend(old_quotes + ([oldest] if oldest else []))  # on stderr too, and in the JSON
     return RecommendResult(workload=plan.model_dump(mode="json"), workload_origin=origin, headline=headline,
                            prices=prices, plan=result)
 

@@ -410,6 +410,19 @@ def prices_status(status: dict, fmt: str) -> None:
                   str(p.get("estimated_rows")), str(p.get("undated_rows", 0)), dates, ages,
                   "—" if skipped is None else str(skipped))
     con.print(_fit(con, t))
+    aged = {prov: p["rows_by_age"] for prov, p in prices.get("providers", {}).items() if p.get("rows_by_age")}
+    if aged:  # issue 29: the share of rows by the age of their price
+        from gpuopt.price_age import AGE_BUCKETS, OLDER, UNDATED
+
+        keys = [k for _, k in AGE_BUCKETS] + [OLDER, UNDATED]
+        heads = ["< 30 days", "30-89 days", "90-364 days", "365+ days", "undated"]
+        at = Table(title="Rows by the age of their price (as of to today)", title_justify="left")
+        for col in ("provider", *heads):
+            at.add_column(col, justify="left" if col == "provider" else "right")
+        for prov, ages in sorted(aged.items()):
+            total = sum(ages.get(k, 0) for k in keys) or 1
+            at.add_row(prov, *(f"{ages.get(k, 0)} ({100.0 * ages.get(k, 0) / total:.0f} %)" for k in keys))
+        con.print(_fit(con, at))
     if isinstance(status.get("source_dates"), list) and status["source_dates"]:
         st = Table(title="Sources and the dates their prices held", title_justify="left")
         for col in ("provider", "source", "as of", "age (days)", "rows"):

@@ -175,6 +175,9 @@ class ProviderPrices(_Open):
     estimated_rows: Annotated[int, Field(ge=0)]
     undated_rows: Optional[Annotated[int, Field(ge=0)]] = Field(None, description="Rows whose source has no date.")
     rows_by_pricing: Optional[dict[str, int]] = Field(None, description="prices status: rows per pricing model.")
+    rows_by_age: Optional[dict[str, int]] = Field(
+        None, description="prices status: rows by the age of their price (as_of to today): under_30_days, "
+                          "30_to_89_days, 90_to_364_days, 365_days_or_more, undated (gpuopt.price_age).")
 
 
 class Prices(_Open):

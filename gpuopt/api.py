@@ -253,8 +253,12 @@ def prices_status(catalog: str | Path | None = None) -> dict[str, Any]:
 def prices_refresh(*, providers: Iterable[str] = (), regions: Iterable[str] = (), profile: str | None = None,
                    gcp_api_key: str | None = None, workers: int = 4, timeout_s: float = 30.0, max_attempts: int = 5,
                    on_event=None, adapters: dict[str, Any] | None = None, endpoints: dict[str, str] | None = None,
-                   savings_plans: bool = False, deadline_s: float | None = 1800.0):
+                   savings_plans: bool = False, deadline_s: float | None = 1800.0, aws_source: str = "auto"):
     """Fetch current prices from the clouds' APIs into the user cache (pricing_cache.refresh.refresh).
+
+    ``aws_source``: ``api`` (the Pricing, EC2 and Savings Plans APIs: credentials needed), ``bulk`` (the public
+    Price List files, no credentials: on-demand, every RI and every Savings Plans rate, no spot -- providers.aws_bulk)
+    or ``auto`` (default: ``bulk`` when no AWS credentials are found, and the summary says so).
 
     ``deadline_s``: the whole refresh's deadline, seconds (default 1800, providers.base.DEFAULT_DEADLINE_S; None:
     none): no API call starts after it and every call's timeouts and retry waits are capped at the time left; the
@@ -286,7 +290,14 @@ def prices_refresh(*, providers: Iterable[str] = (), regions: Iterable[str] = ()
                         timeout_s=float(timeout_s), max_attempts=int(max_attempts),
                         endpoints={**env_endpoints, **dict(endpoints or {})}, savings_plans=bool(savings_plans),
                         deadline_s=deadline_s)
-    return refresh(_names(providers) or None, opts, max_workers=workers, adapters=adapters, on_event=on_event)
+    from providers.aws_bulk import choose_adapters
+
+    adapters, why = choose_adapters(aws_source, profile, _names(providers), adapters)
+    summary = refresh(_names(providers) or None, opts, max_workers=workers, adapters=adapters, on_event=on_event)
+    for p_ in summary.providers:
+        if p_.provider == "aws" and why:
+            p_.notes.insert(0, why)
+    return summary
 
 
 def prices_import(*, file: str | Path, fmt: str, provider: str | None = None, as_of: str | None = None,

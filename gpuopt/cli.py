@@ -863,10 +863,12 @@ def prices_refresh(
     attempts: Annotated[int, typer.Option("--attempts", help="Attempts per API call, retries of throttling and 5xx included; a call gives up after about timeout x attempts seconds.")] = 5,
     savings_plans: Annotated[bool, typer.Option("--savings-plans", help="Also fetch AWS Savings Plans rates (needs savingsplans:DescribeSavingsPlansOfferingRates); Azure's come with its prices.")] = False,
     deadline: Annotated[float, typer.Option("--deadline", help="Deadline of the whole refresh, seconds (default 1800 = 30 min): no API call starts after it, timeouts and retry waits are capped at the time left; regions not done by then fail with 'deadline reached' and keep their previous prices (exit code 3).")] = 1800.0,
+    source: Annotated[str, typer.Option("--source", help="AWS prices from: api (Pricing/EC2/Savings Plans APIs, credentials needed), bulk (the public Price List files, no credentials: on-demand, Reserved Instances and Savings Plans rates, no spot), auto (bulk when no AWS credentials are found).")] = "auto",
     output: OutputOpt = None,
     fmt: FormatOpt = "table",
 ):
     """Fetch current prices from the AWS, Azure and GCP APIs into your price cache (keeps good data on failure).
+    Without AWS credentials, AWS prices and Savings Plans rates come from AWS's public price list files.
 
     Exit code 3 when a provider or region was not refreshed (what was fetched is kept, the rest stays as it was)."""
     with _boundary(fmt):
@@ -886,7 +888,8 @@ def prices_refresh(
                 summary = api.prices_refresh(providers=provider or (), regions=region or (), profile=profile,
                                              gcp_api_key=gcp_api_key, workers=workers, timeout_s=timeout,
                                              max_attempts=attempts, on_event=progress.event,
-                                             savings_plans=savings_plans, deadline_s=deadline)
+                                             savings_plans=savings_plans, deadline_s=deadline,
+                                             aws_source=source)
         except KeyboardInterrupt:
             # worker threads may be inside an HTTP call: leave at once; nothing half-written is ever used
             typer.echo("gpuopt: refresh interrupted: snapshots not written are not used; the previous prices stay "

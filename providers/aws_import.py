@@ -32,6 +32,8 @@ BULK_REQUIRED = ("SKU", "OfferTermCode", "RateCode", "TermType", "Unit", "PriceP
 
 
 def _open_text(text_or_path: "str | Path") -> tuple[io.TextIOBase, str]:
+    if hasattr(text_or_path, "read"):  # a text stream (a streamed download): read as it comes
+        return text_or_path, getattr(text_or_path, "name", "<stream>")  # type: ignore[return-value]
     if isinstance(text_or_path, Path):
         return open(text_or_path, encoding="utf-8-sig", newline=""), text_or_path.name
     s = str(text_or_path)
@@ -40,7 +42,13 @@ def _open_text(text_or_path: "str | Path") -> tuple[io.TextIOBase, str]:
     return io.StringIO(s.lstrip("\ufeff"), newline=""), "<text>"
 
 
-def _bulk_products(fh, col: Collect, operating_systems: tuple[str, ...]) -> tuple[list[Product], dict[str, str]]:
+def bulk_products(fh, col: Collect, operating_systems: tuple[str, ...], keep=None
+                  ) -> tuple[list[Product], dict[str, str]]:
+    """The products of a bulk offer CSV read line by line from ``fh`` (text), and its 5 metadata lines as a dict.
+
+    ``keep``: a predicate on a product's attributes (BULK_ATTRIBUTES names); products it refuses are dropped on
+    their first line and counted under ``not_kept`` (the keyless refresh keeps GPU types only, so memory holds the
+    GPU rows, not the file's). Raises InputError when the file is not a bulk offer CSV."""
     reader = csv.reader(fh)
     meta: dict[str, str] = {}
     for _ in range(5):
@@ -84,6 +92,8 @@ def _bulk_products(fh, col: Collect, operating_systems: tuple[str, ...]) -> tupl
             why = None
             if not attrs.get("instanceType") or (family and not family.startswith("Compute Instance")):
                 why = f"productFamily={family or '?'}"
+            elif keep is not None and not keep(attrs):
+                why = "not_kept"
             else:
                 why = variant_reason(attrs, operating_systems)
             if why:
@@ -123,7 +133,7 @@ def parse_bulk_csv(text_or_path: "str | Path", *, as_of: str | None = None, sour
     col = Collect(source)
     oss = tuple(operating_systems)
     with fh:
-        products, meta = _bulk_products(fh, col, oss)
+        products, meta = bulk_products(fh, col, oss)
     day = as_of if as_of is not None else meta.get("Publication Date", "")[:10]
     rows = products_price_rows(products, col, as_of=day, operating_systems=oss)
     col.filtered_note("products (SKUs)")
@@ -164,7 +174,7 @@ def import_file(path: "str | Path", as_of: str, *, gpu_facts: Any = None) -> Par
         raise InputError("file", f"{p.name} is neither a Pricing API JSON file nor an AWS bulk offer CSV",
                          accepted="aws-price-list (JSON), aws-bulk-csv (CSV)")
     col = Collect(source, skipped=list(prices.attrs.get("skipped", [])), notes=list(prices.attrs.get("notes", [])))
-    facts = _facts_for_import(gpu_facts, col)
+    facts = facts_for_import(gpu_facts, col)
     rows = prices.astype(object).where(prices.notna(), None).to_dict("records")
     for r in rows:
         for c in ("gpu_count", "gpu_memory_gib", "vcpus", "memory_gib"):
@@ -180,7 +190,10 @@ def import_file(path: "str | Path", as_of: str, *, gpu_facts: Any = None) -> Par
     return ParseResult(offers=df, skipped=list(col.skipped) + bad, notes=col.notes)
 
 
-def _facts_for_import(gpu_facts: Any, col: Collect) -> dict[str, dict[str, Any]]:
+def facts_for_import(gpu_facts: Any, col: Collect) -> dict[str, dict[str, Any]]:
+    """Instance type -> GPU facts (instance_type and GPU_FIELDS): from ``gpu_facts`` (describe_instance_types
+    output, or a frame with those columns), else from the current AWS offers (cache or shipped snapshot; a note
+    says so)."""
     import pandas as pd
 
     if gpu_facts is None:

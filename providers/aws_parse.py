@@ -559,10 +559,12 @@ def savings_plans_rates_frame(pages: Any, *, region: str | None = None) -> "pd.D
     return df
 
 
-def _savings_plan_offers(raw: Any, facts: dict[str, dict[str, Any]], offers: list[dict[str, Any]], col: Collect,
-                         *, region: str, as_of: str) -> list[dict[str, Any]]:
+def savings_plan_offers(raw: Any, facts: dict[str, dict[str, Any]], offers: list[dict[str, Any]], col: Collect,
+                        *, region: str, as_of: str, source: str = SOURCE_SAVINGS_PLANS) -> list[dict[str, Any]]:
     """Offer dicts (OFFER_COLUMNS) of the savings-plan rates of the GPU types with facts, each checked against the
-    type's on-demand rate in ``offers``; what is left out is reported in ``col``."""
+    type's on-demand rate in ``offers``; what is left out is reported in ``col``. ``raw``: describe_savings_plans_
+    offering_rates pages (or ``{"pages", "usage_types"}``); ``source`` written on the rows (the API's, or the public
+    price files' for the keyless refresh, providers.aws_bulk)."""
     sp = savings_plans_rates_frame(raw, region=region)
     col.skipped.extend(sp.attrs["skipped"])
     col.notes.extend(sp.attrs["notes"])
@@ -580,26 +582,26 @@ def _savings_plan_offers(raw: Any, facts: dict[str, dict[str, Any]], offers: lis
         base = od.get((r.instance_type, r.region))
         if base is None:
             col.skip(0, r.instance_type, r.region, f"unverifiable_savings_plan: {what} rate {r.usd_per_hour} but no "
-                                                   "on-demand price to check it against", SOURCE_SAVINGS_PLANS)
+                                                   "on-demand price to check it against", source)
             continue
         if r.currency != base["currency"]:
             col.skip(0, r.instance_type, r.region, f"currency_mismatch: {what} rate in {r.currency}, on-demand in "
-                                                   f"{base['currency']}", SOURCE_SAVINGS_PLANS)
+                                                   f"{base['currency']}", source)
             continue
         if r.usd_per_hour >= float(base["usd_per_hour"]):
             col.skip(0, r.instance_type, r.region, f"implausible_commitment: {what} rate {r.usd_per_hour} is not "
-                                                   f"below on-demand {base['usd_per_hour']}", SOURCE_SAVINGS_PLANS)
+                                                   f"below on-demand {base['usd_per_hour']}", source)
             continue
         y1 = one_year.get((r.instance_type, r.payment, r.offering_class))
         if r.pricing == "savings_plan_3y" and y1 is not None and r.usd_per_hour >= y1:
             col.skip(0, r.instance_type, r.region, f"longer_term_not_cheaper: {what} rate {r.usd_per_hour} >= the "
-                                                   f"1-year rate {y1}", SOURCE_SAVINGS_PLANS)
+                                                   f"1-year rate {y1}", source)
             continue
         out.append({"provider": NAME, "region": r.region, "zone": "", "instance_type": r.instance_type,
                     **{k: f[k] for k in GPU_FIELDS}, "pricing": r.pricing, "payment": r.payment,
                     "offering_class": r.offering_class, "upfront_usd": 0.0, "recurring_usd_per_hour": r.usd_per_hour,
                     "usd_per_hour": r.usd_per_hour, "term_hours": r.term_hours, "currency": r.currency,
-                    "source": SOURCE_SAVINGS_PLANS, "as_of": as_of})
+                    "source": source, "as_of": as_of})
     if counts:
         col.notes.append(f"{counts['no GPU facts']} savings-plan rate(s) of instance types without GPU facts ignored")
     asked = sorted((raw.get("usage_types") or {}) if isinstance(raw, dict) else {})
@@ -656,7 +658,7 @@ def parse_region(raw: dict[str, Any], region: str, as_of: str) -> ParseResult:
     spot = _spot_newest(raw["spot"], col)
     out = join_offers(rows, facts, spot, col, region=region, as_of=as_of, no_facts_reason=reasons)
     if raw.get("savings_plans") is not None:
-        out += _savings_plan_offers(raw["savings_plans"], facts, out, col, region=region, as_of=as_of)
+        out += savings_plan_offers(raw["savings_plans"], facts, out, col, region=region, as_of=as_of)
     df = offers_frame(out)
     check_unique(df, f"aws {region}")
     skipped = [s if s.region else replace(s, region=region) for s in col.skipped]

@@ -514,6 +514,8 @@ class RefreshProgress:
         elif kind == "provider_failed":
             tid = self._progress.add_task(provider, total=1, note=f"failed: {kw.get('error', '')[:80]}")
             self._tasks[provider] = tid
+        elif kind == "message" and provider in self._tasks:  # an adapter's progress, e.g. "EC2 price list: 96 MB"
+            self._progress.update(self._tasks[provider], note=f"{kw.get('region', '')}: {kw.get('message', '')}"[:80])
 
 
 def refresh_summary(summary, fmt: str) -> None:
@@ -532,6 +534,9 @@ def refresh_summary(summary, fmt: str) -> None:
                   str(len(p.regions_skipped)), str(len(p.kept_previous)), f"{p.seconds:.1f}")
     con.print(_fit(con, t))
     for p in summary.providers:
+        for note in p.notes:  # where the prices came from (aws: the public files without credentials)
+            if note.startswith(f"{p.provider}: ") and "Price List files" in note:
+                con.print(note)
         if p.error:
             con.print(f"[red]{p.provider}:[/] {p.error}")
         for r, e in sorted(p.regions_failed.items()):

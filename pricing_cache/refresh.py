@@ -369,6 +369,11 @@ def refresh_provider(name: str, options: FetchOptions, *, as_of: str, max_worker
     out = ProviderOutcome(provider=name)
     t0 = time.perf_counter()
     emit = on_event or (lambda *a, **k: None)
+    if on_event is not None and options.progress is None:  # the adapters' own progress (e.g. MB read) as events
+        import dataclasses
+
+        options = dataclasses.replace(options, progress=lambda prov, region, message: emit(
+            "message", prov, region=region, message=message))
     try:
         mod = _adapter(name, adapters)
         check_deadline(options, f"{name} list_regions")

@@ -143,9 +143,15 @@ def _aws(summary):
 
 
 def test_a_user_without_credentials_refreshes_aws_prices_and_savings_plans(bulk_server):
+    events = []
     s = api.prices_refresh(providers=["aws"], regions=list(LOCATIONS), endpoints={"aws_bulk": bulk_server},
-                           timeout_s=5, max_attempts=1, deadline_s=120)
+                           timeout_s=5, max_attempts=1, deadline_s=120,
+                           on_event=lambda kind, prov, **kw: events.append((kind, prov, kw)))
     aws = _aws(s)
+    # the progress of the streamed files reaches the progress bar (the CLI's RefreshProgress shows each message)
+    said = [kw["message"] for kind, _, kw in events if kind == "message" and kw.get("region") == "us-east-1"]
+    assert any(m.startswith("EC2 price list: 4 GPU price rows of 0 MB (published 2026-12-01)") for m in said), said
+    assert any(m.startswith("Savings Plans rates: 6 GPU rates") for m in said), said  # Windows ones refused later
     # auto: no credentials, so the public files, and the summary says so first
     assert aws.notes[0].startswith("aws: no AWS credentials found, so read from the public AWS Price List files")
     assert aws.status == "partial" and sorted(aws.regions_done) == ["eu-west-1", "us-east-1"]
@@ -216,6 +222,8 @@ def test_the_cli_source_option(bulk_server, monkeypatch):
     assert r.exit_code == 0, r.output
     (aws,) = json.loads(r.stdout)["providers"]
     assert aws["status"] == "refreshed" and aws["notes"][0].startswith("aws: read from the public AWS Price List")
+    table = runner.invoke(app, ["prices", "refresh", "--provider", "aws", "--region", "us-east-1", "--source", "bulk"])
+    assert table.exit_code == 0 and "aws: read from the public AWS Price List files" in table.output
     bad = runner.invoke(app, ["prices", "refresh", "--provider", "aws", "--source", "web"])
     assert bad.exit_code == 1 and "source" in bad.output and "auto, api, bulk" in bad.output
     assert "Traceback" not in bad.output

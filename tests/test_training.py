@@ -7,6 +7,7 @@ shared/data/perf/training.csv: the row ids are cited); estimator outputs from De
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -444,6 +445,51 @@ def test_block_recompute_of_the_fewest_layers_that_fit():
     assert best.layout.recompute and 0 < best.layout.recompute_layers < m.layers
     fixed, _, _ = tr.search(setup, 64, zero_stage=3, micro_batch=2, tp=1, pp=1, cp=1, recompute=True)
     assert fixed.layout.recompute_layers == 0
+
+
+def test_block_recompute_is_megatron_and_counts_per_virtual_stage():
+    # a breaker's finds: Megatron-Core counts --recompute-num-layers per model chunk under virtual pipelining (a
+    # multiple of vp a rank), and HF Trainer / DeepSpeed checkpoint every layer (no block recompute there)
+    m = load_model("Qwen3-30B-A3B")
+    g = load_gpu("H100-80GB")
+    setup = tr.TrainSetup(model=m, gpu=g, network=tr.reference_network(g), seq_len=4096, precision="fp8")
+    parts = [p for p in (tr.least_recompute(setup, lay) for lay in tr.layouts(setup, 64, pp=2, recompute=True)
+                         if lay.vp > 1) if p is not None]
+    assert parts  # the breaker's case: PP2 with virtual stages on 64 H100s
+    for part in parts:
+        vp = part.layout.vp
+        assert part.layout.recompute_layers % vp == 0 and part.fits
+        assert f"({part.layout.recompute_layers // vp} a virtual stage)" in part.layout.describe()
+    llama = load_model("Llama-3.1-8B")
+    for fw in ("fsdp", "deepspeed"):
+        s = tr.TrainSetup(model=llama, gpu=g, network=tr.reference_network(g), seq_len=8192, framework=fw,
+                          global_batch_seqs=64)
+        assert tr.least_recompute(s, tr.TrainLayout(dp=2, zero_stage=3, recompute=True)) is None
+    s = tr.TrainSetup(model=llama, gpu=g, network=tr.reference_network(g), seq_len=8192, framework="fsdp",
+                      global_batch_seqs=64)
+    best, _, _ = tr.search(s, 2)  # the breaker's finetune on 2 H100s: every layer, as HF Trainer checkpoints
+    assert best.layout.recompute and best.layout.recompute_layers == 0
+    assert "full recompute of 1 layer a stage" in tr.TrainLayout(pp=2, recompute=True, recompute_layers=1).describe()
+
+
+def test_the_fixed_time_per_expert_stays_in_the_fitted_range():
+    # the runs hold 2-32 experts a GPU: a GPU holding all 128 (EP 1) is charged as 32, not extrapolated
+    m, setup = _moe_setup()
+    one = tr.step(setup, tr.TrainLayout(tp=8, dp=1, ep=1, micro_batch=1))
+    four = tr.step(setup, tr.TrainLayout(tp=8, dp=1, ep=1, micro_batch=1), dataclasses.replace(tr.FIT, expert_fixed_s=0))
+    held = (one.parts_s["fixed_per_layer"] - four.parts_s["fixed_per_layer"]) / one.microbatches
+    assert held == pytest.approx(tr.FIT.expert_fixed_s * tr.EXPERT_FIXED_MAX_LOCAL * m.layers, rel=1e-9)
+
+
+def test_zero2_gradients_under_a_pipeline_as_stage_1_for_every_framework():
+    # a breaker's find: DeepSpeed's stage-2 gradients (2P + 4P/d) times d gave 494 GiB for Llama-3.1-8B at DP 64
+    m = load_model("Llama-3.1-8B")
+    g = load_gpu("H100-80GB")
+    for fw in ("megatron", "deepspeed", "fsdp"):
+        setup = tr.TrainSetup(model=m, gpu=g, network=tr.reference_network(g), seq_len=4096, framework=fw,
+                              global_batch_seqs=512)
+        z1, z2 = (tr.memory_per_gpu(setup, tr.TrainLayout(pp=2, dp=64, zero_stage=z))["gradients"] for z in (1, 2))
+        assert z2 == pytest.approx(z1, rel=1e-12) and z1 < 20 * G, fw
 
 
 def test_attention_at_head_dim_64_is_slower():

@@ -105,6 +105,9 @@ def attention_speedup(gpu: "GpuSpec") -> float:
     return ATTENTION_SPEEDUP["blackwell-ultra"] if "blackwell ultra" in (gpu.architecture or "").lower() else 1.0
 
 
+#: The most experts a GPU holds among the fitted runs (DeepSeek-V3 at EP 8: 256 / 8): the fixed time per expert
+#: held (:attr:`TrainFit.expert_fixed_s`) counts at most this many -- not extrapolated past the calibration set.
+EXPERT_FIXED_MAX_LOCAL = 32
 #: Attention throughput by head dimension, relative to 128: FlashAttention-3's forward pass on an H100 (BF16) reaches
 #: 476-497 TFLOPs/s at head dim 64 where it reaches 638-648 at 128 and 612-642 at 256, sequence lengths 4k-16k (Shah et
 #: al. 2024, arXiv 2407.08608, Fig. "Attention forward speed, head dim 64/128/256 (H100 80GB SXM5)"): 0.75 at 64 and
@@ -268,7 +271,9 @@ class TrainLayout:
         if self.ep > 1:
             parts.append(f"EP{self.ep}")
         if self.recompute and self.recompute_layers:
-            rec = f"full recompute of {self.recompute_layers} layers a stage"
+            n = self.recompute_layers
+            rec = f"full recompute of {n} layer{'s' if n != 1 else ''} a stage" + (
+                f" ({n // self.vp} a virtual stage)" if self.vp > 1 else "")
         else:
             rec = "full recompute" if self.recompute else "no full recompute"
         text = " ".join(parts) + f", ZeRO-{self.zero_stage}, micro-batch {self.micro_batch}, " + rec
@@ -489,9 +494,12 @@ def memory_per_gpu(setup: TrainSetup, layout: TrainLayout) -> dict:
         # under a pipeline schedule the gradients accumulate unsharded over the micro-batches and are
         # reduce-scattered on the last one (PyTorch pipelining, stage.py backward_maybe_with_nosync: "we need to
         # accumulate gradients on previous steps and reduce them on the last step"; Megatron's distributed
-        # optimizer alike): the stage's whole gradient buffer is held
-        parts["gradients"] = dense["gradients"] * d + (
-            exp["gradients"] * max(1, d // layout.ep) if p_exp > 0 else 0.0)
+        # optimizer alike): the stage's whole gradient buffer is held, as at stage 1
+        def grads(params: float, shards: int) -> float:
+            return model_state_bytes(params, 1, shards, framework=setup.framework, optimizer=setup.optimizer,
+                                     offload=layout.offload, largest_layer=largest)["gradients"] if params > 0 else 0.0
+
+        parts["gradients"] = grads(p_gpu - p_exp, d) + grads(p_exp, max(1, d // layout.ep))
     parts["activations"] = activation_bytes(setup, layout)
     return parts
 
@@ -716,7 +724,9 @@ def step(setup: TrainSetup, layout: TrainLayout, fit: TrainFit = FIT) -> StepTim
         t_ep = _all_to_all_s(setup, layout, 4.0 * tok * m.experts_per_token * m.hidden_size * 2.0 / tp
                              * moe_layers * stage)
     # fixed per layer and micro-batch (forward + backward; recompute runs the forward again)
-    local_experts = m.experts / max(1, ep) if m.experts > 1 else 0.0
+    # held at the fitted range's top: the runs hold 2-32 experts a GPU (a breaker's find: 128 held at EP 1 made
+    # the term 27x a run's step, an extrapolation no run supports)
+    local_experts = min(m.experts / max(1, ep), EXPERT_FIXED_MAX_LOCAL) if m.experts > 1 else 0.0
     t_fixed = (fit.layer_fixed_s * L + (fit.moe_layer_fixed_s + fit.expert_fixed_s * local_experts) * moe_layers
                ) * stage * r_full
     t_mb = t_mm + t_attn + t_elem + t_moe + t_tp + t_cp + t_ep + t_fixed
@@ -876,8 +886,9 @@ def least_recompute(setup: TrainSetup, layout: TrainLayout, fit: TrainFit = FIT)
     layout does not recompute. Activation memory falls linearly with the recomputed layers (:func:`activation_bytes`),
     so the count is solved, then checked."""
     stage = math.ceil(setup.model.layers / layout.pp)
-    if not layout.recompute or layout.recompute_layers or stage < 2:
-        return None
+    if not layout.recompute or layout.recompute_layers or stage < 2 or setup.framework != "megatron":
+        return None  # HF Trainer / DeepSpeed checkpoint every layer; Megatron-Core's block recompute is Megatron's
+    vp = max(1, layout.vp)
     usable = setup.gpu.memory_gib * GIB * setup.usable_fraction
     one = sum(memory_per_gpu(setup, dataclasses.replace(layout, recompute_layers=1)).values())
     full = sum(memory_per_gpu(setup, layout).values())
@@ -888,6 +899,8 @@ def least_recompute(setup: TrainSetup, layout: TrainLayout, fit: TrainFit = FIT)
         if per_layer <= 0:
             return None
         n = 1 + math.ceil((one - usable) / per_layer - 1e-9)
+    # with virtual stages Megatron counts --recompute-num-layers per model chunk: a multiple of vp a rank
+    n = vp * math.ceil(n / vp)
     if n >= stage:
         return None
     st = step(setup, dataclasses.replace(layout, recompute_layers=n), fit)

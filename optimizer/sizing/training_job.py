@@ -222,8 +222,10 @@ def size_training(w: Workload, gpu: GpuSpec, gpus: float, *, network: NodeNetwor
         f"{ceil_note}{tr.generation_note(spec, fam)}, attention at {tr.FIT.attention:.3g} x the bf16 ceiling"
         f"{' x ' + format(tr.attention_speedup(spec), 'g') + ' (Blackwell Ultra softmax)' if tr.attention_speedup(spec) != 1 else ''}, "
         f"fixed {tr.FIT.layer_fixed_s * 1e3:.2g} ms per layer"
-        f"{' + ' + format(tr.FIT.moe_layer_fixed_s * 1e3, '.2g') + ' ms per MoE layer' if m.experts > 1 else ''} per "
-        f"micro-batch and {tr.FIT.step_fixed_s:.2g} s per step, element-wise "
+        + (f" + {tr.FIT.moe_layer_fixed_s * 1e3:.2g} ms per MoE layer + {tr.FIT.expert_fixed_s * 1e3:.2g} ms per "
+           f"expert the GPU holds ({min(m.experts / max(1, lay.ep), tr.EXPERT_FIXED_MAX_LOCAL):g} here, at most "
+           f"{tr.EXPERT_FIXED_MAX_LOCAL}: the fitted runs' range)" if m.experts > 1 else "")
+        + f" per micro-batch and {tr.FIT.step_fixed_s:.2g} s per step, element-wise "
         f"{tr.FIT.elementwise[fam] + (tr.FIT.fp8_extra if w.precision == 'fp8' else 0):.3g} B per hidden element per "
         f"token-layer over {gpu.memory_bandwidth_gbps:g} GB/s; data-parallel traffic hidden behind "
         f"{tr.FIT.overlap:.0%} of compute, their ring latency counted (NCCL 22.4 us a network step, Megatron's "
@@ -233,7 +235,8 @@ def size_training(w: Workload, gpu: GpuSpec, gpus: float, *, network: NodeNetwor
         f"memory per GPU: model states as {setup.framework} counts them (optimizer.sizing.training.model_state_bytes: "
         "Megatron distributed optimizer 6 + 12/d B/param; DeepSpeed 4P + 16P/N (ZeRO-1/2), 18P/N + 4 x largest "
         "layer (ZeRO-3); FSDP 16P/N + the gathered unit), activations s*b*h*(18 + 4*I/h)/t per layer (Megatron-LM "
-        "theoretical_memory_usage; Korthikanti et al. 2022), 2*s*b*h/t with full recompute; fp32 logits",
+        "theoretical_memory_usage; Korthikanti et al. 2022), 2*s*b*h/t for each recomputed layer (all of them, or "
+        "with Megatron's block recompute the fewest a stage that fit); fp32 logits",
         f"network between nodes: {net.fabric or 'unknown'} {net.gbps_per_node:g} GB/s per {net.gpus_per_node}-GPU "
         f"node ({net.source})",
         (f"MFU {mfu:.3f}: given (--mfu); tokens/s = MFU x peak / {tr.model_flops_per_token(m, setup.seq_len):.3g} "

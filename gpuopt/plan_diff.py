@@ -39,7 +39,8 @@ def load_plan_json(path: str | Path, which: str) -> dict[str, Any]:
         doc = load_json_file(p, which, "plan JSON")
     except InputError as exc:
         raise InputError(which, exc.message, accepted="a file written by gpuopt recommend --format json") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("lines"), list) or \
+    doc = _known_version(doc, p, which)
+    if not isinstance(doc.get("lines"), list) or \
             not isinstance(doc.get("total_usd"), (int, float)) or isinstance(doc.get("total_usd"), bool):
         raise InputError(which, f"{p} is not a gpuopt plan (no total_usd and lines)",
                          accepted="a file written by gpuopt recommend --format json")
@@ -58,6 +59,45 @@ def load_plan_json(path: str | Path, which: str) -> dict[str, Any]:
     return doc
 
 
+#: The plan documents ``gpuopt diff`` reads: ``recommend`` of schema_version 2 (docs/json-schema.md), and of 1 --
+#: gpuopt's output before it had a horizon: no ``schema_version`` key, one month (``total_monthly_usd``), no line
+#: totals -- read with a note of what it lacks.
+KNOWN_VERSIONS = (1, 2)
+V1_NOTE = ("is a schema_version 1 plan (one month, no horizon): its total is that month's cost "
+           "(total_monthly_usd), it has no max-month, commitment or upfront amounts and its lines no totals, so "
+           "those compare as 0")
+
+
+def _known_version(doc: Any, p: Path, which: str) -> dict[str, Any]:
+    """``doc`` as a schema_version 2 plan document, a version 1 one lifted with a ``_notes`` entry, else an
+    InputError naming the file (another kind of document, an unknown or missing schema_version: issue 30)."""
+    accepted = "a file written by gpuopt recommend --format json (schema_version 1 or 2)"
+    if not isinstance(doc, dict):
+        raise InputError(which, f"{p} is not a gpuopt plan (a JSON {type(doc).__name__}, not an object)",
+                         accepted=accepted)
+    kind = doc.get("kind")
+    if kind is not None and kind != "recommend":
+        raise InputError(which, f"{p} is a gpuopt {kind!s} document, not a plan", accepted=accepted)
+    version = doc.get("schema_version")
+    if version is None:
+        if "total_monthly_usd" in doc and isinstance(doc.get("lines"), list):  # version 1 wrote no version key
+            version = 1
+        else:
+            raise InputError(which, f"{p} has no schema_version: not a plan this gpuopt wrote", accepted=accepted)
+    if isinstance(version, bool) or version not in KNOWN_VERSIONS:
+        raise InputError(which, f"{p} has schema_version {version!r}, which this gpuopt does not read "
+                                f"(it reads {', '.join(map(str, KNOWN_VERSIONS))})", accepted=accepted)
+    if version == 1:
+        from gpuopt.kernel.inputs import check_number
+
+        total = doc.get("total_monthly_usd")
+        if total is not None:
+            check_number(total, which, f"{p}: total_monthly_usd")
+        doc = {**doc, "total_usd": total if total is not None else 0.0,
+               "_notes": [f"{which} ({p.name}) {V1_NOTE}"]}
+    return doc
+
+
 def _key(line: dict) -> tuple:
     return tuple(str(line.get(k, "")) for k in LINE_KEY)
 
@@ -72,6 +112,7 @@ class PlanDiff:
     money: dict[str, tuple[float, float, float, float | None]]
     lines: list[dict[str, Any]] = field(default_factory=list)
     status: tuple[str, str] = ("", "")
+    notes: list[str] = field(default_factory=list)
 
     @property
     def total_change_pct(self) -> float | None:
@@ -92,7 +133,7 @@ class PlanDiff:
         return envelope("plan-diff", {"old": self.old, "new": self.new, "status": {"old": self.status[0], "new": self.status[1]},
                 "money": {k: {"old": o, "new": n, "change": d, "change_pct": p}
                           for k, (o, n, d, p) in self.money.items()},
-                "lines": self.lines})
+                "lines": self.lines, "notes": list(self.notes)})
 
 
 def diff_plans(old: dict[str, Any], new: dict[str, Any], *, old_name: str = "old", new_name: str = "new") -> PlanDiff:
@@ -125,7 +166,8 @@ def diff_plans(old: dict[str, Any], new: dict[str, Any], *, old_name: str = "old
                       "total_usd_old": usd_o, "total_usd_new": usd_n, "total_usd_change": round(usd_n - usd_o, 2)})
     lines.sort(key=lambda x: -abs(x["total_usd_change"]))
     return PlanDiff(old=old_name, new=new_name, money=money, lines=lines,
-                    status=(str(old.get("status", "")), str(new.get("status", ""))))
+                    status=(str(old.get("status", "")), str(new.get("status", ""))),
+                    notes=list(old.get("_notes") or []) + list(new.get("_notes") or []))
 
 
 def gate(diff: PlanDiff, fail_above_pct: float | None) -> tuple[bool, str]:

@@ -910,6 +910,8 @@ def plan_diff(d, verdict: str, fmt: str) -> None:
 
     con = _console()
     con.print(f"Plan diff: {d.old} ({d.status[0] or '?'}) -> {d.new} ({d.status[1] or '?'})")
+    for note in getattr(d, "notes", []) or []:
+        con.print(f"[yellow]Note:[/] {note}")
     t = Table(show_header=True)
     for col in ("", "old", "new", "change", "change %"):
         t.add_column(col, justify="right" if col else "left")

@@ -870,6 +870,8 @@ class PlanDiffDoc(_Open):
     status: dict[str, str]
     money: dict[str, MoneyChange] = Field(description="total_usd, max_month_usd, commitment_usd, upfront_usd.")
     lines: list[LineChange]
+    notes: list[str] = Field(default_factory=list, description="What an older plan document lacks (a schema_version "
+                                                               "1 plan: one month, no horizon amounts).")
     gate: Optional[str] = Field(None, description="CLI with --fail-above: the cost gate's verdict in words.")
 
 

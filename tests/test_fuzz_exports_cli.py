@@ -348,7 +348,9 @@ LINE = st.fixed_dictionaries({"provider": st.sampled_from(["aws", "azure"]),
                                   st.integers(-3, -1), st.floats(), st.none()) if i == 5 else st.integers(0, 5)),
                               "total_usd": MONEY})
 PLAN = st.integers(0, 5).flatmap(lambda i: st.fixed_dictionaries(
-    {"status": st.just("optimal"), "total_usd": MONEY if i == 4 else GOOD_MONEY, "max_month_usd": GOOD_MONEY,
+    {"schema_version": mostly([2], st.sampled_from([1, 99, None, "2", True])),  # issue 30: unknown versions refused
+     "kind": mostly(["recommend"], st.sampled_from(["estimate", "plan-diff", ""])),
+     "status": st.just("optimal"), "total_usd": MONEY if i == 4 else GOOD_MONEY, "max_month_usd": GOOD_MONEY,
      "commitment_usd": MONEY, "upfront_usd": GOOD_MONEY, "lines": st.lists(LINE, max_size=3)}) if i != 3 else st.one_of(
     st.lists(st.integers(), max_size=2), st.text(max_size=5), st.just({"total_usd": 1.0})))
 
@@ -377,7 +379,8 @@ def test_line_break_in_an_option_value_stays_one_line(value):
 def test_diff_refuses_a_negative_amount(tmp_path, where):
     """Found by the fuzzer: a plan whose line cost -1 USD was diffed and printed as a -1.00 USD line; recommend never
     writes a negative amount (schemas.Usd), so the file is refused naming the field."""
-    plan = {"status": "optimal", "total_usd": 10.0, "max_month_usd": 1.0, "commitment_usd": 0.0, "upfront_usd": 0.0,
+    plan = {"schema_version": 2, "kind": "recommend", "status": "optimal", "total_usd": 10.0, "max_month_usd": 1.0,
+            "commitment_usd": 0.0, "upfront_usd": 0.0,
             "lines": [{"provider": "aws", "instance_type": "g6.xlarge", "pricing": "on_demand", "count": 1,
                        "total_usd": 10.0}]}
     (tmp_path / "old.json").write_text(json.dumps(plan), encoding="utf-8")

@@ -221,7 +221,7 @@ def test_config_json_bad_files_are_one_line_naming_the_file(tmp_path, data, mess
 
 # ------------------------------------------------------------------------------------------- other JSON/CSV
 def test_diff_plan_json_with_bom_accepted_and_bad_ones_named(tmp_path):
-    plan = {"total_usd": 1234.5, "lines": [{"provider": "aws", "count": 2, "total_usd": 1234.5}]}
+    plan = {"schema_version": 2, "total_usd": 1234.5, "lines": [{"provider": "aws", "count": 2, "total_usd": 1234.5}]}
     f = tmp_path / "old.json"
     f.write_bytes(b"\xef\xbb\xbf" + json.dumps(plan).encode())
     assert load_plan_json(f, "old")["total_usd"] == 1234.5

@@ -21,10 +21,10 @@ def _line(itype, pricing, count, total, **kw):
             "payment": kw.get("payment", ""), "start_month": 1, "end_month": 12, "count": count, "total_usd": total}
 
 
-OLD = {"status": "optimal", "total_usd": 10000.0, "max_month_usd": 1000.0, "commitment_usd": 6000.0,
+OLD = {"schema_version": 2, "kind": "recommend", "status": "optimal", "total_usd": 10000.0, "max_month_usd": 1000.0, "commitment_usd": 6000.0,
        "upfront_usd": 0.0, "lines": [_line("g6.xlarge", "on_demand", 2, 4000.0),
                                      _line("p4d.24xlarge", "reserved_1y", 1, 6000.0, payment="no_upfront")]}
-NEW = {"status": "optimal", "total_usd": 11000.0, "max_month_usd": 1100.0, "commitment_usd": 6000.0,
+NEW = {"schema_version": 2, "kind": "recommend", "status": "optimal", "total_usd": 11000.0, "max_month_usd": 1100.0, "commitment_usd": 6000.0,
        "upfront_usd": 0.0, "lines": [_line("g6.xlarge", "on_demand", 3, 5000.0),
                                      _line("p4d.24xlarge", "reserved_1y", 1, 6000.0, payment="no_upfront")]}
 
@@ -80,3 +80,43 @@ def test_api_reads_plan_files(tmp_path):
     with pytest.raises(InputError) as e:
         api.diff(tmp_path / "missing.json", p)
     assert e.value.field == "old"
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"schema_version": 99}, "has schema_version 99, which this gpuopt does not read (it reads 1, 2)"),
+    ({"schema_version": None}, "has no schema_version: not a plan this gpuopt wrote"),
+    ({"schema_version": "2"}, "has schema_version '2', which this gpuopt does not read"),
+    ({"kind": "estimate"}, "is a gpuopt estimate document, not a plan"),
+])
+def test_diff_reads_only_plan_documents_it_knows(tmp_path, change, message):
+    # issue 30: plans of schema_version 99, of none, and other documents were compared with exit 0 and no note
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    old.write_text(json.dumps(OLD))
+    doc = {**NEW, **change}
+    if change.get("schema_version", 0) is None:
+        doc.pop("schema_version")
+    new.write_text(json.dumps(doc))
+    r = subprocess.run([sys.executable, "-m", "gpuopt.cli", "diff", str(old), str(new)], capture_output=True,
+                       text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.startswith(f"gpuopt: error: new: {new} ") and message in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_a_version_1_plan_is_read_with_a_note_of_what_it_lacks(tmp_path):
+    # docs/json-schema.md History: version 1 had no schema_version key, one month, total_monthly_usd
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    old.write_text(json.dumps({"status": "optimal", "total_monthly_usd": 900.0,
+                               "lines": [{"provider": "aws", "region": "us-east-1", "instance_type": "g6.xlarge",
+                                          "pricing": "on_demand", "count": 1}]}))
+    new.write_text(json.dumps(NEW))
+    r = subprocess.run([sys.executable, "-m", "gpuopt.cli", "diff", str(old), str(new), "--format", "json"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["money"]["total_usd"]["old"] == 900.0 and d["money"]["total_usd"]["new"] == 11000.0
+    assert d["notes"] == [f"old (old.json) is a schema_version 1 plan (one month, no horizon): its total is that "
+                          "month's cost (total_monthly_usd), it has no max-month, commitment or upfront amounts and "
+                          "its lines no totals, so those compare as 0"]
+    table = subprocess.run([sys.executable, "-m", "gpuopt.cli", "diff", str(old), str(new)], capture_output=True,
+                           text=True, cwd=ROOT, timeout=120, env={**__import__("os").environ, "COLUMNS": "200"})
+    assert table.returncode == 0 and "Note: old (old.json) is a schema_version 1 plan" in table.stdout

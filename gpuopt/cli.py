@@ -276,6 +276,18 @@ def _check_output(output: Path) -> Path:
     return out
 
 
+def _not_parquet(output: Path, what: str) -> None:
+    """InputError("output") when ``output`` ends .parquet/.pq but ``what`` is text (issue 30: ``--format json`` or
+    ``markdown`` wrote text into a .parquet file and exited 0): only --format focus writes Parquet."""
+    from gpuopt.focus import PARQUET_SUFFIXES
+    from gpuopt.kernel.errors import InputError
+
+    if Path(output).suffix.lower() in PARQUET_SUFFIXES:
+        raise InputError("output", f"{output}: a {Path(output).suffix} file is Parquet, but {what} is text; only "
+                                   "--format focus (recommend, review) writes Parquet -- use it, or another suffix "
+                                   "(.json, .csv, .txt)", accepted="--format focus with .parquet/.pq")
+
+
 def _special(out: Path) -> bool:
     """An existing output that is not a regular file (/dev/null, /dev/stdout, a FIFO): written through, not
     replaced."""
@@ -299,6 +311,7 @@ def _stdout_to(output: Path | None):
         return
     import tempfile
 
+    _not_parquet(output, "this output")
     out = _check_output(output)
     if _special(out):
         try:
@@ -397,6 +410,7 @@ def _write_file_format(result, fmt: str, output: Path | None) -> None:
 
     if output is None:
         raise InputError("output", f"--format {fmt} writes a file: give --output PATH (e.g. report.{'md' if fmt == 'markdown' else 'html'})")
+    _not_parquet(output, f"the {fmt} report")
     if hasattr(result, "plan"):
         from gpuopt.report import render_report
 
@@ -540,6 +554,8 @@ def recommend(
         _check_format(fmt, FILE_FORMATS)
         if output is not None:
             _not_an_input(output)  # before planning, not after it
+            if fmt != "focus":
+                _not_parquet(output, f"--format {fmt}")
         from gpuopt import api, render
 
         if print_workload:
@@ -698,6 +714,8 @@ def review(
     _inputs(usage, *([] if not Path(usage).is_dir() else sorted(p for p in Path(usage).rglob("*") if p.is_file())))
     with _boundary(fmt):
         _check_format(fmt, FILE_FORMATS)
+        if output is not None and fmt != "focus":
+            _not_parquet(output, f"--format {fmt}")  # before reading the export, not after it
         from gpuopt import api, render
 
         result = api.review(usage=usage, usage_format=usage_format, lookback=lookback, term=term, payment=payment,

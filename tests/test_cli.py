@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -219,3 +220,24 @@ def test_same_gpu_same_memory_on_every_provider():
 def test_help_short_option():
     assert _run("-h").exit_code == 0
     assert "refresh" in _run("prices", "-h").stdout
+
+
+@pytest.mark.parametrize("args", [
+    ["prices", "list", "--gpu", "H100", "--format", "json"],
+    ["prices", "status", "--format", "table"],
+    ["recommend", "--budget", "50000", "--format", "markdown", "--no-explain"],
+    ["recommend", "--budget", "50000", "--format", "json", "--no-explain"],
+])
+def test_a_parquet_suffix_needs_the_focus_format(tmp_path, args):
+    # issue 30: --output x.parquet with --format json or markdown wrote text into a .parquet file and exited 0
+    out = tmp_path / "x.parquet"
+    r = subprocess.run([sys.executable, "-m", "gpuopt.cli", *args, "--output", str(out)], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 1 and not out.exists() and list(tmp_path.iterdir()) == []
+    if "json" in args:  # one error document on stderr
+        err = json.loads(r.stderr)["error"]
+        assert err["field"] == "output" and err["message"].startswith(f"output: {out}: a .parquet file is Parquet")
+    else:  # the error is the last line (the shipped-snapshot warning may precede it)
+        last = r.stderr.splitlines()[-1]
+        assert last.startswith(f"gpuopt: error: output: {out}: a .parquet file is Parquet"), r.stderr
+        assert "only --format focus (recommend, review) writes Parquet" in last

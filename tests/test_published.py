@@ -188,7 +188,12 @@ def test_capacity_blocks_are_listed_and_a_year_long_service_is_not_put_on_them()
     r = CliRunner().invoke(app, ["recommend", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "500",
                                  "--pricing", "capacity_block", "--no-explain"])
     assert r.exit_code == 1 and "Traceback" not in r.output
-    assert "runs 12 months in a row, and a capacity block lasts at most 182 days" in " ".join(r.output.split())
+    assert "runs 12 months in a row (of the 12-month horizon), and a capacity block lasts at most 182 days" in \
+        " ".join(r.output.split())
+    # issue 30: a 3-year service said "runs 12 months in a row" (its first 12-month period): its own 36 now
+    r = CliRunner().invoke(app, ["recommend", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "500",
+                                 "--pricing", "capacity_block", "--horizon", "36", "--no-explain"])
+    assert r.exit_code == 1 and "runs 36 months in a row (of the 36-month horizon)" in " ".join(r.output.split())
     r = CliRunner().invoke(app, ["prices", "list", "--pricing", "capacity_block", "--gpu", "H100", "--provider",
                                  "aws", "--region", "us-east-1", "--format", "json"])
     assert r.exit_code == 0

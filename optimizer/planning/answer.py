@@ -640,6 +640,17 @@ _UNUSABLE = {"does_not_fit": "have too little GPU memory for a replica of up to 
                                       "and decode replicas (--disaggregate on; auto or off serve co-located)"}
 
 
+def serving_run_months(problem: FleetProblem, name: str) -> int:
+    """The most months in a row the workload ``name`` serves: consecutive periods summed (a period is a run of alike
+    months, so a 36-month service is three 12-month periods where commitments may start -- issue 30: the message
+    said "12 months in a row" for it)."""
+    best = run = 0
+    for p in problem.periods or []:
+        run = run + p.months if name in p.serving else 0
+        best = max(best, run)
+    return best or int(problem.horizon_months or 0)
+
+
 def blocks_too_short(problem: FleetProblem) -> str:
     """Why capacity blocks could not hold a serving workload, or "": a block lasts at most 182 days, so a service
     runs on one only in a period of at most 5 months (of 730 h)."""
@@ -649,7 +660,8 @@ def blocks_too_short(problem: FleetProblem) -> str:
             continue
         long = [p for p in problem.periods or [] if w.name in p.serving and block_days_of(p.months) is None]
         if long:
-            out.append(f"{w.name} runs {long[0].months} months in a row, and a capacity block lasts at most "
+            out.append(f"{w.name} runs {serving_run_months(problem, w.name)} months in a row (of the "
+                       f"{problem.horizon_months}-month horizon), and a capacity block lasts at most "
                        f"{CAPACITY_BLOCK_MAX_DAYS} days (5 months of 730 h fit, 6 do not by half a day): it serves on "
                        "blocks only over a shorter --horizon or --months")
     return "; ".join(out)
@@ -694,8 +706,9 @@ def purchase_notes(problem: FleetProblem, sol: FleetSolution) -> list[str]:
     for w in problem.workloads:
         n = problem.rejected.get(w.name, {}).get("capacity_block_past_182_days")
         if n:
-            long = max((p.months for p in problem.periods or [] if w.name in p.serving), default=problem.horizon_months)
-            notes.append(f"{w.name}: {n} capacity-block offers left out: it runs {long} months in a row, and a block "
+            long = serving_run_months(problem, w.name)
+            notes.append(f"{w.name}: {n} capacity-block offers left out: it runs {long} months in a row (of the "
+                         f"{problem.horizon_months}-month horizon), and a block "
                          f"lasts at most {CAPACITY_BLOCK_MAX_DAYS} days (5 months of 730 h fit, 6 do not by half a day)")
     return notes
 

@@ -181,6 +181,13 @@ def oldest_price_note(lines, prices_on=None) -> str | None:
             oldest = (age, ln)
     if oldest is None and not undated:
         return None
+    keys = {(ln.provider, ln.region, ln.instance_type, ln.pricing, getattr(ln, "payment", None)) for ln in lines
+            if not str(getattr(ln, "source", "") or "").startswith("owned:")}
+    if len(keys) < 2:
+        return None  # one purchase: its own note (old_quote_notes) or its date already says it
+    if oldest is None:
+        return (f"no price this plan depends on has a known date: {undated} line{'s' if undated > 1 else ''} "
+                "priced from catalog rows of no known date")
     text = "oldest price this plan depends on: "
     if oldest is not None:
         age, ln = oldest

@@ -416,7 +416,7 @@ def prices_status(status: dict, fmt: str) -> None:
 
         keys = [k for _, k in AGE_BUCKETS] + [OLDER, UNDATED]
         heads = ["< 30 days", "30-89 days", "90-364 days", "365+ days", "undated"]
-        at = Table(title="Rows by the age of their price (as of to today)", title_justify="left")
+        at = Table(title="Rows by the age of their price (days from its as-of date to today)", title_justify="left")
         for col in ("provider", *heads):
             at.add_column(col, justify="left" if col == "provider" else "right")
         for prov, ages in sorted(aged.items()):

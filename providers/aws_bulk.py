@@ -54,14 +54,28 @@ def base_url(options: FetchOptions) -> str:
     return str(options.endpoints.get("aws_bulk") or BULK_URL).rstrip("/")
 
 
+def _reason(e: BaseException) -> str:
+    """A network failure in a few words: its kind and the innermost cause's first line (no urllib3 pool dump)."""
+    inner = e
+    while inner.__cause__ is not None or inner.__context__ is not None:
+        inner = inner.__cause__ or inner.__context__
+    text = str(inner).splitlines()[0] if str(inner) else type(inner).__name__
+    for key in ("Name or service not known", "Temporary failure in name resolution", "Connection refused",
+                "timed out", "Network is unreachable", "No route to host"):
+        if key in str(e) or key in text:
+            return f"{type(e).__name__} ({key})"
+    return f"{type(e).__name__} ({text[:120]})"
+
+
 def _get_json(url: str, options: FetchOptions, what: str) -> Any:
     import requests
+    from urllib.parse import urlsplit
 
     session = http_session(options)
     try:
         resp = session.get(url, timeout=options.timeout_s, headers={"Accept": "application/json"})
     except requests.RequestException as e:
-        raise ProviderError(f"aws {what}: request failed: {type(e).__name__}: {e}") from e
+        raise ProviderError(f"aws {what}: cannot reach {urlsplit(url).netloc}: {_reason(e)}") from None
     finally:
         session.close()
     if resp.status_code != 200:
@@ -158,7 +172,7 @@ def _open_stream(path: str, options: FetchOptions, region: str, what: str):
         resp = session.get(url, stream=True, timeout=options.timeout_s)
     except requests.RequestException as e:
         session.close()
-        raise ProviderError(f"aws {region}: {what}: request failed: {type(e).__name__}: {e}") from e
+        raise ProviderError(f"aws {region}: {what}: cannot reach {url.split('/')[2]}: {_reason(e)}") from None
     if resp.status_code != 200:
         resp.close()
         session.close()
@@ -384,12 +398,16 @@ def choose_adapters(source: str, profile: str | None, providers: list[str], adap
     src = str(source or "auto").strip().lower()
     if src not in SOURCES:
         raise InputError("source", f"unknown AWS price source {source!r}", accepted=", ".join(SOURCES))
+    if src != "auto" and providers and "aws" not in providers:
+        raise InputError("source", f"--source {src} chooses where AWS prices come from, and --provider "
+                                   f"{', '.join(providers)} does not refresh AWS", accepted="--provider aws, or no --source")
     if adapters and "aws" in adapters or src == "api" or (providers and "aws" not in providers):
         return adapters, None
     if src == "auto" and has_credentials(profile):
         return adapters, None
-    why = ("aws: read from the public AWS Price List files (--source bulk): on-demand, Reserved Instances and Savings "
-           "Plans rates, dated by each file's publication date; no spot prices in them (the previous spot rows stay)")
+    why = ("aws: prices from the public AWS Price List files (--source bulk): on-demand, Reserved Instances and "
+           "Savings Plans rates, dated by each file's publication date; no spot prices in them (the previous spot "
+           "rows stay)")
     if src == "auto":
         why = "aws: no AWS credentials found, so " + why[len("aws: "):]
     return {**(adapters or {}), "aws": sys.modules[__name__]}, why

@@ -153,7 +153,7 @@ def test_a_user_without_credentials_refreshes_aws_prices_and_savings_plans(bulk_
     assert any(m.startswith("EC2 price list: 4 GPU price rows of 0 MB (published 2026-12-01)") for m in said), said
     assert any(m.startswith("Savings Plans rates: 6 GPU rates") for m in said), said  # Windows ones refused later
     # auto: no credentials, so the public files, and the summary says so first
-    assert aws.notes[0].startswith("aws: no AWS credentials found, so read from the public AWS Price List files")
+    assert aws.notes[0].startswith("aws: no AWS credentials found, so prices from the public AWS Price List files")
     assert aws.status == "partial" and sorted(aws.regions_done) == ["eu-west-1", "us-east-1"]
     assert "the body broke off" in aws.regions_failed["ap-northeast-1"] \
         or "the body ended" in aws.regions_failed["ap-northeast-1"]
@@ -221,10 +221,31 @@ def test_the_cli_source_option(bulk_server, monkeypatch):
                             "--format", "json"])
     assert r.exit_code == 0, r.output
     (aws,) = json.loads(r.stdout)["providers"]
-    assert aws["status"] == "refreshed" and aws["notes"][0].startswith("aws: read from the public AWS Price List")
+    assert aws["status"] == "refreshed" and aws["notes"][0].startswith("aws: prices from the public AWS Price List")
     table = runner.invoke(app, ["prices", "refresh", "--provider", "aws", "--region", "us-east-1", "--source", "bulk"])
-    assert table.exit_code == 0 and "aws: read from the public AWS Price List files" in table.output
+    assert table.exit_code == 0 and "aws: prices from the public AWS Price List files" in table.output
     bad = runner.invoke(app, ["prices", "refresh", "--provider", "aws", "--source", "web"])
     assert bad.exit_code == 1 and "source" in bad.output and "auto, api, bulk" in bad.output
     assert "Traceback" not in bad.output
 
+
+
+def test_an_unreachable_endpoint_is_one_short_line(monkeypatch):
+    # a fresh user's find: no network printed urllib3's pool dump as the error
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    s = api.prices_refresh(providers=["aws"], regions=["us-east-1"], endpoints={"aws_bulk": "http://127.0.0.1:9"},
+                           timeout_s=2, max_attempts=1, aws_source="bulk")
+    aws = _aws(s)
+    assert aws.status == "failed" and "\n" not in aws.error
+    assert aws.error.startswith("ProviderError: aws price list region index: cannot reach 127.0.0.1:9: "
+                                "ConnectionError (Connection refused)"), aws.error
+    assert "HTTPConnectionPool" not in aws.error and len(aws.error) < 200
+
+
+def test_source_is_for_aws_only():
+    from gpuopt.kernel.errors import InputError
+
+    with pytest.raises(InputError) as exc:
+        api.prices_refresh(providers=["gcp"], aws_source="bulk")
+    assert exc.value.field == "source" and "does not refresh AWS" in exc.value.message

@@ -64,6 +64,9 @@ def test_the_oldest_price_a_plan_depends_on_is_named():
     assert note.endswith("; 1 line priced from catalog rows of no known date")
     assert oldest_price_note(lines, prices_on="2025-07-01") is None  # a plan priced as of a past date
     assert oldest_price_note([]) is None
+    undated = [_line(as_of="unknown"), _line(instance_type="g5.xlarge", as_of="unknown")]
+    assert oldest_price_note(undated) == ("no price this plan depends on has a known date: 2 lines priced from "
+                                          "catalog rows of no known date")
 
 
 def test_a_plan_names_its_oldest_price_among_its_warnings(tmp_path):
@@ -71,7 +74,13 @@ def test_a_plan_names_its_oldest_price_among_its_warnings(tmp_path):
     csv.write_text("provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,usd_per_hour,as_of\n"
                    "myco,dc1,box,A100-80GB,1,80,on_demand,5,2017-11-12\n"
                    "myco,dc1,new,A100-80GB,1,80,on_demand,6,2099-01-01\n")
-    res = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=100, catalog=str(csv), explain=False)
+    # two instances a type at most: the plan buys both types, the 2017 one the oldest price it depends on
+    res = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=1000, catalog=str(csv), explain=False,
+                        max_instances=2)
+    assert {ln.instance_type for ln in res.plan.lines} == {"box", "new"}
     want = [n for n in res.plan.notes if n.startswith("oldest price this plan depends on: ")]
     assert len(want) == 1 and "box on_demand (myco dc1) as of 2017-11-12" in want[0]
     assert want[0] in res.prices["warnings"]
+    # one purchase: its own old-quote note says it; no second line repeating it (a fresh user's find)
+    one = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=100, catalog=str(csv), explain=False)
+    assert len(one.plan.lines) == 1 and not [n for n in one.plan.notes if n.startswith("oldest price")]

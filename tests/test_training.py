@@ -438,7 +438,7 @@ def test_block_recompute_of_the_fewest_layers_that_fit():
     assert not tr.step(setup, tr.TrainLayout(dp=64, zero_stage=3, micro_batch=2, recompute=True,
                                              recompute_layers=n - 1)).fits
     assert full.tokens_per_second_per_gpu < part.tokens_per_second_per_gpu < none.tokens_per_second_per_gpu
-    assert f"full recompute of {n} layers a stage" in part.layout.describe()
+    assert f"recompute of {n} layers, the rest kept" in part.layout.describe()  # PP1: no "a stage"
     assert tr.TrainLayout.from_dict(part.layout.as_dict()) == part.layout
     # the search takes it when the recompute is not fixed, and keeps every layer when the user asks for recompute
     best, _, _ = tr.search(setup, 64, zero_stage=3, micro_batch=2, tp=1, pp=1, cp=1)
@@ -469,7 +469,7 @@ def test_block_recompute_is_megatron_and_counts_per_virtual_stage():
                       global_batch_seqs=64)
     best, _, _ = tr.search(s, 2)  # the breaker's finetune on 2 H100s: every layer, as HF Trainer checkpoints
     assert best.layout.recompute and best.layout.recompute_layers == 0
-    assert "full recompute of 1 layer a stage" in tr.TrainLayout(pp=2, recompute=True, recompute_layers=1).describe()
+    assert "recompute of 1 layer a stage, the rest kept" in tr.TrainLayout(pp=2, recompute=True, recompute_layers=1).describe()
 
 
 def test_the_fixed_time_per_expert_stays_in_the_fitted_range():

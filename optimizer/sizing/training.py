@@ -272,8 +272,8 @@ class TrainLayout:
             parts.append(f"EP{self.ep}")
         if self.recompute and self.recompute_layers:
             n = self.recompute_layers
-            rec = f"full recompute of {n} layer{'s' if n != 1 else ''} a stage" + (
-                f" ({n // self.vp} a virtual stage)" if self.vp > 1 else "")
+            rec = f"recompute of {n} layer{'s' if n != 1 else ''}" + (" a stage" if self.pp > 1 else "") + (
+                f" ({n // self.vp} a virtual stage)" if self.vp > 1 else "") + ", the rest kept"
         else:
             rec = "full recompute" if self.recompute else "no full recompute"
         text = " ".join(parts) + f", ZeRO-{self.zero_stage}, micro-batch {self.micro_batch}, " + rec

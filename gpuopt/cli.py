@@ -173,6 +173,15 @@ def _check_numbers() -> None:
     ctx = click_globals.get_current_context(silent=True)
     if ctx is None:
         return
+    output, fmt = ctx.params.get("output"), ctx.params.get("fmt")
+    if output is not None:  # before any work (a fuzzer's find: a missing folder was found after it, under warnings)
+        if fmt != "focus":  # a .parquet output needs --format focus
+            _not_parquet(output, f"--format {fmt or 'table'}")
+        out = Path(output).absolute()
+        if out.is_dir():
+            raise InputError("output", f"{output} is a folder; give a file name")
+        if not out.parent.is_dir():
+            raise InputError("output", f"folder {out.parent} does not exist")
     for param in ctx.command.params:
         value = ctx.params.get(param.name)
         for x in value if isinstance(value, (list, tuple)) else (value,):

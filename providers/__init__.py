@@ -65,6 +65,10 @@ IMPORTERS.update({
     "aws-region": Importer("aws-region", "providers.aws_parse", "parse_region", (),
                            "AWS live adapter: one region's price list + instance types + spot history -> offers",
                            kind="api"),
+    "aws-bulk-region": Importer("aws-bulk-region", "providers.aws_bulk", "parse_region", (),
+                                "AWS keyless refresh: one region's public Price List files (EC2 CSV, Savings Plans "
+                                "JSON) -> on-demand, reserved and savings plan offers, spot rows kept as they were",
+                                kind="api"),
 })
 
 # --- not offers: the AWS Spot Instance Advisor's interruption buckets (providers/spot_advisor.py; read by

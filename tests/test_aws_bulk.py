@@ -249,3 +249,13 @@ def test_source_is_for_aws_only():
     with pytest.raises(InputError) as exc:
         api.prices_refresh(providers=["gcp"], aws_source="bulk")
     assert exc.value.field == "source" and "does not refresh AWS" in exc.value.message
+
+
+def test_bulk_region_parser_is_registered():
+    # the keyless refresh's parse function is listed with the other live adapters' (gpuopt importers shows it)
+    import providers
+    from providers import aws_bulk
+
+    imp = providers.IMPORTERS["aws-bulk-region"]
+    assert (imp.module, imp.function, imp.kind) == ("providers.aws_bulk", "parse_region", "api")
+    assert imp.load() is aws_bulk.parse_region

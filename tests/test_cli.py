@@ -237,7 +237,6 @@ def test_a_parquet_suffix_needs_the_focus_format(tmp_path, args):
     if "json" in args:  # one error document on stderr
         err = json.loads(r.stderr)["error"]
         assert err["field"] == "output" and err["message"].startswith(f"output: {out}: a .parquet file is Parquet")
-    else:  # the error is the last line (the shipped-snapshot warning may precede it)
-        last = r.stderr.splitlines()[-1]
-        assert last.startswith(f"gpuopt: error: output: {out}: a .parquet file is Parquet"), r.stderr
-        assert "only --format focus (recommend, review) writes Parquet" in last
+    else:  # one line, before any work (no warning of the prices it would have read)
+        assert r.stderr.startswith(f"gpuopt: error: output: {out}: a .parquet file is Parquet"), r.stderr
+        assert r.stderr.count("\n") == 1 and "only --format focus (recommend, review) writes Parquet" in r.stderr

@@ -247,6 +247,8 @@ def _cli(args: list[str], codes=(0, 1, 2)) -> tuple[int, str, str]:
             assert len(lines) == 1 and lines[0].startswith("gpuopt:"), (args, err)
         assert "Traceback" not in err
     elif as_json:
+        if not out.strip() and "--output" in args:  # written to the file instead of stdout
+            out = Path(args[args.index("--output") + 1]).read_text(encoding="utf-8")
         _json_ok(out)
     return code, out, err
 
@@ -393,3 +395,32 @@ def test_diff_refuses_a_negative_amount(tmp_path, where):
     field = "lines[0].total_usd" if where == "line" else "total_usd"
     assert code == 1 and out == ""
     assert err.startswith(f"gpuopt: error: new: {tmp_path / 'new.json'}: {field}: must be a number from 0 to 1e+15")
+
+
+# issue 30, point 6: the newest inputs in the fuzz suite -- the measured-results reader and the output paths
+MEASURED_COLS = ["model", "input_len", "output_len", "output_tokens_per_second", "ttft_ms", "tpot_ms", "gpu", "tp",
+                 "model_names", "input_sequence_length"]
+MEASURED_VALUES = st.one_of(st.sampled_from(["meta-llama/Llama-2-7b-hf", "1000", "100", "2000", "1e12", "H100-80GB",
+                                             "1", "0", "-1", "nan", "", "9000", "1e7"]), TEXT)
+
+
+@settings(max_examples=40, **FUZZ)
+@given(cols=st.lists(st.sampled_from(MEASURED_COLS), min_size=1, max_size=7),
+       rows=st.lists(st.lists(MEASURED_VALUES, min_size=7, max_size=7), max_size=3), as_json=st.booleans())
+def test_fuzz_measured_file(tmp_path, cols, rows, as_json):
+    f = tmp_path / ("m.json" if as_json else "m.csv")
+    if as_json:
+        f.write_text(json.dumps([dict(zip(cols, r)) for r in rows]), encoding="utf-8")
+    else:  # a column may come twice: refused naming it
+        f.write_text("\n".join([",".join(cols)] + [",".join(r[:len(cols)]) for r in rows]) + "\n", encoding="utf-8")
+    _cli(["estimate", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100-80GB", "--measured", str(f),
+          "--format", "table"])
+
+
+@settings(max_examples=30, **FUZZ)
+@given(name=st.sampled_from(["x.parquet", "x.PQ", "x.json", "x.txt", "missing/x.json", ""]), fmt=FMT)
+def test_fuzz_output_paths(tmp_path, name, fmt):
+    out = tmp_path / name
+    code, _, _ = _cli(["prices", "list", "--gpu", "H100", "--limit", "2", "--output", str(out), "--format", fmt])
+    if out.suffix.lower() in (".parquet", ".pq"):
+        assert code != 0 and not out.exists()  # text is never written into a Parquet file

@@ -382,3 +382,67 @@ def test_fuzz_config_json_bytes_give_a_gpuopt_error(tmp_path, data):
     with pytest.raises(GpuoptError) as exc:  # no such bytes make a whole model: each is refused, in one line
         model_from_hf_config(f)
     assert "\n" not in str(exc.value)
+
+
+# ------------------------------------------------------------------------------ issue 30: the measured reader
+def _measured(tmp_path, text, name="m.csv"):
+    from optimizer.sizing.serving import load_measurements
+
+    f = tmp_path / name
+    f.write_text(text, encoding="utf-8")
+    return load_measurements(str(f))
+
+
+def test_measured_csv_refuses_a_column_given_twice(tmp_path):
+    # issue 30: with output_tokens_per_second twice (2000, then 50) the last one won silently
+    with pytest.raises(InputError) as exc:
+        _measured(tmp_path, "model,input_len,output_len,output_tokens_per_second,output_tokens_per_second\n"
+                            "meta-llama/Llama-2-7b-hf,1000,100,2000,50\n")
+    assert exc.value.field == "measured" and "column(s) given twice: output_tokens_per_second" in exc.value.message
+
+
+def test_measured_rows_of_one_point_averaged_or_refused(tmp_path):
+    head = "model,input_len,output_len,output_tokens_per_second\n"
+    m = _measured(tmp_path, head + "meta-llama/Llama-2-7b-hf,1000,100,2000\nmeta-llama/Llama-2-7b-hf,1000,100,2200\n")
+    (r,) = m.rows
+    assert r.tokens_per_second == 2100 and r.also == (2,) and r.rows_text == "rows 1, 2 (their mean)"
+    # 100 vs 9,000 tokens/s for one point: the first was used without a word
+    with pytest.raises(InputError) as exc:
+        _measured(tmp_path, head + "meta-llama/Llama-2-7b-hf,1000,100,100\nmeta-llama/Llama-2-7b-hf,1000,100,9000\n")
+    assert "rows 1 and 2 measure the same point" in exc.value.message and "100 vs 9000" in exc.value.message
+    # another point (other lengths) is another row
+    assert len(_measured(tmp_path, head + "meta-llama/Llama-2-7b-hf,1000,100,100\n"
+                                          "meta-llama/Llama-2-7b-hf,2000,100,9000\n").rows) == 2
+
+
+def test_measured_figures_within_physical_bounds(tmp_path):
+    head = "model,gpu,tp,input_len,output_len,ttft_ms,output_tokens_per_second\n"
+    with pytest.raises(InputError) as exc:  # issue 30: a TTFT of 1e12 ms was taken; the error blamed the target
+        _measured(tmp_path, head + "meta-llama/Llama-2-7b-hf,H100-80GB,1,1000,100,1e12,2000\n")
+    assert "row 1: ttft_ms 1e+12 ms is beyond any benchmark's wait (more than 6 h)" in exc.value.message
+    # an H100 computes at most 1,979 TFLOP/s (fp8 dense) / (2 x 6.7e9 FLOPs a token of Llama-2-7B) ~ 148k tokens/s
+    with pytest.raises(InputError) as exc:
+        _measured(tmp_path, head + "meta-llama/Llama-2-7b-hf,H100-80GB,1,1000,100,100,1e7\n")
+    assert "row 1: output_tokens_per_second 1e+07 is above what the replica's GPUs can compute" in exc.value.message
+
+
+def test_measured_genai_perf_export_names_its_model_in_input_config(tmp_path):
+    # GenAI-Perf's profile_export_genai_perf.json: statistics objects, the model in input_config.model_names,
+    # lengths as input/output_sequence_length statistics (their mean, rounded to whole tokens)
+    doc = {"output_token_throughput": {"unit": "tokens/sec", "avg": 1510.4},
+           "time_to_first_token": {"unit": "ms", "avg": 180.2, "p99": 300.0},
+           "inter_token_latency": {"unit": "ms", "avg": 21.5},
+           "input_sequence_length": {"unit": "tokens", "avg": 199.6},
+           "output_sequence_length": {"unit": "tokens", "avg": 100.4},
+           "input_config": {"model_names": ["meta-llama/Llama-2-7b-hf"], "concurrency": 16}}
+    (r,) = _measured(tmp_path, json.dumps(doc), "profile_export_genai_perf.json").rows
+    assert (r.model.name, r.input_tokens, r.output_tokens, r.concurrency) == ("Llama-2-7B", 200, 100, 16)
+    assert (r.tokens_per_second, r.ttft_ms, r.tpot_ms) == (1510.4, 180.2, 21.5)
+
+
+def test_measured_given_a_folder_says_so(tmp_path):
+    from optimizer.sizing.serving import load_measurements
+
+    with pytest.raises(InputError) as exc:
+        load_measurements(str(tmp_path))
+    assert exc.value.message == f"{tmp_path} is a folder; give the benchmark file in it"

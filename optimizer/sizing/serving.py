@@ -739,16 +739,16 @@ class Correction:
 #: Column names accepted in a measurements file, canonical name -> aliases (vLLM ``benchmark_serving.py
 #: --save-result`` JSON keys, GenAI-Perf / AIPerf export names, gpuopt's own).
 MEASURED_COLUMNS: dict[str, tuple[str, ...]] = {
-    "model": ("model", "model_id", "hf_repo"),
+    "model": ("model", "model_id", "hf_repo", "model_names"),
     "gpu": ("gpu", "gpu_model"),
     "tensor_parallel": ("tensor_parallel", "tp", "tensor_parallel_size"),
     "pipeline_parallel": ("pipeline_parallel", "pp", "pipeline_parallel_size"),
     "precision": ("precision", "dtype"),
     "engine": ("engine", "backend"),
     "input_tokens": ("input_tokens", "input_len", "random_input_len", "isl", "synthetic_input_tokens_mean",
-                     "mean_input_tokens", "input_lens"),
+                     "mean_input_tokens", "input_lens", "input_sequence_length"),
     "output_tokens": ("output_tokens", "output_len", "random_output_len", "osl", "output_tokens_mean",
-                      "mean_output_tokens", "output_lens"),
+                      "mean_output_tokens", "output_lens", "output_sequence_length"),
     "concurrency": ("concurrency", "max_concurrency"),
     "request_rate": ("request_rate",),
     "output_tokens_per_second": ("output_tokens_per_second", "output_throughput", "output_token_throughput",
@@ -777,6 +777,15 @@ class Measurement:
     ttft_ms: float | None
     tpot_ms: float | None
     row: int
+    #: other rows of the same point, averaged into this one (their figures within :data:`MEASURED_AGREE`)
+    also: tuple[int, ...] = ()
+
+    @property
+    def rows_text(self) -> str:
+        """"row 3", or "rows 3, 7 (their mean)" for averaged rows."""
+        if not self.also:
+            return f"row {self.row}"
+        return f"rows {', '.join(map(str, (self.row, *self.also)))} (their mean)"
 
 
 @dataclass(frozen=True)
@@ -806,7 +815,7 @@ class Measurements:
             est = best_point(r.model, r_gpu, r_layout, r_prec, ENGINES[r.engine or engine.name], r.input_tokens,
                              r.output_tokens, concurrency=r.concurrency, fit=fit)
         except InputError as exc:  # the row cannot be that replica's (fp8 measured, estimated on an A100)
-            return Correction(source=f"model (optimizer/sizing/serving.py fit); {self.path} row {r.row} does not apply on "
+            return Correction(source=f"model (optimizer/sizing/serving.py fit); {self.path} {r.rows_text} does not apply on "
                                      f"{r_gpu.name}: {exc.message}", applied=False)
         if est is None:
             return None
@@ -815,7 +824,7 @@ class Measurements:
         f_tpot = r.tpot_ms / est.tpot_ms if r.tpot_ms else 1.0
         same = "" if rank(r) == (False, False, False) else (
             f" (measured on {r_gpu.name} TP{r_layout.tensor_parallel} {r_prec}; scaled by the model)")
-        return Correction(f_tps, f_ttft, f_tpot, f"measured: {self.path} row {r.row}{same}")
+        return Correction(f_tps, f_ttft, f_tpot, f"measured: {self.path} {r.rows_text}{same}")
 
 
 def _ratio(a: float, b: float) -> float:
@@ -836,7 +845,9 @@ def _flat(obj: dict) -> dict:
         key = str(k).strip().lower()
         if isinstance(v, dict):
             if "avg" in v:
-                out[key] = v["avg"]
+                avg = v["avg"]  # GenAI-Perf's mean sequence lengths are fractional: whole tokens
+                out[key] = round(avg) if key.endswith("sequence_length") and isinstance(avg, (int, float)) and \
+                    not isinstance(avg, bool) and math.isfinite(avg) else avg
             else:
                 for k2, v2 in v.items():
                     out.setdefault(str(k2).strip().lower(), v2)
@@ -877,6 +888,9 @@ def load_measurements(path: str) -> Measurements:
     from gpuopt.kernel.inputs import load_json, read_text
 
     p = Path(path)
+    if p.is_dir():
+        raise InputError("measured", f"{path} is a folder; give the benchmark file in it",
+                         accepted="a CSV or JSON file of benchmark results")
     if not p.is_file():
         raise InputError("measured", f"no such file: {path}", accepted="a CSV or JSON file of benchmark results")
     # UTF-8 with or without a byte-order mark (Excel's "CSV UTF-8"), bounded size and nesting, duplicate keys
@@ -887,7 +901,14 @@ def load_measurements(path: str) -> Measurements:
             data = load_json(text, str(path), "measured", allow_nonfinite=True)
             raw = data if isinstance(data, list) else [data]
         else:
-            raw = list(_csv.DictReader(text.splitlines()))
+            lines = text.splitlines()
+            from providers._input import check_unique_columns
+
+            # the JSON reader refuses a key given twice; the CSV reader the same of a column (issue 30: the last of
+            # two output_tokens_per_second columns won silently)
+            check_unique_columns([h.strip().lower() for h in next(_csv.reader(lines[:1]), [])], str(path),
+                                 line=1, field="measured")
+            raw = list(_csv.DictReader(lines))
     except (_csv.Error, ValueError) as exc:
         if isinstance(exc, InputError):
             raise
@@ -928,6 +949,11 @@ def load_measurements(path: str) -> Measurements:
             raise InputError("measured", f"{path} row {i}: input and output tokens are required",
                              accepted="input_tokens/input_len and output_tokens/output_len")
         tps, ttft, tpot = num("output_tokens_per_second"), num("ttft_ms"), num("tpot_ms")
+        for col, v in (("ttft_ms", ttft), ("tpot_ms", tpot)):
+            if v is not None and v > MEASURED_MAX_LATENCY_MS:
+                raise InputError("measured", f"{path} row {i}: {col} {v:g} ms is beyond any benchmark's wait (more "
+                                             f"than {MEASURED_MAX_LATENCY_MS / 3.6e6:g} h)",
+                                 accepted=f"0 < {col} <= {MEASURED_MAX_LATENCY_MS:g} ms")
         if not (tps or ttft or tpot):
             raise InputError("measured", f"{path} row {i}: no measured figure",
                              accepted="output_tokens_per_second, ttft_ms and/or tpot_ms")
@@ -959,10 +985,78 @@ def load_measurements(path: str) -> Measurements:
                 matmul_peak_flops(gpu, precision)
             except InputError as exc:
                 raise InputError("measured", f"{path} row {i}: {exc.message}", accepted=exc.accepted) from None
+        if tps is not None:
+            bound = _throughput_bound(model, gpu, layout, precision)
+            if tps > bound:
+                raise InputError("measured", f"{path} row {i}: output_tokens_per_second {tps:g} is above what the "
+                                             f"replica's GPUs can compute ({bound:,.0f}: every output token costs at "
+                                             f"least 2 x {model.params_active:.3g} FLOPs)",
+                                 accepted=f"<= {bound:,.0f} tokens/s")
         rows.append(Measurement(model, gpu, layout, precision, engine, inp, out, conc, tps, ttft, tpot, i))
     if not rows:
         raise InputError("measured", f"{path} has no rows", accepted="at least one benchmark result")
-    return Measurements(str(path), tuple(rows))
+    return Measurements(str(path), _one_per_point(rows, str(path)))
+
+
+#: The longest TTFT or TPOT a measured row may state, ms: 6 hours, vLLM benchmark_serving's client timeout
+#: (backend_request_func.py, ``AIOHTTP_TIMEOUT = aiohttp.ClientTimeout(total=6 * 60 * 60)``) -- a request waited on
+#: longer was not measured (issue 30: a TTFT of 1e12 ms was taken and the error blamed the TTFT target).
+MEASURED_MAX_LATENCY_MS = 6 * 3600 * 1000.0
+#: Rows of one point (model, GPU, layout, precision, engine, lengths, concurrency) whose figures are within this
+#: ratio of each other are averaged (repeated runs of a benchmark); further apart they are refused.
+MEASURED_AGREE = 1.25
+
+
+def _throughput_bound(model: ModelSpec, gpu: GpuSpec | None, layout: Layout | None, precision: str | None) -> float:
+    """The most output tokens/s a replica can compute: its GPUs' dense peak (the row's GPU, else the fastest in the
+    datasheet table, at the row's precision, else fp4) over 2 x active parameters per token (a forward pass's
+    matmuls; prefill and attention only add). GPUs: the row's TP x PP, else 8."""
+    from optimizer.sizing.specs import known_gpus, load_gpu
+
+    gpus = [gpu] if gpu is not None else [load_gpu(n) for n in known_gpus()]
+    peak = 0.0
+    for g in gpus:
+        for prec in ([precision] if precision else ["fp4", "fp8", "bf16"]):
+            try:
+                peak = max(peak, matmul_peak_flops(g, prec))
+            except InputError:
+                continue
+    n = layout.tensor_parallel * layout.pipeline_parallel if layout is not None else 8
+    return n * peak / (2.0 * max(model.params_active, 1.0)) if peak > 0 else math.inf
+
+
+def _one_per_point(rows: list[Measurement], path: str) -> tuple[Measurement, ...]:
+    """One measurement per point: rows of the same setup whose figures agree within :data:`MEASURED_AGREE` are
+    averaged (``also`` names the others), rows that disagree are refused naming both (issue 30: of 100 and 9,000
+    tokens/s the first was used without a word).
+
+    Raises: InputError("measured") for two rows of one point that disagree."""
+    import dataclasses
+
+    groups: dict[tuple, list[Measurement]] = {}
+    for r in rows:
+        key = (r.model.name, r.gpu.name if r.gpu else None, r.layout, r.precision, r.engine, r.input_tokens,
+               r.output_tokens, r.concurrency)
+        groups.setdefault(key, []).append(r)
+    out = []
+    for grp in groups.values():
+        first = grp[0]
+        if len(grp) == 1:
+            out.append(first)
+            continue
+        means = {}
+        for col in ("tokens_per_second", "ttft_ms", "tpot_ms"):
+            vals = [getattr(r, col) for r in grp if getattr(r, col) is not None]
+            if vals and max(vals) / min(vals) > MEASURED_AGREE:
+                hi = max(grp, key=lambda r: getattr(r, col) or 0.0)
+                lo = min((r for r in grp if getattr(r, col) is not None), key=lambda r: getattr(r, col))
+                raise InputError("measured", f"{path} rows {lo.row} and {hi.row} measure the same point "
+                                             f"({first.model.name}, {first.input_tokens} in / {first.output_tokens} "
+                                             f"out) and disagree: {col} {getattr(lo, col):g} vs {getattr(hi, col):g}",
+                                 accepted=f"one row per point, or repeated runs within {MEASURED_AGREE:g}x")
+            means[col] = sum(vals) / len(vals) if vals else None
+        out.append(dataclasses.replace(first, also=tuple(r.row for r in grp[1:]), **means))
+    return tuple(sorted(out, key=lambda r: r.row))
 
 
 #: Column names of a request trace (``--trace FILE``): prompt and generated tokens per request (OpenAI usage

@@ -69,6 +69,9 @@ OBJECTIVES = ("cost", "roi")
 SOLVERS = ("cbc", "highs")
 MAX_DEADLINE_HOURS = 87_600.0  # ten years
 DEFAULT_SPOT_CAPACITY = 16
+#: Most workloads in one plan (benchmarks/bench_workloads.py: 200 services plan in ~1 minute at ~0.5 GB, 500 in ~3
+#: minutes at ~1 GB on 2 cores; a breaker's 2,000 ran out of memory at 7 GB before the limit).
+MAX_WORKLOADS = 500
 DEMAND_KEYS = ("tokens_per_second", "request_rate", "demand_profile", "demand")
 EXAMPLE_WORKLOAD = Path(__file__).parent / "data" / "example_workload.yaml"
 LOCAL_WORKLOAD_NAME = "gpuopt.yaml"
@@ -670,6 +673,10 @@ class PlanRequest(_Parts):
     def _a_list(cls, v: Any) -> Any:
         if isinstance(v, (Mapping, BaseModel, str)):  # pydantic would iterate a model's fields or a dict's keys
             raise plan_error(f"must be a list of workloads, got {type(v).__name__}")
+        if isinstance(v, (list, tuple)) and len(v) > MAX_WORKLOADS:
+            raise plan_error(f"has {len(v):,} workloads, above the limit of {MAX_WORKLOADS} per plan (measured: 200 "
+                             f"plan in ~1 minute and 0.5 GB, 500 in ~3 minutes and 1 GB; split the file by team or "
+                             f"region)")
         return v
 
     @field_validator("catalog", "quota", "owned")

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from gpuopt.kernel.errors import InputError
 from gpuopt.kernel.records import HOURS_PER_MONTH, PRICING_MODELS
-from optimizer.planning.candidates import COMMITTED, DEFAULT_PRICING, Candidate, UnitTable, text_values, unit_table
+from optimizer.planning.candidates import (COMMITTED, DEFAULT_PRICING, Candidate, UnitTable, shared_records,
+                                          text_values, unit_table)
 from optimizer.planning.horizon import TERM_MONTHS, Period, commitment_cost_factor, slot_starts
 from optimizer.planning.owned import owned_rows
 from optimizer.planning.problem import (
@@ -158,8 +159,10 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
     rejected: dict[str, dict[str, int]] = {}
     tables: dict[str, UnitTable] = {}
     usable: dict[str, Any] = {}
+    records = shared_records(offers)  # one dict per catalog row, whatever the number of workloads
     for w in workloads:
-        t = _tables[w.name] if _tables is not None else unit_table(w.workload, offers, allow_spot=True, pricing=PRICING_MODELS)
+        t = _tables[w.name] if _tables is not None else unit_table(w.workload, offers, allow_spot=True,
+                                                                   pricing=PRICING_MODELS, records=records)
         pr = t.pricing if t.pricing is not None else text_values(t.offers["pricing"])
         # what the team owns is never a purchase option --pricing can rule out (a breaker's find: --pricing
         # on_demand dropped an owned savings plan, $41,417.28 against $24,277.71 with it)

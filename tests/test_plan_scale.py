@@ -42,12 +42,15 @@ def _serve(tps, **kw):
 
 def test_workloads_that_differ_only_in_demand_share_their_replica_shapes(offers):
     a, b = _serve(500.0), _serve(2400.0)
-    assert shared_shapes(a) is shared_shapes(b)  # the same demand-free workload
-    assert shared_shapes(_serve(500.0, scenario="interactive")) is not shared_shapes(a)  # other targets: other shapes
-    assert shared_shapes(dataclasses.replace(a, disaggregate="on")) == {}  # a unit sized for its demand: its own
-    ta, tb = unit_table(a, offers, pricing=("on_demand", "reserved_1y")), unit_table(b, offers, pricing=(
-        "on_demand", "reserved_1y"))
+    store: dict = {}
+    assert shared_shapes(a, store) is shared_shapes(b, store)  # the same demand-free workload
+    assert shared_shapes(_serve(500.0, scenario="interactive"), store) is not shared_shapes(a, store)  # other targets
+    assert shared_shapes(dataclasses.replace(a, disaggregate="on"), store) == {}  # a unit sized for its demand
+    assert shared_shapes(a) == {} and shared_shapes(a) is not shared_shapes(b)  # no store: nothing kept
+    kw = dict(pricing=("on_demand", "reserved_1y"))
+    ta, tb = unit_table(a, offers, shapes=store, **kw), unit_table(b, offers, shapes=store, **kw)
     assert ta.throughput.tolist() == tb.throughput.tolist() and ta.ok.any()
+    assert ta.throughput.tolist() == unit_table(b, offers, **kw).throughput.tolist()  # the same as sized alone
 
 
 def test_candidates_of_every_workload_read_one_dict_per_catalog_row(offers):

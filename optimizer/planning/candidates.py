@@ -515,40 +515,31 @@ def text_values(col) -> "np.ndarray":
     return col.astype(object).to_numpy()
 
 
-#: Replica shapes per offer hardware, kept across workloads that differ only in their demand (a plan file of 200
-#: services over five models sized the same shapes 200 times: 34 s of 41): demand-free workload -> shape key ->
-#: (instances, replicas, sizing). At most :data:`SHAPE_WORKLOADS` workloads are kept (the oldest dropped first).
-_SHAPES: dict[Any, dict[tuple, tuple]] = {}
-SHAPE_WORKLOADS = 64
-
-
-def shared_shapes(workload: "Workload") -> dict[tuple, tuple]:
-    """The shape cache of ``workload`` (see :data:`_SHAPES`): shared with every workload equal to it but for the
-    demand (``tokens_per_second``, ``request_rate``) when its shapes do not depend on the demand -- serving without
-    disaggregation; a training job's layout follows its deadline and a disaggregated unit its demand, and a workload
-    that cannot be hashed (a user's measurements) gets a cache of its own."""
-    if workload.task != "serve" or getattr(workload, "disaggregate", "off") != "off":
+def shared_shapes(workload: "Workload", store: dict | None = None) -> dict[tuple, tuple]:
+    """The replica-shape cache (shape key -> (instances, replicas, sizing)) of ``workload`` in ``store`` (one dict
+    per planning problem, :func:`optimizer.planning.problem_build.make_problem`; None: a fresh cache): shared with
+    every workload equal to it but for the demand (``tokens_per_second``, ``request_rate``) when its shapes do not
+    depend on the demand -- serving without disaggregation (a training job's layout follows its deadline, a
+    disaggregated unit its demand). A plan file of 200 services over five models sized the same shapes 200 times: 34 s
+    of 41. A workload that cannot be hashed (a user's measurements) gets a cache of its own."""
+    if store is None or workload.task != "serve" or getattr(workload, "disaggregate", "off") != "off":
         return {}
     try:
         key = dataclasses.replace(workload, tokens_per_second=None, request_rate=None)
         hash(key)
     except (TypeError, ValueError):
         return {}
-    got = _SHAPES.pop(key, None)
-    if got is None:
-        got = {}
-        while len(_SHAPES) >= SHAPE_WORKLOADS:
-            _SHAPES.pop(next(iter(_SHAPES)))
-    _SHAPES[key] = got  # the newest last
-    return got
+    return store.setdefault(key, {})
 
 
 def unit_table(workload: "Workload", offers: "pd.DataFrame", *, allow_spot: bool = False,
-               pricing: tuple[str, ...] | None = None, records: dict | None = None) -> UnitTable:
+               pricing: tuple[str, ...] | None = None, records: dict | None = None,
+               shapes: dict | None = None) -> UnitTable:
     """The :class:`UnitTable` of ``workload`` over ``offers``: the layout is computed once per distinct hardware
     (:data:`HARDWARE_COLUMNS`), then spread over the rows as arrays. Arguments as :func:`candidates_for`;
     ``records``: a :func:`shared_records` store of ``offers`` shared by the problem's tables (None: each
-    candidate gets its own copy of its row)."""
+    candidate gets its own copy of its row); ``shapes``: the problem's :func:`shared_shapes` store (None: shapes
+    sized for this workload alone)."""
     import numpy as np
     import pandas as pd
 
@@ -573,7 +564,7 @@ def unit_table(workload: "Workload", offers: "pd.DataFrame", *, allow_spot: bool
         first[hw[::-1]] = np.arange(n - 1, -1, -1)  # the first row of each distinct hardware
     else:
         hw, first = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    shapes = shared_shapes(workload)
+    shapes = shared_shapes(workload, shapes)
     gpu_cache: dict[str, Any] = {}
     networks: dict[tuple, Any] = {}
     sizing_by_gpu: dict[str, ReplicaSizing] = {}

@@ -261,8 +261,10 @@ def plan_group(w, cands, problem: FleetProblem, slot_for: dict[str, tuple[str, f
     cu = [(c.throughput_per_unit, int(c.replicas_per_unit), int(c.instances_per_unit),
            slot_for[c.okey][1] * c.instances_per_unit) for c in committed]
     memo = (tuple(hu), tuple(cu), capmax, m, demand.tobytes(), np.asarray(hours, dtype=float).tobytes(),
-            None if active is None else np.asarray(active, dtype=bool).tobytes())
+            None if active is None else np.asarray(active, dtype=bool).tobytes(), MAX_STATES, MAX_GENERATED)
     got = _PLANS.get(memo)
+    if got is not None and _past_deadline():
+        raise TooBig(w.name)  # as the frontier would: a caller past its deadline gets no plan, kept or not
     if got is not None:  # the same units, demand and hours: the same plan (combos index hu and cu)
         return None if got is _NONE else (got[0], got[1], committed, hourly, got[2])
     out = _plan_units(hu, cu, capmax, m, demand, hours, active, w.name)

@@ -160,9 +160,11 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
     tables: dict[str, UnitTable] = {}
     usable: dict[str, Any] = {}
     records = shared_records(offers)  # one dict per catalog row, whatever the number of workloads
+    shapes: dict = {}  # replica shapes sized once per demand-free workload (candidates.shared_shapes)
     for w in workloads:
         t = _tables[w.name] if _tables is not None else unit_table(w.workload, offers, allow_spot=True,
-                                                                   pricing=PRICING_MODELS, records=records)
+                                                                   pricing=PRICING_MODELS, records=records,
+                                                                   shapes=shapes)
         pr = t.pricing if t.pricing is not None else text_values(t.offers["pricing"])
         # what the team owns is never a purchase option --pricing can rule out (a breaker's find: --pricing
         # on_demand dropped an owned savings plan, $41,417.28 against $24,277.71 with it)

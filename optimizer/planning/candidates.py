@@ -446,7 +446,6 @@ class UnitTable:
     pricing: Any = None  # the rows' pricing column as an object array (read once: big frames)
     records: dict | None = None  # row label -> the row's dict, shared by every table of the same catalog frame
 
-
     def candidates(self, rows=None) -> list[Candidate]:
         """Candidates of the rows ``rows`` (positions in ``offers``, ascending; default every row that makes one),
         in frame order, equal to what candidates_for gives for them."""
@@ -472,7 +471,6 @@ class UnitTable:
                                  fabric=fabric, max_units=max_units, okey=key)
             out.append(cand)
         return out
-
 
     def _records(self, idx) -> list[dict[str, Any]]:
         """The rows at positions ``idx`` as dicts (:func:`offer_records`), one dict per catalog row however many

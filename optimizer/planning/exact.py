@@ -47,6 +47,7 @@ import bisect
 import dataclasses
 import math
 import time
+from operator import itemgetter
 from typing import Any
 
 from optimizer.planning.problem import FleetProblem, SpotCaps, failure_loss, placement_group, spot_cap, spot_group
@@ -125,8 +126,8 @@ def separable(problem: FleetProblem, allowed: set[str] | None = None, apart: boo
     return None
 
 
-_CAP = __import__("operator").itemgetter(0)
-_COST = __import__("operator").itemgetter(1)
+_CAP = itemgetter(0)
+_COST = itemgetter(1)
 
 
 def frontier(units: list[tuple], capmax: float, m: int) -> dict | None:

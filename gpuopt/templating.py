@@ -95,7 +95,13 @@ def wide_columns(head: list[str], rows: list[list[Any]], longest: int = 24) -> s
 
 def serving_split_text(s: dict) -> str:
     """What a serving sizing row adds to a plan's workload table (issue 27): a disaggregated unit's split and KV
-    link, or the utilization the replica is sized at; "" otherwise."""
+    link, or the utilization the replica is sized at; then the user's measured row(s) the replica's figures come
+    from (issue 31, point 6: ``estimate_source``); "" otherwise."""
+    src = s.get("estimate_source") or ""
+    return _split_text(s) + (f"; {src}" if src.startswith("measured:") else "")
+
+
+def _split_text(s: dict) -> str:
     d = s.get("disaggregated")
     if d and d.get("pool"):  # one pool of a disaggregated deployment on its own GPU type (gpuopt.phase_mix)
         return (f"; {d['pool']} pool: replicas of {d['gpus_per_replica']} GPU(s) at {d['request_rate']:,.3g} requests/s, "

@@ -179,7 +179,19 @@ def size_replica(w: Workload, gpu: GpuSpec, gpus: float, *, pipeline_parallel: i
         ttft_t, tpot_t = latency_targets(w)
         hop = ((net.hop_latency_s, PIPELINE_VALUES_PER_TOKEN_PER_HIDDEN * m.hidden_size * 2.0
                 / (net.gbps_per_node * 1e9)) if pp > 1 else (0.0, 0.0))
-        corr = w.measured.correction(m, spec, layout, w.precision, eng) if w.measured is not None else None
+        corr = None
+        if w.measured is not None:  # the rows nearest the batch the replica is sized to run at (issue 31, point 6)
+            def batch_of(c):
+                p = sv.best_point(m, spec, layout, w.precision, eng, inp, out, ttft_slo_ms=ttft_t, tpot_slo_ms=tpot_t,
+                                  hop=hop, scale=c, window=w.context_tokens)
+                if p is None:
+                    return None
+                o = _operating_capacity(w, spec, layout, eng, inp, out, hop, c) \
+                    if sv.meets_targets(p, ttft_t, tpot_t) else None
+                return o.batch if o is not None else p.batch
+
+            corr = w.measured.correction_at(m, spec, layout, w.precision, eng, inp, out, batch_of,
+                                            concurrency=w.concurrency)
         pt = sv.best_point(m, spec, layout, w.precision, eng, inp, out, ttft_slo_ms=ttft_t, tpot_slo_ms=tpot_t,
                            concurrency=w.concurrency, hop=hop, scale=corr, window=w.context_tokens)
         mem = sv.memory_per_gpu(m, spec, layout, w.precision, eng)
@@ -746,7 +758,15 @@ def operating_point(w: Workload, gpu: GpuSpec, gpus_per_replica: float, pipeline
     inp, out = serve_lengths(w)
     hop = ((net.hop_latency_s, PIPELINE_VALUES_PER_TOKEN_PER_HIDDEN * m.hidden_size * 2.0
             / (net.gbps_per_node * 1e9)) if pp > 1 else (0.0, 0.0))
-    corr = w.measured.correction(m, spec, layout, w.precision, eng) if w.measured is not None else None
+    corr = None
+    if w.measured is not None:  # the rows nearest the mean batch at this rate (issue 31, point 6)
+        def batch_of(c):
+            e = op.replica_engine(m, spec, layout, w.precision, eng, inp, out, hop=hop, scale=c,
+                                  window=w.context_tokens)
+            return None if e is None or rate <= 0 else op.mean_field(e, rate).batch
+
+        corr = w.measured.correction_at(m, spec, layout, w.precision, eng, inp, out, batch_of,
+                                        concurrency=w.concurrency)
     e = op.replica_engine(m, spec, layout, w.precision, eng, inp, out, hop=hop, scale=corr, window=w.context_tokens)
     if e is None:
         return None

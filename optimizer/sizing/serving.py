@@ -720,9 +720,12 @@ class Correction:
 
     Attributes:
         tokens_per_second, ttft, tpot: multipliers (1.0 where the measurement gives no figure).
-        source: ``"measured: FILE row N"`` -- what the output names as the estimate's source.
+        source: ``"measured: FILE row N (setup, concurrency C) ..."`` or ``"measured: FILE rows N and M (...),
+            interpolated at ..."`` -- what the output names as the estimate's source (:meth:`Measurements.correction`).
         applied: False when the nearest row cannot be estimated on this replica's GPU (factors 1; ``source`` says
             why): the model alone.
+        rows: the file's row numbers used (two when interpolated).
+        concurrency: the operating concurrency the rows were chosen at (None: not known).
     """
 
     tokens_per_second: float = 1.0
@@ -730,6 +733,8 @@ class Correction:
     tpot: float = 1.0
     source: str = ""
     applied: bool = True
+    rows: tuple[int, ...] = ()
+    concurrency: float | None = None
 
     def apply(self, pt: ServingPoint) -> ServingPoint:
         return replace(pt, tokens_per_second=pt.tokens_per_second * self.tokens_per_second,
@@ -796,35 +801,159 @@ class Measurements:
     rows: tuple[Measurement, ...]
 
     def correction(self, m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: EngineProfile,
-                   fit: ServingFit = FIT) -> Correction | None:
-        """The correction for a replica of ``m`` served by ``engine``: from the user's measurement of the same model
-        and engine nearest this replica (same GPU, then same tensor-parallel size, then same precision), the
-        factors measured / estimated at that measurement's own lengths and concurrency. None when no row is of this
-        model and engine (the model alone estimates)."""
+                   fit: ServingFit = FIT, *, input_tokens: float | None = None, output_tokens: float | None = None,
+                   concurrency: float | None = None) -> Correction | None:
+        """The correction for a replica of ``m`` served by ``engine`` running ``concurrency`` sequences (its
+        operating point; None: not known) at ``input_tokens`` / ``output_tokens`` (None: not ranked on).
+
+        The rows of the same model and engine are ranked on the replica's setup, each key before the next (issue 31,
+        point 6): the same GPU, the same layout (TP x PP), the same precision, the engine named (not only the client
+        API), the nearest lengths (``|ln(I_row / I)| + |ln(O_row / O)|``, 0 when equal); ties in file order. Of the
+        rows of the best setup, the concurrency decides (:func:`_by_concurrency`): a row measured at the operating
+        concurrency is used; between two measured concurrencies the factors of the two nearest (one below, one
+        above) are interpolated linearly in ln(concurrency) (:func:`_interpolate`); outside the measured range the
+        nearest row's factors are used and the model scales them (said: not extrapolated). Each row's factors are
+        measured / estimated at that row's own setup, lengths and concurrency, so at a measured point the estimate
+        reproduces the measurement. ``source`` names the file, the row(s), their setup and concurrencies. None when
+        no row is of this model and engine (the model alone estimates)."""
         rows = [r for r in self.rows if r.model.name == m.name and r.engine in (engine.name, None)]
         if not rows:
             return None
 
         def rank(r: Measurement) -> tuple:
             return (r.gpu is not None and r.gpu.name != gpu.name, r.layout is not None and r.layout != layout,
-                    r.precision is not None and r.precision != precision)
+                    r.precision is not None and r.precision != precision, r.engine is None,
+                    _length_gap(r, input_tokens, output_tokens))
 
-        r = min(rows, key=rank)
-        r_gpu, r_layout, r_prec = r.gpu or gpu, r.layout or layout, r.precision or precision
-        try:
-            est = best_point(r.model, r_gpu, r_layout, r_prec, ENGINES[r.engine or engine.name], r.input_tokens,
-                             r.output_tokens, concurrency=r.concurrency, fit=fit)
-        except InputError as exc:  # the row cannot be that replica's (fp8 measured, estimated on an A100)
-            return Correction(source=f"model (optimizer/sizing/serving.py fit); {self.path} {r.rows_text} does not apply on "
-                                     f"{r_gpu.name}: {exc.message}", applied=False)
-        if est is None:
-            return None
-        f_tps = r.tokens_per_second / est.tokens_per_second if r.tokens_per_second else 1.0
-        f_ttft = r.ttft_ms / est.ttft_ms if r.ttft_ms else 1.0
-        f_tpot = r.tpot_ms / est.tpot_ms if r.tpot_ms else 1.0
-        same = "" if rank(r) == (False, False, False) else (
-            f" (measured on {r_gpu.name} TP{r_layout.tensor_parallel} {r_prec}; scaled by the model)")
-        return Correction(f_tps, f_ttft, f_tpot, f"measured: {self.path} {r.rows_text}{same}")
+        best = min(rows, key=rank)
+        group = [r for r in rows if _setup(r) == _setup(best)]
+        chosen, where = _by_concurrency(group, concurrency)
+        r_gpu, r_layout, r_prec = best.gpu or gpu, best.layout or layout, best.precision or precision
+        r_eng = ENGINES[best.engine or engine.name]
+        factors = []
+        for r in chosen:
+            try:
+                est = best_point(r.model, r_gpu, r_layout, r_prec, r_eng, r.input_tokens, r.output_tokens,
+                                 concurrency=r.concurrency, fit=fit)
+            except InputError as exc:  # the row cannot be that replica's (fp8 measured, estimated on an A100)
+                return Correction(source=f"model (optimizer/sizing/serving.py fit); {self.path} {r.rows_text} does "
+                                         f"not apply on {r_gpu.name}: {exc.message}", applied=False)
+            if est is None:
+                return None
+            factors.append((r.tokens_per_second / est.tokens_per_second if r.tokens_per_second else None,
+                            r.ttft_ms / est.ttft_ms if r.ttft_ms else None,
+                            r.tpot_ms / est.tpot_ms if r.tpot_ms else None))
+        if len(chosen) == 2:
+            t = math.log(concurrency / chosen[0].concurrency) / math.log(chosen[1].concurrency / chosen[0].concurrency)
+            f_tps, f_ttft, f_tpot = (_interpolate(a, b, t) for a, b in zip(*factors))
+        else:
+            f_tps, f_ttft, f_tpot = (1.0 if f is None else f for f in factors[0])
+        pp = f" PP{r_layout.pipeline_parallel}" if r_layout.pipeline_parallel > 1 else ""
+        concs = " and ".join(f"{r.concurrency:g}" for r in chosen if r.concurrency is not None)
+        setup = (f"{r_eng.name} {r_gpu.name} TP{r_layout.tensor_parallel}{pp} {r_prec}, {best.input_tokens} in / "
+                 f"{best.output_tokens} out" + (f", concurrency {concs}" if concs else ""))
+        names = chosen[0].rows_text if len(chosen) == 1 else \
+            "rows " + " and ".join(r.rows_text.split(" ", 1)[1] for r in chosen)
+        same = rank(best)[:4] == (False, False, False, False) and rank(best)[4] == 0.0
+        scaled = "" if same else "; scaled by the model to this replica"
+        return Correction(f_tps, f_ttft, f_tpot, f"measured: {self.path} {names} ({setup}){where}{scaled}",
+                          rows=tuple(r.row for r in chosen), concurrency=concurrency)
+
+    def correction_at(self, m: ModelSpec, gpu: GpuSpec, layout: Layout, precision: str, engine: EngineProfile,
+                      input_tokens: float, output_tokens: float, batch_of, *, concurrency: int | None = None,
+                      fit: ServingFit = FIT) -> Correction | None:
+        """:meth:`correction` at the replica's operating point: ``concurrency`` when the workload gives one (a
+        closed loop of that many users, as a benchmark's ``--max-concurrency``), else the batch the replica is sized
+        to run at, which the correction itself moves: ``batch_of(correction or None)`` gives it (the mean running
+        batch at the operating rate, or the largest batch meeting the targets). The batch is found with the model
+        alone, then again with the rows chosen at it, until the whole batch repeats (at most
+        :data:`MEASURED_SETTLE_PASSES` passes; a batch seen before ends the search where it is)."""
+        kw = dict(fit=fit, input_tokens=input_tokens, output_tokens=output_tokens)
+        if concurrency is not None:
+            return self.correction(m, gpu, layout, precision, engine, concurrency=concurrency, **kw)
+        corr = self.correction(m, gpu, layout, precision, engine, **kw)
+        if corr is None or not corr.applied:
+            return corr
+        seen: list[int] = []
+        c = batch_of(None)
+        for _ in range(MEASURED_SETTLE_PASSES):
+            if c is None:
+                break
+            c = max(1, round(c))
+            if c in seen:
+                break
+            seen.append(c)
+            nxt = self.correction(m, gpu, layout, precision, engine, concurrency=c, **kw)
+            if nxt is None or not nxt.applied:
+                return nxt
+            if corr.concurrency is not None and nxt.rows == corr.rows and \
+                    (nxt.tokens_per_second, nxt.ttft, nxt.tpot) == (corr.tokens_per_second, corr.ttft, corr.tpot):
+                corr = nxt  # the same figures: the batch will not move
+                break
+            corr = nxt
+            c = batch_of(corr)
+        return corr
+
+
+#: Passes of :meth:`Measurements.correction_at` (the batch with the model alone, then with the rows chosen there).
+MEASURED_SETTLE_PASSES = 4
+
+
+def _setup(r: Measurement) -> tuple:
+    """A measured row's setup without its concurrency (the rows among which the concurrency decides)."""
+    return (r.gpu.name if r.gpu else None, r.layout, r.precision, r.engine, r.input_tokens, r.output_tokens)
+
+
+def _length_gap(r: Measurement, input_tokens: float | None, output_tokens: float | None) -> float:
+    """How far a row's lengths are from the replica's: ``|ln(I_row / I)| + |ln(O_row / O)|`` (0: the same; a length
+    not given counts 0)."""
+    gap = 0.0
+    for mine, theirs in ((input_tokens, r.input_tokens), (output_tokens, r.output_tokens)):
+        if mine:
+            gap += abs(math.log(theirs / float(mine)))
+    return round(gap, 12)
+
+
+def _by_concurrency(group: list[Measurement], concurrency: float | None) -> tuple[list[Measurement], str]:
+    """The row(s) of one setup for the operating ``concurrency`` and the words that say how: the row measured at it;
+    the two nearest around it (one below, one above: interpolated); the nearest end of the measured range when it
+    lies outside (not extrapolated); the first row when the concurrency or the rows' is not known."""
+    placed = sorted((r for r in group if r.concurrency is not None), key=lambda r: r.concurrency)
+    if concurrency is None or not placed:
+        return [group[0]], ""
+    c = float(concurrency)
+    for r in placed:
+        if r.concurrency == c:
+            return [r], f" at the operating concurrency {c:g}"
+    lo, hi = placed[0].concurrency, placed[-1].concurrency
+    if c < lo or c > hi:
+        near = placed[0] if c < lo else placed[-1]
+        span = f"{lo:g}" if lo == hi else f"{lo:g}-{hi:g}"
+        return [near], (f", the nearest: the operating concurrency {c:g} is outside the measured {span}, its factors "
+                        f"kept and the model scales them (not extrapolated)")
+    below = max((r for r in placed if r.concurrency < c), key=lambda r: r.concurrency)
+    above = min((r for r in placed if r.concurrency > c), key=lambda r: r.concurrency)
+    return [below, above], f", interpolated at the operating concurrency {c:g} (factors linear in ln concurrency)"
+
+
+def _interpolate(a: float | None, b: float | None, t: float) -> float:
+    """A factor between two rows' (``t`` = 0 at the lower concurrency, 1 at the upper; the weight is linear in
+    ln concurrency). Why the factor measured / model and why ln concurrency: the model carries the curve's shape
+    (concave throughput, TTFT's queueing), the factor varies slowly. On NVIDIA NIM 1.8.0's Llama-3.3-70B, 2x H100
+    TP2 fp8, 5000/500 runs (``data/perf/serving.csv`` rows 692, 693, 695, 696: concurrency 5, 25, 100, 150),
+    interpolating the factor in ln concurrency misses the middle rows by -1.4 % / -0.8 % (tokens/s), +1.4 % /
+    +1.1 % (TPOT), -27 % / +3.6 % (TTFT); linear in concurrency -6.0 % / -1.7 %, +5.7 % / +1.9 %, -21 % / +15 %;
+    interpolating the measured figures themselves in ln concurrency -4.7 % / -6.9 % (tokens/s) but +55 % / -13 %
+    (TPOT) and 5.6x / 3.4x (TTFT). Benchmark sweeps space concurrency geometrically (NVIDIA's GenAI-Perf
+    walkthrough of a NIM, docs.omniverse.nvidia.com/services/latest/services/usd-code/performance.html: 1, 5, 25,
+    50, 100, 150, 200, 250; AIPerf's concurrency sweep in aws-samples/sample-genai-on-eks-starter-kit: 1, 8, 16, 32,
+    64, ...), where ln concurrency is the even scale. A figure only one row gives takes that row's factor; neither: 1.
+    """
+    if a is None and b is None:
+        return 1.0
+    if a is None or b is None:
+        return b if a is None else a
+    return a + t * (b - a)
 
 
 def _ratio(a: float, b: float) -> float:

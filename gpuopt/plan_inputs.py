@@ -86,6 +86,61 @@ def checkpoint_notes(ws, result, asked: list) -> list[str]:
     return out
 
 
+def expert_layout_notes(ws, result) -> list[str]:
+    """For each serving workload of a mixture-of-experts model whose replicas span several GPUs: how the replica
+    lays its experts out -- expert parallel over the GPUs of the node (or NVLink domain), attention tensor parallel
+    (vLLM ``--tensor-parallel-size N --enable-expert-parallel``; SGLang ``--tp N --ep-size N``, its DeepSeek-V3
+    recipe on one 8 x H200 node). Sizing counts the experts' weights split evenly over the same GPUs either way; the
+    note tells an operator which flags run the plan's layout (issue 31)."""
+    out = []
+    sizing = {d.get("name"): d.get("sizing") or [] for d in (getattr(result, "workloads", None) or [])}
+    for w in ws:
+        m = w.workload.model
+        if w.workload.task != "serve" or int(getattr(m, "experts", 0) or 0) <= 1:
+            continue
+        layouts = sorted({(int(r.get("tensor_parallel") or 1), int(r.get("pipeline_parallel") or 1))
+                          for r in sizing.get(w.name, []) if int(r.get("tensor_parallel") or 1) > 1})
+        for tp, pp in layouts:
+            out.append(f"{w.name}: {m.name} is a mixture of experts ({m.experts} experts, {m.experts_per_token} a "
+                       f"token): each replica runs its experts expert parallel over the {tp} GPUs of a node (EP{tp}) "
+                       f"and attention tensor parallel (TP{tp})" + (f", {pp} pipeline stages over the nodes' cluster "
+                                                                   "fabric" if pp > 1 else "")
+                       + f" (vLLM --tensor-parallel-size {tp} --enable-expert-parallel; SGLang --tp {tp} "
+                       f"--ep-size {tp})")
+    return out
+
+
+def mixed_replica_notes(ws, result) -> list[str]:
+    """For each serving workload with ``mixed_replicas`` whose plan runs replicas of more than one shape in one
+    region: the shapes and the routing rule they need (issue 31). Replicas of different speeds behind one endpoint
+    need requests weighted by each replica's tokens/s: a router that spreads requests evenly (round robin, least
+    requests) loads the slow replicas past their latency targets first. Shape: GPU model, GPUs per replica, TP x PP,
+    precision (the plan's lines)."""
+    out = []
+    mixed = {w.name for w in ws if getattr(w, "mixed_replicas", False) and w.workload.task == "serve"}
+    if not mixed:
+        return out
+    shapes: dict[tuple[str, str, str], dict[tuple, int]] = {}
+    for ln in getattr(result, "lines", None) or []:
+        get = ln.get if isinstance(ln, dict) else (lambda k, _l=ln: getattr(_l, k, None))
+        names = [n for n in (get("workloads") or []) if n in mixed]
+        if len(names) != 1:
+            continue  # a line two workloads share says nothing of one workload's replicas
+        sh = (str(get("instance_type")), str(get("gpu_model")), int(get("tensor_parallel") or 1),
+              int(get("pipeline_parallel") or 1), str(get("precision") or ""))
+        d = shapes.setdefault((names[0], str(get("provider")), str(get("region"))), {})
+        d[sh] = d.get(sh, 0) + int(get("replicas") or 0)
+    for (name, prov, reg), d in sorted(shapes.items()):
+        if len({(g, tp, pp, pr) for _i, g, tp, pp, pr in d}) < 2:
+            continue
+        parts = ", ".join(f"{n} x {g} TP{tp}" + (f" PP{pp}" if pp > 1 else "") + f" {pr} ({it})"
+                          for (it, g, tp, pp, pr), n in sorted(d.items()))
+        out.append(f"{name}: --mixed-replicas: {prov} {reg} runs replicas of {len(d)} shapes ({parts}); route "
+                   "requests in proportion to each replica's tokens/s (weighted round robin, the sizing table's "
+                   "tokens/s per replica), not evenly")
+    return out
+
+
 def trace_lengths(trace, input_tokens, output_tokens):
     """(input, output, note, the TraceLengths or None) from a request trace CSV (``--trace``; optimizer.sizing.serving.load_trace) or as given.
 

@@ -300,7 +300,7 @@ ACCEPTED = {
     "task": ", ".join(TASKS), "precision": ", ".join(PRECISIONS), "objective": ", ".join(OBJECTIVES),
     "solver": ", ".join(SOLVERS), "pricing": ", ".join(PLANNED_PRICING), "zero_stage": "0, 1, 2, 3",
     "allow_spot": "true, false", "spot_only_ok": "true, false", "include_local_zones": "true, false",
-    "allow_marketplace": "true, false", "allow_spot_training": "true, false", "redundancy": "n+1, none, 0..1",
+    "allow_marketplace": "true, false", "allow_spot_training": "true, false", "mixed_replicas": "true, false", "redundancy": "n+1, none, 0..1",
     "placement": "region, provider, any", "spread": "zones", "region_group": "us, eu, europe, na, apac, latam, mea",
     "blocks": "24 (hours of the day), 168 (hours of the week) or another positive whole number",
 }
@@ -459,6 +459,13 @@ class WorkloadItem(_Parts):
     redundancy: Redundancy | None = _opt(None, group="serving", cli="--redundancy",
          doc="serve: n+1 (default: the peak is still carried after losing any one instance), none, or the share "
              "0..1 of the demand carried after that loss")
+    mixed_replicas: StrictBool = _opt(False, group="serving", cli="--mixed-replicas",
+         doc="serve: may replicas of different shapes (GPU, layout, precision) run side by side in one region? "
+             "Default false: one replica shape per region, every replica at one speed behind the endpoint. With it, "
+             "route requests in proportion to each replica's tokens/s (weighted round robin)")
+    min_replica_share: Fraction01 = _opt(0.10, group="serving", cli="--min-replica-share",
+         doc="serve with mixed_replicas: each replica shape used carries at least this share 0..1 of the "
+             "demand in every block it runs in (default 0.10: no top-up replica for a sliver of the load)")
     spot_only_ok: StrictBool = _opt(False, group="purchase", cli="--spot-only-ok",
          doc="may spot be the only capacity behind min_replicas?")
     value_per_million_tokens: NonNegFloat | None = _opt(None, group="demand", cli="--value-per-million-tokens",

@@ -36,13 +36,15 @@ def _cand(region, itype, pricing, usd, theta, k=1, r=1):
                      shape=itype)
 
 
-def _problem(cands, demands, mins, H=12, placement="region", **kw):
+def _problem(cands, demands, mins, H=12, placement="region", mixed=False, **kw):
+    """A problem over ``cands``; ``mixed``: its workloads may mix replica shapes (``--mixed-replicas``; each test
+    candidate's shape is its instance type), else one shape per workload and region (the default, issue 31)."""
     names = list(cands)
     n = len(next(iter(demands.values())))
     blocks = [FleetBlock(start_hour=i * 730 / n, hours=730 / n, demand={w: demands[w][i] for w in names},
                          label=f"b{i}") for i in range(n)]
     ws = [FleetWorkload(name=w, workload=SimpleNamespace(task="serve", model=SimpleNamespace(name="m")),
-                        min_replicas=mins[w], allow_spot=True) for w in names]
+                        min_replicas=mins[w], allow_spot=True, mixed_replicas=mixed) for w in names]
     return FleetProblem(ws, blocks, cands, {}, horizon_months=H, placement=placement, **kw)
 
 
@@ -273,7 +275,7 @@ def test_cbc_preprocessing_bug_does_not_reach_the_plan():
     (coin-or/Cbc#293: CglProbing on general integers; preprocessing off is the maintainers' workaround). Found when
     the enumeration over several periods disagreed with the MILP."""
     cands = {"a": _cands([(1.0, 260.0, "reserved_1y", "r2", (2, 1)), (1.0, 260.0, "spot", "r2", (1, 1))])}
-    pr = _problem(cands, {"a": [420.0]}, {"a": 0}, 12, "any", spot_capacity=1)
+    pr = _problem(cands, {"a": [420.0]}, {"a": 0}, 12, "any", mixed=True, spot_capacity=1)
     milp = solve_cost(pr, gap_rel=0.0, exact=False, solver=MILP_REFERENCE)
     assert milp.report.status == "optimal"
     # 1 reserved unit = 2 instances x $1/h x 8,760 h; the spot unit $1/h x 8,760 h
@@ -316,7 +318,7 @@ def test_pruning_keeps_a_dearer_on_demand_unit_that_reaches_the_redundancy_floor
     a1 = _cand("r1", "A", "on_demand", 0.5, 160.0, k=3, r=1)
     b1 = _cand("r1", "B", "on_demand", 1.6, 30.0, k=1, r=2)
     a2 = _cand("r2", "A", "on_demand", 0.5, 160.0, k=3, r=1)
-    pr = _problem({"a": [a1, b1, a2]}, {"a": [100.0]}, {"a": 3})
+    pr = _problem({"a": [a1, b1, a2]}, {"a": [100.0]}, {"a": 3}, mixed=True)
     milp = solve_cost(pr, gap_rel=0.0, exact=False, solver=MILP_REFERENCE)
     ex = solve_separable(pr)
     assert milp.report.status == "optimal"

@@ -22,7 +22,7 @@ def test_a_group_whose_committed_frontier_is_too_big_is_not_skipped_as_infeasibl
     caps = [40.1, 47.3, 53.9]
     cs = [_cand("r1", f"c{j}", "reserved_1y", round(c * 0.005, 6), c) for j, c in enumerate(caps)]
     cs.append(_cand("r2", "h2", "on_demand", 1.0, 100.0))
-    pr = _problem({"a": cs}, {"a": [3000.0, 2000.0]}, {"a": 1})
+    pr = _problem({"a": cs}, {"a": [3000.0, 2000.0]}, {"a": 1}, mixed=True)
     milp = solve_cost(pr, exact=False, gap_rel=0.0)
     assert milp.report.status == "optimal" and milp.cost == pytest.approx(131400.0)
     ex = solve_cost(pr)  # the default path: the enumeration answers
@@ -37,7 +37,7 @@ def test_frontier_too_big_check_uses_zero_costs(monkeypatch):
     cs = [_cand("r1", f"c{j}", "reserved_1y", round(0.4 + 0.05 * j + 0.003 * j * j, 4), 40.0 + 7 * j)
           for j in range(5)]
     cs += [_cand("r1", "h", "on_demand", 3.0, 100.0), _cand("r2", "h2", "on_demand", 1.5, 100.0)]
-    pr = _problem({"a": cs}, {"a": [400.0, 300.0]}, {"a": 1})
+    pr = _problem({"a": cs}, {"a": [400.0, 300.0]}, {"a": 1}, mixed=True)
     milp = solve_cost(pr, exact=False, gap_rel=0.0)
     assert milp.report.status == "optimal" and milp.cost == pytest.approx(33436.92)
     monkeypatch.setattr(E, "MAX_STATES", 20)
@@ -67,7 +67,7 @@ def test_many_small_units_for_a_big_demand_go_to_the_milp():
         th = 37.0 + 11 * j
         cs.append(_cand("r1", f"h{j}", "on_demand", round(0.5 + 0.13 * j + 0.01 * j * j, 3), th))
         cs.append(_cand("r1", f"h{j}", "reserved_1y", round(0.3 + 0.09 * j + 0.013 * j * j, 3), th))
-    pr = _problem({"a": cs}, {"a": [20000.0, 12000.0, 6000.0]}, {"a": 2})
+    pr = _problem({"a": cs}, {"a": [20000.0, 12000.0, 6000.0]}, {"a": 2}, mixed=True)
     milp = solve_cost(pr, exact=False, gap_rel=0.0)
     assert milp.report.status == "optimal"
     assert solve_separable(pr) is None  # past MAX_GENERATED: the MILP's

@@ -101,7 +101,7 @@ def test_the_bound_of_peak_priced_commitments_is_a_bound_and_beats_the_even_spre
     res = [_cand("r1", "x", "reserved_1y", 1.0, 100.0), _cand("r1", "x", "on_demand", 1.6, 100.0),
            _cand("r1", "s", "on_demand", 0.5, 20.0)]
     da, db = [100.0, 30.0, 0.0, 250.0], [0.0, 100.0, 190.0, 20.0]
-    pr = _problem({"a": res, "b": list(res)}, {"a": da, "b": db}, {"a": 1, "b": 0})
+    pr = _problem({"a": res, "b": list(res)}, {"a": da, "b": db}, {"a": 1, "b": 0}, mixed=True)
     exact = shared.solve_shared(pr, gap_rel=0.0)
     milp = solve_cost(pr, gap_rel=0.0, exact=False, solver=MILP_REFERENCE)
     assert exact.cost == pytest.approx(milp.cost)
@@ -154,7 +154,8 @@ def test_the_plan_users_get_is_the_enumerations_where_cbc_misreports():
              [(1.0, 40.0, "on_demand", "r1", (1, 1), "x"), (1.0, 40.0, "reserved_1y", "r1", (1, 1), "x"),
               (1.0, 40.0, "reserved_1y", "r1", (1, 1), "u")]]
     cands = {w: _shared_cands(u, w) for w, u in zip(["a", "b"], units)}
-    pr = _problem(cands, {"a": [0.0, 40.0, 330.0], "b": [0.0, 0.0, 0.0]}, {"a": 0, "b": 1}, 12, "region")
+    pr = _problem(cands, {"a": [0.0, 40.0, 330.0], "b": [0.0, 0.0, 0.0]}, {"a": 0, "b": 1}, 12, "region",
+                  mixed=True)
     plan = solve_cost(pr, gap_rel=0.0)
     assert plan.report.status == "optimal" and plan.cost == pytest.approx(13382.36, abs=0.01)
     ref = solve_cost(pr, gap_rel=0.0, exact=False, solver=MILP_REFERENCE)

@@ -631,6 +631,10 @@ def at_peak_load(w, problem: FleetProblem, idx, cap: dict, reps: dict, active: l
 #: Why an offer cannot hold a replica (the reasons of optimizer.planning.candidates.candidates_for), as notes say it.
 _UNUSABLE = {"does_not_fit": "have too little GPU memory for a replica of up to 64 GPUs",
              "no_cluster_fabric": "would need a replica over several instances and have no cluster fabric",
+             "not_whole_node": "would need a replica over several instances smaller than one node (engines run a "
+                               "replica on one node, and across nodes only node by node over a cluster fabric)",
+             "no_fabric_bandwidth": "would need a replica over several instances on a cluster fabric of no stated "
+                                    "bandwidth",
              "no_spec": "have a GPU with no datasheet row", "no_throughput": "give no throughput",
              "precision_unsupported": "have a GPU that runs none of the allowed precisions (bf16: Ampere and "
                                       "later; fp8: Ada, Hopper, Blackwell; fp4: Blackwell)",

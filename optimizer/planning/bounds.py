@@ -42,7 +42,8 @@ import math
 from typing import Any
 
 from optimizer.planning.exact import TOL, TooBig, frontier, frontier_deadline, hourly_table, hourly_units
-from optimizer.planning.problem import CAPACITY_BLOCK, FleetProblem, placement_group, purchase_kind, savings_plan_scope
+from optimizer.planning.problem import (CAPACITY_BLOCK, FleetProblem, placement_part, purchase_kind, savings_plan_scope,
+                                       workload_group)
 
 
 class SpreadMinima:
@@ -114,8 +115,7 @@ class SpreadMinima:
                 continue
             if c.throughput_per_unit <= 0:
                 continue
-            g = placement_group(c.offer, pr.placement) if pr.placement != "any" else ()
-            by_group.setdefault(g, []).append(c)
+            by_group.setdefault(workload_group(pr, w, c), []).append(c)
         active = np.array([pr.active(w, b) for b in pr.blocks], dtype=bool)
         demand = np.array([float(b.demand.get(w.name, 0.0)) for b in pr.blocks]) * active
         busy = active & ((demand > 0) | (w.min_replicas > 0))
@@ -241,7 +241,7 @@ class SpreadMinima:
         no group can hold it. Groups are tried in the order of their quick bound, stopping when that is not below
         the best found."""
         setup = self._setup(w)
-        gs = [g for g in setup if g is not None and (groups is None or g in groups)]
+        gs = [g for g in setup if g is not None and (groups is None or placement_part(g) in groups)]
         best = math.inf
         for g in sorted(gs, key=lambda g: (self._cheap(w, g), str(g))):
             if self._cheap(w, g) >= best - 1e-9:

@@ -322,6 +322,7 @@ def _serving_shape(sizing_fn, workload, gpu, offer_gpus: float, network=None):
     if not tps:
         return None, None, "does_not_fit"
     t = max(tps)
+    across = cross_node_rule(gpu, whole, net)
     for k in range(2, MAX_GPUS_PER_REPLICA // t + 1):
         if k > workload.model.layers:
             break
@@ -329,13 +330,41 @@ def _serving_shape(sizing_fn, workload, gpu, offer_gpus: float, network=None):
             s = sizing_fn(w, gpu, float(k * t), pipeline_parallel=k, network=net)
             holds = (s.kv_capacity_sequences or 0) >= 1
             memory_fits |= holds
-            # pipeline stages across instances only where the fabric allows (DESIGN.md, the planning model): a
-            # cluster fabric between the instances, not a chain of single-GPU boxes over the internet
-            if holds and not net.cluster:
-                return None, None, "no_cluster_fabric"
+            # a replica over several instances only node by node over a cluster fabric of stated bandwidth
+            # (cross_node_rule), never a chain of single-GPU VMs
+            if holds and across:
+                return None, None, across
             if s.fits:
                 return k, 1, s
     return None, None, "misses_latency_target" if memory_fits else "does_not_fit"
+
+
+def cross_node_rule(gpu, whole: int, net) -> str:
+    """Why a serving replica may not span several instances of this offer ("" when it may), issue 31.
+
+    Engines serve a model on one node when it fits one (SGLang and vLLM document DeepSeek-V3 on one 8 x H200 or
+    8 x B200 node), and across nodes only node by node over a cluster fabric (vLLM distributed serving: "the tensor
+    parallel size is the number of GPUs you want to use in each node, and the pipeline parallel size is the number
+    of nodes"; LMSYS's large-scale expert-parallel DeepSeek deployment: 12 nodes of 8 x H100 over InfiniBand).
+    Reasons, in the order checked:
+
+    * ``not_whole_node``: the instance holds fewer GPUs than one node of its GPU (``sizing.node_gpus``: 8 on an
+      HGX/OAM board, 4 on a GB200/GB300 NVL72 compute tray, 1 on a GH200 superchip) -- e.g. a chain of
+      single-H100 ``p5.4xlarge`` VMs or 4-GPU L4 VMs. A model that fits one node belongs on one node; one that
+      does not belongs on whole nodes.
+    * ``no_cluster_fabric``: no cluster fabric (EFA, InfiniBand, RoCE/RDMA, GPUDirect-TCPX/O) between them.
+    * ``no_fabric_bandwidth``: a cluster fabric whose bandwidth no source states (``net.stated`` false): the stage
+      traffic would be costed on an assumed figure.
+    """
+    from optimizer.sizing import node_gpus
+
+    if whole < node_gpus(gpu.name):
+        return "not_whole_node"
+    if not net.cluster:
+        return "no_cluster_fabric"
+    if not getattr(net, "stated", True):
+        return "no_fabric_bandwidth"
+    return ""
 
 
 #: Units a production service runs at least (gpuopt's default ``min_replicas``) and spare units (its default N+1:

@@ -50,7 +50,8 @@ import time
 from operator import itemgetter
 from typing import Any
 
-from optimizer.planning.problem import FleetProblem, SpotCaps, failure_loss, placement_group, spot_cap, spot_group
+from optimizer.planning.problem import (FleetProblem, SpotCaps, failure_loss, placement_part, spot_cap, spot_group,
+                                       workload_group)
 from optimizer.planning.solution import FleetSolution
 from optimizer.planning.solver import SolveReport
 
@@ -108,6 +109,8 @@ def separable(problem: FleetProblem, allowed: set[str] | None = None, apart: boo
     for w in problem.workloads:
         if w.training or w.divisible:
             return f"{w.name} is not a serving workload"
+        if w.mixed_replicas and w.min_replica_share > 0:
+            return f"{w.name} mixes replica shapes, each with a least share of the demand (the MILP plans it)"
         if len(periods) == 1 and w.name not in periods[0].serving:
             return f"{w.name} does not run in the period"
         for c in problem.cands.get(w.name, []):
@@ -568,8 +571,7 @@ class GroupMinima:
                            for b in blocks_idx])
         by_group: dict[Any, list] = {}
         for c in cands:
-            g = placement_group(c.offer, problem.placement) if problem.placement != "any" else ()
-            by_group.setdefault(g, []).append(c)
+            by_group.setdefault(workload_group(problem, w, c), []).append(c)
         # cheapest groups first: a group whose bound is not below the incumbent is skipped. The bound charges each
         # committed unit its cost spread over every hour (as in shared_lower_bound): in every block with demand or a
         # redundancy floor at least one unit runs, and the capacity runs at no less than the lowest USD per
@@ -677,7 +679,8 @@ class GroupMinima:
         bounds and stopping when the next bound is not below the best found; None when none has a plan."""
         by_group, bounds, _bp, _a, _d = self.setup(w)
         best = None
-        for g in sorted((g for g in by_group if groups is None or g in groups), key=lambda g: (bounds[g], g)):
+        for g in sorted((g for g in by_group if groups is None or placement_part(g) in groups),
+                        key=lambda g: (bounds[g], g)):
             if best is not None and bounds[g] >= best[0] - 1e-9:
                 break
             r = self.exact(w, g)
@@ -826,8 +829,7 @@ def shared_lower_bound(problem: FleetProblem, *, allowed: set[str] | None = None
         for c in problem.cands.get(w.name, []):
             if allowed is not None and c.offer["pricing"] not in allowed:
                 continue
-            g = placement_group(c.offer, problem.placement) if problem.placement != "any" else ()
-            by_group.setdefault(g, []).append(c)
+            by_group.setdefault(workload_group(problem, w, c), []).append(c)
         best = math.inf
         for cs in by_group.values():
             units = hourly_units(w, [c for c in cs if not c.committed], problem.spot_capacity)

@@ -20,7 +20,9 @@ Variables
     A_wob >= 0      units of w on the committed instances of o in block b (of its period)
     X_wob >= 0      units of w on hourly offer o running through block b, in each month of its period
     (integer for serving workloads; continuous for training-like ones, whose work can be time-sliced)
-    y_wg in {0,1}   serving workload w placed in group g (placement region|provider; not for "any")
+    y_wg in {0,1}   serving workload w placed in group g: its placement group (region|provider; () for "any") and,
+                    unless w mixes replicas, its replica shape (optimizer.planning.problem.workload_group, issue 31)
+    sigma_ws {0,1}  w (--mixed-replicas with a least share) runs replicas of shape s
     u_wzb in [0,1]  zone z holds an instance of w in block b (``spread: zones`` only; integral at the optimum since
                     instance counts are); z: an offer's zone, or one location for an offer in a region without
                     zones (providers.zones.zone_of); regional offers in zoned regions count each instance
@@ -36,7 +38,9 @@ Constraints
     N+1 (issue 26): sum_o th_wo (A + X) - L_w >= s_w S_wb;  L_w >= loss_o delta_wo;  A, X <= M_wo delta_wo
                     (delta_wo in {0,1}: w uses o; loss_o = what one failed instance of o takes away,
                     optimizer.planning.problem.failure_loss; s_w the redundancy share, 1 = N+1 at peak)
-    placement:      sum_g y_wg = 1;  A_wob, X_wob <= M_wo y_wg(o)   (M_wo: the most units of o w could need)
+    placement:      sum_g y_wg = 1;  A_wob, X_wob <= M_wo y_wg(o)   (M_wo: the most units of o w could need):
+                    one region and one replica shape per serving workload
+    least share:    A_wob, X_wob <= M_wo sigma_ws(o);  sum_{o of shape s} th_wo (A + X) >= share_w d_wb sigma_ws
     training:       sum_{p,b} n_p sum_o th_wo 3600 h_wb (A_wob + X_wob) >= W_w Z_w, h_wb = hours of b inside w's window;
                     capacity blocks of a job: 24 x unit-days >= (1 + margin_w) x unit-hours used (schedule margin)
     quotas:         instances of one instance type in one region <= max_instances, every block; with --quota, per
@@ -82,11 +86,13 @@ from optimizer.planning.problem import (
     failure_loss,
     committed_rate,
     job_units,
-    placement_group,
+    grouped,
     purchase_kind,
+    replica_shape,
     savings_plan_scope,
     spot_cap,
     spot_group,
+    workload_group,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -236,8 +242,9 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
     for w in problem.workloads:
         cat = pulp.LpContinuous if (w.training or w.divisible or relax) else pulp.LpInteger
         cands = [c for c in problem.cands.get(w.name, []) if allowed is None or c.offer["pricing"] in allowed]
-        place = problem.placement != "any" and not w.training and not w.divisible  # ROI: placement binaries
-        groups = sorted({placement_group(c.offer, problem.placement) for c in cands}) if place else []
+        place = grouped(problem, w)  # placement (and replica shape) binaries
+        gkey = {id(c): workload_group(problem, w, c) for c in cands} if place else {}
+        groups = sorted(set(gkey.values()))
         if place and len(groups) > 1:
             for gi, g in enumerate(groups):
                 V.Y[(w.name, g)] = pulp.LpVariable(f"Y_{safe_name(w.name)}_{gi}", cat=pulp.LpContinuous if relax else pulp.LpBinary,
@@ -251,10 +258,19 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                     V.Y[(w.name, g)] = pulp.LpVariable(f"C_{safe_name(w.name)}_{gi}", lowBound=0, upBound=1,
                                                        cat=pulp.LpContinuous if relax else pulp.LpBinary)
                 m += pulp.lpSum(V.Y[(w.name, g)] for g in clusters) == 1, f"cluster_{safe_name(w.name)}"
+        # --mixed-replicas with a least share (issue 31): sigma_ws in {0,1} per replica shape s; its units <= M sigma,
+        # and in every block with demand its capacity >= share x demand x sigma (no top-up replica for a sliver)
+        share_of = float(w.min_replica_share) if (w.mixed_replicas and not w.training and not w.divisible) else 0.0
+        shape_of = {id(c): replica_shape(c) for c in cands} if share_of > 0 else {}
+        sigma: dict[tuple, Any] = {}
+        if share_of > 0 and len(set(shape_of.values())) > 1:
+            for si, sh in enumerate(sorted(set(shape_of.values()))):
+                sigma[sh] = pulp.LpVariable(f"Sh_{safe_name(w.name)}_{si}", lowBound=0, upBound=1,
+                                            cat=pulp.LpContinuous if relax else pulp.LpBinary)
         n1 = w.redundancy > 0 and not w.training and not w.divisible and bool(cands)
         most_loss = max((failure_loss(c) for c in cands), default=0.0) if n1 else 0.0
         bound = {id(c): _unit_bound(w, c, problem.blocks, most_loss) for c in cands} \
-            if (V.Y or n1) and not w.training else {}
+            if (V.Y or n1 or sigma) and not w.training else {}
         # N+1 (issue 26): L_w >= the failure loss of every candidate used (delta_wc), and in every block the capacity
         # less L_w carries the redundancy share of the demand
         # L_w is at least the least failure loss of any candidate: some unit serves every active block (a valid
@@ -274,6 +290,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
             elif not problem.active(w, b):
                 continue
             cap_terms: dict = {}
+            shape_cap: dict[tuple, dict] = {}
             rep_terms: dict = {}
             rep_nonspot: dict = {}
             inst_terms: dict = {}
@@ -341,9 +358,12 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                 if problem.max_instances is not None and not c.committed:  # reservations: counted by N below
                     q = quota.setdefault((spot_group(c.offer), bi), {})
                     q[v] = q.get(v, 0.0) + k
-                if (w.name, placement_group(c.offer, problem.placement)) in V.Y:
-                    y = V.Y[(w.name, placement_group(c.offer, problem.placement))]
+                if place and (w.name, gkey[id(c)]) in V.Y:
+                    y = V.Y[(w.name, gkey[id(c)])]
                     m += pulp.LpAffineExpression({v: 1.0, y: -bound[id(c)]}) <= 0
+                if sigma:
+                    m += pulp.LpAffineExpression({v: 1.0, sigma[shape_of[id(c)]]: -bound[id(c)]}) <= 0
+                    shape_cap.setdefault(shape_of[id(c)], {})[v] = c.throughput_per_unit
                 if w.training:
                     a_work = c.throughput_per_unit * 3600.0 * usable * p.months
                     work_terms[v] = a_work
@@ -395,6 +415,11 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                 scale = 1000.0 / d
                 m += pulp.LpAffineExpression({v: min(a * scale, 1000.0) if cat == pulp.LpInteger else a * scale
                                               for v, a in cap_terms.items()}) >= 1000.0, f"demand_{tag}"
+            if sigma and d > 0:
+                for si, (sh, terms) in enumerate(sorted(shape_cap.items())):
+                    row = {v: a / d for v, a in terms.items()}
+                    row[sigma[sh]] = -share_of
+                    m += pulp.LpAffineExpression(row) >= 0, f"share_{tag}_{si}"
             if n1 and (roi or d > 0):
                 # capacity less the largest failure loss >= share x demand (served demand under ROI)
                 scale = 1000.0 / max(d, 1e-3) if d > 0 else 1.0  # a demand of 1e-308 tokens/s: no inf

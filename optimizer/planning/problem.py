@@ -194,7 +194,10 @@ class FleetWorkload:
     blocks bought for the job hold this share more unit-hours than its estimate uses, so a 10 % optimistic estimate
     still finishes inside the prepaid window; issue 26, default 0.15 from the request); region ((provider,
     region): the workload runs only there -- the two pools of a disaggregated deployment, gpuopt.phase_mix; None:
-    anywhere the plan allows).
+    anywhere the plan allows); mixed_replicas (serving: may its replicas differ in shape -- GPU, layout, precision --
+    inside one region; default False: one replica shape per region, :func:`workload_group`, issue 31);
+    min_replica_share (serving with ``mixed_replicas``: each replica shape it uses carries at least this share of
+    its demand in every block it runs in, 0..1; the request's default is 0.10).
     """
 
     name: str
@@ -207,6 +210,8 @@ class FleetWorkload:
     allow_spot_training: bool = False
     schedule_margin: float = 0.0
     region: tuple[str, str] | None = None
+    mixed_replicas: bool = False
+    min_replica_share: float = 0.0
     deadline_hours: float | None = None
     value_per_million_tokens: float | None = None
     value_usd: float | None = None
@@ -594,6 +599,36 @@ def placement_group(offer: dict[str, Any], placement: str) -> tuple[str, ...]:
     if placement == "provider":
         return (str(offer["provider"]),)
     return ()
+
+
+def replica_shape(c) -> tuple[str, str]:
+    """The shape of a candidate's replicas (issue 31): its GPU shape and layout label (``Candidate.shape``:
+    GPU model, GPUs per instance, memory, interconnect, instances per replica, TP/PP) and precision -- replicas of one
+    shape serve at one speed, whatever the purchase option or instance type they run on."""
+    return (str(c.shape), str(getattr(c.sizing, "precision", "") or ""))
+
+
+def workload_group(problem: "FleetProblem", w: "FleetWorkload", c) -> tuple:
+    """The group all of a workload's units lie in (the MILP's ``y_wg``, the exact planner's groups): the placement
+    group (:func:`placement_group`; () for placement "any"), and for a serving workload without ``mixed_replicas``
+    its replica shape (:func:`replica_shape`) too -- one replica shape per serving workload and region, so every
+    replica behind its endpoint runs at the same speed (issue 31: an endpoint of 832, 832 and 431 tokens/s replicas
+    needs weighted routing no default load balancer does; vLLM's and SGLang's routers spread requests evenly)."""
+    g = placement_group(c.offer, problem.placement) if problem.placement != "any" else ()
+    if w.training or w.divisible or w.mixed_replicas:
+        return g
+    return g + (replica_shape(c),)
+
+
+def placement_part(group: tuple) -> tuple:
+    """The placement group (:func:`placement_group`) of a :func:`workload_group`: without its replica shape."""
+    return tuple(x for x in group if not isinstance(x, tuple))
+
+
+def grouped(problem: "FleetProblem", w: "FleetWorkload") -> bool:
+    """Whether the MILP gives ``w`` group binaries (:func:`workload_group`): a serving workload, not divisible,
+    under a placement rule or with one replica shape."""
+    return not w.training and not w.divisible and (problem.placement != "any" or not w.mixed_replicas)
 
 
 def capacity_pool(pricing: str) -> str:

@@ -23,13 +23,15 @@ from optimizer.planning.problem import (
     job_units,
     placement_group,
     purchase_kind,
+    replica_shape,
     spot_cap,
     spot_group,
 )
 from providers.zones import zone_of
 
 
-def dominates(o2: dict[str, Candidate], o1: dict[str, Candidate], p2: float, p1: float) -> bool:
+def dominates(o2: dict[str, Candidate], o1: dict[str, Candidate], p2: float, p1: float,
+              one_shape: frozenset[str] | set[str] = frozenset()) -> bool:
     """Offer o2 can replace offer o1 for every workload o1 can host, at no more cost. (o2/o1 map workload name ->
     that workload's candidate on the offer.) Two ways:
 
@@ -39,8 +41,15 @@ def dominates(o2: dict[str, Candidate], o1: dict[str, Candidate], p2: float, p1:
       m units of o2 give at least o1's throughput and replicas — e.g. GCP a2-ultragpu-4g is exactly two
       a2-ultragpu-2g at twice the price, so the 4g never needs to be considered (the 2g pair can do all it does).
       (With the instance rule of min_replicas, m instances of o2 count as at least one of o1.)
+
+    ``one_shape``: workloads that run one replica shape per region (``FleetWorkload.mixed_replicas`` false, issue
+    31): for them o2 replaces o1 only with replicas of the same shape (``replica_shape``), since a plan that runs o1
+    beside another offer of o1's shape could not swap o1 alone for a unit of another shape.
     """
     if not o1:
+        return False
+    if one_shape and any(w in one_shape and w in o2 and replica_shape(o2[w]) != replica_shape(c1)
+                         for w, c1 in o1.items()):
         return False
     m = 1
     for w, c1 in o1.items():
@@ -120,6 +129,7 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
                                     commit_cost, same_payment)
         return {w: kept.get(w, []) + bought[w] for w in cands}, dropped
     before = sum(len(v) for v in cands.values())
+    one_shape = frozenset(w.name for w in workloads if not w.training and not w.divisible and not w.mixed_replicas)
     by_offer: dict[str, dict[str, Candidate]] = {}
     offer_of: dict[str, dict[str, Any]] = {}
     for w, cs in cands.items():
@@ -141,8 +151,8 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
         """j replaces k; j is a rival of k (below): same loc, and the same term unless both are in cc, so
         _same_place holds by construction."""
         if j in cc and k in cc:  # both bought once for the whole horizon: compare what they cost in it
-            return dominates(by_offer[j], by_offer[k], cc[j], cc[k])
-        return dominates(by_offer[j], by_offer[k], price(j), price(k))
+            return dominates(by_offer[j], by_offer[k], cc[j], cc[k], one_shape)
+        return dominates(by_offer[j], by_offer[k], price(j), price(k), one_shape)
 
     def loc(o: dict[str, Any]) -> tuple:
         """What _same_place compares besides the term: only offers with the same loc can dominate each other."""
@@ -175,7 +185,7 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
         if spread != "zones" and g in seen_group:
             continue  # a dearer zone of a group already kept: same capacity under the same cap
         doms = [j for j in keep_spot if _same_place(offer_of[j], offer_of[k], placement, spread)
-                and spot_group(offer_of[j]) != g and dominates(by_offer[j], by_offer[k], price(j), price(k))]
+                and spot_group(offer_of[j]) != g and dominates(by_offer[j], by_offer[k], price(j), price(k), one_shape)]
         groups = {spot_group(offer_of[j]): spot_cap(spot_capacity, offer_of[j]) for j in doms}
         if doms and sum(groups.values()) >= need - 1e-9:
             continue
@@ -188,7 +198,8 @@ def prune_fleet(cands: dict[str, list[Candidate]], workloads: list[FleetWorkload
         od_all = [c for c in cs if c.offer["pricing"] in HOURLY_UNCAPPED]
         groups: dict[tuple, list[Candidate]] = {}
         for c in od_all:
-            key = placement_group(c.offer, placement) + (zone_of(c.offer) if spread == "zones" else ())
+            key = placement_group(c.offer, placement) + (zone_of(c.offer) if spread == "zones" else ()) + \
+                ((replica_shape(c),) if w.name in one_shape else ())
             groups.setdefault(key, []).append(c)
         od: list[Candidate] = []
         if w.training and w.workload.task in ("train", "finetune"):  # one cluster per job: per cluster, the

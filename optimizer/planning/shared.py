@@ -55,7 +55,7 @@ import time
 from typing import Any
 
 from optimizer.planning.exact import TOL, TooBig, frontier, hourly_table, hourly_units, plan_group, separable
-from optimizer.planning.problem import FleetProblem, placement_group, spot_cap
+from optimizer.planning.problem import FleetProblem, placement_group, replica_shape, spot_cap
 from optimizer.planning.solution import FleetSolution, fleet_cost
 from optimizer.planning.solver import SolveReport
 
@@ -77,6 +77,9 @@ def applies(problem: FleetProblem, allowed: set[str] | None = None) -> bool:
     own, one period, and some committed offer two workloads could share."""
     if any(w.redundancy > 0 for w in problem.workloads) or problem.owned_in_use():  # N+1, owned: the MILP
         return False
+    if any(not w.training and not w.divisible and not w.mixed_replicas
+           and len({replica_shape(c) for c in _cands(problem, w, allowed)}) > 1 for w in problem.workloads):
+        return False  # one replica shape per workload and region (issue 31): a choice among shapes, the MILP's
     if separable(problem, allowed, apart=True) is not None or len(problem.periods or []) != 1:
         return False
     return separable(problem, allowed) is not None

@@ -47,6 +47,7 @@ from optimizer.sizing.network import (
     PIPELINE_VALUES_PER_TOKEN_PER_HIDDEN,
     UNKNOWN_NETWORK_GBPS_PER_NODE,
     NodeNetwork,
+    node_gpus,
     offer_network,
 )
 from optimizer.sizing.throughput import (
@@ -107,7 +108,7 @@ __all__ = [
     "QLORA_NF4_BYTES_PER_PARAM", "LORA_BASE_BYTES", "LORA_FLOPS_PER_PARAM_TOKEN", "DEFAULT_CONTEXT", "USABLE_FRACTION",
     "DEFAULT_MFU", "DEFAULT_INPUT_TOKENS", "DEFAULT_OUTPUT_TOKENS",
     # network
-    "NodeNetwork", "DEFAULT_NODE_NETWORK", "offer_network", "GPUS_PER_NODE", "INTER_NODE_GBPS_PER_GPU",
+    "NodeNetwork", "DEFAULT_NODE_NETWORK", "offer_network", "node_gpus", "GPUS_PER_NODE", "INTER_NODE_GBPS_PER_GPU",
     "NCCL_NET_STEP_LATENCY_S", "KERNEL_TCP_ONE_WAY_S", "CLUSTER_HOP_LATENCY_S", "ETHERNET_HOP_LATENCY_S",
     "UNKNOWN_NETWORK_GBPS_PER_NODE", "PIPELINE_VALUES_PER_TOKEN_PER_HIDDEN",
     # memory and throughput formulas

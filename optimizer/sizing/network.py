@@ -63,6 +63,8 @@ class NodeNetwork:
         fabric: the offer's ``fabric`` ("efa", "infiniband", "rdma", "tcpxo", "tcpx", "ethernet"; "" unknown).
         cluster: a cluster fabric (every fabric but "ethernet" and unknown): training may span instances over it.
         source: where the bandwidth comes from.
+        stated: a source states ``gbps_per_node`` (``providers.facts``); False when it is assumed
+            (:data:`UNKNOWN_NETWORK_GBPS_PER_NODE`). A serving replica spans nodes only over a stated fabric.
     """
 
     gbps_per_node: float
@@ -71,6 +73,7 @@ class NodeNetwork:
     fabric: str = ""
     cluster: bool = False
     source: str = ""
+    stated: bool = True  # a source states gbps_per_node (False: UNKNOWN_NETWORK_GBPS_PER_NODE assumed)
 
 
 #: The network assumed when no offer is given (``gpuopt estimate``): 8-GPU nodes, 8 x 200 Gb/s InfiniBand HDR
@@ -114,4 +117,23 @@ def offer_network(offer: Mapping[str, Any]) -> NodeNetwork:
         per_node = 1
     return NodeNetwork(gbps_per_node=float(gbps), gpus_per_node=per_node,
                        hop_latency_s=CLUSTER_HOP_LATENCY_S if cluster else ETHERNET_HOP_LATENCY_S,
-                       fabric=fabric, cluster=cluster, source=source)
+                       fabric=fabric, cluster=cluster, source=source,
+                       stated=not source.startswith("network unknown"))
+
+
+#: GPUs of one node, by GPU model, where it is not :data:`GPUS_PER_NODE` (8: an HGX/DGX or OAM baseboard, and the
+#: largest AWS/Azure/GCP instances of the PCIe cards, e.g. g6.48xlarge 8 x L4, g5.48xlarge 8 x A10G): a GB200/GB300
+#: NVL72 rack is 18 compute trays of 2 Grace CPUs + 4 Blackwell GPUs each (NVIDIA GB200 NVL72 datasheet: "72
+#: Blackwell GPUs ... 18 compute nodes"), and a GH200 node is one Grace Hopper superchip (1 GPU).
+NODE_GPUS_BY_MODEL = {"GB200": 4, "GB300": 4, "GH200": 1}
+
+
+def node_gpus(gpu_model: str) -> int:
+    """GPUs in one node of ``gpu_model`` (an offers' ``gpu_model``, e.g. "H100-80GB", "GB200"): the unit a
+    serving replica that spans instances is made of (optimizer.planning.candidates.cross_node_rule). Unknown
+    models: :data:`GPUS_PER_NODE`."""
+    name = str(gpu_model or "").upper()
+    for model, n in NODE_GPUS_BY_MODEL.items():
+        if name == model or name.startswith(model + "-") or name.startswith(model + " "):
+            return n
+    return GPUS_PER_NODE

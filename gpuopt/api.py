@@ -871,6 +871,7 @@ def _plan_once(plan, *, explain: bool = True, solver_given: bool = False) -> "Re
     from optimizer.planning import progress
     from optimizer.planning.plan import plan_fleet
     from optimizer.planning.problem import Budgets, FleetWorkload
+    from optimizer.planning.rate_guards import cap_estimated_commitments, request_scope, unpriced_options
     from optimizer.sizing import Workload, validate_workload
 
     progress.update("reading the request and prices")
@@ -946,6 +947,11 @@ def _plan_once(plan, *, explain: bool = True, solver_given: bool = False) -> "Re
     offers, info = _load(catalog, _date_or_none(plan.prices_on), categories=True)
     check_regions(plan, offers)
     filtered, notes = plan_offers(plan, offers)
+    # issue 31: an estimated commitment rate never undercuts a quote anywhere in the data; an option asked for that
+    # no offer in scope prices is said (in the notes and, below, the warnings)
+    filtered, _ = cap_estimated_commitments(filtered, offers)
+    unpriced = unpriced_options(plan.pricing, filtered, request_scope(plan))
+    notes = unpriced + notes
     owned, owned_notes = owned_commitments(plan, filtered, offers)
     notes = notes + owned_notes
     rate_notes: dict[str, str] = {}
@@ -992,7 +998,7 @@ def _plan_once(plan, *, explain: bool = True, solver_given: bool = False) -> "Re
     oldest = oldest_price_note(result.lines, plan.prices_on)  # issue 29: the oldest price the plan depends on
     if oldest:
         result.notes.append(oldest)
-    prices["warnings"].extend(old_quotes + ([oldest] if oldest else []))  # on stderr too, and in the JSON
+    prices["warnings"].extend(unpriced + old_quotes + ([oldest] if oldest else []))  # on stderr too, in the JSON
     return RecommendResult(workload=plan.model_dump(mode="json"), workload_origin=origin, headline=headline,
                            prices=prices, plan=result)
 

@@ -37,6 +37,7 @@ Ratios (reserved effective rate / on-demand rate):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -244,12 +245,81 @@ def _architectures() -> dict[str, str]:
 
 @dataclass(frozen=True)
 class LevelRatio:
-    """A median ratio (reserved effective rate / on-demand rate of the same type and region) and what it is over."""
+    """A median ratio (reserved effective rate / on-demand rate of the same type and region) and what it is over.
+
+    ``gpu_model`` / ``gpu_count`` (GPUs per instance) are those of the instance type for a ``type`` level ratio
+    ("" / 0.0 otherwise): what :func:`sibling_ratios` matches a sibling by."""
 
     ratio: float
-    level: str      # "type", "generation" or "provider"
-    over: str       # the instance type, the generation, or the provider
+    level: str      # "type", "sibling", "generation" or "provider"
+    over: str       # the instance type (for "sibling": the sibling's), the generation, or the provider
     quotes: int     # how many quoted rows the median is over
+    gpu_model: str = ""
+    gpu_count: float = 0.0
+
+
+#: Azure VM size names: ``Standard_`` + series letters + vCPUs + capability letters + ``_`` accelerator/version
+#: (learn.microsoft.com/azure/virtual-machines/vm-naming-conventions), e.g. Standard_NC40ads_H100_v5.
+_AZURE_SIZE = re.compile(r"^Standard_([A-Z]+)(\d+)([a-z]*)(?:_(.*))?$")
+
+
+def instance_family(provider: str, instance_type: str) -> str:
+    """The family an instance type belongs to, for the sibling rule of :func:`derive_by_ratio`; "" when the name
+    does not parse or the provider has no rule (then the type has no sibling).
+
+    * AWS: the family and generation before the capability letters ("p5" for p5.48xlarge, "g6" for g6.xlarge and
+      g6f.2xlarge; AWS EC2 docs, "Instance type naming conventions": family, generation, capabilities, size).
+    * Azure: the series letters without the confidential-computing "C" (NCC -> NC) and the accelerator and version
+      after the size ("NC_H100_v5" for Standard_NC40ads_H100_v5, Standard_NC80adis_H100_v5 and the confidential
+      Standard_NCC40ads_H100_v5; Azure "Virtual machine size naming conventions").
+    * GCP: the machine series before the first hyphen ("a3" for a3-highgpu-8g, a3-megagpu-8g and a3-edgegpu-8g;
+      Google Cloud, "Machine families resource and comparison guide").
+    Siblings must also have the same GPU model (:func:`sibling_ratios`), which keeps p5 (H100) apart from p5en
+    (H200) and a2-highgpu (A100 40GB) apart from a2-ultragpu (A100 80GB).
+    """
+    prov, itype = str(provider).lower(), str(instance_type)
+    if prov == "aws":
+        m = re.match(r"([a-z]+\d+)", itype.split(".", 1)[0])
+        return m.group(1) if m else ""
+    if prov == "azure":
+        m = _AZURE_SIZE.match(itype)
+        if not m:
+            return ""
+        series = m.group(1)[:-1] if m.group(1).endswith("CC") else m.group(1)
+        return f"{series}_{m.group(4) or ''}"
+    if prov == "gcp":
+        return itype.split("-", 1)[0] if "-" in itype else ""
+    return ""
+
+
+def sibling_ratios(provider: str, instance_type: str, gpu_model: str, gpu_count: float,
+                   levels: dict[tuple[str, str, str], dict[tuple[str, str, str], "LevelRatio"]]
+                   ) -> dict[tuple[str, str, str], "LevelRatio"]:
+    """The quoted ratios of the nearest sibling of ``instance_type``: another type of the same provider, family
+    (:func:`instance_family`) and GPU model with quoted reservations (a ``type`` level in ``levels``), preferring
+    the nearest GPU count (the same first), then the sibling with the most quoted rows, then the name. {} when none
+    has quotes.
+
+    Returns (pricing, payment, offering_class) -> LevelRatio(level="sibling", over=<the sibling's type>): the
+    sibling's median quoted rate / its own on-demand rate, to apply to this type's on-demand rate (issue 31: an
+    estimate from a GPU-generation median must not undercut the quote of the identical non-confidential size).
+    """
+    fam = instance_family(provider, instance_type)
+    if not fam:
+        return {}
+    found = []
+    for (level, prov, other), entries in levels.items():
+        if level != "type" or prov != provider or other == instance_type or not entries:
+            continue
+        first = next(iter(entries.values()))
+        if first.gpu_model != str(gpu_model) or instance_family(prov, other) != fam:
+            continue
+        found.append((abs(float(first.gpu_count) - float(gpu_count)), -max(r.quotes for r in entries.values()),
+                      other, entries))
+    if not found:
+        return {}
+    _, _, other, entries = min(found, key=lambda f: f[:3])
+    return {k: LevelRatio(r.ratio, "sibling", other, r.quotes, r.gpu_model, r.gpu_count) for k, r in entries.items()}
 
 
 def quoted_ratios(offers: "pd.DataFrame") -> dict[tuple, LevelRatio]:
@@ -271,6 +341,8 @@ def quoted_ratios(offers: "pd.DataFrame") -> dict[tuple, LevelRatio]:
     j["ratio"] = j["usd_per_hour"].astype(float) / j["od"].astype(float)
     j["generation"] = [gpu_generation(g) for g in j["gpu_model"].astype(str)]
     j["all"] = ""
+    gpu_of = {(str(p), str(t)): (str(g), float(n)) for p, t, g, n in
+              j[["provider", "instance_type", "gpu_model", "gpu_count"]].itertuples(index=False)}
     out: dict[tuple, LevelRatio] = {}
     for level, col in (("type", "instance_type"), ("generation", "generation"), ("provider", "all")):
         keys = ["provider", col, "pricing", "payment", "offering_class"]
@@ -279,7 +351,9 @@ def quoted_ratios(offers: "pd.DataFrame") -> dict[tuple, LevelRatio]:
             k = tuple(str(x) for x in k)
             if level == "generation" and not k[1]:
                 continue
-            out[(level, *k)] = LevelRatio(round(float(pd.Series(s).median()), 4), level, k[1] or k[0], int(len(s)))
+            gpu = gpu_of[(k[0], k[1])] if level == "type" else ("", 0.0)
+            out[(level, *k)] = LevelRatio(round(float(pd.Series(s).median()), 4), level, k[1] or k[0], int(len(s)),
+                                          *gpu)
     return out
 
 
@@ -287,11 +361,17 @@ def derive_by_ratio(offers: "pd.DataFrame", ratios: dict[tuple, LevelRatio],
                     providers: tuple[str, ...] = ("aws", "azure", "gcp")) -> "pd.DataFrame":
     """Reserved rows by rule for every on-demand row of ``providers`` that has no quoted reservation for its
     provider, type and region: for each (pricing, payment, offering_class) quoted at the most specific level
-    available — the same instance type in other regions, else the same GPU generation, else the provider — the
+    available — the same instance type in other regions, else a sibling (the same family and GPU model, confidential
+    or not, the nearest GPU count first: :func:`sibling_ratios`), else the same GPU generation, else the provider — the
     on-demand rate x that median ratio. Types in :data:`NO_PUBLISHED_RESERVATIONS` get none.
 
+    The sibling level comes before the generation's (issue 31): Azure's confidential Standard_NCC40ads_H100_v5 got
+    0.64 / 0.44 (the median of the Hopper quotes) where the identical Standard_NC40ads_H100_v5 is quoted at 0.75 /
+    0.55, and won plans 17-25 % below what Azure charges; from the sibling it gets 0.75 / 0.55.
+
     Returns an offer frame; each row's ``source`` is ``rule:<provider>-<term>-<payment>:<ratio> = median of N quoted
-    <level> <what> rows`` and ``as_of`` the on-demand row's (an estimate is as old as what it is derived from).
+    <level> <what> rows`` (from a sibling: ``<ratio> from sibling <type> quoted ratio (median of N quoted rows)``)
+    and ``as_of`` the on-demand row's (an estimate is as old as what it is derived from).
     """
     from gpuopt.kernel.records import RESERVED_PRICING
 
@@ -304,12 +384,16 @@ def derive_by_ratio(offers: "pd.DataFrame", ratios: dict[tuple, LevelRatio],
                  "memory_gib", "interconnect", "currency")
     rows = []
     od = offers[(offers["pricing"] == "on_demand") & offers["provider"].isin(list(providers))]
+    siblings: dict[tuple[str, str, str, float], dict] = {}
     for o in od.to_dict("records"):
         prov, itype = str(o["provider"]), str(o["instance_type"])
         if (prov, str(o["region"]), itype) in has_res or itype in NO_PUBLISHED_RESERVATIONS.get(prov, ()):
             continue
         gen = gpu_generation(str(o["gpu_model"]))
-        found = (levels.get(("type", prov, itype)) or levels.get(("generation", prov, gen))
+        sib_key = (prov, itype, str(o["gpu_model"]), float(o["gpu_count"]))
+        if sib_key not in siblings:
+            siblings[sib_key] = sibling_ratios(*sib_key, levels)
+        found = (levels.get(("type", prov, itype)) or siblings[sib_key] or levels.get(("generation", prov, gen))
                  or _standard_first(levels.get(("provider", prov, ""), {})))
         for (pricing, payment, klass), r in sorted(found.items()):
             hours = TERM_HOURS[pricing]
@@ -317,7 +401,8 @@ def derive_by_ratio(offers: "pd.DataFrame", ratios: dict[tuple, LevelRatio],
             years = 1 if pricing == "reserved_1y" else 3
             upfront, recurring = split_reserved(usd, payment, hours,
                                                 PARTIAL_UPFRONT_SHARE[(years, klass or "standard")])
-            cite = f"{r.ratio:.4f} = median of {r.quotes} quoted {r.level} {r.over} rows"
+            cite = (f"{r.ratio:.4f} from sibling {r.over} quoted ratio (median of {r.quotes} quoted rows)"
+                    if r.level == "sibling" else f"{r.ratio:.4f} = median of {r.quotes} quoted {r.level} {r.over} rows")
             if payment == "partial_upfront":
                 cite += f"; {PARTIAL_SPLIT_CITE}"
             rows.append({**{c: o[c] for c in meta_cols}, "zone": "", "pricing": pricing, "payment": payment,

@@ -153,7 +153,9 @@ def test_other_clouds_from_their_pages(df):
 
 def test_estimated_rows_name_their_ratio_and_level(df):
     rules = df[df["source"].str.startswith("rule:")]
-    assert len(rules) and rules["source"].str.contains(r"median of \d+ quoted (?:type|generation|provider)").all()
+    assert len(rules) and rules["source"].str.contains(
+        r"median of \d+ quoted (?:type|generation|provider)|from sibling \S+ quoted ratio \(median of \d+ quoted rows\)"
+    ).all()
     # GCP A2 Ultra has no CUD in the source: its CUDs by the Ampere (A2) ratio measured on the list, 0.63 / 0.35
     a2u = df[(df.provider == "gcp") & (df.instance_type == "a2-ultragpu-1g") & (df.region == "us-central1")]
     r = a2u.set_index("pricing")

@@ -33,6 +33,7 @@ from optimizer.planning.problem import (
     placement_group,
 )
 from optimizer.planning.problem_build import make_problem
+from optimizer.planning.rate_guards import cap_estimated_commitments, capped_notes
 from optimizer.planning.solution import money
 from optimizer.planning.solve import as_unplaced, groups_used, solve_cost, solve_roi, trim_allocations, verify
 from optimizer.planning.solver import resolve_solver
@@ -79,6 +80,7 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
     from optimizer.planning import explain as fx
 
     t0 = time.perf_counter()
+    offers, _ = cap_estimated_commitments(offers)  # an estimated commitment rate never undercuts a quote (issue 31)
     skipped_explain = explain and len(workloads) > EXPLAIN_MAX_WORKLOADS
     if skipped_explain:
         explain = False
@@ -214,6 +216,7 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
                          f"(gap {100 * (rep.gap or 0.0):.3g} %)")
     if any(ln.estimated for ln in res.lines):
         res.notes.append("some prices are estimated (source rule:...): reserved rates derived from a documented discount rule")
+    res.notes.extend(capped_notes(res.lines))
     res.notes.extend(zone_notes(problem, res.lines))
     res.notes.extend(quota_notes(problem, sol))
     if owned:

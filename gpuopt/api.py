@@ -19,7 +19,8 @@ from gpuopt.kernel.errors import InputError
 from gpuopt.kernel.records import PRICING_MODELS
 from gpuopt.price_age import old_quote_notes as _old_quotes, oldest_price_note
 from gpuopt.price_age import price_age_days as _price_age_days, price_provenance as _price_provenance, rows_by_age
-from gpuopt.plan_inputs import check_regions, checkpoint_notes, owned_commitments, trace_lengths, trace_mix
+from gpuopt.plan_inputs import (check_regions, checkpoint_notes, expert_layout_notes, mixed_replica_notes,
+                                owned_commitments, trace_lengths, trace_mix)
 from optimizer.review import ReviewResult as _PlannedReview
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -938,6 +939,8 @@ def _plan_once(plan, *, explain: bool = True, solver_given: bool = False) -> "Re
                                 min_replicas=item.min_replicas or 0, spot_only_ok=item.spot_only_ok,
                                 redundancy=float(item.redundancy or 0.0) if item.task == "serve" else 0.0,
                                 allow_marketplace=item.allow_marketplace,
+                                mixed_replicas=item.mixed_replicas and item.task == "serve",
+                                min_replica_share=float(item.min_replica_share) if item.mixed_replicas else 0.0,
                                 allow_spot_training=item.allow_spot_training,
                                 schedule_margin=plan.schedule_margin if item.training else 0.0,
                                 deadline_hours=item.deadline_hours, value_per_million_tokens=item.value_per_million_tokens,
@@ -982,6 +985,8 @@ def _plan_once(plan, *, explain: bool = True, solver_given: bool = False) -> "Re
     # and "its use is counted at on-demand rates" side by side)
     result.notes.extend(n for cid, n in rate_notes.items() if cid in result.owned_used)
     result.notes.extend(checkpoint_notes(ws, result, [it.model for it in plan.workloads]))
+    result.notes.extend(expert_layout_notes(ws, result))
+    result.notes.extend(mixed_replica_notes(ws, result))
     old_quotes = _old_quotes(result.lines, plan.prices_on)
     result.notes.extend(old_quotes)
     for item in plan.workloads:

@@ -43,20 +43,23 @@ def _cand(region: str, itype: str, pricing: str, usd: float, theta: float, *, zo
                      shape=itype)
 
 
-def _problem(cands, demand, *, redundancy=1.0, min_replicas=2, spread="", placement="region"):
+def _problem(cands, demand, *, redundancy=1.0, min_replicas=2, spread="", placement="region", mixed=False):
     w = FleetWorkload(name="a", workload=SimpleNamespace(task="serve", model=SimpleNamespace(name="m")),
-                      min_replicas=min_replicas, redundancy=redundancy)
+                      min_replicas=min_replicas, redundancy=redundancy, mixed_replicas=mixed)
     blocks = [FleetBlock(start_hour=i * 730 / len(demand), hours=730 / len(demand), demand={"a": d}, label=f"b{i}")
               for i, d in enumerate(demand)]
     return FleetProblem([w], blocks, {"a": cands}, {}, horizon_months=1, placement=placement, spread=spread)
 
 
-def _brute_n1(cands, demand, m, s):
+def _brute_n1(cands, demand, m, s, one_shape=True):
     """The cheapest hourly plan by brute force: per block, counts 0..6 of each candidate whose capacity less its
     largest failure loss carries s x demand, with m replicas on m instances (a fixed largest loss over the month,
-    as the model: the loss of every candidate used in any block)."""
+    as the model: the loss of every candidate used in any block); ``one_shape``: at most one candidate used (each
+    test candidate is its own replica shape: one shape per workload and region, issue 31)."""
     best = math.inf
     for used in itertools.product((0, 1), repeat=len(cands)):
+        if one_shape and sum(used) > 1:
+            continue
         loss = max((failure_loss(c) for c, u in zip(cands, used) if u), default=0.0)
         total = 0.0
         for d in demand:
@@ -91,13 +94,14 @@ def test_n_plus_one_carries_the_peak_after_losing_the_largest_instance():
     assert none.cost == pytest.approx(min(2 * 10.0, 17 * 1.0) * 730, rel=1e-9)  # the old floor: 2 replicas, 2,000
 
 
+@pytest.mark.parametrize("mixed", [False, True])
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.tuples(st.floats(0.5, 9.0), st.floats(20.0, 400.0), st.integers(1, 2)), min_size=1, max_size=2),
        st.lists(st.floats(0.0, 700.0), min_size=1, max_size=2), st.sampled_from([0.5, 1.0]))
-def test_n_plus_one_matches_brute_force(units, demand, share):
+def test_n_plus_one_matches_brute_force(mixed, units, demand, share):
     cands = [_cand("r", f"t{i}", "on_demand", usd, th, k=k, r=1) for i, (usd, th, k) in enumerate(units)]
-    p = _problem(cands, demand, redundancy=share, min_replicas=2)
-    want = _brute_n1(cands, demand, 2, share)
+    p = _problem(cands, demand, redundancy=share, min_replicas=2, mixed=mixed)
+    want = _brute_n1(cands, demand, 2, share, one_shape=not mixed)
     assume(math.isfinite(want))  # the brute force counts at most 6 units of each
     costs = []
     for exact in (True, False):  # the enumeration (thresholds of the loss) and the MILP (binaries)
@@ -226,12 +230,20 @@ def test_a_quota_binds_and_is_named(tmp_path):
     args = ["recommend", "--model", "meta-llama/Llama-2-70b-hf", "--tokens-per-second", "2000", "--provider", "aws",
             "--no-explain"]
     free, _ = _json(*args)
-    capped, _ = _json(*args, "--quota", str(q))
+    # --mixed-replicas: two P instances beside G instances, within the quota and naming it
+    capped, _ = _json(*args, "--quota", str(q), "--mixed-replicas", "--min-replica-share", "0")
     assert capped["status"] == "optimal"
     p_vcpus = sum(ln["count"] * 96 for ln in capped["lines"] if ln["instance_type"].startswith(("p4", "p5")))
-    assert p_vcpus <= 192
+    assert 0 < p_vcpus <= 192
     assert capped["total_usd"] >= free["total_usd"] - 0.01
     assert any("L-417A185B" in n for n in capped["notes"])
+    # one replica shape per region (the default, issue 31): two P replicas cannot carry 2,000 tokens/s alone, so
+    # the quota leaves the P instances out and the plan is G instances of one shape
+    one, _ = _json(*args, "--quota", str(q))
+    assert one["status"] == "optimal"
+    assert not any(ln["instance_type"].startswith(("p4", "p5")) for ln in one["lines"])
+    assert len({(ln["region"], ln["instance_type"]) for ln in one["lines"]}) == 1
+    assert one["total_usd"] >= capped["total_usd"] - 0.01
 
 
 def test_owned_commitments_are_reused(tmp_path):
@@ -331,7 +343,7 @@ def test_spot_caps_per_gpu_class():
     caps = SpotCaps(16, {"H100-80GB": 2})
     assert (spot_cap(caps, h100.offer), spot_cap(caps, l4.offer), int(caps)) == (2, 16, 16)
     assert caps.divided(2).by_gpu == {"H100-80GB": 1} and int(caps.divided(2)) == 8
-    p = _problem([h100, l4], [3000.0], redundancy=0.0, min_replicas=1)
+    p = _problem([h100, l4], [3000.0], redundancy=0.0, min_replicas=1, mixed=True)  # two shapes: --mixed-replicas
     p = p.replace(spot_capacity=caps,
                   workloads=[dataclasses.replace(p.workloads[0], allow_spot=True, spot_only_ok=True)])
     for exact in (True, False):

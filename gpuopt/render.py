@@ -848,36 +848,42 @@ def review(result, fmt: str) -> None:
     con.print(_prices_line(result.prices))
     t = Table(title="GPU usage by instance type", title_justify="left")
     for col in ("where", "instance_type", "GPUs", "instance-hours", "by pricing", "peak", "average", "use",
-                "billed $", "effective $", "on-demand equiv. $"):
-        t.add_column(col, justify="left" if col in ("where", "instance_type", "GPUs", "by pricing") else "right")
+                "billed $", "effective $", "on-demand $/h", "on-demand baseline", "on-demand equiv. $"):
+        t.add_column(col, justify="left" if col in ("where", "instance_type", "GPUs", "by pricing",
+                                                    "on-demand baseline") else "right")
     for u in result.usage:
+        od_h = getattr(u, "on_demand_usd_per_hour", None)
         t.add_row(f"{u.provider} {u.region}", u.instance_type, f"{u.gpu_count:g}x {u.gpu_model}" if u.gpu_model else "?",
                   f"{u.hours_used:,.1f}", ", ".join(f"{k or 'unknown'} {v:,.0f}" for k, v in u.hours_by_pricing.items()),
                   f"{u.peak_instances:g}", f"{u.average_instances:.2f}", f"{100 * u.utilization:.0f} %",
-                  _usd(u.billed_cost_usd), _usd(u.effective_cost_usd), _usd(u.on_demand_equivalent_usd))
-    con.print(_fit(con, t, drop=("by pricing", "GPUs", "peak", "average", "billed $", "on-demand equiv. $")))
+                  _usd(u.billed_cost_usd), _usd(u.effective_cost_usd), "—" if od_h is None else f"{od_h:,.4f}",
+                  getattr(u, "on_demand_baseline", "") or "—", _usd(u.on_demand_equivalent_usd))
+    con.print(_fit(con, t, drop=("by pricing", "GPUs", "peak", "average", "billed $", "on-demand equiv. $",
+                                 "on-demand $/h")))
     if result.recommendations:
         rt = Table(title="Recommended commitments (monthly figures; the MILP over each hourly usage profile; "
                          f"{result.account_scope} scope, generated {result.generation_time})", title_justify="left")
-        for col in ("id", "account", "where", "instance_type", "term", "payment", "quantity", "inst/h min/avg/max",
-                    "norm. units", "upfront $", "recurring $/mo", "on-demand $/mo", "with it $/mo", "savings $/mo",
-                    "use", "break-even mo"):
-            rt.add_column(col, justify="left" if col in ("id", "account", "where", "instance_type", "term", "payment")
-                          else "right")
+        for col in ("id", "account", "where", "instance_type", "class", "term", "payment", "quantity",
+                    "inst/h min/avg/max", "norm. units", "upfront $", "recurring $/mo", "on-demand $/h",
+                    "on-demand baseline", "on-demand $/mo", "with it $/mo", "savings $/mo", "use", "break-even mo"):
+            rt.add_column(col, justify="left" if col in ("id", "account", "where", "instance_type", "class", "term",
+                                                         "payment", "on-demand baseline") else "right")
         for c in result.recommendations:
             rt.add_row(c.recommendation_id[:8], "shared" if c.account_id is None else (c.account_id or "(none)"),
-                       f"{c.provider} {c.region}", c.instance_type, c.term, c.payment, str(c.recommended_quantity),
+                       f"{c.provider} {c.region}", c.instance_type, (c.offering_class or "").title() or "—",
+                       c.term, c.payment, str(c.recommended_quantity),
                        f"{c.minimum_instances_per_hour:g}/{c.average_instances_per_hour:.2f}/"
                        f"{c.maximum_instances_per_hour:g}",
                        "—" if c.normalized_units_to_purchase is None else f"{c.normalized_units_to_purchase:g}",
                        _usd(c.upfront_cost_usd), _usd(c.recurring_monthly_cost_usd),
+                       f"{c.on_demand_usd_per_hour:,.4f}", c.on_demand_baseline or "—",
                        _usd(c.estimated_monthly_on_demand_cost_usd), _usd(c.estimated_monthly_cost_with_commitment_usd),
                        f"{_usd(c.estimated_monthly_savings_usd)} ({c.estimated_monthly_savings_pct:.1f} %)"
                        + ("*" if c.estimated_price else ""),
                        "—" if c.average_utilization is None else f"{100 * c.average_utilization:.0f} %",
                        "—" if c.break_even_months is None else f"{c.break_even_months:g}")
         drop = ("id", "norm. units", "inst/h min/avg/max", "account", "on-demand $/mo", "with it $/mo",
-                "recurring $/mo", "break-even mo", "use", "payment")
+                "recurring $/mo", "break-even mo", "use", "on-demand $/h", "on-demand baseline", "payment", "class")
         if result.account_scope == "account":  # whose each recommendation is: kept to the last
             drop = tuple(d for d in drop if d != "account")
         con.print(_fit(con, rt, drop=drop))
@@ -895,6 +901,10 @@ def review(result, fmt: str) -> None:
                   + ", ".join(f"{k} {_usd(v)}" for k, v in result.purchases.items()))
     for b in result.bad_rows[:10]:
         con.print(f"bad row line {b['line']}: {b['reason']}")
+    for c in result.recommendations:
+        if c.commitment:  # what is bought, in the words of its provider: class, term, payment and what it can become
+            con.print(f"{c.instance_type} ({c.provider} {c.region}) x{c.recommended_quantity}: {c.commitment}"
+                      + (f" -- {c.flexibility}" if c.flexibility else ""))
     for n in result.notes:
         con.print(f"[yellow]Note:[/] {n}")
 

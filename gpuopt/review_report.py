@@ -4,8 +4,11 @@ gpuopt/templates/review.*.j2, styled like the plan's report) with a chart, plus 
 
 Sections: Summary (key figures: the recommended commitments' total owed over their terms, upfront, per month, the
 savings a month and over the term; the usage window, rows read, billed / effective / on-demand-equivalent cost),
-GPU usage, Recommended commitments (reserved rates derived by a rule rather than quoted are marked with a dagger
-and a footnote), Chart, Notes. HTML embeds its chart as a base64 PNG; Markdown writes ``<stem>_cost.png``.
+GPU usage (with each line's on-demand rate and its baseline: the bill's list price or the catalog's, dated),
+Recommended commitments (offering class, the on-demand baseline; reserved rates derived by a rule rather than
+quoted are marked with a dagger and a footnote; then what each buys in words: class, term, payment, what it can be
+exchanged or sold for), Chart, Notes (warnings first). HTML embeds its chart as a base64 PNG; Markdown writes
+``<stem>_cost.png``.
 """
 
 from __future__ import annotations
@@ -117,19 +120,22 @@ def _context(result) -> dict[str, Any]:
                    main=True, note=f"{_usd(c['term_savings_usd'])} over the term(s)"),
         key_figure("billed", f"Billed in the {result.lookback_days:g}-day window", _usd(t.get("billed_usd", 0.0))),
     ]
-    usage_head = ["provider", "region", "instance type", "instance-hours", "peak", "average", "billed $", "effective $"]
+    usage_head = ["provider", "region", "instance type", "instance-hours", "peak", "average", "billed $", "effective $",
+                  "on-demand $/h", "on-demand baseline"]
     usage_rows = [[u.provider, u.region, u.instance_type, f"{u.hours_used:,.1f}", f"{u.peak_instances:g}",
-                   f"{u.average_instances:.2f}", f"{u.billed_cost_usd:,.2f}", f"{u.effective_cost_usd:,.2f}"]
+                   f"{u.average_instances:.2f}", f"{u.billed_cost_usd:,.2f}", f"{u.effective_cost_usd:,.2f}",
+                   "—" if u.on_demand_usd_per_hour is None else f"{u.on_demand_usd_per_hour:,.4f}",
+                   u.on_demand_baseline or "—"]
                   for u in result.usage]
-    rec_head = ["provider", "region", "instance type", "term", "payment", "quantity", "on-demand $/h",
-                "reserved $/h", "upfront $", "recurring $/mo", "on-demand $/mo", "savings $/mo", "utilization",
-                "break-even months"]
+    rec_head = ["provider", "region", "instance type", "offering class", "term", "payment", "quantity",
+                "on-demand $/h", "on-demand baseline", "reserved $/h", "upfront $", "recurring $/mo",
+                "on-demand $/mo", "savings $/mo", "utilization", "break-even months"]
     per_account = any(r.account_id for r in result.recommendations)  # --scope account: say whose each one is
     if per_account:
         rec_head = ["account"] + rec_head
     rec_rows = [([r.account_id or "(none)"] if per_account else [])
-                + [r.provider, r.region, r.instance_type, r.term, r.payment, str(r.recommended_quantity),
-                 f"{r.on_demand_usd_per_hour:,.4f}",
+                + [r.provider, r.region, r.instance_type, (r.offering_class or "").title() or "—", r.term, r.payment,
+                 str(r.recommended_quantity), f"{r.on_demand_usd_per_hour:,.4f}", r.on_demand_baseline or "—",
                  f"{r.reserved_effective_usd_per_hour:,.4f}" + (ESTIMATED_MARK if r.estimated_price else ""),
                  f"{r.upfront_cost_usd:,.2f}", f"{r.recurring_monthly_cost_usd:,.2f}",
                  f"{r.estimated_monthly_on_demand_cost_usd:,.2f}",
@@ -144,8 +150,11 @@ def _context(result) -> dict[str, Any]:
                   f"{r.average_instances_per_hour:.2f}", f"{r.maximum_instances_per_hour:g}",
                   "—" if r.normalized_units_to_purchase is None else f"{r.normalized_units_to_purchase:g}",
                   r.recommendation_id, r.generation_time] for r in result.recommendations]
+    # what each recommendation buys, in its provider's words: offering class, term, payment, what it can become
+    commitments = [f"{r.instance_type} ({r.provider} {r.region}) x{r.recommended_quantity}: {r.commitment}"
+                   + (f" -- {r.flexibility}" if r.flexibility else "") for r in result.recommendations if r.commitment]
     return {"title": "gpuopt monthly review", "subtitle": f"Usage {span}", "figures": figures, "summary": summary,
-            "usage_table": (usage_head, usage_rows), "rec_table": (rec_head, rec_rows),
+            "usage_table": (usage_head, usage_rows), "rec_table": (rec_head, rec_rows), "commitments": commitments,
             "ce_table": (ce_head, ce_rows), "notes": [f"Warning: {w}" for w in result.warnings] + list(result.notes),
             "footnotes": [(ESTIMATED_MARK, ESTIMATED_NOTE)] if c["estimated"] else []}
 

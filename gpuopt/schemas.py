@@ -750,8 +750,19 @@ class _TypeUsage(_Open):
     utilization: float = Field(description="average / peak running instances over the covered hours.")
     billed_cost_usd: float
     effective_cost_usd: float
-    on_demand_equivalent_usd: Optional[float] = Field(description="The same hours at the period's on-demand rate.")
+    on_demand_equivalent_usd: Optional[float] = Field(description="The same hours at the on-demand baseline "
+                                                                  "(on_demand_usd_per_hour).")
     accounts: list[str] = Field(description="Accounts that ran it ('' = not named by the export).")
+    on_demand_usd_per_hour: Optional[float] = Field(description="The on-demand baseline, USD per instance-hour: the "
+                                                                "bill's own list price where the export carries one, "
+                                                                "else the catalog's; null: neither.")
+    on_demand_baseline: str = Field(description="Where on_demand_usd_per_hour comes from: 'bill list price' (FOCUS "
+                                                "ListCost / ListUnitPrice, CUR pricing_public_on_demand_cost / _rate, "
+                                                "Azure PayGPrice) or 'catalog, <as_of>'; '' when neither.")
+    bill_list_usd_per_hour: Optional[float] = Field(description="The export's own list price per instance-hour "
+                                                                "(null: the export carries none).")
+    catalog_on_demand_usd_per_hour: Optional[float] = Field(description="The catalog's on-demand rate (null: none).")
+    catalog_on_demand_as_of: Optional[str] = Field(description="Its as_of date ('unknown': a row of no known date).")
 
 
 TypeUsage = from_result(review_rows.TypeUsage, _TypeUsage)
@@ -776,7 +787,8 @@ class _CommitmentRecommendation(_Open):
     estimated_monthly_savings_pct: float
     average_utilization: Optional[float]
     break_even_months: Optional[float]
-    on_demand_usd_per_hour: float
+    on_demand_usd_per_hour: float = Field(description="The on-demand baseline the savings are figured against "
+                                                      "(on_demand_baseline says which).")
     reserved_effective_usd_per_hour: float
     price_source: str
     estimated_price: bool
@@ -796,6 +808,20 @@ class _CommitmentRecommendation(_Open):
     maximum_normalized_units_per_hour: Optional[float]
     recommendation_id: str = Field(description="Stable id: the same review of the same window gives the same id.")
     generation_time: str = Field(description="UTC ISO 8601.")
+    on_demand_baseline: str = Field(description="'bill list price' (the export's own) or 'catalog, <as_of>' "
+                                                "(the export carries none).")
+    bill_list_usd_per_hour: Optional[float] = Field(description="The export's list price per instance-hour (null: "
+                                                                "none).")
+    catalog_on_demand_usd_per_hour: Optional[float] = Field(description="The catalog's on-demand rate (null: none).")
+    catalog_on_demand_as_of: Optional[str]
+    list_price_gap_pct: Optional[float] = Field(description="bill_list / catalog - 1, in % (null: one is missing).")
+    estimated_monthly_savings_at_catalog_usd: Optional[float] = Field(
+        description="The savings the catalog's on-demand rate would claim, when it and the bill's list price differ "
+                    "by more than the tolerance (optimizer.review.LIST_PRICE_TOLERANCE, 2 %); else null.")
+    offering_class: Literal["", "standard", "convertible"] = Field(description="AWS offering class of the "
+                                                                             "reservation; '' for other providers.")
+    commitment: str = Field(description="What is bought in words: provider, offering class, term and payment.")
+    flexibility: str = Field(description="What it can be exchanged, modified or sold for during its term.")
 
 
 CommitmentRecommendation = from_result(review_rows.CommitmentRecommendation, _CommitmentRecommendation)

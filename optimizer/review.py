@@ -10,6 +10,17 @@ reserved/on-demand" is used only as a cross-check in the tests.
 Prices are those in effect during the usage period: the price cache's snapshot valid at the period's end
 (pricing_cache.store.load_offers(on_date=...)); when no snapshot that old exists, the review says so.
 
+The on-demand baseline (issue 31, point 5) is the bill's own list price where the export carries one
+(:func:`bill_list_rate`: FOCUS ListCost, or ListUnitPrice x PricingQuantity; CUR pricing_public_on_demand_cost, or
+pricing_public_on_demand_rate x line_item_usage_amount; Azure PayGPrice x Quantity; the hourly table's list_cost),
+per instance-hour of the line's on-demand (else committed) rows; the catalog's on-demand rate only where it does not,
+and each line says which (``on_demand_baseline``: "bill list price" or "catalog, <as_of>"). A catalog rate used as
+the baseline is warned when older than the price-age limit (GPUOPT_MAX_PRICE_AGE_DAYS, as plans are) or undated; a
+bill list price more than :data:`LIST_PRICE_TOLERANCE` away from the catalog's is warned per line (the provider
+repriced; the catalog or the bill is stale), with the savings the catalog's rate would have claimed. Reserved rates
+are the catalog's; a recommendation names its offering class (AWS Standard or Convertible, with what each can be
+exchanged or sold for), term and payment (:func:`commitment_terms`).
+
 The window follows the data (:func:`review_window`): the export's coverage -- its first charged hour to the end of
 its last covered hour, from the charge periods of its rows (providers.usage.UsageData.coverage_start/_end) -- or
 ``lookback_days`` counted back from the end of the data; never padded to calendar months (an export of Sep 16 -
@@ -56,6 +67,24 @@ _XLARGE_RE = re.compile(r"^(\d*)xlarge$")
 _METAL_XL_RE = re.compile(r"^metal-(\d+)xl$")
 #: Recommendation ids are UUID 5 (SHA-1) names in this namespace.
 _ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://gpuopt.invalid/review/recommendation")
+#: The on-demand baseline of a line priced from the export's own list price (``on_demand_baseline``).
+BILL_BASELINE = "bill list price"
+#: A bill list price and the catalog's on-demand rate further apart than this share of the catalog's are said per
+#: line (a warning): the provider repriced, or the catalog or the bill is stale. 2 %: published rates agree to the
+#: cent or to rounding (21.957642 vs 21.9576); Azure's 2026-08-01 repricing moved GPU sizes by a median of -7.6 %.
+LIST_PRICE_TOLERANCE = 0.02
+#: What an AWS reservation of each offering class can become during its term (EC2 User Guide, "Reserved Instances":
+#: Standard ones can be modified -- Availability Zone, scope, size within the family -- and sold on the Reserved
+#: Instance Marketplace; Convertible ones can be exchanged for Convertible RIs of another family, size, platform or
+#: tenancy of equal or greater value, and cannot be sold there).
+AWS_OFFERING_CLASSES = {
+    "standard": ("Standard", "modifiable (Availability Zone, scope, size within the family), not exchangeable; "
+                             "can be sold on the Reserved Instance Marketplace"),
+    "convertible": ("Convertible", "exchangeable during the term for Convertible RIs of another instance family, "
+                                   "size, platform or tenancy of equal or greater value; cannot be sold on the "
+                                   "Reserved Instance Marketplace"),
+}
+_PAYMENT_WORDS = {"no_upfront": "No Upfront", "partial_upfront": "Partial Upfront", "all_upfront": "All Upfront"}
 
 
 def aws_normalization_factor(instance_type: str, family_sizes: "list[str] | tuple[str, ...]" = ()) -> float | None:
@@ -78,6 +107,76 @@ def aws_normalization_factor(instance_type: str, family_sizes: "list[str] | tupl
         others = [f for f in others if f is not None]
         return max(others) if others else None
     return None
+
+
+def commitment_terms(provider: str, offering_class: str | None, term: str, payment: str) -> tuple[str, str, str]:
+    """(offering class, the commitment in words, what it can be changed into) of a reservation row: AWS
+    ('standard' | 'convertible' from the row's ``offering_class``; empty: Standard, the class AWS sells for every
+    term it sells one) -> "AWS Convertible Reserved Instance, 1-year term, No Upfront" with
+    :data:`AWS_OFFERING_CLASSES`; Azure reserved VM instance and GCP committed use discount (no offering class:
+    '')."""
+    years = {"1y": "1-year", "3y": "3-year"}.get(term, term)
+    pay = _PAYMENT_WORDS.get(payment, payment)
+    if provider == "aws":
+        key = str(offering_class or "standard").lower()
+        name, flex = AWS_OFFERING_CLASSES.get(key, (key.title(), ""))
+        return key, f"AWS {name} Reserved Instance, {years} term, {pay}", flex
+    if provider == "azure":
+        return "", f"Azure reserved VM instance, {years} term, {pay}", ("instance size flexibility within its "
+                                                                        "group; exchanges and refunds under "
+                                                                        "Azure's reservation policy")
+    if provider == "gcp":
+        return "", f"GCP resource-based committed use discount, {years} term, {pay}", "not exchangeable"
+    return "", f"{provider} reservation, {years} term, {pay}", ""
+
+
+def bill_list_rate(g) -> dict[str, Any] | None:
+    """The export's own on-demand list price of one line (the hourly rows of one provider, region and instance type,
+    providers.usage.HOURLY_COLUMNS), USD per instance-hour, or None when no row carries one.
+
+    Rows: the on-demand ones (pricing_category Standard or unknown) with a list cost above 0, else the committed
+    ones (a commitment's list cost is the on-demand price it discounts); never spot rows (their list price is not
+    the on-demand one in every export). Rate: list cost / instance-hours over those rows; when it changes by more
+    than :data:`LIST_PRICE_TOLERANCE` during the window (a repricing inside it), the rate of the last hour with one.
+    Returns {"usd_per_hour", "min", "max", "changed", "hours"} (``hours``: the instance-hours it rests on)."""
+    lc = g["list_cost"].astype(float)
+    ok = lc.notna() & (lc > 0) & (g["usage_hours"] > 0)
+    rows = g[ok & g["pricing_category"].isin(["Standard", ""])]
+    if rows.empty:
+        rows = g[ok & (g["pricing_category"] == "Committed")]
+    if rows.empty:
+        return None
+    per = rows.groupby("hour")[["list_cost", "usage_hours"]].sum()
+    rates = per["list_cost"] / per["usage_hours"]
+    mean = float(per["list_cost"].sum() / per["usage_hours"].sum())
+    lo, hi = float(rates.min()), float(rates.max())
+    changed = hi - lo > LIST_PRICE_TOLERANCE * lo
+    rate = float(rates.sort_index().iloc[-1]) if changed else mean
+    return {"usd_per_hour": round(rate, 6), "min": round(lo, 6), "max": round(hi, 6), "changed": bool(changed),
+            "hours": float(per["usage_hours"].sum())}
+
+
+def _age_days(as_of: Any, today) -> float | None:
+    """Days from a price row's ``as_of`` (ISO date, first 10 characters) to ``today``; None when not a date."""
+    import datetime as dt
+
+    try:
+        return float((today - dt.date.fromisoformat(str(as_of or "")[:10])).days)
+    except ValueError:
+        return None
+
+
+def _as_of(row: dict | None) -> str | None:
+    """A price row's ``as_of`` as text (None when empty or NaN)."""
+    v = (row or {}).get("as_of")
+    if v is None or (isinstance(v, float) and v != v) or not str(v).strip():
+        return None
+    return str(v)
+
+
+def _catalog_label(od: dict | None) -> str:
+    as_of = _as_of(od) or ""
+    return "catalog, " + (as_of[:10] if as_of[:4].isdigit() else "date unknown")
 
 
 @dataclass
@@ -169,8 +268,13 @@ class TypeUsage:
     utilization: float            # average / peak running instances over the covered hours (how flat the demand is)
     billed_cost_usd: float
     effective_cost_usd: float
-    on_demand_equivalent_usd: float | None   # the same hours at the period's on-demand rate
+    on_demand_equivalent_usd: float | None   # the same hours at the on-demand baseline
     accounts: list[str] = field(default_factory=list)   # the accounts that ran it ('' = not named by the export)
+    on_demand_usd_per_hour: float | None = None      # the on-demand baseline (bill list price, else the catalog's)
+    on_demand_baseline: str = ""                     # "bill list price" | "catalog, <as_of>" | "" (none)
+    bill_list_usd_per_hour: float | None = None      # the export's own list price (bill_list_rate), None: not in it
+    catalog_on_demand_usd_per_hour: float | None = None   # the catalog's on-demand rate, None: not in it
+    catalog_on_demand_as_of: str | None = None       # that rate's as_of
 
 
 @dataclass
@@ -185,6 +289,14 @@ class CommitmentRecommendation:
     other providers (Azure's instance size flexibility ratios and GCP's resource-based commitments are not AWS
     normalized units); recommendation_id (UUID 5 of scope, account, provider, region, instance type, term,
     payment and window: the same review of the same window gives the same id); generation_time (UTC ISO 8601).
+
+    On-demand baseline (module doc): ``on_demand_usd_per_hour`` is the bill's list price where the export carries
+    one (``on_demand_baseline`` "bill list price") else the catalog's ("catalog, <as_of>"); bill_list_usd_per_hour,
+    catalog_on_demand_usd_per_hour (+ _as_of) both as found (None: absent); list_price_gap_pct = bill / catalog - 1
+    in %; estimated_monthly_savings_at_catalog_usd: the savings the catalog's rate would claim, when the two differ
+    by more than :data:`LIST_PRICE_TOLERANCE` (else None). offering_class ('standard' | 'convertible' for AWS, ''
+    elsewhere), commitment (class, term and payment in words) and flexibility (what it can be exchanged or sold
+    for): :func:`commitment_terms`.
     """
 
     provider: str
@@ -220,6 +332,15 @@ class CommitmentRecommendation:
     maximum_normalized_units_per_hour: float | None = None
     recommendation_id: str = ""
     generation_time: str = ""
+    on_demand_baseline: str = ""
+    bill_list_usd_per_hour: float | None = None
+    catalog_on_demand_usd_per_hour: float | None = None
+    catalog_on_demand_as_of: str | None = None
+    list_price_gap_pct: float | None = None
+    estimated_monthly_savings_at_catalog_usd: float | None = None
+    offering_class: str = ""
+    commitment: str = ""
+    flexibility: str = ""
 
 
 @dataclass
@@ -402,11 +523,16 @@ def review(usage, offers, *, term: str = "1y", payment: str = "no_upfront", look
     aws_types = tuple(offers.loc[offers["provider"] == "aws", "instance_type"].unique()) if len(offers) else ()
     tot = {"billed_usd": 0.0, "effective_usd": 0.0, "on_demand_equivalent_usd": 0.0,
            "recommended_monthly_savings_usd": 0.0}
+    baselines: dict[str, int] = {}
     not_sold: dict[str, list[str]] = {}
     for (prov, region, itype), g in h.groupby(["provider", "region", "instance_type"], sort=True):
         per_hour = g.groupby("hour")["usage_hours"].sum().reindex(covered, fill_value=0.0)
-        od = _offer(offers, prov, region, itype, "on_demand")
-        gpu = od or _offer(offers, prov, region, itype, pricing_term, payment) or {}
+        od_cat = _offer(offers, prov, region, itype, "on_demand")
+        ri = _offer(offers, prov, region, itype, pricing_term, payment)
+        gpu = od_cat or ri or {}
+        bill = bill_list_rate(g) if "list_cost" in g.columns else None
+        od, baseline = _baseline(prov, region, itype, od_cat, gpu, bill)
+        line_warnings(res.warnings, prov, region, itype, od_cat, ri, bill, today=gen.date())
         accounts = sorted(str(a) for a in g["account_id"].unique())
         u = TypeUsage(
             provider=prov, region=region, instance_type=itype, gpu_model=str(gpu.get("gpu_model", "")),
@@ -416,18 +542,22 @@ def review(usage, offers, *, term: str = "1y", payment: str = "no_upfront", look
             utilization=round(float(per_hour.mean() / per_hour.max()), 4) if per_hour.max() > 0 else 0.0,
             billed_cost_usd=round(float(g["billed_cost"].sum()), 2), effective_cost_usd=round(float(g["effective_cost"].sum()), 2),
             on_demand_equivalent_usd=None if od is None else round(float(per_hour.sum()) * float(od["usd_per_hour"]), 2),
-            accounts=accounts)
+            accounts=accounts, on_demand_usd_per_hour=None if od is None else float(od["usd_per_hour"]),
+            on_demand_baseline=baseline, bill_list_usd_per_hour=bill["usd_per_hour"] if bill else None,
+            catalog_on_demand_usd_per_hour=None if od_cat is None else float(od_cat["usd_per_hour"]),
+            catalog_on_demand_as_of=_as_of(od_cat))
         res.usage.append(u)
+        baselines[baseline or "none"] = baselines.get(baseline or "none", 0) + 1
         tot["billed_usd"] += u.billed_cost_usd
         tot["effective_usd"] += u.effective_cost_usd
         if u.on_demand_equivalent_usd is not None:
             tot["on_demand_equivalent_usd"] += u.on_demand_equivalent_usd
-        ri = _offer(offers, prov, region, itype, pricing_term, payment)
         if od is None or ri is None:
             why = payment_not_sold(prov, payment) if od is not None else None
             if why:
                 not_sold.setdefault(why, []).append(itype)
-            missing = "on-demand price" if od is None else (why or f"{pricing_term} {payment} price")
+            missing = ("on-demand price (no list price in the export, none in the catalog)" if od is None
+                       else (why or f"{pricing_term} {payment} price"))
             res.unpriced.append({"provider": prov, "region": region, "instance_type": itype, "missing": missing,
                                  "kind": "not_sold" if why else "no_price"})
             continue
@@ -442,6 +572,7 @@ def review(usage, offers, *, term: str = "1y", payment: str = "no_upfront", look
                              lookback_days=res.lookback_days)
             if rec is None:
                 continue
+            _say_baseline(rec, od_cat, bill, baseline, od_hours, ri, solver=solver)
             rec.account_scope, rec.account_id = scope, account
             nf = lambda x: None if factor is None else round(x * factor, 4)  # noqa: E731
             rec.minimum_instances_per_hour = round(float(od_hours.min()), 4)
@@ -470,6 +601,16 @@ def review(usage, offers, *, term: str = "1y", payment: str = "no_upfront", look
         res.notes.append(f"account scope: one recommendation per account that ran on-demand usage ({len(named)} "
                          "named in the export)" + ("; usage of rows naming no account is its own account ''"
                                                    if any("" in u.accounts for u in res.usage) else ""))
+    if baselines:
+        bill_n = baselines.get(BILL_BASELINE, 0)
+        cat = {k: v for k, v in baselines.items() if k.startswith("catalog")}
+        res.notes.append(
+            f"on-demand baseline: the bill's own list price for {bill_n} of {len(res.usage)} instance type(s)"
+            + (f"; the catalog's on-demand rate for {sum(cat.values())} whose rows carry none (as of "
+               + "; ".join(f"{k.split(', ', 1)[1]}: {v}" for k, v in sorted(cat.items())) + ")" if cat else "")
+            + (f"; none for {baselines['none']}" if baselines.get("none") else "")
+            + f" (lines whose list price and the catalog's differ by more than {100 * LIST_PRICE_TOLERANCE:g} % "
+              "are warned)")
     if len(usage.purchases):
         p = usage.purchases
         # a refund or credit of a commitment is netted against its purchase (providers.usage.purchase_totals)
@@ -519,4 +660,79 @@ def _recommend(od_hours, od: dict, ri: dict, *, solver: str, scale: float, n_hou
         average_utilization=round(covered / (n * n_hours), 4), break_even_months=break_even,
         on_demand_usd_per_hour=float(od["usd_per_hour"]), reserved_effective_usd_per_hour=eff,
         price_source=str(ri.get("source", "")), estimated_price=is_estimated(ri.get("source", "")),
-        lookback_days=lookback_days, solver_status=status)
+        lookback_days=lookback_days, solver_status=status,
+        **dict(zip(("offering_class", "commitment", "flexibility"),
+                   commitment_terms(prov, ri.get("offering_class"), term, payment))))
+
+
+def _baseline(prov: str, region: str, itype: str, od_cat: dict | None, gpu: dict,
+              bill: dict | None) -> tuple[dict | None, str]:
+    """The on-demand row a line is priced with, and what it is: the bill's list price (a row built on the catalog's
+    on-demand row, else its reservation row, for the GPU fields) where the export carries one, else the catalog's
+    on-demand row; (None, '') when neither."""
+    if bill is not None:
+        row = {**gpu, "provider": prov, "region": region, "instance_type": itype, "pricing": "on_demand",
+               "payment": "", "usd_per_hour": bill["usd_per_hour"], "upfront_usd": 0.0,
+               "recurring_usd_per_hour": bill["usd_per_hour"], "source": BILL_BASELINE, "as_of": None}
+        return row, BILL_BASELINE
+    if od_cat is not None:
+        return od_cat, _catalog_label(od_cat)
+    return None, ""
+
+
+def line_warnings(out: list[str], prov: str, region: str, itype: str, od_cat: dict | None, ri: dict | None,
+                  bill: dict | None, *, today) -> None:
+    """Append the warnings of one line's on-demand baseline to ``out``: the catalog's rate used as the baseline
+    older than the price-age limit (pricing_cache.cache.max_age_days, GPUOPT_MAX_PRICE_AGE_DAYS, as plans warn:
+    gpuopt.price_age.old_quote_notes) or of no known date; the bill's list price and the catalog's further apart
+    than :data:`LIST_PRICE_TOLERANCE`; a list price that changed inside the window."""
+    from pricing_cache.cache import max_age_days
+
+    where = f"{itype} ({prov} {region})"
+    if bill is None and od_cat is not None:
+        as_of = _as_of(od_cat) or ""
+        age = _age_days(as_of, today)
+        src = str(od_cat.get("source") or "").split(";", 1)[0].split(" ", 1)[0]
+        if age is None:
+            out.append(f"{where}: the export carries no list price, so the on-demand baseline is a catalog row whose "
+                       f"date is not known ({src}): check the current on-demand price")
+        elif age > max_age_days():
+            out.append(f"{where}: the export carries no list price, so the on-demand baseline is the catalog's "
+                       f"{float(od_cat['usd_per_hour']):,.4f} $/h of {as_of[:10]}, {age:,.0f} days old ({src}): "
+                       "check the current price before buying")
+    if bill is not None and bill["changed"]:
+        out.append(f"{where}: the bill's list price changed inside the window ({bill['min']:,.4f} to "
+                   f"{bill['max']:,.4f} $/h): the on-demand baseline is the latest, {bill['usd_per_hour']:,.4f} $/h")
+    if bill is not None and od_cat is not None:
+        cat = float(od_cat["usd_per_hour"])
+        if cat > 0 and abs(bill["usd_per_hour"] - cat) > LIST_PRICE_TOLERANCE * cat:
+            gap = 100.0 * (bill["usd_per_hour"] / cat - 1.0)
+            as_of = (_as_of(od_cat) or "")[:10] or "date unknown"
+            ri_note = ""
+            if ri is not None:
+                ri_note = (f"; the reserved rate ({float(ri['usd_per_hour']):,.4f} $/h, catalog of "
+                           f"{(_as_of(ri) or '')[:10] or 'unknown date'}) may be stale too: check it before "
+                           "buying")
+            out.append(f"{where}: the bill's list price {bill['usd_per_hour']:,.4f} $/h is {abs(gap):.1f} % "
+                       f"{'below' if gap < 0 else 'above'} the catalog's {cat:,.4f} $/h (as of {as_of}; tolerance "
+                       f"{100 * LIST_PRICE_TOLERANCE:g} %): the provider repriced, or the catalog or the bill is "
+                       f"stale; the on-demand baseline and savings use the bill's price{ri_note}")
+
+
+def _say_baseline(rec: CommitmentRecommendation, od_cat: dict | None, bill: dict | None, baseline: str, od_hours,
+                  ri: dict, *, solver: str) -> None:
+    """Fill in a recommendation's baseline fields; where the bill's list price and the catalog's differ by more
+    than :data:`LIST_PRICE_TOLERANCE`, the savings the catalog's rate would claim (the same MILP at that rate)."""
+    rec.on_demand_baseline = baseline
+    rec.bill_list_usd_per_hour = bill["usd_per_hour"] if bill else None
+    if od_cat is None:
+        return
+    cat = float(od_cat["usd_per_hour"])
+    rec.catalog_on_demand_usd_per_hour = cat
+    rec.catalog_on_demand_as_of = _as_of(od_cat)
+    if bill is None or cat <= 0:
+        return
+    rec.list_price_gap_pct = round(100.0 * (bill["usd_per_hour"] / cat - 1.0), 2)
+    if abs(bill["usd_per_hour"] - cat) > LIST_PRICE_TOLERANCE * cat:
+        _, with_c, od_monthly, _ = recommend_commitment(list(od_hours.values), od_cat, ri, solver=solver)
+        rec.estimated_monthly_savings_at_catalog_usd = round(od_monthly - with_c, 2)

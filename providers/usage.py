@@ -37,7 +37,10 @@ Costs (USD only; another currency raises InputError): ``billed_cost`` is what th
 (FOCUS BilledCost; CUR line_item_unblended_cost; Azure cost, 0 for usage a commitment covers), ``effective_cost``
 the amortized cost (FOCUS EffectiveCost; CUR reservation_effective_cost for DiscountedUsage and
 savings_plan_savings_plan_effective_cost for SavingsPlanCoveredUsage, the unblended cost otherwise; Azure cost of the
-amortized export), ``list_cost`` the public on-demand price of the line (NaN when the export lacks it).
+amortized export), ``list_cost`` the public on-demand price of the line (NaN when the export lacks it: FOCUS
+ListCost, else ListUnitPrice x PricingQuantity; CUR pricing_public_on_demand_cost, else
+pricing_public_on_demand_rate x line_item_usage_amount; Azure PayGPrice x Quantity; the hourly table's list_cost),
+which the review takes as its on-demand baseline (optimizer.review.bill_list_rate).
 
 Refunds and credits of a commitment (a CUR Refund/Credit line with a savings plan or reservation ARN, an Azure
 Refund with its reservation order id, a FOCUS Credit/Adjustment with a CommitmentDiscountId) are netted against

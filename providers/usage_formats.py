@@ -79,6 +79,7 @@ def focus_batch(df: "pd.DataFrame", src: Source, ctx: ReadContext) -> tuple["pd.
     billed, b_bad = num_col(df, C("BilledCost"))
     eff, e_bad = num_col(df, C("EffectiveCost"))
     lst, l_bad = num_col(df, C("ListCost"))
+    lup, _ = num_col(df, C("ListUnitPrice"))  # only where ListCost is empty; a bad one is no list price
     cq, cq_bad = num_col(df, C("ConsumedQuantity"))
     pq_, pq_bad = num_col(df, C("PricingQuantity"))
     cu = text_col(df, C("ConsumedUnit"))
@@ -86,6 +87,8 @@ def focus_batch(df: "pd.DataFrame", src: Source, ctx: ReadContext) -> tuple["pd.
     cblock = map_unique(cu, hour_block, dtype=float).astype(float)
     pblock = map_unique(pu, hour_block, dtype=float).astype(float)
     hours = (cq * cblock).where(cq.notna() & cblock.notna(), pq_ * pblock)
+    # the list price of the line: ListCost, else ListUnitPrice x PricingQuantity (the spec's identity)
+    lst = lst.where(lst.notna(), lup * pq_)
     # rows priced per 10,000 units: PricingQuantity = ConsumedQuantity / 10,000 with a plain PricingUnit
     ratio = cq / pq_.where(pq_ != 0)
     per10k = ratio.round(6).isin([10000.0]) & (cq != 0)
@@ -136,7 +139,8 @@ CUR_COLUMNS = ("line_item_line_item_type", "line_item_usage_start_date", "line_i
              "line_item_usage_amount", "line_item_unblended_cost", "line_item_usage_type", "line_item_currency_code",
              "line_item_line_item_description", "line_item_product_code", "line_item_availability_zone",
              "product_instance_type", "product_region_code", "product_instance_family", "product", "pricing_term",
-             "pricing_unit", "pricing_public_on_demand_cost", "pricing_currency", "reservation_reservation_a_r_n",
+             "pricing_unit", "pricing_public_on_demand_cost", "pricing_public_on_demand_rate", "pricing_currency",
+             "reservation_reservation_a_r_n",
              "reservation_effective_cost", "reservation_unused_amortized_upfront_fee_for_billing_period",
              "reservation_unused_recurring_fee", "savings_plan_savings_plan_a_r_n",
              "savings_plan_savings_plan_effective_cost", "savings_plan_total_commitment_to_date",
@@ -182,6 +186,8 @@ def _cur_batch(df: "pd.DataFrame", src: Source, ctx: ReadContext) -> tuple["pd.D
     ri_eff, r_bad = num_col(df, C("reservation_effective_cost"))
     sp_eff, p_bad = num_col(df, C("savings_plan_savings_plan_effective_cost"))
     pub, _ = num_col(df, C("pricing_public_on_demand_cost"))
+    pub_rate, _ = num_col(df, C("pricing_public_on_demand_rate"))
+    pub = pub.where(pub.notna(), pub_rate * amount)  # the public on-demand rate x the hours, where the cost is absent
     ri_unused_up, _ = num_col(df, C("reservation_unused_amortized_upfront_fee_for_billing_period"))
     ri_unused_rec, _ = num_col(df, C("reservation_unused_recurring_fee"))
     sp_total, _ = num_col(df, C("savings_plan_total_commitment_to_date"))
@@ -427,7 +433,8 @@ NUMERIC_COLUMNS = {
                         "pricingquantity", "listunitprice", "contractedunitprice", "commitmentdiscountquantity"}),
     "aws-cur-2.0": frozenset({"line_item_usage_amount", "line_item_unblended_cost", "line_item_unblended_rate",
                               "reservation_effective_cost", "savings_plan_savings_plan_effective_cost",
-                              "pricing_public_on_demand_cost", "reservation_unused_recurring_fee",
+                              "pricing_public_on_demand_cost", "pricing_public_on_demand_rate",
+                              "reservation_unused_recurring_fee",
                               "reservation_unused_amortized_upfront_fee_for_billing_period",
                               "savings_plan_total_commitment_to_date", "savings_plan_used_commitment"}),
     "azure-cost-details": frozenset({"quantity", "costinbillingcurrency", "cost", "pretaxcost", "costinusd",

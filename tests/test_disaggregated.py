@@ -184,8 +184,9 @@ def test_prefill_and_decode_pools_on_different_gpu_types_where_that_is_cheaper(t
     prompts of Llama-3.1-8B: an L40S (362 dense bf16 TFLOPS, 864 GB/s) prefills ~1 request/s for 0.90 USD/h, an
     H200 (989 TFLOPS, 4.8 TB/s) ~4 for 4.00 -- the L40S prefills cheaper; under a 30 ms TPOT the L40S decodes two
     sequences (0.39 requests/s), the H200 79 (15.2 requests/s) -- the H200 decodes cheaper. Co-located, only the
-    H200 serves (4 boxes, 140,160 USD a year); units of both pools on H200 boxes 128,772; split, 7 L40S prefill and
-    2 H200 decode (125,268 USD, 10.6 % less than co-located), both pools in the one region."""
+    H200 serves (4 boxes, 140,160 USD a year); units of both pools on H200 boxes beside co-located ones 128,772 until
+    issue 31 made one replica shape per region the default (now 140,160: the co-located boxes); split, 7 L40S prefill
+    and 2 H200 decode (125,268 USD, 10.6 % less than co-located), both pools in the one region."""
     from optimizer.sizing import Workload
     from optimizer.sizing.disaggregated import decode_pool, prefill_pool
 
@@ -204,7 +205,7 @@ def test_prefill_and_decode_pools_on_different_gpu_types_where_that_is_cheaper(t
                for w in ("workload/prefill", "workload/decode")}
     assert by_pool == {"workload/prefill": {"l40s-box"}, "workload/decode": {"h200-box"}}
     table = split.to_dict()["disaggregated_pools"]
-    assert table["kept"] == "pools" and table["one_pool_usd"] == pytest.approx(128772.0)
+    assert table["kept"] == "pools" and table["one_pool_usd"] == pytest.approx(140160.0)
     assert one.total_usd == pytest.approx(140160.0) and split.total_usd == pytest.approx(125268.0)
     pools = table["workloads"]["workload"]
     assert pools["region"] == "myco/dc1"

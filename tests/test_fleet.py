@@ -4,6 +4,7 @@ small catalogs"); the planner on real offers is exercised in tests/test_fleet_pl
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from types import SimpleNamespace
@@ -88,7 +89,14 @@ def test_spot_cap_and_redundancy_without_spot():
 
 
 def _brute(p: FleetProblem, max_n: int = 7, max_x: int = 7) -> float:
+    """The cheapest plan by brute force; a workload without ``mixed_replicas`` runs one replica shape (issue 31:
+    the least over the shapes, each alone)."""
     (w,) = p.workloads
+    if not w.mixed_replicas:
+        shapes = {c.shape for c in p.cands[w.name]}
+        return min(_brute(p.replace(cands={w.name: [c for c in p.cands[w.name] if c.shape == s]},
+                                    workloads=[dataclasses.replace(w, mixed_replicas=True)]), max_n, max_x)
+                   for s in sorted(shapes))
     commit = [c for c in p.cands[w.name] if c.committed]
     hourly = [c for c in p.cands[w.name] if not c.committed]
     best = math.inf
@@ -106,13 +114,14 @@ def _brute(p: FleetProblem, max_n: int = 7, max_x: int = 7) -> float:
     return best
 
 
+@pytest.mark.parametrize("mixed", [False, True])
 @settings(max_examples=40, deadline=None)
 @given(prices=st.tuples(st.floats(0.2, 2.0), st.floats(0.2, 2.0), st.floats(0.2, 2.0)),
        thetas=st.tuples(st.sampled_from([50.0, 100.0, 150.0]), st.sampled_from([50.0, 100.0, 150.0]),
                         st.sampled_from([50.0, 100.0, 150.0])),
        demand=st.lists(st.sampled_from([0.0, 80.0, 160.0, 240.0, 300.0]), min_size=2, max_size=3))
-def test_fleet_milp_equals_brute_force(prices, thetas, demand):
-    w = _wl("chat")
+def test_fleet_milp_equals_brute_force(mixed, prices, thetas, demand):
+    w = _wl("chat", mixed_replicas=mixed)
     cands = {"chat": [_cand("a", "reserved_3y", prices[0], thetas[0]), _cand("b", "on_demand", prices[1], thetas[1]),
                       _cand("c", "on_demand", prices[2], thetas[2])]}
     # a 36-month horizon: the 3-year term is paid in full and used every month, so the plan is 36 typical months

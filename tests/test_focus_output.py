@@ -104,7 +104,7 @@ def mixed_payment_result(tmp_path_factory):
         # not the production defaults of issue 26, which need more instances than a cap of 1-2 per type allows)
         r = gpuopt.recommend(budget=600000, model="meta-llama/Llama-2-70b-hf", task="serve", tokens_per_second=4000,
                              catalog=path, max_instances_per_offer=cap, scenario="server", min_replicas=1,
-                             redundancy="none")
+                             redundancy="none", mixed_replicas=True, min_replica_share=0.0)  # several types
         assert r.feasible
         found.append([(ln.instance_type, ln.pricing, ln.payment) for ln in r.plan.lines])
         if {ln.payment for ln in r.plan.lines} >= set(pays):
@@ -115,7 +115,7 @@ def mixed_payment_result(tmp_path_factory):
 @pytest.fixture(scope="module")
 def spot_result():
     r = gpuopt.recommend(budget=50000, model="meta-llama/Llama-2-70b-hf", task="serve", tokens_per_second=2000,
-                         allow_spot=True, pricing=["spot", "on_demand"])
+                         allow_spot=True, pricing=["spot", "on_demand"], mixed_replicas=True)
     assert r.feasible and any(ln.pricing == "spot" for ln in r.plan.lines)
     return r
 

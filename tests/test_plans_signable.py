@@ -358,8 +358,16 @@ def test_three_services_over_168_distinct_hours_are_proven_optimal_and_never_dea
               for i, (n, m, p, s, r) in enumerate(specs)}
     both, _ = _json("recommend", "--workload", str(_plan_file(tmp_path, "all.yaml", "".join(bodies.values()))),
                     "--no-explain")
+    # one replica shape per service and region (issue 31): a choice among shapes, which the MILP makes (3 s here)
     assert both["status"] == "optimal" and both["gap"] == 0.0
-    assert both["solver"]["method"] == "enumeration" and both["solver"]["blocks"] == 168
+    assert both["solver"]["method"] == "milp" and both["solver"]["blocks"] == 168
+    # with --mixed-replicas (and no least share) the time-sharing enumeration plans it, no MILP
+    mixed = {n: b + "    mixed_replicas: true\n    min_replica_share: 0\n" for n, b in bodies.items()}
+    free, _ = _json("recommend", "--workload", str(_plan_file(tmp_path, "mixed.yaml", "".join(mixed.values()))),
+                    "--no-explain")
+    assert free["status"] == "optimal" and free["gap"] == 0.0
+    assert free["solver"]["method"] == "enumeration" and free["solver"]["blocks"] == 168
+    assert free["total_usd"] <= both["total_usd"] + 0.01
     apart = 0.0
     for n, body in bodies.items():
         one, _ = _json("recommend", "--workload", str(_plan_file(tmp_path, f"{n}.yaml", body)), "--no-explain")

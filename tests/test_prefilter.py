@@ -141,8 +141,9 @@ def test_prefilter_drops_most_rows_of_a_replicated_catalog(snapshot):
                            cc_factor=single_slot_factors(ws, 12, 0.0, Budgets()))
     # measured: 5,910 of 14,428 candidate rows are left for prune_fleet (the snapshot's terms and payment options
     # collapse to the cheapest of each instance type and region; the on-demand staircase drops the rest; before the
-    # chat default (issue 26: TPOT <= 50 ms changes which rows a replica fits) 5,228 of 14,244)
-    assert int((keep & usable["chat"]).sum()) < 0.42 * int(usable["chat"].sum())
+    # chat default (issue 26: TPOT <= 50 ms changes which rows a replica fits) 5,228 of 14,244; 6,823 of 14,440
+    # since issue 31's one replica shape per region: a staircase per shape, a dearer shape a choice of its own)
+    assert int((keep & usable["chat"]).sum()) < 0.50 * int(usable["chat"].sum())
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,

@@ -284,6 +284,23 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
 _PAIRWISE_MAX = 2_000
 
 
+def shape_codes(t) -> "np.ndarray":
+    """The replica shape (``optimizer.planning.problem.replica_shape``: shape label and precision) of each row of
+    the unit table ``t`` as an integer code (-1 where the row makes no candidate)."""
+    import numpy as np
+
+    seen: dict[tuple, int] = {}
+    codes = [seen.setdefault((h[3], str(getattr(h[2], "precision", "") or "")), len(seen)) if h[0] is not None
+             else -1 for h in t.hardware]
+    return np.array(codes + [-1], dtype=np.int64)[t.hw]
+
+
+def one_shape(w: FleetWorkload) -> bool:
+    """``w`` runs one replica shape per region (issue 31): a serving workload, not divisible, without
+    ``mixed_replicas`` -- prune_fleet then compares only offers whose replicas have the same shape."""
+    return not w.training and not w.divisible and not w.mixed_replicas
+
+
 def _unit_dominated(rows, cost, g, cls, tables, usable, workloads):
     """Which committed rows (positions ``rows``, cost ``cost``, class ``g``/``cls`` as in :func:`prefilter_rows`)
     one unit of a cheaper row of their class replaces for every workload that can use them (prune_fleet's
@@ -307,7 +324,8 @@ def _unit_dominated(rows, cost, g, cls, tables, usable, workloads):
         return hw[t.hw]
 
     per_w = [(usable[w.name][rows], tables[w.name].instances[rows], tables[w.name].throughput[rows],
-              tables[w.name].replicas[rows], lone_of(tables[w.name])[rows]) for w in workloads]
+              tables[w.name].replicas[rows], lone_of(tables[w.name])[rows],
+              shape_codes(tables[w.name])[rows] if one_shape(w) else None) for w in workloads]
     margin = 1.0 + _PREFILTER_MARGIN
     for idx in np.split(order, bounds):
         s = len(idx)
@@ -316,10 +334,13 @@ def _unit_dominated(rows, cost, g, cls, tables, usable, workloads):
         c = cost[idx]
         dom = np.ones((s, s), dtype=bool)  # [j, i]: j's copies replace i
         m = np.ones((s, s))
-        for u_a, k_a, t_a, r_a, l_a in per_w:
+        for u_a, k_a, t_a, r_a, l_a, sh_a in per_w:
             u, k, t, r, lone = u_a[idx], k_a[idx], t_a[idx], r_a[idx], l_a[idx]
             single = (k == 1) & (t > 0) & (r > 0)
             dom &= ~u[None, :] | (u[:, None] & single[:, None] & single[None, :])
+            if sh_a is not None:  # one replica shape per region: only a row of the same shape replaces it
+                sh = sh_a[idx]
+                dom &= ~u[None, :] | (sh[:, None] == sh[None, :])
             # as dominates: a one-instance-at-a-time unit replaces only another such unit
             dom &= ~u[None, :] | ~(lone[:, None] & ~lone[None, :])
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -589,6 +610,9 @@ def prefilter_rows(tables: dict[str, "UnitTable"], usable: dict[str, Any], workl
                 keep[rows[lone & ~(ratio > best * margin)]] = True
                 continue
             g = g_od[rows]
+            if one_shape(w):  # one replica shape per region: a staircase per shape, as prune_fleet
+                g = pd.DataFrame({"g": g, "s": shape_codes(t)[rows]}).groupby(["g", "s"], sort=False).ngroup() \
+                    .to_numpy()
             if w.min_replicas > 1:  # a floor: one staircase per (replicas, instances) per unit up to it, as prune_fleet
                 mr = int(w.min_replicas)
                 g = pd.DataFrame({"g": g, "r": np.minimum(t.replicas[rows], mr),

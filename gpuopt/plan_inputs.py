@@ -56,7 +56,7 @@ def checkpoint_notes(ws, result, asked: list) -> list[str]:
     line it shares): the checkpoint it assumes -- the one the user named when it is in the table, else the one with
     the best published recovery (optimizer.sizing.checkpoints) -- or that none with a published comparison is known,
     its quality then the user's to check. ``asked``: the model each workload named, in order."""
-    from optimizer.sizing.checkpoints import AUTO_MIN_RECOVERY_PCT, checkpoints_for, serves_variant
+    from optimizer.sizing.checkpoints import AUTO_MIN_RECOVERY_PCT, checkpoints_for, native_precision, serves_variant
 
     used_by = {d.get("name"): {str(s.get("precision") or "") for s in d.get("sizing") or []}
                for d in (getattr(result, "workloads", None) or [])}
@@ -77,6 +77,9 @@ def checkpoint_notes(ws, result, asked: list) -> list[str]:
                            f"source {best.source}" + ("" if best.recovery_pct >= AUTO_MIN_RECOVERY_PCT else
                                                       f" (below the {AUTO_MIN_RECOVERY_PCT:g} % that --precision auto "
                                                       "asks: check its quality on your task)"))
+            elif native_precision(model) and native_precision(model)[0] == prec:
+                out.append(f"{w.name}: {prec} replicas run the publisher's own checkpoint: "
+                           f"{native_precision(model)[1]}")
             elif prec == "fp8":
                 out.append(f"{w.name}: fp8 replicas quantize the 16-bit checkpoint on load (vLLM online dynamic FP8; "
                            "FP8 W8A8 keeps 99 % or more of the accuracy across model sizes, arXiv 2411.02355)")
@@ -105,8 +108,9 @@ def expert_layout_notes(ws, result) -> list[str]:
                        f"token): each replica runs its experts expert parallel over the {tp} GPUs of a node (EP{tp}) "
                        f"and attention tensor parallel (TP{tp})" + (f", {pp} pipeline stages over the nodes' cluster "
                                                                    "fabric" if pp > 1 else "")
-                       + f" (vLLM --tensor-parallel-size {tp} --enable-expert-parallel; SGLang --tp {tp} "
-                       f"--ep-size {tp})")
+                       + f" (vLLM --tensor-parallel-size {tp}"
+                       + (f" --pipeline-parallel-size {pp}" if pp > 1 else "") + " --enable-expert-parallel; SGLang "
+                       f"--tp {tp} --ep-size {tp}" + (f" --pp-size {pp}" if pp > 1 else "") + ")")
     return out
 
 

@@ -538,6 +538,10 @@ class WorkloadItem(_Parts):
                 if getattr(self, k) is not None:
                     raise plan_error(f"{k} is for serving workloads; a {self.task} job runs from start until it is done "
                                 "(deadline_hours)", loc=(k,))
+        if "min_replica_share" in self.model_fields_set and not self.mixed_replicas:
+            raise plan_error("min_replica_share is the least share of each replica shape of a mixed fleet: give it "
+                             "with mixed_replicas: true (--mixed-replicas); one replica shape per region is the default",
+                             loc=("min_replica_share",))
         if self.end is not None and self.end < (self.start or 1):
             raise plan_error(f"end (month {self.end}) is before start (month {self.start or 1})", loc=("end",))
         if self.precision == "auto":

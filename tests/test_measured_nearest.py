@@ -120,7 +120,14 @@ def test_the_setup_ranks_before_the_concurrency(tmp_path):
                              "meta-llama/Llama-3.1-8B-Instruct,H100-80GB,1,fp16,vllm,1500,256,64,1800,400,31\n")
     at = gpuopt.estimate(**ISSUE_KW, concurrency=64, measured=f).numbers
     assert at["estimate_source"].startswith(f"measured: {f} row 2 (vllm H100-80GB TP1 fp16, 1500 in / 256 out")
-    assert at["estimate_source"].endswith("scaled by the model to this replica")
+    assert at["estimate_source"].endswith("; measured with a different request lengths than this replica's "
+                                          "(H100-80GB TP1 fp16): its measured/model ratios scale the model's "
+                                          "estimate here")
+    # a row of another GPU only: the output names the difference and this replica's setup (a fresh user's H100 row
+    # silently corrected a B200 replica)
+    f = _file(tmp_path, HEAD + "meta-llama/Llama-3.1-8B-Instruct,A100-80GB,1,fp16,vllm,1024,256,64,1500,400,40\n")
+    at = gpuopt.estimate(**ISSUE_KW, concurrency=64, measured=f).numbers
+    assert "measured with a different GPU than this replica's (H100-80GB TP1 fp16)" in at["estimate_source"]
 
 
 def test_without_a_given_concurrency_the_rows_are_chosen_at_the_batch_the_replica_runs(tmp_path):

@@ -99,6 +99,30 @@ def test_deepseek_v3_is_served_one_node_per_replica():
     notes = " ".join(d["notes"])
     assert "would need a replica over several instances smaller than one node" in notes
     assert "expert parallel over the 8 GPUs of a node (EP8)" in notes and "--ep-size 8" in notes
+    # DeepSeek-V3 is released in FP8 (its config.json quantization_config: e4m3, 128x128 blocks): nothing to
+    # quantize on load (a fresh user read "fp8 replicas quantize the 16-bit checkpoint on load")
+    assert "fp8 replicas run the publisher's own checkpoint: deepseek-ai/DeepSeek-V3 stores its weights in FP8" \
+        in notes and "quantize the 16-bit checkpoint" not in notes
+
+
+def test_a_replica_over_two_nodes_gets_the_pipeline_flags_in_its_note():
+    # 2,000 tokens/s of DeepSeek-V3 fp8 on AWS: replicas of two p5.48xlarge (8 x H100 80 GB: 640 GB, not enough
+    # for 671 GB of FP8 weights alone), TP8 inside each node, 2 pipeline stages over EFA -- the note's flags say so
+    d = _plan(["--model", "deepseek-v3", "--precision", "fp8", "--tokens-per-second", "2000", "--provider", "aws"])
+    assert d["status"] == "optimal"
+    pp = {ln["pipeline_parallel"] for ln in d["lines"]}
+    for ln in d["lines"]:
+        assert ln["gpu_count"] == 8 and ln["tensor_parallel"] == 8
+    assert pp == {2}
+    notes = " ".join(d["notes"])
+    assert "--tensor-parallel-size 8 --pipeline-parallel-size 2 --enable-expert-parallel" in notes
+    assert "--tp 8 --ep-size 8 --pp-size 2" in notes
+
+
+def test_min_replica_share_needs_mixed_replicas():
+    res = runner.invoke(app, ["recommend", "--tokens-per-second", "500", "--min-replica-share", "0.2", "--no-explain"])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert "give it with mixed_replicas: true (--mixed-replicas)" in res.output
 
 
 def _shapes_problem(share: float | None):

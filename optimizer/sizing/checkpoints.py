@@ -63,6 +63,24 @@ class Checkpoint:
         return f"{self.checkpoint} ({self.method}; {rec})"
 
 
+#: Models whose own released weights are stored in a quantized precision (model -> (precision, where it is said)):
+#: their replicas in that precision run the publisher's checkpoint, not one quantized on load. DeepSeek-V3 and R1:
+#: "weights FP8 e4m3 block 128x128" (shared/data/reference/model_configs_more.csv, torch_dtype column, from the
+#: models' config.json quantization_config; DeepSeek-V3 README: "FP8 mixed precision training").
+NATIVE_PRECISION: dict[str, tuple[str, str]] = {
+    "DeepSeek-V3": ("fp8", "deepseek-ai/DeepSeek-V3 stores its weights in FP8 e4m3 with 128x128 block scales "
+                           "(its config.json quantization_config)"),
+    "DeepSeek-R1": ("fp8", "deepseek-ai/DeepSeek-R1 stores its weights in FP8 e4m3 with 128x128 block scales, as "
+                           "DeepSeek-V3 (its config.json quantization_config)"),
+}
+
+
+def native_precision(model: str) -> tuple[str, str] | None:
+    """(precision, where it is said) of a model released in a quantized precision (:data:`NATIVE_PRECISION`), else
+    None."""
+    return NATIVE_PRECISION.get(model)
+
+
 @functools.lru_cache(maxsize=1)
 def published_checkpoints() -> tuple[Checkpoint, ...]:
     """Every row of ``optimizer/data/checkpoints.csv``. Raises ValueError when a column is missing."""

@@ -854,8 +854,13 @@ class Measurements:
                  f"{best.output_tokens} out" + (f", concurrency {concs}" if concs else ""))
         names = chosen[0].rows_text if len(chosen) == 1 else \
             "rows " + " and ".join(r.rows_text.split(" ", 1)[1] for r in chosen)
-        same = rank(best)[:4] == (False, False, False, False) and rank(best)[4] == 0.0
-        scaled = "" if same else "; scaled by the model to this replica"
+        rk = rank(best)
+        here = f"{gpu.name} TP{layout.tensor_parallel}" + (f" PP{layout.pipeline_parallel}"
+                                                           if layout.pipeline_parallel > 1 else "") + f" {precision}"
+        differs = [what for what, d in zip(("GPU", "layout", "precision"), rk[:3]) if d] + \
+            (["request lengths"] if rk[4] > 0 else [])
+        scaled = "" if not differs else (f"; measured with a different {', '.join(differs)} than this replica's "
+                                        f"({here}): its measured/model ratios scale the model's estimate here")
         return Correction(f_tps, f_ttft, f_tpot, f"measured: {self.path} {names} ({setup}){where}{scaled}",
                           rows=tuple(r.row for r in chosen), concurrency=concurrency)
 
@@ -1189,10 +1194,5 @@ def _one_per_point(rows: list[Measurement], path: str) -> tuple[Measurement, ...
 
 
 # request traces: optimizer/sizing/trace.py (re-exported here, where callers import them from)
-from optimizer.sizing.trace import (  # noqa: E402,F401
-    MAX_REQUEST_TOKENS,
-    TRACE_ARRIVAL_COLUMNS,
-    TRACE_COLUMNS,
-    TraceLengths,
-    load_trace,
-)
+from optimizer.sizing.trace import (MAX_REQUEST_TOKENS, TRACE_ARRIVAL_COLUMNS, TRACE_COLUMNS,  # noqa: E402,F401
+                                    TraceLengths, load_trace)

@@ -93,24 +93,34 @@ def expert_layout_notes(ws, result) -> list[str]:
     """For each serving workload of a mixture-of-experts model whose replicas span several GPUs: how the replica
     lays its experts out -- expert parallel over the GPUs of the node (or NVLink domain), attention tensor parallel
     (vLLM ``--tensor-parallel-size N --enable-expert-parallel``; SGLang ``--tp N --ep-size N``, its DeepSeek-V3
-    recipe on one 8 x H200 node). Sizing counts the experts' weights split evenly over the same GPUs either way; the
-    note tells an operator which flags run the plan's layout (issue 31)."""
+    recipe on one 8 x H200 node), with the pipeline size when a replica spans nodes. Expert parallel only when the
+    experts split evenly over the GPUs (E divisible by N: vLLM and SGLang place E / N experts on each rank); else the
+    experts stay tensor parallel (Mixtral's 8 experts over 16 GPUs). Sizing counts the experts' weights split evenly
+    over the same GPUs either way; the note tells an operator which flags run the plan's layout (issue 31)."""
     out = []
     sizing = {d.get("name"): d.get("sizing") or [] for d in (getattr(result, "workloads", None) or [])}
     for w in ws:
         m = w.workload.model
-        if w.workload.task != "serve" or int(getattr(m, "experts", 0) or 0) <= 1:
+        experts = int(getattr(m, "experts", 0) or 0)
+        if w.workload.task != "serve" or experts <= 1:
             continue
         layouts = sorted({(int(r.get("tensor_parallel") or 1), int(r.get("pipeline_parallel") or 1))
                           for r in sizing.get(w.name, []) if int(r.get("tensor_parallel") or 1) > 1})
         for tp, pp in layouts:
-            out.append(f"{w.name}: {m.name} is a mixture of experts ({m.experts} experts, {m.experts_per_token} a "
-                       f"token): each replica runs its experts expert parallel over the {tp} GPUs of a node (EP{tp}) "
-                       f"and attention tensor parallel (TP{tp})" + (f", {pp} pipeline stages over the nodes' cluster "
-                                                                   "fabric" if pp > 1 else "")
-                       + f" (vLLM --tensor-parallel-size {tp}"
-                       + (f" --pipeline-parallel-size {pp}" if pp > 1 else "") + " --enable-expert-parallel; SGLang "
-                       f"--tp {tp} --ep-size {tp}" + (f" --pp-size {pp}" if pp > 1 else "") + ")")
+            stages = f", {pp} pipeline stages over the nodes' cluster fabric" if pp > 1 else ""
+            vpp = f" --pipeline-parallel-size {pp}" if pp > 1 else ""
+            spp = f" --pp-size {pp}" if pp > 1 else ""
+            head = f"{w.name}: {m.name} is a mixture of experts ({experts} experts, {m.experts_per_token} a token): "
+            if experts % tp == 0:
+                out.append(head + f"each replica runs its experts expert parallel over the {tp} GPUs of a node "
+                           f"(EP{tp}, {experts // tp} expert{'s' if experts // tp > 1 else ''} a GPU) and attention "
+                           f"tensor parallel (TP{tp}){stages} "
+                           f"(vLLM --tensor-parallel-size {tp}{vpp} --enable-expert-parallel; SGLang --tp {tp} "
+                           f"--ep-size {tp}{spp})")
+            else:
+                out.append(head + f"its {experts} experts do not split evenly over {tp} GPUs, so each replica keeps "
+                           f"them tensor parallel with attention (TP{tp}, no expert parallel){stages} (vLLM "
+                           f"--tensor-parallel-size {tp}{vpp}; SGLang --tp {tp}{spp})")
     return out
 
 

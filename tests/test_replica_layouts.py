@@ -98,7 +98,7 @@ def test_deepseek_v3_is_served_one_node_per_replica():
     assert {ln["instance_type"] for ln in d["lines"]} <= {"p5en.48xlarge", "p5e.48xlarge", "p6-b200.48xlarge"}
     notes = " ".join(d["notes"])
     assert "would need a replica over several instances smaller than one node" in notes
-    assert "expert parallel over the 8 GPUs of a node (EP8)" in notes and "--ep-size 8" in notes
+    assert "expert parallel over the 8 GPUs of a node (EP8, 32 experts a GPU)" in notes and "--ep-size 8" in notes
     # DeepSeek-V3 is released in FP8 (its config.json quantization_config: e4m3, 128x128 blocks): nothing to
     # quantize on load (a fresh user read "fp8 replicas quantize the 16-bit checkpoint on load")
     assert "fp8 replicas run the publisher's own checkpoint: deepseek-ai/DeepSeek-V3 stores its weights in FP8" \
@@ -117,6 +117,23 @@ def test_a_replica_over_two_nodes_gets_the_pipeline_flags_in_its_note():
     notes = " ".join(d["notes"])
     assert "--tensor-parallel-size 8 --pipeline-parallel-size 2 --enable-expert-parallel" in notes
     assert "--tp 8 --ep-size 8 --pp-size 2" in notes
+
+
+def test_experts_that_do_not_split_over_the_gpus_stay_tensor_parallel():
+    # a breaker's case: Mixtral-8x22B (8 experts) on GCP's a2-megagpu-16g at TP16 was told "EP16"; 8 experts do not
+    # split over 16 ranks (vLLM and SGLang place E / N experts on each): tensor parallel, no expert-parallel flag
+    from types import SimpleNamespace as NS
+
+    from gpuopt.plan_inputs import expert_layout_notes
+    from optimizer.sizing.specs import load_model
+
+    w = NS(name="moe", workload=NS(task="serve", model=load_model("Mixtral-8x22B-v0.1")))
+    result = NS(workloads=[{"name": "moe", "sizing": [{"tensor_parallel": 16, "pipeline_parallel": 1},
+                                                       {"tensor_parallel": 8, "pipeline_parallel": 1}]}])
+    notes = expert_layout_notes([w], result)
+    assert len(notes) == 2
+    assert "its 8 experts do not split evenly over 16 GPUs" in notes[1] and "--enable-expert-parallel" not in notes[1]
+    assert "(EP8, 1 expert a GPU)" in notes[0] and "--ep-size 8" in notes[0]
 
 
 def test_min_replica_share_needs_mixed_replicas():
@@ -151,6 +168,24 @@ def test_one_replica_shape_by_default_and_a_least_share_when_mixed(share, units,
                 used[ok.split("|")[3]] = used.get(ok.split("|")[3], 0) + round(x)
         assert used == units
         assert sol.cost == pytest.approx(usd_per_hour * 730.0)
+
+
+def test_the_least_share_holds_in_the_blocks_a_shape_runs_in():
+    # a breaker's case: with the share asked in every block, a shape that tops up the peak had to run at night too,
+    # so any share above 0 gave the one-shape plan. Peak 410 tokens/s, off-peak 200, half a month each; shapes A
+    # (100 tokens/s, $1/h) and B (20 tokens/s, $0.30/h). At 10 %: the peak 3 x A + 6 x B ($4.80/h, B carries 120 of
+    # 410) and off-peak 2 x A alone ($2.00/h); one shape: 5 x A and 2 x A ($5.00/h, $2.00/h)
+    cands = {"w": [_cand("r1", "A", "on_demand", 1.0, 100.0), _cand("r1", "B", "on_demand", 0.30, 20.0)]}
+    blocks = [FleetBlock(start_hour=0.0, hours=365.0, demand={"w": 410.0}, label="peak"),
+              FleetBlock(start_hour=365.0, hours=365.0, demand={"w": 200.0}, label="off")]
+    for mixed, usd in ((True, (4.80 + 2.00) * 365), (False, (5.00 + 2.00) * 365)):
+        ws = [FleetWorkload(name="w", workload=SimpleNamespace(task="serve", model=SimpleNamespace(name="m")),
+                            mixed_replicas=mixed, min_replica_share=0.10 if mixed else 0.0)]
+        sol = solve_cost(FleetProblem(ws, blocks, cands, {}, horizon_months=1, placement="region"), gap_rel=0.0)
+        assert sol.report.status == "optimal" and sol.cost == pytest.approx(usd)
+        if mixed:
+            off = {ok.split("|")[3]: round(x) for (w, ok, b), x in sol.X.items() if b == 1 and x > 1e-9}
+            assert off == {"A": 2}
 
 
 def test_replica_shape_ignores_the_purchase_option():

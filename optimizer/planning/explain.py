@@ -65,6 +65,21 @@ def rules(problem: FleetProblem) -> list[str]:
                                         if problem.spread == "zones" else "")
                + ("; each training job on one cluster (one instance type in one region), at most its job-scale GPUs "
                   "at once" if any(w.training for w in problem.workloads) else ""))
+    serving = [w for w in problem.workloads if not w.training and not w.divisible]
+    if serving:
+        mixed = [w for w in serving if w.mixed_replicas]
+        one = [w.name for w in serving if not w.mixed_replicas]
+        text = "replicas: one node per replica when the model fits one (tensor/expert parallel inside it), across " \
+            "instances only node by node over a cluster fabric"
+        if one:
+            text += ("; one replica shape (GPU, layout, precision) per region for " +
+                     (", ".join(one) if len(one) < len(serving) else "every serving workload") +
+                     " (--mixed-replicas to allow more)")
+        for w in mixed:
+            text += (f"; {w.name}: replicas of several shapes (--mixed-replicas), each shape carrying at least "
+                     f"{w.min_replica_share:.0%} of the demand in every block it runs in, requests routed in "
+                     "proportion to each replica's tokens/s")
+        out.append(text)
     out += serving_rules(problem.workloads)
     out += training_rules(problem.workloads)
     return out

@@ -22,7 +22,7 @@ Variables
     (integer for serving workloads; continuous for training-like ones, whose work can be time-sliced)
     y_wg in {0,1}   serving workload w placed in group g: its placement group (region|provider; () for "any") and,
                     unless w mixes replicas, its replica shape (optimizer.planning.problem.workload_group, issue 31)
-    sigma_ws {0,1}  w (--mixed-replicas with a least share) runs replicas of shape s
+    z_wsb   {0,1}   w (--mixed-replicas with a least share) runs replicas of shape s in block b (with demand)
     u_wzb in [0,1]  zone z holds an instance of w in block b (``spread: zones`` only; integral at the optimum since
                     instance counts are); z: an offer's zone, or one location for an offer in a region without
                     zones (providers.zones.zone_of); regional offers in zoned regions count each instance
@@ -40,7 +40,7 @@ Constraints
                     optimizer.planning.problem.failure_loss; s_w the redundancy share, 1 = N+1 at peak)
     placement:      sum_g y_wg = 1;  A_wob, X_wob <= M_wo y_wg(o)   (M_wo: the most units of o w could need):
                     one region and one replica shape per serving workload
-    least share:    A_wob, X_wob <= M_wo sigma_ws(o);  sum_{o of shape s} th_wo (A + X) >= share_w d_wb sigma_ws
+    least share:    A_wob, X_wob <= M_wo z_wsb;  sum_{o of shape s} th_wo (A + X) >= share_w d_wb z_wsb  (d_wb > 0)
     training:       sum_{p,b} n_p sum_o th_wo 3600 h_wb (A_wob + X_wob) >= W_w Z_w, h_wb = hours of b inside w's window;
                     capacity blocks of a job: 24 x unit-days >= (1 + margin_w) x unit-hours used (schedule margin)
     quotas:         instances of one instance type in one region <= max_instances, every block; with --quota, per
@@ -258,15 +258,13 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                     V.Y[(w.name, g)] = pulp.LpVariable(f"C_{safe_name(w.name)}_{gi}", lowBound=0, upBound=1,
                                                        cat=pulp.LpContinuous if relax else pulp.LpBinary)
                 m += pulp.lpSum(V.Y[(w.name, g)] for g in clusters) == 1, f"cluster_{safe_name(w.name)}"
-        # --mixed-replicas with a least share (issue 31): sigma_ws in {0,1} per replica shape s; its units <= M sigma,
-        # and in every block with demand its capacity >= share x demand x sigma (no top-up replica for a sliver)
+        # --mixed-replicas with a least share (issue 31): z_wsb in {0,1} per replica shape s and block b with demand;
+        # its units there <= M z, and its capacity there >= share x demand x z (no top-up replica for a sliver; a
+        # shape may run only at the peak, carrying its share there)
         share_of = float(w.min_replica_share) if (w.mixed_replicas and not w.training and not w.divisible) else 0.0
         shape_of = {id(c): replica_shape(c) for c in cands} if share_of > 0 else {}
-        sigma: dict[tuple, Any] = {}
-        if share_of > 0 and len(set(shape_of.values())) > 1:
-            for si, sh in enumerate(sorted(set(shape_of.values()))):
-                sigma[sh] = pulp.LpVariable(f"Sh_{safe_name(w.name)}_{si}", lowBound=0, upBound=1,
-                                            cat=pulp.LpContinuous if relax else pulp.LpBinary)
+        shapes = sorted(set(shape_of.values())) if share_of > 0 else []
+        sigma = {sh: si for si, sh in enumerate(shapes)} if len(shapes) > 1 else {}
         n1 = w.redundancy > 0 and not w.training and not w.divisible and bool(cands)
         most_loss = max((failure_loss(c) for c in cands), default=0.0) if n1 else 0.0
         bound = {id(c): _unit_bound(w, c, problem.blocks, most_loss) for c in cands} \
@@ -291,6 +289,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                 continue
             cap_terms: dict = {}
             shape_cap: dict[tuple, dict] = {}
+            shape_bin: dict[tuple, Any] = {}
             rep_terms: dict = {}
             rep_nonspot: dict = {}
             inst_terms: dict = {}
@@ -361,9 +360,13 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
                 if place and (w.name, gkey[id(c)]) in V.Y:
                     y = V.Y[(w.name, gkey[id(c)])]
                     m += pulp.LpAffineExpression({v: 1.0, y: -bound[id(c)]}) <= 0
-                if sigma:
-                    m += pulp.LpAffineExpression({v: 1.0, sigma[shape_of[id(c)]]: -bound[id(c)]}) <= 0
-                    shape_cap.setdefault(shape_of[id(c)], {})[v] = c.throughput_per_unit
+                if sigma and float(b.demand.get(w.name, 0.0)) > 0:  # its shape runs in this block: z_wsb
+                    sh = shape_of[id(c)]
+                    if sh not in shape_bin:
+                        shape_bin[sh] = pulp.LpVariable(f"Sh_{safe_name(w.name)}_{sigma[sh]}_{bi}", lowBound=0,
+                                                        upBound=1, cat=pulp.LpContinuous if relax else pulp.LpBinary)
+                    m += pulp.LpAffineExpression({v: 1.0, shape_bin[sh]: -bound[id(c)]}) <= 0
+                    shape_cap.setdefault(sh, {})[v] = c.throughput_per_unit
                 if w.training:
                     a_work = c.throughput_per_unit * 3600.0 * usable * p.months
                     work_terms[v] = a_work
@@ -418,7 +421,7 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
             if sigma and d > 0:
                 for si, (sh, terms) in enumerate(sorted(shape_cap.items())):
                     row = {v: a / d for v, a in terms.items()}
-                    row[sigma[sh]] = -share_of
+                    row[shape_bin[sh]] = -share_of
                     m += pulp.LpAffineExpression(row) >= 0, f"share_{tag}_{si}"
             if n1 and (roi or d > 0):
                 # capacity less the largest failure loss >= share x demand (served demand under ROI)

@@ -90,6 +90,18 @@ def _serving_reason(workload: "Workload", rejected: dict) -> dict | None:
                            f"have no bf16: serve them in fp16), fp8 FP8 tensor cores (Ada, Hopper, Blackwell, MI300X, "
                            f"Gaudi2), fp4 Blackwell; GPUs that do: {', '.join(gpus)} (widen --gpu, or let the planner "
                            "choose: --precision auto, or fp16)"}
+    layout = {k: counts.get(k, 0) for k in ("not_whole_node", "no_cluster_fabric", "no_fabric_bandwidth")}
+    if sum(layout.values()) and not counts.get("misses_latency_target"):
+        # the weights fit over several instances, but not as engines run replicas (issue 31): say that rule, not memory
+        parts = [f"{n:,} {why}" for n, why in ((layout["not_whole_node"], "are smaller than one node of their GPU"),
+                                               (layout["no_cluster_fabric"], "have no cluster fabric"),
+                                               (layout["no_fabric_bandwidth"], "have a fabric of no stated bandwidth"))
+                 if n]
+        return {"kind": "needs_multi_node",
+                "message": "no offered instance holds one replica alone, and replicas span instances only node by "
+                           "node over a cluster fabric (engines run a replica on one node): of the offers that would "
+                           "need several, " + ", ".join(parts) + " (widen --gpu/--provider to larger nodes or a "
+                           "cluster fabric, or lower --precision/--context)"}
     if counts.get("misses_latency_target"):  # some offers hold the model: the targets, not memory, rule them out
         ttft, tpot = latency_targets(workload)
         goal = ", ".join(x for x in (f"p99 TTFT <= {ttft:g} ms" if ttft else "",
@@ -105,10 +117,11 @@ def _serving_reason(workload: "Workload", rejected: dict) -> dict | None:
 
 def gpus_that_fit(workload: "Workload", max_gpus: int = 8,
                   offered: "set[str] | None" = None) -> list[tuple[str, float]]:
-    """GPU models of the spec table on which one replica fits within ``max_gpus`` GPUs (one 8-GPU server), fewest
-    GPUs then most memory first: the "GPU that would fit" of an infeasible plan. ``offered``: only these GPU models
-    (the ones the price data sells), None for every row of the table."""
-    from optimizer.sizing import min_gpus_per_replica
+    """GPU models of the spec table on which one replica fits within ``max_gpus`` GPUs and one node of the GPU
+    (``optimizer.sizing.node_gpus``: 8 on an HGX board, 4 on a GB200 tray, 1 on a GH200 -- a replica on one node,
+    issue 31), fewest GPUs then most memory first: the "GPU that would fit" of an infeasible plan. ``offered``: only
+    these GPU models (the ones the price data sells), None for every row of the table."""
+    from optimizer.sizing import min_gpus_per_replica, node_gpus
     from optimizer.sizing.specs import known_gpus, load_gpu
 
     out = []
@@ -116,7 +129,7 @@ def gpus_that_fit(workload: "Workload", max_gpus: int = 8,
         if offered is not None and name not in offered:
             continue
         try:
-            s = min_gpus_per_replica(workload, load_gpu(name), max_gpus=max_gpus)
+            s = min_gpus_per_replica(workload, load_gpu(name), max_gpus=min(max_gpus, node_gpus(name)))
         except Exception:  # a GPU the workload cannot use (e.g. a precision it lacks)
             continue
         if s is not None:

@@ -136,6 +136,18 @@ def test_experts_that_do_not_split_over_the_gpus_stay_tensor_parallel():
     assert "(EP8, 1 expert a GPU)" in notes[0] and "--ep-size 8" in notes[0]
 
 
+def test_no_plan_names_the_layout_rule_not_memory():
+    # a breaker's case: DeepSeek-V3 fp8 on GH200 only (one GPU a node; Lambda's and CoreWeave's GH200 offers have no
+    # cluster fabric) was "no offered GPU can hold one replica ... it would fit on 8 x GH200"
+    res = runner.invoke(app, ["recommend", "--task", "serve", "--model", "deepseek-v3", "--precision", "fp8", "--gpu",
+                              "GH200", "--tokens-per-second", "100", "--no-explain", "--format", "json"])
+    assert res.exit_code == 1
+    d = json.loads(res.stdout)
+    assert "replicas span instances only node by node over a cluster fabric" in d["reason"]["message"]
+    assert "2 have no cluster fabric" in d["reason"]["message"] and "would fit on" not in d["reason"]["message"]
+    assert d["solver"]["rejected"]["workload"] == {"no_cluster_fabric": 2}
+
+
 def test_min_replica_share_needs_mixed_replicas():
     res = runner.invoke(app, ["recommend", "--tokens-per-second", "500", "--min-replica-share", "0.2", "--no-explain"])
     assert res.exit_code == 1 and "Traceback" not in res.output

@@ -59,7 +59,9 @@ def old_quote_notes(lines, prices_on=None) -> list[str]:
             out.append(f"{what} ({ln.provider} {ln.region}) is priced from a catalog row whose date is not known"
                        + (f" ({src})" if src else "") + ": check the current price before buying")
             continue
-        out.append(f"{what} ({ln.provider} {ln.region}) is priced from a quote of {str(ln.as_of)[:10]}, "
+        kind = "an estimate (by rule) dated" if str(getattr(ln, "source", "") or "").startswith("rule:") else \
+            "a quote of"
+        out.append(f"{what} ({ln.provider} {ln.region}) is priced from {kind} {str(ln.as_of)[:10]}, "
                    f"{age:,.0f} days old" + (f" ({src})" if src else "") + ": check the current price before buying")
     return out
 

@@ -236,3 +236,24 @@ def test_capped_notes_say_nothing_of_uncapped_lines():
         provider, region, instance_type, pricing, payment = "azure", "eastus", NC, "reserved_1y", "all_upfront"
         source = "github.com/Jumbo2020/gpu_prices azure_gpu_prices.json@54424a76"
     assert capped_notes([L()]) == []
+
+
+def test_an_estimate_paid_otherwise_does_not_undercut_the_best_quote_of_its_term():
+    # a breaker's case: a user catalog's estimated no-upfront row at 3.00 $/h (0.43 x on-demand) beside only an
+    # all-upfront quote at 5.235 (0.75) of the same GPU and count passed the guard, which compared one payment option
+    # with the same one; the best quote of the term now bounds every estimate of it
+    import io
+
+    import pandas as pd
+
+    rows = [ln for ln in PRE_FIX_ROWS.splitlines()
+            if ",no_upfront," not in ln or "Standard_NCC40ads" in ln]  # the NC quotes: all upfront only
+    df = pd.read_csv(io.StringIO("\n".join(rows) + "\n"))
+    sel = (df["instance_type"] == NCC) & (df["pricing"] == "reserved_1y") & (df["payment"] == "no_upfront")
+    df.loc[sel, ["usd_per_hour", "recurring_usd_per_hour"]] = 3.00
+    df.loc[sel, "source"] = "rule:custom-estimate"
+    out, n = cap_estimated_commitments(df)
+    assert n >= 1
+    got = out[sel]
+    assert float(got["usd_per_hour"].iloc[0]) == pytest.approx(6.98 * 5.235046 / 6.98, rel=1e-6)
+    assert "the lowest quoted ratio of a same-GPU, same-count row, Standard_NC40ads_H100_v5" in got["source"].iloc[0]

@@ -44,7 +44,8 @@ def cap_estimated_commitments(offers: "pd.DataFrame", reference: "pd.DataFrame |
     on-demand usd_per_hour`` of the same provider, region and instance type; ``q = min r_o`` over the quoted rows
     ``o`` (not ``rule:``, not ``owned:``) of ``reference`` (default: ``offers``; the API passes the whole catalog,
     so that a quote outside the plan's regions still bounds an estimate) of the same provider, gpu_model,
-    gpu_count, pricing, payment and offering_class that have an on-demand rate in it. Where ``r_e < q`` (by more than :data:`RATIO_TOLERANCE`):
+    gpu_count and pricing (the term; any payment option and offering class: an estimate never undercuts the best
+    quote of its term) that have an on-demand rate in it. Where ``r_e < q`` (by more than :data:`RATIO_TOLERANCE`):
     ``usd_per_hour = on-demand x q`` (USD per instance-hour, effective), ``upfront_usd`` and
     ``recurring_usd_per_hour`` scaled by the same factor (the payment's split is kept), and the ``source`` gets
     :data:`CAP_MARK` with both ratios and the quoted row's type and region. Rows without an on-demand rate, or with
@@ -69,7 +70,10 @@ def cap_estimated_commitments(offers: "pd.DataFrame", reference: "pd.DataFrame |
         return [frame[c].astype(object).tolist() if c in frame.columns else [None] * len(frame) for c in names]
 
     def kind(p, g, n, pr, pay, cls) -> tuple:
-        return str(p), str(g), round(float(n), 6), str(pr), _text(pay), _text(cls)
+        # across payment options and offering classes (a breaker's case: a no-upfront estimate at 0.43 x on-demand
+        # passed beside an all-upfront quote at 0.75 of the same GPU): the best quote of the term bounds every
+        # estimate of it, whatever it is paid with
+        return str(p), str(g), round(float(n), 6), str(pr)
 
     kind_cols = ("provider", "gpu_model", "gpu_count", "pricing", "payment", "offering_class")
     cand = offers[commit & estimated]

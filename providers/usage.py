@@ -625,6 +625,10 @@ def _notes(ctx: ReadContext, fmt: str, not_attrib: Counter, hourly: "pd.DataFram
         out.append(f"{n['eff_ne_billed']} on-demand GPU row(s) without a commitment have an effective cost that "
                    f"differs from the billed cost (first: line {r}, billed {b:g}, effective {e:g}); kept as "
                    "exported")
+    if n["list_unusable"]:
+        out.append(f"{n['list_unusable']} row(s) carry a list price (ListCost / ListUnitPrice) that is not a number "
+                   "or is below 0: taken as no list price, so those lines' on-demand baseline is the catalog's (said "
+                   "per line)")
     if n["hour_blocks"]:
         out.append(f"{n['hour_blocks']} row(s) count usage in blocks of hours (e.g. '10 Hours', '100 Hours'); "
                    "their quantities were scaled to single hours")

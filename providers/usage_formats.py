@@ -87,8 +87,15 @@ def focus_batch(df: "pd.DataFrame", src: Source, ctx: ReadContext) -> tuple["pd.
     cblock = map_unique(cu, hour_block, dtype=float).astype(float)
     pblock = map_unique(pu, hour_block, dtype=float).astype(float)
     hours = (cq * cblock).where(cq.notna() & cblock.notna(), pq_ * pblock)
-    # the list price of the line: ListCost, else ListUnitPrice x PricingQuantity (the spec's identity)
+    # the list price of the line: ListCost, else ListUnitPrice x PricingQuantity (the spec's identity). A list price
+    # that is not a number, or below 0 on a usage row, is no list price (the line's baseline falls back to the
+    # catalog, said per line): never a reason to drop the row's usage and billed cost (a breaker's export lost 99 %
+    # of its spend to ListCost "abc")
     lst = lst.where(lst.notna(), lup * pq_)
+    unusable = l_bad | ((kind == "usage") & (lst < 0)).to_numpy()
+    if unusable.any():
+        ctx.counts["list_unusable"] += int(unusable.sum())
+        lst = lst.where(~unusable)
     # rows priced per 10,000 units: PricingQuantity = ConsumedQuantity / 10,000 with a plain PricingUnit
     ratio = cq / pq_.where(pq_ != 0)
     per10k = ratio.round(6).isin([10000.0]) & (cq != 0)
@@ -125,8 +132,7 @@ def focus_batch(df: "pd.DataFrame", src: Source, ctx: ReadContext) -> tuple["pd.
     for mask, why in ((s_bad, "ChargePeriodStart does not parse"), (e2_bad, "ChargePeriodEnd does not parse"),
                       (s_far, window_why("ChargePeriodStart")), (e2_far, window_why("ChargePeriodEnd")),
                       (b_bad, "BilledCost is not a number"), (e_bad, "EffectiveCost is not a number"),
-                      (cq_bad, "ConsumedQuantity is not a number"), (pq_bad, "PricingQuantity is not a number"),
-                      (l_bad, "ListCost is not a number")):
+                      (cq_bad, "ConsumedQuantity is not a number"), (pq_bad, "PricingQuantity is not a number")):
         pr.add(mask, why)
     if unknown_cc.any():
         pr.add(unknown_cc, "ChargeCategory " + as_object(text_col(df, C("ChargeCategory"))) + " is not a FOCUS value")

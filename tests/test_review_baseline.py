@@ -263,3 +263,31 @@ def test_a_focus_row_without_list_cost_takes_list_unit_price_times_pricing_quant
     nd = h[h["instance_type"] == "Standard_ND96isr_H100_v5"]
     assert nd["list_cost"].sum() / nd["usage_hours"].sum() == pytest.approx(ND_OD_BILL)
     assert h[h["instance_type"] == "g5.4xlarge"]["list_cost"].isna().all()
+
+
+def test_a_list_price_that_is_not_a_number_keeps_the_usage(tmp_path):
+    # a breaker's export: ListUnitPrice / ListCost "abc" on the p5 and ND96 rows dropped them as bad rows -- 99 % of
+    # the spend gone and exit 0. The usage and billed cost stay; the list price is taken as missing (catalog
+    # baseline, said per line) and a note counts the rows
+    from gpuopt.cli import app
+
+    rows = list(csv.DictReader(EXPORT.open(newline="", encoding="utf-8")))
+    spoiled = 0
+    for r in rows:
+        if r["ListUnitPrice"] and r["ListCost"]:
+            r["ListUnitPrice"], r["ListCost"] = "abc", "abc"
+            spoiled += 1
+    path = tmp_path / "abc.csv"
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    good = json.loads(CliRunner().invoke(app, ["review", "--usage", str(EXPORT), "--format", "json"]).stdout)
+    r = CliRunner().invoke(app, ["review", "--usage", str(path), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert spoiled > 0
+    assert d["totals"]["billed_usd"] == pytest.approx(good["totals"]["billed_usd"])  # no usage lost
+    assert any(f"{spoiled} row(s) carry a list price (ListCost / ListUnitPrice) that is not a number" in n
+               for n in d["notes"])
+    assert {x["on_demand_baseline"] for x in d["recommendations"]} == {"catalog, 2025-11-30", "catalog, 2025-06-21"}

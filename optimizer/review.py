@@ -138,7 +138,8 @@ def bill_list_rate(g) -> dict[str, Any] | None:
     ones (a commitment's list cost is the on-demand price it discounts); never spot rows (their list price is not
     the on-demand one in every export). Rate: list cost / instance-hours over those rows; when it changes by more
     than :data:`LIST_PRICE_TOLERANCE` during the window (a repricing inside it), the rate of the last hour with one.
-    Returns {"usd_per_hour", "min", "max", "changed", "hours"} (``hours``: the instance-hours it rests on)."""
+    Returns {"usd_per_hour", "mean", "min", "max", "changed", "hours"} (``hours``: the instance-hours it rests on;
+    ``mean``: list cost / instance-hours over the window, what the reviewed hours were listed at)."""
     lc = g["list_cost"].astype(float)
     ok = lc.notna() & (lc > 0) & (g["usage_hours"] > 0)
     rows = g[ok & g["pricing_category"].isin(["Standard", ""])]
@@ -152,7 +153,8 @@ def bill_list_rate(g) -> dict[str, Any] | None:
     lo, hi = float(rates.min()), float(rates.max())
     changed = hi - lo > LIST_PRICE_TOLERANCE * lo
     rate = float(rates.sort_index().iloc[-1]) if changed else mean
-    return {"usd_per_hour": round(rate, 6), "min": round(lo, 6), "max": round(hi, 6), "changed": bool(changed),
+    return {"usd_per_hour": round(rate, 6), "mean": round(mean, 6), "min": round(lo, 6), "max": round(hi, 6),
+            "changed": bool(changed),
             "hours": float(per["usage_hours"].sum())}
 
 
@@ -541,7 +543,10 @@ def review(usage, offers, *, term: str = "1y", payment: str = "no_upfront", look
             peak_instances=round(float(per_hour.max()), 4), average_instances=round(float(per_hour.mean()), 4),
             utilization=round(float(per_hour.mean() / per_hour.max()), 4) if per_hour.max() > 0 else 0.0,
             billed_cost_usd=round(float(g["billed_cost"].sum()), 2), effective_cost_usd=round(float(g["effective_cost"].sum()), 2),
-            on_demand_equivalent_usd=None if od is None else round(float(per_hour.sum()) * float(od["usd_per_hour"]), 2),
+            # the reviewed hours at what the bill listed them (a repricing inside the window: each hour at its own
+            # list price, the bill's mean); the catalog's rate where the export lists none
+            on_demand_equivalent_usd=None if od is None else round(float(per_hour.sum()) * float(
+                bill["mean"] if bill else od["usd_per_hour"]), 2),
             accounts=accounts, on_demand_usd_per_hour=None if od is None else float(od["usd_per_hour"]),
             on_demand_baseline=baseline, bill_list_usd_per_hour=bill["usd_per_hour"] if bill else None,
             catalog_on_demand_usd_per_hour=None if od_cat is None else float(od_cat["usd_per_hour"]),

@@ -291,3 +291,31 @@ def test_a_list_price_that_is_not_a_number_keeps_the_usage(tmp_path):
     assert any(f"{spoiled} row(s) carry a list price (ListCost / ListUnitPrice) that is not a number" in n
                for n in d["notes"])
     assert {x["on_demand_baseline"] for x in d["recommendations"]} == {"catalog, 2025-11-30", "catalog, 2025-06-21"}
+
+
+def test_a_list_price_changed_inside_the_window_counts_each_hour_at_its_own(tmp_path):
+    # a breaker's export: the ND96isr rows from 2026-10-16 listed at the catalog's 98.32 instead of 90.84768. The
+    # forward baseline is the latest list price (warned as changed); the reviewed month's on-demand equivalent is
+    # what the bill listed, hour by hour (the sum of the rows' ListCost), not all its hours at the latest price
+    from gpuopt.cli import app
+
+    rows = list(csv.DictReader(EXPORT.open(newline="", encoding="utf-8")))
+    listed = 0.0
+    for r in rows:
+        if "ND96isr" in r["ChargeDescription"]:
+            if r["ChargePeriodStart"] >= "2026-10-16":
+                r["ListUnitPrice"] = f"{ND_OD_CATALOG}"
+                r["ListCost"] = f"{ND_OD_CATALOG * float(r['PricingQuantity']):.8f}"
+            listed += float(r["ListCost"])
+    path = tmp_path / "mid.csv"
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    r = CliRunner().invoke(app, ["review", "--usage", str(path), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    nd = next(u for u in d["usage"] if u["instance_type"] == "Standard_ND96isr_H100_v5")
+    assert nd["on_demand_usd_per_hour"] == pytest.approx(ND_OD_CATALOG)  # forward: the latest list price
+    assert nd["on_demand_equivalent_usd"] == pytest.approx(listed, abs=0.02)  # the window: what the bill listed
+    assert any("changed inside the window" in w for w in d["warnings"])

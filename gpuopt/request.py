@@ -538,7 +538,9 @@ class WorkloadItem(_Parts):
                 if getattr(self, k) is not None:
                     raise plan_error(f"{k} is for serving workloads; a {self.task} job runs from start until it is done "
                                 "(deadline_hours)", loc=(k,))
-        if "min_replica_share" in self.model_fields_set and not self.mixed_replicas:
+        # (a document echoing the request carries the default 0.10 back: only another value is an error)
+        if "min_replica_share" in self.model_fields_set and not self.mixed_replicas and \
+                self.min_replica_share != type(self).model_fields["min_replica_share"].default:
             raise plan_error("min_replica_share is the least share of each replica shape of a mixed fleet: give it "
                              "with mixed_replicas: true (--mixed-replicas); one replica shape per region is the default",
                              loc=("min_replica_share",))

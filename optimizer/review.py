@@ -138,8 +138,9 @@ def bill_list_rate(g) -> dict[str, Any] | None:
     ones (a commitment's list cost is the on-demand price it discounts); never spot rows (their list price is not
     the on-demand one in every export). Rate: list cost / instance-hours over those rows; when it changes by more
     than :data:`LIST_PRICE_TOLERANCE` during the window (a repricing inside it), the rate of the last hour with one.
-    Returns {"usd_per_hour", "mean", "min", "max", "changed", "hours"} (``hours``: the instance-hours it rests on;
-    ``mean``: list cost / instance-hours over the window, what the reviewed hours were listed at)."""
+    Returns {"usd_per_hour", "mean", "min", "max", "changed", "hours", "billed_od", "listed_od"} (``hours``: the
+    instance-hours it rests on; ``mean``: list cost / instance-hours over the window, what the reviewed hours were
+    listed at; ``billed_od`` / ``listed_od``: billed and list cost of its on-demand rows, USD)."""
     lc = g["list_cost"].astype(float)
     ok = lc.notna() & (lc > 0) & (g["usage_hours"] > 0)
     rows = g[ok & g["pricing_category"].isin(["Standard", ""])]
@@ -148,13 +149,16 @@ def bill_list_rate(g) -> dict[str, Any] | None:
     if rows.empty:
         return None
     per = rows.groupby("hour")[["list_cost", "usage_hours"]].sum()
+    od_rows = rows[rows["pricing_category"].isin(["Standard", ""])]
+    billed_od = float(od_rows["billed_cost"].astype(float).sum()) if "billed_cost" in od_rows.columns else 0.0
+    listed_od = float(od_rows["list_cost"].astype(float).sum())
     rates = per["list_cost"] / per["usage_hours"]
     mean = float(per["list_cost"].sum() / per["usage_hours"].sum())
     lo, hi = float(rates.min()), float(rates.max())
     changed = hi - lo > LIST_PRICE_TOLERANCE * lo
     rate = float(rates.sort_index().iloc[-1]) if changed else mean
     return {"usd_per_hour": round(rate, 6), "mean": round(mean, 6), "min": round(lo, 6), "max": round(hi, 6),
-            "changed": bool(changed),
+            "changed": bool(changed), "billed_od": billed_od, "listed_od": listed_od,
             "hours": float(per["usage_hours"].sum())}
 
 
@@ -685,6 +689,13 @@ def _baseline(prov: str, region: str, itype: str, od_cat: dict | None, gpu: dict
     return None, ""
 
 
+#: Least billed / list cost of a line's on-demand rows before the list price is called into question: negotiated
+#: discounts (AWS Enterprise Discount Program, Azure MACC) bill on-demand usage below list, by tens of percent at most
+#: in the programs' published descriptions; under half of list the list price itself is the likelier fault. A stated
+#: policy, not a fitted figure.
+BILLED_TO_LIST_MIN = 0.5
+
+
 def line_warnings(out: list[str], prov: str, region: str, itype: str, od_cat: dict | None, ri: dict | None,
                   bill: dict | None, *, today) -> None:
     """Append the warnings of one line's on-demand baseline to ``out``: the catalog's rate used as the baseline
@@ -705,6 +716,16 @@ def line_warnings(out: list[str], prov: str, region: str, itype: str, od_cat: di
             out.append(f"{where}: the export carries no list price, so the on-demand baseline is the catalog's "
                        f"{float(od_cat['usd_per_hour']):,.4f} $/h of {as_of[:10]}, {age:,.0f} days old ({src}): "
                        "check the current price before buying")
+    if bill is not None and bill.get("listed_od", 0) > 0 and bill.get("billed_od", 0) > 0:
+        # on-demand rows are billed at their list price, less a negotiated discount at most (AWS EDP, Azure MACC: a
+        # few tens of %): billed above list, or under half of it, is a list price to check (a breaker's ListCost ten
+        # times the unit price claimed $370,151 a month of savings on a line billed $39,629)
+        r = bill["billed_od"] / bill["listed_od"]
+        if r > 1.0 + LIST_PRICE_TOLERANCE or r < BILLED_TO_LIST_MIN:
+            out.append(f"{where}: its on-demand rows were billed {bill['billed_od']:,.2f} USD against a list cost of "
+                       f"{bill['listed_od']:,.2f} ({r:.2f}x): the export's list price looks wrong (negotiated "
+                       f"discounts bill below list, rarely under {BILLED_TO_LIST_MIN:.0%} of it): the savings of this "
+                       "line rest on it, check them")
     if bill is not None and bill["changed"]:
         out.append(f"{where}: the bill's list price changed inside the window ({bill['min']:,.4f} to "
                    f"{bill['max']:,.4f} $/h): the on-demand baseline is the latest, {bill['usd_per_hour']:,.4f} $/h")

@@ -319,3 +319,29 @@ def test_a_list_price_changed_inside_the_window_counts_each_hour_at_its_own(tmp_
     assert nd["on_demand_usd_per_hour"] == pytest.approx(ND_OD_CATALOG)  # forward: the latest list price
     assert nd["on_demand_equivalent_usd"] == pytest.approx(listed, abs=0.02)  # the window: what the bill listed
     assert any("changed inside the window" in w for w in d["warnings"])
+
+
+@pytest.mark.parametrize("factor", [10.0, 0.5])
+def test_a_list_price_far_from_what_the_on_demand_rows_were_billed_is_warned(tmp_path, factor):
+    # a breaker's exports: ListCost ten times ListUnitPrice x PricingQuantity claimed $370,151 a month of savings on
+    # a p5 line billed $39,629 a month, without a word; half the billed cost passed silently too. On-demand rows are
+    # billed at list less a negotiated discount at most: billed above list or under half of it is warned per line
+    from gpuopt.cli import app
+
+    rows = list(csv.DictReader(EXPORT.open(newline="", encoding="utf-8")))
+    for r in rows:
+        if r["ListCost"] not in ("", "NULL") and r["PricingCategory"] == "Standard":
+            r["ListCost"] = f"{float(r['ListCost']) * factor:.8f}"
+            if r["ListUnitPrice"] not in ("", "NULL"):
+                r["ListUnitPrice"] = f"{float(r['ListUnitPrice']) * factor:.8f}"
+    path = tmp_path / "list.csv"
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    d = json.loads(CliRunner().invoke(app, ["review", "--usage", str(path), "--format", "json"]).stdout)
+    ratio = f"({1 / factor:.2f}x)"
+    assert any(w.startswith("p5.48xlarge (aws us-east-1): its on-demand rows were billed") and ratio in w
+               and "the export's list price looks wrong" in w for w in d["warnings"])
+    good = json.loads(CliRunner().invoke(app, ["review", "--usage", str(EXPORT), "--format", "json"]).stdout)
+    assert not any("looks wrong" in w for w in good["warnings"])

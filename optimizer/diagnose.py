@@ -22,6 +22,11 @@ def no_fit_reason(workload: "Workload", offers: "pd.DataFrame", rejected: dict) 
         return {"kind": "no_offers", "message": "no offers match the filters (provider, region, GPU, pricing)"}
     if workload.task == "serve":
         why = _serving_reason(workload, rejected)
+        if why and why["kind"] == "needs_multi_node":  # where one node would hold it (GPUs someone sells)
+            fits = gpus_that_fit(workload, offered=offers.attrs.get("catalog_gpus"))
+            if fits:
+                why["message"] += "; one node would hold it on " + ", ".join(f"{n:g} x {g}" for g, n in fits[:4])
+            why["gpus_that_fit"] = [{"gpu_model": g, "gpus_per_replica": n} for g, n in fits]
         if why:
             return why
     counts = {k: v for k, v in rejected.items() if v}

@@ -514,7 +514,9 @@ def test_uncertain_2026_figures_are_left_empty_not_guessed():
 def test_an_infeasible_plan_suggests_only_gpus_someone_sells():
     """A fresh user's find: with the 2026 datasheet rows, "it would fit on 1.0 x B300, 1.0 x GB300, 1.0 x MI355X"
     named GPUs no provider in the price data sells. Llama-3.1-70B bf16 (about 134 GiB a replica) on --gpu GH200
-    (96 GB, single-GPU instances without a fabric): the GPUs suggested are offered ones, counts without '.0'."""
+    (96 GB, single-GPU instances without a fabric): the GPUs suggested are offered ones, counts without '.0'. Since
+    issue 31 the reason is the layout rule (a replica spans instances only node by node over a cluster fabric), with
+    the GPUs one node of which would hold it."""
     import json as _json
 
     from typer.testing import CliRunner

@@ -278,10 +278,7 @@ def test_a_list_price_that_is_not_a_number_keeps_the_usage(tmp_path):
             r["ListUnitPrice"], r["ListCost"] = "abc", "abc"
             spoiled += 1
     path = tmp_path / "abc.csv"
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    _write_rows(rows, path)
     good = json.loads(CliRunner().invoke(app, ["review", "--usage", str(EXPORT), "--format", "json"]).stdout)
     r = CliRunner().invoke(app, ["review", "--usage", str(path), "--format", "json"])
     assert r.exit_code == 0, r.output
@@ -308,10 +305,7 @@ def test_a_list_price_changed_inside_the_window_counts_each_hour_at_its_own(tmp_
                 r["ListCost"] = f"{ND_OD_CATALOG * float(r['PricingQuantity']):.8f}"
             listed += float(r["ListCost"])
     path = tmp_path / "mid.csv"
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    _write_rows(rows, path)
     r = CliRunner().invoke(app, ["review", "--usage", str(path), "--format", "json"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
@@ -335,13 +329,18 @@ def test_a_list_price_far_from_what_the_on_demand_rows_were_billed_is_warned(tmp
             if r["ListUnitPrice"] not in ("", "NULL"):
                 r["ListUnitPrice"] = f"{float(r['ListUnitPrice']) * factor:.8f}"
     path = tmp_path / "list.csv"
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    _write_rows(rows, path)
     d = json.loads(CliRunner().invoke(app, ["review", "--usage", str(path), "--format", "json"]).stdout)
     ratio = f"({1 / factor:.2f}x)"
     assert any(w.startswith("p5.48xlarge (aws us-east-1): its on-demand rows were billed") and ratio in w
                and "the export's list price looks wrong" in w for w in d["warnings"])
     good = json.loads(CliRunner().invoke(app, ["review", "--usage", str(EXPORT), "--format", "json"]).stdout)
     assert not any("looks wrong" in w for w in good["warnings"])
+
+
+def _write_rows(rows: list[dict], path: Path) -> None:
+    """Write the export's rows (csv.DictReader dicts, edited by a test) to ``path`` with its header."""
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)

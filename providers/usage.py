@@ -93,8 +93,8 @@ __all__ = ["BATCH_ROWS", "BadRow", "FIRST_DATE", "FORMATS", "GPU_PATTERNS", "HOU
            "ID_COLUMNS", "MAX_ABS_AMOUNT", "MAX_COLUMNS", "MAX_HEADER_CHARS", "MAX_USAGE_ROW_DAYS",
            "MAX_YEARS_AHEAD", "NULL_STRINGS", "PRICING_CATEGORIES", "PURCHASE_COLUMNS", "SQL_DIR", "UsageData",
            "aws_type_from_usage_type", "azure_region", "azure_size_from_meter", "commitment_key", "date_window",
-           "default_is_gpu_instance", "detect_format", "gpu_pattern_match", "load_sql", "purchase_totals",
-           "read_usage"]
+           "default_is_gpu_instance", "detect_format", "gpu_pattern_match", "load_sql", "parse_window",
+           "purchase_totals", "read_usage"]
 
 #: The values ``source_format`` takes, and ``fmt`` accepts besides ``auto``.
 FORMATS: tuple[str, ...] = ("focus-1.0", "focus-1.1", "focus-1.2", "aws-cur-2.0", "azure-cost-details", "hourly")
@@ -248,7 +248,7 @@ def _compact(parts: list["pd.DataFrame"]) -> "pd.DataFrame":
 
 
 def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | None = None,
-               is_gpu_instance: Callable[[str, str], bool] | None = None) -> UsageData:
+               is_gpu_instance: Callable[[str, str], bool] | None = None, window: tuple | None = None) -> UsageData:
     """Read a billing export and return its GPU usage per hour and its commitment purchases (module doc: rules).
 
     Args:
@@ -257,10 +257,22 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
         lookback_days: keep the last N days of GPU usage, ending at the end of the last usage hour; purchases are
             kept when their charge period overlaps that window (or has no end).
         is_gpu_instance: ``f(provider, instance_type) -> bool``; default :func:`default_is_gpu_instance`.
+        window: (start, end) of an ``hourly`` file, [start, end) UTC (dates or timestamps, :func:`parse_window`):
+            needed when the file has no ``window_start`` / ``window_end`` columns, then every hour of it counts as
+            covered (hours without GPU rows are idle) and GPU rows outside it are left out (said in the notes);
+            when the file has them it must equal them. Other formats: refused (the review takes its window).
+
+    The ``hourly`` format (issue 32): the warehouse SQL writes ``window_start`` / ``window_end`` (the [start, end)
+    the query read, the same on every row) and one row per hour covered by a usage row of any service
+    (``instance_type`` empty, usage 0); coverage and covered days come from those rows as they come from the
+    export's own rows in the other formats, so hours covered without GPU rows are idle and days without any row
+    missing data. ``period_start`` / ``period_end`` are the window. A file without the window columns is refused
+    unless ``window`` is given; rows naming different windows are refused.
 
     Raises:
         InputError: unknown format (field ``format``), a currency other than USD (``currency``), a bad
-            ``lookback_days``, an unreadable file (``usage``).
+            ``lookback_days``, an unreadable file (``usage``), an hourly file without its window and no
+            ``window`` (``usage``), a bad or contradicting ``window`` (``window``).
     """
     import numpy as np
     import pandas as pd
@@ -282,6 +294,18 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
     if lookback_days is not None and not (isinstance(lookback_days, (int, float)) and lookback_days > 0
                                           and math.isfinite(lookback_days)):
         raise InputError("lookback_days", f"{lookback_days!r} is not a positive number of days")
+    if window is not None:
+        if fmt != "hourly":
+            raise InputError("window", f"--window applies to the hourly format only ({src.path.name} is {fmt}); "
+                             "the other exports carry their own coverage", accepted="--usage-format hourly")
+        window = parse_window(*window)
+    file_window = fmt == "hourly" and src.col("window_start") is not None and src.col("window_end") is not None
+    if fmt == "hourly" and not file_window and window is None:
+        missing = [c for c in ("window_start", "window_end") if src.col(c) is None]
+        raise InputError("usage", f"{src.path.name} has no {' / '.join(missing)} column(s): an hourly file must say "
+                         "the window its query read, or days without GPU rows would pass for missing data instead "
+                         "of idle time; rerun the warehouse SQL of providers/sql/ (it writes them) or give "
+                         "--window START END", accepted="window_start, window_end columns, or --window START END")
     ctx = ReadContext(fmt, is_gpu_instance or default_is_gpu_instance)
     batcher = BATCHERS.get(fmt, focus_batch)
     wanted = list(src.columns)
@@ -432,6 +456,10 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
     for c in ("provider", "region", "instance_type", "pricing_category", "commitment_id", "account_id"):
         hourly[c] = hourly[c].astype(object)
     c0, c1, cdays = cov.result(hourly)
+    w_notes: list[str] = []
+    if fmt == "hourly":
+        hourly, window, (c0, c1, cdays) = _hourly_window(src.path.name, ctx, window, file_window, hourly,
+                                                         (c0, c1, cdays), w_notes)
     if purchases:
         pur = pd.concat(purchases, ignore_index=True)
         pur["line"] = [line_of.get((f, int(r)), int(r) + 2) for f, r in zip(pur["_file"], pur["_rec"])]
@@ -480,13 +508,77 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
     else:
         p0 = hourly["hour"].min()
         p1 = hourly["hour"].max() + pd.Timedelta(hours=1)
-    notes = _notes(ctx, fmt, not_attrib, hourly) + notes
+    if window is not None:
+        p0, p1 = window
+    notes = _notes(ctx, fmt, not_attrib, hourly) + w_notes + notes
     if hourly.empty:
         c0 = c1 = pd.NaT
         cdays = ()
     return UsageData(hourly=hourly, purchases=pur, period_start=p0, period_end=p1, source_format=fmt, currency="USD",
                      rows_read=rows_read, rows_gpu=rows_gpu, rows_not_gpu=rows_not_gpu, bad_rows=bad_rows,
                      notes=notes, coverage_start=c0, coverage_end=c1, covered_days=cdays, ids=ids)
+
+
+def parse_window(start: Any, end: Any) -> tuple["pd.Timestamp", "pd.Timestamp"]:
+    """The window [start, end) of an hourly file as UTC timestamps: ISO dates ('2024-09-01') or times (naive =
+    UTC), start before end, both inside :func:`date_window`. Raises InputError (field ``window``)."""
+    import pandas as pd
+
+    out = []
+    for v in (start, end):
+        try:
+            t = pd.Timestamp(v)
+        except (ValueError, TypeError):
+            t = pd.NaT
+        if pd.isna(t):
+            raise InputError("window", f"--window {v!r} is not a date or time", accepted="START END as YYYY-MM-DD or "
+                             "YYYY-MM-DDTHH:MM[:SS][Z], UTC, start inclusive, end exclusive")
+        out.append(t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC"))
+    lo, hi = date_window()
+    w0, w1 = out
+    if not w0 < w1:
+        raise InputError("window", f"start {w0:%Y-%m-%d %H:%M} is not before end {w1:%Y-%m-%d %H:%M}",
+                         accepted="START before END")
+    if w0 < lo or w1 > hi:
+        raise InputError("window", f"{w0:%Y-%m-%d} .. {w1:%Y-%m-%d} is outside the dates gpuopt reads",
+                         accepted=f"{lo:%Y-%m-%d} .. {hi:%Y-%m-%d}")
+    return w0.as_unit("us"), w1.as_unit("us")
+
+
+def _hourly_window(name: str, ctx: ReadContext, window: tuple | None, file_window: bool, hourly: "pd.DataFrame",
+                   cov: tuple, notes: list[str]) -> tuple:
+    """The window of an hourly file (read_usage's doc): (GPU rows kept, (start, end), (coverage_start, coverage_end,
+    covered_days)). Raises InputError for a file naming several windows, none, or another than ``window``."""
+    import pandas as pd
+
+    if file_window:
+        pairs = {p for p in ctx.windows}
+        if not pairs and hourly.empty and window is None:
+            return hourly, None, cov
+        if any(a is None or b is None for a, b in pairs) or len(pairs) > 1:
+            shown = sorted(f"{a} .. {b}" for a, b in pairs)[:3]
+            raise InputError("usage", f"{name}: window_start / window_end must hold one window on every row "
+                             f"({len(pairs)} seen: {', '.join(shown)}); write one query's output per file",
+                             accepted="one window_start, window_end pair")
+        if pairs:
+            (a, b), = pairs
+            got = parse_window(a, b)
+            if window is not None and tuple(window) != got:
+                raise InputError("window", f"--window {window[0]:%Y-%m-%dT%H:%M} {window[1]:%Y-%m-%dT%H:%M} "
+                                 f"contradicts {name}'s own window {got[0]:%Y-%m-%dT%H:%M} .. "
+                                 f"{got[1]:%Y-%m-%dT%H:%M}", accepted="the file's window, or no --window")
+            window = got
+        notes.append(f"hourly window {window[0]:%Y-%m-%d %H:%M} .. {window[1]:%Y-%m-%d %H:%M} UTC (the file's "
+                     "window_start / window_end); hours the export covers without GPU rows are idle")
+        return hourly, window, cov
+    w0, w1 = window
+    n0 = len(hourly)
+    hourly = hourly[(hourly["hour"] >= w0) & (hourly["hour"] < w1)].reset_index(drop=True)
+    days = tuple(d.date() for d in pd.date_range(w0.floor("D"), w1 - pd.Timedelta(microseconds=1), freq="D"))
+    notes.append(f"hourly window {w0:%Y-%m-%d %H:%M} .. {w1:%Y-%m-%d %H:%M} UTC (--window): every hour of it counts "
+                 "as covered, hours without GPU rows as idle" +
+                 (f"; {n0 - len(hourly)} GPU row(s) outside it left out" if n0 > len(hourly) else ""))
+    return hourly, window, (w0.floor("h"), w1.ceil("h"), days)
 
 
 def commitment_key(commitment_id: Any) -> str:
@@ -667,11 +759,13 @@ def _notes(ctx: ReadContext, fmt: str, not_attrib: Counter, hourly: "pd.DataFram
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 
 
-def load_sql(name: str, *, table: str, start: str, end: str) -> str:
-    """The SQL file ``providers/sql/<name>`` with ``{{table}}``, ``{{start}}`` and ``{{end}}`` (ISO dates,
-    start inclusive, end exclusive) filled in. Raises InputError for a date that is not YYYY-MM-DD."""
-    for f, v in (("start", start), ("end", end)):
-        if not re.match(r"^\d{4}-\d{2}-\d{2}$", str(v)):
-            raise InputError(f, f"{v!r} is not a date", accepted="YYYY-MM-DD")
-    text = (SQL_DIR / name).read_text(encoding="utf-8")
-    return text.replace("{{table}}", table).replace("{{start}}", start).replace("{{end}}", end)
+def load_sql(name: str) -> str:
+    """The text of ``providers/sql/<name>``. The files take their window and table as the engine's own parameters
+    (Spark named markers ``:start`` / ``:end`` / ``:table`` / ``:sub_account_column``, BigQuery ``@start`` /
+    ``@end``, Athena positional ``?`` execution parameters); each file's header says how to run it. Raises
+    InputError (field ``sql``) for a name that is not one of the files."""
+    f = SQL_DIR / name
+    if f.parent != SQL_DIR or f.suffix != ".sql" or not f.is_file():
+        raise InputError("sql", f"no warehouse SQL file {name!r}",
+                         accepted=", ".join(sorted(x.name for x in SQL_DIR.glob("*.sql"))))
+    return f.read_text(encoding="utf-8")

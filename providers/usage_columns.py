@@ -241,6 +241,8 @@ class ReadContext:
         self.currencies: Counter[str] = Counter()
         self.extra_notes: list[str] = []
         self.example: tuple[str, int, float, float] | None = None
+        #: hourly format: the distinct (window_start, window_end) pairs of the rows (UTC timestamps; NaT unparsed)
+        self.windows: set = set()
 
     def is_gpu(self, provider: str, itype: str) -> bool:
         k = (provider, itype)

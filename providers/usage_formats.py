@@ -431,6 +431,12 @@ def _hourly_batch(df: "pd.DataFrame", src: Source, ctx: ReadContext) -> tuple["p
         pr.add(mask, why)
     frame["problem"] = pr.why
     ctx.counts["no_currency_hourly"] += len(df)
+    if C("window_start") is not None and C("window_end") is not None and len(df):
+        w0, _, _ = time_col(df, C("window_start"))
+        w1, _, _ = time_col(df, C("window_end"))
+        pairs = pd.DataFrame({"a": w0, "b": w1}).drop_duplicates()
+        ctx.windows.update((None if pd.isna(a) else a, None if pd.isna(b) else b)
+                           for a, b in zip(pairs["a"], pairs["b"]))
     return frame, []
 
 

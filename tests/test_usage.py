@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import subprocess
 import sys
 import textwrap
@@ -513,11 +514,14 @@ def test_focus_instance_type_sources_and_unattributable_gpu_rows(tmp_path):
     assert any("GPU-hours" in n for n in d.notes)
 
 
-def test_load_sql_checks_dates():
+def test_load_sql_names_the_files_and_they_take_parameters_not_placeholders():
     with pytest.raises(InputError) as e:
-        U.load_sql("spark_focus_hourly_usage.sql", table="t", start="2024-9-1", end="2024-10-01")
-    assert e.value.field == "start"
-    assert "{{" not in U.load_sql("athena_cur2_hourly_gpu_usage.sql", table="t", start="2024-09-01", end="2024-10-01")
+        U.load_sql("../usage.py")
+    assert e.value.field == "sql" and "spark_focus_hourly_usage.sql" in str(e.value)
+    texts = {f.name: f.read_text() for f in U.SQL_DIR.glob("*.sql")}
+    assert all("{{" not in s and "window_start" in s and "window_end" in s for s in texts.values())
+    assert ":start" in texts["spark_focus_hourly_usage.sql"] and "@start" in texts["bigquery_focus_hourly_usage.sql"]
+    assert "CAST(? AS TIMESTAMP)" in texts["athena_cur2_hourly_gpu_usage.sql"]
     for f in U.SQL_DIR.glob("*.sql"):
         assert "\\" not in f.read_text(), f.name  # one regex text for every dialect
 
@@ -540,23 +544,52 @@ SQL_ACCOUNT_COLUMNS = {"focus": ("SubAccountId", "BillingAccountId"),
                        "cur": ("line_item_usage_account_id", "bill_payer_account_id")}
 
 
-def csv_view(con, view: str, csv_path: Path) -> None:
-    """The CSV as a DuckDB view of strings (empty and NULL/null fields as SQL NULL); the account columns the SQL
-    reads that the file lacks are added as NULL, as the SQL headers tell users to do."""
+def csv_view(con, view: str, csv_path: Path, add_accounts: bool = True) -> None:
+    """The CSV as a DuckDB view of strings (empty and NULL/null fields as SQL NULL); with ``add_accounts`` the
+    account columns the SQL reads that the file lacks are added as NULL, as the BigQuery file's header tells users
+    to do with their view (the Spark file takes ``sub_account_column`` instead)."""
     with open(csv_path, newline="") as fh:
         header = next(csv.reader(fh))
-    extra = "".join(f", CAST(NULL AS VARCHAR) AS {c}" for c in SQL_ACCOUNT_COLUMNS[view] if c not in header)
+    extra = "".join(f", CAST(NULL AS VARCHAR) AS {c}" for c in SQL_ACCOUNT_COLUMNS[view]
+                    if c not in header and add_accounts)
     con.execute(f"CREATE VIEW {view} AS SELECT *{extra} FROM read_csv('{csv_path}', all_varchar=true, header=true, "
                 "nullstr=['NULL', 'null', ''])")
 
 
-def run_sql(name: str, csv_path: Path, view: str) -> pd.DataFrame:
+def duckdb_sql(name: str, view: str, sub_account_column: str = "SubAccountId") -> str:
+    """The SQL file in DuckDB's spelling. The Spark file: explode( -> unnest(, the named parameter markers :start /
+    :end -> DuckDB's $start / $end (still bound as parameters), IDENTIFIER(:table) and
+    IDENTIFIER(:sub_account_column) -> the names (DuckDB has no identifier clause). The Athena file runs as written
+    (its positional ? are DuckDB's too)."""
+    sql = U.load_sql(name)
+    if name.startswith("spark"):
+        sql = sql.replace("explode(", "unnest(").replace("IDENTIFIER(:table)", view)
+        sql = sql.replace("IDENTIFIER(:sub_account_column)", sub_account_column)
+        sql = re.sub(r":(start|end)\b", r"$\1", sql)
+    return sql
+
+
+def sql_params(name: str, start: str, end: str):
+    """The window as the file's parameters: Athena's positional ?, the others' named ones."""
+    return [start, end] if name.startswith("athena") else {"start": start, "end": end}
+
+
+def run_sql(name: str, csv_path: Path, view: str, start: str = "2000-01-01", end: str = "2100-01-01",
+            everything: bool = False) -> pd.DataFrame:
+    """The SQL file run in DuckDB over the CSV with the window as real parameters. The rows of GPU usage (the
+    hours-covered rows, instance_type NULL, and the window columns dropped) unless ``everything``. An export
+    without SubAccountId runs with sub_account_column BillingAccountId, as the Spark file's header says."""
     con = duckdb_connection()
-    csv_view(con, view, csv_path)
-    sql = U.load_sql(name, table=view, start="2000-01-01", end="2100-01-01").replace("explode(", "unnest(")
-    out = con.sql(sql).df()
-    out["hour"] = pd.to_datetime(out["hour"]).dt.tz_localize("UTC")
-    return out
+    with open(csv_path, newline="") as fh:
+        has_sub = "SubAccountId" in next(csv.reader(fh))
+    csv_view(con, view, csv_path, add_accounts=view != "focus")
+    sql = duckdb_sql(name, view, "SubAccountId" if has_sub else "BillingAccountId")
+    out = con.execute(sql, sql_params(name, start, end)).df()
+    for c in ("hour", "window_start", "window_end"):
+        out[c] = pd.to_datetime(out[c]).dt.tz_localize("UTC")
+    if everything:
+        return out
+    return out[out["instance_type"].notna()].drop(columns=["window_start", "window_end"]).reset_index(drop=True)
 
 
 def compare_sql_python(sql_out: pd.DataFrame, d: U.UsageData) -> None:
@@ -626,19 +659,29 @@ def test_athena_cur_sql_splits_accounts_as_python(tmp_path):
     assert cur_account_hours(out) == cur_account_hours(d.hourly) == CUR_TWO_ACCOUNT_HOURS
 
 
+def _write_hourly(out: pd.DataFrame, p: Path) -> Path:
+    iso = {c: out[c].dt.strftime("%Y-%m-%dT%H:%M:%SZ") for c in ("hour", "window_start", "window_end")}
+    out.assign(**iso).to_csv(p, index=False)
+    return p
+
+
 def test_sql_output_reads_back_as_hourly(tmp_path):
-    out = run_sql("spark_focus_hourly_usage.sql", FIX / "synthetic_focus_1.0.csv", "focus")
-    p = tmp_path / "hourly.csv"
-    out.assign(hour=out["hour"].dt.strftime("%Y-%m-%dT%H:%M:%SZ")).to_csv(p, index=False)
+    out = run_sql("spark_focus_hourly_usage.sql", FIX / "synthetic_focus_1.0.csv", "focus", "2024-09-01",
+                  "2024-10-01", everything=True)
+    p = _write_hourly(out, tmp_path / "hourly.csv")
     d = U.read_usage(p)
+    ref = U.read_usage(FIX / "synthetic_focus_1.0.csv")
     assert d.source_format == "hourly" and d.bad_rows == []
-    pd.testing.assert_frame_equal(per_key(d.hourly), per_key(U.read_usage(FIX / "synthetic_focus_1.0.csv").hourly),
-                                  check_exact=False)
+    pd.testing.assert_frame_equal(per_key(d.hourly), per_key(ref.hourly), check_exact=False)
+    # the window and the hours covered travel with the data: the same coverage as the export read directly
+    assert (d.coverage_start, d.coverage_end, d.covered_days) == (ref.coverage_start, ref.coverage_end,
+                                                                  ref.covered_days)
+    assert (str(d.period_start), str(d.period_end)) == ("2024-09-01 00:00:00+00:00", "2024-10-01 00:00:00+00:00")
+    assert d.rows_not_gpu == 720  # one hours-covered row per hour of September 2024
     # the accounts survive the round trip, a payer's leading zero included
     for name, src, view in (("spark_focus_hourly_usage.sql", write_focus_two_accounts(tmp_path / "f.csv"), "focus"),
                             ("athena_cur2_hourly_gpu_usage.sql", write_cur_two_accounts(tmp_path / "c.csv"), "cur")):
-        out = run_sql(name, src, view)
-        out.assign(hour=out["hour"].dt.strftime("%Y-%m-%dT%H:%M:%SZ")).to_csv(p, index=False)
+        _write_hourly(run_sql(name, src, view, "2024-09-01", "2024-10-01", everything=True), p)
         back = U.read_usage(p, fmt="hourly")
         assert back.bad_rows == [] and ("012345678901" in set(back.hourly["account_id"])) == (view == "cur")
         compare_sql_python(back.hourly, U.read_usage(src))

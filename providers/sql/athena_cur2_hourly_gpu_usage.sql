@@ -1,10 +1,16 @@
 -- gpuopt: hourly GPU instance usage from an AWS CUR 2.0 table (Data Exports), Amazon Athena (Trino SQL).
 -- Output = the `hourly` format of providers/usage.py: provider, region, instance_type, hour, usage_hours,
 -- billed_cost, effective_cost, list_cost, pricing_category, account_id (one row per account, so that
--- `gpuopt review --scope account` can recommend per account). Save the result (Athena writes CSV) and run
--- `read_usage(path, fmt="hourly")`.
--- Placeholders: {{table}} (the CUR 2.0 table), {{start}} / {{end}} (YYYY-MM-DD, line_item_usage_start_date in
--- [start, end)).
+-- `gpuopt review --scope account` can recommend per account), window_start, window_end, plus one row per hour
+-- covered by a usage row of any service (Usage / DiscountedUsage / SavingsPlanCoveredUsage, at most a day long;
+-- instance_type NULL, usage 0): the window and the hours covered travel with the data (the reader takes covered
+-- hours without GPU rows as idle; see spark_focus_hourly_usage.sql's header). Save the result (Athena writes CSV)
+-- and run `gpuopt review --usage FILE --usage-format hourly`.
+-- Parameters (Athena execution parameters, positional): the two `?` of `params` below, start then end, as
+-- timestamp literals' text, e.g. start_query_execution(..., ExecutionParameters=["'2024-09-01 00:00:00'",
+-- "'2024-10-01 00:00:00'"]) or `EXECUTE stmt USING '2024-09-01 00:00:00', '2024-10-01 00:00:00'` after PREPARE
+-- (UTC; line_item_usage_start_date in [start, end)). Table: a name cannot be a parameter; the query reads `cur`
+-- of the query's database (QueryExecutionContext.Database): CREATE VIEW cur AS SELECT * FROM "<db>"."<cur 2.0 table>".
 --
 -- Same rules as providers/usage.py (AWS CUR 2.0):
 --   * instance usage = Usage (on-demand, or spot when pricing_term = 'Spot' or the usage type says SpotUsage),
@@ -23,7 +29,10 @@
 -- BigQuery files); CROSS JOIN UNNEST(sequence(...)) makes one row per hour. The test suite runs this file in DuckDB
 -- after defining regexp_like and sequence as macros (tests/test_usage.py::duckdb_connection), and sqlglot's DuckDB
 -- translation of it (read='athena', tests/test_warehouse_sql.py); it never runs on Athena itself.
-WITH src AS (
+WITH params AS (
+  SELECT CAST(? AS TIMESTAMP) AS w0, CAST(? AS TIMESTAMP) AS w1
+),
+src AS (
   SELECT
     line_item_line_item_type AS lit,
     coalesce(line_item_usage_type, '') AS usage_type,
@@ -40,13 +49,21 @@ WITH src AS (
     TRY_CAST(savings_plan_savings_plan_effective_cost AS DOUBLE) AS sp_eff,
     TRY_CAST(pricing_public_on_demand_cost AS DOUBLE) AS list_cost,
     lower(coalesce(pricing_term, '')) AS term,
-    coalesce(nullif(trim(line_item_usage_account_id), ''), trim(bill_payer_account_id), '') AS account_id
-  FROM {{table}}
+    coalesce(nullif(trim(line_item_usage_account_id), ''), trim(bill_payer_account_id), '') AS account_id,
+    regexp_like(coalesce(line_item_usage_type, ''), '(BoxUsage|SpotUsage|DedicatedUsage|HostUsage|DedicatedRes)')
+      AND coalesce(line_item_currency_code, '') = 'USD' AS usable
+  FROM cur CROSS JOIN params
   WHERE line_item_line_item_type IN ('Usage', 'DiscountedUsage', 'SavingsPlanCoveredUsage')
-    AND regexp_like(coalesce(line_item_usage_type, ''), '(BoxUsage|SpotUsage|DedicatedUsage|HostUsage|DedicatedRes)')
-    AND line_item_currency_code = 'USD'
-    AND TRY_CAST(line_item_usage_start_date AS TIMESTAMP) >= TIMESTAMP '{{start}} 00:00:00'
-    AND TRY_CAST(line_item_usage_start_date AS TIMESTAMP) < TIMESTAMP '{{end}} 00:00:00'
+    AND TRY_CAST(line_item_usage_start_date AS TIMESTAMP) >= w0
+    AND TRY_CAST(line_item_usage_start_date AS TIMESTAMP) < w1
+),
+seen AS (
+  SELECT DISTINCT date_trunc('hour', s) AS h0, date_trunc('hour', e - INTERVAL '1' SECOND) AS h1
+  FROM src
+  WHERE s IS NOT NULL AND e IS NOT NULL AND e > s AND e <= s + INTERVAL '1' DAY
+),
+covered AS (
+  SELECT h0 AS hour FROM seen UNION SELECT h1 AS hour FROM seen
 ),
 gpu AS (
   SELECT 'aws' AS provider, region, instance_type, account_id, s, e, qty, list_cost,
@@ -57,7 +74,7 @@ gpu AS (
          WHEN term = 'spot' OR usage_type LIKE '%SpotUsage%' THEN 'Dynamic'
          ELSE 'Standard' END AS pricing_category
   FROM src
-  WHERE regexp_like(instance_type, '^(p[0-9]+[a-z]*(-[a-z0-9]+)?[.][a-z0-9-]+|gr?[0-9]+[a-z]*[.][a-z0-9-]+)$')
+  WHERE usable AND regexp_like(instance_type, '^(p[0-9]+[a-z]*(-[a-z0-9]+)?[.][a-z0-9-]+|gr?[0-9]+[a-z]*[.][a-z0-9-]+)$')
     AND s IS NOT NULL AND e IS NOT NULL AND e > s AND qty IS NOT NULL AND unblended IS NOT NULL
 ),
 hours AS (
@@ -72,13 +89,22 @@ weighted AS (
       / CAST(date_diff('millisecond', s, e) AS DOUBLE) AS w
   FROM hours
 )
-SELECT provider, region, instance_type, hour,
-  SUM(qty * w) AS usage_hours,
-  SUM(billed * w) AS billed_cost,
-  SUM(eff * w) AS effective_cost,
-  SUM(list_cost * w) AS list_cost,
-  pricing_category,
-  account_id
-FROM weighted
-GROUP BY provider, region, instance_type, pricing_category, account_id, hour
+SELECT provider, region, instance_type, hour, usage_hours, billed_cost, effective_cost, list_cost, pricing_category,
+  account_id, w0 AS window_start, w1 AS window_end
+FROM (
+  SELECT provider, region, instance_type, hour,
+    SUM(qty * w) AS usage_hours,
+    SUM(billed * w) AS billed_cost,
+    SUM(eff * w) AS effective_cost,
+    SUM(list_cost * w) AS list_cost,
+    pricing_category,
+    account_id
+  FROM weighted
+  GROUP BY provider, region, instance_type, pricing_category, account_id, hour
+  UNION ALL
+  SELECT '' AS provider, '' AS region, CAST(NULL AS VARCHAR) AS instance_type, hour, 0.0 AS usage_hours,
+    0.0 AS billed_cost, 0.0 AS effective_cost, CAST(NULL AS DOUBLE) AS list_cost, '' AS pricing_category,
+    '' AS account_id
+  FROM covered
+) u CROSS JOIN params
 ORDER BY provider, region, instance_type, pricing_category, account_id, hour

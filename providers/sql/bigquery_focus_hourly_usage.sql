@@ -1,10 +1,18 @@
 -- gpuopt: hourly GPU instance usage from a FOCUS 1.0-1.2 table, Google BigQuery (GoogleSQL).
 -- Output = the `hourly` format of providers/usage.py: provider, region, instance_type, hour, usage_hours,
 -- billed_cost, effective_cost, list_cost, pricing_category, account_id (SubAccountId, else BillingAccountId, ''
--- when neither; one row per account, for `gpuopt review --scope account`). Export the result (CSV or Parquet)
--- and run `read_usage(path, fmt="hourly")`.
--- Placeholders: {{table}} (`project.dataset.table` of the FOCUS export), {{start}} / {{end}} (YYYY-MM-DD,
--- ChargePeriodStart in [start, end)).
+-- when neither; one row per account, for `gpuopt review --scope account`), window_start, window_end, plus one row
+-- per hour covered by a usage row of any service (instance_type NULL, usage 0): the window and hours covered travel
+-- with the data (spark_focus_hourly_usage.sql's header says how the reader uses them). Export the result (CSV or
+-- Parquet) and run `gpuopt review --usage FILE --usage-format hourly`.
+-- Parameters (BigQuery named query parameters): @start, @end (STRING 'YYYY-MM-DD' or TIMESTAMP, UTC;
+-- ChargePeriodStart in [start, end)), e.g. `bq query --use_legacy_sql=false --parameter=start::2024-09-01
+-- --parameter=end::2024-10-01 < bigquery_focus_hourly_usage.sql`, or QueryJobConfig(query_parameters=[...]).
+-- Table: a table name cannot be a parameter; the query reads `focus` of the job's default dataset (bq
+-- --dataset_id, QueryJobConfig.default_dataset). Point it at the export with a view, which also adds the
+-- conditional SubAccountId column when the export lacks it (FOCUS 1.0 exports often do):
+--   CREATE VIEW dataset.focus AS SELECT * FROM `project.dataset.focus_export`;                 -- with SubAccountId
+--   CREATE VIEW dataset.focus AS SELECT *, CAST(NULL AS STRING) AS SubAccountId FROM `...`;   -- without it
 --
 -- A line-by-line translation of spark_focus_hourly_usage.sql (read its header for the rules and how they differ
 -- from the Python reader). BigQuery differences: SAFE_CAST for TRY_CAST, REGEXP_CONTAINS for regexp_like,
@@ -13,7 +21,10 @@
 -- interval arithmetic, FLOAT64 for DOUBLE, CONCAT. The regexes contain no backslash, so BigQuery's string escapes do not change them.
 -- The test suite parses this file with sqlglot (read='bigquery'), checks its output and FOCUS 1.2 input columns,
 -- and runs sqlglot's DuckDB translation of it (tests/test_warehouse_sql.py); it never runs on BigQuery itself.
-WITH src AS (
+WITH params AS (
+  SELECT CAST(@start AS TIMESTAMP) AS w0, CAST(@end AS TIMESTAMP) AS w1
+),
+src AS (
   SELECT
     CASE lower(trim(ProviderName))
       WHEN 'aws' THEN 'aws' WHEN 'amazon web services' THEN 'aws' WHEN 'amazon web services, inc.' THEN 'aws'
@@ -34,14 +45,20 @@ WITH src AS (
     lower(coalesce(PricingCategory, '')) AS pcat,
     coalesce(CommitmentDiscountId, '') AS cid,
     lower(coalesce(CommitmentDiscountStatus, '')) AS cstatus,
-    coalesce(nullif(trim(SubAccountId), ''), trim(BillingAccountId), '') AS account_id
-  FROM `{{table}}`
+    coalesce(nullif(trim(SubAccountId), ''), trim(BillingAccountId), '') AS account_id,
+    lower(coalesce(ChargeClass, '')) <> 'correction' AND coalesce(BillingCurrency, '') = 'USD' AS usable
+  FROM focus CROSS JOIN params
   WHERE lower(ChargeCategory) = 'usage'
-    AND lower(coalesce(CommitmentDiscountStatus, '')) <> 'unused'
-    AND lower(coalesce(ChargeClass, '')) <> 'correction'
-    AND BillingCurrency = 'USD'
-    AND SAFE_CAST(ChargePeriodStart AS TIMESTAMP) >= TIMESTAMP('{{start}}')
-    AND SAFE_CAST(ChargePeriodStart AS TIMESTAMP) < TIMESTAMP('{{end}}')
+    AND SAFE_CAST(ChargePeriodStart AS TIMESTAMP) >= w0
+    AND SAFE_CAST(ChargePeriodStart AS TIMESTAMP) < w1
+),
+seen AS (
+  SELECT DISTINCT TIMESTAMP_TRUNC(s, HOUR) AS h0, TIMESTAMP_TRUNC(TIMESTAMP_SUB(e, INTERVAL 1 SECOND), HOUR) AS h1
+  FROM src
+  WHERE s IS NOT NULL AND e IS NOT NULL AND e > s AND e <= TIMESTAMP_ADD(s, INTERVAL 1 DAY)
+),
+covered AS (
+  SELECT h0 AS hour FROM seen UNION DISTINCT SELECT h1 AS hour FROM seen
 ),
 typed AS (
   SELECT *,
@@ -63,6 +80,7 @@ typed AS (
               * CASE WHEN REGEXP_CONTAINS(pu, '^[0-9.]+ *k ') THEN 1000.0 ELSE 1.0 END
     END AS qty
   FROM src
+  WHERE usable AND cstatus <> 'unused'
 ),
 gpu AS (
   SELECT provider, region, instance_type, account_id, s, e, qty, billed, list_cost,
@@ -95,13 +113,22 @@ weighted AS (
       / TIMESTAMP_DIFF(e, s, MILLISECOND) AS w
   FROM hours
 )
-SELECT provider, region, instance_type, hour,
-  SUM(qty * w) AS usage_hours,
-  SUM(billed * w) AS billed_cost,
-  SUM(eff * w) AS effective_cost,
-  SUM(list_cost * w) AS list_cost,
-  pricing_category,
-  account_id
-FROM weighted
-GROUP BY provider, region, instance_type, pricing_category, account_id, hour
+SELECT provider, region, instance_type, hour, usage_hours, billed_cost, effective_cost, list_cost, pricing_category,
+  account_id, w0 AS window_start, w1 AS window_end
+FROM (
+  SELECT provider, region, instance_type, hour,
+    SUM(qty * w) AS usage_hours,
+    SUM(billed * w) AS billed_cost,
+    SUM(eff * w) AS effective_cost,
+    SUM(list_cost * w) AS list_cost,
+    pricing_category,
+    account_id
+  FROM weighted
+  GROUP BY provider, region, instance_type, pricing_category, account_id, hour
+  UNION ALL
+  SELECT '' AS provider, '' AS region, CAST(NULL AS STRING) AS instance_type, hour, 0.0 AS usage_hours,
+    0.0 AS billed_cost, 0.0 AS effective_cost, CAST(NULL AS FLOAT64) AS list_cost, '' AS pricing_category,
+    '' AS account_id
+  FROM covered
+) u CROSS JOIN params
 ORDER BY provider, region, instance_type, pricing_category, account_id, hour

@@ -1,9 +1,23 @@
 -- gpuopt: hourly GPU instance usage from a FOCUS 1.0-1.2 table, Spark SQL (Databricks, EMR, Synapse Spark).
 -- Output = the `hourly` format of providers/usage.py: provider, region, instance_type, hour, usage_hours,
 -- billed_cost, effective_cost, list_cost, pricing_category, account_id (one row per account, so that
--- `gpuopt review --scope account` can recommend per account). Save it as CSV/Parquet and run
--- `read_usage(path, fmt="hourly")`.
--- Placeholders: {{table}} (the FOCUS table), {{start}} / {{end}} (YYYY-MM-DD, ChargePeriodStart in [start, end)).
+-- `gpuopt review --scope account` can recommend per account), window_start, window_end. Save it as CSV/Parquet and
+-- run `gpuopt review --usage FILE --usage-format hourly` (or `read_usage(path, fmt="hourly")`).
+--
+-- The window travels with the data (issue 32): every row carries window_start / window_end, the [start, end) the
+-- query read (ChargePeriodStart in it), and the query adds one row per hour covered by a usage row of ANY service
+-- (ChargeCategory Usage, charge period of at most a day) with instance_type NULL and usage 0: the hours covered.
+-- The reader takes hours the export covers without GPU rows as idle (zero use), and days with no row at all as
+-- missing data, exactly as it reads the FOCUS export itself; it refuses an hourly file without the window columns
+-- unless `--window START END` is given.
+--
+-- Parameters (Spark >= 3.5 named parameter markers; no text to edit):
+--   :table               the FOCUS table (IDENTIFIER clause), e.g. 'main.billing.focus';
+--   :start, :end         the window, 'YYYY-MM-DD' (or a timestamp), UTC, ChargePeriodStart in [start, end);
+--   :sub_account_column  'SubAccountId', or 'BillingAccountId' for an export without SubAccountId (a conditional
+--                        FOCUS column, absent from many FOCUS 1.0 exports): then account_id is BillingAccountId.
+-- PySpark: spark.sql(open(path).read(), args={"table": "focus", "start": "2024-09-01", "end": "2024-10-01",
+--   "sub_account_column": "SubAccountId"}). Databricks SQL editor / notebooks: the same names as widgets/parameters.
 -- Run with spark.sql.session.timeZone = UTC.
 --
 -- Same rules as providers/usage.py (FOCUS), with these differences:
@@ -16,16 +30,22 @@
 --   * rows that do not parse (dates, numbers) and rows in another currency are left out silently (the Python
 --     reader reports them, and refuses a non-USD file);
 --   * a resource-hour split between a Committed and a Standard row is not re-shared by PricingQuantity.
--- account_id = SubAccountId, else BillingAccountId (trimmed), '' when both are empty, as the reader. SubAccountId
--- is a conditional FOCUS column: if your export has no such column, put NULL in its place in `src`.
+-- account_id = SubAccountId (the :sub_account_column), else BillingAccountId (trimmed), '' when both are empty, as
+-- the reader.
 -- Dialect notes: the regular expressions use no backslash (Spark's string escapes, Trino's and DuckDB's literal
 -- backslashes and BigQuery's all read them the same) and only syntax common to Java, RE2 and Joni; TRY_CAST needs
--- Spark >= 3.2; explode(sequence(...)) makes one row per hour; regexp_replace is used only where one match is
--- replaced (DuckDB replaces the first match unless given 'g', the others every match), replace() elsewhere.
--- The test suite runs this file on Spark itself (pyspark in local mode, tests/test_warehouse_sql.py) and in DuckDB
--- after replacing explode( with unnest( and defining regexp_like, sequence and unix_timestamp as macros
--- (tests/test_usage.py::duckdb_connection); both give the Python reader's hourly usage.
-WITH src AS (
+-- Spark >= 3.2, parameter markers 3.4, IDENTIFIER 3.5; explode(sequence(...)) makes one row per hour;
+-- regexp_replace is used only where one match is replaced (DuckDB replaces the first match unless given 'g', the
+-- others every match), replace() elsewhere.
+-- The test suite runs this file on Spark itself (pyspark in local mode, spark.sql(..., args=...),
+-- tests/test_warehouse_sql.py) and in DuckDB with prepared-statement parameters after a textual rewrite of the
+-- Spark-only spellings (tests/test_usage.py::duckdb_sql: explode( -> unnest(, :name -> $name, IDENTIFIER(:x) ->
+-- the view/column name) and macros for regexp_like, sequence and unix_timestamp (duckdb_connection); both give the
+-- Python reader's hourly usage and coverage.
+WITH params AS (
+  SELECT CAST(:start AS TIMESTAMP) AS w0, CAST(:end AS TIMESTAMP) AS w1
+),
+src AS (
   SELECT
     CASE lower(trim(ProviderName))
       WHEN 'aws' THEN 'aws' WHEN 'amazon web services' THEN 'aws' WHEN 'amazon web services, inc.' THEN 'aws'
@@ -46,14 +66,20 @@ WITH src AS (
     lower(coalesce(PricingCategory, '')) AS pcat,
     coalesce(CommitmentDiscountId, '') AS cid,
     lower(coalesce(CommitmentDiscountStatus, '')) AS cstatus,
-    coalesce(nullif(trim(SubAccountId), ''), trim(BillingAccountId), '') AS account_id
-  FROM {{table}}
+    coalesce(nullif(trim(IDENTIFIER(:sub_account_column)), ''), trim(BillingAccountId), '') AS account_id,
+    lower(coalesce(ChargeClass, '')) <> 'correction' AND coalesce(BillingCurrency, '') = 'USD' AS usable
+  FROM IDENTIFIER(:table) CROSS JOIN params
   WHERE lower(ChargeCategory) = 'usage'
-    AND lower(coalesce(CommitmentDiscountStatus, '')) <> 'unused'
-    AND lower(coalesce(ChargeClass, '')) <> 'correction'
-    AND BillingCurrency = 'USD'
-    AND TRY_CAST(ChargePeriodStart AS TIMESTAMP) >= TIMESTAMP '{{start}} 00:00:00'
-    AND TRY_CAST(ChargePeriodStart AS TIMESTAMP) < TIMESTAMP '{{end}} 00:00:00'
+    AND TRY_CAST(ChargePeriodStart AS TIMESTAMP) >= w0
+    AND TRY_CAST(ChargePeriodStart AS TIMESTAMP) < w1
+),
+seen AS (
+  SELECT DISTINCT date_trunc('HOUR', s) AS h0, date_trunc('HOUR', e - INTERVAL '1' SECOND) AS h1
+  FROM src
+  WHERE s IS NOT NULL AND e IS NOT NULL AND e > s AND e <= s + INTERVAL '1' DAY
+),
+covered AS (
+  SELECT h0 AS hour FROM seen UNION SELECT h1 AS hour FROM seen
 ),
 typed AS (
   SELECT *,
@@ -76,6 +102,7 @@ typed AS (
               * CASE WHEN regexp_like(pu, '^[0-9.]+ *k ') THEN 1000.0 ELSE 1.0 END
     END AS qty
   FROM src
+  WHERE usable AND cstatus <> 'unused'
 ),
 gpu AS (
   SELECT provider, region, instance_type, account_id, s, e, qty, billed, list_cost,
@@ -106,13 +133,22 @@ weighted AS (
       / (unix_timestamp(e) - unix_timestamp(s)) AS w
   FROM hours
 )
-SELECT provider, region, instance_type, hour,
-  SUM(qty * w) AS usage_hours,
-  SUM(billed * w) AS billed_cost,
-  SUM(eff * w) AS effective_cost,
-  SUM(list_cost * w) AS list_cost,
-  pricing_category,
-  account_id
-FROM weighted
-GROUP BY provider, region, instance_type, pricing_category, account_id, hour
+SELECT provider, region, instance_type, hour, usage_hours, billed_cost, effective_cost, list_cost, pricing_category,
+  account_id, w0 AS window_start, w1 AS window_end
+FROM (
+  SELECT provider, region, instance_type, hour,
+    SUM(qty * w) AS usage_hours,
+    SUM(billed * w) AS billed_cost,
+    SUM(eff * w) AS effective_cost,
+    SUM(list_cost * w) AS list_cost,
+    pricing_category,
+    account_id
+  FROM weighted
+  GROUP BY provider, region, instance_type, pricing_category, account_id, hour
+  UNION ALL
+  SELECT '' AS provider, '' AS region, CAST(NULL AS STRING) AS instance_type, hour, 0.0 AS usage_hours,
+    0.0 AS billed_cost, 0.0 AS effective_cost, CAST(NULL AS DOUBLE) AS list_cost, '' AS pricing_category,
+    '' AS account_id
+  FROM covered
+) u CROSS JOIN params
 ORDER BY provider, region, instance_type, pricing_category, account_id, hour

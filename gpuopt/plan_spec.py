@@ -92,7 +92,31 @@ def _normalize(data: Any, origin: str, lines: dict[tuple, int]) -> tuple[dict, d
     return plan, moved, True
 
 
-def _raise_validation(exc: ValidationError, origin: str, lines: dict[tuple, int], single: bool) -> None:
+#: How an error names a value given as an argument of the Python API (``recommend(budget="abc")``) rather than read
+#: from the plan file: "budget: must be a number, got 'abc' (the budget= argument)". The CLI names the option instead
+#: (:func:`named_as_options`).
+ARGUMENT = "the {key}= argument"
+
+
+def mark_given(lines: dict[tuple, Any], options: Mapping[str, Any], given_as: str | None) -> dict[tuple, Any]:
+    """``lines`` (key path -> line of the plan file) with every key ``options`` set (None and empty lists are "not
+    given") mapped to ``given_as.format(key=key)`` instead: its line and the lines under it in the file are dropped,
+    so an error on the value names where the value came from (the argument), not the file line it replaced.
+    Unchanged when ``given_as`` is None."""
+    if given_as is None:
+        return lines
+    out = dict(lines)
+    for k, v in options.items():
+        if v is None or (isinstance(v, (list, tuple)) and not v):
+            continue
+        path = (k,) if k in PLAN_KEYS else ("workloads", 0, k)
+        for p in [p for p in out if p[:len(path)] == path]:
+            del out[p]
+        out[path] = given_as.format(key=k)
+    return out
+
+
+def _raise_validation(exc: ValidationError, origin: str, lines: dict[tuple, Any], single: bool) -> None:
     err = exc.errors(include_url=False)[0]
     loc, msg, accepted = validation_message(err, single)
     line = None
@@ -101,7 +125,10 @@ def _raise_validation(exc: ValidationError, origin: str, lines: dict[tuple, int]
             line = lines[loc[:n]]
             break
     shown = loc[2:] if single and loc[:2] == ("workloads", 0) else loc
-    where = f" ({origin}, line {line})" if line is not None and origin else (f" ({origin})" if origin else "")
+    if isinstance(line, str):  # a value given as an argument (mark_given), not read from the file
+        where = f" ({line})"
+    else:
+        where = f" ({origin}, line {line})" if line is not None and origin else (f" ({origin})" if origin else "")
     raise InputError(_dotted(shown), msg + where, accepted) from None
 
 
@@ -164,12 +191,14 @@ def apply_options(data: Mapping[str, Any], options: Mapping[str, Any]) -> dict:
     return out
 
 
-def load_plan_file(path: str | Path, options: Mapping[str, Any] | None = None) -> PlanFile:
+def load_plan_file(path: str | Path, options: Mapping[str, Any] | None = None,
+                   given_as: str | None = None) -> PlanFile:
     """Read and validate a plan file (either shape, module docstring), with ``options`` laid over its keys.
 
     Also reads every demand profile it names (``PlanFile.demand_profiles``) and checks they share one grid.
     Raises InputError: field ``workload`` for a missing file, a folder or bad YAML; else the dotted path of the
-    first bad key, the message naming the file and line."""
+    first bad key, the message naming the file and line -- or, for a key of ``options`` when ``given_as`` is set
+    (:data:`ARGUMENT`), naming the argument it came from instead (:func:`mark_given`)."""
     from gpuopt.kernel.inputs import read_text
 
     p = Path(path)
@@ -178,6 +207,7 @@ def load_plan_file(path: str | Path, options: Mapping[str, Any] | None = None) -
     data, lines, single = _normalize(data, str(p), lines)
     if options:
         data = apply_options(data, options)
+        lines = mark_given(lines, options, given_as)
     return _validate(data, str(p), p.parent, lines, single)
 
 
@@ -201,16 +231,19 @@ def named_as_options(options: Mapping[str, Any], *, every: bool = False, extra: 
                                              else None)
         if option is None:
             raise
-        msg = re.sub(r" \([^()]*, line \d+\)$", "", exc.message)
+        # the option, not the file line it replaced nor the API argument, is where the value came from
+        msg = exc.message.removesuffix(f" ({ARGUMENT.format(key=key)})")
+        msg = re.sub(r" \((?:[^()]|\([^()]*\))*, line \d+\)$", "", msg)
         raise InputError(option.split("/")[0], msg, exc.accepted) from None
 
 
-def plan_from_options(options: Mapping[str, Any], base_dir: str | Path | None = None) -> PlanFile:
+def plan_from_options(options: Mapping[str, Any], base_dir: str | Path | None = None,
+                      given_as: str | None = None) -> PlanFile:
     """A one-workload plan from ``recommend`` options alone (keys of ``CLI_OPTIONS``); paths relative to
-    ``base_dir`` (default: the current folder)."""
+    ``base_dir`` (default: the current folder). ``given_as`` (:data:`ARGUMENT`): errors name the argument."""
     data = apply_options({}, options)
     base = Path(base_dir) if base_dir is not None else Path.cwd()
-    plan = _validate(data, "", base, {}, single=True)
+    plan = _validate(data, "", base, mark_given({}, options, given_as), single=True)
     plan._origin = "command-line options"
     return plan
 
@@ -222,7 +255,7 @@ def plan_from_request(request: PlanRequest, options: Mapping[str, Any] | None = 
     folder). Raises InputError naming the key."""
     data = apply_options(request.model_dump(mode="python", exclude_unset=True), options or {})
     base = Path(base_dir) if base_dir is not None else Path.cwd()
-    plan = _validate(data, "", base, {}, single=False)
+    plan = _validate(data, "", base, mark_given({}, options or {}, ARGUMENT), single=False)
     plan._origin = "a PlanRequest"
     return plan
 

@@ -761,10 +761,13 @@ class PlanRequest(_Parts):
 
     def where(self, key: str) -> str:
         """`` (file, line N)`` of a top-level key of a plan file (`` (file)`` without its line; "" for a plan
-        made from options), to append to a message about that key."""
+        made from options), to append to a message about that key; `` (the gpus= argument)`` for a key given as an
+        argument (gpuopt.plan_spec.mark_given), not read from the file."""
+        line = (self._lines or {}).get((key,))
+        if isinstance(line, str):
+            return f" ({line})"
         if not self._origin or self._origin == "command-line options":
             return ""
-        line = (self._lines or {}).get((key,))
         return f" ({self._origin}, line {line})" if line is not None else f" ({self._origin})"
 
     def field_path(self, index: int, key: str) -> str:

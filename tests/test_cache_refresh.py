@@ -280,8 +280,8 @@ def test_import_a_skypilot_file_into_the_cache():
 
     f = INPUTS_DIR / "lambda_vms_v8_gpu_us-east-1.csv"
     base = previous_rows("lambda", "2026-09-01")  # the lambda offers in effect that day, before the import
-    r = CliRunner().invoke(app, ["prices", "import", str(f), "--format", "skypilot", "--provider", "lambda",
-                                 "--as-of", "2026-09-01", "--json"])
+    r = CliRunner().invoke(app, ["prices", "import", str(f), "--input-format", "skypilot", "--provider", "lambda",
+                                 "--as-of", "2026-09-01", "--format", "json"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     (snap,) = d["snapshots"]
@@ -293,10 +293,10 @@ def test_import_a_skypilot_file_into_the_cache():
     assert snap["unchanged"] + snap["changed"] == len(base) - snap["kept"] and snap["rows"] == 18 + snap["kept"]
     assert len(base) == 0 and snap["added"] == 18 and snap["kept"] == 0
     assert d["skipped_by_reason"] == {"unknown_gpu": 1}
-    r = CliRunner().invoke(app, ["prices", "import", str(f), "--format", "skypilot"])
+    r = CliRunner().invoke(app, ["prices", "import", str(f), "--input-format", "skypilot"])
     assert r.exit_code == 1 and "provider: a SkyPilot catalog needs --provider" in r.stderr
-    r = CliRunner().invoke(app, ["prices", "import", str(f), "--format", "xlsx", "--provider", "lambda"])
-    assert r.exit_code == 1 and r.stderr.startswith("gpuopt: error: format: unknown import format 'xlsx'")
+    r = CliRunner().invoke(app, ["prices", "import", str(f), "--input-format", "xlsx", "--provider", "lambda"])
+    assert r.exit_code == 1 and r.stderr.startswith("gpuopt: error: --input-format: unknown import format 'xlsx'")
 
 
 def test_import_dated_in_the_future_is_refused():

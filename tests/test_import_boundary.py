@@ -114,7 +114,7 @@ def test_non_utf8_import_through_the_cli_is_exit_1_without_traceback(tmp_path):
 
     bad = tmp_path / "retail.json"
     bad.write_bytes(b'{"Items": [{"armSkuName": "Standard_NC6s_v3", "location": "\xe9ast"}]}')
-    res = CliRunner().invoke(app, ["prices", "import", str(bad), "--format", "azure-retail", "--as-of", AS_OF])
+    res = CliRunner().invoke(app, ["prices", "import", str(bad), "--input-format", "azure-retail", "--as-of", AS_OF])
     assert res.exit_code == 1
     assert "retail.json is not UTF-8 text (byte 0xe9 at offset" in res.output
     assert "Traceback" not in res.output

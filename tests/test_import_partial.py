@@ -78,7 +78,7 @@ def _one_row_skypilot(tmp_path: Path, price: str | None = None, spot: str | None
 def test_a_partial_aws_price_file_keeps_every_other_offer_and_says_what_it_changed():
     base = previous_rows("aws", "2026-11-30")  # the AWS offers in effect on the file's date, before the import
     before, _ = load_offers()
-    r = _cli(str(AWS_GPU_FILE), "--format", "aws-price-list", "--json")
+    r = _cli(str(AWS_GPU_FILE), "--input-format", "aws-price-list", "--format", "json")
     assert r.exit_code == 0, r.output
     (w,) = json.loads(r.stdout)["snapshots"]
     # the date is the file's publicationDate, never the day of the import
@@ -109,7 +109,7 @@ def test_a_partial_aws_price_file_keeps_every_other_offer_and_says_what_it_chang
 
 def test_replace_region_replaces_the_regions_of_the_file_whole():
     base = previous_rows("aws", "2026-11-30")
-    r = _cli(str(AWS_GPU_FILE), "--format", "aws-price-list", "--replace-region", "--json")
+    r = _cli(str(AWS_GPU_FILE), "--input-format", "aws-price-list", "--replace-region", "--format", "json")
     assert r.exit_code == 0, r.output
     (w,) = json.loads(r.stdout)["snapshots"]
     snap = cache.read_snapshot(cache.list_snapshots("aws")[-1])
@@ -127,7 +127,7 @@ def test_a_one_row_skypilot_file_removes_no_eastus_offer(tmp_path):
     shipped, _ = load_offers(use_cache=False)
     east_before = _key_set(shipped, "azure", "eastus")
     f = _one_row_skypilot(tmp_path)
-    r = _cli(str(f), "--format", "skypilot", "--provider", "azure", "--as-of", "today")
+    r = _cli(str(f), "--input-format", "skypilot", "--provider", "azure", "--as-of", "today")
     assert r.exit_code == 0, r.output
     today = dt.datetime.now(dt.timezone.utc).date().isoformat()
     lines = r.stdout.splitlines()
@@ -142,8 +142,8 @@ def test_a_one_row_skypilot_file_removes_no_eastus_offer(tmp_path):
     assert _price(after, "azure", "eastus", "Standard_NC12s_v3", "on_demand") == 6.12
     assert set(after[(after["provider"] == "azure").to_numpy()]["as_of"].astype(str)) >= {today}
     # the same file with --replace-region replaces eastus whole, and says how many offers it removed
-    r = _cli(str(f), "--format", "skypilot", "--provider", "azure", "--as-of", "today", "--replace-region",
-             "--json")
+    r = _cli(str(f), "--input-format", "skypilot", "--provider", "azure", "--as-of", "today", "--replace-region",
+             "--format", "json")
     (w,) = json.loads(r.stdout)["snapshots"]
     after, _ = load_offers()
     east = _key_set(after, "azure", "eastus")
@@ -160,7 +160,7 @@ def test_an_older_aws_file_goes_into_the_history_and_leaves_the_current_prices(t
     f = tmp_path / "GetProducts_g4dn_xlarge_2021-02-05.json"
     f.write_text(json.dumps(item))
     before, _ = load_offers()
-    r = _cli(str(f), "--format", "aws-price-list")
+    r = _cli(str(f), "--input-format", "aws-price-list")
     assert r.exit_code == 0, r.output
     first = r.stdout.splitlines()[0]
     assert first.startswith(f"aws: prices as of 2021-02-05 (the file's publicationDate) are older than the current "
@@ -190,7 +190,7 @@ def test_an_older_aws_file_goes_into_the_history_and_leaves_the_current_prices(t
 
 
 def test_the_real_m5_large_file_has_no_gpu_offer_and_writes_nothing():
-    r = _cli(str(M5), "--format", "aws-price-list")
+    r = _cli(str(M5), "--input-format", "aws-price-list")
     assert r.exit_code == 1
     assert r.stderr == ("gpuopt: error: file: GetProducts_m5_large.json holds no GPU offers gpuopt can use "
                         "(1 row not usable: no_gpu 1)\n")
@@ -202,7 +202,7 @@ def test_prices_no_cloud_quotes_are_refused_at_import(tmp_path, price):
     """Importers accepted inf, 1e308 and 1e-300 (issue 9); the validation refuses them (bad_price) and the
     previous eastus price stays."""
     f = _one_row_skypilot(tmp_path, price=price)
-    r = _cli(str(f), "--format", "skypilot", "--provider", "azure", "--as-of", "2026-12-01", "--json")
+    r = _cli(str(f), "--input-format", "skypilot", "--provider", "azure", "--as-of", "2026-12-01", "--format", "json")
     if price == "1e-300":
         # the SkyPilot importer itself calls the spot price 0.7956 >= 1e-300 a placeholder; nothing is left
         assert r.exit_code == 1  # with --json the error is a JSON document on stderr (gpuopt.schemas.ErrorDoc)
@@ -237,7 +237,7 @@ def test_a_one_row_offers_csv_with_an_absurd_price_is_refused(tmp_path, price, e
     f = tmp_path / "one.csv"
     f.write_text("provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,usd_per_hour,as_of\n"
                  f"onprem,dc1,dgx-a100,A100-80GB,8,80,on_demand,{price},2026-10-01\n")
-    r = _cli(str(f), "--format", "offers")
+    r = _cli(str(f), "--input-format", "offers")
     assert r.exit_code == 1 and "Traceback" not in r.output
     if error:
         assert r.stderr == f"gpuopt: error: file: one.csv holds no GPU offers gpuopt can use {error}\n"
@@ -248,40 +248,40 @@ def test_a_one_row_offers_csv_with_an_absurd_price_is_refused(tmp_path, price, e
 
 def test_dates_are_the_sources_or_given_never_today_silently(tmp_path):
     f = _one_row_skypilot(tmp_path)
-    r = _cli(str(f), "--format", "skypilot", "--provider", "azure")
+    r = _cli(str(f), "--input-format", "skypilot", "--provider", "azure")
     assert r.exit_code == 1
-    assert r.stderr.startswith("gpuopt: error: as_of: a SkyPilot catalog carries no date: give --as-of YYYY-MM-DD")
+    assert r.stderr.startswith("gpuopt: error: --as-of: a SkyPilot catalog carries no date: give --as-of YYYY-MM-DD")
     assert r.stderr.endswith("(accepted: YYYY-MM-DD or today)\n")
     # an --as-of contradicting the file's publicationDate is refused, naming both dates
-    r = _cli(str(AWS_GPU_FILE), "--format", "aws-price-list", "--as-of", "2026-12-01")
+    r = _cli(str(AWS_GPU_FILE), "--input-format", "aws-price-list", "--as-of", "2026-12-01")
     assert r.exit_code == 1 and r.stderr == (
-        "gpuopt: error: as_of: GetProducts_gpu_us-east-1.derived.json says its prices held on 2026-11-30 (the file's "
+        "gpuopt: error: --as-of: GetProducts_gpu_us-east-1.derived.json says its prices held on 2026-11-30 (the file's "
         "publicationDate); --as-of 2026-12-01 contradicts it: leave --as-of out\n")
     # an offers CSV without dates needs --as-of; with it, its rows take that date
     o = tmp_path / "undated.csv"
     o.write_text("provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,usd_per_hour\n"
                  "onprem,dc1,dgx-a100,A100-80GB,8,80,on_demand,18.5\n")
-    r = _cli(str(o), "--format", "offers")
+    r = _cli(str(o), "--input-format", "offers")
     assert r.exit_code == 1 and r.stderr.startswith(
-        "gpuopt: error: as_of: undated.csv does not say when its prices held (no as_of column, or every as_of "
+        "gpuopt: error: --as-of: undated.csv does not say when its prices held (no as_of column, or every as_of "
         "empty or unknown); give --as-of YYYY-MM-DD")
-    r = _cli(str(o), "--format", "offers", "--as-of", "2026-10-01", "--json")
+    r = _cli(str(o), "--input-format", "offers", "--as-of", "2026-10-01", "--format", "json")
     assert r.exit_code == 0, r.output
     (w,) = json.loads(r.stdout)["snapshots"]
     assert (w["provider"], w["as_of"], w["as_of_from"], w["added"], w["current"]) == \
         ("onprem", "2026-10-01", "--as-of (the file gives no date)", 1, True)
-    r = _cli(str(o), "--format", "offers", "--as-of", "yesterday")
-    assert r.exit_code == 1 and r.stderr == ("gpuopt: error: as_of: not a date: 'yesterday' "
+    r = _cli(str(o), "--input-format", "offers", "--as-of", "yesterday")
+    assert r.exit_code == 1 and r.stderr == ("gpuopt: error: --as-of: not a date: 'yesterday' "
                                              "(accepted: YYYY-MM-DD)\n")
 
 
 def test_a_failed_import_leaves_the_previous_snapshot(tmp_path):
     f = _one_row_skypilot(tmp_path)
-    assert _cli(str(f), "--format", "skypilot", "--provider", "azure", "--as-of", "today").exit_code == 0
+    assert _cli(str(f), "--input-format", "skypilot", "--provider", "azure", "--as-of", "today").exit_code == 0
     snaps = [s.meta_path.name for s in cache.list_snapshots()]
     before, _ = load_offers()
     bad = _one_row_skypilot(tmp_path, price="1e-300")  # nothing usable
-    assert _cli(str(bad), "--format", "skypilot", "--provider", "azure", "--as-of", "today").exit_code == 1
+    assert _cli(str(bad), "--input-format", "skypilot", "--provider", "azure", "--as-of", "today").exit_code == 1
     assert [s.meta_path.name for s in cache.list_snapshots()] == snaps
     after, _ = load_offers()
     assert after.equals(before)
@@ -321,7 +321,7 @@ def test_kept_offers_that_the_files_prices_contradict_are_said(tmp_path):
     f = tmp_path / "p4d.csv"
     f.write_text("provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,usd_per_hour,as_of\n"
                  "aws,us-east-1,p4d.24xlarge,A100-40GB,8,40,on_demand,5.0,2026-12-01\n")
-    r = _cli(str(f), "--format", "offers", "--json")
+    r = _cli(str(f), "--input-format", "offers", "--format", "json")
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     (note,) = [n for n in out["notes"] if "kept offer(s) the file does not carry" in n]

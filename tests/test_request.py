@@ -91,7 +91,9 @@ def test_an_unknown_keyword_names_the_closest_known_one(typo, closest):
 def test_the_api_checks_bounds_with_the_model():
     with pytest.raises(InputError) as e:
         gpuopt.recommend(**SMALL, horizon_months=0)
-    assert (e.value.field, e.value.message) == ("horizon_months", "must be at least 1, got 0")
+    # issue 32: the message names where the value came from, the argument (not a file line)
+    assert (e.value.field, e.value.message) == ("horizon_months",
+                                                "must be at least 1, got 0 (the horizon_months= argument)")
 
 
 # ------------------------------------------------------------------------------------- one name everywhere

@@ -9,5 +9,5 @@ fixes the four top-level packages; ``gpuopt/__init__.py`` imports nothing eagerl
 Modules: ``records`` (the offer columns, pricing and payment names, units such as HOURS_PER_MONTH),
 ``errors`` (GpuoptError and its kinds), ``inputs`` (decoding configuration files: UTF-8, YAML, strict JSON,
 number checks), ``redact`` (secrets out of messages and logs), ``documents`` (the versioned JSON envelope of
-every result, ``frame`` for ``.to_dataframe()``).
+every result, ``frame`` for ``.to_dataframe()``), ``words`` (counts in words: '1 GPU', '3 replicas').
 """

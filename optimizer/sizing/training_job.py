@@ -11,6 +11,7 @@ import dataclasses
 import math
 
 from gpuopt.kernel.errors import InputError
+from gpuopt.kernel.words import plural
 from optimizer.sizing.memory import gpu_share
 from optimizer.sizing.network import DEFAULT_NODE_NETWORK, NodeNetwork
 from optimizer.sizing.specs import GpuSpec
@@ -414,14 +415,15 @@ def estimate_training(w: Workload, gpu: GpuSpec, *, gpus: int | str | None = Non
     scale_note: tuple = ()
     if default_scale:
         n = out["gpus"]
-        scale_note = ((f"scale: {n:,} GPUs, the default -- the fewest of 1, 2, 4, 8 GPUs or power-of-two 8-GPU nodes "
+        scale_note = ((f"scale: {plural(n, 'GPU', ',')}, the default -- the fewest of 1, 2, 4, 8 GPUs or "
+                       "power-of-two 8-GPU nodes "
                        f"that finish within {DEFAULT_SCALE_HOURS / 24:g} days (at most {DEFAULT_SCALE_MAX_GPUS:,})"
                        + ("" if out["wall_hours"] <= DEFAULT_SCALE_HOURS else
                           f"; NOT within {DEFAULT_SCALE_HOURS / 24:g} days even at {n:,} GPUs")
                        + f"; the fewest that hold it: {smallest:,} (--gpus fewest); --gpus N or --deadline-hours to "
                          "choose"),)
     elif fewest:
-        scale_note = (f"scale: {out['gpus']:,} GPUs, the fewest that hold the job (--gpus fewest)",)
+        scale_note = (f"scale: {plural(out['gpus'], 'GPU', ',')}, the fewest that hold the job (--gpus fewest)",)
     out["scale"] = ("default" if default_scale else FEWEST if fewest else "given" if gpus is not None
                     else "deadline")
     if w.deadline_hours:
@@ -434,7 +436,7 @@ def estimate_training(w: Workload, gpu: GpuSpec, *, gpus: int | str | None = Non
     out["assumptions"] = scale_note + s.assumptions + (
         (f"deadline {w.deadline_hours:g} h: " + ("met" if out["meets_deadline"] else
          "NOT met" + (" with the GPUs given (--gpus)" if gpus is not None else
-                      " even at the largest GPU count tried")) + f" with {out['gpus']:,} GPUs "
+                      " even at the largest GPU count tried")) + f" with {plural(out['gpus'], 'GPU', ',')} "
          f"({out['wall_hours']:,.1f} h)",)
         if w.deadline_hours else ())
     return out

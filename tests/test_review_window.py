@@ -194,19 +194,22 @@ def test_a_burst_in_a_month_long_export_is_reviewed_over_the_export(tmp_path):
 
 
 def test_a_burst_alone_is_its_own_short_window_and_warned(tmp_path):
-    # an hourly file holds GPU rows only: 48 hours of data are a 48-hour window, and the review says it is short
+    # an hourly file without window columns (issue 32: refused unless --window is given): 48 hours of rows under a
+    # 48-hour --window are a 48-hour review, and the review says it is short
     rows = ["provider,region,instance_type,pricing_category,hour,usage_hours,billed_cost,effective_cost"]
     for h in range(48):
         t = dt.datetime(2026, 9, 10, tzinfo=dt.timezone.utc) + dt.timedelta(hours=h)
         rows.append(f"aws,us-east-1,p4d.24xlarge,Standard,{_iso(t)},1,21.96,21.96")
     f = tmp_path / "burst.csv"
     f.write_text("\n".join(rows) + "\n")
-    r = CliRunner().invoke(app, ["review", "--usage", str(f), "--usage-format", "hourly", "--format", "json"])
+    r = CliRunner().invoke(app, ["review", "--usage", str(f), "--usage-format", "hourly", "--format", "json",
+                                   "--window", "2026-09-10", "2026-09-12"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     assert d["window_hours"] == 48 and d["lookback_days"] == 2
     assert any("covers 2.0 days of usage" in w for w in d["warnings"])
-    t = CliRunner().invoke(app, ["review", "--usage", str(f), "--usage-format", "hourly"])
+    t = CliRunner().invoke(app, ["review", "--usage", str(f), "--usage-format", "hourly",
+                                 "--window", "2026-09-10", "2026-09-12"])
     assert "gpuopt: warning: the review covers 2.0 days of usage" in t.stderr
 
 

@@ -172,16 +172,18 @@ def test_the_plan_table_keeps_its_purchase_column_at_60_columns(capsys, tmp_path
     assert "months, $/h each not shown" in " ".join(table.split())
 
 
-def test_a_plan_counts_the_rows_it_may_use_and_says_so(capsys, tmp_path, monkeypatch):
+def test_a_plan_says_which_rows_its_counts_are_of(capsys, tmp_path, monkeypatch):
+    """823 undated AWS rows in a plan's Prices line, 832 in `prices status`: the plan counts the offers it may use
+    (no AWS Local Zones by default), the status every row; the plan's line says so."""
     monkeypatch.chdir(tmp_path)
     code, out, _ = _run(capsys, "-q", *SMALL, "--format", "json")
-    prices = json.loads(out)["prices"]
-    assert prices["rows_counted"].startswith("the offers this plan may use")
+    plan_aws = json.loads(out)["prices"]["providers"]["aws"]["undated_rows"]
     code, out, _ = _run(capsys, "prices", "status", "--format", "json")
-    status = json.loads(out)["prices"]
-    assert "rows_counted" not in status  # every row of the snapshot
-    # the plan leaves out AWS Local Zones: it counts no more undated AWS rows than the snapshot holds
-    assert prices["providers"]["aws"]["undated_rows"] <= status["providers"]["aws"]["undated_rows"]
+    status_aws = json.loads(out)["prices"]["providers"]["aws"]["undated_rows"]
+    assert 0 < plan_aws < status_aws
+    code, out, _ = _run(capsys, "-q", *SMALL)
+    assert ("(rows counted: the offers this plan may use, by its providers, regions, GPUs and zones; `gpuopt prices "
+            "status` counts every row)") in " ".join(out.split())
 
 
 # ------------------------------------------------------------------------------------------- words, cost gate

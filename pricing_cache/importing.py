@@ -1,4 +1,4 @@
-"""`gpuopt prices import FILE --format ...`: price files into the user cache, for machines without API access.
+"""`gpuopt prices import FILE --input-format ...`: price files into the user cache, for machines without API access.
 
 Each format goes through the project's own importer (providers.IMPORTERS); then every offer passes the validation
 of providers.validate (the snapshot build and the live refresh use the same), and the offers of each provider in
@@ -292,7 +292,7 @@ def import_file(file: str | Path, fmt: str, *, provider: str | None = None, as_o
     if not path.is_file():
         raise InputError("file", f"not found: {path}")
     if provider is not None and fmt != "skypilot":
-        raise InputError("provider", f"--provider is only for --format skypilot (a {fmt} file names its provider)")
+        raise InputError("provider", f"--provider is only for --input-format skypilot (a {fmt} file names its provider)")
     if fmt == "skypilot" and provider not in SKYPILOT_PROVIDERS:
         raise InputError("provider", "a SkyPilot catalog needs --provider", accepted=", ".join(SKYPILOT_PROVIDERS))
     day = parse_as_of(as_of)
@@ -308,7 +308,7 @@ def import_file(file: str | Path, fmt: str, *, provider: str | None = None, as_o
     if bad:
         raise PriceDataError(f"{path.name}: prices in {bad}; gpuopt compares prices in USD only (convert first)")
     offers, as_of_from = _date_rows(offers, path, fmt, day)
-    source = f"gpuopt prices import {path.name} --format {fmt}" + (" --replace-region" if replace_region else "")
+    source = f"gpuopt prices import {path.name} --input-format {fmt}" + (" --replace-region" if replace_region else "")
     plans = []
     with cache.lock():
         for prov, grp in offers.groupby("provider", sort=True):

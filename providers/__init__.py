@@ -1,7 +1,7 @@
 """Price sources: one module per source; ``parse_*`` functions are pure, file/network reading is kept apart.
 
 :data:`IMPORTERS` is the registry of file importers: name -> where its parse function lives and which
-``gpuopt prices import --format`` values it accepts. Entries are resolved lazily (:meth:`Importer.load`), so importing
+``gpuopt prices import --input-format`` values it accepts. Entries are resolved lazily (:meth:`Importer.load`), so importing
 this package stays cheap (no pandas). ``tests/test_providers_registry.py`` fails when a module here defines a
 ``parse_*`` function that is not registered.
 """
@@ -20,9 +20,9 @@ class Importer:
     Attributes:
         name: registry key.
         module, function: where the pure parse function lives.
-        formats: the ``--format`` values it accepts (``gpuopt prices import FILE --format ...``).
+        formats: the ``--input-format`` values it accepts (``gpuopt prices import FILE --input-format ...``).
         description: what files it reads.
-        kind: "file" (an importer users call with --format) or "api" (a pure parse step of a live adapter, fed with
+        kind: "file" (an importer users call with --input-format) or "api" (a pure parse step of a live adapter, fed with
             API payloads by the refresh; it may accept no file format).
     """
 

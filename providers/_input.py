@@ -1,7 +1,7 @@
 """The input boundary of the price importers (issue 13, point 1): encoding, JSON structure, CSV columns and the
 values of the offers every importer returns.
 
-Every reader of ``gpuopt prices import FILE --format ...`` and ``--catalog FILE`` goes through here, so a bad file
+Every reader of ``gpuopt prices import FILE --input-format ...`` and ``--catalog FILE`` goes through here, so a bad file
 is one line naming the file (and the line, column or path in the document) and a bad row is skipped with a
 reason code, never a traceback and never an infinite, negative or absurd price in the offers:
 

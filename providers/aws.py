@@ -9,7 +9,7 @@ Functions
 * :func:`parse_bulk_csv` — the AWS bulk offer file ``AmazonEC2/.../index.csv`` -> the same rows.
 * :func:`parse_instance_types` — ``describe_instance_types`` pages -> GPU facts per instance type.
 * :func:`parse_spot_history` — ``describe_spot_price_history`` pages -> newest Linux price per (type, zone).
-* :func:`import_file` — ``gpuopt prices import FILE --format aws-price-list|aws-bulk-csv`` (offers + skipped).
+* :func:`import_file` — ``gpuopt prices import FILE --input-format aws-price-list|aws-bulk-csv`` (offers + skipped).
 
 Files
 =====

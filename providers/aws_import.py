@@ -1,4 +1,4 @@
-"""AWS price files: the bulk offer CSV (:func:`parse_bulk_csv`) and ``gpuopt prices import FILE --format
+"""AWS price files: the bulk offer CSV (:func:`parse_bulk_csv`) and ``gpuopt prices import FILE --input-format
 aws-price-list|aws-bulk-csv`` (:func:`import_file`), the price rows joined to GPU facts. Pure but for reading the
 file (and, without GPU facts given, the current AWS offers).
 """
@@ -141,7 +141,7 @@ def parse_bulk_csv(text_or_path: "str | Path", *, as_of: str | None = None, sour
 
 
 def import_file(path: "str | Path", as_of: str, *, gpu_facts: Any = None) -> ParseResult:
-    """``gpuopt prices import FILE --format aws-price-list|aws-bulk-csv``: a get_products JSON file or a bulk offer
+    """``gpuopt prices import FILE --input-format aws-price-list|aws-bulk-csv``: a get_products JSON file or a bulk offer
     CSV (told apart by content) -> offers (on-demand and Standard reserved; no spot in these files).
 
     GPU facts come from ``gpu_facts`` (describe_instance_types output, or a :func:`parse_instance_types` frame),

@@ -852,7 +852,7 @@ def _linux_offers(full: "pd.DataFrame", rep: _Report, what: str) -> ParseResult:
 
 
 def import_file(path: "str | Path", as_of: str) -> ParseResult:
-    """``gpuopt prices import FILE --format azure-retail``: a saved Retail Prices response (or a list of responses
+    """``gpuopt prices import FILE --input-format azure-retail``: a saved Retail Prices response (or a list of responses
     or of items) -> Linux GPU offers, source ``import:<file name>``. Items must carry ``armRegionName``."""
     name = Path(path).name
     rep = _Report(f"import:{name}")

@@ -801,7 +801,7 @@ def parse_region(raw: dict[str, Any], region: str, as_of: str) -> ParseResult:
 
 
 def import_file(path: "str | Path", as_of: str) -> ParseResult:
-    """Offers of every region in a saved SKU listing (``gpuopt prices import FILE --format gcp-skus``)."""
+    """Offers of every region in a saved SKU listing (``gpuopt prices import FILE --input-format gcp-skus``)."""
     from providers._input import check_offer_values
 
     from providers._input import check_shape

@@ -1,5 +1,5 @@
 """The input boundary of the price importers (issue 13, points 1 and 2): every file given to
-``gpuopt prices import FILE --format ...`` (and ``--catalog``) gets offers or a one-line gpuopt error naming the
+``gpuopt prices import FILE --input-format ...`` (and ``--catalog``) gets offers or a one-line gpuopt error naming the
 file, never a traceback, and never an offer with an infinite, negative or absurd price or GPU count.
 
 The example tests replay the failures the issue measured; the fuzz tests (hypothesis, bounded: a fixed number of

@@ -115,7 +115,7 @@ def test_a_clean_frame_passes_unchanged():
 
 
 def test_user_catalog_rows_of_the_new_options_and_dates():
-    # offers CSV (--catalog, prices import --format offers): a savings-plan row keeps its payment, class and term;
+    # offers CSV (--catalog, prices import --input-format offers): a savings-plan row keeps its payment, class and term;
     # a class that is not a reservation's, a savings plan without its payment and a date with trailing text are
     # refused naming the line (a breaker's cases)
     from gpuopt.kernel.errors import InputError

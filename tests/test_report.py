@@ -10,6 +10,7 @@ import html
 import json
 import re
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -54,17 +55,20 @@ def _check_numbers(text: str, result) -> None:
     assert re.search(rf'<span id="upfront">\${plan.upfront_usd:,.2f}</span>', text)
     assert re.search(rf'<span id="commitment">\${plan.commitment_usd:,.2f}</span>', text)
     table = text.split('<table class="strategies">', 1)[1].split("</table>", 1)[0]
-    rows = re.findall(r"<tr><td>([^<]+)</td>" + r"<td class=\"n\">([^<]+)</td>" * 6, table)
+    rows = re.findall(r"<tr><td>([^<]+)</td>" + r"<td class=\"n[^\"]*\">([^<]+)</td>" * 6, table)
     assert len(rows) == len(plan.strategies) and "this_plan" in plan.strategies
     for row, (name, s) in zip(rows, plan.strategies.items()):
+        # a total that rests on a solve stopped at its time limit is marked ‡ (issue 32)
+        mark = "‡" if s.get("status") == "time_limit" or (name == "this_plan" and plan.status == "time_limit") else ""
         label, total, monthly, upfront, commitment, most, _sav = row
+        total, monthly, most = (x.removesuffix(mark) if mark else x for x in (total, monthly, most))
         if s.get("total_usd") is None:
             assert total.startswith(s["status"]), (name, row)
             continue
         assert (total, monthly, upfront, commitment, most) == (
             f"${s['total_usd']:,.2f}", f"${s['monthly_usd']:,.2f}", f"${s['upfront_usd']:,.2f}",
             f"${s['commitment_usd']:,.2f}", f"${s['max_month_usd']:,.2f}"), (name, label)
-    assert rows[-1][0] == "this plan" and rows[-1][1] == f"${plan.total_usd:,.2f}"
+    assert rows[-1][0] == "this plan" and rows[-1][1].removesuffix("‡") == f"${plan.total_usd:,.2f}"
     # the savings as the report writes money: never "$-0.00 (-0.0 %)" for a plan that is all on demand
     from gpuopt.report import _pct, _usd
 
@@ -234,7 +238,9 @@ def test_report_escapes_what_it_shows(tmp_path, one):
     html_text = render_report(evil, "html", tmp_path / "e.html").read_text(encoding="utf-8")
     assert "<script>" not in html_text and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; | a &amp; b" in html_text
     md_text = render_report(evil, "md", tmp_path / "e.md").read_text(encoding="utf-8")
-    assert "<script>" not in md_text and "&lt;script&gt;" in md_text
+    # Markdown is not HTML-escaped (no "&lt;" for a reader of the .md file) but a tag is backslash-escaped
+    assert re.search(r"(?<!\\)<script>", md_text) is None and "\\<script>" in md_text and "&lt;" not in md_text
+    assert "a & b" in md_text
 
 
 def test_infeasible_plan_and_bad_format(tmp_path):
@@ -244,3 +250,128 @@ def test_infeasible_plan_and_bad_format(tmp_path):
     assert "No plan:" in text and '<table class="plan">' not in text and "Summary" in _headings(text)
     with pytest.raises(ValueError, match="report format"):
         render_report(r, "pdf", tmp_path / "x.pdf")
+
+
+# ------------------------------------------------------------------------------ a plan not proven optimal (issue 32)
+EXAMPLE = Path(gpuopt.__file__).parent / "data" / "example_plan.yaml"
+
+
+@pytest.fixture(scope="module")
+def unproven():
+    """The example plan stopped at a short time limit, without explanations: feasible, not proven optimal (about
+    5-9 s a solve here; under load a 5 s limit may find no plan at all, so the limit grows until one is found)."""
+    for limit in (5, 8, 12, 20):
+        r = gpuopt.recommend(workload=EXAMPLE, time_limit_s=limit, explain=False)
+        if r.plan.status == "time_limit":
+            return r
+        assert r.plan.status == "not_solved", f"the example plan was {r.plan.status} within {limit} s"
+    pytest.fail("the example plan found no plan within 20 s")
+
+
+def test_an_unproven_plan_says_so_first_in_the_table_and_the_json(unproven, capsys, monkeypatch):
+    from gpuopt import render
+    from gpuopt.schemas import undeclared_keys, validate
+
+    plan, limit = unproven.plan, unproven.workload["time_limit_s"]
+    assert plan.feasible and 0 < plan.gap < 1
+    less = f"${plan.gap * plan.total_usd:,.2f}"
+    monkeypatch.setenv("COLUMNS", "400")
+    render.recommend(unproven, "table")
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"NOT PROVEN OPTIMAL: the solver stopped at its time limit with a gap of "
+                             f"{100 * plan.gap:.3g} %: the best plan may cost up to {less} less than this one's "
+                             f"${plan.total_usd:,.2f}; rerun with --time-limit {int(max(60, 4 * limit))} (this run had {limit:g} s)")
+    assert out[0].endswith("figures marked ‡ rest on this plan")
+    assert f"Total over 12 months: ${plan.total_usd:,.2f}‡ " in "\n".join(out)
+    assert f"average ${plan.monthly_usd:,.2f}‡ a month" in "\n".join(out)
+    assert any(line.startswith("‡ not proven optimal: rests on a plan the solver stopped") for line in out)
+    doc = json.loads(json.dumps(unproven.to_dict()))
+    assert list(doc)[:6] == ["schema_version", "kind", "status", "gap", "proven_optimal", "caveat"]
+    assert doc["status"] == "time_limit" and doc["proven_optimal"] is False and doc["gap"] == plan.gap
+    assert doc["caveat"] == out[0].split("; figures marked")[0]
+    assert undeclared_keys(validate(doc)) == []
+
+
+def test_an_unproven_plan_report_has_the_callout_first_and_marks_its_totals(tmp_path, unproven):
+    import jsonschema
+
+    from gpuopt.schemas import undeclared_keys, validate
+
+    plan = unproven.plan
+    caveat = unproven.to_dict()["caveat"]
+    md = render_report(unproven, "md", tmp_path / "u.md").read_text(encoding="utf-8")
+    assert md.index(f"> **{caveat}. Figures marked ‡ rest on this plan.**") < md.index("## Summary")
+    assert f"| ${plan.total_usd:,.2f}‡ |" in md and f"Total over the horizon: ${plan.total_usd:,.2f}‡;" in md
+    assert "&lt;" not in md and "&gt;" not in md and "p99 TTFT <= 2000 ms" in md
+    text = render_report(unproven, "html", tmp_path / "u.html").read_text(encoding="utf-8")
+    assert text.index('<p class="caveat" id="caveat"') < text.index('<h2 id="summary">')
+    assert f'<span id="total">${plan.total_usd:,.2f}</span><span class="mark">‡</span>' in text
+    assert "not proven optimal: gap " in text and '<span class="mark">‡</span> not proven optimal' in text
+    data = json.loads((tmp_path / "u.json").read_text(encoding="utf-8"))
+    assert (data["schema_version"], data["kind"]) == (1, "report-data")
+    assert (data["status"], data["proven_optimal"], data["gap"], data["caveat"]) == (
+        "time_limit", False, plan.gap, caveat)
+    schema = json.loads((Path(__file__).parents[1] / "docs" / "schemas" / "report-data.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(data)
+    assert undeclared_keys(validate(data)) == []
+
+
+def test_a_proven_plan_has_no_caveat_and_its_report_data_is_versioned(tmp_path, one):
+    import jsonschema
+
+    from gpuopt.schemas import validate
+
+    assert one.plan.status == "optimal"
+    doc = one.to_dict()
+    assert doc["proven_optimal"] is True and doc["caveat"] is None
+    text = render_report(one, "html", tmp_path / "p.html").read_text(encoding="utf-8")
+    assert 'id="caveat"' not in text and "‡" not in text
+    data = json.loads((tmp_path / "p.json").read_text(encoding="utf-8"))
+    assert data["kind"] == "report-data" and data["proven_optimal"] is True and data["caveat"] is None
+    schema = json.loads((Path(__file__).parents[1] / "docs" / "schemas" / "report-data.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(data)
+    validate(data)
+
+
+def test_a_comparison_not_computed_says_why_and_how(tmp_path, one, capsys, monkeypatch):
+    from gpuopt import render
+
+    r = copy.deepcopy(one)
+    why = "not computed: no time left within the explanation's limit"
+    r.plan.strategies["all_reserved_1y"] = {"status": "not_computed", "total_usd": None, "monthly_usd": None,
+                                            "note": why}
+    r.plan.next_best = [{"provider": "aws", "total_usd": None, "monthly_usd": None,
+                         "note": "not computed: no plan found within the explanation's time limit"}]
+    limit = r.workload["time_limit_s"]
+    how = f"to compute it, rerun with --time-limit {int(max(60, 4 * limit))} (this run had {limit:g} s)"
+    md = render_report(r, "md", tmp_path / "n.md").read_text(encoding="utf-8")
+    assert f"| all reserved 1 year | not\\_computed: no time left within the explanation's limit; {how} |" in md
+    monkeypatch.setenv("COLUMNS", "300")
+    render.recommend(r, "table")
+    out = capsys.readouterr().out
+    assert f"Strategy — all reserved 1y: {why}; {how}" in out
+    assert f"Alternative — aws alone: not computed: no plan found within the explanation's time limit; {how}" in out
+
+
+def test_markdown_text_is_escaped_for_markdown_not_html():
+    from gpuopt.templating import md_cell, md_text
+
+    assert md_text("p99 TTFT <= 2000 ms & TPOT < 50 ms") == "p99 TTFT <= 2000 ms & TPOT < 50 ms"
+    assert md_text("<b>x</b> &amp; *y*") == "\\<b>x\\</b> \\&amp; \\*y\\*"
+    assert md_cell("a | b\nc") == "a \\| b c"
+
+
+def test_a_wide_table_leaves_out_its_least_needed_columns_in_a_narrow_window():
+    from gpuopt.templating import table_fit
+
+    head = ["where", "instance type", "count", "$/month", "workloads", "break-even"]
+    rows = [["aws us-east-1", "p5.48xlarge", "3", "$98,765.43", "chat, pretrain, support-lora", "61 %"]]
+    assert table_fit(head[:4], rows, key="small")["css"] == ""  # fits 640 px: nothing left out
+    wide = [r + ["x" * 30] * 12 for r in rows]
+    fit = table_fit(head + [f"c{i}" for i in range(12)], wide, ("break-even", "workloads"), key="plan")
+    assert fit["css"].startswith("@media (max-width:") and fit["id"] == "fit-plan"
+    first, second = fit["css"].split("}}")[:2]
+    assert "#fit-plan th:nth-child(6),#fit-plan td:nth-child(6){display:none}" in first  # break-even first
+    assert "td:nth-child(5)" in second and "#fit-plan .n1{display:none" in second
+    assert fit["notes"][1] == (2, "Narrow window: break-even, workloads not shown (a wider window, or the CSV or "
+                                  "JSON beside this report, shows them).")

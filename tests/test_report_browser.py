@@ -50,12 +50,23 @@ function check(frame) {
     widths: imgs.map(function (i) { return i.naturalWidth; }),
     heights: imgs.map(function (i) { return i.naturalHeight; }),
     header_color: getComputedStyle(d.querySelector("header")).backgroundColor,
-    body_font_px: parseFloat(getComputedStyle(d.body).fontSize)
+    body_font_px: parseFloat(getComputedStyle(d.body).fontSize),
+    page: [d.documentElement.scrollWidth, d.documentElement.clientWidth],
+    tables: Array.prototype.map.call(d.querySelectorAll(".table-wrap"), function (w) {
+      var t = w.querySelector("table"), heads = Array.prototype.filter.call(t.querySelectorAll("th"),
+        function (h) { return getComputedStyle(h).display !== "none"; });
+      var note = Array.prototype.filter.call(w.querySelectorAll(".narrow"),
+        function (p) { return getComputedStyle(p).display !== "none"; });
+      return {cls: t.className, scroll: w.scrollWidth, client: w.clientWidth, table: t.offsetWidth,
+              shown: heads.map(function (h) { return h.textContent; }),
+              note: note.map(function (p) { return p.textContent; })};
+    }),
+    caveat: d.getElementById("caveat") ? d.getElementById("caveat").textContent : null
   });
   document.body.appendChild(out);
 }
 </script></head>
-<body><iframe src="REPORT" onload="check(this)" style="width:1200px;height:900px"></iframe></body></html>
+<body><iframe src="REPORT" onload="check(this)" style="width:WIDTHpx;height:900px;border:0"></iframe></body></html>
 """
 
 
@@ -94,11 +105,12 @@ def _run(chromium: str, tmp: Path, *args: str) -> subprocess.CompletedProcess:
                           timeout=120, check=False)
 
 
-def _load(chromium: str, served, report: str, tmp: Path) -> dict:
-    """What the browser found in ``report`` (a file in the served folder), read through the check page."""
+def _load(chromium: str, served, report: str, tmp: Path, width: int = 1200) -> dict:
+    """What the browser found in ``report`` (a file in the served folder) shown ``width`` px wide, read through the
+    check page."""
     folder, base = served
-    page = folder / f"check_{Path(report).stem}.html"
-    page.write_text(CHECK_PAGE.replace("REPORT", report), encoding="utf-8")
+    page = folder / f"check_{Path(report).stem}_{width}.html"
+    page.write_text(CHECK_PAGE.replace("REPORT", report).replace("WIDTH", str(width)), encoding="utf-8")
     r = _run(chromium, tmp, "--dump-dom", base + page.name)
     found = re.search(r'<pre id="result">(.*?)</pre>', r.stdout, flags=re.S)
     assert found, f"the check page did not report (exit {r.returncode}): {r.stdout[-500:]} {r.stderr[-2000:]}"
@@ -151,4 +163,32 @@ def test_review_report_in_chromium(chromium, served, tmp_path):
     assert got["h2"] == ["Summary", "GPU usage", "Recommended commitments", "Chart", "Notes"]
     assert got["images"] == 1 and got["loaded"] == 1 and got["widths"] == [round(FIG_SIZE[0] * FIG_DPI)]
     assert got["header_color"] == "rgb(11, 110, 79)"  # styled like the plan's report
+    narrow = _load(chromium, served, "review.html", tmp_path, width=800)  # issue 32: no table overflows at 800 px
+    assert narrow["page"][0] <= narrow["page"][1] and narrow["tables"]
+    assert all(t["scroll"] <= t["client"] for t in narrow["tables"]), narrow["tables"]
     _screenshot(chromium, served, "review.html", tmp_path)
+
+
+def test_wide_report_tables_fit_a_narrow_window(chromium, served, tmp_path):
+    """Issue 32: at 800 px no table of the plan report overflows its container (no scroll bar hides columns):
+    text wraps, and the plan table leaves out its least needed columns (break-even first), saying so under it; at
+    1600 px the plan table shows more of them."""
+    from focus_validator import one_workload_result
+
+    folder, _ = served
+    render_report(one_workload_result(), "html", folder / "narrow.html")
+    narrow = _load(chromium, served, "narrow.html", tmp_path, width=800)
+    assert narrow["page"][0] <= narrow["page"][1]  # the page itself does not scroll sideways
+    tables = {t["cls"]: t for t in narrow["tables"]}
+    assert set(tables) == {"plan", "strategies", "workloads", "prices"}
+    for t in narrow["tables"]:
+        assert t["scroll"] <= t["client"] and t["table"] <= t["client"], t
+    plan = tables["plan"]
+    assert "break-even" not in plan["shown"] and {"instance type", "count", "$/month", "total"} <= set(plan["shown"])
+    (note,) = plan["note"]
+    assert note.startswith("Narrow window: break-even, ") and note.endswith(
+        "not shown (a wider window, or the CSV or JSON beside this report, shows them).")
+    hidden = note.removeprefix("Narrow window: ").split(" not shown")[0].split(", ")
+    assert len(plan["shown"]) + len(hidden) == 20
+    wide = {t["cls"]: t for t in _load(chromium, served, "narrow.html", tmp_path, width=1600)["tables"]}
+    assert len(wide["plan"]["shown"]) > len(plan["shown"]) and all(t["scroll"] <= t["client"] for t in wide.values())

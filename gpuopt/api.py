@@ -640,8 +640,14 @@ class RecommendResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The documented JSON interface (docs/json-schema.md, ``schema_version`` 2)."""
+        from gpuopt.templating import unproven_caveat
+
         p = self.plan
-        head = {"schema_version": SCHEMA_VERSION, "kind": "recommend", "status": p.status, "gap": p.gap, "feasible": p.feasible,
+        caveat = unproven_caveat(p.status, p.gap, p.total_usd, objective=getattr(p, "objective", "cost"),
+                                 time_limit_s=(self.workload or {}).get("time_limit_s"))
+        head = {"schema_version": SCHEMA_VERSION, "kind": "recommend", "status": p.status, "gap": p.gap,
+                "proven_optimal": None if not p.feasible else p.status == "optimal", "caveat": caveat,
+                "feasible": p.feasible,
                 "horizon_months": p.horizon_months, "horizon_note": p.horizon_note, "start_month": p.start_month,
                 "total_usd": p.total_usd, "monthly_usd": p.monthly_usd, "commitment_usd": p.commitment_usd,
                 "upfront_usd": p.upfront_usd, "headline": self.headline, "workload_origin": self.workload_origin,
@@ -707,18 +713,19 @@ def recommend(request: "PlanRequest | None" = None, /, **keywords: Any) -> Recom
 
 def load_plan(options: dict[str, Any], workload_file=None, cwd=None):
     """The PlanFile for these options: over --workload FILE, else ./gpuopt.yaml, else the options alone, else the
-    bundled example (gpuopt.plan_spec). Raises InputError naming the key."""
-    from gpuopt.plan_spec import EXAMPLE_WORKLOAD, find_plan_file, load_plan_file, plan_from_options
+    bundled example (gpuopt.plan_spec). Raises InputError naming the key, and the argument a bad value came from
+    (``budget: must be a number, got 'abc' (the budget= argument)``), or the file and line."""
+    from gpuopt.plan_spec import ARGUMENT, EXAMPLE_WORKLOAD, find_plan_file, load_plan_file, plan_from_options
 
     path = find_plan_file(workload_file, cwd)
     opts = {k: v for k, v in options.items() if v not in (None, [], ())}
     if path is not None:
-        return load_plan_file(path, opts)
+        return load_plan_file(path, opts, given_as=ARGUMENT)
     if opts.get("model") is None and opts.get("params") is None:
-        plan = load_plan_file(EXAMPLE_WORKLOAD, opts)
+        plan = load_plan_file(EXAMPLE_WORKLOAD, opts, given_as=ARGUMENT)
         plan._origin = "the bundled example workload (gpuopt/data/example_workload.yaml)"
         return plan
-    return plan_from_options(opts, base_dir=cwd)
+    return plan_from_options(opts, base_dir=cwd, given_as=ARGUMENT)
 
 
 def print_workload(options: dict[str, Any], workload_file=None, cwd=None) -> str:
@@ -1025,7 +1032,7 @@ def _lookback_days(value) -> float | None:
 
 
 def review(*, usage: str | Path, usage_format: str = "auto", lookback: str | float | None = None, term: str = "1y",
-           payment: str = "no_upfront", solver: str = "cbc", scope: str = "shared"):
+           payment: str = "no_upfront", solver: str = "cbc", scope: str = "shared", window: tuple | None = None):
     """The monthly cost review of GPU spend (optimizer.review): read a billing export (FOCUS 1.0-1.2, AWS CUR 2.0,
     Azure cost details, or hourly usage from the warehouse SQL), price it with the prices in effect during the
     usage period, and recommend commitments with the same MILP as ``recommend``.
@@ -1033,6 +1040,8 @@ def review(*, usage: str | Path, usage_format: str = "auto", lookback: str | flo
     Args: usage: the export (CSV, CSV.gz, Parquet file or folder); usage_format: auto or a format name;
         lookback: "30d" / "720h" / days; term: 1y | 3y; payment: no_upfront | partial_upfront | all_upfront;
         scope: shared (pooled over accounts) | account (one recommendation per account).
+        window: (start, end) of an ``hourly`` file without window_start / window_end columns (dates or ISO times,
+        UTC, end exclusive; providers.usage.read_usage): every hour of it counts as covered.
         The window is the export's coverage, or the lookback counted back from its end (optimizer.review.review_window).
     Returns: optimizer.review.ReviewResult. Raises: InputError naming the field for bad input.
     """
@@ -1045,7 +1054,7 @@ def review(*, usage: str | Path, usage_format: str = "auto", lookback: str | flo
     import pandas as pd
 
     days = _lookback_days(lookback)
-    data = read_usage(p, fmt=usage_format, lookback_days=days)
+    data = read_usage(p, fmt=usage_format, lookback_days=days, window=window)
     log.info("review: %s read as %s: %d rows, %d GPU compute, %d bad; coverage %s to %s", p, data.source_format,
              data.rows_read, len(data.hourly), len(data.bad_rows), data.coverage_start, data.coverage_end)
     if data.hourly.empty:

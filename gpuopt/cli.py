@@ -1,7 +1,8 @@
 """The `gpuopt` command line: thin commands over gpuopt.api, rendered by gpuopt.render.
 
 Every command parses its options, makes one call into the API and renders the result. Domain errors become
-one line on stderr and exit code 1 (never a traceback); so do usage errors (see :func:`main`).
+one line on stderr and exit code 1 (never a traceback); usage errors (an unknown option or command, a missing
+argument or option) exit 2 (see :func:`main`). ``--format`` is the output format in every command.
 Heavy libraries (pandas, pulp, boto3) are imported inside the commands, so `gpuopt --help` stays fast.
 """
 
@@ -695,6 +696,8 @@ def quotas(
         _check_format(fmt)
         import json as _json
 
+        from gpuopt.kernel.documents import envelope
+
         from providers.quotas import fetch_quotas, quota_rows, write_quota_file
 
         table = fetch_quotas(provider, region, profile=profile, subscription_id=subscription, project=project,
@@ -702,7 +705,7 @@ def quotas(
         path = write_quota_file(table, output)
         rows = quota_rows(table)
         if fmt == "json":
-            typer.echo(_json.dumps({"path": str(path), "quotas": rows}, indent=2))
+            typer.echo(_json.dumps(envelope("quotas", {"path": str(path), "quotas": rows}), indent=2))
         else:
             for r in rows:
                 typer.echo(f"{r['provider']} {r['region']} {r['family']}: {r['limit']:g} {r['unit']} "
@@ -715,6 +718,7 @@ def review(
     usage: Annotated[Path, typer.Option("--usage", help="Billing export: FOCUS 1.0-1.2, AWS CUR 2.0 or Azure cost details (CSV, CSV.gz or Parquet), or hourly usage from the warehouse SQL.")],
     usage_format: Annotated[str, typer.Option("--usage-format", help="auto, focus-1.0, focus-1.1, focus-1.2, aws-cur-2.0, azure-cost-details, hourly.")] = "auto",
     lookback: Annotated[Optional[str], typer.Option("--lookback", help="Window of usage to review, e.g. 30d, 720h (default: the whole export).")] = None,
+    window: Annotated[Optional[tuple[str, str]], typer.Option("--window", metavar="START END", help="Hourly usage only: the [START, END) the warehouse query read (YYYY-MM-DD or ISO time, UTC), for a file without window_start/window_end columns; its hours without GPU rows are idle.")] = None,
     term: Annotated[str, typer.Option("--term", help="Commitment term to recommend: 1y or 3y.")] = "1y",
     payment: Annotated[str, typer.Option("--payment", help="no_upfront, partial_upfront or all_upfront.")] = "no_upfront",
     scope: Annotated[str, typer.Option("--scope", help="shared: one recommendation pooled over every account; account: one per account.")] = "shared",
@@ -731,7 +735,7 @@ def review(
         from gpuopt import api, render
 
         result = api.review(usage=usage, usage_format=usage_format, lookback=lookback, term=term, payment=payment,
-                            scope=scope)
+                            scope=scope, window=window)
         render.warnings(result.prices, result.warnings)
         if owned_out is not None:
             from providers.owned import owned_from_usage, write_owned_csv
@@ -745,9 +749,8 @@ def review(
             owned = owned_from_usage(usage, fmt=usage_format)
             write_owned_csv(owned, owned_out)
             unknown = sum(1 for c in owned if c.end is None)
-            typer.echo(f"wrote {len(owned)} owned commitment(s) to {owned_out}"
-                       + (f"; {unknown} with an unknown end of term: fill in 'end' before --owned" if unknown
-                          else ""), err=True)
+            _note(f"wrote {len(owned)} owned commitment(s) to {owned_out}"
+                  + (f"; {unknown} with an unknown end of term: fill in 'end' before --owned" if unknown else ""))
         if fmt in FILE_FORMATS:
             _write_file_format(result, fmt, output)
         else:
@@ -808,6 +811,8 @@ def prices_refresh_spot(
         _check_format(fmt)
         import json as _json
 
+        from gpuopt.kernel.documents import envelope
+
         from gpuopt.kernel.errors import InputError
         from pricing_cache.spot_risk import refresh_azure_eviction, refresh_spot_advisor
 
@@ -838,7 +843,7 @@ def prices_refresh_spot(
         doc = {"provider": provider, "status": out.status, "path": out.path, "as_of": out.as_of,
                "entries": out.entries, "error": out.error, "kept": out.kept, "notes": out.notes}
         if fmt == "json":
-            typer.echo(_json.dumps(doc, indent=2))
+            typer.echo(_json.dumps(envelope("spot-refresh", doc), indent=2))
         elif out.ok:
             typer.echo(f"{what}: {out.entries:,} entries as of {out.as_of} -> {out.path}")
         else:
@@ -864,6 +869,8 @@ def prices_spot_scores(
         _check_format(fmt)
         import json as _json
 
+        from gpuopt.kernel.documents import envelope
+
         from providers.base import FetchOptions
         from providers.spot_advisor import fetch_spot_placement_scores, parse_spot_placement_scores
 
@@ -871,9 +878,9 @@ def prices_spot_scores(
                                             single_az=single_az, options=FetchOptions(profile=profile))
         scores = parse_spot_placement_scores(pages)
         if fmt == "json":
-            typer.echo(_json.dumps({"instance_types": instance_type, "capacity": capacity, "single_az": single_az,
-                                    "scores": [{"region": x.region, "zone_id": x.zone_id, "score": x.score}
-                                               for x in scores]}, indent=2))
+            typer.echo(_json.dumps(envelope("spot-scores", {
+                "instance_types": instance_type, "capacity": capacity, "single_az": single_az,
+                "scores": [{"region": x.region, "zone_id": x.zone_id, "score": x.score} for x in scores]}), indent=2))
             return
         if not scores:
             typer.echo("no placement score returned (no region offers these types as Spot)")
@@ -937,26 +944,54 @@ def prices_refresh(
 @prices_app.command("import")
 def prices_import(
     file: Annotated[Path, typer.Argument(help="The price file to import.")],
-    import_format: Annotated[str, typer.Option("--format", help="skypilot, ec2instances, offers, aws-price-list, aws-bulk-csv, azure-retail, gcp-skus.")],
+    input_format: Annotated[Optional[str], typer.Option("--input-format", help="The file's type: skypilot, ec2instances, offers, aws-price-list, aws-bulk-csv, azure-retail, gcp-skus.")] = None,
     provider: Annotated[Optional[str], typer.Option("--provider", help="Provider of a SkyPilot file: aws, azure, gcp, lambda.")] = None,
     as_of: Annotated[Optional[str], typer.Option("--as-of", help="Date the prices held (YYYY-MM-DD, or 'today'). The file's own date is used where it states one (AWS price files: publicationDate; offers CSV: the as_of column) and --as-of may not contradict it; required for skypilot, ec2instances, azure-retail and gcp-skus files, which carry no date. Never the day of the import by default.")] = None,
     replace_region: Annotated[bool, typer.Option("--replace-region", help="Replace the regions in the file whole: their previous offers the file does not list are removed. Default: replace only the offers the file carries and keep every other.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON (--format names the file's format here).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Deprecated (use --format json): print the summary as JSON.")] = False,
     output: OutputOpt = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="Output: 'table' or 'json', as in every command. (Deprecated, for one release: a file type here, e.g. --format skypilot, is read as --input-format.)")] = "table",
 ):
     """Import a price file (for air-gapped machines) into your price cache as a new snapshot.
 
     Says per provider how many offers were added, changed, unchanged, kept and removed. A file older than the
     current prices goes into the price history only (used by --prices-on), leaving the current prices as they are.
     """
-    _inputs(file)
-    with _boundary("json" if as_json else "table"):
-        from gpuopt import api, render
+    from pricing_cache.importing import FORMATS as INPUT_FORMATS
 
-        result = api.prices_import(file=file, fmt=import_format, provider=provider, as_of=as_of,
-                                   replace_region=replace_region)
+    deprecated = []
+    if fmt in INPUT_FORMATS and input_format is None:  # the old spelling: --format named the file's type
+        input_format, fmt = fmt, "table"
+        deprecated.append(f"--format {input_format} is deprecated for the file's type: use --input-format "
+                          f"{input_format} (--format is the output format, table or json, as in every command)")
+    if as_json:
+        fmt = "json"
+        deprecated.append("--json is deprecated: use --format json")
+    _inputs(file)
+    with _boundary(fmt):
+        from gpuopt import api, render
+        from gpuopt.kernel.errors import InputError
+
+        if fmt not in FORMATS:
+            raise InputError("--format", f"unknown output format '{fmt}' (the file's type is --input-format: "
+                             f"{', '.join(INPUT_FORMATS)})", accepted=", ".join(FORMATS))
+        if input_format is None:  # a missing option: a usage error (2)
+            missing = InputError("--input-format", "missing: the type of the price file",
+                                 accepted=", ".join(INPUT_FORMATS))
+            _fail(str(missing), 2, "usage", "input_format", missing.accepted)
+
+        for line in deprecated if not (_STATE["quiet"] or fmt == "json") else ():
+            typer.echo(f"gpuopt: warning: {line}", err=True)
+        try:
+            result = api.prices_import(file=file, fmt=input_format, provider=provider, as_of=as_of,
+                                       replace_region=replace_region)
+        except InputError as exc:  # name the option the value came from (--input-format, --as-of)
+            option = {"format": "--input-format", "as_of": "--as-of", "provider": "--provider"}.get(exc.field)
+            if option is None:
+                raise
+            raise InputError(option, exc.message.replace("--format ", "--input-format "), exc.accepted) from None
         with _stdout_to(output):
-            render.import_summary(result, "json" if as_json else "table")
+            render.import_summary(result, fmt)
 
 
 @prices_app.command("diff")
@@ -994,8 +1029,8 @@ def diff(
 
         d = api.diff(old, new)
         failed, verdict = gate(d, fail_above)
-        with _stdout_to(output):
-            render.plan_diff(d, verdict, fmt)
+        with _stdout_to(output):  # a failed gate is said once, as the error line on stderr (its JSON keeps it)
+            render.plan_diff(d, verdict if fmt == "json" or not failed else "", fmt)
     if failed:
         _fail(verdict, EXIT_COST_GATE, "cost_gate", "fail_above", prefix="gpuopt: cost gate: ")
 
@@ -1047,6 +1082,7 @@ def main(argv: list[str] | None = None) -> None:
     base classes are found from typer's own BadParameter rather than imported by name."""
     mro = {c.__name__: c for c in typer.BadParameter.__mro__}
     click_exception, usage_error = mro["ClickException"], mro["UsageError"]
+    missing = sys.modules[typer.BadParameter.__module__].MissingParameter  # a missing argument or option
     args = _globals_first(list(sys.argv[1:] if argv is None else argv))
     try:
         rv = app(args=args, standalone_mode=False, prog_name="gpuopt")
@@ -1060,8 +1096,9 @@ def main(argv: list[str] | None = None) -> None:
         if not msg:  # `gpuopt` or `gpuopt prices` alone: the help was printed, nothing went wrong
             sys.exit(0)
         # a value click cannot convert (--budget abc) is bad input (1); an unknown option or command, a missing
-        # argument, is a usage error (2)
-        code = 2 if isinstance(exc, usage_error) and not isinstance(exc, typer.BadParameter) else 1
+        # argument or option (click's MissingParameter, a BadParameter too), is a usage error (2)
+        code = 2 if isinstance(exc, missing) or (isinstance(exc, usage_error)
+                                                 and not isinstance(exc, typer.BadParameter)) else 1
         _STATE["format"] = "json" if _asks_json(args) else "table"
         try:
             _fail(msg, code, "usage" if code == 2 else "input",

@@ -9,7 +9,8 @@ import math
 from typing import Any
 
 from gpuopt.kernel.records import short_source as _short_source, tier_label
-from gpuopt.templating import serving_split_text
+from gpuopt.kernel.words import count_range as _count_range
+from gpuopt.templating import UNPROVEN_MARK, UNPROVEN_NOTE, not_computed_hint, serving_split_text, unproven_caveat
 
 
 
@@ -197,9 +198,20 @@ def recommend(result, fmt: str) -> None:
         _json(result.to_dict())
         return
     con = _console()
+    plan = result.plan
+    limit = (getattr(result, "workload", None) or {}).get("time_limit_s")
+    caveat = unproven_caveat(plan.status, getattr(plan, "gap", None), plan.total_usd,
+                             objective=getattr(plan, "objective", "cost"), time_limit_s=limit)
+    if caveat:  # first, before anything rests on the plan (issue 32)
+        from rich.markup import escape
+
+        con.print(f"[bold yellow]{escape(caveat)}[/]; figures marked {UNPROVEN_MARK} rest on this plan",
+                  soft_wrap=False)
     con.print(result.headline)
-    con.print(_prices_line(result.prices))
-    _plan(con, result.plan)
+    # a plan counts the rows it may use; `prices status` and `prices list` count every row of the snapshot (issue 32)
+    con.print(_prices_line(result.prices) + " (rows counted: the offers this plan may use, by its providers, "
+              "regions, GPUs and zones; `gpuopt prices status` counts every row)")
+    _plan(con, plan, time_limit_s=limit)
 
 
 def estimate(result, fmt: str) -> None:
@@ -213,7 +225,7 @@ def estimate(result, fmt: str) -> None:
     n = result.numbers
     head = f"Estimate: {result.model}, {result.task}, on {result.gpu}"
     if "layout" in n and n.get("gpus") and n.get("wall_hours") is not None:  # train/finetune: the answer first
-        head += (f": {n['gpus']:,} GPUs, {n['wall_hours']:,.0f} h ({n['wall_hours'] / 24:,.1f} days), "
+        head += (f": {_n(n['gpus'], 'GPU')}, {n['wall_hours']:,.0f} h ({n['wall_hours'] / 24:,.1f} days), "
                  f"{n['gpu_hours']:,.0f} GPU-hours, MFU {n['mfu']:.0%}")
     con.print(head)
     t = Table(show_header=True)
@@ -383,7 +395,7 @@ def prices_status(status: dict, fmt: str) -> None:
         con.print(f"Shipped snapshot: {prices.get('snapshot')} (used for every provider without a cached snapshot)")
     if status.get("built_at"):
         con.print(f"Snapshot built: {status.get('built_at')} (schema version {status.get('snapshot_schema_version')})")
-    if status.get("as_of_note"):
+    if status.get("as_of_note") and not QUIET:
         con.print(f"[yellow]Note on dates:[/] {status['as_of_note']}")
     t = Table(title="Rows per provider", title_justify="left")
     shown = ["on_demand", "spot", "reserved_1y", "reserved_3y"]
@@ -567,7 +579,7 @@ def price_diff(diff, fmt: str, limit: int | None) -> None:
 
     from rich.table import Table
 
-    for w in diff.warnings:
+    for w in () if QUIET else diff.warnings:  # --quiet: results and errors only
         print(f"gpuopt: warning: {w}", file=sys.stderr)
     con = _console()
     con.print(f"Prices on {diff.since} vs now: {len(diff.changed)} changed, {len(diff.added)} added, "
@@ -595,8 +607,10 @@ def _months(a: int, b: int) -> str:
 
 
 def _n(x, noun: str) -> str:
-    """'1 GPU', '2 GPUs', '0 blocks', '0.5 GPU' (a share of one)."""
-    return f"{x:g} {noun}" + ("s" if float(x) > 1 or float(x) == 0 else "")
+    """'1 GPU', '2 GPUs', '0 blocks', '0.5 GPU' (a share of one): gpuopt.kernel.words.plural."""
+    from gpuopt.kernel.words import plural
+
+    return plural(x, noun)
 
 
 def _least_headroom(plan) -> str:
@@ -624,10 +638,14 @@ def _least_headroom(plan) -> str:
             + (f", period {b.get('period', 0) + 1}" if several else "") + ")")
 
 
-def _plan(con, plan) -> None:
+def _plan(con, plan, time_limit_s: float | None = None) -> None:
     """Render an optimizer.planning.answer.FleetResult: the rules first, then the plan, its money and commitments, the
-    workloads, the strategies (each with its commitment) and the explanation."""
+    workloads, the strategies (each with its commitment) and the explanation. A plan not proven optimal (status
+    time_limit) has its totals marked UNPROVEN_MARK; a comparison not computed in time says how to get it
+    (``time_limit_s``: the solve's limit, seconds, for the --time-limit to suggest)."""
     from rich.table import Table
+
+    u = UNPROVEN_MARK if plan.status == "time_limit" else ""
 
     for r in getattr(plan, "rules", []) or []:
         con.print(f"Rule — {r}")
@@ -687,25 +705,26 @@ def _plan(con, plan) -> None:
                   ", ".join(ln.workloads),
                   "—" if ln.utilization is None else f"{100 * ln.utilization:.0f} %",
                   "—" if ln.break_even_utilization is None else f"{100 * ln.break_even_utilization:.0f} %")
+    # the purchase (pricing and payment) is among the most needed: at 60 columns months and $/h go before it
     con.print(_fit(con, t, drop=("break-even", "hours used", "workloads", "term ends", "h/month", "GPUs each",
-                                 "replicas", "commitment", "upfront")))
+                                 "replicas", "commitment", "upfront", "months", "$/h each")))
     after = plan.after_horizon_usd or 0.0
     if after > 0:
         # a fresh user read an average above the dearest month: the total counts what terms still cost after the
         # horizon, so the cash in the horizon and what is owed after it are said apart
         inside = (plan.total_usd or 0.0) - after + (plan.leftover_credit_usd or 0.0)  # the parts add up to the total
-        con.print(f"[bold]Total over {_n(H, 'month')}: {_usd(plan.total_usd)} = {_usd(inside)} paid in the "
+        con.print(f"[bold]Total over {_n(H, 'month')}: {_usd(plan.total_usd)}{u} = {_usd(inside)} paid in the "
                   f"{_n(H, 'month')} + {_usd(after)} still owed after them for terms that outlive the horizon"
                   + (f" - {_usd(plan.leftover_credit_usd)} leftover value" if plan.leftover_credit_usd else "")
-                  + f" (average {_usd(plan.monthly_usd)} a month counting what is owed after; "
-                  f"the most paid in one month of the horizon {_usd(plan.max_month_usd)})[/]")
+                  + f" (average {_usd(plan.monthly_usd)}{u} a month counting what is owed after; "
+                  f"the most paid in one month of the horizon {_usd(plan.max_month_usd)}{u})[/]")
     else:
-        con.print(f"[bold]Total over {_n(H, 'month')}: {_usd(plan.total_usd)} "
-                  f"(average {_usd(plan.monthly_usd)} a month over the horizon"
-                  + f"; the most paid in one month of the horizon {_usd(plan.max_month_usd)})[/]")
+        con.print(f"[bold]Total over {_n(H, 'month')}: {_usd(plan.total_usd)}{u} "
+                  f"(average {_usd(plan.monthly_usd)}{u} a month over the horizon"
+                  + f"; the most paid in one month of the horizon {_usd(plan.max_month_usd)}{u})[/]")
     if plan.commitment_usd:
         ends = sorted({ln.term_end for ln in plan.lines if ln.term_end})
-        con.print(f"Commitments: {_usd(plan.commitment_usd)} owed over their terms (ending {', '.join(ends)}), "
+        con.print(f"Commitments: {_usd(plan.commitment_usd)}{u} owed over their terms (ending {', '.join(ends)}), "
                   f"{_usd(plan.upfront_usd)} of it upfront"
                   + (f"; {_usd(plan.after_horizon_usd)} is paid after the horizon" if plan.after_horizon_usd else ""))
     else:
@@ -745,9 +764,7 @@ def _plan(con, plan) -> None:
         else:
             wt.add_row(w["name"], w["task"], w["model"], _months(w.get("start_month", 1), w.get("end_month", H)),
                        f"peak {w['peak_demand']:,.1f} tokens/s, min {_n(w['min_replicas'], 'replica')}",
-                       (f"{w['replicas_min_max'][0]:g}-{w['replicas_min_max'][1]:g} replicas"
-                        if w['replicas_min_max'][0] != w['replicas_min_max'][1]
-                        else _n(w['replicas_min_max'][0], 'replica')) + " in "
+                       _count_range(*w['replicas_min_max'][:2], "replica") + " in "
                        + ", ".join(w.get("regions") or []), rep,
                        f"{w['blocks_short']} blocks below demand" if w.get("blocks_short") else "")
     con.print(_fit(con, wt))
@@ -756,16 +773,23 @@ def _plan(con, plan) -> None:
         for col in ("strategy", "total", "total / months", "most paid in a month", "upfront", "commitment",
                     "savings vs on-demand"):
             st.add_column(col, justify="left" if col == "strategy" else "right")
+        untimed = []
         for nm, v in plan.strategies.items():
             sav = "—" if v.get("savings_usd") is None else f"{_usd(v['savings_usd'])} ({v['savings_pct']:.1f} %)"
             label = nm.replace("_", " ") + (f" (not proven: gap {100 * (v.get('gap') or 0):.1f} %)"
                                              if v.get("status") == "time_limit" else "")
-            st.add_row(label, _usd(v.get("total_usd")) if v.get("total_usd") is not None else v.get("status", "—"),
-                       _usd(v.get("monthly_usd")),
-                       _usd(v.get("max_month_usd")) if v.get("max_month_usd") is not None else "—",
+            m = u if nm == "this_plan" else (UNPROVEN_MARK if v.get("status") == "time_limit" else "")
+            if v.get("total_usd") is None and v.get("status") in ("not_computed", "not_solved"):
+                untimed.append(f"{nm.replace('_', ' ')}: {v.get('note') or v.get('status')}")
+            st.add_row(label, _usd(v.get("total_usd")) + m if v.get("total_usd") is not None else v.get("status", "—"),
+                       _usd(v.get("monthly_usd")) + (m if v.get("total_usd") is not None else ""),
+                       _usd(v.get("max_month_usd")) + m if v.get("max_month_usd") is not None else "—",
                        _usd(v.get("upfront_usd")) if v.get("total_usd") is not None else "—",
-                       _usd(v.get("commitment_usd")) if v.get("total_usd") is not None else "—", sav)
+                       _usd(v.get("commitment_usd")) if v.get("total_usd") is not None else "—",
+                       sav + (m if sav != "—" else ""))
         con.print(_fit(con, st))
+        for why in untimed:  # why each was not computed, and how to get it
+            con.print(f"Strategy — {not_computed_hint(why, time_limit_s)}")
     m = plan.marginal or {}
     if m.get("note"):
         con.print(f"Shadow prices — {m['note']}")
@@ -785,8 +809,11 @@ def _plan(con, plan) -> None:
         con.print("In every other block and period one more token/s costs at most the last figure above, and "
                   "nothing where the LP relaxation has capacity to spare")
     for nb in plan.next_best:
+        note = nb.get("note") or "no plan"
+        if nb.get("total_usd") is None and str(note).startswith("not computed"):
+            note = not_computed_hint(note, time_limit_s)
         alone = (f"{nb['provider']} alone: {_usd(nb['total_usd'])} over the horizon" if nb.get("total_usd") is not None
-                 else f"{nb['provider']} alone: {nb.get('note') or 'no plan'}")
+                 else f"{nb['provider']} alone: {note}")
         if nb.get("total_usd") is not None and nb.get("max_month_usd") is not None:
             # what a budget would meet: the dearest month and the upfront (a note says they are shown)
             alone += f", most in a month {_usd(nb['max_month_usd'])}, upfront {_usd(nb.get('upfront_usd') or 0.0)}"
@@ -814,15 +841,21 @@ def _plan(con, plan) -> None:
                   + (f"{_usd(pc['total_usd'])} over the horizon ({_delta(pc['total_usd'], plan.total_usd)}); "
                      f"{pc['rule']}" if pc.get("total_usd") is not None else _unpriced(pc)))
     for ds in getattr(plan, "demand_sensitivity", []) or []:
-        con.print(f"Demand — {ds['note']}" + (f" ({_usd(ds['total_usd'])} over the horizon)"
-                                              if ds.get("total_usd") is not None else ""))
+        note = (not_computed_hint(ds["note"], time_limit_s) if ds.get("total_usd") is None
+                and ds.get("status") == "not_computed" else ds["note"])
+        con.print(f"Demand — {note}" + (f" ({_usd(ds['total_usd'])} over the horizon)"
+                                         if ds.get("total_usd") is not None else ""))
     for b in plan.binding:
         con.print(f"Constraint — {b}")
-    for n in plan.notes:
+    for n in () if QUIET else plan.notes:  # --quiet: results only, no notes
         con.print(f"[yellow]Note:[/] {n}")
     if any(ln.estimated for ln in plan.lines):
         con.print("* estimated price (derived by a documented discount rule; see `gpuopt prices status`)")
-    if any(ln.upfront_usd and ln.pricing != "on_demand" for ln in plan.lines):
+    if u or any(v.get("status") == "time_limit" for v in (plan.strategies or {}).values()):
+        con.print(f"{UNPROVEN_MARK} {UNPROVEN_NOTE}" if u else
+                  f"{UNPROVEN_MARK} not proven optimal: that strategy's solve stopped at its time limit (its gap is "
+                  "shown beside it)")
+    if not QUIET and any(ln.upfront_usd and ln.pricing != "on_demand" for ln in plan.lines):
         # a fresh user read "$0.00 a month" next to an all-upfront term's $/h as a free instance
         con.print("$/month is the cash paid each month (hourly use, recurring fees); a term paid upfront pays its "
                   "upfront in its first month and its $/h is that upfront spread over the term's hours (amortized)")
@@ -905,7 +938,7 @@ def review(result, fmt: str) -> None:
         if c.commitment:  # what is bought, in the words of its provider: class, term, payment and what it can become
             con.print(f"{c.instance_type} ({c.provider} {c.region}) x{c.recommended_quantity}: {c.commitment}"
                       + (f" -- {c.flexibility}" if c.flexibility else ""))
-    for n in result.notes:
+    for n in () if QUIET else result.notes:  # --quiet: results only, no notes
         con.print(f"[yellow]Note:[/] {n}")
 
 
@@ -920,7 +953,7 @@ def plan_diff(d, verdict: str, fmt: str) -> None:
 
     con = _console()
     con.print(f"Plan diff: {d.old} ({d.status[0] or '?'}) -> {d.new} ({d.status[1] or '?'})")
-    for note in getattr(d, "notes", []) or []:
+    for note in () if QUIET else getattr(d, "notes", []) or []:  # --quiet: results only, no notes
         con.print(f"[yellow]Note:[/] {note}")
     t = Table(show_header=True)
     for col in ("", "old", "new", "change", "change %"):

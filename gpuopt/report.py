@@ -35,12 +35,20 @@ from pathlib import Path
 from typing import Any
 
 from gpuopt.charting import FIG_SIZE, FONT_PT, TITLE_PT, dollars, figure, png_bytes
+from gpuopt.kernel.documents import VERSIONS
 from gpuopt.kernel.records import HOURS_PER_MONTH, WINDOW_PRICING
-from gpuopt.templating import ESTIMATED_MARK, ESTIMATED_NOTE, key_figure, render, serving_split_text
+from gpuopt.kernel.words import count_range, plural
+from gpuopt.templating import (ESTIMATED_MARK, ESTIMATED_NOTE, UNPROVEN_MARK, UNPROVEN_NOTE, key_figure,
+                               not_computed_hint, render, serving_split_text, unproven_caveat)
 
 FORMATS = ("html", "markdown")
 
 SECTIONS = ("Summary", "Plan", "Strategy comparison", "Charts", "Workloads", "Constraints and notes", "Prices")
+
+#: The ``kind`` of ``<stem>.json`` beside a report (gpuopt.schemas.ReportDataDoc, docs/schemas/report-data.schema.json).
+REPORT_KIND = "report-data"
+#: Statuses of a comparison that ran out of time (a longer --time-limit computes it), not of one without a plan.
+_UNTIMED = ("not_computed", "not_solved")
 
 _STRATEGY_LABELS = {
     "all_on_demand": "all on-demand", "all_reserved_1y": "all reserved 1 year", "all_reserved_3y": "all reserved 3 years",
@@ -146,10 +154,14 @@ def report_data(result) -> dict[str, Any]:
                   "after_horizon_usd": float(getattr(plan, "after_horizon_usd", 0.0) or 0.0),
                   "leftover_value": float(getattr(plan, "leftover_value", 0.0) or 0.0),
                   "leftover_credit_usd": float(getattr(plan, "leftover_credit_usd", 0.0) or 0.0)}
+    limit = (getattr(result, "workload", None) or {}).get("time_limit_s")
     strategies = []
     for name, s in (plan.strategies or {}).items():
+        note = s.get("note")
+        if s.get("total_usd") is None and s.get("status") in _UNTIMED:  # why, and how to get it
+            note = not_computed_hint(note or f"{s.get('status')}: no plan within the explanation's time", limit)
         strategies.append({"name": name, "label": _STRATEGY_LABELS.get(name, name.replace("_", " ")),
-                           "status": s.get("status"), "note": s.get("note"),
+                           "status": s.get("status"), "note": note, "gap": s.get("gap"),
                            "total_usd": s.get("total_usd"), "monthly_usd": s.get("monthly_usd"),
                            "upfront_usd": s.get("upfront_usd"), "commitment_usd": s.get("commitment_usd"),
                            "max_month_usd": s.get("max_month_usd"), "savings_usd": s.get("savings_usd"),
@@ -160,11 +172,18 @@ def report_data(result) -> dict[str, Any]:
         by_provider[ln.provider] = round(by_provider.get(ln.provider, 0.0) + ln.total_usd, 2)
         by_gpu[ln.gpu_model] = round(by_gpu.get(ln.gpu_model, 0.0) + ln.total_usd, 2)
     prices = getattr(result, "prices", None) or {}
+    gap = getattr(plan, "gap", None)
     data: dict[str, Any] = {
+        "schema_version": VERSIONS[REPORT_KIND],
+        "kind": REPORT_KIND,
         "title": "gpuopt plan",
         "headline": getattr(result, "headline", None) or "Plan",
         "workload_origin": getattr(result, "workload_origin", None),
         "status": plan.status,
+        "proven_optimal": None if not plan.feasible else plan.status == "optimal",
+        "gap": gap,
+        "caveat": unproven_caveat(plan.status, gap, plan.total_usd, objective=getattr(plan, "objective", "cost"),
+                                  time_limit_s=limit),
         "feasible": bool(plan.feasible),
         "reason": getattr(plan, "reason", None),
         "horizon_months": H,
@@ -495,13 +514,24 @@ def _line_table(data) -> tuple[list[str], list[list[str]]]:
 def _strategy_table(data) -> tuple[list[str], list[list[str]]]:
     head = ["strategy", "total", "$/month", "upfront", "commitment", "most in a month", "savings vs all on-demand"]
     rows = []
+    mark = _unproven_mark(data)
     for s in data["strategies"]:
         if s.get("total_usd") is None:
-            why = str(s.get("status") or "—") + (f": {s['note']}" if s.get("note") else "")
+            note, status = str(s.get("note") or ""), str(s.get("status") or "—")
+            note = note.removeprefix(status.replace("_", " ") + ": ")  # "not_computed: not computed: ..." once
+            why = status + (f": {note}" if note else "")
             rows.append([s["label"], why, "—", "—", "—", "—", "—"])
             continue
+        label = s["label"] + (f" (not proven: gap {100 * (s.get('gap') or 0.0):.3g} %)"
+                              if s.get("status") == "time_limit" else "")
         sav = "—" if s.get("savings_usd") is None else f"{_usd(s['savings_usd'])} ({_pct(s.get('savings_pct'))})"
-        rows.append([s["label"], _usd(s["total_usd"]), _usd(s.get("monthly_usd")), _usd(s.get("upfront_usd") or 0.0),
+        if s["name"] == "this_plan" or s.get("status") == "time_limit":  # totals that rest on an unproven solve
+            m = mark if s["name"] == "this_plan" else UNPROVEN_MARK
+            rows.append([label, _usd(s["total_usd"]) + m, _usd(s.get("monthly_usd")) + m,
+                         _usd(s.get("upfront_usd") or 0.0), _usd(s.get("commitment_usd") or 0.0),
+                         _usd(s.get("max_month_usd")) + m, sav + (m if sav != "—" else "")])
+            continue
+        rows.append([label, _usd(s["total_usd"]), _usd(s.get("monthly_usd")), _usd(s.get("upfront_usd") or 0.0),
                      _usd(s.get("commitment_usd") or 0.0), _usd(s.get("max_month_usd")), sav])
     return head, rows
 
@@ -511,7 +541,7 @@ def _workload_table(data) -> tuple[list[str], list[list[str]]]:
     rows = []
     H = data["horizon_months"]
     for w in data["workloads"]:
-        rep = "; ".join(f"{s['gpu_shape'].split(' (')[0]}: {s['gpus_per_replica']:g} GPUs, "
+        rep = "; ".join(f"{s['gpu_shape'].split(' (')[0]}: {plural(s['gpus_per_replica'], 'GPU')}, "
                         + (f"per-GPU speed of a job of {s['job_gpus']:,} GPUs: {s['layout_text']}, MFU "
                            f"{100 * s['mfu']:.0f} %, goodput "
                            f"{100 * s['goodput']:.1f} %" + (f", {s['wall_hours_at_job_gpus']:,.0f} h wall"
@@ -527,8 +557,8 @@ def _workload_table(data) -> tuple[list[str], list[list[str]]]:
         else:
             rr = w.get("replicas_min_max") or [0, 0]
             rows.append([w["name"], w["task"], w["model"], _months(w.get("start_month", 1), w.get("end_month", H)),
-                         f"peak {w['peak_demand']:,.1f} tokens/s, at least {w['min_replicas']} replicas",
-                         f"{rr[0]:g}-{rr[1]:g} replicas"
+                         f"peak {w['peak_demand']:,.1f} tokens/s, at least {plural(w['min_replicas'], 'replica')}",
+                         count_range(rr[0], rr[1], "replica")
                          + (f", {w['blocks_short']} blocks short" if w.get("blocks_short") else ""),
                          rep])
     return head, rows
@@ -555,6 +585,11 @@ def _horizon(data) -> str:
     return f"{H} month{'s' if H != 1 else ''}, {span}"
 
 
+def _unproven_mark(data) -> str:
+    """UNPROVEN_MARK when the plan is not proven optimal (its figures rest on a time-limited solve), else ""."""
+    return UNPROVEN_MARK if data.get("caveat") else ""
+
+
 def _summary(data) -> list[str]:
     """The summary as sentences (plain text; the renderers escape them)."""
     out = [data["headline"]]
@@ -566,8 +601,11 @@ def _summary(data) -> list[str]:
         reason = data.get("reason") or {}
         out.append(f"No plan: {reason.get('message', data['status'])}")
         return out
-    out.append(f"Status: {data['status']}. Total over the horizon: {_usd(data['total_usd'])}; average "
-               f"{_usd(data['monthly_usd'])} per month; the most paid in one month {_usd(data['max_month_usd'])}.")
+    u = _unproven_mark(data)
+    out.append(f"Status: {data['status']}" + (f" (not proven optimal, gap {100 * (data.get('gap') or 0.0):.3g} %)"
+                                              if u else "")
+               + f". Total over the horizon: {_usd(data['total_usd'])}{u}; average "
+               f"{_usd(data['monthly_usd'])}{u} per month; the most paid in one month {_usd(data['max_month_usd'])}{u}.")
     out.append(f"Upfront: {_usd(data['upfront_usd'])}" + (" (paid in the month each commitment starts)."
                                                            if data["upfront_usd"] else " (nothing paid upfront)."))
     c = data["commitment"]
@@ -583,7 +621,7 @@ def _summary(data) -> list[str]:
         out.append("Commitment: none (no reserved instances; nothing is owed beyond the hours used).")
     if data.get("on_demand_total_usd") is not None and data.get("savings_vs_on_demand_usd") is not None:
         out.append(f"Savings against all on-demand ({_usd(data['on_demand_total_usd'])} over the horizon): "
-                   f"{_usd(data['savings_vs_on_demand_usd'])} ({_pct(data['savings_vs_on_demand_pct'])}).")
+                   f"{_usd(data['savings_vs_on_demand_usd'])} ({_pct(data['savings_vs_on_demand_pct'])}){u}.")
     if data.get("objective") == "roi":
         roi = data.get("roi")
         out.append(f"Value {_usd(data.get('value_usd'))}, net value {_usd(data.get('net_value_usd'))}, ROI "
@@ -614,9 +652,11 @@ def _figures(data) -> list[dict[str, Any]]:
     if not data["feasible"]:
         return []
     c = data["commitment"]
-    mark = ESTIMATED_MARK if c.get("estimated") else ""
-    out = [key_figure("total", f"Total over the horizon ({_horizon(data)})", _usd(data["total_usd"]), main=True),
-           key_figure("monthly", "Average per month", _usd(data["monthly_usd"])),
+    u = _unproven_mark(data)  # every figure below rests on the plan
+    mark = (ESTIMATED_MARK if c.get("estimated") else "") + u
+    out = [key_figure("total", f"Total over the horizon ({_horizon(data)})", _usd(data["total_usd"]), main=True,
+                      mark=u, note=f"not proven optimal: gap {100 * (data.get('gap') or 0.0):.3g} %" if u else ""),
+           key_figure("monthly", "Average per month", _usd(data["monthly_usd"]), mark=u),
            key_figure("commitment", "Commitments: owed over their terms", _usd(data["commitment_usd"]), mark=mark,
                       main=True, note=(f"{c['reserved_lines']} commitment(s), terms ending {', '.join(c['term_ends'])}"
                                        if c["reserved_lines"] else "no reserved instances")),
@@ -625,20 +665,24 @@ def _figures(data) -> list[dict[str, Any]]:
                       _usd(c.get("monthly_usd", 0.0)), mark=mark)]
     if data.get("savings_vs_on_demand_usd") is not None:
         out.append(key_figure("savings", "Savings against all on-demand",
-                              f"{_usd(data['savings_vs_on_demand_usd'])} ({_pct(data['savings_vs_on_demand_pct'])})"))
+                              f"{_usd(data['savings_vs_on_demand_usd'])} ({_pct(data['savings_vs_on_demand_pct'])})",
+                              mark=u))
     return out
 
 
 def _context(data, images) -> dict[str, Any]:
     """What the plan templates (gpuopt/templates/plan.*.j2) show: the data turned into sentences and tables."""
     estimated = bool(data["estimated_lines"])
+    caveat = data.get("caveat")
     return {"title": data["title"], "subtitle": f"Horizon: {_horizon(data)}", "figures": _figures(data),
+            "caveat": f"{caveat}. Figures marked {UNPROVEN_MARK} rest on this plan." if caveat else None,
             "summary": _summary(data), "plan_table": _line_table(data) if data["feasible"] else None,
             "strategy_table": _strategy_table(data) if data["strategies"] else None, "charts": images,
             "workload_table": _workload_table(data) if data["workloads"] else None,
             "binding": data["binding"], "notes": data["notes"], "price_table": _price_table(data),
             "warnings": data["prices"].get("warnings") or [],
-            "footnotes": [(ESTIMATED_MARK, ESTIMATED_NOTE)] if estimated else []}
+            "footnotes": ([(ESTIMATED_MARK, ESTIMATED_NOTE)] if estimated else [])
+                         + ([(UNPROVEN_MARK, UNPROVEN_NOTE)] if caveat else [])}
 
 
 # ------------------------------------------------------------------------------------------------- companions

@@ -4,7 +4,8 @@ Every JSON document gpuopt prints (``--format json``) or returns as ``.to_dict()
 
 - ``schema_version`` (integer): the version of that document's interface, :data:`VERSIONS`;
 - ``kind`` (string): which document it is -- ``recommend``, ``estimate``, ``review``, ``prices-list``,
-  ``prices-status``, ``prices-diff``, ``prices-refresh``, ``prices-import``, ``plan-diff`` or ``error``.
+  ``prices-status``, ``prices-diff``, ``prices-refresh``, ``prices-import``, ``plan-diff``, ``models``,
+  ``quotas``, ``spot-refresh``, ``spot-scores``, ``report-data`` (the JSON beside a plan report) or ``error``.
 
 The models below describe each kind. ``docs/schemas/<kind>.schema.json`` are generated from them
 (``python -m gpuopt.schemas --write docs/schemas``; the test suite fails when the files and the models part) and are
@@ -351,6 +352,9 @@ class PrecisionAlternative(_Alternative):
     precision: str
     workloads: list[str]
     rule: str
+    label: Optional[str] = Field(None, description=(
+        "The alternative in words when it is not fp8 allowed: 'with fp8 added to bf16/fp16', 'in 16-bit only, "
+        "without the fp8/int8/int4 the plan chose'; null: fp8 allowed."))
 
 
 class DemandSensitivity(_Open):
@@ -418,6 +422,13 @@ class RecommendDoc(_Open):
     status: Status
     gap: Optional[Annotated[float, Field(ge=0.0)]] = Field(
         description="Relative MIP gap of the plan's own solve (0.001 = 0.1 %); null when there is no plan.")
+    proven_optimal: Optional[bool] = Field(None, description=(
+        "true: the plan is proven optimal (status optimal); false: a feasible plan the solver stopped at its time "
+        "limit (status time_limit): its totals may be up to `gap` above the best plan's, `caveat` says so; null: "
+        "no plan."))
+    caveat: Optional[str] = Field(None, description=(
+        "When the plan is not proven optimal: its status and gap, how much less the best plan may cost, and the "
+        "--time-limit to rerun with (the text every output shows first); null otherwise."))
     feasible: bool
     horizon_months: Annotated[int, Field(ge=1, le=120)]
     horizon_note: str
@@ -901,6 +912,154 @@ class PlanDiffDoc(_Open):
     gate: Optional[str] = Field(None, description="CLI with --fail-above: the cost gate's verdict in words.")
 
 
+# ======================================================================================== report data
+class ReportCashMonth(_Open):
+    month: Annotated[int, Field(ge=1)]
+    label: str = Field(description="YYYY-MM, or 'month N' when the start is unknown.")
+    hourly_usd: float
+    recurring_usd: float
+    upfront_usd: float
+    total_usd: float
+
+
+class ReportCommitment(_Open):
+    total_over_term_usd: float
+    upfront_usd: float
+    monthly_usd: float = Field(description="Paid each month while the termed commitments run.")
+    estimated: bool = Field(description="Some commitment rests on an estimated (rule-derived) price.")
+    reserved_lines: Annotated[int, Field(ge=0)]
+    reserved_instances: Annotated[int, Field(ge=0)]
+    term_ends: list[str]
+    after_horizon_usd: float
+    leftover_value: float
+    leftover_credit_usd: float
+
+
+class ReportStrategy(_Open):
+    name: str = Field(description="all_on_demand, all_reserved_1y, all_reserved_3y, spot_where_allowed, this_plan.")
+    label: str
+    status: Optional[str] = Field(description="As `strategies.*.status` of the recommend document.")
+    note: Optional[str] = Field(description="Why a strategy has no total (not computed, no plan) and how to get it.")
+    total_usd: Optional[float]
+    monthly_usd: Optional[float]
+    upfront_usd: Optional[float]
+    commitment_usd: Optional[float]
+    max_month_usd: Optional[float]
+    savings_usd: Optional[float]
+    savings_pct: Optional[float]
+    gap: Optional[float] = Field(None, description="Its solve's relative gap when stopped at its time limit.")
+
+
+class ReportPrices(_Open):
+    catalog: Optional[str]
+    snapshot_built_at: Optional[str]
+    max_age_days: Optional[float]
+    providers: dict[str, ProviderPrices]
+    warnings: list[str]
+
+
+class ReportDataDoc(_Open):
+    """``<stem>.json`` beside a plan report (`gpuopt recommend --format markdown|html --output <stem>.md|.html`,
+    gpuopt.report.report_data): everything the report shows, numbers unformatted."""
+
+    schema_version: Literal[1]
+    kind: Literal["report-data"]
+    title: str
+    headline: str
+    workload_origin: Optional[str]
+    status: Status
+    proven_optimal: Optional[bool] = Field(description="As in the recommend document.")
+    gap: Optional[Annotated[float, Field(ge=0.0)]] = Field(description="As in the recommend document.")
+    caveat: Optional[str] = Field(description="As in the recommend document: shown first in the report.")
+    feasible: bool
+    reason: Optional[Reason]
+    horizon_months: Annotated[int, Field(ge=1)]
+    horizon_note: str
+    start_month: str
+    end_month: str
+    rules: list[str]
+    total_usd: float
+    monthly_usd: float
+    upfront_usd: float
+    commitment_usd: float
+    max_month_usd: float
+    cash_by_month: list[ReportCashMonth]
+    on_demand_total_usd: Optional[float]
+    savings_vs_on_demand_usd: Optional[float]
+    savings_vs_on_demand_pct: Optional[float]
+    commitment: ReportCommitment
+    objective: Literal["cost", "roi"]
+    value_usd: Optional[float]
+    net_value_usd: Optional[float]
+    roi: Optional[float]
+    estimated_lines: Annotated[int, Field(ge=0)]
+    lines: list[Line]
+    strategies: list[ReportStrategy]
+    spend_by_provider: dict[str, float]
+    spend_by_gpu_model: dict[str, float]
+    workloads: list[WorkloadSummary]
+    blocks: list[dict[str, Any]] = Field(description="The recommend document's blocks: label, period, months, "
+                                                     "start_hour, end_hour, hours, slots, slot_labels, grid_hours, "
+                                                     "demand, capacity.")
+    binding: list[str]
+    notes: list[str]
+    prices: ReportPrices
+    demand_capacity: Optional[dict[str, Any]] = Field(description="Chart data: serving demand and capacity by block.")
+    demand_timeline: Optional[dict[str, Any]] = Field(description="Chart data: the same in time order, by panel.")
+
+
+# ====================================================================== quotas and spot data (issue 32)
+class QuotaRow(_Open):
+    provider: str
+    region: str
+    family: str = Field(description="The quota's code: AWS L-..., Azure usage name, GCP metric.")
+    limit: Annotated[float, Field(ge=0.0)]
+    unit: Literal["vcpus", "gpus"]
+    used: Annotated[float, Field(ge=0.0)]
+    note: str = Field(description="The quota's name and source.")
+
+
+class QuotasDoc(_Open):
+    """`gpuopt quotas --format json`: the quotas read and the quota CSV written (what `recommend --quota` reads)."""
+
+    schema_version: Literal[1]
+    kind: Literal["quotas"]
+    path: str
+    quotas: list[QuotaRow]
+
+
+class SpotRefreshDoc(_Open):
+    """`gpuopt prices refresh-spot --format json`: what the refresh of spot interruption data did."""
+
+    schema_version: Literal[1]
+    kind: Literal["spot-refresh"]
+    provider: Literal["aws", "azure"]
+    status: Literal["refreshed", "failed"]
+    path: Optional[str] = Field(description="The file written; null when the refresh failed.")
+    as_of: Optional[str]
+    entries: Annotated[int, Field(ge=0)]
+    error: Optional[str] = Field(description="Why the refresh failed; null when it did not.")
+    kept: Optional[str] = Field(description="What stays in use after a failure.")
+    notes: list[str]
+
+
+class SpotScore(_Open):
+    region: str
+    zone_id: str = Field(description="The zone ID with --single-az; empty for a region's score.")
+    score: Annotated[int, Field(ge=1, le=10)]
+
+
+class SpotScoresDoc(_Open):
+    """`gpuopt prices spot-scores --format json`: EC2 Spot placement scores, best first."""
+
+    schema_version: Literal[1]
+    kind: Literal["spot-scores"]
+    instance_types: list[str]
+    capacity: Annotated[int, Field(ge=1)]
+    single_az: bool
+    scores: list[SpotScore]
+
+
 # =============================================================================================== error
 class ErrorInfo(_Open):
     type: str = Field(description="input, usage, provider, snapshot, solver, no_plan, cost_gate")
@@ -931,7 +1090,8 @@ MODELS: dict[str, type[BaseModel]] = {
     "models": ModelsDoc,
     "recommend": RecommendDoc, "estimate": EstimateDoc, "review": ReviewDoc, "prices-list": PricesListDoc,
     "prices-status": PricesStatusDoc, "prices-diff": PricesDiffDoc, "prices-refresh": PricesRefreshDoc,
-    "prices-import": PricesImportDoc, "plan-diff": PlanDiffDoc, "error": ErrorDoc,
+    "prices-import": PricesImportDoc, "plan-diff": PlanDiffDoc, "error": ErrorDoc, "report-data": ReportDataDoc,
+    "quotas": QuotasDoc, "spot-refresh": SpotRefreshDoc, "spot-scores": SpotScoresDoc,
 }
 
 

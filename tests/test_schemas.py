@@ -384,7 +384,7 @@ def test_a_value_click_cannot_convert_is_bad_input_not_a_usage_error(capsys):
 def test_models_and_import_documents_and_their_tables(tmp_path):
     _valid(_doc("estimate", "--list-models", "--format", "json"), "models")
     offers = ROOT / "tests" / "fixtures" / "offers" / "onprem_ok.csv"
-    r = _run("prices", "import", str(offers), "--format", "offers", "--as-of", "2026-10-01", "--json")
+    r = _run("prices", "import", str(offers), "--input-format", "offers", "--as-of", "2026-10-01", "--format", "json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     _valid(doc, "prices-import")

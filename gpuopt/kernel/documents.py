@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
 VERSIONS: dict[str, int] = {
     "recommend": 2, "estimate": 1, "review": 1, "prices-list": 1, "prices-status": 1, "prices-diff": 1,
     "prices-refresh": 1, "prices-import": 1, "plan-diff": 1, "error": 1, "models": 1,
+    "report-data": 1, "quotas": 1, "spot-refresh": 1, "spot-scores": 1,
 }
 
 #: Exit codes of every command (README "Exit codes").

@@ -640,11 +640,12 @@ class RecommendResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The documented JSON interface (docs/json-schema.md, ``schema_version`` 2)."""
-        from gpuopt.templating import unproven_caveat
+        from gpuopt.templating import unproven_caveat, with_not_computed_hints
 
         p = self.plan
+        limit = (self.workload or {}).get("time_limit_s")
         caveat = unproven_caveat(p.status, p.gap, p.total_usd, objective=getattr(p, "objective", "cost"),
-                                 time_limit_s=(self.workload or {}).get("time_limit_s"))
+                                 time_limit_s=limit)
         head = {"schema_version": SCHEMA_VERSION, "kind": "recommend", "status": p.status, "gap": p.gap,
                 "proven_optimal": None if not p.feasible else p.status == "optimal", "caveat": caveat,
                 "feasible": p.feasible,
@@ -652,7 +653,7 @@ class RecommendResult:
                 "total_usd": p.total_usd, "monthly_usd": p.monthly_usd, "commitment_usd": p.commitment_usd,
                 "upfront_usd": p.upfront_usd, "headline": self.headline, "workload_origin": self.workload_origin,
                 "workload": self.workload, "prices": self.prices}
-        body = p.to_dict()
+        body = with_not_computed_hints(p.to_dict(), limit)
         for k in head:
             body.pop(k, None)
         return {**head, **body}

@@ -76,7 +76,26 @@ def not_computed_hint(note: str | None, time_limit_s: float | None) -> str:
     """The note of a comparison that was not computed (why; gpuopt.optimizer's explanations), with how to get it:
     the explanations run within the solver's time limit, so a longer --time-limit computes them."""
     why = str(note or "not computed").rstrip(".")
+    if "; to compute it, " in why:  # already says how (a JSON note rendered again)
+        return why
     return f"{why}; to compute it, {rerun_hint(time_limit_s)}"
+
+
+def with_not_computed_hints(doc: Any, time_limit_s: float | None) -> Any:
+    """``doc`` (a plan's JSON, nested dicts and lists) with every ``note``/``reason`` that says a comparison was
+    "not computed" extended by how to compute it (:func:`not_computed_hint`): issue 32, "comparisons that were not
+    computed say why and how to get them (--time-limit)", in the JSON as in the table and the reports."""
+    if isinstance(doc, list):
+        return [with_not_computed_hints(v, time_limit_s) for v in doc]
+    if not isinstance(doc, dict):
+        return doc
+    out = {}
+    for k, v in doc.items():
+        if k in ("note", "reason") and isinstance(v, str) and "not computed" in v:
+            out[k] = not_computed_hint(v, time_limit_s)
+        else:
+            out[k] = with_not_computed_hints(v, time_limit_s)
+    return out
 
 
 @lru_cache(maxsize=2)

@@ -351,6 +351,12 @@ def test_a_comparison_not_computed_says_why_and_how(tmp_path, one, capsys, monke
     out = capsys.readouterr().out
     assert f"Strategy — all reserved 1y: {why}; {how}" in out
     assert f"Alternative — aws alone: not computed: no plan found within the explanation's time limit; {how}" in out
+    # the JSON says how too (issue 32: "comparisons that were not computed say why and how to get them"), once
+    doc = r.to_dict()
+    assert doc["strategies"]["all_reserved_1y"]["note"] == f"{why}; {how}"
+    assert doc["next_best"][0]["note"] == f"not computed: no plan found within the explanation's time limit; {how}"
+    render.recommend(r, "table")
+    assert capsys.readouterr().out.count(how) == out.count(how)
 
 
 def test_markdown_text_is_escaped_for_markdown_not_html():

@@ -1066,8 +1066,11 @@ def review(*, usage: str | Path, usage_format: str = "auto", lookback: str | flo
     end_day = pd.Timestamp(data.coverage_end).date()
     offers, info = _load(None, min(end_day, _dt.date.today()))
     prices = _price_provenance(offers, info, None, prices_on=end_day)
+    # an hourly file's window (its own window_start/window_end, or --window) is the review's window unless a
+    # lookback cuts it: rows that stop before its end are warned as missing data (not idle), not silently trimmed
+    own = (data.period_start, data.period_end) if data.source_format == "hourly" and days is None else None
     result = _with_focus(run_review(data, offers, term=term, payment=payment, lookback_days=days, prices=prices,
-                                    solver=solver, scope=scope))
+                                    solver=solver, scope=scope, window=own))
     used = {u for u in data.hourly["provider"].astype(str).unique()}
     # warnings about the prices of providers the export does not use are noise for this review
     others = (set(prices.get("providers", {})) | set(offers["provider"].astype(str).unique())) - used

@@ -950,7 +950,7 @@ def prices_import(
     replace_region: Annotated[bool, typer.Option("--replace-region", help="Replace the regions in the file whole: their previous offers the file does not list are removed. Default: replace only the offers the file carries and keep every other.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Deprecated (use --format json): print the summary as JSON.")] = False,
     output: OutputOpt = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="Output: 'table' or 'json', as in every command. (Deprecated, for one release: a file type here, e.g. --format skypilot, is read as --input-format.)")] = "table",
+    fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="Output: 'table' (default) or 'json', as in every command. (Deprecated, for one release: a file type here, e.g. --format skypilot, is read as --input-format.)")] = None,
 ):
     """Import a price file (for air-gapped machines) into your price cache as a new snapshot.
 
@@ -959,18 +959,29 @@ def prices_import(
     """
     from pricing_cache.importing import FORMATS as INPUT_FORMATS
 
-    deprecated = []
-    if fmt in INPUT_FORMATS and input_format is None:  # the old spelling: --format named the file's type
-        input_format, fmt = fmt, "table"
+    from gpuopt.kernel.errors import InputError
+
+    deprecated, clash = [], None
+    if fmt in INPUT_FORMATS:  # the old spelling: --format named the file's type
+        if input_format not in (None, fmt):
+            clash = InputError("--format", f"'{fmt}' (the deprecated spelling of --input-format) contradicts "
+                               f"--input-format {input_format}", accepted="--format table|json")
+        input_format, fmt = fmt, None
         deprecated.append(f"--format {input_format} is deprecated for the file's type: use --input-format "
                           f"{input_format} (--format is the output format, table or json, as in every command)")
     if as_json:
+        if fmt not in (None, "json"):
+            clash = InputError("--json", f"contradicts --format {fmt}", accepted="--format json (--json is its "
+                               "deprecated spelling)")
         fmt = "json"
         deprecated.append("--json is deprecated: use --format json")
+    fmt = fmt or "table"
     _inputs(file)
     with _boundary(fmt):
         from gpuopt import api, render
-        from gpuopt.kernel.errors import InputError
+
+        if clash is not None:
+            raise clash
 
         if fmt not in FORMATS:
             raise InputError("--format", f"unknown output format '{fmt}' (the file's type is --input-format: "
@@ -980,7 +991,7 @@ def prices_import(
                                  accepted=", ".join(INPUT_FORMATS))
             _fail(str(missing), 2, "usage", "input_format", missing.accepted)
 
-        for line in deprecated if not (_STATE["quiet"] or fmt == "json") else ():
+        for line in deprecated if not (_STATE["quiet"] or fmt == "json") else ():  # JSON: in its notes
             typer.echo(f"gpuopt: warning: {line}", err=True)
         try:
             result = api.prices_import(file=file, fmt=input_format, provider=provider, as_of=as_of,
@@ -990,6 +1001,8 @@ def prices_import(
             if option is None:
                 raise
             raise InputError(option, exc.message.replace("--format ", "--input-format "), exc.accepted) from None
+        if fmt == "json" and deprecated:  # stderr holds only error documents with JSON: the warning goes in it
+            result["notes"] = [f"deprecated: {line}" for line in deprecated] + list(result.get("notes") or [])
         with _stdout_to(output):
             render.import_summary(result, fmt)
 

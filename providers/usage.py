@@ -521,7 +521,7 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
 
 def parse_window(start: Any, end: Any) -> tuple["pd.Timestamp", "pd.Timestamp"]:
     """The window [start, end) of an hourly file as UTC timestamps: ISO dates ('2024-09-01') or times (naive =
-    UTC), start before end, both inside :func:`date_window`. Raises InputError (field ``window``)."""
+    UTC) on whole hours, start before end, both inside :func:`date_window`. Raises InputError (field ``window``)."""
     import pandas as pd
 
     out = []
@@ -533,7 +533,11 @@ def parse_window(start: Any, end: Any) -> tuple["pd.Timestamp", "pd.Timestamp"]:
         if pd.isna(t):
             raise InputError("window", f"--window {v!r} is not a date or time", accepted="START END as YYYY-MM-DD or "
                              "YYYY-MM-DDTHH:MM[:SS][Z], UTC, start inclusive, end exclusive")
-        out.append(t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC"))
+        t = t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
+        if t != t.floor("h"):  # the rows are whole hours: a window inside one would be rounded without a word
+            raise InputError("window", f"{v!r} is not on a whole hour (the hourly rows are whole UTC hours)",
+                             accepted="YYYY-MM-DD or YYYY-MM-DDTHH:00, UTC")
+        out.append(t)
     lo, hi = date_window()
     w0, w1 = out
     if not w0 < w1:
@@ -555,7 +559,11 @@ def _hourly_window(name: str, ctx: ReadContext, window: tuple | None, file_windo
         pairs = {p for p in ctx.windows}
         if not pairs and hourly.empty and window is None:
             return hourly, None, cov
-        if any(a is None or b is None for a, b in pairs) or len(pairs) > 1:
+        if any(a is None or b is None for a, b in pairs):
+            raise InputError("usage", f"{name}: window_start / window_end are empty or not a date or time on some "
+                             "rows", accepted="ISO 8601 times (2024-09-01T00:00:00Z, '2024-09-01 00:00:00 UTC'), "
+                             "the same window on every row")
+        if len(pairs) > 1:
             shown = sorted(f"{a} .. {b}" for a, b in pairs)[:3]
             raise InputError("usage", f"{name}: window_start / window_end must hold one window on every row "
                              f"({len(pairs)} seen: {', '.join(shown)}); write one query's output per file",

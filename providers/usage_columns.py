@@ -136,7 +136,8 @@ def window_why(label: str) -> str:
 def time_col(df: "pd.DataFrame", col: str | None, *, date_only: bool = False
         ) -> tuple["pd.Series", "pd.Series", "pd.Series"]:
     """(UTC timestamps, mask of non-empty cells that do not parse, mask of dates outside :func:`date_window`).
-    Naive times are UTC; ISO 8601 with or without T/Z/offset; MM/DD/YYYY (Azure). Dates outside the window are
+    Naive times are UTC; ISO 8601 with or without T/Z/offset, or with a trailing " UTC" (BigQuery's CSV export);
+    MM/DD/YYYY (Azure). Dates outside the window are
     NaT in the timestamps."""
     import numpy as np
     import pandas as pd
@@ -153,6 +154,11 @@ def time_col(df: "pd.DataFrame", col: str | None, *, date_only: bool = False
     u = pd.Index(list(t.cat.categories), dtype=object)
     parsed = pd.Series(pd.to_datetime(u, format="ISO8601", utc=True, errors="coerce")).astype("datetime64[us, UTC]")
     filled = np.asarray(u != "")
+    miss = parsed.isna().to_numpy() & filled
+    if miss.any():  # BigQuery's CSV export writes TIMESTAMP as '2024-09-01 00:00:00 UTC' (bq extract)
+        bare = pd.Index(u[miss]).str.replace(r"\s+UTC$", "", regex=True)
+        alt = pd.to_datetime(bare, format="ISO8601", utc=True, errors="coerce")
+        parsed[miss] = pd.Series(alt).astype("datetime64[us, UTC]").to_numpy()
     for fmt in ("%m/%d/%Y", "%m/%d/%Y %H:%M:%S", "%m/%d/%Y %I:%M:%S %p"):
         miss = parsed.isna().to_numpy() & filled
         if not miss.any():

@@ -86,7 +86,12 @@ def test_the_old_spelling_still_works_for_one_release_with_a_deprecation_line(ca
     # --json (the old output flag) with the old --format: JSON on stdout, stderr kept for an error document
     code, out, err = _run(capsys, "prices", "import", str(OFFERS), "--format", "offers", "--as-of", "2026-10-01",
                           "--json")
-    assert code == 0 and err == "" and json.loads(out)["kind"] == "prices-import"
+    doc = json.loads(out)
+    assert code == 0 and err == "" and doc["kind"] == "prices-import"
+    # ... the deprecations said in the document's notes (README Habits: "with a one-line deprecation warning")
+    assert doc["notes"][:2] == ["deprecated: --format offers is deprecated for the file's type: use --input-format "
+                                "offers (--format is the output format, table or json, as in every command)",
+                                "deprecated: --json is deprecated: use --format json"]
     # -q: no deprecation line either
     code, out, err = _run(capsys, "-q", "prices", "import", str(OFFERS), "--format", "offers", "--as-of",
                           "2026-10-01")
@@ -221,3 +226,25 @@ def test_one_gpu_is_one_gpu_not_1_gpus(capsys):
     assert code == 0
     assert out.startswith("Estimate: Llama-2-7B, finetune, on H200-141GB: 1 GPU, ")
     assert "- scale: 1 GPU, the fewest that hold the job (--gpus fewest)" in out and "1 GPUs" not in out
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--format", "offers", "--input-format", "skypilot"],
+     "--format: 'offers' (the deprecated spelling of --input-format) contradicts --input-format skypilot"),
+    (["--input-format", "offers", "--json", "--format", "table"], "--json: contradicts --format table"),
+])
+def test_contradicting_old_and_new_spellings_are_refused(capsys, argv, says):
+    # a breaker's combinations: --json --format table printed JSON; a file type in both spellings was refused as
+    # an unknown output format
+    code, out, err = _run(capsys, "prices", "import", str(OFFERS), "--as-of", "2026-10-01", *argv)
+    assert code == 1 and out == "" and err.count("\n") == 1
+    if "--json" in argv:  # JSON asked for: the error is a document
+        assert json.loads(err)["error"]["message"].startswith(says)
+    else:
+        assert err.startswith(f"gpuopt: error: {says}")
+
+
+def test_the_same_type_in_both_spellings_is_one_type(capsys):
+    code, out, err = _run(capsys, "prices", "import", str(OFFERS), "--format", "offers", "--input-format", "offers",
+                          "--as-of", "2026-10-01")
+    assert code == 0 and out.startswith("onprem: prices as of 2026-10-01") and "deprecated" in err

@@ -139,7 +139,7 @@ def _fail(message: str, code: int, kind: str, field: str | None = None, accepted
 
 
 @contextlib.contextmanager
-def _boundary(fmt: str | None = None):
+def _boundary(fmt: str | None = None, aliases: dict[str, str] | None = None):
     """Turn gpuopt's own errors into one line on stderr (a JSON error document with --format json) and the exit
     code of gpuopt.schemas.EXIT_CODES (1 bad input, 3 a price source or the network)."""
     from gpuopt.kernel.errors import GpuoptError
@@ -154,24 +154,60 @@ def _boundary(fmt: str | None = None):
         _check_numbers()
         yield
     except GpuoptError as exc:
+        exc = _named_as_option(exc, aliases)
         kind, code = _error_type(exc)
         _fail(str(exc), code, kind, getattr(exc, "field", None), getattr(exc, "accepted", None))
+
+
+def _named_as_option(exc, aliases: dict[str, str] | None = None):
+    """README Habits: an error names the input its value came from. An InputError on a field that is an option of
+    the running command the user typed (``gpu`` -> ``--gpu``; ``aliases`` maps other field names to a parameter,
+    e.g. the export reader's ``format`` to review's ``usage_format``) is named by that option. File options are
+    left alone: their errors name the file (and line) the bad value is in."""
+    from gpuopt.kernel.errors import InputError
+
+    if not isinstance(exc, InputError) or not exc.field or exc.field.startswith("-"):
+        return exc
+    click = _click()
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return exc
+    name = (aliases or {}).get(exc.field, exc.field)
+    for param in ctx.command.params:
+        if param.name != name or getattr(param, "param_type_name", None) != "option":
+            continue
+        value = ctx.params.get(name)
+        if any(isinstance(v, Path) for v in (value if isinstance(value, (list, tuple)) else (value,))):
+            return exc  # a file option: the error names the file
+        if ctx.get_parameter_source(name) != click.core.ParameterSource.COMMANDLINE:
+            return exc
+        option = max(param.opts, key=len)  # the long spelling
+        return InputError(option, exc.message, exc.accepted)
+    return exc
+
+
+def _click():
+    """click's package: vendored by typer >= 0.29 (typer._click), click itself before (as main() explains)."""
+    import importlib
+
+    click_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+    pkg = importlib.import_module(click_error.__module__.rsplit(".", 1)[0])
+    for sub in ("core", "globals"):
+        importlib.import_module(f"{pkg.__name__}.{sub}")
+    pkg.get_current_context = pkg.globals.get_current_context
+    return pkg
 
 
 def _check_numbers() -> None:
     """Every number option of the command being run is finite and within +-gpuopt.kernel.inputs.MAX_QUANTITY (1e15):
     ``--tokens-per-second inf`` or ``--budget nan`` is refused naming the option, before any command-specific check
     (click reads "inf" and "nan" as floats). Raises InputError(option)."""
-    import importlib
     import math
 
     from gpuopt.kernel.errors import InputError
     from gpuopt.kernel.inputs import MAX_QUANTITY
 
-    # click's globals, vendored by typer >= 0.29 (typer._click) and click itself before (as main() explains)
-    click_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
-    click_globals = importlib.import_module(click_error.__module__.rsplit(".", 1)[0] + ".globals")
-    ctx = click_globals.get_current_context(silent=True)
+    ctx = _click().globals.get_current_context(silent=True)
     if ctx is None:
         return
     output, fmt = ctx.params.get("output"), ctx.params.get("fmt")
@@ -396,7 +432,7 @@ def _check_format(fmt: str, extra: tuple[str, ...] = ()) -> str:
     from gpuopt.kernel.errors import InputError
 
     if fmt not in FORMATS + extra:
-        raise InputError("format", f"unknown format '{fmt}'", accepted=", ".join(FORMATS + extra))
+        raise InputError("--format", f"unknown format '{fmt}'", accepted=", ".join(FORMATS + extra))
     return fmt
 
 
@@ -728,7 +764,7 @@ def review(
 ):
     """Monthly cost review: what the GPU fleet cost, how well it was used, what to commit to and what it saves."""
     _inputs(usage, *([] if not Path(usage).is_dir() else sorted(p for p in Path(usage).rglob("*") if p.is_file())))
-    with _boundary(fmt):
+    with _boundary(fmt, aliases={"format": "usage_format"}):  # the export reader's "format" is --usage-format
         _check_format(fmt, FILE_FORMATS)
         if output is not None and fmt != "focus":
             _not_parquet(output, f"--format {fmt}")  # before reading the export, not after it

@@ -531,7 +531,7 @@ def parse_window(start: Any, end: Any) -> tuple["pd.Timestamp", "pd.Timestamp"]:
         except (ValueError, TypeError):
             t = pd.NaT
         if pd.isna(t):
-            raise InputError("window", f"--window {v!r} is not a date or time", accepted="START END as YYYY-MM-DD or "
+            raise InputError("window", f"{v!r} is not a date or time", accepted="START END as YYYY-MM-DD or "
                              "YYYY-MM-DDTHH:MM[:SS][Z], UTC, start inclusive, end exclusive")
         t = t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
         if t != t.floor("h"):  # the rows are whole hours: a window inside one would be rounded without a word
@@ -570,15 +570,29 @@ def _hourly_window(name: str, ctx: ReadContext, window: tuple | None, file_windo
                              accepted="one window_start, window_end pair")
         if pairs:
             (a, b), = pairs
-            got = parse_window(a, b)
+            try:
+                got = parse_window(a, b)
+            except InputError as exc:  # the file's own columns, not --window
+                raise InputError("usage", f"{name}: window_start / window_end: {exc.message}",
+                                 accepted=exc.accepted) from None
             if window is not None and tuple(window) != got:
                 raise InputError("window", f"--window {window[0]:%Y-%m-%dT%H:%M} {window[1]:%Y-%m-%dT%H:%M} "
                                  f"contradicts {name}'s own window {got[0]:%Y-%m-%dT%H:%M} .. "
                                  f"{got[1]:%Y-%m-%dT%H:%M}", accepted="the file's window, or no --window")
             window = got
-        notes.append(f"hourly window {window[0]:%Y-%m-%d %H:%M} .. {window[1]:%Y-%m-%d %H:%M} UTC (the file's "
-                     "window_start / window_end); hours the export covers without GPU rows are idle")
-        return hourly, window, cov
+        w0, w1 = window
+        n0 = len(hourly)
+        hourly = hourly[(hourly["hour"] >= w0) & (hourly["hour"] < w1)].reset_index(drop=True)
+        # a charge period that starts inside the window may run past its end (the SQL explodes it hour by hour):
+        # the review is of the window the file names, so those hours are left out, as with --window
+        notes.append(f"hourly window {w0:%Y-%m-%d %H:%M} .. {w1:%Y-%m-%d %H:%M} UTC (the file's "
+                     "window_start / window_end); hours the export covers without GPU rows are idle" +
+                     (f"; {n0 - len(hourly)} GPU row(s) outside it left out" if n0 > len(hourly) else ""))
+        c0, c1, cdays = cov
+        if c0 is not None and not pd.isna(c0):
+            c0, c1 = max(c0, w0), min(c1, w1)
+            cdays = tuple(d for d in cdays if w0.floor("D").date() <= d < (w1 + pd.Timedelta(hours=23)).floor("D").date())
+        return hourly, window, (c0, c1, cdays)
     w0, w1 = window
     n0 = len(hourly)
     hourly = hourly[(hourly["hour"] >= w0) & (hourly["hour"] < w1)].reset_index(drop=True)

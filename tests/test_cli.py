@@ -173,7 +173,7 @@ def test_installed_console_script_runs():
     # bf16 weights of Llama-2-7B: 6,738,415,616 x 2 bytes = 12.55 GiB; the replica needs at least that
     assert d["memory_gib_per_replica"] > 12.55
     bad = subprocess.run([exe, "estimate", "--model", "nope"], capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 1 and bad.stderr.startswith("gpuopt: error: model")
+    assert bad.returncode == 1 and bad.stderr.startswith("gpuopt: error: --model: unknown model")
 
 
 def test_options_that_do_not_apply_are_reported():

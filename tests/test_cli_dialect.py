@@ -248,3 +248,30 @@ def test_the_same_type_in_both_spellings_is_one_type(capsys):
     code, out, err = _run(capsys, "prices", "import", str(OFFERS), "--format", "offers", "--input-format", "offers",
                           "--as-of", "2026-10-01")
     assert code == 0 and out.startswith("onprem: prices as of 2026-10-01") and "deprecated" in err
+
+
+@pytest.mark.parametrize("argv, says", [
+    # a breaker and a new user: review named its fields ("format: unknown format 'foo'", which reads as --format),
+    # prices list and estimate said "gpu:" where recommend said "--gpu:"
+    (["review", "--usage", str(ROOT / "tests/fixtures/usage/synthetic_hourly.csv"), "--usage-format", "foo"],
+     "--usage-format: unknown format 'foo'"),
+    (["review", "--usage", str(ROOT / "tests/fixtures/usage/synthetic_hourly.csv"), "--term", "5y"],
+     "--term: unknown term '5y'"),
+    (["review", "--usage", str(ROOT / "tests/fixtures/usage/synthetic_hourly.csv"), "--lookback", "abc"],
+     "--lookback: not a duration: 'abc'"),
+    (["review", "--usage", str(ROOT / "tests/fixtures/usage/synthetic_hourly.csv"), "--format", "xml"],
+     "--format: unknown format 'xml'"),
+    (["prices", "list", "--gpu", "H1000"], "--gpu: unknown GPU 'H1000'"),
+    (["estimate", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H1000"], "--gpu: unknown GPU 'H1000'"),
+])
+def test_errors_of_every_command_name_the_option_typed(capsys, argv, says):
+    code, out, err = _run(capsys, *argv)
+    assert code == 1 and out == "" and err.startswith(f"gpuopt: error: {says}") and err.count("\n") == 1
+
+
+def test_a_file_options_error_still_names_the_file(capsys, tmp_path):
+    bare = tmp_path / "bare.csv"
+    bare.write_text("provider,region,instance_type,hour,usage_hours,billed_cost,effective_cost\n"
+                    "aws,us-east-1,p4d.24xlarge,2024-09-01T00:00:00Z,1,21.96,21.96\n")
+    code, out, err = _run(capsys, "review", "--usage", str(bare), "--usage-format", "hourly")
+    assert code == 1 and err.startswith("gpuopt: error: usage: bare.csv has no window_start / window_end column(s)")

@@ -373,7 +373,7 @@ def test_line_break_in_an_option_value_stays_one_line(value):
     """Found by the fuzzer: `--gpu $'a\\nb'` printed the error on two lines; the break is shown escaped."""
     code, _, err = _cli(["prices", "list", "--gpu", value, "--format", "table"])
     assert code == 1
-    assert err.startswith("gpuopt: error: gpu: unknown GPU 'a") and err.count("\n") == 1 and err.endswith("\n")
+    assert err.startswith("gpuopt: error: --gpu: unknown GPU 'a") and err.count("\n") == 1 and err.endswith("\n")
     assert repr(value)[1:-1] in err
 
 

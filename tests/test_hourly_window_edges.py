@@ -69,3 +69,25 @@ def test_blank_window_cells_are_named(tmp_path):
     r = _review(_write(tmp_path / "blank.csv", rows))
     assert r.exit_code == 1
     assert "window_start / window_end are empty or not a date or time on some rows" in r.stderr
+
+
+def test_rows_outside_the_files_window_are_left_out_as_with_window(tmp_path):
+    # a breaker's file: the window ends 2024-09-16 but rows run to 2024-10-01; the review took all 30 days
+    # ($28,224.33) while its note named the 15-day window. Now both routes review 15 days: $14,112.17 billed
+    rows = _rows()
+    own = _write(tmp_path / "own.csv", [{**r, "window_end": "2024-09-16T00:00:00Z"} for r in rows])
+    bare = _write(tmp_path / "bare.csv", [{k: v for k, v in r.items() if not k.startswith("window_")} for r in rows])
+    a, b = _review(own), _review(bare, "--window", "2024-09-01", "2024-09-16")
+    assert a.exit_code == 0 and b.exit_code == 0, (a.output, b.output)
+    da, db = json.loads(a.stdout), json.loads(b.stdout)
+    assert da["totals"] == db["totals"]
+    assert da["totals"]["billed_usd"] == 14112.17 and da["window_hours"] == da["coverage_hours"] == 360
+    assert any("GPU row(s) outside it left out" in n for n in da["notes"])
+
+
+def test_a_reversed_window_in_the_file_names_the_file_not_the_option(tmp_path):
+    rows = [{**r, "window_start": "2024-10-01T00:00:00Z", "window_end": "2024-09-01T00:00:00Z"} for r in _rows()]
+    r = CliRunner().invoke(app, ["review", "--usage", str(_write(tmp_path / "rev.csv", rows)),
+                                 "--usage-format", "hourly"])
+    assert r.exit_code == 1
+    assert "usage: rev.csv: window_start / window_end: start 2024-10-01 00:00 is not before end" in r.stderr

@@ -129,7 +129,7 @@ def test_exit_codes_and_json_errors_on_stderr(tmp_path):
     _valid(err, "error")
     assert err["exit_code"] == 1 and err["error"]["type"] == "input" and err["error"]["field"] == "model"
     r = _run("estimate", "--model", "no-such-model-xyz")  # the same as one line for people
-    assert r.exit_code == 1 and r.stderr.startswith("gpuopt: error: model:") and len(r.stderr.splitlines()) == 1
+    assert r.exit_code == 1 and r.stderr.startswith("gpuopt: error: --model:") and len(r.stderr.splitlines()) == 1
     # 1: no plan -- the plan document (feasible false) on stdout, the error on stderr
     r = _run("recommend", "--budget", "1", "--format", "json", "--no-explain")
     assert r.exit_code == 1

@@ -318,7 +318,7 @@ def test_window_contradicting_the_file_or_bad_is_refused_by_the_cli(tmp_path):
     ok = CliRunner().invoke(app, ["review", "--usage", f, "--window", "2024-09-01", "2024-10-01", "--format", "json"])
     assert ok.exit_code == 0, ok.output
     for window, words in ((["2024-09-01", "2024-09-30"], "contradicts synthetic_hourly.csv's own window"),
-                          (["2024-09-01", "2024-09-31"], "--window '2024-09-31' is not a date or time"),
+                          (["2024-09-01", "2024-09-31"], "--window: '2024-09-31' is not a date or time"),
                           (["2024-10-01", "2024-09-01"], "is not before end")):
         r = CliRunner().invoke(app, ["review", "--usage", f, "--window", *window])
         assert r.exit_code == 1 and words in r.output and "Traceback" not in r.output, r.output

@@ -619,8 +619,8 @@ def recommend(
         with progress.reporting(sys.stderr) if shown else contextlib.nullcontext():
             result = api.recommend(**opts, workload=workload, explain=explain)
         render.warnings(result.prices)
-        if fmt in FILE_FORMATS and result.feasible:
-            _write_file_format(result, fmt, output)
+        if fmt in FILE_FORMATS and (result.feasible or fmt in ("markdown", "html")):
+            _write_file_format(result, fmt, output)  # a report of no plan says why (FOCUS has no rows to write)
         else:
             with _stdout_to(output if fmt not in FILE_FORMATS else None):
                 render.recommend(result, "table" if fmt in FILE_FORMATS else fmt)

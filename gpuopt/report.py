@@ -674,8 +674,12 @@ def _context(data, images) -> dict[str, Any]:
     """What the plan templates (gpuopt/templates/plan.*.j2) show: the data turned into sentences and tables."""
     estimated = bool(data["estimated_lines"])
     caveat = data.get("caveat")
+    top = f"{caveat}. Figures marked {UNPROVEN_MARK} rest on this plan." if caveat else None
+    if not data["feasible"]:  # no plan: said first, as an unproven plan is (the summary says it again in full)
+        reason = (data.get("reason") or {}).get("message") or data["status"]
+        top = f"NO PLAN ({data['status']}): {reason}"
     return {"title": data["title"], "subtitle": f"Horizon: {_horizon(data)}", "figures": _figures(data),
-            "caveat": f"{caveat}. Figures marked {UNPROVEN_MARK} rest on this plan." if caveat else None,
+            "caveat": top,
             "summary": _summary(data), "plan_table": _line_table(data) if data["feasible"] else None,
             "strategy_table": _strategy_table(data) if data["strategies"] else None, "charts": images,
             "workload_table": _workload_table(data) if data["workloads"] else None,

@@ -381,3 +381,21 @@ def test_a_wide_table_leaves_out_its_least_needed_columns_in_a_narrow_window():
     assert "td:nth-child(5)" in second and "#fit-plan .n1{display:none" in second
     assert fit["notes"][1] == (2, "Narrow window: break-even, workloads not shown (a wider window, or the CSV or "
                                   "JSON beside this report, shows them).")
+
+
+@pytest.mark.parametrize("fmt, ext", [("markdown", "md"), ("html", "html")])
+def test_a_plan_with_no_solution_still_writes_its_report_saying_why_first(tmp_path, fmt, ext):
+    # a breaker: `recommend --budget 1 -f markdown -o inf.md` wrote nothing (README: "a plan with no solution is
+    # still written, its document says why"). The bundled example needs at least $1,760.65 in its dearest month.
+    from typer.testing import CliRunner
+
+    from gpuopt.cli import app
+
+    out = tmp_path / f"inf.{ext}"
+    r = CliRunner().invoke(app, ["recommend", "--budget", "1", "--no-explain", "--format", fmt, "--output", str(out)])
+    assert r.exit_code == 1 and "gpuopt: no plan: the budget is too small" in r.stderr
+    text = out.read_text(encoding="utf-8")
+    first = text.index("NO PLAN (infeasible): the budget is too small")
+    assert first < text.index("Summary") and "$1,760.65" in text
+    data = json.loads((tmp_path / "inf.json").read_text(encoding="utf-8"))
+    assert data["kind"] == "report-data" and data["feasible"] is False and data["status"] == "infeasible"

@@ -645,7 +645,7 @@ class RecommendResult:
         p = self.plan
         limit = (self.workload or {}).get("time_limit_s")
         caveat = unproven_caveat(p.status, p.gap, p.total_usd, objective=getattr(p, "objective", "cost"),
-                                 time_limit_s=limit)
+                                 time_limit_s=limit, strategies=getattr(p, "strategies", None))
         head = {"schema_version": SCHEMA_VERSION, "kind": "recommend", "status": p.status, "gap": p.gap,
                 "proven_optimal": None if not p.feasible else p.status == "optimal", "caveat": caveat,
                 "feasible": p.feasible,

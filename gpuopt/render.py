@@ -201,7 +201,8 @@ def recommend(result, fmt: str) -> None:
     plan = result.plan
     limit = (getattr(result, "workload", None) or {}).get("time_limit_s")
     caveat = unproven_caveat(plan.status, getattr(plan, "gap", None), plan.total_usd,
-                             objective=getattr(plan, "objective", "cost"), time_limit_s=limit)
+                             objective=getattr(plan, "objective", "cost"), time_limit_s=limit,
+                             strategies=getattr(plan, "strategies", None))
     if caveat:  # first, before anything rests on the plan (issue 32)
         from rich.markup import escape
 

@@ -183,7 +183,7 @@ def report_data(result) -> dict[str, Any]:
         "proven_optimal": None if not plan.feasible else plan.status == "optimal",
         "gap": gap,
         "caveat": unproven_caveat(plan.status, gap, plan.total_usd, objective=getattr(plan, "objective", "cost"),
-                                  time_limit_s=limit),
+                                  time_limit_s=limit, strategies=plan.strategies),
         "feasible": bool(plan.feasible),
         "reason": getattr(plan, "reason", None),
         "horizon_months": H,

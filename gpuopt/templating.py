@@ -51,8 +51,15 @@ def rerun_hint(limit_s: float | None) -> str:
     return f"rerun with --time-limit {n} (this run had {float(limit_s):g} s)"
 
 
+#: The strategies a plan is priced against, and the --pricing that plans each alone (optimizer.planning.explain).
+_STRATEGY_RERUN = {"all_on_demand": ("all on-demand", "--pricing on_demand"),
+                   "all_reserved_1y": ("all reserved 1 year", "--pricing reserved_1y"),
+                   "all_reserved_3y": ("all reserved 3 years", "--pricing reserved_3y")}
+
+
 def unproven_caveat(status: str | None, gap: float | None, total_usd: float | None = None, *,
-                    objective: str = "cost", time_limit_s: float | None = None) -> str | None:
+                    objective: str = "cost", time_limit_s: float | None = None,
+                    strategies: dict | None = None) -> str | None:
     """What every output of a plan says first when the plan is not proven optimal, None when it is (or there is no
     plan). ``status`` is the plan's solve status (only ``time_limit`` -- a feasible plan, the solver stopped at its
     time limit -- gives a caveat); ``gap`` its relative gap (cost - bound) / cost, 0..1; ``total_usd`` the plan's
@@ -69,7 +76,18 @@ def unproven_caveat(status: str | None, gap: float | None, total_usd: float | No
                 f"{_plain_usd(total_usd)}")
     elif gap is not None:
         out += f": the best plan's objective may be up to {pct} better"
-    return out + f"; {rerun_hint(time_limit_s)}"
+    out += f"; {rerun_hint(time_limit_s)}"
+    # a new user: an unproven plan of $573,488.13 beside an all-on-demand plan of $109,340.98 the same run priced,
+    # and nothing pointing at it. Each strategy is a plan of the same demand under the same rules
+    cheaper = sorted((float(v["total_usd"]), k) for k, v in (strategies or {}).items()
+                     if k in _STRATEGY_RERUN and isinstance(v, dict) and v.get("total_usd") is not None
+                     and total_usd and float(v["total_usd"]) < float(total_usd) * (1 - 1e-9))
+    if objective == "cost" and cheaper:
+        usd, key = cheaper[0]
+        label, option = _STRATEGY_RERUN[key]
+        out += (f". This run also priced {label} at {_plain_usd(usd)}, {_plain_usd(float(total_usd) - usd)} less than "
+                f"this plan: plan with {option} for it, or rerun with the longer --time-limit")
+    return out
 
 
 def not_computed_hint(note: str | None, time_limit_s: float | None) -> str:

@@ -399,3 +399,20 @@ def test_a_plan_with_no_solution_still_writes_its_report_saying_why_first(tmp_pa
     assert first < text.index("Summary") and "$1,760.65" in text
     data = json.loads((tmp_path / "inf.json").read_text(encoding="utf-8"))
     assert data["kind"] == "report-data" and data["feasible"] is False and data["status"] == "infeasible"
+
+
+def test_an_unproven_plan_dearer_than_a_strategy_the_run_priced_points_at_it():
+    # a new user's run of the example plan at --time-limit 20: this plan $573,488.13 (unproven), all on-demand
+    # $109,340.98 (proven) -- and nothing said so
+    from gpuopt.templating import unproven_caveat
+
+    strategies = {"all_on_demand": {"status": "optimal", "total_usd": 109340.98},
+                  "all_reserved_1y": {"status": "not_computed", "total_usd": None},
+                  "this_plan": {"status": "time_limit", "total_usd": 573488.13}}
+    text = unproven_caveat("time_limit", 0.9, 573488.13, time_limit_s=20, strategies=strategies)
+    assert text.endswith("This run also priced all on-demand at $109,340.98, $464,147.15 less than this plan: "
+                         "plan with --pricing on_demand for it, or rerun with the longer --time-limit")
+    # a strategy dearer than the plan is not pointed at; a proven plan has no caveat at all
+    strategies["all_on_demand"]["total_usd"] = 600000.0
+    assert "also priced" not in unproven_caveat("time_limit", 0.9, 573488.13, time_limit_s=20, strategies=strategies)
+    assert unproven_caveat("optimal", 0.0, 573488.13, strategies=strategies) is None

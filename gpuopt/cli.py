@@ -782,10 +782,12 @@ def review(
 
                 raise InputError("owned_out", f"{owned_out} is also --output: give it another name")
 
+            from gpuopt.kernel.words import plural
+
             owned = owned_from_usage(usage, fmt=usage_format)
             write_owned_csv(owned, owned_out)
             unknown = sum(1 for c in owned if c.end is None)
-            _note(f"wrote {len(owned)} owned commitment(s) to {owned_out}"
+            _note(f"wrote {plural(len(owned), 'owned commitment')} to {owned_out}"
                   + (f"; {unknown} with an unknown end of term: fill in 'end' before --owned" if unknown else ""))
         if fmt in FILE_FORMATS:
             _write_file_format(result, fmt, output)

@@ -607,11 +607,12 @@ def _months(a: int, b: int) -> str:
     return f"{a}" if a == b else f"{a}-{b}"
 
 
-def _n(x, noun: str) -> str:
-    """'1 GPU', '2 GPUs', '0 blocks', '0.5 GPU' (a share of one): gpuopt.kernel.words.plural."""
+def _n(x, noun: str, fmt: str = "g") -> str:
+    """'1 GPU', '2 GPUs', '0 blocks', '0.5 GPU' (a share of one), '4,096 GPUs' with fmt ",":
+    gpuopt.kernel.words.plural."""
     from gpuopt.kernel.words import plural
 
-    return plural(x, noun)
+    return plural(x, noun, fmt)
 
 
 def _least_headroom(plan) -> str:
@@ -760,14 +761,14 @@ def _plan(con, plan, time_limit_s: float | None = None) -> None:
             wt.add_row(w["name"], w["task"], w["model"], f"from {w.get('start_month', 1)}",
                        f"{w['work_flops_needed']:.3g} FLOPs within {w['deadline_hours']:g} h",
                        f"{w['work_flops_planned']:.3g} FLOPs, done by hour {w['finish_by_hour']:g}"
-                       + (f", at most {w['gpus_peak']:,} GPUs at once" if w.get("gpus_peak") else ""), rep,
+                       + (f", at most {_n(w['gpus_peak'], 'GPU', ',')} at once" if w.get("gpus_peak") else ""), rep,
                        "" if w.get("completed", True) else "not worth running (ROI)")
         else:
             wt.add_row(w["name"], w["task"], w["model"], _months(w.get("start_month", 1), w.get("end_month", H)),
                        f"peak {w['peak_demand']:,.1f} tokens/s, min {_n(w['min_replicas'], 'replica')}",
                        _count_range(*w['replicas_min_max'][:2], "replica") + " in "
                        + ", ".join(w.get("regions") or []), rep,
-                       f"{w['blocks_short']} blocks below demand" if w.get("blocks_short") else "")
+                       f"{_n(w['blocks_short'], 'block')} below demand" if w.get("blocks_short") else "")
     con.print(_fit(con, wt))
     if plan.strategies:
         st = Table(title=f"Same demand, priced by strategy (over {_n(H, 'month')})", title_justify="left")

@@ -559,7 +559,7 @@ def _workload_table(data) -> tuple[list[str], list[list[str]]]:
             rows.append([w["name"], w["task"], w["model"], _months(w.get("start_month", 1), w.get("end_month", H)),
                          f"peak {w['peak_demand']:,.1f} tokens/s, at least {plural(w['min_replicas'], 'replica')}",
                          count_range(rr[0], rr[1], "replica")
-                         + (f", {w['blocks_short']} blocks short" if w.get("blocks_short") else ""),
+                         + (f", {plural(w['blocks_short'], 'block')} short" if w.get("blocks_short") else ""),
                          rep])
     return head, rows
 
@@ -611,7 +611,8 @@ def _summary(data) -> list[str]:
     c = data["commitment"]
     if c["reserved_lines"]:
         text = (f"Commitment: {_usd(c['total_over_term_usd'])} owed over the terms of {c['reserved_lines']} "
-                f"commitment(s) ({c['reserved_instances']} reserved instance(s)), terms ending "
+                f"{'commitment' if c['reserved_lines'] == 1 else 'commitments'} "
+                f"({plural(c['reserved_instances'], 'reserved instance')}), terms ending "
                 f"{', '.join(c['term_ends']) or '—'}; {_usd(c['upfront_usd'])} of it upfront")
         if c.get("after_horizon_usd"):
             text += (f"; {_usd(c['after_horizon_usd'])} is paid after the horizon, counted in the total at "
@@ -658,7 +659,7 @@ def _figures(data) -> list[dict[str, Any]]:
                       mark=u, note=f"not proven optimal: gap {100 * (data.get('gap') or 0.0):.3g} %" if u else ""),
            key_figure("monthly", "Average per month", _usd(data["monthly_usd"]), mark=u),
            key_figure("commitment", "Commitments: owed over their terms", _usd(data["commitment_usd"]), mark=mark,
-                      main=True, note=(f"{c['reserved_lines']} commitment(s), terms ending {', '.join(c['term_ends'])}"
+                      main=True, note=(f"{plural(c['reserved_lines'], 'commitment')}, terms ending {', '.join(c['term_ends'])}"
                                        if c["reserved_lines"] else "no reserved instances")),
            key_figure("upfront", "Commitments: paid upfront", _usd(data["upfront_usd"]), mark=mark),
            key_figure("commitment-monthly", "Commitments: paid each month of their terms",

@@ -105,8 +105,9 @@ def _check_summary(text: str, result) -> None:
     reserved = [ln for ln in plan.lines if ln.pricing.startswith("reserved")]
     if reserved:
         ends = ", ".join(sorted({ln.term_end for ln in reserved}))
-        assert (f"Commitment: ${plan.commitment_usd:,.2f} owed over the terms of {len(reserved)} commitment(s) "
-                f"({sum(ln.count for ln in reserved)} reserved instance(s)), terms ending {ends}; "
+        n, k = len(reserved), sum(ln.count for ln in reserved)
+        assert (f"Commitment: ${plan.commitment_usd:,.2f} owed over the terms of {n} commitment{'s' * (n != 1)} "
+                f"({k:g} reserved instance{'s' * (k != 1)}), terms ending {ends}; "
                 f"${plan.upfront_usd:,.2f} of it upfront") in text
 
 

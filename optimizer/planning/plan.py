@@ -21,6 +21,7 @@ from optimizer.planning.candidates import DEFAULT_PRICING, candidates_for
 from optimizer.planning.horizon import month_label
 from optimizer.planning.limits import kept_out_notes, quota_notes, zone_notes
 from optimizer.planning import progress
+from gpuopt.kernel.words import plural
 from optimizer.planning.problem import (
     DEFAULT_SPOT_CAPACITY,
     Budgets,
@@ -84,7 +85,7 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
     skipped_explain = explain and len(workloads) > EXPLAIN_MAX_WORKLOADS
     if skipped_explain:
         explain = False
-    progress.update("sizing candidates", detail=f"{len(workloads)} workload(s) on {len(offers):,} offers")
+    progress.update("sizing candidates", detail=f"{plural(len(workloads), 'workload')} on {plural(len(offers), 'offer', ',')}")
     if start_date is None:
         today = _dt.date.today()
         start_date = _dt.date(today.year + (today.month == 12), today.month % 12 + 1, 1)
@@ -97,7 +98,7 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
         solver = "highs"  # N+1 models: see N1_SOLVER_NOTE
     solver = resolve_solver(solver)
     progress.update("solving", detail=f"{sum(len(c) for c in problem.cands.values()):,} candidates, "
-                                      f"{len(problem.blocks)} blocks")
+                                      f"{plural(len(problem.blocks), 'block')}")
     res = FleetResult(status="infeasible", objective=objective, horizon_months=problem.horizon_months,
                       horizon_note=problem.horizon_note, start_month=month_label(start_date, 0),
                       leftover_value=problem.leftover_value)

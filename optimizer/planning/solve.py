@@ -11,6 +11,7 @@ import dataclasses
 import math
 import time
 
+from gpuopt.kernel.words import plural
 from optimizer.planning import progress
 from optimizer.planning.milp import build_fleet_model
 from optimizer.planning.problem import (
@@ -450,7 +451,7 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
         bound, _, allow = heapq.heappop(heap)
         progress.update("placement search", best=None if best is None else best.cost,
                         bound=min(open_bounds + [bound] + ([best.cost] if best is not None else [])),
-                        detail=f"{nodes} nodes, {len(heap) + 1} open")
+                        detail=f"{plural(nodes, 'node')}, {len(heap) + 1} open")
         if best is not None and bound >= best.cost * (1 - gap_rel) - 1e-6:
             continue
         if time.perf_counter() >= t_end:
@@ -553,7 +554,7 @@ def _solve_placed(problem: FleetProblem, *, solver, time_limit_s, gap_rel, allow
     # a copy: the start the caller passed keeps its own report (and bound)
     return dataclasses.replace(best, report=dataclasses.replace(
         best.report, solver=solver, status=status, gap=gap if status == "time_limit" else 0.0, bound=lb,
-        seconds=time.perf_counter() - t0, message=f"placement branch and bound: {nodes_note} nodes, {solves}"))
+        seconds=time.perf_counter() - t0, message=f"placement branch and bound: {nodes_note} node{'' if str(nodes_note) == '1' else 's'}, {solves}"))
 
 
 def solve_roi(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_rel=0.001,

@@ -138,12 +138,13 @@ def _json(obj: Any) -> None:
     print(json.dumps(clean(obj), indent=2, default=default))
 
 
-def _unpriced(alt: dict) -> str:
-    """What an alternative without a total says: no plan exists, or it was not priced in the time it had."""
+def _unpriced(alt: dict, time_limit_s: float | None = None) -> str:
+    """What an alternative without a total says: no plan exists, or it was not priced in the time it had, and how
+    to price it (a longer --time-limit, or a plan of that alternative alone; issue 32)."""
     if alt.get("status") == "infeasible":
         return f"no plan ({alt.get('reason') or 'infeasible'})"
-    return ("not priced in the time the alternatives had (the plan above is complete; plan it with that "
-            "--scenario, --precision or --allow-marketplace to price it)")
+    return not_computed_hint("not priced in the time the alternatives had (the plan above is complete)",
+                             time_limit_s) + (", or plan it with that --scenario, --precision or --allow-marketplace")
 
 
 def _delta(alt: float, base: float) -> str:
@@ -829,19 +830,19 @@ def _plan(con, plan, time_limit_s: float | None = None) -> None:
                 "no latency target: batch")
         con.print(f"Targets — {tg['scenario']} ({what}): "
                   + (f"{_usd(tg['total_usd'])} over the horizon ({_delta(tg['total_usd'], plan.total_usd)})"
-                     if tg.get("total_usd") is not None else _unpriced(tg)))
+                     if tg.get("total_usd") is not None else _unpriced(tg, time_limit_s)))
     mk = getattr(plan, "marketplace", None)
     if mk:
         con.print(f"Tiers — with marketplace offers allowed (--allow-marketplace; {mk['offers_kept_out']:,} kept out "
                   f"of the serving workloads): "
                   + (f"{_usd(mk['total_usd'])} over the horizon ({_delta(mk['total_usd'], plan.total_usd)})"
-                     if mk.get("total_usd") is not None else _unpriced(mk)))
+                     if mk.get("total_usd") is not None else _unpriced(mk, time_limit_s)))
     pc = getattr(plan, "precision", None)
     if pc:
         con.print(f"Precision — {pc.get('label') or 'with fp8 allowed'} for {', '.join(pc['workloads'])}"
                   + ("" if pc.get("label") else " (--precision auto)") + ": "
                   + (f"{_usd(pc['total_usd'])} over the horizon ({_delta(pc['total_usd'], plan.total_usd)}); "
-                     f"{pc['rule']}" if pc.get("total_usd") is not None else _unpriced(pc)))
+                     f"{pc['rule']}" if pc.get("total_usd") is not None else _unpriced(pc, time_limit_s)))
     for ds in getattr(plan, "demand_sensitivity", []) or []:
         note = (not_computed_hint(ds["note"], time_limit_s) if ds.get("total_usd") is None
                 and ds.get("status") == "not_computed" else ds["note"])

@@ -177,7 +177,8 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
     if rep.status not in ("optimal", "time_limit"):
         res.status = rep.status
         res.reason = {"kind": "solver", "message": f"the {solver} solver found no plan within {time_limit_s:g} s "
-                                                   f"({rep.message or rep.status}); raise --time-limit or narrow the choice"}
+                                                   f"({rep.message or rep.status}); rerun with --time-limit "
+                                                   f"{int(max(60.0, 4.0 * time_limit_s))} or narrow the choice"}
         return res
     if owned:  # an owned slot is free: the solver may leave it at any count up to its size; count what runs
         _owned_in_use(problem, sol)

@@ -565,8 +565,10 @@ def _workload_table(data) -> tuple[list[str], list[list[str]]]:
 
 
 def _price_table(data) -> tuple[list[str], list[list[str]]]:
-    head = ["provider", "prices from", "newest price", "oldest price", "age (days)", "undated offers",
-            "estimated offers", "stale"]
+    # the plan's counts are of the offers it may use (its providers, regions, GPUs and zones: 823 undated AWS rows
+    # where `gpuopt prices status`, counting every row, says 832); the headings say so
+    head = ["provider", "prices from", "newest price", "oldest price", "age (days)",
+            "undated (of the offers this plan may use)", "estimated (of the same)", "stale"]
     rows = []
     for prov, p in sorted((data["prices"].get("providers") or {}).items()):
         origin = str(p.get("origin") or data["prices"].get("catalog") or "")

@@ -93,12 +93,12 @@ def test_real_focus_sample_is_read_and_reviewed():
     assert d["source_format"] == "focus-1.0"
 
 
-@pytest.mark.parametrize("args, field", [
+@pytest.mark.parametrize("args, field", [  # the option typed, as README Habits say (a file: its field)
     (["--usage", "nope.csv"], "usage"),
-    (["--usage", str(FIX / "synthetic_cur2.csv"), "--term", "5y"], "term"),
-    (["--usage", str(FIX / "synthetic_cur2.csv"), "--payment", "later"], "payment"),
-    (["--usage", str(FIX / "synthetic_cur2.csv"), "--lookback", "soon"], "lookback"),
-    (["--usage", str(FIX / "synthetic_cur2.csv"), "--scope", "team"], "scope"),
+    (["--usage", str(FIX / "synthetic_cur2.csv"), "--term", "5y"], "--term"),
+    (["--usage", str(FIX / "synthetic_cur2.csv"), "--payment", "later"], "--payment"),
+    (["--usage", str(FIX / "synthetic_cur2.csv"), "--lookback", "soon"], "--lookback"),
+    (["--usage", str(FIX / "synthetic_cur2.csv"), "--scope", "team"], "--scope"),
 ])
 def test_bad_review_input_is_one_line(args, field):
     r = runner.invoke(app, ["review", *args])

@@ -112,9 +112,9 @@ def test_no_gpu_can_hold_the_replica():
         (["recommend", "--budget", "100", "--model", "meta-llama/Llama-2-7b-hf", "--task", "train"], "--tokens"),
         (["recommend", "--budget", "100", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "10", "--precision", "fp64"], "--precision"),
         (["recommend", "--budget", "100", "--model", "meta-llama/Llama-2-7b-hf", "--tokens-per-second", "10", "--format", "xml"], "--format"),
-        (["estimate", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "Z100"], "gpu"),
-        (["estimate", "--model", "meta-llama/Llama-2-7b-hf", "--task", "train", "--tokens", "1e9", "--zero-stage", "5"], "zero_stage"),
-        (["prices", "list", "--pricing", "free"], "pricing"),
+        (["estimate", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "Z100"], "--gpu"),
+        (["estimate", "--model", "meta-llama/Llama-2-7b-hf", "--task", "train", "--tokens", "1e9", "--zero-stage", "5"], "--zero-stage"),
+        (["prices", "list", "--pricing", "free"], "--pricing"),
     ],
 )
 def test_bad_input_is_one_line_naming_the_field(args, field):

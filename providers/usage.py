@@ -93,7 +93,7 @@ __all__ = ["BATCH_ROWS", "BadRow", "FIRST_DATE", "FORMATS", "GPU_PATTERNS", "HOU
            "ID_COLUMNS", "MAX_ABS_AMOUNT", "MAX_COLUMNS", "MAX_HEADER_CHARS", "MAX_USAGE_ROW_DAYS",
            "MAX_YEARS_AHEAD", "NULL_STRINGS", "PRICING_CATEGORIES", "PURCHASE_COLUMNS", "SQL_DIR", "UsageData",
            "aws_type_from_usage_type", "azure_region", "azure_size_from_meter", "commitment_key", "date_window",
-           "default_is_gpu_instance", "detect_format", "gpu_pattern_match", "load_sql", "parse_window",
+           "default_is_gpu_instance", "detect_format", "gpu_pattern_match", "load_sql", "window_bounds",
            "purchase_totals", "read_usage"]
 
 #: The values ``source_format`` takes, and ``fmt`` accepts besides ``auto``.
@@ -257,7 +257,7 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
         lookback_days: keep the last N days of GPU usage, ending at the end of the last usage hour; purchases are
             kept when their charge period overlaps that window (or has no end).
         is_gpu_instance: ``f(provider, instance_type) -> bool``; default :func:`default_is_gpu_instance`.
-        window: (start, end) of an ``hourly`` file, [start, end) UTC (dates or timestamps, :func:`parse_window`):
+        window: (start, end) of an ``hourly`` file, [start, end) UTC (dates or timestamps, :func:`window_bounds`):
             needed when the file has no ``window_start`` / ``window_end`` columns, then every hour of it counts as
             covered (hours without GPU rows are idle) and GPU rows outside it are left out (said in the notes);
             when the file has them it must equal them. Other formats: refused (the review takes its window).
@@ -298,7 +298,7 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
         if fmt != "hourly":
             raise InputError("window", f"--window applies to the hourly format only ({src.path.name} is {fmt}); "
                              "the other exports carry their own coverage", accepted="--usage-format hourly")
-        window = parse_window(*window)
+        window = window_bounds(*window)
     file_window = fmt == "hourly" and src.col("window_start") is not None and src.col("window_end") is not None
     if fmt == "hourly" and not file_window and window is None:
         missing = [c for c in ("window_start", "window_end") if src.col(c) is None]
@@ -519,7 +519,7 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
                      notes=notes, coverage_start=c0, coverage_end=c1, covered_days=cdays, ids=ids)
 
 
-def parse_window(start: Any, end: Any) -> tuple["pd.Timestamp", "pd.Timestamp"]:
+def window_bounds(start: Any, end: Any) -> tuple["pd.Timestamp", "pd.Timestamp"]:
     """The window [start, end) of an hourly file as UTC timestamps: ISO dates ('2024-09-01') or times (naive =
     UTC) on whole hours, start before end, both inside :func:`date_window`. Raises InputError (field ``window``)."""
     import pandas as pd
@@ -571,7 +571,7 @@ def _hourly_window(name: str, ctx: ReadContext, window: tuple | None, file_windo
         if pairs:
             (a, b), = pairs
             try:
-                got = parse_window(a, b)
+                got = window_bounds(a, b)
             except InputError as exc:  # the file's own columns, not --window
                 raise InputError("usage", f"{name}: window_start / window_end: {exc.message}",
                                  accepted=exc.accepted) from None

@@ -774,7 +774,7 @@ def test_accounts_are_read_in_every_format(tmp_path):
     hourly.write_text("provider,region,instance_type,hour,usage_hours,billed_cost,effective_cost,account_id\n"
                       "aws,us-east-1,p4d.24xlarge,2024-09-01T00:00:00Z,1,21.96,21.96,333\n"
                       "aws,us-east-1,p4d.24xlarge,2024-09-01T00:00:00Z,1,21.96,21.96,444\n")
-    h = U.read_usage(hourly).hourly
+    h = U.read_usage(hourly, window=("2024-09-01", "2024-09-02")).hourly  # no window columns: given (issue 32)
     assert sorted(h["account_id"]) == ["333", "444"] and h["usage_hours"].sum() == 2
 
 

@@ -371,7 +371,7 @@ def test_prices_on_in_the_future_or_with_a_catalog_is_refused(tmp_path):
     from gpuopt.cli import app
 
     r = CliRunner().invoke(app, ["prices", "list", "--prices-on", "2999-01-01"])
-    assert r.exit_code == 1 and "prices_on: 2999-01-01 is in the future" in r.stderr
+    assert r.exit_code == 1 and "--prices-on: 2999-01-01 is in the future" in r.stderr
     f = tmp_path / "o.csv"
     f.write_text("provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,usd_per_hour\n"
                  "onprem,dc,box,L4,1,22.35,on_demand,0.5\n")

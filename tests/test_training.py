@@ -596,7 +596,7 @@ def test_cli_estimate_train_json_has_the_issue_keys():
     (["--precision", "fp8", "--gpu", "A100-80GB"], "precision"),
     (["--optimizer", "lion"], "optimizer"),
     (["--offload", "params", "--zero-stage", "1"], "offload"),
-    (["--gpus", "3", "--tensor-parallel", "2"], "tensor_parallel"),
+    (["--gpus", "3", "--tensor-parallel", "2"], "--tensor-parallel"),  # the option typed (issue 32)
     (["--gpus", "1", "--model", "meta-llama/Llama-2-70b-hf"], "gpus"),
     (["--framework", "jax"], "framework"),
 ])

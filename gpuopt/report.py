@@ -39,7 +39,8 @@ from gpuopt.kernel.documents import VERSIONS
 from gpuopt.kernel.records import HOURS_PER_MONTH, WINDOW_PRICING
 from gpuopt.kernel.words import count_range, plural
 from gpuopt.templating import (ESTIMATED_MARK, ESTIMATED_NOTE, UNPROVEN_MARK, UNPROVEN_NOTE, key_figure,
-                               not_computed_hint, render, serving_split_text, unproven_caveat)
+                               STRATEGY_LABELS, not_computed_hint, render, serving_split_text,
+                               unproven_caveat)
 
 FORMATS = ("html", "markdown")
 
@@ -50,10 +51,6 @@ REPORT_KIND = "report-data"
 #: Statuses of a comparison that ran out of time (a longer --time-limit computes it), not of one without a plan.
 _UNTIMED = ("not_computed", "not_solved")
 
-_STRATEGY_LABELS = {
-    "all_on_demand": "all on-demand", "all_reserved_1y": "all reserved 1 year", "all_reserved_3y": "all reserved 3 years",
-    "spot_where_allowed": "spot where allowed", "this_plan": "this plan",
-}
 
 
 # ------------------------------------------------------------------------------------------------- the data
@@ -160,7 +157,7 @@ def report_data(result) -> dict[str, Any]:
         note = s.get("note")
         if s.get("total_usd") is None and s.get("status") in _UNTIMED:  # why, and how to get it
             note = not_computed_hint(note or f"{s.get('status')}: no plan within the explanation's time", limit)
-        strategies.append({"name": name, "label": _STRATEGY_LABELS.get(name, name.replace("_", " ")),
+        strategies.append({"name": name, "label": STRATEGY_LABELS.get(name, name.replace("_", " ")),
                            "status": s.get("status"), "note": note, "gap": s.get("gap"),
                            "total_usd": s.get("total_usd"), "monthly_usd": s.get("monthly_usd"),
                            "upfront_usd": s.get("upfront_usd"), "commitment_usd": s.get("commitment_usd"),

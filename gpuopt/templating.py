@@ -51,10 +51,14 @@ def rerun_hint(limit_s: float | None) -> str:
     return f"rerun with --time-limit {n} (this run had {float(limit_s):g} s)"
 
 
-#: The strategies a plan is priced against, and the --pricing that plans each alone (optimizer.planning.explain).
-_STRATEGY_RERUN = {"all_on_demand": ("all on-demand", "--pricing on_demand"),
-                   "all_reserved_1y": ("all reserved 1 year", "--pricing reserved_1y"),
-                   "all_reserved_3y": ("all reserved 3 years", "--pricing reserved_3y")}
+#: The strategies a plan is priced against (optimizer.planning.explain), as every output names them.
+STRATEGY_LABELS = {
+    "all_on_demand": "all on-demand", "all_reserved_1y": "all reserved 1 year", "all_reserved_3y": "all reserved 3 years",
+    "spot_where_allowed": "spot where allowed", "this_plan": "this plan",
+}
+#: The --pricing that plans a strategy alone.
+_STRATEGY_RERUN = {"all_on_demand": "--pricing on_demand", "all_reserved_1y": "--pricing reserved_1y",
+                   "all_reserved_3y": "--pricing reserved_3y"}
 
 
 def unproven_caveat(status: str | None, gap: float | None, total_usd: float | None = None, *,
@@ -84,7 +88,7 @@ def unproven_caveat(status: str | None, gap: float | None, total_usd: float | No
                      and total_usd and float(v["total_usd"]) < float(total_usd) * (1 - 1e-9))
     if objective == "cost" and cheaper:
         usd, key = cheaper[0]
-        label, option = _STRATEGY_RERUN[key]
+        label, option = STRATEGY_LABELS[key], _STRATEGY_RERUN[key]
         out += (f". This run also priced {label} at {_plain_usd(usd)}, {_plain_usd(float(total_usd) - usd)} less than "
                 f"this plan: plan with {option} for it, or rerun with the longer --time-limit")
     return out

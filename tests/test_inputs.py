@@ -423,7 +423,8 @@ def test_measured_figures_within_physical_bounds(tmp_path):
     # an H100 computes at most 1,979 TFLOP/s (fp8 dense) / (2 x 6.7e9 FLOPs a token of Llama-2-7B) ~ 148k tokens/s
     with pytest.raises(InputError) as exc:
         _measured(tmp_path, head + "meta-llama/Llama-2-7b-hf,H100-80GB,1,1000,100,100,1e7\n")
-    assert "row 1: output_tokens_per_second 1e+07 is above what the replica's GPUs can compute" in exc.value.message
+    assert "row 1 (line 2): output_tokens_per_second 1e+07 is above the H100-80GB's compute roofline of 146,845 " \
+        "tokens/s for Llama-2-7B at any precision (1979 TFLOPS / (2 x 6.74e9 FLOP per token)" in exc.value.message
 
 
 def test_measured_genai_perf_export_names_its_model_in_input_config(tmp_path):

@@ -34,6 +34,7 @@ from typing import Any
 
 from gpuopt.kernel.errors import InputError
 from gpuopt.kernel.inputs import MAX_QUANTITY
+from optimizer.sizing import physical
 from optimizer.sizing.specs import GpuSpec, ModelSpec
 
 GIB = 2**30
@@ -832,7 +833,8 @@ class Measurements:
         r_eng = ENGINES[best.engine or engine.name]
         factors = []
         for r in chosen:
-            try:
+            try:  # a row without GPU/layout/precision is this replica's: its bounds are this replica's (issue 33)
+                physical.check_row(r.rows_text, measured_roofline(r.model, r_gpu, r_layout, r_prec), r)
                 est = best_point(r.model, r_gpu, r_layout, r_prec, r_eng, r.input_tokens, r.output_tokens,
                                  concurrency=r.concurrency, fit=fit)
             except InputError as exc:  # the row cannot be that replica's (fp8 measured, estimated on an A100)
@@ -1012,7 +1014,8 @@ def load_measurements(path: str) -> Measurements:
 
     Raises:
         InputError("measured"): the file is missing or unreadable, a row lacks a required column or has a bad
-            value (the message names the row and the column).
+            value (the message names the row and the column), or figures beyond the GPUs' roofline or against
+            its own TPOT and concurrency (:func:`optimizer.sizing.physical.check_figures`, naming row and line).
     """
     import csv as _csv
     from pathlib import Path
@@ -1030,6 +1033,7 @@ def load_measurements(path: str) -> Measurements:
     # UTF-8 with or without a byte-order mark (Excel's "CSV UTF-8"), bounded size and nesting, duplicate keys
     # refused; NaN/Infinity allowed where vLLM writes them (a std of one request): every figure used is checked
     text = read_text(p, "measured", "measurements file")
+    lines_of: list[int] = []
     try:
         if p.suffix.lower() == ".json" or text.lstrip().startswith(("{", "[")):
             data = load_json(text, str(path), "measured", allow_nonfinite=True)
@@ -1042,7 +1046,8 @@ def load_measurements(path: str) -> Measurements:
             # two output_tokens_per_second columns won silently)
             check_unique_columns([h.strip().lower() for h in next(_csv.reader(lines[:1]), [])], str(path),
                                  line=1, field="measured")
-            raw = list(_csv.DictReader(lines))
+            rdr = _csv.DictReader(lines)
+            raw = [(rec, lines_of.append(rdr.line_num))[0] for rec in rdr]  # each row's line for the bounds' errors
     except (_csv.Error, ValueError) as exc:
         if isinstance(exc, InputError):
             raise
@@ -1119,14 +1124,12 @@ def load_measurements(path: str) -> Measurements:
                 matmul_peak_flops(gpu, precision)
             except InputError as exc:
                 raise InputError("measured", f"{path} row {i}: {exc.message}", accepted=exc.accepted) from None
-        if tps is not None:
-            bound = _throughput_bound(model, gpu, layout, precision)
-            if tps > bound:
-                raise InputError("measured", f"{path} row {i}: output_tokens_per_second {tps:g} is above what the "
-                                             f"replica's GPUs can compute ({bound:,.0f}: every output token costs at "
-                                             f"least 2 x {model.params_active:.3g} FLOPs)",
-                                 accepted=f"<= {bound:,.0f} tokens/s")
-        rows.append(Measurement(model, gpu, layout, precision, engine, inp, out, conc, tps, ttft, tpot, i))
+        row = Measurement(model, gpu, layout, precision, engine, inp, out, conc, tps, ttft, tpot, i)
+        # within the roofline of the row's GPU, layout and precision, else the loosest (issue 33, point 3)
+        physical.check_row(f"{path} row {i}" + (f" (line {lines_of[i - 1]})" if lines_of else ""),
+                           measured_roofline(model, gpu, layout, precision), row,
+                           request_rate=physical.finite_number(get("request_rate")))  # vLLM's "inf": none
+        rows.append(row)
     if not rows:
         raise InputError("measured", f"{path} has no rows", accepted="at least one benchmark result")
     return Measurements(str(path), _one_per_point(rows, str(path)))
@@ -1141,22 +1144,17 @@ MEASURED_MAX_LATENCY_MS = 6 * 3600 * 1000.0
 MEASURED_AGREE = 1.25
 
 
-def _throughput_bound(model: ModelSpec, gpu: GpuSpec | None, layout: Layout | None, precision: str | None) -> float:
-    """The most output tokens/s a replica can compute: its GPUs' dense peak (the row's GPU, else the fastest in the
-    datasheet table, at the row's precision, else fp4) over 2 x active parameters per token (a forward pass's
-    matmuls; prefill and attention only add). GPUs: the row's TP x PP, else 8."""
+def measured_roofline(model: ModelSpec, gpu: GpuSpec | None, layout: Layout | None,
+                      precision: str | None) -> physical.Roofline | None:
+    """The roofline a measured row is checked against (:mod:`optimizer.sizing.physical`): its GPU, layout and
+    precision, else the loosest -- every GPU of the datasheet table, 8 GPUs, every precision (None: no bound)."""
     from optimizer.sizing.specs import known_gpus, load_gpu
 
     gpus = [gpu] if gpu is not None else [load_gpu(n) for n in known_gpus()]
-    peak = 0.0
-    for g in gpus:
-        for prec in ([precision] if precision else ["fp4", "fp8", "bf16"]):
-            try:
-                peak = max(peak, matmul_peak_flops(g, prec))
-            except InputError:
-                continue
-    n = layout.tensor_parallel * layout.pipeline_parallel if layout is not None else 8
-    return n * peak / (2.0 * max(model.params_active, 1.0)) if peak > 0 else math.inf
+    tp, n = (layout.tensor_parallel, layout.gpus) if layout is not None else (8, 8)
+    return physical.roofline(model, gpus, n, tp, [precision] if precision else list(SERVE_PRECISIONS),
+                             peak_of=matmul_peak_flops, bytes_of=weight_bytes,
+                             gpu_label=None if gpu is not None else physical.FASTEST)
 
 
 def _one_per_point(rows: list[Measurement], path: str) -> tuple[Measurement, ...]:

@@ -43,6 +43,7 @@ from pydantic_core import PydanticCustomError, PydanticUndefined
 from gpuopt.kernel.errors import InputError
 from gpuopt.kernel.inputs import MAX_QUANTITY, dotted
 from gpuopt.kernel.records import PLANNED_PRICING
+from gpuopt.kernel.size_limits import MAX_DEMAND_BLOCKS, MAX_REPLICAS, MAX_WORKLOADS  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:  # pragma: no cover
     from optimizer.planning.demand import DemandProfile
@@ -69,12 +70,23 @@ OBJECTIVES = ("cost", "roi")
 SOLVERS = ("cbc", "highs")
 MAX_DEADLINE_HOURS = 87_600.0  # ten years
 DEFAULT_SPOT_CAPACITY = 16
-#: Most workloads in one plan (benchmarks/bench_workloads.py: 200 services plan in ~1 minute at ~0.5 GB, 500 in ~3
-#: minutes at ~1 GB on 2 cores; a breaker's 2,000 ran out of memory at 7 GB before the limit).
-MAX_WORKLOADS = 500
 DEMAND_KEYS = ("tokens_per_second", "request_rate", "demand_profile", "demand")
 EXAMPLE_WORKLOAD = Path(__file__).parent / "data" / "example_workload.yaml"
 LOCAL_WORKLOAD_NAME = "gpuopt.yaml"
+
+
+def replicas_message(n: int) -> str:
+    """Why ``n`` replicas (min_replicas) is refused: the limit, its measured cost and the way out."""
+    return (f"{n:,} replicas is above the limit of {MAX_REPLICAS:,} per workload (the exact search grows with the "
+            f"square of the floor: 20 replicas took 40 s, 100 over 120 s); split the service into several "
+            f"workloads (one per region or team)")
+
+
+def blocks_message(n: int, what: str) -> str:
+    """Why ``n`` demand blocks (a ``demand:`` list's values, ``blocks``) are refused, and the way out."""
+    return (f"{n:,} {what} is above the limit of {MAX_DEMAND_BLOCKS:,} demand blocks (a month in 5-minute bins; "
+            f"every block adds a column of variables per candidate); bin the demand with blocks: 730 (hours of the "
+            f"month), 168 (hours of the week) or 24")
 
 
 # ------------------------------------------------------------------------------------------- field types
@@ -492,6 +504,20 @@ class WorkloadItem(_Parts):
     def _profile_exists(cls, v: str | None, info: ValidationInfo) -> str | None:
         return _file_next_to_plan(v, info)
 
+    @field_validator("min_replicas")
+    @classmethod
+    def _replicas_bounded(cls, v: int | None) -> int | None:
+        if v is not None and v > MAX_REPLICAS:  # after pydantic's checks: 1e5 in YAML is 100000 here
+            raise plan_error(replicas_message(v))
+        return v
+
+    @field_validator("demand", mode="before")
+    @classmethod
+    def _demand_bounded(cls, v: Any) -> Any:
+        if isinstance(v, (list, tuple)) and len(v) > MAX_DEMAND_BLOCKS:
+            raise plan_error(blocks_message(len(v), "values"))
+        return v
+
     def output_length(self) -> int:
         """Mean output tokens per request (optimizer.sizing.serve_lengths' rule), to turn a request rate into
         tokens/s."""
@@ -690,6 +716,13 @@ class PlanRequest(_Parts):
             raise plan_error(f"has {len(v):,} workloads, above the limit of {MAX_WORKLOADS} per plan (measured: 200 "
                              f"plan in ~1 minute and 0.5 GB, 500 in ~3 minutes and 1 GB; split the file by team or "
                              f"region)")
+        return v
+
+    @field_validator("blocks")
+    @classmethod
+    def _blocks_bounded(cls, v: int | None) -> int | None:
+        if v is not None and v > MAX_DEMAND_BLOCKS:
+            raise plan_error(blocks_message(v, "blocks"))
         return v
 
     @field_validator("catalog", "quota", "owned")

@@ -25,7 +25,7 @@ alone pays at those prices — the purchases' cost is spread over all their user
 * a serving workload w placed in group g: in each block b where it runs, the cheapest integer combination of units
   meeting the demand d_wb, min_replicas replicas and instances (non-spot unless spot_only_ok), times H_b — the
   Pareto frontiers of :mod:`optimizer.planning.exact` (:func:`~optimizer.planning.exact.frontier`,
-  :func:`~optimizer.planning.exact.hourly_table`). :meth:`SpreadMinima.best` takes the least over the groups a
+  :func:`floor_staircase`, the one entry of :func:`~optimizer.planning.exact.hourly_table` a bound needs). :meth:`SpreadMinima.best` takes the least over the groups a
   node of the placement search allows;
 * a training job (cost objective: it must finish): its work W_w over the cheapest throughput-hour of its
   candidates, W_w / (3600 th_c) x rate_c (the hours before its deadline, its scale and the blocks' granularity
@@ -41,9 +41,25 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from optimizer.planning.exact import TOL, TooBig, frontier, frontier_deadline, hourly_table, hourly_units
+from optimizer.planning.exact import TOL, TooBig, frontier, frontier_deadline, hourly_units
 from optimizer.planning.problem import (CAPACITY_BLOCK, FleetProblem, placement_part, purchase_kind, savings_plan_scope,
                                        workload_group)
+
+
+def floor_staircase(front: dict, m: int):
+    """(capacities ascending, cheapest cost of a combination with at least that capacity) over the classes of the
+    hourly frontier ``front`` (exact.frontier) that meet both floors ``m``: exact.hourly_table's ``(m, m)`` entry
+    without the other (m+1)^2 - 1 entries (issue 33: with --min-replicas 100 building them all ran past the time
+    limit)."""
+    import numpy as np
+
+    pts = [s for (r, i), lst in front.items() if r >= m and i >= m for s in lst]
+    if not pts:
+        return np.zeros(0), np.zeros(0)
+    pts.sort(key=lambda s: (s[0], s[1]))
+    caps = np.array([s[0] for s in pts])
+    cost = np.array([s[1] for s in pts])
+    return caps, np.minimum.accumulate(cost[::-1])[::-1]
 
 
 class SpreadMinima:
@@ -187,8 +203,7 @@ class SpreadMinima:
             frontier_deadline(None)
         if front is None:
             return None
-        caps, order, _ = hourly_table(front, m)[(m, m)]
-        return caps, order
+        return floor_staircase(front, m)
 
     def _exact_n1(self, w, units, demand, busy, m) -> float:
         """:meth:`exact` under an N+1 rule (issue 26), block by block: the least over thresholds t of the units'

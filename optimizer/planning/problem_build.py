@@ -35,6 +35,7 @@ from optimizer.planning.problem import (
     committed_rate_arrays,
 )
 from optimizer.planning.prune import prune_fleet
+from optimizer.planning.size_guard import check_candidates, check_model_size, check_offer_rows, count_model
 from providers.zones import region_has_zones
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -123,7 +124,9 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
     explanations price other pricing sets with them), else it is None — and then, on a big catalog
     (:data:`GROUP_BOUND_MIN_ROWS` candidate rows), placement groups that cannot hold the optimum are left out
     first (:func:`_bound_groups`). ``_rows``: workload -> rows of the offers allowed, ``_tables``: the workloads'
-    unit tables over ``offers`` (that function's restricted problem). Raises InputError for bad input (objective, placement, spread, leftover value, duplicate names, horizon).
+    unit tables over ``offers`` (that function's restricted problem). Raises InputError for bad input (objective, placement, spread, leftover value, duplicate names, horizon)
+    and for a plan past the size guards (optimizer.planning.size_guard: offer rows, candidates, the model's estimated
+    memory against the machine's).
     """
     from optimizer.planning.horizon import horizon_for, periods as make_periods
     from optimizer.sizing import train_flops
@@ -139,6 +142,7 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
     names = [w.name for w in workloads]
     if len(set(names)) != len(names):
         raise InputError("workloads", "workload names must be unique")
+    check_offer_rows(len(offers))  # issue 33: every size bounded before it is sized (size_guard)
     budgets = budgets or Budgets(monthly=budget_usd)
     if isinstance(profiles, list):
         blocks = profiles
@@ -214,6 +218,7 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
     # been cheaper with it (the plan's owned note says the choice was narrowed); its owned rows stay
     do_prune = prune and max_instances is None and not quotas
     n_all = sum(int(u.sum()) for u in usable.values()) + sum(int(b.sum()) for b in bought.values())
+    check_candidates(n_all, len(workloads))
     if _rows is not None:
         usable = {w: u & _rows[w] for w, u in usable.items()}
         bought = {w: b & _rows[w] for w, b in bought.items()}
@@ -277,6 +282,9 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
                            merge_note=note_m, pruned=pruned, quotas=quotas or None,
                            owned={c.commitment_discount_id: c for c in (owned or [])})
     problem.unpruned = full if keep_unpruned else None
+    # the model's memory estimated from its counts before any model is built (refused with the figure past a share
+    # of this machine's memory: a breaker's 2,000 workloads ended in a MemoryError at 7.1 GiB)
+    check_model_size(count_model(problem))
     return problem
 
 

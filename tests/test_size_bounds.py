@@ -1,0 +1,165 @@
+"""Every size bounded (issue 33 point 2, the planner's side): a ceiling per input refused with a one-line message
+naming the input, the limit and the way out (gpuopt.kernel.size_limits); the model's memory estimated before it is
+built and refused with the figure (optimizer.planning.size_guard); a large replica floor ends within --time-limit."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import gpuopt
+from gpuopt.cli import app
+from gpuopt.kernel.errors import InputError
+from gpuopt.kernel.size_limits import MAX_CANDIDATES, MAX_DEMAND_BLOCKS, MAX_OFFER_ROWS, MAX_REPLICAS
+from gpuopt.request import PlanRequest
+from optimizer.planning import size_guard
+from optimizer.planning.candidates import Candidate
+from optimizer.planning.problem import FleetBlock, FleetProblem, FleetWorkload
+
+SERVICE = ["-q", "recommend", "--params", "7e9", "--tokens-per-second", "300", "--time-limit", "5"]
+
+
+def _one_line_error(r) -> str:
+    assert r.exit_code == 1, r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in r.output, r.output
+    return lines[0]
+
+
+# ------------------------------------------------------------------------------------------- ceilings per input
+def test_min_replicas_past_the_ceiling_is_refused_in_one_line():
+    line = _one_line_error(CliRunner().invoke(app, SERVICE + ["--min-replicas", "100000"]))
+    assert line.startswith("gpuopt: error: --min-replicas: 100,000 replicas is above the limit of 1,000")
+    assert "split the service into several workloads" in line and "20 replicas took 40 s" in line
+
+
+def test_a_replica_count_written_as_a_float_in_a_plan_file_is_bounded_too(tmp_path):
+    path = tmp_path / "plan.yaml"
+    path.write_text("workloads:\n- name: chat\n  params: 7e9\n  tokens_per_second: 300\n  min_replicas: 1.0e+5\n",
+                    encoding="utf-8")
+    line = _one_line_error(CliRunner().invoke(app, ["-q", "recommend", "--workload", str(path)]))
+    assert "min_replicas: 100,000 replicas is above the limit of 1,000" in line and "line 5" in line, line
+
+
+def test_the_replica_ceiling_itself_is_accepted_and_the_api_refuses_past_it():
+    req = PlanRequest(workloads=[dict(name="a", params=7e9, tokens_per_second=300, min_replicas=MAX_REPLICAS)])
+    assert req.workloads[0].min_replicas == MAX_REPLICAS == 1_000
+    with pytest.raises(InputError) as e:
+        gpuopt.recommend(params=7e9, tokens_per_second=300, min_replicas=MAX_REPLICAS + 1)
+    assert e.value.field == "min_replicas" and "1,001 replicas is above the limit of 1,000" in str(e.value)
+
+
+def test_blocks_past_the_ceiling_are_refused_in_one_line():
+    line = _one_line_error(CliRunner().invoke(app, SERVICE + ["--blocks", "100000"]))
+    assert line.startswith("gpuopt: error: --blocks: 100,000 blocks is above the limit of 8,760 demand blocks")
+    assert "blocks: 730 (hours of the month), 168 (hours of the week) or 24" in line
+
+
+def test_an_inline_demand_list_past_the_ceiling_names_its_key(tmp_path):
+    plan = {"workloads": [{"name": "chat", "task": "serve", "params": 7e9,
+                           "demand": [100.0] * (MAX_DEMAND_BLOCKS + 1)}]}
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan), encoding="utf-8")
+    line = _one_line_error(CliRunner().invoke(app, ["-q", "recommend", "--workload", str(path), "--time-limit", "5"]))
+    assert "demand" in line and "8,761 values is above the limit of 8,760 demand blocks" in line, line
+    assert str(path) in line
+
+
+def test_offer_rows_past_the_ceiling_are_refused_before_sizing(monkeypatch):
+    with pytest.raises(InputError) as e:
+        size_guard.check_offer_rows(MAX_OFFER_ROWS + 1)
+    assert e.value.field == "offers" and "500,001 offer rows is above the limit of 500,000" in str(e.value)
+    size_guard.check_offer_rows(MAX_OFFER_ROWS)  # at the limit: no error
+    monkeypatch.setattr(size_guard, "MAX_OFFER_ROWS", 10)  # the planner's call (problem_build.make_problem)
+    line = _one_line_error(CliRunner().invoke(app, SERVICE))
+    assert "offers:" in line and "above the limit of 10 per plan" in line and "--providers" in line, line
+
+
+def test_candidates_past_the_ceiling_are_refused():
+    with pytest.raises(InputError) as e:
+        size_guard.check_candidates(MAX_CANDIDATES + 2_000, 2_000)
+    assert e.value.field == "workloads"
+    assert "2,000 workloads x ~2,501 fitting offers each make 5,002,000 candidates" in str(e.value)
+    size_guard.check_candidates(500 * 7_160, 500)  # every snapshot row for each of MAX_WORKLOADS workloads passes
+
+
+# ------------------------------------------------------------------------------------------- the memory guard
+def _problem(n_workloads: int, n_cands: int, n_blocks: int) -> FleetProblem:
+    def cand(w: int, j: int) -> Candidate:
+        pricing = "reserved_1y" if j % 2 else "on_demand"
+        offer = {"provider": "test", "region": "r1", "zone": "", "instance_type": f"t{w}_{j}", "pricing": pricing,
+                 "payment": "all_upfront" if j % 2 else "", "usd_per_hour": 1.0, "upfront_usd": 0.0,
+                 "gpu_model": "L4", "gpu_count": 1.0, "gpu_memory_gib": 22.35, "interconnect": "pcie",
+                 "source": "test", "as_of": "2026-01-01"}
+        return Candidate(key=f"t{w}_{j}|{pricing}", offer=offer, instances_per_unit=1, replicas_per_unit=1,
+                         sizing=SimpleNamespace(gpus_per_replica=1.0), usd_per_unit_hour=1.0,
+                         throughput_per_unit=100.0, shape="L4 x1")
+    names = [f"w{i}" for i in range(n_workloads)]
+    ws = [FleetWorkload(name=n, workload=SimpleNamespace(task="serve", model=SimpleNamespace(name="m")))
+          for n in names]
+    h = 730.0 / n_blocks
+    blocks = [FleetBlock(start_hour=b * h, hours=h, demand={n: 200.0 for n in names}, label=f"b{b}")
+              for b in range(n_blocks)]
+    return FleetProblem(ws, blocks, {n: [cand(i, j) for j in range(n_cands)] for i, n in enumerate(names)}, {},
+                        horizon_months=12)
+
+
+def test_a_normal_plan_passes_and_its_model_is_counted():
+    size = size_guard.count_model(_problem(3, 10, 24))
+    assert (size.workloads, size.candidates, size.blocks) == (3, 30, 24)
+    assert size.variables == 3 * 10 * 24 + 15  # 15 one-year slots, one per reserved candidate
+    need = size_guard.check_model_size(size, ram=8 * 2**30)
+    assert need == size_guard.BYTES_FIXED + size_guard.BYTES_PER_VARIABLE * size.variables < 4 * 2**30
+
+
+def test_a_huge_model_is_refused_with_its_figure():
+    # 2,000 workloads x 400 candidates x 168 blocks: what a breaker's plan file could ask for
+    size = size_guard.ModelSize(workloads=2_000, candidates=800_000, blocks=168, variables=134_400_000,
+                                nonzeros=1_075_200_000)
+    with pytest.raises(InputError) as e:
+        size_guard.check_model_size(size, ram=8 * 2**30)
+    text = str(e.value)
+    assert text.startswith("workloads: the planning model would need ~315 GiB (134,400,000 variables (2,000 "
+                           "workloads, 800,000 candidates, 168 demand blocks)), above 50% of this machine's 8.0 GiB")
+    assert "split the file by team or region" in text and "\n" not in text
+    assert not size_guard.fits(size, 8 * 2**30) and size_guard.fits(size, 1024 * 2**30)
+
+
+def test_the_machines_memory_is_read():
+    ram = size_guard.ram_bytes()
+    assert ram is not None and ram > 2**28  # a machine that runs the tests has more than 256 MiB
+
+
+def test_the_planner_refuses_a_model_past_the_share_of_memory(monkeypatch):
+    monkeypatch.setattr(size_guard, "ram_bytes", lambda: 2 * 2**20)  # 2 MiB: less than any model
+    line = _one_line_error(CliRunner().invoke(app, SERVICE))
+    m = re.search(r"workloads: the planning model would need ~(\d+) MiB \(([\d,]+) variables \(1 workload, "
+                  r"[\d,]+ candidates, 1 demand block\)\), above 50% of this machine's 2 MiB of memory", line)
+    assert m, line
+    variables = int(m.group(2).replace(",", ""))
+    assert variables > 100 and int(m.group(1)) == round((2 * 2**20 + 2_520 * variables) / 2**20)
+
+
+# ------------------------------------------------------------------------------------------- time
+def test_a_large_replica_floor_ends_within_the_time_limit(tmp_path):
+    """100 replicas: the exact enumeration's (m+1)^2 classes ran past any --time-limit (measured: still running at
+    120 s with --time-limit 20). Within the limit it ends with a plan or "not solved within the limit"; the
+    subprocess's timeout only stops a regression, the test asserts the answer."""
+    cmd = [sys.executable, "-c", "from gpuopt.cli import main; main()", "-q", "recommend", "--params", "7e9", "--tokens-per-second", "300",
+           "--min-replicas", "100", "--time-limit", "5", "--format", "json"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    assert "Traceback" not in r.stderr, r.stderr
+    if r.returncode == 0:
+        doc = json.loads(r.stdout)
+        assert doc["feasible"] and doc["total_usd"] > 0
+    else:
+        err = json.loads(r.stderr.strip().splitlines()[-1])
+        assert err["kind"] == "error" and "not solved within the limit" in err["error"]["message"], r.stderr

@@ -677,7 +677,8 @@ def _context(data, images) -> dict[str, Any]:
     top = f"{caveat}. Figures marked {UNPROVEN_MARK} rest on this plan." if caveat else None
     if not data["feasible"]:  # no plan: said first, as an unproven plan is (the summary says it again in full)
         reason = (data.get("reason") or {}).get("message") or data["status"]
-        top = f"NO PLAN ({data['status']}): {reason}"
+        top = (f"NOT SOLVED WITHIN THE LIMIT: {reason}" if data["status"] == "not_solved"
+               else f"NO PLAN ({data['status']}): {reason}")
     return {"title": data["title"], "subtitle": f"Horizon: {_horizon(data)}", "figures": _figures(data),
             "caveat": top,
             "summary": _summary(data), "plan_table": _line_table(data) if data["feasible"] else None,

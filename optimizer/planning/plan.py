@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import re
 import time
 from typing import TYPE_CHECKING
 
@@ -62,6 +63,22 @@ def _highs_available() -> bool:
 #: re-plan of the whole fleet). Measured (benchmarks/bench_fleet.py): 30 services x 168 blocks explained within the
 #: targets; 200 services spent 190 s of 330 in explanations. Above it the plan says they were skipped.
 EXPLAIN_MAX_WORKLOADS = 30
+
+
+def not_solved_reason(solver: str, time_limit_s: float, rep) -> dict[str, str]:
+    """The ``reason`` of a solve that stopped without a plan and without a proof that none exists (status
+    not_solved): kind "time_limit" — "not solved within the limit (N s): no plan was found and none was proven
+    impossible; rerun with --time-limit M ..." — or kind "solver" when the solver stopped early on an error (``rep``:
+    the SolveReport; its message names the error). Never "no plan": only a proven infeasibility says that (issue
+    33: a plan file of 16 workloads read "no plan" where a plan existed)."""
+    note = rep.message or rep.status
+    more = int(max(60.0, 4.0 * time_limit_s))
+    if re.match(r"^[A-Za-z]*(Error|Exception)\b", str(rep.message or "")):
+        return {"kind": "solver", "message": f"not solved: the {solver} solver stopped on an error ({note}) after "
+                                             f"{rep.seconds:.0f} s; no plan was found and none was proven impossible"}
+    return {"kind": "time_limit",
+            "message": f"not solved within the limit ({time_limit_s:g} s): no plan was found and none was proven "
+                       f"impossible; rerun with --time-limit {more} or narrow the choice (the {solver} solver: {note})"}
 
 
 def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock], offers: "pd.DataFrame", *,
@@ -176,9 +193,7 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
         return res
     if rep.status not in ("optimal", "time_limit"):
         res.status = rep.status
-        res.reason = {"kind": "solver", "message": f"the {solver} solver found no plan within {time_limit_s:g} s "
-                                                   f"({rep.message or rep.status}); rerun with --time-limit "
-                                                   f"{int(max(60.0, 4.0 * time_limit_s))} or narrow the choice"}
+        res.reason = not_solved_reason(solver, time_limit_s, rep)
         return res
     if owned:  # an owned slot is free: the solver may leave it at any count up to its size; count what runs
         _owned_in_use(problem, sol)

@@ -39,6 +39,10 @@ from optimizer.planning.solver import run_solver as solve_fleet  # the planner's
 #: MILP gets the rest.
 SHARED_TIME_SHARE = 0.4
 
+#: The share of a solve's time limit the problem without its shared limits (budgets, ``max_instances``) may use
+#: (:func:`solve_within_limits`) before the MILP with the limits gets what is left.
+FREE_TIME_SHARE = 0.5
+
 
 def independent_parts(problem: FleetProblem, allowed: set[str] | None = None) -> list[list[str]]:
     """The workloads split into parts that share no constraint but the objective (names, in problem order).
@@ -153,9 +157,16 @@ def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_r
                                   deadline=min(t_end, time.perf_counter() + SHARED_TIME_SHARE * float(time_limit_s)))
         if fallback is not None and fallback.report.status == "optimal":
             return fallback
-        sol = solve_within_limits(problem, allowed=allowed, deadline=t_end, gap_rel=gap_rel)
-        if sol is not None:
-            return sol
+        if problem.budgets.any() or problem.max_instances is not None:
+            # a plan by construction before any joint MILP: the problem without its shared limits, by the whole
+            # machinery (parts apart, placement, apart plans), in a share of the time. A budget that cannot bind
+            # tied 16 workloads into one MILP that found nothing in 60 s ("no plan", issue 33)
+            sol = solve_within_limits(problem, solver=solver, allowed=allowed, gap_rel=gap_rel,
+                                      deadline=min(t_end, time.perf_counter() + FREE_TIME_SHARE * float(time_limit_s)))
+            if sol is not None:
+                return sol
+            if fallback is None:  # a plan that keeps every limit: the MILP's start and its fallback
+                fallback = start_within_limits(problem, allowed=allowed, deadline=t_end)
         if fallback is None:
             from optimizer.planning.exact import plan_apart, separable
 
@@ -593,59 +604,79 @@ def solve_roi(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_re
     return (best or first), its  # type: ignore[return-value]
 
 
-def solve_within_limits(problem: FleetProblem, *, allowed: set[str] | None = None,
-                        deadline: float | None = None, gap_rel: float = 0.001) -> FleetSolution | None:
-    """The exact plan of ``problem`` when its budgets and quota do not bind: the plan of the problem without them
-    (:func:`solve_separable`; where workloads could share a commitment ``optimizer.planning.shared.solve_shared``,
-    proven within ``gap_rel``) is returned, labelled optimal, when it keeps every limit — cash in every month
-    <= the monthly budget (the MILP bounds the first month of each period, which this implies), total <=
-    budget_total, upfront <= max_upfront, commitment <= max_commitment, and at most ``max_instances`` instances of
-    one instance type in one region in every block (hourly units and the commitments covering the block). A
-    relaxation's optimum that is feasible is optimal. None when they bind (the MILP plans) or neither enumeration applies.
-    """
-    from optimizer.planning.exact import solve_separable
-
-    if not (problem.budgets.any() or problem.max_instances is not None):
-        return None
-    free = problem.replace(budgets=Budgets(), budget_usd=None, max_instances=None)
-    sol = solve_separable(free, allowed=allowed, deadline=deadline)
-    if sol is None:
-        from optimizer.planning.shared import solve_shared
-
-        sol = solve_shared(free, allowed=allowed, gap_rel=gap_rel, deadline=deadline)
-        if sol is not None and sol.report.status != "optimal":
-            return None  # not proven: the MILP plans with the limits
-    if sol is None:
-        return None
+def keeps_limits(problem: FleetProblem, sol: FleetSolution) -> str | None:
+    """The first shared limit of ``problem`` the plan ``sol`` breaks (a short phrase), or None when it keeps them
+    all: cash in every month <= the monthly budget (the MILP bounds the first month of each period, which this
+    implies), total <= budget_total, upfront <= max_upfront, commitment <= max_commitment (USD), and at most
+    ``max_instances`` instances of one instance type in one region in every block (hourly units and the
+    commitments covering the block)."""
     bg = problem.budgets
     mo = money(problem, sol)
-    if bg.monthly is not None and mo["max_month_usd"] > bg.monthly:
-        return None
-    if bg.total is not None and mo["total_usd"] > bg.total:
-        return None
-    if bg.upfront is not None and mo["upfront_usd"] > bg.upfront:
-        return None
-    if bg.commitment is not None and mo["commitment_usd"] > bg.commitment:
-        return None
+    for name, limit, key in (("budget", bg.monthly, "max_month_usd"), ("budget_total", bg.total, "total_usd"),
+                             ("max_upfront", bg.upfront, "upfront_usd"),
+                             ("max_commitment", bg.commitment, "commitment_usd")):
+        if limit is not None and mo[key] > limit:
+            return f"{name} {limit:,.2f} USD (the plan: {mo[key]:,.2f})"
     if problem.max_instances is not None:
         cidx = {(w, c.okey): c for w, cs in problem.cands.items() for c in cs}
         for bi in range(len(problem.blocks)):
             p = problem.period_of(problem.blocks[bi])
             count: dict[tuple, float] = {}
-            for (w, ok, b), x in sol.X.items():
-                if b == bi:
+            for store in (sol.X, sol.A):
+                for (w, ok, b), x in store.items():
                     c = cidx[(w, ok)]
-                    g = spot_group(c.offer)
-                    count[g] = count.get(g, 0.0) + c.instances_per_unit * x
+                    if b == bi and not (store is sol.A and c.committed):  # committed units: counted as bought
+                        g = spot_group(c.offer)
+                        count[g] = count.get(g, 0.0) + c.instances_per_unit * x
             for k, n in sol.N.items():
                 s = problem.slots[k]
                 if s.start_month <= p.start_month < s.end_month:
                     g = spot_group(s.offer)
                     count[g] = count.get(g, 0.0) + n
-            if any(v > problem.max_instances + 1e-9 for v in count.values()):
-                return None
-    sol.report = dataclasses.replace(sol.report, message=sol.report.message + " (budgets and quota do not bind)")
+            over = [g for g, v in count.items() if v > problem.max_instances + 1e-9]
+            if over:
+                return f"max_instances {problem.max_instances} ({over[0]}: {count[over[0]]:g} in block {bi})"
+    return None
+
+
+def solve_within_limits(problem: FleetProblem, *, solver="auto", allowed: set[str] | None = None,
+                        deadline: float | None = None, gap_rel: float = 0.001) -> FleetSolution | None:
+    """The plan of ``problem`` by construction when its shared limits (budgets, ``max_instances``) do not bind.
+
+    The problem without them is planned by :func:`solve_cost` itself (independent parts solved apart, the exact
+    enumerations, the placement search, each workload's plan apart) until ``deadline`` (time.perf_counter()
+    seconds; None: 60 s). When that plan keeps every limit (:func:`keeps_limits`) it is the answer: a relaxation's
+    optimum that is feasible is optimal, and a plan found at the time limit keeps its status and gap (its bound
+    bounds the limited problem too). None when a limit binds or no plan was found (the MILP plans with the limits)
+    or the problem has no shared limit.
+    """
+    if not (problem.budgets.any() or problem.max_instances is not None):
+        return None
+    t0 = time.perf_counter()
+    free = problem.replace(budgets=Budgets(), budget_usd=None, max_instances=None)
+    left = 60.0 if deadline is None else max(0.5, deadline - t0)
+    sol = solve_cost(free, solver=solver, time_limit_s=left, gap_rel=gap_rel, allowed=allowed)
+    if sol.report.status not in ("optimal", "time_limit") or keeps_limits(problem, sol) is not None:
+        return None
+    sol.report = dataclasses.replace(sol.report, seconds=time.perf_counter() - t0,
+                                     message=f"{sol.report.message or sol.report.solver} (budgets and quota do not bind)")
     return sol
+
+
+def start_within_limits(problem: FleetProblem, *, allowed: set[str] | None = None,
+                        deadline: float | None = None) -> FleetSolution | None:
+    """A plan of ``problem`` that keeps its shared limits, for the MILP's start and fallback: each serving workload on
+    its cheapest candidates alone (``optimizer.planning.exact.plan_apart``) of the problem without the limits, when
+    that applies (serving workloads only, no zone spread...) and keeps every limit (:func:`keeps_limits`); else
+    None. ``deadline``: time.perf_counter() seconds."""
+    from optimizer.planning.exact import plan_apart, separable
+
+    free = problem.replace(budgets=Budgets(), budget_usd=None, max_instances=None)
+    if separable(free, allowed, apart=True, share_spot=True) is not None or \
+            (deadline is not None and time.perf_counter() >= deadline):
+        return None
+    start = plan_apart(free, allowed=allowed, deadline=deadline)
+    return start if start is not None and keeps_limits(problem, start) is None else None
 
 
 def verify(problem: FleetProblem, sol: FleetSolution) -> str | None:

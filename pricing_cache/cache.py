@@ -148,21 +148,45 @@ def _fsync_dir(d: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, rename, fsync the folder."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def cannot_write(path: Path, exc: OSError, what: str = "the price snapshot") -> SnapshotError:
+    """The one-line error for a failed write of ``what`` at ``path`` (issue 33: a disk full, a folder that is a
+    file): "cannot write the price snapshot to PATH: no space left on device (ENOSPC); the previous snapshot is
+    kept". Nothing is renamed over a previous file before its write succeeded, so the previous one is kept."""
+    import errno
+
+    code = errno.errorcode.get(exc.errno or 0)
+    reason = (exc.strerror or str(exc)).lower() + (f" ({code})" if code else "")
+    for folder in (path.parent, *path.parent.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                reason = f"{folder} is a file, not a folder (move it away)"
+            break
+    return SnapshotError(f"cannot write {what} to {path}: {reason}; the previous {what.split()[-1]} is kept")
+
+
+def atomic_write_bytes(path: Path, data: bytes, what: str = "the price snapshot") -> None:
+    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, rename, fsync the folder.
+
+    Raises SnapshotError (:func:`cannot_write`) when it cannot be written (no space left, a folder on the way is a
+    file, no permission); ``path`` is then as it was."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise cannot_write(path, e, what) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError):
+            raise cannot_write(path, e, what) from None
         raise
     _fsync_dir(path.parent)
 
@@ -243,6 +267,24 @@ def write_snapshot(provider: str, offers: "pd.DataFrame", *, regions: dict[str, 
         **(extra or {}),
     }
     csv_path, meta_path = d / f"{stamp}.csv", d / f"{stamp}.json"
+    try:
+        _write_files(meta, skipped, data, csv_path, meta_path)
+    except SnapshotError:  # no half snapshot is left: a .csv without its .json is never read, but takes room
+        for p in (csv_path, d / f"{stamp}.skipped.csv"):
+            try:
+                p.unlink(missing_ok=True)
+            except OSError:
+                pass
+        raise
+    apply_retention(provider)
+    return CachedSnapshot(provider, meta["created_at"], meta["as_of"], csv_path, meta_path, meta)
+
+
+def _write_files(meta: dict[str, Any], skipped: "list[dict[str, Any]] | None", data: bytes, csv_path: Path,
+                 meta_path: Path) -> None:
+    """The files of one snapshot: its skipped list, its offers, then its metadata (last: it makes it valid)."""
+    d = csv_path.parent
+    stamp = csv_path.stem
     if skipped is not None:
         meta["skipped"] = skipped_counts(skipped)
         meta["skipped_total"] = int(len(skipped))
@@ -254,8 +296,6 @@ def write_snapshot(provider: str, offers: "pd.DataFrame", *, regions: dict[str, 
             meta["skipped_sha256"] = hashlib.sha256(sk).hexdigest()
     atomic_write_bytes(csv_path, data)
     atomic_write_bytes(meta_path, (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8"))
-    apply_retention(provider)
-    return CachedSnapshot(provider, meta["created_at"], meta["as_of"], csv_path, meta_path, meta)
 
 
 #: Clock skew allowed between the machine that wrote a snapshot and this one: an ``as_of`` up to this many days

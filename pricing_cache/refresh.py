@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from importlib import import_module
 from typing import Any, Callable
 
-from gpuopt.kernel.errors import GpuoptError, InputError, PriceDataError
+from gpuopt.kernel.errors import GpuoptError, InputError, PriceDataError, SnapshotError
 from gpuopt.kernel.redact import scrub
 from providers.base import (LIVE_ADAPTERS, DeadlineReached, FetchOptions, MissingCredentials, RegionSkipped,
                             check_deadline, deadline_note, deadline_passed)
@@ -449,7 +449,7 @@ def refresh_provider(name: str, options: FetchOptions, *, as_of: str, max_worker
             source=f"gpuopt prices refresh ({name})", skipped=rows_skipped)
         out.kept_previous = counts.kept_regions
         out.offers_added, out.offers_changed, out.offers_removed = counts.added, counts.changed, counts.removed
-    except PriceDataError as exc:
+    except (PriceDataError, SnapshotError) as exc:  # a snapshot not written (disk full): kept previous, exit 3
         out.error = str(exc)
         out.seconds = time.perf_counter() - t0
         emit("end", name, status=out.status)

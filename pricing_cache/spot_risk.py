@@ -251,8 +251,9 @@ def refresh_spot_advisor(options: Any = None, *, now: dt.datetime | None = None,
                                                                                             ADVISOR_URL),
                 "fetched_at": now.isoformat(), "last_modified": last_modified, "as_of": as_of,
                 "sha256": _sha256(body), "entries": len(rows)}
-        cache.atomic_write_bytes(path, body)
-        cache.atomic_write_bytes(d / f"{stamp}.meta.json", json.dumps(meta, indent=1).encode("utf-8"))  # last
+        cache.atomic_write_bytes(path, body, "the spot interruption data")
+        cache.atomic_write_bytes(d / f"{stamp}.meta.json", json.dumps(meta, indent=1).encode("utf-8"),
+                                 "the spot interruption data")  # last
         for old in cached_refreshes()[KEEP_REFRESHES:]:
             for p in (old.path, old.path.with_name(old.path.stem + ".meta.json")):
                 p.unlink(missing_ok=True)
@@ -302,8 +303,9 @@ def refresh_azure_eviction(subscription_id: str, regions: list[str], credential:
         path = d / f"{stamp}.json"
         meta = {"provider": "azure", "regions": sorted(regions), "fetched_at": now.isoformat(),
                 "as_of": now.date().isoformat(), "sha256": _sha256(body), "entries": len(parsed)}
-        cache.atomic_write_bytes(path, body)
-        cache.atomic_write_bytes(d / f"{stamp}.meta.json", json.dumps(meta, indent=1).encode("utf-8"))  # last
+        cache.atomic_write_bytes(path, body, "the spot interruption data")
+        cache.atomic_write_bytes(d / f"{stamp}.meta.json", json.dumps(meta, indent=1).encode("utf-8"),
+                                 "the spot interruption data")  # last
         for old in cached_refreshes("azure")[KEEP_REFRESHES:]:
             for p in (old.path, old.path.with_name(old.path.stem + ".meta.json")):
                 p.unlink(missing_ok=True)

@@ -195,8 +195,10 @@ def float_or_none(value: Any) -> float | None:
     s = str(value).strip()
     if not s or s.lower() in ("nan", "none", "null", "n/a", "na"):
         return None
+    from gpuopt.kernel.inputs import parse_decimal
+
     try:
-        f = float(s)
+        f = parse_decimal(s)  # not float(): "1_8.5" is not 18.5 (issue 33)
     except ValueError:
         return None
     if f != f:  # NaN

@@ -23,11 +23,13 @@ reason code, never a traceback and never an infinite, negative or absurd price i
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from gpuopt.kernel.errors import InputError
 from gpuopt.kernel.records import SkippedRow
@@ -49,24 +51,47 @@ MAX_GPU_COUNT = 64.0
 #: providers.validate): 16,384 GiB (the largest per GPU in the shipped snapshot is 180 GiB, B200; an instance total
 #: of 16 such GPUs is 2,880).
 MAX_GPU_MEMORY_GIB = 16_384.0
-#: Largest decompressed size of a gzip price file: 4 GiB (a full AmazonEC2 bulk CSV is several GB).
+#: Largest decompressed size of a gzip price file read as a stream (:func:`open_text_stream`: the AWS bulk offer
+#: CSV, filtered line by line, memory independent of the size): 4 GiB (a full AmazonEC2 bulk CSV is several GB).
 MAX_DECOMPRESSED_BYTES = 4 << 30
+#: Largest price file held whole (:func:`read_text_file`: JSON documents, SkyPilot and offers CSVs), counted
+#: while reading and decompressing, before it is all in memory (issue 33: a 4 MB .json.gz inflating to 4 GiB peaked
+#: at 8 GiB). 1 GiB: the price files gpuopt reads whole are at most tens of MB (ec2instances.info's instances.json,
+#: a SkyPilot vms.csv, an Azure retail page set); a JSON document of 1 GiB already takes several GiB as Python
+#: objects. Peak while reading: the content twice (bytes, then text), 2 GiB at most.
+MAX_WHOLE_BYTES = 1 << 30
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-def _decompress(data: bytes, name: str) -> bytes:
-    """The content of a gzip file, bounded by MAX_DECOMPRESSED_BYTES. Raises InputError (``file``) when it is
-    truncated, corrupt or too large."""
+def _size(n: int) -> str:
+    """A byte count as people read it: "1 GiB", "64 MiB", "900 KiB"."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):,.4g} {unit}"
+    return f"{n:,} bytes"
+
+
+def _too_large(name: str, cap: int, what: str = "its content") -> InputError:
+    return InputError("file", f"{name}: {what} is larger than {_size(cap)}, the most gpuopt holds in memory for one "
+                              f"price file; split it or import the parts", accepted=f"at most {_size(cap)}")
+
+
+def _decompress(data: bytes, name: str, cap: "int | None" = None) -> bytearray:
+    """The content of a gzip file, bounded by ``cap`` (default :data:`MAX_WHOLE_BYTES`) while decompressing: no
+    more than ``cap`` + 1 bytes are ever produced. Raises InputError (``file``) when it is truncated, corrupt or too
+    large (naming the figure)."""
+    cap = MAX_WHOLE_BYTES if cap is None else cap
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
     out = bytearray()
     try:
         rest = data
-        while rest:
-            out += d.decompress(rest, MAX_DECOMPRESSED_BYTES + 1 - len(out))
-            if len(out) > MAX_DECOMPRESSED_BYTES:
-                raise InputError("file", f"{name}: the gzip content is larger than "
-                                         f"{MAX_DECOMPRESSED_BYTES >> 30} GiB; decompress it and import the parts")
+        while True:
+            n = min(cap + 1 - len(out), 16 << 20)  # 16 MiB at a time: no second copy of a large content
+            chunk = d.decompress(rest, n)
+            out += chunk
+            if len(out) > cap:
+                raise _too_large(name, cap, "the gzip content")
             rest = d.unconsumed_tail
             if d.eof:
                 rest = d.unused_data
@@ -74,14 +99,16 @@ def _decompress(data: bytes, name: str) -> bytes:
                     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
                     continue
                 break
+            if not rest and len(chunk) < n:  # all input used and no output pending: the file ends here
+                break
     except zlib.error as e:
         raise InputError("file", f"{name}: corrupt gzip file ({e})") from None
     if not d.eof:
         raise InputError("file", f"{name}: truncated gzip file (it ends before its last block; download it again)")
-    return bytes(out)
+    return out  # not bytes(out): a copy would double the peak
 
 
-def decode_utf8(data: bytes, name: str) -> str:
+def decode_utf8(data: "bytes | bytearray", name: str) -> str:
     """``data`` as UTF-8 text, a leading byte-order mark removed. Raises InputError (``file``) naming the first
     byte that is not UTF-8 and its offset."""
     try:
@@ -99,7 +126,8 @@ def read_text_file(path: "str | Path") -> str:
         InputError (field ``file``): missing or unreadable file, not UTF-8, truncated or corrupt gzip."""
     p = Path(path)
     try:
-        data = p.read_bytes()
+        with open(p, "rb") as fh:
+            data = fh.read(MAX_WHOLE_BYTES + 1)  # bounded: a plain file over the cap is not read whole either
     except IsADirectoryError:
         raise InputError("file", f"{p} is a directory, not a price file") from None
     except FileNotFoundError:
@@ -108,7 +136,56 @@ def read_text_file(path: "str | Path") -> str:
         raise InputError("file", f"{p.name} cannot be read ({e.strerror or e})") from None
     if data[:2] == _GZIP_MAGIC:
         data = _decompress(data, p.name)
+    elif len(data) > MAX_WHOLE_BYTES:
+        raise _too_large(p.name, MAX_WHOLE_BYTES, "the file")
     return decode_utf8(data, p.name)
+
+
+class _Capped(io.RawIOBase):
+    """A readable stream of the decompressed bytes of a gzip file that counts them as they are read and raises
+    InputError past ``cap`` (corrupt and truncated files named too): memory stays one buffer whatever the size."""
+
+    def __init__(self, path: Path, cap: int):
+        import gzip
+
+        self._gz = gzip.GzipFile(path, "rb")
+        self.name, self.cap, self.count = path.name, cap, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        import gzip
+
+        try:
+            n = self._gz.readinto(b)
+        except EOFError:
+            raise InputError("file", f"{self.name}: truncated gzip file (it ends before its last block; download "
+                                     "it again)") from None
+        except (gzip.BadGzipFile, zlib.error) as e:
+            raise InputError("file", f"{self.name}: corrupt gzip file ({e})") from None
+        self.count += n
+        if self.count > self.cap:
+            raise _too_large(self.name, self.cap, "the gzip content")
+        return n
+
+    def close(self) -> None:
+        self._gz.close()
+        super().close()
+
+
+def open_text_stream(path: "str | Path") -> io.TextIOWrapper:
+    """A UTF-8 text stream (BOM removed, newlines untranslated as csv wants) of a price file read as it comes: a
+    gzip file is decompressed on the fly, at most :data:`MAX_DECOMPRESSED_BYTES` (InputError past it, naming the
+    figure, and for a truncated or corrupt file); a plain file is opened as it is."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as fh:
+            gz = fh.read(2) == _GZIP_MAGIC
+        raw: Any = _Capped(p, MAX_DECOMPRESSED_BYTES) if gz else open(p, "rb", buffering=0)
+    except OSError as e:
+        raise InputError("file", f"{p.name} cannot be read ({e.strerror or e})") from None
+    return io.TextIOWrapper(io.BufferedReader(raw, buffer_size=1 << 20), encoding="utf-8-sig", newline="")
 
 
 def loads_json(text: "str | bytes", name: str = "<text>") -> Any:
@@ -152,6 +229,58 @@ def check_unique_columns(header: Iterable[str], name: str, *, line: int = 1, fie
     if dup:
         raise InputError(field, f"{name} line {line}: column(s) given twice: {', '.join(dup)}",
                          accepted="each column once")
+
+
+class CsvReader(Iterator[list[str]]):
+    """``csv.reader`` over ``text`` that reads LF, CRLF and bare-CR line ends alike (issue 33) and turns every
+    ``csv.Error`` into a one-line InputError naming the file and the line.
+
+    A file whose lines end with a bare CR (old Mac, some spreadsheet exports) holds no LF at all, and is split on CR;
+    in a file with LF line ends, a CR that is neither before an LF nor inside a quoted field is a CR inside an
+    unquoted field, refused (which line would it end?). ``line_num`` is the (1-based) line the last record ended on,
+    as ``csv.reader``'s. A cell holding a NUL byte is refused naming its column (the first record's cell).
+
+    Raises (while iterating):
+        InputError (``field``): "NAME line N: a carriage return (CR) inside an unquoted field ..." or
+        "NAME line N: not CSV (...)" (a field over csv's 128 KiB limit, a quote left open...)."""
+
+    def __init__(self, text: str, name: str, field: str = "file"):
+        bare_cr = "\r" in text and "\n" not in text
+        self._reader = csv.reader(io.StringIO(text, newline="" if bare_cr else "\n"))
+        self.name, self.field = name, field
+        self._nul = "\x00" in text  # checked once: most files have none, and their rows are not scanned
+        self._header: list[str] | None = None
+
+    @property
+    def line_num(self) -> int:
+        """The line the last record read ended on (1-based)."""
+        return self._reader.line_num
+
+    def __iter__(self) -> "CsvReader":
+        return self
+
+    def __next__(self) -> list[str]:
+        try:
+            rec = next(self._reader)
+        except csv.Error as e:
+            raise csv_error(e, self.name, self._reader.line_num, self.field) from None
+        if self._header is None:
+            self._header = [h.strip() for h in rec]
+        if self._nul:
+            for i, cell in enumerate(rec):
+                if "\x00" in cell:
+                    col = self._header[i] if i < len(self._header) else f"column {i + 1}"
+                    raise InputError(self.field, f"{self.name} line {self._reader.line_num}: {col} holds a NUL "
+                                                 "byte (0x00); a text cell cannot", accepted="text without NUL")
+        return rec
+
+
+def csv_error(e: Exception, name: str, line: int, field: str = "file") -> InputError:
+    """The one-line InputError for a ``csv.Error`` ``e`` raised reading line ``line`` of ``name``."""
+    if "new-line character seen in unquoted field" in str(e):
+        return InputError(field, f"{name} line {line}: a carriage return (CR) inside an unquoted field; quote the "
+                                 f"field or remove the CR", accepted="CSV with LF, CRLF or CR line ends")
+    return InputError(field, f"{name} line {line}: not CSV ({e})")
 
 
 def where(path: list[Any]) -> str:

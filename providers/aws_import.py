@@ -148,15 +148,19 @@ def import_file(path: "str | Path", as_of: str, *, gpu_facts: Any = None) -> Par
     else from the current AWS offers (the newest refreshed cache snapshot, else the shipped snapshot): the price
     files carry no GPU model. Types with no GPU facts are reported (``no_gpu``), never guessed.
     """
-    from providers._input import decode_utf8, read_text_file
+    from providers._input import decode_utf8, open_text_stream, read_text_file
 
     p = Path(path)
     with open(p, "rb") as fh:
         raw = fh.read(64)
     content: "str | Path" = p
-    if raw[:2] == b"\x1f\x8b":  # gzip: decompressed whole (bounded by providers._input)
-        content = read_text_file(p)
-        head = content[:64].lstrip()
+    if raw[:2] == b"\x1f\x8b":  # gzip: a bulk CSV streamed (bounded while read), a JSON file read whole (bounded)
+        with open_text_stream(p) as fh:
+            head = fh.buffer.read(64).decode("utf-8", errors="replace").lstrip("\ufeff").lstrip()
+        if head.startswith("{") or head.startswith("["):
+            content = read_text_file(p)
+        elif head.startswith('"FormatVersion"') or head.startswith("FormatVersion"):
+            content = open_text_stream(p)  # type: ignore[assignment]  # parse_bulk_csv closes it
     else:
         head = raw.decode("utf-8", errors="replace").lstrip("\ufeff").lstrip()
     source = f"import:{p.name}"
@@ -167,7 +171,10 @@ def import_file(path: "str | Path", as_of: str, *, gpu_facts: Any = None) -> Par
             prices = parse_bulk_csv(content, as_of=as_of, source=source)
         else:
             prices = None
-    except UnicodeDecodeError:  # the bulk CSV is streamed: find the first byte that is not UTF-8, once
+    except UnicodeDecodeError as e:  # the bulk CSV is streamed: find the first byte that is not UTF-8, once
+        if raw[:2] == b"\x1f\x8b":
+            raise InputError("file", f"{p.name}: the gzip content is not UTF-8 text ({e.reason}); save it as "
+                                     "UTF-8") from None
         decode_utf8(p.read_bytes(), p.name)
         raise
     if prices is None:

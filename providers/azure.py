@@ -762,6 +762,10 @@ def _fetch_resource_skus(region: str, options: FetchOptions) -> list[dict[str, A
                                      f"({e.name}); run `pip install 'gpuopt[azure]'`, or unset "
                                      "AZURE_SUBSCRIPTION_ID to use the public price list alone") from None
 
+        import logging
+
+        # azure-identity logs each credential it tried as a WARNING block on stderr: MissingCredentials says it
+        logging.getLogger("azure.identity").setLevel(logging.ERROR)
         client = ComputeManagementClient(DefaultAzureCredential(), sub)
     try:
         from azure.core.exceptions import ClientAuthenticationError

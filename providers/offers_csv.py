@@ -47,7 +47,6 @@ instance_type, pricing, payment).
 
 from __future__ import annotations
 
-import csv
 import io
 import math
 import re
@@ -55,6 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuopt.kernel.errors import InputError
+from gpuopt.kernel.inputs import date_error, parse_decimal
 from gpuopt.kernel.records import (CANONICAL_GPUS, FABRICS, INTERCONNECTS, OFFER_COLUMNS, OFFER_DTYPES, PAYMENT_OPTIONS,
                              PRICING_MODELS, SAVINGS_PLAN_CLASSES, SAVINGS_PLAN_TERM_HOURS, TERM_HOURS, TIERS,
                              ZONE_KINDS, default_offering_class)
@@ -106,9 +106,10 @@ def _num(line: int, col: str, value: str, *, required: bool, positive: bool = Fa
             raise _err(line, f"{col} is empty{extra}")
         return None
     try:
-        f = float(s)
+        f = parse_decimal(s)
     except ValueError:
-        raise _err(line, f"{col} '{s}' is not a number") from None
+        raise _err(line, f"{col} '{s}' is not a number", accepted="digits, a point, an exponent: 18.5, 1e3 "
+                                                                  "(no _ between digits)") from None
     if math.isnan(f) or math.isinf(f):
         raise _err(line, f"{col} '{s}' is not a finite number")
     if positive and f <= 0:
@@ -125,7 +126,9 @@ def parse_offers_csv(text: str, name: str = "<text>") -> "pd.DataFrame":
     """Validate and normalize offers CSV text (see the module docstring); returns OFFER_COLUMNS / OFFER_DTYPES."""
     first = text.find("\n")
     # the header alone when its line has no quote (a quoted header may span lines): copying a big file is costly
-    reader = csv.reader(io.StringIO(text if first < 0 or '"' in text[:first] else text[:first + 1]))
+    from providers._input import CsvReader
+
+    reader = CsvReader(text if first < 0 or '"' in text[:first] else text[:first + 1], name, field="catalog")
     try:
         header = [h.strip() for h in next(reader)]
     except StopIteration:
@@ -142,7 +145,7 @@ def parse_offers_csv(text: str, name: str = "<text>") -> "pd.DataFrame":
     fast = None if not COLUMNAR else _columnar_with_system_pool(text, header, name)
     if fast is not None:
         return fast
-    reader = csv.reader(io.StringIO(text))
+    reader = CsvReader(text, name, field="catalog")
     next(reader)
     rows: list[dict[str, Any]] = []
     seen: dict[tuple, int] = {}
@@ -354,6 +357,8 @@ def _parse_columnar(text: str, header: list[str], name: str) -> "pd.DataFrame | 
                                                         pc.match_substring_regex(as_of_given,
                                                                                  r"^\d{4}-\d{2}-\d{2}$")))).all():
         return None
+    if any(date_error(d) for d in pc.unique(as_of_given).to_pylist() if d not in ("", "unknown")):
+        return None  # a date that does not exist or is in the future: the row-by-row reader names the line
     need_class = reserved & mask(pc.equal(oclass, ""))
     if need_class.any():
         raw_class = np.asarray(oclass.to_numpy(zero_copy_only=False), dtype=object)
@@ -552,6 +557,9 @@ def _row(line: int, header: list[str], rec: list[str], name: str, seen: dict[tup
            "currency": currency, "source": g("source") or f"user:{name}", "as_of": g("as_of") or "unknown"}
     if row["as_of"] != "unknown" and not _DATE.fullmatch(row["as_of"]):
         raise _err(line, f"as_of '{row['as_of']}' is not a date", accepted="YYYY-MM-DD, or empty / unknown")
+    bad_day = None if row["as_of"] == "unknown" else date_error(row["as_of"])
+    if bad_day:
+        raise _err(line, f"as_of: {bad_day}", accepted="a past date YYYY-MM-DD, or empty / unknown")
     for c in ("vcpus", "memory_gib"):
         if row[c] is None:
             row[c] = float("nan")
@@ -596,8 +604,10 @@ def read_offers_csv(path: "str | Path") -> "pd.DataFrame":
     p = Path(path)
     if not p.is_file():
         raise InputError("catalog", f"no such file: {p}")
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise InputError("catalog", f"{p.name} is not UTF-8 text ({e.reason})") from None
+    from providers._input import read_text_file
+
+    try:  # not Path.read_text: its universal newlines made a CR inside a field a line break (issue 33)
+        text = read_text_file(p)  # gzip decompressed; bounded while read (MAX_WHOLE_BYTES)
+    except InputError as e:
+        raise InputError("catalog", e.message, e.accepted) from None
     return parse_offers_csv(text, p.name)

@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping
 
 from gpuopt.kernel.errors import InputError
-from gpuopt.kernel.inputs import load_yaml, read_text, yaml_lines
+from gpuopt.kernel.inputs import load_yaml, parse_decimal, read_text, yaml_lines
 from gpuopt.kernel.records import (HOURS_PER_MONTH, PROVIDERS, RESERVED_PRICING, SAVINGS_PLAN_TERM_HOURS,
                                    WINDOW_MAX_DAYS, default_offering_class)
 
@@ -282,7 +282,9 @@ def load_owned_file(path: "str | Path", *, known_types: "Mapping[str, Collection
             rows.append((line, {str(k): ("" if v is None else v) for k, v in item.items()},
                          lambda col, i=i, line=line: lines.get(prefix + (i, col), line)))
     else:
-        reader = csv.reader(io.StringIO(text))
+        from providers._input import CsvReader
+
+        reader = CsvReader(text, p.name, _FIELD)
         try:
             header = next(reader, None)
         except csv.Error as e:
@@ -447,9 +449,9 @@ def _number(v: dict[str, str], col: str, bad: Callable[..., InputError], hi: flo
             need: Callable[[str], str]) -> float:
     text = need(col)
     try:
-        x = float(text)
+        x = parse_decimal(text)
     except ValueError:
-        raise bad(col, f"{text!r} is not a number", f"a number > 0 and <= {hi:g}") from None
+        raise bad(col, f"{text!r} is not a number", f"a number > 0 and <= {hi:g} (no _ between digits)") from None
     if not (math.isfinite(x) and 0 < x <= hi):
         raise bad(col, f"{text!r} is out of range", f"a number > 0 and <= {hi:g}")
     return x

@@ -115,7 +115,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from gpuopt.kernel.errors import InputError, ProviderError
-from gpuopt.kernel.inputs import check_number, load_yaml, read_text
+from gpuopt.kernel.inputs import check_number, load_yaml, parse_decimal, read_text
 
 UNITS = ("vcpus", "gpus")
 #: The columns of a quota file (``used`` and ``note`` may be absent).
@@ -492,9 +492,9 @@ def _resolve(provider: str, family: str, unit: str, where: str) -> tuple[str, st
 
 
 def _rows_from_csv(text: str, name: str) -> list[tuple[int, dict[str, Any]]]:
-    from providers._input import check_unique_columns
+    from providers._input import CsvReader, check_unique_columns
 
-    reader = csv.reader(io.StringIO(text))
+    reader = CsvReader(text, name)
     try:
         header = next(reader)
     except StopIteration:
@@ -538,7 +538,7 @@ def _number(raw: Any, col: str, where: str) -> float:
         if re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", s):  # 1,152 as the consoles print it
             s = s.replace(",", "")
         try:
-            raw = float(s)
+            raw = parse_decimal(s)
         except ValueError:
             raise InputError(col, f"{where}: '{raw}' is not a number", accepted="a number of vCPUs or GPUs >= 0")
     return check_number(raw, col, where, lo=0.0, accepted="a finite number of vCPUs or GPUs >= 0")

@@ -46,8 +46,6 @@ payment]).size() == 1``.
 from __future__ import annotations
 
 import ast
-import csv
-import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,8 +178,10 @@ class _Raw:
     zone: str
 
 
-def _read_rows(text: str) -> tuple[list[str], list[_Raw]]:
-    reader = csv.reader(io.StringIO(text))
+def _read_rows(text: str, name: str = "the SkyPilot catalog") -> tuple[list[str], list[_Raw]]:
+    from providers._input import CsvReader
+
+    reader = CsvReader(text, name, field="catalog")
     try:
         header = next(reader)
     except StopIteration:
@@ -201,15 +201,24 @@ def _read_rows(text: str) -> tuple[list[str], list[_Raw]]:
         i = idx.get(col)
         return rec[i].strip() if i is not None and i < len(rec) else ""
 
+    def num(rec: list[str], col: str) -> float | None:
+        """The number in ``col``, None when empty; a text that is not a decimal number (``1_8.5``) refused."""
+        v = get(rec, col)
+        f = float_or_none(v)
+        if f is None and v and v.lower() not in ("nan", "none", "null", "n/a", "na"):
+            raise InputError("catalog", f"{name} line {reader.line_num}: {col} {v[:40]!r} is not a number",
+                             accepted="digits, a point, an exponent: 18.5, 1e3 (no _ between digits)")
+        return f
+
     rows = []
     for rec in reader:
         line = reader.line_num
         if not any(x.strip() for x in rec):
             continue
         rows.append(_Raw(line=line, instance_type=get(rec, "InstanceType"), acc_name=get(rec, "AcceleratorName"),
-                         acc_count=float_or_none(get(rec, "AcceleratorCount")), vcpus=float_or_none(get(rec, "vCPUs")),
-                         memory_gib=float_or_none(get(rec, "MemoryGiB")), gpu_info=get(rec, "GpuInfo"),
-                         price=float_or_none(get(rec, "Price")), spot=float_or_none(get(rec, "SpotPrice")),
+                         acc_count=num(rec, "AcceleratorCount"), vcpus=num(rec, "vCPUs"),
+                         memory_gib=num(rec, "MemoryGiB"), gpu_info=get(rec, "GpuInfo"),
+                         price=num(rec, "Price"), spot=num(rec, "SpotPrice"),
                          region=get(rec, "Region"), zone=get(rec, "AvailabilityZone")))
     return header, rows
 
@@ -569,8 +578,8 @@ def parse_skypilot_csv(text_or_path: "str | Path", provider: str, as_of: str, so
     provider = str(provider).lower()
     if provider not in PROVIDERS:
         raise InputError("provider", f"unknown SkyPilot catalog provider '{provider}'", accepted=", ".join(PROVIDERS))
-    text, _ = read_text(text_or_path)
-    _, rows = _read_rows(text)
+    text, name = read_text(text_or_path)
+    _, rows = _read_rows(text, "the SkyPilot catalog" if name == "<text>" else name)
     excluded = set(exclude_instance_types)
     if excluded:
         rows = [r for r in rows if r.instance_type not in excluded]

@@ -144,9 +144,12 @@ def test_interrupted_write_leaves_the_previous_snapshot(shipped, monkeypatch):
         return real_replace(src, dst)
 
     monkeypatch.setattr(os, "replace", crash_on_metadata)
-    with pytest.raises(OSError):
-        refresh(["lambda"], FetchOptions(), adapters={"lambda": FakeAdapter(shipped, factor=3.0)})
+    failed = refresh(["lambda"], FetchOptions(), adapters={"lambda": FakeAdapter(shipped, factor=3.0)})
     monkeypatch.setattr(os, "replace", real_replace)
+    # issue 33: one line in the provider's outcome (the refresh exits 3), not an OSError traceback
+    assert not failed.ok and "cannot write the price snapshot to " in failed.providers[0].error
+    assert failed.providers[0].error.endswith("disk full; the previous snapshot is kept")
+    assert not list((cache.cache_dir() / "snapshots" / "lambda").glob("*.csv"))[1:]  # no half snapshot left
     after, _ = load_offers()
     lam_before = before[before["provider"] == "lambda"]["usd_per_hour"].sort_values().tolist()
     lam_after = after[after["provider"] == "lambda"]["usd_per_hour"].sort_values().tolist()

@@ -430,3 +430,35 @@ def test_fuzz_csv_rows(tmp_path_factory, fmt, data):
     p = tmp_path_factory.mktemp("fz") / "file.csv"
     p.write_text("\n".join(head) + "\n" + out.getvalue(), encoding="utf-8")
     _result_or_gpuopt_error(p, fmt, prov)
+
+
+@settings(max_examples=90, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(fmt=st.sampled_from(["skypilot", "offers", "aws-bulk-csv"]), data=st.data())
+def test_fuzz_line_ends_stray_crs_and_gzip(tmp_path_factory, fmt, data):
+    """Issue 33: a real file with LF, CRLF or bare-CR line ends reads as with LF; with stray CRs inserted, and
+    gzip-compressed (whole or truncated), it gives offers or a one-line gpuopt error, never a ``_csv.Error``."""
+    head, rows, prov = _csv_fuzz(fmt)
+    text = "\n".join(head + rows) + "\n"
+    d = tmp_path_factory.mktemp("fz")
+    base = d / "base.csv"
+    base.write_text(text, encoding="utf-8")
+    want, _, _ = _parse_file(base, fmt, prov)
+    text = text.replace("\n", data.draw(st.sampled_from(["\n", "\r\n", "\r"])))
+    stray = data.draw(st.integers(0, 3))
+    for _ in range(stray):
+        i = data.draw(st.integers(0, len(text)))
+        text = text[:i] + "\r" + text[i:]
+    body = text.encode("utf-8")
+    truncated = False
+    if data.draw(st.booleans()):
+        body = gzip.compress(body)
+        if data.draw(st.booleans()):
+            body, truncated = body[:data.draw(st.integers(0, len(body) - 1))], True
+    p = d / "file.csv"
+    p.write_bytes(body)
+    if stray == 0 and not truncated:
+        got, _, _ = _parse_file(p, fmt, prov)
+        assert len(got) == len(want) and list(got["usd_per_hour"]) == list(want["usd_per_hour"])
+    else:
+        _result_or_gpuopt_error(p, fmt, prov)

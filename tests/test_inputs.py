@@ -139,7 +139,8 @@ def test_yaml_with_bom_read_and_latin1_refused_naming_the_file(tmp_path):
     ("tokens_per_second: 1.0e+300", "tokens_per_second", "must be at most 1e+15, got 1e+300"),
     ("tokens_per_second: 5\nbudget: 1.0e+300", "budget", "must be at most 1e+15, got 1e+300"),
     ("tokens_per_second: 5\ncontext_tokens: " + "9" * 30, "context_tokens", "must be at most 1e+15"),
-    ("tokens_per_second: 5\ncontext_tokens: " + "9" * 5000, "workload", "a value is not valid"),
+    ("tokens_per_second: 5\ncontext_tokens: " + "9" * 5000, "context_tokens",
+     "is not valid: Exceeds the limit (4300 digits) for integer string conversion"),  # issue 33: names the key
 ])
 def test_plan_numbers_finite_and_in_range(tmp_path, line, field, message):
     f = tmp_path / "w.yaml"

@@ -23,10 +23,13 @@ and small enough that the product of two stays finite in float64.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from gpuopt.kernel.errors import InputError
 
@@ -36,8 +39,13 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 64
 #: Most alias uses (``*name``) in one YAML document.
 MAX_YAML_ALIASES = 1_000
-#: Most values (scalars, lists, mappings) of one YAML document once its aliases are expanded.
+#: Most values (scalars, lists, mappings) the aliases of one YAML document may add once expanded (issue 33: counted
+#: apart from the values written out, so a plain 100,000-value list is not refused as an "alias" expansion).
 MAX_YAML_NODES = 100_000
+#: Most values written out in one YAML document (aliases not expanded): 250,000. Measured (PyYAML's safe loader,
+#: pure Python, on 2 shared cores): an inline list of 100,000 numbers (0.69 MB) reads in ~24 s at ~100 MiB, 300,000
+#: in ~58 s at ~330 MiB; a longer series belongs in a demand_profile CSV. Counted while composing: refused at once.
+MAX_YAML_PLAIN_NODES = 250_000
 #: Ceiling of every quantity a plan key or a command-line option holds (module docstring).
 MAX_QUANTITY = 1e15
 
@@ -51,6 +59,23 @@ def dotted(loc: tuple, empty: str = "workload") -> str:
         else:
             out += ("." if out else "") + str(part)
     return out or empty
+
+
+def check_name_length(path: "str | Path", option: str = "--output") -> Path:
+    """The absolute ``path`` of a file to write, or InputError (field: ``option`` without its dashes) when a file or
+    folder name in it is over 255 bytes, the limit of ext4, XFS, APFS and NTFS (issue 33: it was an OSError
+    traceback, "File name too long")."""
+    out = Path(path).absolute()
+    for part in out.parts:
+        if len(os.fsencode(part)) > 255:
+            raise InputError(option.lstrip("-").replace("-", "_"),
+                             f"the name {part[:24]}... is {len(os.fsencode(part))} bytes long; file and folder names "
+                             f"are at most 255 bytes: give {option} a shorter name")
+    if len(os.fsencode(str(out))) >= 4096:
+        raise InputError(option.lstrip("-").replace("-", "_"),
+                         f"the path is {len(os.fsencode(str(out)))} bytes long; paths are shorter than 4,096 bytes "
+                         f"(Linux PATH_MAX): give {option} a shorter path")
+    return out
 
 
 # ------------------------------------------------------------------------------------------- text
@@ -91,6 +116,43 @@ def read_text(path: str | Path, field: str, what: str = "file", max_bytes: int =
 
 
 # ------------------------------------------------------------------------------------------- YAML
+class _ValueAt(Exception):
+    """A YAML value PyYAML cannot build (``node``), raised by the loader so the message can name its key."""
+
+    def __init__(self, node, exc: Exception):
+        super().__init__(str(exc))
+        self.node, self.exc = node, exc
+
+
+def _path_of(root, target) -> tuple | None:
+    """The key path (as :func:`dotted` reads it) of the node ``target`` under ``root``, or None."""
+    import yaml
+
+    todo: list[tuple[Any, tuple]] = [(root, ())]
+    while todo:
+        node, path = todo.pop()
+        if node is target:
+            return path
+        if isinstance(node, yaml.MappingNode):
+            todo.extend((v, path + (getattr(k, "value", "?"),)) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            todo.extend((v, path + (i,)) for i, v in enumerate(node.value))
+    return None
+
+
+def _bad_value(err: _ValueAt, root, origin: str, field: str) -> InputError:
+    """'prices_on: no such date 2026-02-30 (plan.yaml, line 12)' for a value PyYAML could not build."""
+    node, line = err.node, err.node.start_mark.line + 1
+    path = _path_of(root, node)
+    value = str(getattr(node, "value", ""))[:40]
+    if getattr(node, "tag", "").endswith(":timestamp"):
+        what = f"no such date {value}"
+    else:
+        what = f"the value {value!r} is not valid: {str(err.exc).splitlines()[0][:120]}"
+    return InputError(dotted(path, field) if path else field, f"{what} ({origin}, line {line})",
+                      accepted="a date YYYY-MM-DD that exists" if "date" in what else None)
+
+
 def _yaml_loader(text: str, origin: str, field: str):
     import yaml
 
@@ -99,6 +161,7 @@ def _yaml_loader(text: str, origin: str, field: str):
 
         aliases = 0
         depth = 0
+        nodes = 0
 
         def compose_node(self, parent, index):
             if self.check_event(yaml.AliasEvent):
@@ -106,6 +169,13 @@ def _yaml_loader(text: str, origin: str, field: str):
                 if Loader.aliases > MAX_YAML_ALIASES:
                     line = self.peek_event().start_mark.line + 1
                     raise InputError(field, f"{origin}: more than {MAX_YAML_ALIASES} aliases (line {line})")
+            else:
+                Loader.nodes += 1
+                if Loader.nodes > MAX_YAML_PLAIN_NODES:
+                    line = self.peek_event().start_mark.line + 1
+                    raise InputError(field, f"{origin}: more than {MAX_YAML_PLAIN_NODES:,} values (line {line}); "
+                                     "a file this large takes minutes to read: give a long demand series as a "
+                                     "demand_profile CSV", accepted=f"at most {MAX_YAML_PLAIN_NODES:,} values")
             Loader.depth += 1
             try:
                 if Loader.depth > MAX_DEPTH:
@@ -115,12 +185,19 @@ def _yaml_loader(text: str, origin: str, field: str):
             finally:
                 Loader.depth -= 1
 
+        def construct_object(self, node, deep=False):
+            try:
+                return super().construct_object(node, deep)
+            except (ValueError, OverflowError) as exc:  # a date 2026-02-30, a 5000-digit integer: where is it?
+                raise _ValueAt(node, exc) from None
+
     return Loader(text)
 
 
-def _check_expanded(root, origin: str, field: str) -> None:
+def _check_expanded(root, origin: str, field: str, plain: int = 0) -> None:
     """Size and depth of the document with its aliases expanded, computed on the node graph (each node once):
-    refuse a recursive alias, more than MAX_YAML_NODES values or more than MAX_DEPTH levels."""
+    refuse a recursive alias, aliases adding more than MAX_YAML_NODES values to the ``plain`` ones written out, or
+    more than MAX_DEPTH levels."""
     import yaml
 
     size: dict[int, int] = {}
@@ -136,7 +213,7 @@ def _check_expanded(root, origin: str, field: str) -> None:
             on_path.discard(key)
             size[key] = 1 + sum(size[id(c)] for c in children)
             depth[key] = 1 + max((depth[id(c)] for c in children), default=0)
-            if size[key] > MAX_YAML_NODES:
+            if size[key] > MAX_YAML_NODES + plain:
                 raise InputError(field, f"{origin}: its aliases expand to more than {MAX_YAML_NODES:,} values "
                                  f"(line {node.start_mark.line + 1}); write the values out or use fewer aliases")
             if depth[key] > MAX_DEPTH:
@@ -197,9 +274,12 @@ def load_yaml(text: str, origin: str, field: str = "workload") -> tuple[Any, Any
             raise InputError(field, f"{origin}: nested deeper than {MAX_DEPTH} levels") from None
         if node is None:
             return None, None
-        _check_expanded(node, origin, field)
+        _check_expanded(node, origin, field, type(loader).nodes)
         _check_duplicates(node, origin, field)
-        data = loader.construct_document(node)
+        try:
+            data = loader.construct_document(node)
+        except _ValueAt as exc:
+            raise _bad_value(exc, node, origin, field) from None
     except InputError:
         raise
     except yaml.YAMLError as exc:
@@ -299,6 +379,48 @@ def load_json_file(path: str | Path, field: str, what: str = "JSON file", allow_
 
 
 # ------------------------------------------------------------------------------------------- numbers
+#: A number as files write it: ASCII digits, an optional sign, decimal point and exponent; ``inf``/``nan`` spelled
+#: out (the callers refuse them with their own reason). Not what Python's float() also takes: ``1_8.5`` (read as
+#: 18.5), ``٣`` (Arabic-Indic digits), surrounding whitespace inside the cell's quotes.
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)",
+                      re.IGNORECASE)
+
+
+def parse_decimal(text: Any) -> float:
+    """``text`` (stripped) read as a decimal number, as ``float()`` but refusing what only Python reads as one: an
+    underscore between digits (``"1_8.5"``, which float() reads as 18.5: issue 33), non-ASCII digits, an empty
+    text. Raises ValueError (the callers name the column and the line)."""
+    s = str(text).strip()
+    if not _DECIMAL.fullmatch(s):
+        raise ValueError(f"{s[:40]!r} is not a decimal number" + (" (no _ between digits)" if "_" in s else ""))
+    return float(s)
+
+
+#: Clock skew allowed for a date a file gives as the day its prices held (``as_of``, a catalog row's date): one day
+#: after today (UTC) is accepted, a later one refused (a catalog row of 2999-01-01 was shown "-355043 days old").
+DATE_SKEW_DAYS = 1
+
+
+def date_error(text: str, today: "dt.date | None" = None, *, future: bool = False) -> "str | None":
+    """Why ``text`` (``YYYY-MM-DD``) is not a usable date, or None: "no such date 2026-02-30", "not a date
+    (YYYY-MM-DD) 'soon'", and unless ``future``, "2999-01-01 is in the future (today is 2026-12-07 UTC, 1 day of
+    clock skew allowed)" (:data:`DATE_SKEW_DAYS`)."""
+    import datetime as dt
+
+    s = str(text).strip()
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", s):
+        return f"not a date (YYYY-MM-DD): {s[:40]!r}"
+    try:
+        day = dt.date.fromisoformat(s)
+    except ValueError:
+        return f"no such date {s}"
+    today = today or dt.datetime.now(dt.timezone.utc).date()
+    if not future and day > today + dt.timedelta(days=DATE_SKEW_DAYS):
+        return (f"{s} is in the future (today is {today.isoformat()} UTC, {DATE_SKEW_DAYS} day of clock skew "
+                "allowed)")
+    return None
+
+
 def check_number(value: Any, field: str, where: str = "", *, lo: float = 0.0, hi: float = MAX_QUANTITY,
                  lo_open: bool = False, whole: bool = False, accepted: str | None = None) -> float:
     """``value`` as a float when it is a finite number (not a bool) with ``lo <= value <= hi`` (``lo < value``
@@ -318,3 +440,28 @@ def check_number(value: Any, field: str, where: str = "", *, lo: float = 0.0, hi
     if v < lo or (lo_open and v == lo) or v > hi or (whole and not v.is_integer()):
         raise InputError(field, f"{prefix}must be a {kind} {rng}, got {value!r:.40}", accepted=accepted or rng)
     return v
+
+
+# ------------------------------------------------------------------------------------------- stderr in JSON mode
+@contextlib.contextmanager
+def third_party_silenced(on: bool = True) -> Iterator[None]:
+    """While active (when ``on``: ``--format json``, whose stderr holds nothing but gpuopt's error document): no log
+    record of another library and no Python warning reaches stderr (issue 33: azure-identity's 4-line "failed to
+    retrieve a token" warning preceded gpuopt's JSON error). Log records: a NullHandler on the root logger, so
+    Python's last-resort handler (which prints WARNING records of unconfigured loggers such as ``azure.*``,
+    ``urllib3``, ``botocore`` to stderr) is not used; handlers a user asked for with ``-v`` stay. Warnings
+    (``warnings.warn``): ignored. Both restored on exit."""
+    if not on:
+        yield
+        return
+    import logging
+    import warnings
+
+    root, null = logging.getLogger(), logging.NullHandler()
+    root.addHandler(null)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        root.removeHandler(null)

@@ -598,7 +598,8 @@ def _summary(data) -> list[str]:
     out += [f"Rule: {r}." for r in data.get("rules") or []]
     if not data["feasible"]:
         reason = data.get("reason") or {}
-        out.append(f"No plan: {reason.get('message', data['status'])}")
+        head = "Not solved within the limit" if data["status"] == "not_solved" else "No plan"  # no proof (issue 33)
+        out.append(f"{head}: {reason.get('message', data['status'])}")
         return out
     u = _unproven_mark(data)
     out.append(f"Status: {data['status']}" + (f" (not proven optimal, gap {100 * (data.get('gap') or 0.0):.3g} %)"

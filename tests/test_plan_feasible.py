@@ -119,4 +119,5 @@ def test_the_report_of_a_plan_not_solved_says_not_solved_within_the_limit_not_no
     text = out.read_text(encoding="utf-8")
     first = text.index("NOT SOLVED WITHIN THE LIMIT: not solved within the limit (3 s): no plan was found and none "
                        "was proven impossible")
-    assert first < text.index("Summary") and "NO PLAN" not in text
+    assert first < text.index("Summary") and "NO PLAN" not in text and "No plan" not in text
+    assert "Not solved within the limit: not solved within the limit (3 s)" in text  # the summary's line

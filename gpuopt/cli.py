@@ -17,6 +17,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from gpuopt.kernel.inputs import check_name_length, third_party_silenced  # light: json, math, re, pathlib
+
 app = typer.Typer(
     name="gpuopt",
     help="Which cloud GPU instances to run, where, how many, for how long and on which pricing model "
@@ -151,8 +153,9 @@ def _boundary(fmt: str | None = None, aliases: dict[str, str] | None = None):
         # --format json: stderr holds nothing but an error document (the warnings are in the JSON on stdout)
         render.JSON_STDERR = fmt == "json"
     try:
-        _check_numbers()
-        yield
+        with third_party_silenced(fmt == "json"):  # issue 33: azure-identity's warnings before the JSON error
+            _check_numbers()
+            yield
     except GpuoptError as exc:
         exc = _named_as_option(exc, aliases)
         kind, code = _error_type(exc)
@@ -214,7 +217,7 @@ def _check_numbers() -> None:
     if output is not None:  # before any work (a fuzzer's find: a missing folder was found after it, under warnings)
         if fmt != "focus":  # a .parquet output needs --format focus
             _not_parquet(output, f"--format {fmt or 'table'}")
-        out = Path(output).absolute()
+        out = check_name_length(output)
         if out.is_dir():
             raise InputError("output", f"{output} is a folder; give a file name")
         if not out.parent.is_dir():
@@ -307,13 +310,16 @@ def _check_output(output: Path) -> Path:
     """The absolute --output path, or InputError("output") for a folder, a missing folder or one of the inputs."""
     from gpuopt.kernel.errors import InputError
 
-    out = Path(output).absolute()
-    if out.is_symlink() and not _special(out):  # a link to a file: write the file it points at (renaming over
-        out = Path(os.path.realpath(out))      # the link would replace the link); /dev/stdout is written through
-    if out.is_dir():
-        raise InputError("output", f"{output} is a folder; give a file name")
-    if not out.parent.is_dir():
-        raise InputError("output", f"folder {out.parent} does not exist")
+    out = check_name_length(output)
+    try:
+        if out.is_symlink() and not _special(out):  # a link to a file: write the file it points at (renaming
+            out = Path(os.path.realpath(out))      # over the link would replace it); /dev/stdout is written through
+        if out.is_dir():
+            raise InputError("output", f"{output} is a folder; give a file name")
+        if not out.parent.is_dir():
+            raise InputError("output", f"folder {out.parent} does not exist")
+    except OSError as exc:  # a path too long in all, a loop of links
+        raise _cannot_write(out, exc) from None
     _not_an_input(out)
     for d in _INPUT_DIRS:  # a file written into a --usage folder would be read as part of the export next time
         if d in out.resolve().parents:
@@ -340,10 +346,10 @@ def _special(out: Path) -> bool:
     return out.exists() and not out.is_file()
 
 
-def _cannot_write(out: Path, exc: OSError):
+def _cannot_write(out: Path, exc: OSError, field: str = "output"):
     from gpuopt.kernel.errors import InputError
 
-    return InputError("output", f"cannot write {out}: {exc.strerror or exc}")
+    return InputError(field, f"cannot write {out}: {exc.strerror or exc}")
 
 
 @contextlib.contextmanager
@@ -626,6 +632,8 @@ def recommend(
                 render.recommend(result, "table" if fmt in FILE_FORMATS else fmt)
         if not result.feasible:
             reason = (result.plan.reason or {}).get("message", result.plan.status)
+            if result.plan.status == "not_solved":  # stopped at a limit, nothing proven: not "no plan" (issue 33)
+                _fail(reason, 5, "not_solved", prefix="gpuopt: ")
             _fail(f"no plan: {reason}", 1, "no_plan", prefix="gpuopt: ")
 
 
@@ -709,7 +717,10 @@ def estimate(
 
             if chart.suffix.lower() != ".png":
                 raise InputError("chart", f"{chart} is not a .png file", accepted="a path ending in .png")
-            chart.write_bytes(render.curve_png(result))
+            try:
+                check_name_length(chart, "--chart").write_bytes(render.curve_png(result))
+            except OSError as exc:
+                raise _cannot_write(chart, exc, "chart") from None
         with _stdout_to(output):
             render.estimate(result, fmt)
 
@@ -738,7 +749,10 @@ def quotas(
 
         table = fetch_quotas(provider, region, profile=profile, subscription_id=subscription, project=project,
                              token=gcp_token)
-        path = write_quota_file(table, output)
+        try:
+            path = write_quota_file(table, check_name_length(output))
+        except OSError as exc:
+            raise _cannot_write(Path(output), exc) from None
         rows = quota_rows(table)
         if fmt == "json":
             typer.echo(_json.dumps(envelope("quotas", {"path": str(path), "quotas": rows}), indent=2))
@@ -776,6 +790,7 @@ def review(
         if owned_out is not None:
             from providers.owned import owned_from_usage, write_owned_csv
 
+            check_name_length(owned_out, "--owned-out")
             _not_an_input(owned_out)  # a breaker's --owned-out named like the export replaced it
             if output is not None and Path(owned_out).absolute().resolve() == Path(output).absolute().resolve():
                 from gpuopt.kernel.errors import InputError
@@ -785,7 +800,10 @@ def review(
             from gpuopt.kernel.words import plural
 
             owned = owned_from_usage(usage, fmt=usage_format)
-            write_owned_csv(owned, owned_out)
+            try:
+                write_owned_csv(owned, owned_out)
+            except OSError as exc:
+                raise _cannot_write(Path(owned_out), exc, "owned_out") from None
             unknown = sum(1 for c in owned if c.end is None)
             _note(f"wrote {plural(len(owned), 'owned commitment')} to {owned_out}"
                   + (f"; {unknown} with an unknown end of term: fill in 'end' before --owned" if unknown else ""))

@@ -663,7 +663,8 @@ def _plan(con, plan, time_limit_s: float | None = None) -> None:
               + (f" ({sv['merge']})" if sv.get("merge") else "") + f"; {sv.get('pruned', 0)} dominated candidates pruned")
     if not plan.feasible:
         reason = plan.reason or {}
-        con.print(f"[bold red]No plan:[/] {reason.get('message', plan.status)}")
+        head = "Not solved within the limit" if plan.status == "not_solved" else "No plan"  # no proof: issue 33
+        con.print(f"[bold red]{head}:[/] {reason.get('message', plan.status)}")
         return
     H = plan.horizon_months
     t = Table(title=f"Plan ({plan.status}, objective {plan.objective}; "

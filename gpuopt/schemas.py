@@ -17,7 +17,8 @@ declared here (:func:`undeclared_keys`).
 
 Errors: with ``--format json`` a failing command writes one ``error`` document on standard error
 (:class:`ErrorDoc`) and exits with :data:`EXIT_CODES` ``1`` (bad input, no plan), ``2`` (usage), ``3`` (a price
-source or the network failed) or ``4`` (``gpuopt diff --fail-above``: the cost gate).
+source or the network failed), ``4`` (``gpuopt diff --fail-above``: the cost gate) or ``5`` (``recommend`` not
+solved within the time limit: no plan found, none proven impossible).
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ class GpusThatFit(_Open):
 class Reason(_Open):
     """null when feasible; why there is no plan otherwise."""
 
-    kind: str = Field(description="budget, deadline, capacity, pricing, solver, no_offers, no_gpu_fits "
+    kind: str = Field(description="budget, deadline, capacity, pricing, solver, time_limit, no_offers, no_gpu_fits "
                                   "(new kinds may be added)")
     message: str
     workload: Optional[str] = None
@@ -1062,7 +1063,7 @@ class SpotScoresDoc(_Open):
 
 # =============================================================================================== error
 class ErrorInfo(_Open):
-    type: str = Field(description="input, usage, provider, snapshot, solver, no_plan, cost_gate")
+    type: str = Field(description="input, usage, provider, snapshot, solver, no_plan, not_solved, cost_gate")
     message: str = Field(description="The one-line message also printed without --format json.")
     field: Optional[str] = Field(None, description="The option, file or key at fault, when known.")
     accepted: Optional[str] = Field(None, description="The values accepted there, when known.")
@@ -1073,7 +1074,7 @@ class ErrorDoc(_Open):
 
     schema_version: Literal[1]
     kind: Literal["error"]
-    exit_code: Literal[1, 2, 3, 4]
+    exit_code: Literal[1, 2, 3, 4, 5]
     error: ErrorInfo
 
 

@@ -138,14 +138,56 @@ def test_the_machines_memory_is_read():
     assert ram is not None and ram > 2**28  # a machine that runs the tests has more than 256 MiB
 
 
-def test_the_planner_refuses_a_model_past_the_share_of_memory(monkeypatch):
+def test_a_model_past_the_share_of_memory_is_not_built(monkeypatch):
+    """The check sits where a model is built (milp.build_fleet_model): a plan whose workloads are planned apart never
+    builds the joint model (issue 33: 200 services with a budget that cannot bind were refused at ~19 GiB)."""
+    from optimizer.planning.milp import build_fleet_model
+
     monkeypatch.setattr(size_guard, "ram_bytes", lambda: 2 * 2**20)  # 2 MiB: less than any model
-    line = _one_line_error(CliRunner().invoke(app, SERVICE))
-    m = re.search(r"workloads: the planning model would need ~(\d+) MiB \(([\d,]+) variables \(1 workload, "
-                  r"[\d,]+ candidates, 1 demand block\)\), above 50% of this machine's 2 MiB of memory", line)
-    assert m, line
-    variables = int(m.group(2).replace(",", ""))
-    assert variables > 100 and int(m.group(1)) == round((2 * 2**20 + 2_520 * variables) / 2**20)
+    problem = _problem(3, 10, 24)
+    with pytest.raises(size_guard.ModelTooLarge) as e:
+        build_fleet_model(problem)
+    variables = 3 * 10 * 24 + 15
+    assert str(e.value).startswith(f"workloads: the planning model would need ~{round((2 * 2**20 + 2_520 * variables) / 2**20)}"
+                                   f" MiB ({variables:,} variables (3 workloads, 30 candidates, 24 demand blocks)), "
+                                   "above 50% of this machine's 2 MiB of memory")
+    assert isinstance(e.value, InputError)  # with no plan held, the CLI's one-line refusal
+
+
+def test_a_service_planned_without_a_model_is_not_refused(monkeypatch):
+    # one service is planned by enumeration (optimizer.planning.exact): no model, nothing to refuse
+    monkeypatch.setattr(size_guard, "ram_bytes", lambda: 2 * 2**20)
+    r = CliRunner().invoke(app, SERVICE + ["--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["feasible"] and doc["total_usd"] > 0
+
+
+def test_a_plan_held_is_returned_when_the_joint_model_would_not_fit(monkeypatch):
+    """solve_cost: the workloads' plan apart is held when the joint MILP would not fit: it is returned with its
+    gap stated, not a refusal."""
+    import dataclasses
+
+    from optimizer.planning import solve as solve_mod
+    from optimizer.planning.solver import SolveReport
+    from optimizer.planning.solution import FleetSolution
+
+    problem = _problem(2, 4, 3)
+    held = FleetSolution(cost=1000.0,
+                         report=SolveReport(status="time_limit", solver="enumeration", seconds=0.1, gap=0.1, bound=900.0,
+                                            message="each workload apart"))
+
+    def too_big(*a, **k):
+        raise size_guard.ModelTooLarge("workloads", "the planning model would need ~19.2 GiB (...); split the file")
+
+    monkeypatch.setattr(solve_mod, "_solve_milp", too_big)
+    monkeypatch.setattr(solve_mod, "independent_parts", lambda p, a=None: [[w.name for w in p.workloads]])
+    monkeypatch.setattr("optimizer.planning.exact.solve_separable", lambda *a, **k: None)
+    monkeypatch.setattr("optimizer.planning.shared.solve_shared", lambda *a, **k: dataclasses.replace(held))
+    sol = solve_mod.solve_cost(problem, time_limit_s=5)
+    assert sol.cost == 1000.0 and sol.report.status == "time_limit" and sol.report.gap == pytest.approx(0.1)
+    assert sol.report.message == ("the joint model was not built (the planning model would need ~19.2 GiB (...)); "
+                                  "this is each workload apart")
 
 
 # ------------------------------------------------------------------------------------------- time

@@ -25,6 +25,7 @@ EXIT_CODES: dict[int, str] = {
     2: "usage error: an unknown command or option, a missing argument",
     3: "a price source or the network failed (prices refresh: some provider or region was not refreshed)",
     4: "gpuopt diff --fail-above: the plan's total rose by more than the gate",
+    5: "not solved within the time limit: no plan found, none proven impossible",
 }
 
 

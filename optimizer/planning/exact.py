@@ -180,6 +180,8 @@ def frontier(units: list[tuple], capmax: float, m: int) -> dict | None:
         # no more money (the cheapest such is the first of that staircase at or above its capacity)
         stairs = {k: [s[0] for s in v] for k, v in new.items()}
         for key in sorted(new, reverse=True):
+            if _past_deadline():  # (m+1)^2 classes at a large floor: this loop alone ran past the limit (issue 33)
+                return None
             better = [k2 for k2 in new if k2 != key and k2[0] >= key[0] and k2[1] >= key[1]]
             keep = []
             for s in new[key]:
@@ -207,6 +209,8 @@ def hourly_table(front: dict, m: int):
 
     out = {}
     for a in range(m + 1):
+        if _past_deadline():  # (m+1)^2 entries: 100 replicas ran past the time limit here (issue 33)
+            raise TooBig("")
         for i in range(m + 1):
             pts = [s for (r, ii), lst in front.items() if r >= a and ii >= i for s in lst]
             if not pts:
@@ -709,7 +713,7 @@ def solve_separable(problem: FleetProblem, *, allowed: set[str] | None = None,
     """
     from optimizer.planning.solution import fleet_cost
 
-    gm = GroupMinima(problem, allowed, apart, share_spot)
+    gm = GroupMinima(problem, allowed, apart, share_spot, deadline=deadline)
     if not gm.ok:
         return None
     t0 = time.perf_counter()

@@ -156,11 +156,18 @@ def build_fleet_model(problem: FleetProblem, *, lam: float | None = None, relax:
         relax: the LP relaxation (continuous N, A, X, Z, y) — for the duals of the explanation.
         allowed: pricing models allowed in this solve (strategies), default every candidate's.
         with_budgets: add the budget rows (off when the explanation asks what a budget would have to be).
+    Raises: optimizer.planning.size_guard.ModelTooLarge when its estimated memory is past the stated share of RAM.
     Returns: (model, variables). Constraint names: share_<i>_<b>, spot_<i>_<b>, demand_<w>_<b>, minrep_<w>_<b>,
         work_<w>, place_<w>, budget_<p>, budget_total, max_upfront, max_commitment.
     """
     import pulp
 
+    from optimizer.planning.size_guard import check_model_size, count_model
+
+    # its memory estimated from its counts before it is built: refused past a share of this machine's memory
+    # (ModelTooLarge; a breaker's 2,000 workloads ended in a MemoryError at 7.1 GiB, issue 33). Here, not where the
+    # problem is made: a plan whose budget cannot bind is planned apart and never builds the joint model
+    check_model_size(count_model(problem))
     roi = lam is not None
     m = pulp.LpProblem("gpuopt_fleet", pulp.LpMaximize if roi else pulp.LpMinimize)
     V = FleetVars()

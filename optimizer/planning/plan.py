@@ -36,6 +36,7 @@ from optimizer.planning.problem import (
 )
 from optimizer.planning.problem_build import make_problem
 from optimizer.planning.rate_guards import cap_estimated_commitments, capped_notes
+from optimizer.planning.size_guard import ModelTooLarge
 from optimizer.planning.solution import money
 from optimizer.planning.solve import as_unplaced, groups_used, solve_cost, solve_roi, trim_allocations, verify
 from optimizer.planning.solver import resolve_solver
@@ -271,6 +272,8 @@ def plan_fleet(workloads: list[FleetWorkload], profiles: dict | list[FleetBlock]
         progress.update(best=sol.cost)
         try:
             fx.explain_into(res, problem, sol, solver, time_limit_s, gap_rel, mo, plan_seconds=rep.seconds)
+        except ModelTooLarge as exc:  # the plan is complete; an explanation's model would not fit in memory
+            res.notes.append(f"explanations skipped: {exc.message.split(';')[0]}")
         finally:
             progress.release()
     if explain and objective == "cost" and any(not w.training for w in workloads):
@@ -380,9 +383,12 @@ def _alt_plan(workloads, kw: dict) -> dict:
         return {"status": "not_computed", "total_usd": None,
                 "reason": "not computed: the alternatives' share of the time ran out (the plan itself is complete)"}
     limit = min(float(kw["time_limit_s"]), max(1.0, left / 2.0)) if math.isfinite(left) else float(kw["time_limit_s"])
-    r = plan_fleet(workloads, kw["profiles"], kw["offers"], explain=False,
-                   **{k: v for k, v in kw.items() if k not in ("profiles", "offers", "deadline", "time_limit_s")},
-                   time_limit_s=limit)
+    try:
+        r = plan_fleet(workloads, kw["profiles"], kw["offers"], explain=False,
+                       **{k: v for k, v in kw.items() if k not in ("profiles", "offers", "deadline", "time_limit_s")},
+                       time_limit_s=limit)
+    except ModelTooLarge as exc:  # the plan itself is complete: this comparison alone is not priced
+        return {"status": "not_computed", "total_usd": None, "reason": f"not computed: {exc.message.split(';')[0]}"}
     if not r.feasible:
         return {"status": r.status, "total_usd": None,
                 "reason": (r.reason or {}).get("message", r.status)}

@@ -35,7 +35,7 @@ from optimizer.planning.problem import (
     committed_rate_arrays,
 )
 from optimizer.planning.prune import prune_fleet
-from optimizer.planning.size_guard import check_candidates, check_model_size, check_offer_rows, count_model
+from optimizer.planning.size_guard import check_candidates, check_offer_rows
 from providers.zones import region_has_zones
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -125,8 +125,8 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
     (:data:`GROUP_BOUND_MIN_ROWS` candidate rows), placement groups that cannot hold the optimum are left out
     first (:func:`_bound_groups`). ``_rows``: workload -> rows of the offers allowed, ``_tables``: the workloads'
     unit tables over ``offers`` (that function's restricted problem). Raises InputError for bad input (objective, placement, spread, leftover value, duplicate names, horizon)
-    and for a plan past the size guards (optimizer.planning.size_guard: offer rows, candidates, the model's estimated
-    memory against the machine's).
+    and for a plan past the size guards (optimizer.planning.size_guard: offer rows, candidates; the model's
+    estimated memory is checked where a model is built, optimizer.planning.milp.build_fleet_model).
     """
     from optimizer.planning.horizon import horizon_for, periods as make_periods
     from optimizer.sizing import train_flops
@@ -282,9 +282,6 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
                            merge_note=note_m, pruned=pruned, quotas=quotas or None,
                            owned={c.commitment_discount_id: c for c in (owned or [])})
     problem.unpruned = full if keep_unpruned else None
-    # the model's memory estimated from its counts before any model is built (refused with the figure past a share
-    # of this machine's memory: a breaker's 2,000 workloads ended in a MemoryError at 7.1 GiB)
-    check_model_size(count_model(problem))
     return problem
 
 

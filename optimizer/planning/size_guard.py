@@ -120,16 +120,22 @@ def gib(n: float) -> str:
     return f"{g:.1f} GiB" if g < 100 else f"{g:,.0f} GiB"
 
 
+class ModelTooLarge(InputError):
+    """A model past :func:`check_model_size`'s share of memory: an InputError("workloads") the solvers catch where
+    they hold a plan already (optimizer.planning.solve.solve_cost: that plan, its gap stated), else the one-line
+    refusal."""
+
+
 def check_model_size(size: ModelSize, *, ram: int | None = None, share: float = MAX_RAM_SHARE) -> float:
     """Refuse a model that would not fit: returns the estimated bytes (:func:`estimate_bytes`) when they are at most
     ``share`` of ``ram`` (default :func:`ram_bytes`; nothing is refused when it cannot be read).
 
-    Raises InputError("workloads", "the planning model would need ~X GiB, above 50 % of this machine's Y GiB ...")
+    Raises ModelTooLarge (an InputError("workloads")), "the planning model would need ~X GiB, above 50 % of this machine's Y GiB ...")
     naming the counts and the ways out."""
     need = estimate_bytes(size)
     ram = ram_bytes() if ram is None else ram
     if ram is not None and need > share * ram:
-        raise InputError("workloads", f"the planning model would need ~{gib(need)} ({size.describe()}), above "
+        raise ModelTooLarge("workloads", f"the planning model would need ~{gib(need)} ({size.describe()}), above "
                          f"{share:.0%} of this machine's {gib(ram)} of memory; plan fewer workloads at once (split "
                          f"the file by team or region), narrow the offers (--providers, --regions, --gpus) or bin "
                          f"the demand coarser (--blocks 24)")

@@ -14,6 +14,7 @@ import time
 from gpuopt.kernel.words import plural
 from optimizer.planning import progress
 from optimizer.planning.milp import build_fleet_model
+from optimizer.planning.size_guard import ModelTooLarge
 from optimizer.planning.problem import (
     CAPACITY_BLOCK,
     CAPACITY_BLOCK_MAX_INSTANCES,
@@ -130,13 +131,11 @@ def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_r
     enumeration, no MILP (``exact=False`` skips it). Otherwise, without placement rules (or when no serving
     workload could be split) one MILP; with them, :func:`_solve_placed`. The enumerations keep to
     ``time_limit_s`` too (checked between workloads): past it they give no plan, and what is left of the time goes
-    to the solver (an explanation given 2 s spent 10 s in the apart plan of 30 workloads)."""
+    to the solver (an explanation given 2 s spent 10 s in the apart plan of 30 workloads). A model past the memory
+    share (optimizer.planning.size_guard) is not built: the plan held (shared, within the limits, apart) is
+    returned with its bound, else ModelTooLarge (an InputError) is raised."""
     t_start = time.perf_counter()
     t_end = t_start + float(time_limit_s)
-
-    def left() -> float:
-        return max(0.0, t_end - time.perf_counter())
-
     parts = independent_parts(problem, allowed)
     if len(parts) > 1:
         return _solve_parts(problem, parts, solver=solver, time_limit_s=time_limit_s, gap_rel=gap_rel,
@@ -173,6 +172,36 @@ def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_r
             if separable(problem, allowed) is not None:  # else it was just tried, and its frontiers are too big
                 # each workload apart: the MILP's start and its fallback (together never above apart)
                 fallback = plan_apart(problem, allowed=allowed, deadline=t_end)
+    try:
+        return _solve_milp(problem, solver=solver, gap_rel=gap_rel, allowed=allowed, fallback=fallback,
+                           t_start=t_start, t_end=t_end)
+    except ModelTooLarge as exc:
+        if fallback is None:
+            raise  # the one-line refusal with its figure
+        # a plan is held (shared, within the limits, or each workload apart): it, not a refusal, with its own bound
+        # and the reason the joint model was not built (issue 33: 200 services with a budget that cannot bind)
+        bound = float(fallback.report.bound or 0.0)
+        gap = max(0.0, (fallback.cost - bound) / fallback.cost) if fallback.cost > 0 and bound > 0 else 1.0
+        proven = gap <= gap_rel + 1e-9
+        fallback.report = dataclasses.replace(
+            fallback.report, gap=gap, status="optimal" if proven else "time_limit",
+            seconds=time.perf_counter() - t_start,
+            message=(fallback.report.message if proven else
+                     f"the joint model was not built ({exc.message.split(';')[0]}); this is "
+                     f"{fallback.report.message}"))
+        return fallback
+
+
+def _solve_milp(problem: FleetProblem, *, solver, gap_rel, allowed, fallback, t_start: float,
+                t_end: float) -> FleetSolution:
+    """solve_cost's MILP step: the placement search (:func:`_solve_placed`) or one MILP, ``fallback`` (a plan held
+    already, or None) their start and what is returned when it is better; until ``t_end`` (time.perf_counter()).
+    Raises ModelTooLarge (optimizer.planning.size_guard) before building a model past the memory share."""
+
+    def left() -> float:
+        return max(0.0, t_end - time.perf_counter())
+
+    time_limit_s = t_end - t_start
     if problem.placement != "any" and placed(problem):
         sol = _solve_placed(problem, solver=solver, time_limit_s=left(), gap_rel=gap_rel, allowed=allowed,
                             start=fallback)

@@ -83,10 +83,18 @@ def replicas_message(n: int) -> str:
 
 
 def blocks_message(n: int, what: str) -> str:
-    """Why ``n`` demand blocks (a ``demand:`` list's values, ``blocks``) are refused, and the way out."""
-    return (f"{n:,} {what} is above the limit of {MAX_DEMAND_BLOCKS:,} demand blocks (a month in 5-minute bins; "
-            f"every block adds a column of variables per candidate); bin the demand with blocks: 730 (hours of the "
-            f"month), 168 (hours of the week) or 24")
+    """Why ``n`` demand blocks (``blocks``, or a ``demand:`` list's values when no ``blocks`` bins them) are
+    refused, and the way out: for a list, the ``blocks`` values that bin it (optimizer.planning.demand rebins
+    ``n`` consecutive blocks into a number that divides ``n``)."""
+    head = (f"{n:,} {what} is above the limit of {MAX_DEMAND_BLOCKS:,} demand blocks (a month in 5-minute bins; "
+            f"every block adds a column of variables per candidate); ")
+    if what == "blocks":
+        return head + "bin the demand with blocks: 730 (hours of the month), 168 (hours of the week) or 24"
+    fits = [d for d in (730, 168, 24) if n % d == 0] or [max(d for d in range(1, 731) if n % d == 0)]
+    if fits[0] < 24:  # no useful number of blocks divides it: a profile CSV with timestamps bins any length
+        return head + (f"no number of blocks from 24 to 730 divides its {n:,} values: give the series as a "
+                       f"demand_profile CSV of timestamp,demand (binned by blocks: 730, 168 or 24)")
+    return head + f"bin the list with blocks: {fits[0]} (a number that divides its {n:,} values)"
 
 
 # ------------------------------------------------------------------------------------------- field types
@@ -511,13 +519,6 @@ class WorkloadItem(_Parts):
             raise plan_error(replicas_message(v))
         return v
 
-    @field_validator("demand", mode="before")
-    @classmethod
-    def _demand_bounded(cls, v: Any) -> Any:
-        if isinstance(v, (list, tuple)) and len(v) > MAX_DEMAND_BLOCKS:
-            raise plan_error(blocks_message(len(v), "values"))
-        return v
-
     def output_length(self) -> int:
         """Mean output tokens per request (optimizer.sizing.serve_lengths' rule), to turn a request rate into
         tokens/s."""
@@ -745,6 +746,9 @@ class PlanRequest(_Parts):
             raise plan_error("spot is allowed but no workload has allow_spot: true (it must tolerate interruptions)",
                         accepted="on_demand, reserved_1y, reserved_3y; or set allow_spot on a workload",
                         loc=("pricing",))
+        for i, w in enumerate(self.workloads):  # a long list is planned only binned (blocks), never as it is
+            if w.demand is not None and len(w.demand) > MAX_DEMAND_BLOCKS and self.blocks is None:
+                raise plan_error(blocks_message(len(w.demand), "values"), loc=("workloads", i, "demand"))
         if self.objective == "roi" and not any(
                 w.value_per_million_tokens is not None or w.value_usd is not None for w in self.workloads):
             raise plan_error("roi needs a value: value_per_million_tokens (serve) or value_usd "

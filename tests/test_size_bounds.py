@@ -70,7 +70,25 @@ def test_an_inline_demand_list_past_the_ceiling_names_its_key(tmp_path):
     path.write_text(yaml.safe_dump(plan), encoding="utf-8")
     line = _one_line_error(CliRunner().invoke(app, ["-q", "recommend", "--workload", str(path), "--time-limit", "5"]))
     assert "demand" in line and "8,761 values is above the limit of 8,760 demand blocks" in line, line
-    assert str(path) in line
+    # 8,761 is prime: no number of blocks bins it, a timestamped profile does
+    assert str(path) in line and "no number of blocks from 24 to 730 divides its 8,761 values: give the series " \
+        "as a demand_profile CSV of timestamp,demand" in line
+
+
+def test_a_long_inline_demand_list_is_planned_binned():
+    """Issue 33: an inline 100,000-value demand list was refused with the false reason "its aliases expand". With
+    ``blocks`` it is binned (each block the peak of its values) and planned; without, the refusal names the way
+    out that works (a number of blocks dividing its length)."""
+    values = [100.0 + (i % 1000) for i in range(100_000)]
+    ws = [{"name": "chat", "task": "serve", "params": 7e9, "demand": values}]
+    with pytest.raises(ValueError) as e:  # pydantic's ValidationError; gpuopt's readers make it an InputError
+        PlanRequest.model_validate({"workloads": ws})
+    assert "100,000 values is above the limit of 8,760" in str(e.value)
+    assert "bin the list with blocks: 625 (a number that divides its 100,000 values)" in str(e.value)
+    req = PlanRequest.model_validate({"workloads": ws, "blocks": 625})
+    profile = req.demand_profiles()["chat"]
+    assert len(profile.blocks) == 625 and profile.peak == 1099.0
+    assert profile.blocks[0].demand == 259.0 and profile.blocks[6].demand == 1099.0  # 160 values a block: the peak of each
 
 
 def test_offer_rows_past_the_ceiling_are_refused_before_sizing(monkeypatch):

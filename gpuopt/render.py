@@ -663,8 +663,12 @@ def _plan(con, plan, time_limit_s: float | None = None) -> None:
               + (f" ({sv['merge']})" if sv.get("merge") else "") + f"; {sv.get('pruned', 0)} dominated candidates pruned")
     if not plan.feasible:
         reason = plan.reason or {}
-        head = "Not solved within the limit" if plan.status == "not_solved" else "No plan"  # no proof: issue 33
-        con.print(f"[bold red]{head}:[/] {reason.get('message', plan.status)}")
+        message = reason.get("message", plan.status)
+        if plan.status == "not_solved" and message.startswith("not solved within the limit"):
+            con.print(f"[bold red]Not solved within the limit:[/]{message[len('not solved within the limit'):]}")
+        else:  # no proof of infeasibility: not "No plan" (issue 33)
+            head = "Not solved within the limit" if plan.status == "not_solved" else "No plan"
+            con.print(f"[bold red]{head}:[/] {message}")
         return
     H = plan.horizon_months
     t = Table(title=f"Plan ({plan.status}, objective {plan.objective}; "

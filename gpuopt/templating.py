@@ -70,12 +70,16 @@ def unproven_caveat(status: str | None, gap: float | None, total_usd: float | No
     total over the horizon (with the cost objective the best plan may cost up to gap x total less: the bound is
     total x (1 - gap)); ``time_limit_s`` the limit the solve had (seconds; the rerun suggestion).
     Example: "NOT PROVEN OPTIMAL: the solver stopped at its time limit with a gap of 4.2 %: the best plan may cost
-    up to $3,600.00 less than this one's $85,276.05; rerun with --time-limit 240 (this run had 60 s)"."""
+    up to $3,600.00 less than this one's $85,276.05; rerun with --time-limit 240 (this run had 60 s)". A gap of 1
+    (no bound proven, e.g. a plan by construction) says that instead of "may cost up to $X less than $X"."""
     if status != "time_limit":
         return None
     pct = "unknown" if gap is None else f"{100 * gap:.3g} %"
     out = f"NOT PROVEN OPTIMAL: the solver stopped at its time limit with a gap of {pct}"
-    if objective == "cost" and gap is not None and total_usd:
+    if gap is not None and gap >= 1.0 - 1e-9:  # no lower bound in the time (a plan by construction): say so
+        out = ("NOT PROVEN OPTIMAL: the solver stopped at its time limit with no lower bound proven: this plan "
+               "meets every constraint, but how much a cheaper one could save is unknown")
+    elif objective == "cost" and gap is not None and total_usd:
         out += (f": the best plan may cost up to {_plain_usd(gap * total_usd)} less than this one's "
                 f"{_plain_usd(total_usd)}")
     elif gap is not None:

@@ -248,7 +248,8 @@ class CsvReader(Iterator[list[str]]):
         bare_cr = "\r" in text and "\n" not in text
         self._reader = csv.reader(io.StringIO(text, newline="" if bare_cr else "\n"))
         self.name, self.field = name, field
-        self._nul = "\x00" in text  # checked once: most files have none, and their rows are not scanned
+        # cells scanned only when they can hold a NUL or a line break (quoted): checked once, most files have neither
+        self._nul = "\x00" in text or '"' in text
         self._header: list[str] | None = None
 
     @property
@@ -260,6 +261,7 @@ class CsvReader(Iterator[list[str]]):
         return self
 
     def __next__(self) -> list[str]:
+        start = self._reader.line_num + 1  # the record's first line (a quoted line break spans two)
         try:
             rec = next(self._reader)
         except csv.Error as e:
@@ -272,6 +274,11 @@ class CsvReader(Iterator[list[str]]):
                     col = self._header[i] if i < len(self._header) else f"column {i + 1}"
                     raise InputError(self.field, f"{self.name} line {self._reader.line_num}: {col} holds a NUL "
                                                  "byte (0x00); a text cell cannot", accepted="text without NUL")
+                if "\r" in cell or "\n" in cell:  # legal CSV when quoted, never part of a region or a type name
+                    col = self._header[i] if i < len(self._header) else f"column {i + 1}"
+                    raise InputError(self.field, f"{self.name} line {start}: {col} holds a line "
+                                                 "break (CR or LF) inside its quotes; a cell is one line of text",
+                                     accepted="text without CR or LF")
         return rec
 
 

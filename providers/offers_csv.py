@@ -156,7 +156,12 @@ def parse_offers_csv(text: str, name: str = "<text>") -> "pd.DataFrame":
             continue
         if len(rec) != len(header):
             raise _err(line, f"{len(rec)} fields, the header has {len(header)}")
-        rows.append(_row(line, header, rec, name, seen, currencies))
+        try:
+            rows.append(_row(line, header, rec, name, seen, currencies))
+        except InputError as exc:  # the file named too, as the reader's own errors do (a breaker's 1_8.5 row)
+            if exc.message.startswith(f"{name} "):
+                raise
+            raise InputError(exc.field, f"{name} {exc.message}", accepted=exc.accepted) from None
     if not rows:
         raise _err(2, "no offer rows after the header")
     _check_reserved_below_on_demand(rows, seen)

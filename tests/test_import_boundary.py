@@ -320,7 +320,7 @@ def test_catalog_with_infinite_price_is_a_one_line_error(tmp_path):
     p = tmp_path / "offers.csv"
     p.write_text("provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,usd_per_hour\n"
                  "onprem,dc1,box,H100,8,80,on_demand,Infinity\n", encoding="utf-8")
-    with pytest.raises(InputError, match=r"catalog: line 2: usd_per_hour 'Infinity' is not a finite number"):
+    with pytest.raises(InputError, match=r"catalog: offers.csv line 2: usd_per_hour 'Infinity' is not a finite number"):
         read_offers_csv(p)
 
 

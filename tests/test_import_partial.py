@@ -242,7 +242,7 @@ def test_a_one_row_offers_csv_with_an_absurd_price_is_refused(tmp_path, price, e
     if error:
         assert r.stderr == f"gpuopt: error: file: one.csv holds no GPU offers gpuopt can use {error}\n"
     else:  # the offers-CSV reader refuses it first, naming the line and the column
-        assert r.stderr == "gpuopt: error: catalog: line 2: usd_per_hour 'inf' is not a finite number\n"
+        assert r.stderr == "gpuopt: error: catalog: one.csv line 2: usd_per_hour 'inf' is not a finite number\n"
     assert cache.list_snapshots() == []
 
 

@@ -112,7 +112,7 @@ def test_output_name_over_255_bytes_is_one_line_naming_output(tmp_path, args, ca
         doc = json.loads(res.stderr)
         assert doc["error"]["field"] == "output" and "304 bytes long" in doc["error"]["message"]
     else:
-        _one_line_error(res, "304 bytes long", "at most 255 bytes", "--output")
+        _one_line_error(res, "304 bytes long", "at most 245 bytes", "--output")
     assert not any(tmp_path.iterdir()) or [p.name for p in tmp_path.iterdir()] == ["cache"]
 
 
@@ -409,3 +409,34 @@ def test_third_party_log_and_warnings_never_reach_stderr_in_json_mode(cache, mon
     assert "a third-party warning" in table.stderr
     assert not any(isinstance(h, logging.NullHandler) for h in logging.getLogger().handlers)  # restored
 
+
+
+def test_output_name_that_leaves_no_room_for_the_temporary_file_is_refused_first(tmp_path, cache):
+    """A breaker's 253-byte name passed the 255-byte check, then failed "File name too long" on the temporary file
+    (.NAME.XXXXXXXX) it is written through: 245 bytes is the most, said before any work."""
+    _one_line_error(_run(["prices", "list", "--output", str(tmp_path / ("c" * 249 + ".csv"))]), "253 bytes long",
+                    "at most 245 bytes")
+    ok = tmp_path / ("d" * 241 + ".csv")  # 245 bytes: written
+    assert _run(["prices", "list", "--output", str(ok)]).exit_code == 0 and ok.stat().st_size > 0
+
+
+def test_a_line_break_inside_a_quoted_catalog_cell_is_refused_naming_file_and_column():
+    """A quoted cell may hold CR or LF in CSV; a region "dc\\r1" was planned as a region of its own (a breaker)."""
+    from providers.offers_csv import parse_offers_csv
+
+    head = "provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,usd_per_hour\n"
+    for cell in ('"dc\r1"', '"dc\n1"'):
+        with pytest.raises(InputError) as e:
+            parse_offers_csv(head + f"myco,{cell},box,A100-80GB,1,80,on_demand,5\n", "o.csv")
+        assert str(e.value).startswith("catalog: o.csv line 2: region holds a line break (CR or LF) inside its quotes")
+    # a quoted cell without one is read as before
+    assert len(parse_offers_csv(head + 'myco,"dc1",box,A100-80GB,1,80,on_demand,5\n', "o.csv")) == 1
+
+
+def test_a_catalog_row_error_names_the_file():
+    from providers.offers_csv import parse_offers_csv
+
+    head = "provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,usd_per_hour\n"
+    with pytest.raises(InputError) as e:
+        parse_offers_csv(head + "myco,dc1,box,A100-80GB,1,80,on_demand,1_8.5\n", "o.csv")
+    assert str(e.value).startswith("catalog: o.csv line 2: usd_per_hour")

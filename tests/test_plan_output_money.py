@@ -10,6 +10,11 @@ from rich.console import Console
 
 from gpuopt import api, render
 
+import datetime as _dt
+
+#: a recent quote's date: a week before today (UTC)
+_LAST_WEEK = (_dt.datetime.now(_dt.timezone.utc).date() - _dt.timedelta(days=7)).isoformat()
+
 
 def _text(plan) -> str:
     buf = io.StringIO()
@@ -65,7 +70,7 @@ def test_a_line_priced_from_an_old_quote_says_so(tmp_path):
     csv = tmp_path / "c.csv"
     csv.write_text("provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,usd_per_hour,as_of\n"
                    "myco,dc1,box,A100-80GB,1,80,on_demand,5,2017-11-12\n"
-                   "myco,dc1,new,A100-80GB,1,80,on_demand,6,2099-01-01\n")
+                   f"myco,dc1,new,A100-80GB,1,80,on_demand,6,{_LAST_WEEK}\n")  # a future date is refused (issue 33)
     res = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=100, catalog=str(csv), explain=False)
     notes = [n for n in res.plan.notes if "priced from a quote" in n]
     assert len(notes) == 1 and notes[0].startswith("box on_demand (myco dc1) is priced from a quote of 2017-11-12")

@@ -12,6 +12,11 @@ import pytest
 from gpuopt import api
 from gpuopt.price_age import age_bucket, oldest_price_note, price_age_days, rows_by_age
 
+import datetime as _dt
+
+#: a recent quote's date: a week before today (UTC)
+_LAST_WEEK = (_dt.datetime.now(_dt.timezone.utc).date() - _dt.timedelta(days=7)).isoformat()
+
 TODAY = dt.date(2026, 12, 7)
 
 
@@ -73,7 +78,7 @@ def test_a_plan_names_its_oldest_price_among_its_warnings(tmp_path):
     csv = tmp_path / "c.csv"
     csv.write_text("provider,region,instance_type,gpu_model,gpu_count,gpu_memory_gib,pricing,usd_per_hour,as_of\n"
                    "myco,dc1,box,A100-80GB,1,80,on_demand,5,2017-11-12\n"
-                   "myco,dc1,new,A100-80GB,1,80,on_demand,6,2099-01-01\n")
+                   f"myco,dc1,new,A100-80GB,1,80,on_demand,6,{_LAST_WEEK}\n")  # a future date is refused (issue 33)
     # two instances a type at most: the plan buys both types, the 2017 one the oldest price it depends on
     res = api.recommend(model="meta-llama/Llama-2-7b-hf", tokens_per_second=1000, catalog=str(csv), explain=False,
                         max_instances=2)

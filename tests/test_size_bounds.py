@@ -217,9 +217,32 @@ def test_a_large_replica_floor_ends_within_the_time_limit(tmp_path):
            "--min-replicas", "100", "--time-limit", "5", "--format", "json"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=180, cwd=tmp_path)
     assert "Traceback" not in r.stderr, r.stderr
-    if r.returncode == 0:
-        doc = json.loads(r.stdout)
-        assert doc["feasible"] and doc["total_usd"] > 0
-    else:
-        err = json.loads(r.stderr.strip().splitlines()[-1])
-        assert err["kind"] == "error" and "not solved within the limit" in err["error"]["message"], r.stderr
+    # a plan exists (100 on-demand replicas): one is given, by construction when nothing better was found in
+    # time (a breaker read "not solved within the limit" at 5 s and 60 s); its caveat says no bound was proven
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["feasible"] and doc["total_usd"] > 0
+    assert sum(line["count"] for line in doc["lines"]) >= 100
+    if doc["status"] == "time_limit" and doc["gap"] >= 1.0:
+        assert "no lower bound proven" in doc["caveat"]
+
+
+def test_a_plan_by_construction_meets_demand_floor_and_n_plus_1():
+    """solve.construct_plan: each service on its cheapest on-demand candidate alone, as many units per block as its
+    demand (200 tokens/s on 100-token/s units: 2), its replica floor and its N+1 rule need; verified, priced."""
+    import dataclasses
+
+    from optimizer.planning.solve import construct_plan, verify
+
+    problem = _problem(2, 4, 3)  # candidates 0 and 2 on-demand at $1/h, 100 tokens/s, one replica each
+    sol = construct_plan(problem)
+    assert sol is not None and verify(problem, sol) is None
+    assert sorted(set(sol.X.values())) == [2.0] and len(sol.X) == 2 * 3
+    assert sol.cost == pytest.approx(2 * 2 * 730.0 * 12)  # 2 services x 2 units x $1 x 730 h x 12 months
+    assert sol.report.status == "time_limit" and sol.report.gap == 1.0 and sol.report.solver == "construction"
+    floored = problem.replace(workloads=[dataclasses.replace(w, min_replicas=5) for w in problem.workloads])
+    assert sorted(set(construct_plan(floored).X.values())) == [5.0]
+    n1 = problem.replace(workloads=[dataclasses.replace(w, redundancy=1.0) for w in problem.workloads])
+    sol = construct_plan(n1)  # 200 carried after losing one 100-token/s instance: 3 units
+    assert sorted(set(sol.X.values())) == [3.0] and verify(n1, sol) is None
+    assert construct_plan(problem, allowed={"reserved_1y"}) is None  # on-demand not allowed: no construction

@@ -62,15 +62,20 @@ def dotted(loc: tuple, empty: str = "workload") -> str:
 
 
 def check_name_length(path: "str | Path", option: str = "--output") -> Path:
-    """The absolute ``path`` of a file to write, or InputError (field: ``option`` without its dashes) when a file or
-    folder name in it is over 255 bytes, the limit of ext4, XFS, APFS and NTFS (issue 33: it was an OSError
+    """The absolute ``path`` of a file to write, or InputError (field: ``option`` without its dashes) when its file
+    name is over 245 bytes (255 less the 10 of the temporary file it is written through) or a folder name in it over
+    255 bytes, the limit of ext4, XFS, APFS and NTFS (issue 33: it was an OSError
     traceback, "File name too long")."""
     out = Path(path).absolute()
-    for part in out.parts:
-        if len(os.fsencode(part)) > 255:
+    for i, part in enumerate(out.parts):
+        # the file itself is written through a temporary file beside it, ".NAME." + 8 characters (the CLI's atomic
+        # write): its name may hold 245 bytes (a breaker's 253-byte name passed, then failed "File name too long")
+        most = 245 if i == len(out.parts) - 1 else 255
+        if len(os.fsencode(part)) > most:
             raise InputError(option.lstrip("-").replace("-", "_"),
-                             f"the name {part[:24]}... is {len(os.fsencode(part))} bytes long; file and folder names "
-                             f"are at most 255 bytes: give {option} a shorter name")
+                             f"the name {part[:24]}... is {len(os.fsencode(part))} bytes long; file names are at "
+                             f"most 245 bytes here (255, less the temporary file's 10) and folder names 255: give "
+                             f"{option} a shorter name")
     if len(os.fsencode(str(out))) >= 4096:
         raise InputError(option.lstrip("-").replace("-", "_"),
                          f"the path is {len(os.fsencode(str(out)))} bytes long; paths are shorter than 4,096 bytes "

@@ -80,6 +80,11 @@ def frontier_deadline(deadline: float | None) -> None:
     _LIMIT.t = deadline
 
 
+def frontier_limit() -> float | None:
+    """The deadline :func:`frontier_deadline` set for this thread (None: none), to restore after a nested one."""
+    return getattr(_LIMIT, "t", None)
+
+
 def _past_deadline() -> bool:
     d = getattr(_LIMIT, "t", None)
     return d is not None and time.perf_counter() > d
@@ -622,11 +627,12 @@ class GroupMinima:
             self.evaluated += 1
             if self.deadline is not None and time.perf_counter() > self.deadline:
                 raise TooBig(w.name)
+            before = frontier_limit()
             frontier_deadline(self.deadline)
             try:
                 self._exact[key] = self._plan(w, cs, by_periods, active, demand)
             finally:
-                frontier_deadline(None)
+                frontier_deadline(before)
         return self._exact[key]
 
     def _plan(self, w, cs, by_periods, active, demand) -> tuple | None:
@@ -808,12 +814,27 @@ def shared_lower_bound(problem: FleetProblem, *, allowed: set[str] | None = None
     evenly over the hours (slot cost / hours). A plan that buys N_o instances of o and uses u_ob <= N_o of them in
     block b pays N_o x cost_o >= sum_b H_b u_ob x cost_o / sum H, so the plan costs at least the sum over workloads
     and blocks of the cheapest cover of each block at those hourly rates — which splits by workload and block and is
-    computed exactly by the same frontiers (placement: each workload's cheapest group).
+    computed exactly by the same frontiers (placement: each workload's cheapest group). None too when ``deadline``
+    (time.perf_counter()) passes first: its frontiers and tables check it (issue 33: at 100 replicas they ran for
+    minutes past a 5 s limit).
     """
-    import numpy as np
-
     if separable(problem, allowed, apart=True) is not None or len(problem.periods or []) != 1:
         return None
+    before = frontier_limit()
+    frontier_deadline(deadline)
+    try:
+        return _shared_lower_bound(problem, allowed)
+    except TooBig:
+        return None
+    finally:
+        frontier_deadline(before)
+
+
+def _shared_lower_bound(problem: FleetProblem, allowed: set[str] | None) -> float | None:
+    """:func:`shared_lower_bound`'s computation (the thread's frontier deadline set)."""
+    import numpy as np
+
+    deadline = frontier_limit()
     p = problem.periods[0]
     hours = np.array([b.hours * p.months for b in problem.blocks])
     total_hours = float(hours.sum())

@@ -54,7 +54,8 @@ import math
 import time
 from typing import Any
 
-from optimizer.planning.exact import TOL, TooBig, frontier, hourly_table, hourly_units, plan_group, separable
+from optimizer.planning.exact import (TOL, TooBig, frontier, frontier_deadline, frontier_limit, hourly_table, hourly_units,
+                                      plan_group, separable)
 from optimizer.planning.problem import FleetProblem, placement_group, replica_shape, spot_cap
 from optimizer.planning.solution import FleetSolution, fleet_cost
 from optimizer.planning.solver import SolveReport
@@ -401,11 +402,25 @@ def solve_shared(problem: FleetProblem, *, allowed: set[str] | None = None, gap_
     Returns a FleetSolution whose report is "optimal" (solver "enumeration") with the proven gap; cost recomputed
     from the units (``optimizer.planning.solution.fleet_cost``). When some co-location that could matter is past the
     enumeration's caps (:data:`MAX_BOX`, :data:`MAX_WORK`), it is left out and its bound kept: the plan (the best
-    of the rest) is then "feasible", with ``bound`` and ``gap`` — optimal still if the gap is within ``gap_rel``."""
-    import numpy as np
-
+    of the rest) is then "feasible", with ``bound`` and ``gap`` — optimal still if the gap is within ``gap_rel``.
+    The frontiers and tables it builds check ``deadline`` too (issue 33: a 100-replica floor ran for minutes in them)."""
     if not applies(problem, allowed):
         return None
+    before = frontier_limit()
+    frontier_deadline(deadline)
+    try:
+        return _solve_shared(problem, allowed=allowed, gap_rel=gap_rel, deadline=deadline)
+    except TooBig:
+        return None
+    finally:
+        frontier_deadline(before)
+
+
+def _solve_shared(problem: FleetProblem, *, allowed: set[str] | None, gap_rel: float,
+                  deadline: float | None) -> FleetSolution | None:
+    """:func:`solve_shared`'s enumeration (the thread's frontier deadline set)."""
+    import numpy as np
+
     t0 = time.perf_counter()
     p = problem.periods[0]
     blocks = list(range(len(problem.blocks)))

@@ -173,9 +173,10 @@ def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_r
                 # each workload apart: the MILP's start and its fallback (together never above apart)
                 fallback = plan_apart(problem, allowed=allowed, deadline=t_end)
     try:
-        return _solve_milp(problem, solver=solver, gap_rel=gap_rel, allowed=allowed, fallback=fallback,
-                           t_start=t_start, t_end=t_end)
+        sol = _solve_milp(problem, solver=solver, gap_rel=gap_rel, allowed=allowed, fallback=fallback,
+                          t_start=t_start, t_end=t_end)
     except ModelTooLarge as exc:
+        fallback = fallback or construct_plan(problem, allowed=allowed)
         if fallback is None:
             raise  # the one-line refusal with its figure
         # a plan is held (shared, within the limits, or each workload apart): it, not a refusal, with its own bound
@@ -190,6 +191,17 @@ def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_r
                      f"the joint model was not built ({exc.message.split(';')[0]}); this is "
                      f"{fallback.report.message}"))
         return fallback
+    if sol.report.status not in ("optimal", "time_limit", "infeasible"):
+        # nothing found in the time and nothing proven: a plan by construction when one exists, so a stop at the
+        # limit gives a plan with its gap stated, not "not solved" (a breaker's 100-replica service: nothing in
+        # 60 s). Only here: as the solver's start it changed which of equal-cost plans it returned
+        built = construct_plan(problem, allowed=allowed)
+        if built is not None:
+            built.report = dataclasses.replace(built.report, seconds=time.perf_counter() - t_start,
+                                               message=f"the {solver} solver found no plan in its time; this is "
+                                                       f"{built.report.message}")
+            return built
+    return sol
 
 
 def _solve_milp(problem: FleetProblem, *, solver, gap_rel, allowed, fallback, t_start: float,
@@ -205,6 +217,18 @@ def _solve_milp(problem: FleetProblem, *, solver, gap_rel, allowed, fallback, t_
     if problem.placement != "any" and placed(problem):
         sol = _solve_placed(problem, solver=solver, time_limit_s=left(), gap_rel=gap_rel, allowed=allowed,
                             start=fallback)
+        if fallback is not None and (sol.report.status not in ("optimal", "time_limit")
+                                     or fallback.cost < sol.cost - 1e-9):
+            # nothing better in the time: the plan held, its bound the better of the two (gap 1.0 without one)
+            bound = max(float(fallback.report.bound or 0.0), float(sol.report.bound or 0.0)
+                        if sol.report.status in ("optimal", "time_limit") else 0.0)
+            bound = min(bound, fallback.cost)
+            gap = max(0.0, (fallback.cost - bound) / fallback.cost) if fallback.cost > 0 and bound > 0 else 1.0
+            fallback.report = dataclasses.replace(
+                fallback.report, bound=bound or None, gap=gap,
+                status="optimal" if gap <= gap_rel + 1e-9 else "time_limit", seconds=time.perf_counter() - t_start,
+                message=f"the placement search found no better plan in its time; this is {fallback.report.message}")
+            return fallback
         if fallback is not None and sol.report.status == "time_limit" and sol.cost > 0:
             # the bound of committed instances charged as if always used (optimizer.planning.exact) may be tighter, and
             # the shared enumeration's bound tighter still
@@ -648,6 +672,7 @@ def keeps_limits(problem: FleetProblem, sol: FleetSolution) -> str | None:
             return f"{name} {limit:,.2f} USD (the plan: {mo[key]:,.2f})"
     if problem.max_instances is not None:
         cidx = {(w, c.okey): c for w, cs in problem.cands.items() for c in cs}
+        training = {w.name for w in problem.workloads if w.training}
         for bi in range(len(problem.blocks)):
             p = problem.period_of(problem.blocks[bi])
             count: dict[tuple, float] = {}
@@ -656,7 +681,10 @@ def keeps_limits(problem: FleetProblem, sol: FleetSolution) -> str | None:
                     c = cidx[(w, ok)]
                     if b == bi and not (store is sol.A and c.committed):  # committed units: counted as bought
                         g = spot_group(c.offer)
-                        count[g] = count.get(g, 0.0) + c.instances_per_unit * x
+                        # a training job's units are time-sliced: while it runs, its units are whole instances
+                        # (limits.quota_needs; a 70B job on 8 instances at once broke --max-instances 3)
+                        units = math.ceil(float(x) - 1e-9) if w in training else x
+                        count[g] = count.get(g, 0.0) + c.instances_per_unit * units
             for k, n in sol.N.items():
                 s = problem.slots[k]
                 if s.start_month <= p.start_month < s.end_month:
@@ -689,6 +717,55 @@ def solve_within_limits(problem: FleetProblem, *, solver="auto", allowed: set[st
         return None
     sol.report = dataclasses.replace(sol.report, seconds=time.perf_counter() - t0,
                                      message=f"{sol.report.message or sol.report.solver} (budgets and quota do not bind)")
+    return sol
+
+
+def construct_plan(problem: FleetProblem, *, allowed: set[str] | None = None) -> FleetSolution | None:
+    """A plan by construction, no search (issue 33: a solve stopped at its limit must not leave a user without a
+    plan that plainly exists): each serving workload on its cheapest on-demand candidate alone, in every block it
+    runs in as many units as its demand, its replica floor (``min_replicas``) and its N+1 rule (demand x
+    redundancy carried after losing the candidate's failure domain, :func:`failure_loss`) need. Kept only when
+    :func:`verify` and :func:`keeps_limits` pass it. None for training jobs, ROI, zone spread, or when on-demand
+    is not allowed. The cost is :func:`fleet_cost`; its report: status ``time_limit``, no bound (gap 1.0)."""
+    if problem.objective != "cost" or problem.spread or any(w.training for w in problem.workloads) or \
+            (allowed is not None and "on_demand" not in allowed):
+        return None
+    import numpy as np
+
+    X: dict[tuple[str, str, int], float] = {}
+    for w in problem.workloads:
+        red = w.redundancy if w.redundancy > 0 and not w.divisible else 0.0
+        cs = [c for c in problem.cands.get(w.name, ()) if c.offer.get("pricing") == "on_demand"
+              and c.throughput_per_unit > 0]
+        act = [(bi, float(b.demand.get(w.name, 0.0)), b.hours * problem.months(b))
+               for bi, b in enumerate(problem.blocks) if problem.active(w, b)]
+        if not cs:
+            return None
+        if not act:
+            continue
+        # candidates x blocks at once (200 services x ~4,000 candidates: a Python loop took seconds)
+        thr = np.array([float(c.throughput_per_unit) for c in cs])[:, None]
+        loss = np.array([failure_loss(c) if red > 0 else 0.0 for c in cs])[:, None]
+        floor = np.array([math.ceil(w.min_replicas / max(1, c.replicas_per_unit)) if w.min_replicas > 0 else 0
+                          for c in cs], dtype=float)
+        most = np.array([np.inf if c.max_units is None else float(c.max_units) for c in cs])
+        d = np.array([a[1] for a in act])[None, :]
+        hours = np.array([a[2] for a in act])
+        n = np.maximum(floor[:, None], np.ceil(d / thr - 1e-9))
+        if red > 0:
+            n = np.maximum(n, np.where(d > 0, np.ceil((red * d + loss) / thr - 1e-9), 0.0))
+        cost = (n * hours[None, :]).sum(axis=1) * np.array([c.usd_per_unit_hour for c in cs])
+        cost[(n > most[:, None]).any(axis=1)] = np.inf
+        j = int(np.argmin(cost))
+        if not np.isfinite(cost[j]):
+            return None
+        X.update({(w.name, cs[j].okey, bi): float(n[j, k]) for k, (bi, _, _) in enumerate(act) if n[j, k] > 0})
+    sol = FleetSolution(report=SolveReport(status="time_limit", solver="construction", gap=1.0, bound=None,
+                                           message="each workload on its cheapest on-demand offer alone "
+                                                   "(a plan by construction)"), X=X)
+    sol.cost = fleet_cost(problem, sol)
+    if verify(problem, sol) is not None or keeps_limits(problem, sol) is not None:
+        return None
     return sol
 
 

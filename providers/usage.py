@@ -366,6 +366,12 @@ def read_usage(path: "str | Path", fmt: str = "auto", lookback_days: float | Non
             ctx.counts["effective_from_billed"] += int(fill_eff.sum())
             frame.loc[fill_eff, "effective"] = frame.loc[fill_eff, "billed"]
         pe = keep_purchase | keep_credit
+        for col, name in (("region", "region"), ("itype", "instance type"), ("cid", "commitment id"),
+                          ("account", "account")):
+            # a NUL, CR or LF inside a (quoted) cell made a usage group of its own and lost its price (issue 33, a
+            # breaker's "us-\x00east-1"): the row is a bad row, named, not planned under a name no catalog has
+            ctrl = frame[col].astype(str).str.contains(r"[\x00\r\n]", regex=True, na=False).to_numpy()
+            pr.add((ue | pe) & ctrl, f"{name} holds a NUL, CR or LF character")
         pr.add(pe & st_na, "no charge period start")
         pr.add(pe & frame["billed"].isna().to_numpy(), "no billed cost")
         if unattributed.any():

@@ -440,3 +440,20 @@ def test_a_catalog_row_error_names_the_file():
     with pytest.raises(InputError) as e:
         parse_offers_csv(head + "myco,dc1,box,A100-80GB,1,80,on_demand,1_8.5\n", "o.csv")
     assert str(e.value).startswith("catalog: o.csv line 2: usd_per_hour")
+
+
+@pytest.mark.parametrize("region", ['"us-\x00east-1"', '"us-\reast-1"', '"us-\neast-1"'])
+def test_a_usage_row_with_a_nul_or_line_break_in_its_region_is_a_bad_row(tmp_path, region):
+    """review --usage kept "us-\\x00east-1" as a region of its own and lost its price (a breaker, exit 0, no word):
+    the row is a bad row naming the column and its line, the rest reviewed."""
+    from providers.usage import read_usage
+
+    src = Path(__file__).parent / "fixtures" / "usage" / "synthetic_hourly.csv"
+    lines = src.read_text(encoding="utf-8").splitlines()
+    lines[1] = lines[1].replace("us-east-1", region, 1)
+    f = tmp_path / "hourly.csv"
+    f.write_bytes(("\n".join(lines) + "\n").encode())
+    whole = read_usage(src)
+    u = read_usage(f)
+    assert [(b.line, b.reason) for b in u.bad_rows] == [(2, "region holds a NUL, CR or LF character")]
+    assert u.rows_gpu == whole.rows_gpu - 1 and u.rows_read == whole.rows_read

@@ -72,7 +72,10 @@ def _check_numbers(text: str, result) -> None:
     # the savings as the report writes money: never "$-0.00 (-0.0 %)" for a plan that is all on demand
     from gpuopt.report import _pct, _usd
 
-    assert f"{_usd(plan.savings_vs_on_demand_usd)} ({_pct(plan.savings_vs_on_demand_pct)})" in text
+    if plan.savings_vs_on_demand_usd is not None:  # the all-on-demand strategy priced: the report says the savings
+        assert f"{_usd(plan.savings_vs_on_demand_usd)} ({_pct(plan.savings_vs_on_demand_pct)})" in text
+    else:  # not priced in its time (twice on a loaded CI machine): no savings figure is made up
+        assert "Savings against all on-demand" not in text
     assert "$-0.00" not in text and "-$0.00" not in text and "-0.0 %" not in text
     plan_table = text.split('<table class="plan">', 1)[1].split("</table>", 1)[0]
     head = re.findall(r"<th>([^<]+)</th>", plan_table)

@@ -32,6 +32,10 @@ def _images(text: str) -> list[bytes]:
     return [base64.b64decode(b64, validate=True) for b64 in re.findall(r'<img [^>]*src="data:image/png;base64,([^"]+)"', text)]
 
 
+def _usd_text(x: float) -> str:
+    return f"${x:,.2f}"
+
+
 def _headings(text: str) -> list[str]:
     return re.findall(r"<h2[^>]*>([^<]+)</h2>", text)
 
@@ -55,7 +59,8 @@ def _check_numbers(text: str, result) -> None:
     assert re.search(rf'<span id="upfront">\${plan.upfront_usd:,.2f}</span>', text)
     assert re.search(rf'<span id="commitment">\${plan.commitment_usd:,.2f}</span>', text)
     table = text.split('<table class="strategies">', 1)[1].split("</table>", 1)[0]
-    rows = re.findall(r"<tr><td>([^<]+)</td>" + r"<td class=\"n[^\"]*\">([^<]+)</td>" * 6, table)
+    # the first cell has class "w" when a label is long ("all on-demand (not proven: gap 0.0123 %)")
+    rows = re.findall(r"<tr><td[^>]*>([^<]+)</td>" + r"<td class=\"n[^\"]*\">([^<]+)</td>" * 6, table)
     assert len(rows) == len(plan.strategies) and "this_plan" in plan.strategies
     for row, (name, s) in zip(rows, plan.strategies.items()):
         # a total that rests on a solve stopped at its time limit is marked ‡ (issue 32)
@@ -159,6 +164,14 @@ def test_html_report_of_the_example_fleet_plan(tmp_path, fleet):
     assert "shipped snapshot" in text and re.search(r"as of 20\d\d-\d\d-\d\d to 20\d\d-\d\d-\d\d", text)
     assert "2026-11-30 or earlier" not in text
     _check_companions(path, fleet)
+    # a strategy whose solve stopped at its time limit (the all-on-demand one, on a loaded CI machine): its row keeps
+    # its figures, marked, and its label says the gap, which makes the first column wide
+    stopped = copy.deepcopy(fleet)
+    aod = stopped.plan.strategies["all_on_demand"]
+    aod.update(status="time_limit", gap=0.000123)
+    text2 = render_report(stopped, "html", tmp_path / "stopped.html").read_text(encoding="utf-8")
+    assert "(not proven: gap 0.0123 %)</td>" in text2 and f"{_usd_text(aod['total_usd'])}‡</td>" in text2
+    _check_numbers(text2, stopped)
     data = report_data(fleet)
     cash = data["cash_by_month"]
     y, m = (int(x) for x in plan.start_month.split("-"))

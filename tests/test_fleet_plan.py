@@ -60,7 +60,10 @@ def test_example_plan_explanations(example):
     assert set(s) >= {"all_on_demand", "all_reserved_1y", "all_reserved_3y", "spot_where_allowed", "this_plan"}
     priced = [v["total_usd"] for v in s.values() if v.get("total_usd") is not None]
     assert d["total_usd"] <= min(priced) + 0.01  # the mix is never dearer than a single strategy
-    assert d["savings_vs_on_demand_usd"] == pytest.approx(s["all_on_demand"]["total_usd"] - d["total_usd"], abs=0.02)
+    if s["all_on_demand"].get("total_usd") is not None:
+        assert d["savings_vs_on_demand_usd"] == pytest.approx(s["all_on_demand"]["total_usd"] - d["total_usd"], abs=0.02)
+    else:  # not priced in the explanations' time (a loaded machine): no savings figure is made up, and it says why
+        assert d["savings_vs_on_demand_usd"] is None and s["all_on_demand"]["status"] == "not_computed"
     for v in s.values():  # every strategy, the plan's own included, says its commitment
         if v.get("total_usd") is not None:
             assert {"upfront_usd", "commitment_usd", "monthly_usd"} <= set(v)

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from gpuopt.kernel.errors import InputError
+from gpuopt.kernel.inputs import parse_decimal
 from gpuopt.kernel.records import HOURS_PER_MONTH
 
 #: Kinds of profile (``DemandProfile.kind``): where its numbers came from.
@@ -254,8 +255,8 @@ def inline_profile(values: Sequence[float], blocks: int | None = None, source: s
 def _demand_value(value, field_name: str, prefix: str = "") -> float:
     if isinstance(value, bool):
         raise InputError(field_name, f"{prefix}demand must be a number, got {value!r}")
-    try:
-        v = float(value)
+    try:  # a CSV cell or a YAML string: a decimal number, not "1_8.5" (float() reads it as 18.5: issue 33)
+        v = parse_decimal(value) if isinstance(value, str) else float(value)
     except (TypeError, ValueError):
         raise InputError(field_name, f"{prefix}demand must be a number, got {value!r}") from None
     if math.isnan(v) or math.isinf(v):
@@ -294,7 +295,7 @@ def _parse_timestamp(text: str, lineno: int) -> datetime:
 
 def _parse_hour(text: str, lineno: int, top: int, column: str) -> int:
     try:
-        f = float(text)
+        f = parse_decimal(text)
     except ValueError:
         f = math.nan
     if not math.isfinite(f) or f != int(f) or not 0 <= f <= top:

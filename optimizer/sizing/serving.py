@@ -1022,7 +1022,7 @@ def load_measurements(path: str) -> Measurements:
 
     from optimizer.sizing.specs import load_gpu, load_model
 
-    from gpuopt.kernel.inputs import load_json, read_text
+    from gpuopt.kernel.inputs import load_json, parse_decimal, read_text
 
     p = Path(path)
     if p.is_dir():
@@ -1072,7 +1072,7 @@ def load_measurements(path: str) -> Measurements:
             try:
                 if isinstance(v, bool):
                     raise ValueError
-                x = float(v)
+                x = parse_decimal(v) if isinstance(v, str) else float(v)  # a CSV cell: no "1_8.5" (issue 33)
             except (TypeError, ValueError):
                 raise InputError("measured", f"{path} row {_i}: {col} {v!r} is not a number",
                                  accepted="a number > 0") from None

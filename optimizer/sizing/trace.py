@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 from gpuopt.kernel.errors import InputError
+from gpuopt.kernel.inputs import parse_decimal
 
 
 #: Column names of a request trace (``--trace FILE``): prompt and generated tokens per request (OpenAI usage
@@ -91,7 +92,7 @@ def load_trace(path: str) -> TraceLengths:
                 for key, store in (("input_tokens", ins), ("output_tokens", outs)):
                     v = (row.get(pick[key]) or "").strip()
                     try:
-                        x = float(v)
+                        x = parse_decimal(v)  # not float(): "1_8" is no token count (issue 33)
                     except ValueError:
                         x = -1.0
                     if not math.isfinite(x) or x < 0 or not x.is_integer() or x > MAX_REQUEST_TOKENS:
@@ -130,7 +131,7 @@ def _arrival_s(value, path: str, line: int, col: str) -> float:
 
     v = (value or "").strip()
     try:
-        x = float(v)
+        x = parse_decimal(v)
     except ValueError:
         try:
             x = datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()

@@ -282,6 +282,27 @@ class CsvReader(Iterator[list[str]]):
         return rec
 
 
+def stream_lines(fh: Iterable[str], name: str, field: str = "file") -> Iterator[str]:
+    """The lines of a text stream opened with ``newline=""`` (line ends kept, as ``csv.reader`` wants), read as they
+    come, with :class:`CsvReader`'s rule for a stray CR: the first line's end sets the file's (a file of bare-CR
+    lines is read as such); in a file of LF or CRLF lines, a line that ends with a bare CR holds a CR inside a field,
+    which ``csv.reader`` would take for a line end and so split the row in two (issue 33). Raises InputError
+    (``field``) naming ``name`` and the line; the file's lines are counted as they end (quoted line breaks count)."""
+    it = iter(fh)
+    first = next(it, None)
+    if first is None:
+        return
+    yield first
+    if first.endswith("\r"):  # bare-CR line ends throughout
+        yield from it
+        return
+    for n, line in enumerate(it, start=2):
+        if line[-1:] == "\r":
+            raise InputError(field, f"{name} line {n}: a carriage return (CR) inside a field; remove the CR",
+                             accepted="CSV with LF, CRLF or CR line ends")
+        yield line
+
+
 def csv_error(e: Exception, name: str, line: int, field: str = "file") -> InputError:
     """The one-line InputError for a ``csv.Error`` ``e`` raised reading line ``line`` of ``name``."""
     if "new-line character seen in unquoted field" in str(e):

@@ -29,6 +29,7 @@ from __future__ import annotations
 import io
 from typing import Any, Iterator
 
+from gpuopt.kernel.errors import InputError
 from providers.aws_prices import NAME
 from providers.base import (DeadlineReached, FetchOptions, ProviderError, TruncatedPriceList, deadline_passed,
                             http_session)
@@ -208,6 +209,8 @@ def _ec2_rows(region: str, path: str, options: FetchOptions, known: set[str]) ->
         products, meta = bulk_products(text, col, ("Linux",), keep=lambda a: gpu_kept(a, known))
     except UnicodeDecodeError as e:
         raise ProviderError(f"aws {region}: EC2 price list is not UTF-8 text: {e}") from None
+    except InputError as e:  # a CR inside a field, a line csv cannot read: the download is refused, as a bad one
+        raise ProviderError(f"aws {region}: EC2 price list: {e}") from None
     finally:
         resp.close()
         session.close()

@@ -48,8 +48,20 @@ def bulk_products(fh, col: Collect, operating_systems: tuple[str, ...], keep=Non
 
     ``keep``: a predicate on a product's attributes (BULK_ATTRIBUTES names); products it refuses are dropped on
     their first line and counted under ``not_kept`` (the keyless refresh keeps GPU types only, so memory holds the
-    GPU rows, not the file's). Raises InputError when the file is not a bulk offer CSV."""
-    reader = csv.reader(fh)
+    GPU rows, not the file's). Raises InputError when the file is not a bulk offer CSV, or names the line of a CR
+    inside a field or of what csv cannot read (a field over its 128 KiB limit...)."""
+    from providers._input import csv_error, stream_lines
+
+    name = Path(str(getattr(fh, "name", "") or "the bulk CSV")).name
+    reader = csv.reader(stream_lines(fh, name))
+    try:
+        return _bulk_products(reader, col, operating_systems, keep)
+    except csv.Error as e:
+        raise csv_error(e, name, reader.line_num) from None
+
+
+def _bulk_products(reader, col: Collect, operating_systems: tuple[str, ...], keep
+                   ) -> tuple[list[Product], dict[str, str]]:
     meta: dict[str, str] = {}
     for _ in range(5):
         rec = next(reader, None)

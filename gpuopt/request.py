@@ -700,11 +700,12 @@ class PlanRequest(_Parts):
     def _iso_date(cls, v: Any) -> Any:
         if isinstance(v, _dt.date):
             return v.isoformat()
-        if v is not None:
-            try:
-                _dt.date.fromisoformat(str(v))
-            except ValueError:
-                raise plan_error(f"must be a date YYYY-MM-DD, got {show_value(v)}") from None
+        if v is not None:  # a quoted date ('2026-02-30') reaches here as text: named as PyYAML's dates are
+            from gpuopt.kernel.inputs import date_error
+
+            why = date_error(str(v), future=True)
+            if why:
+                raise plan_error(why)
             return str(v)
         return v
 

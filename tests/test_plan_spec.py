@@ -181,7 +181,7 @@ def test_every_key_has_an_option_and_a_doc():
         ("spot_capacity_per_offer: 2.5\nworkloads: [{name: a, model: x, tokens_per_second: 5}]\n",
          "spot_capacity_per_offer", "must be a whole number, got 2.5", None),
         ("prices_on: last month\nworkloads: [{name: a, model: x, tokens_per_second: 5}]\n",
-         "prices_on", "must be a date YYYY-MM-DD", None),
+         "prices_on", "not a date (YYYY-MM-DD): 'last month'", None),
         ("task: serve\nworkloads: [{name: a, model: x, tokens_per_second: 5}]\n",
          "task", "workload keys go under workloads:", "budget, budget_total"),
         ("budget: 1\nbudget: 2\nworkloads: [{name: a, model: x, tokens_per_second: 5}]\n",

@@ -782,6 +782,13 @@ def review(
         _check_format(fmt, FILE_FORMATS)
         if output is not None and fmt != "focus":
             _not_parquet(output, f"--format {fmt}")  # before reading the export, not after it
+        if owned_out is not None:  # its name too, before the export is read (issue 33)
+            check_name_length(owned_out, "--owned-out")
+            _not_an_input(owned_out)  # a breaker's --owned-out named like the export replaced it
+            if output is not None and Path(owned_out).absolute().resolve() == Path(output).absolute().resolve():
+                from gpuopt.kernel.errors import InputError
+
+                raise InputError("owned_out", f"{owned_out} is also --output: give it another name")
         from gpuopt import api, render
 
         result = api.review(usage=usage, usage_format=usage_format, lookback=lookback, term=term, payment=payment,
@@ -789,13 +796,6 @@ def review(
         render.warnings(result.prices, result.warnings)
         if owned_out is not None:
             from providers.owned import owned_from_usage, write_owned_csv
-
-            check_name_length(owned_out, "--owned-out")
-            _not_an_input(owned_out)  # a breaker's --owned-out named like the export replaced it
-            if output is not None and Path(owned_out).absolute().resolve() == Path(output).absolute().resolve():
-                from gpuopt.kernel.errors import InputError
-
-                raise InputError("owned_out", f"{owned_out} is also --output: give it another name")
 
             from gpuopt.kernel.words import plural
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 from optimizer.planning.problem import cand_index
 
 
@@ -14,7 +12,7 @@ def quota_needs(problem, sol) -> dict:
     from providers.quotas import quota_keys
 
     idx = cand_index(problem)
-    training = {w.name for w in problem.workloads if w.training}
+    training = problem.training_names()
     by_block: dict[int, dict] = {}
     keys_of: dict[str, tuple] = {}
     for store in (sol.A, sol.X):
@@ -31,8 +29,7 @@ def quota_needs(problem, sol) -> dict:
                 if per is None:
                     continue
                 d = by_block.setdefault(bi, {})
-                # a training job's units are time-sliced: its instances at once are whole units
-                units = math.ceil(float(x) - 1e-9) if w in training else float(x)
+                units = problem.running_units(training, w, x)  # a job's: whole instances
                 d[key] = d.get(key, 0.0) + float(per) * float(c.instances_per_unit) * units
     out: dict = {}
     for d in by_block.values():

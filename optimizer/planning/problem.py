@@ -468,6 +468,18 @@ class FleetProblem:
     def workloads_by_name(self) -> dict[str, FleetWorkload]:
         return {w.name: w for w in self.workloads}
 
+    def running_units(self, training: set[str] | frozenset[str], w: str, x: float) -> float:
+        """The units of workload ``w``'s allocation ``x`` (units, the block's average) running at once: a training
+        job's units are time-sliced over the block, so while it runs they are whole instances (``ceil(x)``; a 70B
+        job on 8 instances at once broke --max-instances 3: issue 33); a service's are ``x``. ``training``: the
+        names of the training workloads (:meth:`training_names`, computed once by the caller). The one rule of
+        ``--max-instances`` (optimizer.planning.solve.keeps_limits) and of the quotas (limits.quota_needs)."""
+        return math.ceil(float(x) - 1e-9) if w in training else float(x)
+
+    def training_names(self) -> frozenset[str]:
+        """The names of the training workloads (jobs of work by a deadline)."""
+        return frozenset(w.name for w in self.workloads if w.training)
+
     def has_purchases(self, allowed: set[str] | None = None) -> bool:
         """Some candidate is a capacity block or a savings-plan rate (planned by the MILP only)."""
         return any(purchase_kind(c.offer) and (allowed is None or c.offer["pricing"] in allowed)

@@ -181,16 +181,8 @@ def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_r
             raise  # the one-line refusal with its figure
         # a plan is held (shared, within the limits, or each workload apart): it, not a refusal, with its own bound
         # and the reason the joint model was not built (issue 33: 200 services with a budget that cannot bind)
-        bound = float(fallback.report.bound or 0.0)
-        gap = max(0.0, (fallback.cost - bound) / fallback.cost) if fallback.cost > 0 and bound > 0 else 1.0
-        proven = gap <= gap_rel + 1e-9
-        fallback.report = dataclasses.replace(
-            fallback.report, gap=gap, status="optimal" if proven else "time_limit",
-            seconds=time.perf_counter() - t_start,
-            message=(fallback.report.message if proven else
-                     f"the joint model was not built ({exc.message.split(';')[0]}); this is "
-                     f"{fallback.report.message}"))
-        return fallback
+        return held_plan(fallback, None, gap_rel=gap_rel, t_start=t_start,
+                         why=f"the joint model was not built ({exc.message.split(';')[0]})")
     if sol.report.status not in ("optimal", "time_limit", "infeasible"):
         # nothing found in the time and nothing proven: a plan by construction when one exists, so a stop at the
         # limit gives a plan with its gap stated, not "not solved" (a breaker's 100-replica service: nothing in
@@ -220,15 +212,8 @@ def _solve_milp(problem: FleetProblem, *, solver, gap_rel, allowed, fallback, t_
         if fallback is not None and (sol.report.status not in ("optimal", "time_limit")
                                      or fallback.cost < sol.cost - 1e-9):
             # nothing better in the time: the plan held, its bound the better of the two (gap 1.0 without one)
-            bound = max(float(fallback.report.bound or 0.0), float(sol.report.bound or 0.0)
-                        if sol.report.status in ("optimal", "time_limit") else 0.0)
-            bound = min(bound, fallback.cost)
-            gap = max(0.0, (fallback.cost - bound) / fallback.cost) if fallback.cost > 0 and bound > 0 else 1.0
-            fallback.report = dataclasses.replace(
-                fallback.report, bound=bound or None, gap=gap,
-                status="optimal" if gap <= gap_rel + 1e-9 else "time_limit", seconds=time.perf_counter() - t_start,
-                message=f"the placement search found no better plan in its time; this is {fallback.report.message}")
-            return fallback
+            return held_plan(fallback, sol, gap_rel=gap_rel, t_start=t_start,
+                             why="the placement search found no better plan in its time")
         if fallback is not None and sol.report.status == "time_limit" and sol.cost > 0:
             # the bound of committed instances charged as if always used (optimizer.planning.exact) may be tighter, and
             # the shared enumeration's bound tighter still
@@ -247,21 +232,37 @@ def _solve_milp(problem: FleetProblem, *, solver, gap_rel, allowed, fallback, t_
     sol = read_solution(problem, V, solve_fleet(m, solver=solver, time_limit_s=max(left(), 0.5), gap_rel=gap_rel))
     if fallback is not None and (sol.report.status not in ("optimal", "time_limit") or
                                    fallback.cost < sol.cost - 1e-9):
-        # the enumeration's plan (shared or apart) beats what the MILP found in its time: it, with the better bound
-        lb = min(fallback.cost, max(float(fallback.report.bound or 0.0),
-                                      float(sol.report.bound or 0.0) if sol.report.status in ("optimal", "time_limit")
-                                      else 0.0))
-        gap = max(0.0, (fallback.cost - lb) / fallback.cost) if fallback.cost > 0 else 0.0
-        proven = gap <= gap_rel + 1e-9
-        # not proven: the MILP ran and did no better in its time — said so, the solver named (a fresh user read
-        # "exact enumeration (no MILP) time_limit, 0.019 s" after 17.5 s of MILP)
-        fallback.report = dataclasses.replace(
-            fallback.report, bound=lb, gap=gap, status="optimal" if proven else "time_limit",
-            solver=fallback.report.solver if proven else solver, seconds=time.perf_counter() - t_start,
-            message=(fallback.report.message if proven else
-                     f"the MILP found no better plan in its time; this is {fallback.report.message}"))
-        return fallback
+        # the enumeration's plan (shared or apart) beats what the MILP found in its time: it, with the better bound;
+        # not proven, the solver is named (a fresh user read "exact enumeration (no MILP) time_limit, 0.019 s" after
+        # 17.5 s of MILP)
+        return held_plan(fallback, sol, gap_rel=gap_rel, t_start=t_start,
+                         why="the MILP found no better plan in its time", solver=solver)
     return sol
+
+
+def held_plan(held: FleetSolution, other: FleetSolution | None, *, gap_rel: float, t_start: float, why: str,
+              solver: str | None = None) -> FleetSolution:
+    """The plan already held when a solve did no better (an enumeration's plan, the plan within the limits, the plans
+    apart, a construction), returned with what is proven of it: its bound the better of its own and ``other``'s
+    (a solve that ended optimal or at its time limit), never above its cost; its gap from that bound (1.0 without
+    one, 0 for a plan that costs nothing); ``optimal`` within ``gap_rel``, else ``time_limit`` with ``why`` said
+    before its own message and ``solver`` (when given) named as the one that ran. ``t_start``
+    (time.perf_counter()) dates the seconds. One rule for the three places a solve falls back on a held plan
+    (the model too large to build, the placement search, the joint MILP)."""
+    bound = float(held.report.bound or 0.0)
+    if other is not None and other.report.status in ("optimal", "time_limit"):
+        bound = max(bound, float(other.report.bound or 0.0))
+    bound = min(bound, held.cost)
+    if held.cost <= 0:
+        gap = 0.0
+    else:
+        gap = max(0.0, (held.cost - bound) / held.cost) if bound > 0 else 1.0
+    proven = gap <= gap_rel + 1e-9
+    held.report = dataclasses.replace(
+        held.report, bound=bound or None, gap=gap, status="optimal" if proven else "time_limit",
+        solver=held.report.solver if proven or solver is None else solver, seconds=time.perf_counter() - t_start,
+        message=held.report.message if proven else f"{why}; this is {held.report.message}")
+    return held
 
 
 def as_unplaced(problem: FleetProblem) -> FleetProblem:
@@ -672,7 +673,7 @@ def keeps_limits(problem: FleetProblem, sol: FleetSolution) -> str | None:
             return f"{name} {limit:,.2f} USD (the plan: {mo[key]:,.2f})"
     if problem.max_instances is not None:
         cidx = {(w, c.okey): c for w, cs in problem.cands.items() for c in cs}
-        training = {w.name for w in problem.workloads if w.training}
+        training = problem.training_names()
         for bi in range(len(problem.blocks)):
             p = problem.period_of(problem.blocks[bi])
             count: dict[tuple, float] = {}
@@ -681,9 +682,7 @@ def keeps_limits(problem: FleetProblem, sol: FleetSolution) -> str | None:
                     c = cidx[(w, ok)]
                     if b == bi and not (store is sol.A and c.committed):  # committed units: counted as bought
                         g = spot_group(c.offer)
-                        # a training job's units are time-sliced: while it runs, its units are whole instances
-                        # (limits.quota_needs; a 70B job on 8 instances at once broke --max-instances 3)
-                        units = math.ceil(float(x) - 1e-9) if w in training else x
+                        units = problem.running_units(training, w, x)  # a job's: whole instances
                         count[g] = count.get(g, 0.0) + c.instances_per_unit * units
             for k, n in sol.N.items():
                 s = problem.slots[k]

@@ -339,6 +339,12 @@ def test_impossible_date_in_a_plan_names_key_and_line(tmp_path, cache):
     err = _one_line_error(_run(["recommend", "--workload", str(f)]), "prices_on: no such date 2026-02-30",
                           "plan.yaml, line 12")
     assert err.startswith("gpuopt: error: prices_on:")
+    # quoted, the date reaches the plan's own check as text: the same words, key and line
+    f.write_text(f.read_text().replace("prices_on: 2026-02-30", "prices_on: '2026-02-30'"))
+    _one_line_error(_run(["recommend", "--workload", str(f)]), "prices_on: no such date 2026-02-30",
+                    "plan.yaml, line 12")
+    _one_line_error(_run(["recommend", "--model", "llama-3-8b", "--tokens-per-second", "1000", "--prices-on",
+                          "2026-13-01"]), "--prices-on: no such date 2026-13-01")
 
 
 def test_yaml_value_errors_name_their_path():
@@ -457,3 +463,99 @@ def test_a_usage_row_with_a_nul_or_line_break_in_its_region_is_a_bad_row(tmp_pat
     u = read_usage(f)
     assert [(b.line, b.reason) for b in u.bad_rows] == [(2, "region holds a NUL, CR or LF character")]
     assert u.rows_gpu == whole.rows_gpu - 1 and u.rows_read == whole.rows_read
+
+
+# ------------------------------------------------------------- 8. underscores in the serving and demand CSVs
+def test_measured_trace_and_demand_profile_csvs_refuse_underscore_numbers(tmp_path):
+    """float() reads "1_500" as 1500: every CSV a user gives (here --measured, --trace, --demand-profile) refuses it,
+    naming the row or line and the column; a JSON number and a plain decimal are still read."""
+    from optimizer.planning.demand import load_profile
+    from optimizer.sizing.serving import load_measurements
+    from optimizer.sizing.trace import load_trace
+
+    m = tmp_path / "bench.csv"
+    head = "model,input_tokens,output_tokens,output_tokens_per_second\n"
+    m.write_text(head + "meta-llama/Llama-2-7b-hf,1000,100,1500.5\n")
+    assert load_measurements(str(m)).rows[0].tokens_per_second == 1500.5
+    m.write_text(head + "meta-llama/Llama-2-7b-hf,1000,100,1_500\n")
+    with pytest.raises(InputError, match=r"bench.csv row 1: output_tokens_per_second '1_500' is not a number"):
+        load_measurements(str(m))
+    m.write_text(head + "meta-llama/Llama-2-7b-hf,1_000,100,1500\n")
+    with pytest.raises(InputError, match=r"row 1: input_tokens '1_000' is not a number"):
+        load_measurements(str(m))
+
+    t = tmp_path / "trace.csv"
+    t.write_text("input_tokens,output_tokens\n100,10\n1_00,10\n")
+    with pytest.raises(InputError, match=r"line 3: input_tokens '1_00' is not a whole number"):
+        load_trace(str(t))
+    t.write_text("arrival_s,input_tokens,output_tokens\n0,100,10\n1_0,100,10\n")
+    with pytest.raises(InputError, match=r"line 3: arrival_s '1_0' is not a time"):
+        load_trace(str(t))
+    t.write_text("arrival_s,input_tokens,output_tokens\n0,100,10\n2.5,300,30\n")
+    assert load_trace(str(t)).mean_input == 200
+
+    p = tmp_path / "profile.csv"
+    p.write_text("hour,demand\n" + "".join(f"{h},{100 + h}\n" for h in range(24)))
+    assert max(b.demand for b in load_profile(p).blocks) == 123.0
+    p.write_text("hour,demand\n" + "".join(f"{h},{100 + h}\n" for h in range(23)) + "23,1_000\n")
+    with pytest.raises(InputError, match=r"line 25: demand must be a number, got '1_000'"):
+        load_profile(p)
+    p.write_text("hour,demand\n" + "".join(f"{h},100\n" for h in range(23)) + "2_3,100\n")
+    with pytest.raises(InputError, match=r"line 25: hour must be a whole number from 0 to 23, got '2_3'"):
+        load_profile(p)
+
+
+# ------------------------------------------------------------- 9. the AWS bulk CSV: line ends and stray CRs
+BULK = Path(__file__).parent / "fixtures" / "aws" / "AmazonEC2_bulk_sample.derived.csv"
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r"])
+def test_aws_bulk_csv_reads_lf_crlf_and_cr_line_ends_alike(tmp_path, ending):
+    from providers.aws_import import parse_bulk_csv
+
+    want = parse_bulk_csv(BULK)
+    f = tmp_path / "index.csv"
+    f.write_bytes(BULK.read_text(encoding="utf-8").replace("\n", ending).encode())
+    got = parse_bulk_csv(f)
+    assert len(want) > 0 and got.equals(want)
+
+
+def test_aws_bulk_csv_with_a_stray_cr_names_the_line_rather_than_splitting_the_row(tmp_path):
+    """The streamed bulk CSV (several GB, read line by line) kept a row split at a CR in an unquoted field as two
+    rows; it is refused, naming the file and the line, as the SkyPilot and offers readers do."""
+    from providers.aws_import import import_file
+
+    lines = BULK.read_text(encoding="utf-8").split("\n")
+    lines[9] = lines[9].replace('","', '",\r"', 1)  # a CR between two fields of line 10
+    f = tmp_path / "index.csv"
+    f.write_bytes("\n".join(lines).encode())
+    with pytest.raises(InputError, match=r"index\.csv line 10: a carriage return \(CR\) inside a field"):
+        import_file(f, AS_OF)
+    res = _run(["prices", "import", str(f), "--input-format", "aws-bulk-csv", "--as-of", AS_OF])
+    _one_line_error(res, "index.csv line 10: a carriage return (CR) inside a field")
+
+
+def test_aws_bulk_csv_field_over_the_csv_limit_is_one_line(tmp_path):
+    from providers.aws_import import parse_bulk_csv
+
+    lines = BULK.read_text(encoding="utf-8").split("\n")
+    lines[7] = lines[7].replace('","', '","' + "9" * 200_000, 1)
+    f = tmp_path / "index.csv"
+    f.write_text("\n".join(lines), encoding="utf-8")
+    with pytest.raises(InputError, match=r"index\.csv line 8: not CSV \(field larger than field limit"):
+        parse_bulk_csv(f)
+
+
+def test_owned_out_name_is_checked_before_the_export_is_read(tmp_path, cache, monkeypatch):
+    """A long export read for minutes, then refused for the name of --owned-out: the name is checked first."""
+    from gpuopt import api
+
+    def never(**kw):
+        raise AssertionError("the export was read before --owned-out's name was checked")
+
+    monkeypatch.setattr(api, "review", never)
+    usage = Path(__file__).parent / "fixtures" / "usage" / "synthetic_focus_1.0.csv"
+    res = _run(["review", "--usage", str(usage), "--owned-out", str(tmp_path / ("o" * 250 + ".csv"))])
+    _one_line_error(res, "--owned-out", "bytes long")
+    res = _run(["review", "--usage", str(usage), "--owned-out", str(tmp_path / "x.csv"), "-o", str(tmp_path / "x.csv")])
+    _one_line_error(res, "is also --output")

@@ -308,3 +308,33 @@ def test_two_offers_with_one_key_are_refused(snapshot):
     ws = _workloads("one")
     with pytest.raises(InputError, match="two offers have the same key 'aws|"):
         make_problem(ws, {"chat": flat_profile(500)}, cat)
+
+
+@pytest.mark.parametrize("kind,horizon", [("one", 12), ("three", 12), ("three", 36), ("spot", 12)])
+def test_the_problem_without_its_budget_keeps_what_pruning_without_a_budget_keeps(snapshot, kind, horizon):
+    """Issue 33: a budget that cannot bind left the plan of 200 services unproven where the same services without
+    it are proven: the budgeted problem keeps every payment option apart (629,710 candidates against 332,350) and
+    solve.solve_within_limits planned its problem without the budget on all of them. ``free_cands`` is that
+    problem pruned by the rules without a budget: the candidates of the problem made without one (the group bound,
+    which needs a plan in hand, aside), so its optimum and its bound are that problem's."""
+    import optimizer.planning.problem_build as build
+    from optimizer.planning.solve import solve_cost
+
+    ws = _workloads(kind)
+    profiles = {w.name: flat_profile(w.workload.tokens_per_second) for w in ws if w.workload.task == "serve"}
+    saved, build.GROUP_BOUND_MIN_ROWS = build.GROUP_BOUND_MIN_ROWS, 10**12
+    try:
+        budgeted = make_problem(ws, profiles, snapshot, horizon_months=horizon, budgets=Budgets(monthly=1e7),
+                                keep_unpruned=False)
+        free = make_problem(ws, profiles, snapshot, horizon_months=horizon, keep_unpruned=False)
+    finally:
+        build.GROUP_BOUND_MIN_ROWS = saved
+    assert budgeted.free_cands is not None and free.free_cands is None
+    n_budgeted, n_free = (sum(map(len, c.values())) for c in (budgeted.cands, budgeted.free_cands))
+    assert n_free < n_budgeted  # payment options compared: fewer candidates
+    assert {w: sorted(c.okey for c in cs) for w, cs in budgeted.free_cands.items()} == \
+        {w: sorted(c.okey for c in cs) for w, cs in free.cands.items()}
+    # planned with the budget that cannot bind: the plan without it, at the same cost
+    a = solve_cost(budgeted, time_limit_s=60)
+    b = solve_cost(free, time_limit_s=60)
+    assert a.report.status == b.report.status == "optimal" and a.cost == pytest.approx(b.cost, rel=1e-9)

@@ -300,6 +300,9 @@ class FleetProblem:
     pruned: int = 0
     rejected: dict[str, dict[str, int]] = field(default_factory=dict)
     unpruned: dict[str, list[Candidate]] | None = None   # every candidate, for strategies over other pricing sets
+    #: With budgets, the candidates of the groups the problem without them can use in an optimal plan
+    #: (problem_build._bound_groups on it): what solve.solve_within_limits plans first; None: all of ``cands``
+    free_cands: dict[str, list[Candidate]] | None = None
     max_instances: int | None = None                      # quota per instance type and region (instances)
     quotas: Any = None                                    # providers.quotas.QuotaTable (--quota, live quotas)
     owned: dict[str, Any] = field(default_factory=dict)   # CommitmentDiscountId -> providers.owned.OwnedCommitment

@@ -42,7 +42,7 @@ SHARED_TIME_SHARE = 0.4
 
 #: The share of a solve's time limit the problem without its shared limits (budgets, ``max_instances``) may use
 #: (:func:`solve_within_limits`) before the MILP with the limits gets what is left; all of it when a plain plan keeps
-#: the limits already (:func:`start_within_limits`, :func:`construct_plan`: they are unlikely to bind).
+#: the limits already (:func:`construct_plan`: they are unlikely to bind).
 FREE_TIME_SHARE = 0.5
 
 
@@ -161,19 +161,20 @@ def solve_cost(problem: FleetProblem, *, solver="auto", time_limit_s=60.0, gap_r
             # a plan by construction before any joint MILP: the problem without its shared limits, by the whole
             # machinery (parts apart, placement, apart plans), in a share of the time. A budget that cannot bind
             # tied 16 workloads into one MILP that found nothing in 60 s ("no plan", issue 33). When a plain plan
-            # keeps the limits already (each workload's plan apart, held whatever comes next; or each on its
-            # cheapest on-demand offer, the last resort below) they are unlikely to bind, and it may take the whole
-            # time: at half of it the placement search of 200 budgeted services started no node and left a 47 %
-            # gap where the whole time proves the plan
-            if fallback is None:  # a plan that keeps every limit: the MILP's start and its fallback
-                fallback = start_within_limits(problem, allowed=allowed, deadline=t_end)
+            # keeps the limits already (each workload on its cheapest on-demand offer: the last resort below, made
+            # in milliseconds) they are unlikely to bind, and it may take the whole time: at half of it the
+            # placement search of 200 budgeted services started no node and left a 47 % gap where the whole time
+            # proves the plan
             loose = fallback is not None or construct_plan(problem, allowed=allowed) is not None
             share = 1.0 if loose else FREE_TIME_SHARE
             sol = solve_within_limits(problem, solver=solver, allowed=allowed, gap_rel=gap_rel,
                                       deadline=min(t_end, time.perf_counter() + share * float(time_limit_s)))
             if sol is not None and (fallback is None or sol.cost <= fallback.cost + 1e-6):
                 return sol
-            if sol is not None and sol.report.bound is not None:  # its bound bounds the limited problem too
+            if fallback is None:  # a plan that keeps every limit: the MILP's start and its fallback
+                fallback = start_within_limits(problem, allowed=allowed, deadline=t_end)
+            if sol is not None and fallback is not None and sol.report.bound is not None:
+                # the plan without the limits, dearer than the one held: its bound bounds the limited problem too
                 fallback.report = dataclasses.replace(fallback.report, bound=max(float(sol.report.bound),
                                                                                  float(fallback.report.bound or 0.0)))
         if fallback is None:

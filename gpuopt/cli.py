@@ -783,12 +783,19 @@ def review(
         if output is not None and fmt != "focus":
             _not_parquet(output, f"--format {fmt}")  # before reading the export, not after it
         if owned_out is not None:  # its name too, before the export is read (issue 33)
-            check_name_length(owned_out, "--owned-out")
+            from gpuopt.kernel.errors import InputError
+
+            out = check_name_length(owned_out, "--owned-out")
             _not_an_input(owned_out)  # a breaker's --owned-out named like the export replaced it
             if output is not None and Path(owned_out).absolute().resolve() == Path(output).absolute().resolve():
-                from gpuopt.kernel.errors import InputError
-
                 raise InputError("owned_out", f"{owned_out} is also --output: give it another name")
+            try:
+                if out.is_dir():
+                    raise InputError("owned_out", f"{owned_out} is a folder; give a file name")
+                if not out.parent.is_dir():
+                    raise InputError("owned_out", f"folder {out.parent} does not exist")
+            except OSError as exc:  # a path too long in all, a loop of links
+                raise _cannot_write(out, exc, "owned_out") from None
         from gpuopt import api, render
 
         result = api.review(usage=usage, usage_format=usage_format, lookback=lookback, term=term, payment=payment,

@@ -698,6 +698,8 @@ class PlanRequest(_Parts):
     @field_validator("prices_on", mode="before")
     @classmethod
     def _iso_date(cls, v: Any) -> Any:
+        if isinstance(v, _dt.datetime):  # YAML reads 2026-10-15T00:00:00 as a time: named here, key and line
+            raise plan_error(f"not a date (YYYY-MM-DD): {v.isoformat()!r} is a time")
         if isinstance(v, _dt.date):
             return v.isoformat()
         if v is not None:  # a quoted date ('2026-02-30') reaches here as text: named as PyYAML's dates are

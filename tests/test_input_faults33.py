@@ -498,7 +498,7 @@ def test_measured_trace_and_demand_profile_csvs_refuse_underscore_numbers(tmp_pa
     p.write_text("hour,demand\n" + "".join(f"{h},{100 + h}\n" for h in range(24)))
     assert max(b.demand for b in load_profile(p).blocks) == 123.0
     p.write_text("hour,demand\n" + "".join(f"{h},{100 + h}\n" for h in range(23)) + "23,1_000\n")
-    with pytest.raises(InputError, match=r"line 25: demand must be a number, got '1_000'"):
+    with pytest.raises(InputError, match=r"profile\.csv line 25: demand must be a number, got .1_000."):
         load_profile(p)
     p.write_text("hour,demand\n" + "".join(f"{h},100\n" for h in range(23)) + "2_3,100\n")
     with pytest.raises(InputError, match=r"line 25: hour must be a whole number from 0 to 23, got '2_3'"):
@@ -559,3 +559,18 @@ def test_owned_out_name_is_checked_before_the_export_is_read(tmp_path, cache, mo
     _one_line_error(res, "--owned-out", "bytes long")
     res = _run(["review", "--usage", str(usage), "--owned-out", str(tmp_path / "x.csv"), "-o", str(tmp_path / "x.csv")])
     _one_line_error(res, "is also --output")
+    (tmp_path / "adir").mkdir()
+    _one_line_error(_run(["review", "--usage", str(usage), "--owned-out", str(tmp_path / "adir")]),
+                    "owned_out:", "adir is a folder; give a file name")
+    _one_line_error(_run(["review", "--usage", str(usage), "--owned-out", str(tmp_path / "nodir" / "x.csv")]),
+                    "owned_out:", "nodir does not exist")
+
+
+def test_a_time_for_prices_on_names_key_and_line(tmp_path, cache):
+    """YAML reads an unquoted 2026-10-15T00:00:00 as a datetime (a date to Python): refused as a time, with the
+    file and line, as the other values of the key (the breaker's: it said "not a date" naming neither)."""
+    f = tmp_path / "plan.yaml"
+    f.write_text("workloads:\n  - name: a\n    kind: serving\n    model: llama-3-8b\n    tokens_per_second: 1000\n"
+                 "prices_on: 2026-10-15T00:00:00\n")
+    _one_line_error(_run(["recommend", "--workload", str(f)]), "prices_on: not a date (YYYY-MM-DD)", "is a time",
+                    "plan.yaml, line 6")

@@ -309,6 +309,17 @@ def _list_some(items: Sequence[str], most: int = 8) -> str:
 
 
 def load_profile(path: str | Path, blocks: int | None = None) -> DemandProfile:
+    """:func:`read_profile`, its errors of one line of the file naming the file ("chat.csv line 25: ...", as the
+    --measured and --trace readers do)."""
+    try:
+        return read_profile(path, blocks)
+    except InputError as e:
+        if not e.message.startswith("line "):
+            raise
+        raise InputError(e.field, f"{Path(path).name} {e.message}", accepted=e.accepted) from None
+
+
+def read_profile(path: str | Path, blocks: int | None = None) -> DemandProfile:
     """Read a demand profile CSV (a header, then one row per time; ``#`` lines are comments).
 
     Layouts (column names case-insensitive; the demand column is ``demand`` or ``tokens_per_second``, in

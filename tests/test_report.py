@@ -275,14 +275,23 @@ EXAMPLE = Path(gpuopt.__file__).parent / "data" / "example_plan.yaml"
 
 @pytest.fixture(scope="module")
 def unproven():
-    """The example plan stopped at a short time limit, without explanations: feasible, not proven optimal (about
-    5-9 s a solve here; under load a 5 s limit may find no plan at all, so the limit grows until one is found)."""
-    for limit in (5, 8, 12, 20):
+    """The example plan stopped at a short time limit, without explanations: feasible, not proven optimal. Since
+    issue 33 it is proven in about 5 s (3-4 s: a plan with a gap of 0.85 %, 2 s: none), and on a loaded machine the
+    window moves either way (a CI run proved it within 5 s), so limits around it are tried in turn; when none
+    stops with a plan in hand, a proven plan is marked as stopped at its limit with the 0.85 % gap measured at 3 s
+    (what is tested here is how an unproven plan is shown, not the solver's timing)."""
+    last = None
+    for limit in (3, 4, 2.5, 3.5, 5, 6, 8, 12):
         r = gpuopt.recommend(workload=EXAMPLE, time_limit_s=limit, explain=False)
         if r.plan.status == "time_limit":
             return r
-        assert r.plan.status == "not_solved", f"the example plan was {r.plan.status} within {limit} s"
-    pytest.fail("the example plan found no plan within 20 s")
+        assert r.plan.status in ("not_solved", "optimal"), f"the example plan was {r.plan.status} within {limit} s"
+        last = r if r.plan.status == "optimal" else last
+    if last is None:
+        pytest.fail("the example plan found no plan within 12 s")
+    last.plan.status = "time_limit"
+    last.plan.solver.update(status="time_limit", gap=0.008518228602447145)
+    return last
 
 
 def test_an_unproven_plan_says_so_first_in_the_table_and_the_json(unproven, capsys, monkeypatch):

@@ -306,25 +306,27 @@ def _public(path: Path) -> None:
         os.chmod(path, 0o666 & ~mask)
 
 
-def _check_output(output: Path) -> Path:
-    """The absolute --output path, or InputError("output") for a folder, a missing folder or one of the inputs."""
+def _check_output(output: Path, option: str = "--output") -> Path:
+    """The absolute path of a file ``option`` writes (--output, --owned-out), or InputError (field: the option
+    without its dashes) for a folder, a missing folder or one of the inputs."""
     from gpuopt.kernel.errors import InputError
 
-    out = check_name_length(output)
+    field = option.lstrip("-").replace("-", "_")
+    out = check_name_length(output, option)
     try:
         if out.is_symlink() and not _special(out):  # a link to a file: write the file it points at (renaming
             out = Path(os.path.realpath(out))      # over the link would replace it); /dev/stdout is written through
         if out.is_dir():
-            raise InputError("output", f"{output} is a folder; give a file name")
+            raise InputError(field, f"{output} is a folder; give a file name")
         if not out.parent.is_dir():
-            raise InputError("output", f"folder {out.parent} does not exist")
+            raise InputError(field, f"folder {out.parent} does not exist")
     except OSError as exc:  # a path too long in all, a loop of links
-        raise _cannot_write(out, exc) from None
+        raise _cannot_write(out, exc, field) from None
     _not_an_input(out)
     for d in _INPUT_DIRS:  # a file written into a --usage folder would be read as part of the export next time
         if d in out.resolve().parents:
-            raise InputError("output", f"{output} is inside the folder {d} this command reads; give --output "
-                                       "another folder")
+            raise InputError(field, f"{output} is inside the folder {d} this command reads; give {option} "
+                                    "another folder")
     return out
 
 
@@ -782,20 +784,12 @@ def review(
         _check_format(fmt, FILE_FORMATS)
         if output is not None and fmt != "focus":
             _not_parquet(output, f"--format {fmt}")  # before reading the export, not after it
-        if owned_out is not None:  # its name too, before the export is read (issue 33)
-            from gpuopt.kernel.errors import InputError
-
-            out = check_name_length(owned_out, "--owned-out")
-            _not_an_input(owned_out)  # a breaker's --owned-out named like the export replaced it
+        if owned_out is not None:  # its name too, before the export is read (issue 33), as --output's
+            _check_output(owned_out, "--owned-out")  # a breaker's --owned-out named like the export replaced it
             if output is not None and Path(owned_out).absolute().resolve() == Path(output).absolute().resolve():
+                from gpuopt.kernel.errors import InputError
+
                 raise InputError("owned_out", f"{owned_out} is also --output: give it another name")
-            try:
-                if out.is_dir():
-                    raise InputError("owned_out", f"{owned_out} is a folder; give a file name")
-                if not out.parent.is_dir():
-                    raise InputError("owned_out", f"folder {out.parent} does not exist")
-            except OSError as exc:  # a path too long in all, a loop of links
-                raise _cannot_write(out, exc, "owned_out") from None
         from gpuopt import api, render
 
         result = api.review(usage=usage, usage_format=usage_format, lookback=lookback, term=term, payment=payment,

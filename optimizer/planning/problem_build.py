@@ -275,7 +275,8 @@ def make_problem(workloads: list[FleetWorkload], profiles: dict | list[FleetBloc
                                budgets.monthly is not None or budgets.upfront is not None)
         cands = _owned_plan_twins(cands, workloads)
         pruned = n_all - sum(len(v) for v in cands.values())
-        if budgets.any():
+        if budgets.monthly is not None or budgets.upfront is not None or budgets.commitment is not None:
+            # (a total budget alone changes no pruning rule: the problem without it has the same candidates)
             free_cands = _free_candidates(cands, workloads, blocks, work, spot_capacity, placement, spread, H,
                                           float(leftover_value))
     problem = FleetProblem(workloads=workloads, blocks=blocks, cands=cands, work_flops=work, objective=objective,
